@@ -1,0 +1,621 @@
+//===- AMPCOps.td - the ampc dialect: ONNX-semantics tensor ops -*- tablegen -*-===//
+//
+// Ranked, statically shaped tensor ops with ONNX semantics. Attributes that
+// ONNX passes as constant inputs in some opsets (Slice starts, Squeeze axes,
+// Reduce* axes, the Reshape/Expand target shape) are attributes or the result
+// type here, so every later pass sees one form whatever the model's opset.
+//
+// Ops whose result type follows from operands and attributes implement
+// InferTypeOpAdaptor: the importer builds them without result types, and the
+// verifier checks a written result type against the inferred one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_OPS_TD
+#define AMPC_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def AMPC_Dialect : Dialect {
+  let name = "ampc";
+  let cppNamespace = "::ampc";
+  let summary = "ONNX-semantics tensor ops for mixed-precision training";
+  let description = [{
+    The ampc dialect holds an imported forward model: ranked, statically
+    shaped tensors, one op per ONNX operator with ONNX semantics, trainable
+    parameters as module-level `ampc.parameter` symbols.
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+class AMPC_Op<string mnemonic, list<Trait> traits = []>
+    : Op<AMPC_Dialect, mnemonic, traits>;
+
+def AMPC_Tensor : RankedTensorOf<[AnyType]>;
+def AMPC_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def AMPC_IndexTensor : RankedTensorOf<[I32, I64]>;
+def AMPC_BoolTensor : RankedTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Constants and parameters
+//===----------------------------------------------------------------------===//
+
+def AMPC_ConstantOp : AMPC_Op<"constant",
+    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A non-trainable tensor: an ONNX `Constant` node, a non-float initializer,
+    or the folded result of a shape computation.
+
+    ```mlir
+    %shape = ampc.constant dense<[2, 64]> : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def AMPC_ParameterOp : AMPC_Op<"parameter", [Symbol]> {
+  let summary = "a trainable parameter with its FP32 master value";
+  let description = [{
+    A float initializer of the ONNX model. The initial value is the master
+    copy the optimizer updates; functions read it with `ampc.load_parameter`.
+
+    ```mlir
+    ampc.parameter @"fc1.weight" : tensor<512x784xf32> = dense<...>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<AMPC_FloatTensor>:$type,
+                       ElementsAttr:$initial_value);
+  let assemblyFormat = "$sym_name attr-dict `:` $type `=` $initial_value";
+  let hasVerifier = 1;
+}
+
+def AMPC_LoadParameterOp : AMPC_Op<"load_parameter",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "read the current value of a parameter";
+  let description = [{
+    ```mlir
+    %w = ampc.load_parameter @"fc1.weight" : tensor<512x784xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$parameter);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$parameter attr-dict `:` type($output)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// Unary ops keep their operand's type.
+class AMPC_UnaryOp<string mnemonic, Type type, string desc,
+                   list<Trait> traits = []>
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+  let summary = desc;
+  let description = "ONNX `" # desc # "`, elementwise.\n\n```mlir\n%y = ampc."
+      # mnemonic # " %x : tensor<4x8xf32>\n```";
+  let arguments = (ins type:$input);
+  let results = (outs type:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg">;
+def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt">;
+def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal">;
+def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp">;
+def AMPC_LogOp : AMPC_UnaryOp<"log", AMPC_FloatTensor, "Log">;
+def AMPC_ErfOp : AMPC_UnaryOp<"erf", AMPC_FloatTensor, "Erf">;
+def AMPC_ReluOp : AMPC_UnaryOp<"relu", AMPC_Tensor, "Relu">;
+def AMPC_SigmoidOp : AMPC_UnaryOp<"sigmoid", AMPC_FloatTensor, "Sigmoid">;
+def AMPC_TanhOp : AMPC_UnaryOp<"tanh", AMPC_FloatTensor, "Tanh">;
+def AMPC_IdentityOp : AMPC_UnaryOp<"identity", AMPC_Tensor, "Identity"> {
+  let hasFolder = 1;
+}
+
+def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu"> {
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+}
+
+def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu"> {
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
+}
+
+// Binary ops broadcast their operands numpy-style (ONNX multidirectional
+// broadcasting).
+class AMPC_BinaryOp<string mnemonic, Type type, string desc,
+                    list<Trait> traits = []>
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+  let summary = desc;
+  let description = "ONNX `" # desc # "`, with multidirectional broadcasting."
+      # "\n\n```mlir\n%z = ampc." # mnemonic
+      # " %x, %y : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>\n```";
+  let arguments = (ins type:$lhs, type:$rhs);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_AddOp : AMPC_BinaryOp<"add", AMPC_Tensor, "Add", [Commutative]>;
+def AMPC_SubOp : AMPC_BinaryOp<"sub", AMPC_Tensor, "Sub">;
+def AMPC_MulOp : AMPC_BinaryOp<"mul", AMPC_Tensor, "Mul", [Commutative]>;
+def AMPC_DivOp : AMPC_BinaryOp<"div", AMPC_Tensor, "Div">;
+def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow"> {
+  let hasFolder = 0;
+}
+def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative]>;
+
+def AMPC_WhereOp : AMPC_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Where";
+  let description = [{
+    ONNX `Where`: `condition ? x : y` with multidirectional broadcasting.
+
+    ```mlir
+    %z = ampc.where %c, %x, %y : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_BoolTensor:$condition, AMPC_Tensor:$x,
+                       AMPC_Tensor:$y);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_CastOp : AMPC_Op<"cast", [Pure]> {
+  let summary = "Cast";
+  let description = [{
+    ONNX `Cast`: converts the element type, keeping the shape. Float to
+    narrower float rounds to nearest even.
+
+    ```mlir
+    %h = ampc.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def AMPC_MatMulOp : AMPC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "MatMul";
+  let description = [{
+    ONNX `MatMul` (numpy.matmul): batch dimensions broadcast; a 1-D operand is
+    promoted to a matrix and the added dimension removed from the result.
+
+    ```mlir
+    %y = ampc.matmul %a, %b : (tensor<8x16x64xf32>, tensor<64x32xf32>) -> tensor<8x16x32xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$lhs, AMPC_Tensor:$rhs);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_GemmOp : AMPC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gemm";
+  let description = [{
+    ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
+    `transA`/`transB` is 1; C is optional and broadcasts to the (M, N) result.
+
+    ```mlir
+    %y = ampc.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<4x512xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$a, AMPC_FloatTensor:$b,
+                       Optional<AMPC_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<I64Attr, "0">:$transA,
+                       DefaultValuedAttr<I64Attr, "0">:$transB);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_ConvOp : AMPC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Conv";
+  let description = [{
+    ONNX `Conv` in NCHW layout (any number of spatial dimensions). `auto_pad`
+    is resolved to explicit `pads` (begins then ends) at import.
+
+    ```mlir
+    %y = ampc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x4x4xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input, AMPC_FloatTensor:$weight,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and activations over an axis
+//===----------------------------------------------------------------------===//
+
+def AMPC_SoftmaxOp : AMPC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Softmax (opset 13 semantics: along one axis)";
+  let description = [{
+    ```mlir
+    %p = ampc.softmax %x {axis = -1 : i64} : tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "LogSoftmax (opset 13 semantics: along one axis)";
+  let description = [{
+    ```mlir
+    %p = ampc.log_softmax %x {axis = -1 : i64} : tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "LayerNormalization";
+  let description = [{
+    ONNX `LayerNormalization`: normalises over the dimensions from `axis` on.
+    Results: Y, Mean and InvStdDev (the latter two in the stash type, with
+    the normalised dimensions kept as 1).
+
+    ```mlir
+    %y, %mean, %rstd = ampc.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input, AMPC_FloatTensor:$scale,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<I64Attr, "1">:$stash_type);
+  let results = (outs AMPC_FloatTensor:$output, AMPC_FloatTensor:$mean,
+                      AMPC_FloatTensor:$inv_std_dev);
+  let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "BatchNormalization";
+  let description = [{
+    ONNX `BatchNormalization` (opset 14/15 form). With `training_mode = 1`
+    it normalises with the batch statistics and also returns the updated
+    running mean and variance; otherwise those results equal the inputs.
+
+    ```mlir
+    %y, %rm, %rv = ampc.batch_normalization %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input, AMPC_FloatTensor:$scale,
+                       AMPC_FloatTensor:$bias, AMPC_FloatTensor:$input_mean,
+                       AMPC_FloatTensor:$input_var,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9">:$momentum,
+                       DefaultValuedAttr<I64Attr, "0">:$training_mode);
+  let results = (outs AMPC_FloatTensor:$output,
+                      AMPC_FloatTensor:$running_mean,
+                      AMPC_FloatTensor:$running_var);
+  let assemblyFormat = "$input `,` $scale `,` $bias `,` $input_mean `,` "
+      "$input_var attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_DropoutOp : AMPC_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Dropout";
+  let description = [{
+    ONNX `Dropout` with the ratio and training mode as attributes (they must
+    be constants at import). Results: the output and the boolean keep-mask.
+    Outside training mode it is the identity and the mask is all true.
+
+    ```mlir
+    %y, %mask = ampc.dropout %x {ratio = 1.000000e-01 : f32, training_mode = 1 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "0.5">:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$training_mode,
+                       OptionalAttr<I64Attr>:$seed);
+  let results = (outs AMPC_FloatTensor:$output, AMPC_BoolTensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def AMPC_ReshapeOp : AMPC_Op<"reshape", [Pure]> {
+  let summary = "Reshape (target shape is the result type)";
+  let description = [{
+    ```mlir
+    %y = ampc.reshape %x : tensor<2x16x64xf32> to tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def AMPC_ExpandOp : AMPC_Op<"expand", [Pure]> {
+  let summary = "Expand (broadcast to the result type)";
+  let description = [{
+    ```mlir
+    %y = ampc.expand %x : tensor<1x64xf32> to tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def AMPC_TransposeOp : AMPC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Transpose";
+  let description = [{
+    ```mlir
+    %y = ampc.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_FlattenOp : AMPC_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Flatten";
+  let description = [{
+    ```mlir
+    %y = ampc.flatten %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_SqueezeOp : AMPC_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Squeeze";
+  let description = [{
+    Removes the listed size-1 dimensions (all of them when `axes` is empty).
+
+    ```mlir
+    %y = ampc.squeeze %x {axes = array<i64: 0>} : (tensor<1x8xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Unsqueeze";
+  let description = [{
+    Inserts size-1 dimensions at `axes` (positions in the result).
+
+    ```mlir
+    %y = ampc.unsqueeze %x {axes = array<i64: 0>} : (tensor<8xf32>) -> tensor<1x8xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_ConcatOp : AMPC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Concat";
+  let description = [{
+    ```mlir
+    %y = ampc.concat %a, %b {axis = 0 : i64} : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<5x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AMPC_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_SliceOp : AMPC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Slice";
+  let description = [{
+    ONNX `Slice` with constant starts, ends, axes and steps (clamped as ONNX
+    specifies; negative values count from the end).
+
+    ```mlir
+    %y = ampc.slice %x {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_GatherOp : AMPC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gather";
+  let description = [{
+    ```mlir
+    %y = ampc.gather %table, %ids {axis = 0 : i64} : (tensor<100x64xf32>, tensor<4x16xi64>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def AMPC_ShapeOp : AMPC_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Shape";
+  let description = [{
+    The dimensions `[start, end)` of the operand's (static) shape as an i64
+    tensor; always folds to a constant.
+
+    ```mlir
+    %s = ampc.shape %x : (tensor<2x16x64xf32>) -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$start,
+                       OptionalAttr<I64Attr>:$end);
+  let results = (outs RankedTensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and pooling
+//===----------------------------------------------------------------------===//
+
+class AMPC_ReduceOp<string mnemonic, string desc>
+    : AMPC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = desc;
+  let description = "ONNX `" # desc # "` over `axes` (all dimensions when "
+      # "empty).\n\n```mlir\n%y = ampc." # mnemonic
+      # " %x {axes = array<i64: 1>, keepdims = 0 : i64} : "
+      # "(tensor<4x8xf32>) -> tensor<4xf32>\n```";
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<I64Attr, "1">:$keepdims);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean">;
+def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum">;
+def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax">;
+
+def AMPC_MaxPoolOp : AMPC_Op<"max_pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "MaxPool";
+  let description = [{
+    ONNX `MaxPool`; `auto_pad` resolved to `pads` at import. Results: the
+    pooled values and the flat argmax indices (ONNX `Indices`).
+
+    ```mlir
+    %y, %idx = ampc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x64x32x32xf32>) -> (tensor<1x64x16x16xf32>, tensor<1x64x16x16xi64>)
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                       DefaultValuedAttr<I64Attr, "0">:$storage_order);
+  let results = (outs AMPC_Tensor:$output, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_AveragePoolOp : AMPC_Op<"average_pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "AveragePool";
+  let description = [{
+    ONNX `AveragePool`; `auto_pad` resolved to `pads` at import.
+
+    ```mlir
+    %y = ampc.average_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x64x32x32xf32>) -> tensor<1x64x16x16xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "GlobalAveragePool";
+  let description = [{
+    ```mlir
+    %y = ampc.global_average_pool %x : (tensor<2x512x2x2xf32>) -> tensor<2x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "SoftmaxCrossEntropyLoss";
+  let description = [{
+    ONNX `SoftmaxCrossEntropyLoss`: scores (N, C, D...), integer labels
+    (N, D...), optional class weights (C). Results: the loss (a scalar unless
+    `reduction = "none"`) and the log-probabilities.
+
+    ```mlir
+    %loss, %logp = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = "mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$scores, AMPC_IndexTensor:$labels,
+                       Optional<AMPC_FloatTensor>:$weights,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs AMPC_FloatTensor:$loss, AMPC_FloatTensor:$log_prob);
+  let assemblyFormat = "$scores `,` $labels (`,` $weights^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_NegativeLogLikelihoodLossOp
+    : AMPC_Op<"negative_log_likelihood_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "NegativeLogLikelihoodLoss";
+  let description = [{
+    ONNX `NegativeLogLikelihoodLoss`: log-probabilities (N, C, D...), integer
+    targets (N, D...), optional class weights (C).
+
+    ```mlir
+    %loss = ampc.negative_log_likelihood_loss %logp, %t {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input, AMPC_IndexTensor:$target,
+                       Optional<AMPC_FloatTensor>:$weight,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs AMPC_FloatTensor:$loss);
+  let assemblyFormat = "$input `,` $target (`,` $weight^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+#endif // AMPC_OPS_TD

@@ -1,0 +1,59 @@
+//===- OnnxImporter.h - ONNX models into the ampc dialect -------*- C++ -*-===//
+//
+// Reads a binary .onnx (protobuf) or a textual .onnxtext model and builds a
+// module holding ampc.parameter symbols and func @forward. Errors are
+// reported through the context's diagnostics at a NameLoc carrying the ONNX
+// node name (nested in a FileLineColLoc naming the model file); the import
+// then returns null. Nothing here asserts or aborts on bad input.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_IMPORT_ONNXIMPORTER_H
+#define AMPC_IMPORT_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+
+namespace ampc {
+
+/// How symbolic input dimensions are bound (`--shape`, `--batch`).
+struct ImportOptions {
+  /// Full shapes of named graph inputs.
+  llvm::StringMap<llvm::SmallVector<int64_t>> shapes;
+  /// Binds a symbolic leading dimension of every graph input.
+  std::optional<int64_t> batch;
+};
+
+/// Parses one `--shape` value, "NAME=2x3x4" (a scalar is "NAME="), into
+/// `options`. On failure returns false and sets `error`.
+bool parseShapeBinding(llvm::StringRef spec, ImportOptions &options,
+                       std::string &error);
+
+/// Imports the model at `path`: binary protobuf, or ONNX textual syntax when
+/// the name ends in ".onnxtext" or the contents start with '<'.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
+                                                 llvm::StringRef path,
+                                                 const ImportOptions &options);
+
+/// Imports a model held in memory. `displayName` names it in messages;
+/// external tensor data is looked up under `baseDir`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxBuffer(mlir::MLIRContext &context, llvm::StringRef contents,
+                 llvm::StringRef displayName, llvm::StringRef baseDir,
+                 const ImportOptions &options);
+
+/// The ONNX op types the importer understands, sorted.
+llvm::SmallVector<llvm::StringRef> supportedOnnxOps();
+
+/// Highest default-domain opset the importer accepts.
+constexpr int64_t kMaxOnnxOpset = 21;
+
+} // namespace ampc
+
+#endif // AMPC_IMPORT_ONNXIMPORTER_H

@@ -1,0 +1,1015 @@
+//===- AMPCOps.cpp - ampc op verifiers and result-type inference ----------===//
+//
+// Each op's shape rule lives in its inferReturnTypes: the importer builds ops
+// without result types and asks the op, and the verifier checks a written
+// result type against the same rule, so the two can never disagree.
+// Attribute checks that the shape rule needs are made there too; messages
+// name the op, as the importer reports them verbatim at the ONNX node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace ampc;
+
+namespace {
+using Types = SmallVectorImpl<Type>;
+using OptLoc = std::optional<Location>;
+
+/// Formats a list of integers as "[1, 2, 3]" for messages.
+std::string formatList(ArrayRef<int64_t> values) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(values, os);
+  os << "]";
+  return s;
+}
+
+std::string formatType(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+/// Reports an invalid op at `loc` as "ampc.<op>: <message>".
+template <typename OpTy>
+LogicalResult fail(OptLoc loc, const Twine &message) {
+  return emitOptionalError(loc, OpTy::getOperationName(), ": ", message);
+}
+
+/// The ranked tensor type of `value`, or failure with a message.
+template <typename OpTy>
+FailureOr<RankedTensorType> rankedType(OptLoc loc, Value value,
+                                       StringRef what) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type) {
+    (void)fail<OpTy>(loc, Twine(what) + " must be a ranked tensor, got " +
+                              formatType(value.getType()));
+    return failure();
+  }
+  return type;
+}
+
+template <typename OpTy>
+LogicalResult checkBinaryFlag(OptLoc loc, StringRef name, int64_t value) {
+  if (value != 0 && value != 1)
+    return fail<OpTy>(loc, "'" + name + "' must be 0 or 1, got " +
+                               Twine(value));
+  return success();
+}
+
+template <typename OpTy>
+FailureOr<int64_t> checkAxis(OptLoc loc, StringRef name, int64_t axis,
+                             int64_t rank) {
+  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+  if (!normalized) {
+    (void)fail<OpTy>(loc, "'" + name + "' " + Twine(axis) +
+                              " is out of range for rank " + Twine(rank));
+    return failure();
+  }
+  return *normalized;
+}
+
+/// Normalises a list of distinct axes against `rank`.
+template <typename OpTy>
+FailureOr<SmallVector<int64_t>> checkAxes(OptLoc loc, ArrayRef<int64_t> axes,
+                                          int64_t rank) {
+  SmallVector<int64_t> result;
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> a = checkAxis<OpTy>(loc, "axes", axis, rank);
+    if (failed(a))
+      return failure();
+    if (!seen.insert(*a).second) {
+      (void)fail<OpTy>(loc, "'axes' " + formatList(axes) +
+                                " names dimension " + Twine(*a) + " twice");
+      return failure();
+    }
+    result.push_back(*a);
+  }
+  return result;
+}
+
+template <typename OpTy>
+LogicalResult inferSameType(OptLoc loc, Value input, Types &types) {
+  FailureOr<RankedTensorType> type = rankedType<OpTy>(loc, input, "input");
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  return success();
+}
+
+/// Elementwise ops with multidirectional broadcasting. The result element
+/// type is `resultElement` when given, else the common operand element type.
+template <typename OpTy>
+LogicalResult inferBroadcast(OptLoc loc, ValueRange operands,
+                             Type resultElement, bool sameElementTypes,
+                             Types &types) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  Type element;
+  for (Value v : operands) {
+    FailureOr<RankedTensorType> t = rankedType<OpTy>(loc, v, "operand");
+    if (failed(t))
+      return failure();
+    shapes.push_back(t->getShape());
+    if (!sameElementTypes)
+      continue;
+    if (element && element != t->getElementType())
+      return fail<OpTy>(loc, "operand element types differ: " +
+                                 formatType(element) + " vs " +
+                                 formatType(t->getElementType()));
+    element = t->getElementType();
+  }
+  std::optional<SmallVector<int64_t>> shape = broadcastShapes(shapes);
+  if (!shape) {
+    std::string list;
+    for (auto [i, s] : llvm::enumerate(shapes))
+      list += (i ? " and " : "") + formatList(s);
+    return fail<OpTy>(loc, "shapes " + list + " do not broadcast");
+  }
+  if (!resultElement)
+    resultElement = element;
+  types.push_back(RankedTensorType::get(*shape, resultElement));
+  return success();
+}
+
+/// Output size of one spatial dimension of a convolution or pooling window.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  int64_t span = (kernel - 1) * dilation + 1;
+  int64_t numerator = in + padBegin + padEnd - span;
+  if (numerator < 0)
+    return 0;
+  int64_t out = (ceilMode ? (numerator + stride - 1) / stride
+                          : numerator / stride) +
+                1;
+  // A window that would start entirely in the end padding is dropped.
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+/// Shared by Conv and the pooling ops: validates the window attributes for
+/// `spatial` dimensions and computes the spatial output sizes.
+template <typename OpTy>
+FailureOr<SmallVector<int64_t>>
+inferWindow(OptLoc loc, ArrayRef<int64_t> inputSpatial,
+            ArrayRef<int64_t> kernel, std::optional<ArrayRef<int64_t>> strides,
+            std::optional<ArrayRef<int64_t>> pads,
+            std::optional<ArrayRef<int64_t>> dilations, bool ceilMode) {
+  size_t n = inputSpatial.size();
+  auto checkList = [&](StringRef name, std::optional<ArrayRef<int64_t>> list,
+                       size_t size, int64_t minimum) -> LogicalResult {
+    if (!list)
+      return success();
+    if (list->size() != size)
+      return fail<OpTy>(loc, "'" + name + "' has " + Twine(list->size()) +
+                                 " values, expected " + Twine(size));
+    for (int64_t v : *list)
+      if (v < minimum)
+        return fail<OpTy>(loc, "'" + name + "' values must be >= " +
+                                   Twine(minimum) + ", got " +
+                                   formatList(*list));
+    return success();
+  };
+  if (failed(checkList("kernel_shape", kernel, n, 1)) ||
+      failed(checkList("strides", strides, n, 1)) ||
+      failed(checkList("pads", pads, 2 * n, 0)) ||
+      failed(checkList("dilations", dilations, n, 1)))
+    return failure();
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t stride = strides ? (*strides)[i] : 1;
+    int64_t dilation = dilations ? (*dilations)[i] : 1;
+    int64_t padBegin = pads ? (*pads)[i] : 0;
+    int64_t padEnd = pads ? (*pads)[i + n] : 0;
+    int64_t size = windowOutputSize(inputSpatial[i], kernel[i], stride,
+                                    padBegin, padEnd, dilation, ceilMode);
+    if (size <= 0)
+      return fail<OpTy>(loc, "window " + formatList(kernel) +
+                                 " does not fit input spatial shape " +
+                                 formatList(inputSpatial));
+    out.push_back(size);
+  }
+  return out;
+}
+
+/// Floating-point type named by an ONNX TensorProto data type code.
+Type floatTypeFromOnnxCode(MLIRContext *ctx, int64_t code) {
+  switch (code) {
+  case 1:
+    return Float32Type::get(ctx);
+  case 10:
+    return Float16Type::get(ctx);
+  case 11:
+    return Float64Type::get(ctx);
+  case 16:
+    return BFloat16Type::get(ctx);
+  default:
+    return {};
+  }
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Constants and parameters
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                           Adaptor adaptor, Types &types) {
+  auto type = dyn_cast_or_null<RankedTensorType>(
+      adaptor.getValue() ? adaptor.getValue().getType() : Type());
+  if (!type)
+    return fail<ConstantOp>(loc, "value must be a ranked tensor attribute");
+  types.push_back(type);
+  return success();
+}
+
+LogicalResult ParameterOp::verify() {
+  if (getInitialValue().getType() != getType())
+    return emitOpError("initial value has type ")
+           << getInitialValue().getType() << ", expected " << getType();
+  return success();
+}
+
+LogicalResult
+LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParameterOp>(
+      *this, getParameterAttr());
+  if (!param)
+    return emitOpError("'") << getParameter() << "' is not an ampc.parameter";
+  if (param.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match parameter type "
+           << param.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define AMPC_SAME_TYPE_INFERENCE(OP)                                           \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
+                                     Adaptor adaptor, Types &types) {          \
+    return inferSameType<OP>(loc, adaptor.getInput(), types);                  \
+  }
+AMPC_SAME_TYPE_INFERENCE(NegOp)
+AMPC_SAME_TYPE_INFERENCE(SqrtOp)
+AMPC_SAME_TYPE_INFERENCE(ReciprocalOp)
+AMPC_SAME_TYPE_INFERENCE(ExpOp)
+AMPC_SAME_TYPE_INFERENCE(LogOp)
+AMPC_SAME_TYPE_INFERENCE(ErfOp)
+AMPC_SAME_TYPE_INFERENCE(ReluOp)
+AMPC_SAME_TYPE_INFERENCE(SigmoidOp)
+AMPC_SAME_TYPE_INFERENCE(TanhOp)
+AMPC_SAME_TYPE_INFERENCE(IdentityOp)
+AMPC_SAME_TYPE_INFERENCE(LeakyReluOp)
+#undef AMPC_SAME_TYPE_INFERENCE
+
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                       Adaptor adaptor, Types &types) {
+  StringRef approximate = adaptor.getApproximate();
+  if (approximate != "none" && approximate != "tanh")
+    return fail<GeluOp>(loc, "'approximate' must be \"none\" or \"tanh\", "
+                             "got \"" +
+                                 approximate + "\"");
+  return inferSameType<GeluOp>(loc, adaptor.getInput(), types);
+}
+
+#define AMPC_BROADCAST_INFERENCE(OP)                                           \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
+                                     Adaptor adaptor, Types &types) {          \
+    return inferBroadcast<OP>(loc, adaptor.getOperands(), Type(),              \
+                              /*sameElementTypes=*/true, types);               \
+  }
+AMPC_BROADCAST_INFERENCE(AddOp)
+AMPC_BROADCAST_INFERENCE(SubOp)
+AMPC_BROADCAST_INFERENCE(MulOp)
+AMPC_BROADCAST_INFERENCE(DivOp)
+#undef AMPC_BROADCAST_INFERENCE
+
+LogicalResult PowOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                      Adaptor adaptor, Types &types) {
+  // The exponent may have another numeric type; the result is the base's.
+  auto base = rankedType<PowOp>(loc, adaptor.getLhs(), "base");
+  if (failed(base))
+    return failure();
+  return inferBroadcast<PowOp>(loc, adaptor.getOperands(),
+                               base->getElementType(),
+                               /*sameElementTypes=*/false, types);
+}
+
+LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                        Adaptor adaptor, Types &types) {
+  return inferBroadcast<EqualOp>(loc, adaptor.getOperands(),
+                                 IntegerType::get(ctx, 1),
+                                 /*sameElementTypes=*/true, types);
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor, Types &types) {
+  auto x = rankedType<WhereOp>(loc, adaptor.getX(), "x");
+  auto y = rankedType<WhereOp>(loc, adaptor.getY(), "y");
+  if (failed(x) || failed(y))
+    return failure();
+  if (x->getElementType() != y->getElementType())
+    return fail<WhereOp>(loc, "x and y element types differ: " +
+                                  formatType(x->getElementType()) + " vs " +
+                                  formatType(y->getElementType()));
+  return inferBroadcast<WhereOp>(loc, adaptor.getOperands(),
+                                 x->getElementType(),
+                                 /*sameElementTypes=*/false, types);
+}
+
+LogicalResult CastOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getShape() != out.getShape())
+    return emitOpError("result shape ")
+           << formatList(out.getShape()) << " differs from operand shape "
+           << formatList(in.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  auto a = rankedType<MatMulOp>(loc, adaptor.getLhs(), "lhs");
+  auto b = rankedType<MatMulOp>(loc, adaptor.getRhs(), "rhs");
+  if (failed(a) || failed(b))
+    return failure();
+  if (a->getElementType() != b->getElementType())
+    return fail<MatMulOp>(loc, "operand element types differ: " +
+                                   formatType(a->getElementType()) + " vs " +
+                                   formatType(b->getElementType()));
+  if (a->getRank() == 0 || b->getRank() == 0)
+    return fail<MatMulOp>(loc, "operands must have rank >= 1");
+  SmallVector<int64_t> sa(a->getShape()), sb(b->getShape());
+  bool vectorA = sa.size() == 1, vectorB = sb.size() == 1;
+  if (vectorA)
+    sa.insert(sa.begin(), 1);
+  if (vectorB)
+    sb.push_back(1);
+  int64_t k = sa.back(), k2 = sb[sb.size() - 2];
+  if (k != k2)
+    return fail<MatMulOp>(loc, "inner dimensions differ: " +
+                                   formatList(a->getShape()) + " x " +
+                                   formatList(b->getShape()));
+  ArrayRef<int64_t> batchA = ArrayRef<int64_t>(sa).drop_back(2);
+  ArrayRef<int64_t> batchB = ArrayRef<int64_t>(sb).drop_back(2);
+  std::optional<SmallVector<int64_t>> batch =
+      broadcastShapes({batchA, batchB});
+  if (!batch)
+    return fail<MatMulOp>(loc, "batch dimensions of " +
+                                   formatList(a->getShape()) + " and " +
+                                   formatList(b->getShape()) +
+                                   " do not broadcast");
+  SmallVector<int64_t> shape = *batch;
+  if (!vectorA)
+    shape.push_back(sa[sa.size() - 2]);
+  if (!vectorB)
+    shape.push_back(sb.back());
+  types.push_back(RankedTensorType::get(shape, a->getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                       Adaptor adaptor, Types &types) {
+  int64_t transA = adaptor.getTransA(), transB = adaptor.getTransB();
+  if (failed(checkBinaryFlag<GemmOp>(loc, "transA", transA)) ||
+      failed(checkBinaryFlag<GemmOp>(loc, "transB", transB)))
+    return failure();
+  auto a = rankedType<GemmOp>(loc, adaptor.getA(), "A");
+  auto b = rankedType<GemmOp>(loc, adaptor.getB(), "B");
+  if (failed(a) || failed(b))
+    return failure();
+  if (a->getRank() != 2 || b->getRank() != 2)
+    return fail<GemmOp>(loc, "A and B must be matrices, got shapes " +
+                                 formatList(a->getShape()) + " and " +
+                                 formatList(b->getShape()));
+  if (a->getElementType() != b->getElementType())
+    return fail<GemmOp>(loc, "A and B element types differ");
+  int64_t m = a->getDimSize(transA), k = a->getDimSize(1 - transA);
+  int64_t k2 = b->getDimSize(transB), n = b->getDimSize(1 - transB);
+  if (k != k2)
+    return fail<GemmOp>(loc, "inner dimensions differ: op(A) is " +
+                                 formatList({m, k}) + ", op(B) is " +
+                                 formatList({k2, n}));
+  if (Value c = adaptor.getC()) {
+    auto ct = rankedType<GemmOp>(loc, c, "C");
+    if (failed(ct))
+      return failure();
+    if (ct->getElementType() != a->getElementType())
+      return fail<GemmOp>(loc, "C element type differs from A's");
+    SmallVector<int64_t> result = {m, n};
+    ArrayRef<int64_t> cs = ct->getShape();
+    bool ok = cs.size() <= 2;
+    for (size_t i = 0; ok && i < cs.size(); ++i) {
+      int64_t want = result[2 - cs.size() + i];
+      ok = cs[i] == want || cs[i] == 1;
+    }
+    if (!ok)
+      return fail<GemmOp>(loc, "C of shape " + formatList(cs) +
+                                   " does not broadcast to " +
+                                   formatList(result));
+  }
+  types.push_back(RankedTensorType::get({m, n}, a->getElementType()));
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                       Adaptor adaptor, Types &types) {
+  auto x = rankedType<ConvOp>(loc, adaptor.getInput(), "X");
+  auto w = rankedType<ConvOp>(loc, adaptor.getWeight(), "W");
+  if (failed(x) || failed(w))
+    return failure();
+  if (x->getRank() < 3)
+    return fail<ConvOp>(loc, "X must be (N, C, spatial...), got shape " +
+                                 formatList(x->getShape()));
+  if (w->getRank() != x->getRank())
+    return fail<ConvOp>(loc, "W rank " + Twine(w->getRank()) +
+                                 " differs from X rank " + Twine(x->getRank()));
+  if (x->getElementType() != w->getElementType())
+    return fail<ConvOp>(loc, "X and W element types differ");
+  int64_t group = adaptor.getGroup();
+  int64_t channels = x->getDimSize(1), filters = w->getDimSize(0);
+  if (group < 1)
+    return fail<ConvOp>(loc, "'group' must be >= 1, got " + Twine(group));
+  if (channels % group != 0 || filters % group != 0 ||
+      w->getDimSize(1) * group != channels)
+    return fail<ConvOp>(loc, "W of shape " + formatList(w->getShape()) +
+                                 " does not match " + Twine(channels) +
+                                 " input channels in " + Twine(group) +
+                                 " group(s)");
+  if (Value bias = adaptor.getBias()) {
+    auto bt = rankedType<ConvOp>(loc, bias, "B");
+    if (failed(bt))
+      return failure();
+    if (bt->getShape() != ArrayRef<int64_t>{filters})
+      return fail<ConvOp>(loc, "B must have shape [" + Twine(filters) +
+                                   "], got " + formatList(bt->getShape()));
+  }
+  FailureOr<SmallVector<int64_t>> spatial = inferWindow<ConvOp>(
+      loc, x->getShape().drop_front(2), w->getShape().drop_front(2),
+      adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+      /*ceilMode=*/false);
+  if (failed(spatial))
+    return failure();
+  SmallVector<int64_t> shape = {x->getDimSize(0), filters};
+  shape.append(*spatial);
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  auto x = rankedType<SoftmaxOp>(loc, adaptor.getInput(), "input");
+  if (failed(x) ||
+      failed(checkAxis<SoftmaxOp>(loc, "axis", adaptor.getAxis(),
+                                  x->getRank())))
+    return failure();
+  types.push_back(*x);
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                             Adaptor adaptor, Types &types) {
+  auto x = rankedType<LogSoftmaxOp>(loc, adaptor.getInput(), "input");
+  if (failed(x) ||
+      failed(checkAxis<LogSoftmaxOp>(loc, "axis", adaptor.getAxis(),
+                                     x->getRank())))
+    return failure();
+  types.push_back(*x);
+  return success();
+}
+
+LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
+                                                     OptLoc loc,
+                                                     Adaptor adaptor,
+                                                     Types &types) {
+  using Op = LayerNormalizationOp;
+  auto x = rankedType<Op>(loc, adaptor.getInput(), "X");
+  if (failed(x))
+    return failure();
+  FailureOr<int64_t> axis =
+      checkAxis<Op>(loc, "axis", adaptor.getAxis(), x->getRank());
+  if (failed(axis))
+    return failure();
+  if (adaptor.getEpsilon().isNegative())
+    return fail<Op>(loc, "'epsilon' must be >= 0");
+  Type stash = floatTypeFromOnnxCode(ctx, adaptor.getStashType());
+  if (!stash)
+    return fail<Op>(loc, "'stash_type' must name a float type (1, 10, 11 "
+                         "or 16), got " +
+                             Twine(adaptor.getStashType()));
+  ArrayRef<int64_t> normalized = x->getShape().drop_front(*axis);
+  for (auto [name, v] : {std::pair<StringRef, Value>{"Scale", adaptor.getScale()},
+                         {"B", adaptor.getBias()}}) {
+    if (!v)
+      continue;
+    auto t = rankedType<Op>(loc, v, name);
+    if (failed(t))
+      return failure();
+    std::optional<SmallVector<int64_t>> b =
+        broadcastShapes({normalized, t->getShape()});
+    if (!b || ArrayRef<int64_t>(*b) != normalized)
+      return fail<Op>(loc, name + " of shape " + formatList(t->getShape()) +
+                               " does not broadcast to the normalised shape " +
+                               formatList(normalized));
+  }
+  SmallVector<int64_t> statShape(x->getShape());
+  for (int64_t i = *axis; i < x->getRank(); ++i)
+    statShape[i] = 1;
+  types.push_back(*x);
+  types.push_back(RankedTensorType::get(statShape, stash));
+  types.push_back(RankedTensorType::get(statShape, stash));
+  return success();
+}
+
+LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *,
+                                                     OptLoc loc,
+                                                     Adaptor adaptor,
+                                                     Types &types) {
+  using Op = BatchNormalizationOp;
+  if (failed(checkBinaryFlag<Op>(loc, "training_mode",
+                                 adaptor.getTrainingMode())))
+    return failure();
+  auto x = rankedType<Op>(loc, adaptor.getInput(), "X");
+  if (failed(x))
+    return failure();
+  if (x->getRank() < 2)
+    return fail<Op>(loc, "X must be (N, C, ...), got shape " +
+                             formatList(x->getShape()));
+  int64_t channels = x->getDimSize(1);
+  StringRef names[] = {"scale", "B", "input_mean", "input_var"};
+  Value values[] = {adaptor.getScale(), adaptor.getBias(),
+                    adaptor.getInputMean(), adaptor.getInputVar()};
+  for (auto [name, v] : llvm::zip(names, values)) {
+    auto t = rankedType<Op>(loc, v, name);
+    if (failed(t))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>{channels})
+      return fail<Op>(loc, name + " must have shape [" + Twine(channels) +
+                               "], got " + formatList(t->getShape()));
+  }
+  types.push_back(*x);
+  types.push_back(adaptor.getInputMean().getType());
+  types.push_back(adaptor.getInputVar().getType());
+  return success();
+}
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  float ratio = adaptor.getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return fail<DropoutOp>(loc, "'ratio' must be in [0, 1), got " +
+                                    std::to_string(ratio));
+  if (failed(checkBinaryFlag<DropoutOp>(loc, "training_mode",
+                                        adaptor.getTrainingMode())))
+    return failure();
+  auto x = rankedType<DropoutOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  types.push_back(*x);
+  types.push_back(RankedTensorType::get(x->getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("result element type differs from the operand's");
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return emitOpError("shapes must be static");
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << formatList(in.getShape()) << " (" << in.getNumElements()
+           << " elements) to " << formatList(out.getShape()) << " ("
+           << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("result element type differs from the operand's");
+  std::optional<SmallVector<int64_t>> b =
+      broadcastShapes({in.getShape(), out.getShape()});
+  if (!b || ArrayRef<int64_t>(*b) != out.getShape())
+    return emitOpError("cannot expand ")
+           << formatList(in.getShape()) << " to "
+           << formatList(out.getShape());
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                            Adaptor adaptor, Types &types) {
+  auto x = rankedType<TransposeOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  SmallVector<bool> used(x->getRank(), false);
+  bool ok = static_cast<int64_t>(perm.size()) == x->getRank();
+  for (int64_t p : perm) {
+    ok = ok && p >= 0 && p < x->getRank() && !used[p];
+    if (ok)
+      used[p] = true;
+  }
+  if (!ok)
+    return fail<TransposeOp>(loc, "'perm' " + formatList(perm) +
+                                      " is not a permutation of rank " +
+                                      Twine(x->getRank()));
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(x->getDimSize(p));
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  auto x = rankedType<FlattenOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  int64_t rank = x->getRank(), axis = adaptor.getAxis();
+  if (axis < -rank || axis > rank)
+    return fail<FlattenOp>(loc, "'axis' " + Twine(axis) +
+                                    " is out of range for rank " + Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= x->getDimSize(i);
+  types.push_back(RankedTensorType::get({outer, inner}, x->getElementType()));
+  return success();
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  auto x = rankedType<SqueezeOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes =
+      checkAxes<SqueezeOp>(loc, adaptor.getAxes(), x->getRank());
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < x->getRank(); ++i) {
+    bool listed = llvm::is_contained(*axes, i);
+    if (listed && x->getDimSize(i) != 1)
+      return fail<SqueezeOp>(loc, "cannot squeeze dimension " + Twine(i) +
+                                      " of size " + Twine(x->getDimSize(i)));
+    bool squeezed = axes->empty() ? x->getDimSize(i) == 1 : listed;
+    if (!squeezed)
+      shape.push_back(x->getDimSize(i));
+  }
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                            Adaptor adaptor, Types &types) {
+  auto x = rankedType<UnsqueezeOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  int64_t rank = x->getRank() + adaptor.getAxes().size();
+  FailureOr<SmallVector<int64_t>> axes =
+      checkAxes<UnsqueezeOp>(loc, adaptor.getAxes(), rank);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> in = x->getShape();
+  for (int64_t i = 0; i < rank; ++i) {
+    if (llvm::is_contained(*axes, i)) {
+      shape.push_back(1);
+    } else {
+      shape.push_back(in.front());
+      in = in.drop_front();
+    }
+  }
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return fail<ConcatOp>(loc, "needs at least one input");
+  auto first = rankedType<ConcatOp>(loc, inputs.front(), "input");
+  if (failed(first))
+    return failure();
+  FailureOr<int64_t> axis =
+      checkAxis<ConcatOp>(loc, "axis", adaptor.getAxis(), first->getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first->getShape());
+  shape[*axis] = 0;
+  for (Value v : inputs) {
+    auto t = rankedType<ConcatOp>(loc, v, "input");
+    if (failed(t))
+      return failure();
+    if (t->getElementType() != first->getElementType())
+      return fail<ConcatOp>(loc, "input element types differ");
+    bool ok = t->getRank() == first->getRank();
+    for (int64_t i = 0; ok && i < t->getRank(); ++i)
+      ok = i == *axis || t->getDimSize(i) == first->getDimSize(i);
+    if (!ok)
+      return fail<ConcatOp>(loc, "input shapes " +
+                                     formatList(first->getShape()) + " and " +
+                                     formatList(t->getShape()) +
+                                     " differ outside axis " + Twine(*axis));
+    shape[*axis] += t->getDimSize(*axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first->getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor, Types &types) {
+  auto x = rankedType<SliceOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
+                    steps = adaptor.getSteps();
+  size_t n = starts.size();
+  if (ends.size() != n || adaptor.getAxes().size() != n || steps.size() != n)
+    return fail<SliceOp>(loc, "'starts', 'ends', 'axes' and 'steps' must "
+                              "have the same length");
+  FailureOr<SmallVector<int64_t>> axes =
+      checkAxes<SliceOp>(loc, adaptor.getAxes(), x->getRank());
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape(x->getShape());
+  for (size_t i = 0; i < n; ++i) {
+    int64_t dim = x->getDimSize((*axes)[i]), step = steps[i];
+    if (step == 0)
+      return fail<SliceOp>(loc, "'steps' must not contain 0");
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0)
+      start += dim;
+    if (end < 0)
+      end += dim;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      shape[(*axes)[i]] = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      shape[(*axes)[i]] =
+          start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    }
+  }
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  auto data = rankedType<GatherOp>(loc, adaptor.getData(), "data");
+  auto indices = rankedType<GatherOp>(loc, adaptor.getIndices(), "indices");
+  if (failed(data) || failed(indices))
+    return failure();
+  if (data->getRank() == 0)
+    return fail<GatherOp>(loc, "data must have rank >= 1");
+  FailureOr<int64_t> axis =
+      checkAxis<GatherOp>(loc, "axis", adaptor.getAxis(), data->getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(data->getShape().take_front(*axis));
+  shape.append(indices->getShape().begin(), indices->getShape().end());
+  shape.append(data->getShape().begin() + *axis + 1, data->getShape().end());
+  types.push_back(RankedTensorType::get(shape, data->getElementType()));
+  return success();
+}
+
+/// The [start, end) dimension range an ampc.shape op selects.
+static std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
+                                              std::optional<int64_t> end) {
+  auto clampDim = [&](int64_t d) {
+    return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
+  };
+  int64_t s = clampDim(start), e = end ? clampDim(*end) : rank;
+  return {s, std::max(s, e)};
+}
+
+LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                        Adaptor adaptor, Types &types) {
+  auto x = rankedType<ShapeOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  std::optional<int64_t> end;
+  if (adaptor.getEnd())
+    end = static_cast<int64_t>(*adaptor.getEnd());
+  auto [s, e] = shapeRange(x->getRank(), adaptor.getStart(), end);
+  types.push_back(RankedTensorType::get({e - s}, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  if (!type.hasStaticShape())
+    return {};
+  std::optional<int64_t> end;
+  if (getEnd())
+    end = static_cast<int64_t>(*getEnd());
+  auto [s, e] = shapeRange(type.getRank(), getStart(), end);
+  return DenseElementsAttr::get(
+      cast<ShapedType>(getType()),
+      ArrayRef<int64_t>(type.getShape()).slice(s, e - s));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and pooling
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult inferReduce(OptLoc loc, typename OpTy::Adaptor adaptor,
+                                 Types &types) {
+  auto x = rankedType<OpTy>(loc, adaptor.getInput(), "input");
+  if (failed(x) ||
+      failed(checkBinaryFlag<OpTy>(loc, "keepdims", adaptor.getKeepdims())))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes =
+      checkAxes<OpTy>(loc, adaptor.getAxes(), x->getRank());
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < x->getRank(); ++i) {
+    bool reduced = axes->empty() || llvm::is_contained(*axes, i);
+    if (!reduced)
+      shape.push_back(x->getDimSize(i));
+    else if (adaptor.getKeepdims())
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+#define AMPC_REDUCE_INFERENCE(OP)                                              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
+                                     Adaptor adaptor, Types &types) {          \
+    return inferReduce<OP>(loc, adaptor, types);                               \
+  }
+AMPC_REDUCE_INFERENCE(ReduceMeanOp)
+AMPC_REDUCE_INFERENCE(ReduceSumOp)
+AMPC_REDUCE_INFERENCE(ReduceMaxOp)
+#undef AMPC_REDUCE_INFERENCE
+
+template <typename OpTy>
+static FailureOr<RankedTensorType>
+inferPool(OptLoc loc, typename OpTy::Adaptor adaptor) {
+  auto x = rankedType<OpTy>(loc, adaptor.getInput(), "X");
+  if (failed(x) ||
+      failed(checkBinaryFlag<OpTy>(loc, "ceil_mode", adaptor.getCeilMode())))
+    return failure();
+  if (x->getRank() < 3)
+    return fail<OpTy>(loc, "X must be (N, C, spatial...), got shape " +
+                               formatList(x->getShape()));
+  FailureOr<SmallVector<int64_t>> spatial = inferWindow<OpTy>(
+      loc, x->getShape().drop_front(2), adaptor.getKernelShape(),
+      adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+      adaptor.getCeilMode() != 0);
+  if (failed(spatial))
+    return failure();
+  SmallVector<int64_t> shape(x->getShape().take_front(2));
+  shape.append(*spatial);
+  return RankedTensorType::get(shape, x->getElementType());
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  if (failed(checkBinaryFlag<MaxPoolOp>(loc, "storage_order",
+                                        adaptor.getStorageOrder())))
+    return failure();
+  FailureOr<RankedTensorType> y = inferPool<MaxPoolOp>(loc, adaptor);
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
+  types.push_back(RankedTensorType::get(y->getShape(), IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                              Adaptor adaptor, Types &types) {
+  if (failed(checkBinaryFlag<AveragePoolOp>(loc, "count_include_pad",
+                                            adaptor.getCountIncludePad())))
+    return failure();
+  FailureOr<RankedTensorType> y = inferPool<AveragePoolOp>(loc, adaptor);
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
+  return success();
+}
+
+LogicalResult GlobalAveragePoolOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                                    Adaptor adaptor,
+                                                    Types &types) {
+  auto x = rankedType<GlobalAveragePoolOp>(loc, adaptor.getInput(), "X");
+  if (failed(x))
+    return failure();
+  if (x->getRank() < 3)
+    return fail<GlobalAveragePoolOp>(
+        loc, "X must be (N, C, spatial...), got shape " +
+                 formatList(x->getShape()));
+  SmallVector<int64_t> shape(x->getShape().take_front(2));
+  shape.append(x->getRank() - 2, 1);
+  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// Shared by the two ONNX losses: scores/input (N, C, D...), labels (N, D...),
+/// optional class weights (C). Returns the loss type.
+template <typename OpTy>
+static FailureOr<RankedTensorType>
+inferLoss(OptLoc loc, Value scores, Value labels, Value weights,
+          StringRef reduction) {
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return fail<OpTy>(loc, "'reduction' must be \"none\", \"sum\" or "
+                           "\"mean\", got \"" +
+                               reduction + "\"");
+  auto s = rankedType<OpTy>(loc, scores, "scores");
+  auto l = rankedType<OpTy>(loc, labels, "labels");
+  if (failed(s) || failed(l))
+    return failure();
+  if (s->getRank() < 2)
+    return fail<OpTy>(loc, "scores must be (N, C, ...), got shape " +
+                               formatList(s->getShape()));
+  SmallVector<int64_t> expected = {s->getDimSize(0)};
+  expected.append(s->getShape().begin() + 2, s->getShape().end());
+  if (l->getShape() != ArrayRef<int64_t>(expected))
+    return fail<OpTy>(loc, "labels of shape " + formatList(l->getShape()) +
+                               " do not match scores of shape " +
+                               formatList(s->getShape()) + " (expected " +
+                               formatList(expected) + ")");
+  if (weights) {
+    auto w = rankedType<OpTy>(loc, weights, "weights");
+    if (failed(w))
+      return failure();
+    if (w->getShape() != ArrayRef<int64_t>{s->getDimSize(1)})
+      return fail<OpTy>(loc, "weights must have shape [" +
+                                 Twine(s->getDimSize(1)) + "], got " +
+                                 formatList(w->getShape()));
+  }
+  if (reduction == "none")
+    return RankedTensorType::get(expected, s->getElementType());
+  return RankedTensorType::get({}, s->getElementType());
+}
+
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(MLIRContext *,
+                                                          OptLoc loc,
+                                                          Adaptor adaptor,
+                                                          Types &types) {
+  FailureOr<RankedTensorType> loss = inferLoss<SoftmaxCrossEntropyLossOp>(
+      loc, adaptor.getScores(), adaptor.getLabels(), adaptor.getWeights(),
+      adaptor.getReduction());
+  if (failed(loss))
+    return failure();
+  types.push_back(*loss);
+  types.push_back(adaptor.getScores().getType());
+  return success();
+}
+
+LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(MLIRContext *,
+                                                            OptLoc loc,
+                                                            Adaptor adaptor,
+                                                            Types &types) {
+  FailureOr<RankedTensorType> loss = inferLoss<NegativeLogLikelihoodLossOp>(
+      loc, adaptor.getInput(), adaptor.getTarget(), adaptor.getWeight(),
+      adaptor.getReduction());
+  if (failed(loss))
+    return failure();
+  types.push_back(*loss);
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ampc/Dialect/AMPCOps.cpp.inc"

@@ -1,0 +1,1371 @@
+//===- OnnxImporter.cpp - ONNX models into the ampc dialect ---------------===//
+//
+// One rule per ONNX op type (kRules, at the end) says which opsets and
+// attributes it accepts and how it builds ampc ops. Ops are built without
+// result types and asked for them (InferTypeOpAdaptor), verified at once and
+// folded when their operands are constant, so shape subgraphs of exported
+// models collapse to constants as they are read and a Reshape target is
+// known when the Reshape is reached.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Import/OnnxImporter.h"
+
+#include "TensorConversion.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <deque>
+#include <exception>
+
+using namespace mlir;
+using ampc::detail::convertTensor;
+using ampc::detail::elementTypeFromOnnx;
+using ampc::detail::onnxTypeName;
+
+namespace {
+
+std::string formatDims(ArrayRef<int64_t> dims) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(dims))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+class Importer;
+
+/// What an import rule sees of one ONNX node.
+struct NodeContext {
+  Importer &importer;
+  const onnx::NodeProto &node;
+  Location loc;
+  int64_t opset;
+  SmallVector<Value> inputs; // null where an optional input is absent
+  OpBuilder &b;
+
+  Value input(size_t i) const { return i < inputs.size() ? inputs[i] : Value(); }
+  size_t numOutputs() const { return node.output_size(); }
+  bool outputUsed(int i) const {
+    return i < node.output_size() && !node.output(i).empty();
+  }
+
+  const onnx::AttributeProto *attr(StringRef name) const {
+    for (const auto &a : node.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  int64_t getInt(StringRef name, int64_t dflt) const {
+    const auto *a = attr(name);
+    return a ? a->i() : dflt;
+  }
+  float getFloat(StringRef name, float dflt) const {
+    const auto *a = attr(name);
+    return a ? a->f() : dflt;
+  }
+  std::string getString(StringRef name, StringRef dflt) const {
+    const auto *a = attr(name);
+    return a ? a->s() : dflt.str();
+  }
+  std::optional<SmallVector<int64_t>> getInts(StringRef name) const {
+    const auto *a = attr(name);
+    if (!a)
+      return std::nullopt;
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+
+  /// Reports an error at this node and returns failure.
+  LogicalResult error(const Twine &message) const {
+    emitError(loc) << message;
+    return failure();
+  }
+
+  /// The constant value of input `i`, which must be known at import.
+  FailureOr<DenseElementsAttr> constantInput(size_t i, StringRef what) const {
+    DenseElementsAttr value;
+    Value v = input(i);
+    if (!v || !matchPattern(v, m_Constant(&value)))
+      return error("input " + Twine(i) + " (" + what +
+                   ") must be a constant once shapes are bound");
+    return value;
+  }
+
+  /// The integer values of constant input `i`.
+  FailureOr<SmallVector<int64_t>> constantInts(size_t i, StringRef what) const {
+    FailureOr<DenseElementsAttr> value = constantInput(i, what);
+    if (failed(value))
+      return failure();
+    if (!isa<IntegerType>(value->getElementType()))
+      return error("input " + Twine(i) + " (" + what + ") must be integer");
+    SmallVector<int64_t> out;
+    for (const APInt &v : value->getValues<APInt>())
+      out.push_back(v.getSExtValue());
+    return out;
+  }
+
+  /// Builds `opName`, inferring result types unless `resultTypes` is given,
+  /// verifies it and folds it when its operands are constant.
+  FailureOr<SmallVector<Value>> build(StringRef opName, ValueRange operands,
+                                      ArrayRef<NamedAttribute> attrs = {},
+                                      unsigned numResults = 1,
+                                      TypeRange resultTypes = {});
+
+  NamedAttribute i64(StringRef name, int64_t v) const {
+    return b.getNamedAttr(name, b.getI64IntegerAttr(v));
+  }
+  NamedAttribute f32(StringRef name, float v) const {
+    return b.getNamedAttr(name, b.getF32FloatAttr(v));
+  }
+  NamedAttribute ints(StringRef name, ArrayRef<int64_t> v) const {
+    return b.getNamedAttr(name, b.getDenseI64ArrayAttr(v));
+  }
+  NamedAttribute str(StringRef name, StringRef v) const {
+    return b.getNamedAttr(name, b.getStringAttr(v));
+  }
+};
+
+using Outputs = SmallVector<Value>;
+using RuleFn = FailureOr<Outputs> (*)(NodeContext &);
+
+/// Attribute kinds as ONNX's AttributeProto names them.
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+
+struct AttrSpec {
+  const char *name;
+  AttrKind kind;
+};
+
+struct OpRule {
+  const char *opType;
+  int64_t minOpset;
+  int minInputs, maxInputs;
+  int maxOutputs;
+  std::vector<AttrSpec> attrs;
+  RuleFn build;
+};
+
+const std::vector<OpRule> &rules();
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, const onnx::ModelProto &model, StringRef file,
+           StringRef baseDir, const ampc::ImportOptions &options)
+      : ctx(ctx), b(ctx), model(model), file(file.str()),
+        baseDir(baseDir.str()), options(options),
+        fileLoc(FileLineColLoc::get(ctx, file, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+  MLIRContext *ctx;
+  OpBuilder b;
+
+private:
+  LogicalResult error(const Twine &message) {
+    emitError(fileLoc) << message;
+    return failure();
+  }
+  /// NameLoc(node name) around fused<"OpType">[file]: messages name the
+  /// file, the node and its ONNX op. Unnamed nodes are called OpType_index.
+  Location nodeLoc(const onnx::NodeProto &node, size_t index) {
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(index)
+                           : node.name();
+    return NameLoc::get(
+        b.getStringAttr(name),
+        FusedLoc::get(ctx, {fileLoc}, b.getStringAttr(node.op_type())));
+  }
+
+  LogicalResult checkOpset();
+  LogicalResult declareInitializers();
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  LogicalResult buildSignature();
+  FailureOr<std::vector<size_t>> topologicalOrder();
+  Value lookup(const std::string &name);
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  LogicalResult checkOutputs(SmallVectorImpl<Value> &results);
+
+  const onnx::ModelProto &model;
+  std::string file, baseDir;
+  const ampc::ImportOptions &options;
+  Location fileLoc;
+  int64_t opset = 0;
+
+  ModuleOp module;
+  func::FuncOp func;
+  llvm::StringMap<Value> values;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<DenseElementsAttr> constantInitializers;
+};
+
+FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
+                                                 ValueRange operands,
+                                                 ArrayRef<NamedAttribute> attrs,
+                                                 unsigned numResults,
+                                                 TypeRange resultTypes) {
+  MLIRContext *ctx = b.getContext();
+  OperationState state(loc, opName);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  bool infer = resultTypes.empty();
+  if (infer)
+    state.addTypes(SmallVector<Type>(numResults, NoneType::get(ctx)));
+  else
+    state.addTypes(resultTypes);
+  Operation *op = b.create(state);
+  if (infer) {
+    auto iface = cast<InferTypeOpInterface>(op);
+    SmallVector<Type> types;
+    if (failed(iface.inferReturnTypes(ctx, loc, op->getOperands(),
+                                      op->getRawDictionaryAttrs(),
+                                      op->getPropertiesStorage(),
+                                      op->getRegions(), types))) {
+      op->erase();
+      return failure();
+    }
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+  }
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    return failure();
+  }
+  // Fold at once when every operand is constant: shape computations become
+  // constants before the ops that need their values are reached.
+  SmallVector<Attribute> constants;
+  for (Value v : op->getOperands()) {
+    Attribute c;
+    matchPattern(v, m_Constant(&c));
+    constants.push_back(c);
+  }
+  SmallVector<OpFoldResult> folded;
+  SmallVector<Value> results(op->getResults());
+  if (!op->hasTrait<OpTrait::ConstantLike>() &&
+      succeeded(op->fold(constants, folded)) && !folded.empty()) {
+    SmallVector<Value> replacements;
+    for (auto [ofr, result] : llvm::zip(folded, op->getResults())) {
+      if (auto v = dyn_cast<Value>(ofr)) {
+        replacements.push_back(v);
+        continue;
+      }
+      Operation *c = op->getDialect()->materializeConstant(
+          b, cast<Attribute>(ofr), result.getType(), loc);
+      if (!c)
+        return results; // keep the unfolded op
+      replacements.push_back(c->getResult(0));
+    }
+    op->erase();
+    return replacements;
+  }
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Model-level checks and the signature
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::checkOpset() {
+  bool found = false;
+  for (const auto &entry : model.opset_import()) {
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      opset = entry.version();
+      found = true;
+    }
+  }
+  if (!found)
+    return error("model imports no default-domain ('ai.onnx') opset");
+  if (opset < 1 || opset > ampc::kMaxOnnxOpset)
+    return error("unsupported opset " + Twine(opset) +
+                 " (ampc imports default-domain opsets 1 to " +
+                 Twine(ampc::kMaxOnnxOpset) + ")");
+  return success();
+}
+
+LogicalResult Importer::declareInitializers() {
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &init : graph.sparse_initializer())
+    return error("sparse initializer '" + init.values().name() +
+                 "' is not supported");
+  b.setInsertionPointToStart(module.getBody());
+  llvm::StringSet<> symbols;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    if (t.name().empty())
+      return error("an initializer has no name");
+    if (!initializers.try_emplace(t.name(), &t).second)
+      return error("initializer '" + t.name() + "' is defined twice");
+    std::string message;
+    DenseElementsAttr value = convertTensor(ctx, t, baseDir, message);
+    if (!value)
+      return error(message);
+    // Float initializers are the trainable parameters (FP32 masters once
+    // precision assignment runs); the rest are constants.
+    if (isa<FloatType>(value.getElementType()))
+      ampc::ParameterOp::create(
+          b, NameLoc::get(b.getStringAttr(t.name()), fileLoc), t.name(),
+          cast<RankedTensorType>(value.getType()), cast<ElementsAttr>(value));
+    else
+      constantInitializers[t.name()] = value;
+  }
+  return success();
+}
+
+FailureOr<RankedTensorType>
+Importer::inputType(const onnx::ValueInfoProto &info) {
+  const std::string &name = info.name();
+  if (!info.type().has_tensor_type())
+    return error("input '" + name +
+                 "' is not a tensor (sequences, maps and optionals are not "
+                 "supported)");
+  const auto &tt = info.type().tensor_type();
+  Type element = elementTypeFromOnnx(ctx, tt.elem_type());
+  if (!element)
+    {
+      (void)error("input '" + name + "' has unsupported element type " +
+                 onnxTypeName(tt.elem_type()));
+      return failure();
+    }
+  auto bound = options.shapes.find(name);
+  if (bound != options.shapes.end()) {
+    ArrayRef<int64_t> dims = bound->second;
+    if (tt.has_shape()) {
+      if (tt.shape().dim_size() != static_cast<int>(dims.size()))
+        {
+      (void)error("--shape " + name + ": model declares rank " +
+                     Twine(tt.shape().dim_size()) + ", got " +
+                     formatDims(dims));
+      return failure();
+    }
+      for (int i = 0; i < tt.shape().dim_size(); ++i)
+        if (tt.shape().dim(i).has_dim_value() &&
+            tt.shape().dim(i).dim_value() != dims[i])
+          {
+      (void)error("--shape " + name + ": dim " + Twine(i) + " is " +
+                       Twine(tt.shape().dim(i).dim_value()) +
+                       " in the model, got " + Twine(dims[i]));
+      return failure();
+    }
+    }
+    return RankedTensorType::get(dims, element);
+  }
+  if (!tt.has_shape())
+    return error("input '" + name +
+                 "' has no declared shape; give it with --shape " + name +
+                 "=DxD...");
+  SmallVector<int64_t> dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &dim = tt.shape().dim(i);
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      dims.push_back(dim.dim_value());
+      continue;
+    }
+    if (i == 0 && options.batch) {
+      dims.push_back(*options.batch);
+      continue;
+    }
+    std::string symbol = dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
+    return error("input '" + name + "' dim " + Twine(i) + symbol +
+                 " is symbolic; bind it with --shape " + name +
+                 "=DxD... or --batch N");
+  }
+  return RankedTensorType::get(dims, element);
+}
+
+LogicalResult Importer::buildSignature() {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringSet<> inputNames;
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &info : graph.input()) {
+    if (initializers.count(info.name()))
+      continue; // an initializer listed as an input (IR version < 4)
+    if (!inputNames.insert(info.name()).second)
+      return error("graph input '" + info.name() + "' is declared twice");
+    FailureOr<RankedTensorType> type = inputType(info);
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    argNames.push_back(info.name());
+  }
+  for (const auto &entry : options.shapes)
+    if (!inputNames.count(entry.getKey()))
+      return error("--shape names '" + entry.getKey() +
+                   "', which is not a graph input");
+
+  b.setInsertionPointToEnd(module.getBody());
+  // Result types are known only after the body is built.
+  func = func::FuncOp::create(b, fileLoc, "forward",
+                              b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "ampc.name", b.getStringAttr(name));
+    values[name] = entry->getArgument(i);
+  }
+  b.setInsertionPointToStart(entry);
+  return success();
+}
+
+Value Importer::lookup(const std::string &name) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto init = initializers.find(name);
+  if (init == initializers.end())
+    return {};
+  // Materialise initializers at their first use, at the top of the body.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Location loc = NameLoc::get(b.getStringAttr(name), fileLoc);
+  Value v;
+  if (auto param = module.lookupSymbol<ampc::ParameterOp>(name)) {
+    v = ampc::LoadParameterOp::create(b, loc, param.getType(), name);
+  } else {
+    v = ampc::ConstantOp::create(b, loc, constantInitializers.lookup(name));
+  }
+  values[name] = v;
+  return v;
+}
+
+FailureOr<std::vector<size_t>> Importer::topologicalOrder() {
+  const onnx::GraphProto &graph = model.graph();
+  size_t n = graph.node_size();
+  llvm::StringMap<size_t> producer;
+  for (size_t i = 0; i < n; ++i) {
+    for (const std::string &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      bool external = initializers.count(out) ||
+                      llvm::any_of(graph.input(), [&](const auto &in) {
+                        return in.name() == out;
+                      });
+      if (external || !producer.try_emplace(out, i).second) {
+        emitError(nodeLoc(graph.node(i), i))
+            << "value '" << out
+            << "' is defined more than once";
+        return failure();
+      }
+    }
+  }
+  // Kahn's algorithm; ties keep the file's order.
+  std::vector<size_t> pending(n, 0), order;
+  std::vector<std::vector<size_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    for (const std::string &in : node.input()) {
+      if (in.empty() || initializers.count(in) || values.count(in))
+        continue;
+      auto p = producer.find(in);
+      if (p == producer.end()) {
+        emitError(nodeLoc(node, i))
+            << "input '" << in
+            << "' is not a graph input, an initializer or the output of any "
+               "node";
+        return failure();
+      }
+      ++pending[i];
+      users[p->second].push_back(i);
+    }
+  }
+  std::deque<size_t> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  while (!ready.empty()) {
+    size_t i = ready.front();
+    ready.pop_front();
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0)
+        ready.push_back(u);
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i]) {
+        emitError(nodeLoc(graph.node(i), i)) << "node is part of a cycle";
+        return failure();
+      }
+  }
+  return order;
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
+  Location loc = nodeLoc(node, index);
+  auto fail = [&](const Twine &message) {
+    emitError(loc) << message;
+    return failure();
+  };
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return fail("unsupported op domain '" + node.domain() + "'");
+  const auto &all = rules();
+  const OpRule *rule = nullptr;
+  for (const OpRule &r : all)
+    if (node.op_type() == r.opType)
+      rule = &r;
+  if (!rule)
+    return fail("unsupported op '" + node.op_type() + "' (opset " +
+                Twine(opset) + "); ampc supports: " + llvm::join(ampc::supportedOnnxOps(), ", "));
+  if (opset < rule->minOpset)
+    return fail("unsupported opset " + Twine(opset) + " for this op (ampc "
+                "imports " + node.op_type() + " from opset " +
+                Twine(rule->minOpset) + ")");
+  int numInputs = node.input_size();
+  if (numInputs < rule->minInputs || numInputs > rule->maxInputs)
+    return fail("expects " +
+                (rule->minInputs == rule->maxInputs
+                     ? Twine(rule->minInputs)
+                     : Twine(rule->minInputs) + " to " + Twine(rule->maxInputs)) +
+                " inputs, got " + Twine(numInputs));
+  if (node.output_size() > rule->maxOutputs)
+    return fail("has " + Twine(node.output_size()) + " outputs, at most " +
+                Twine(rule->maxOutputs) + " are supported");
+  for (const auto &a : node.attribute()) {
+    const AttrSpec *spec = nullptr;
+    for (const AttrSpec &s : rule->attrs)
+      if (a.name() == s.name)
+        spec = &s;
+    if (!spec)
+      return fail("unknown attribute '" + a.name() + "'");
+    static const std::pair<AttrKind, onnx::AttributeProto::AttributeType>
+        kinds[] = {{AttrKind::Int, onnx::AttributeProto::INT},
+                   {AttrKind::Float, onnx::AttributeProto::FLOAT},
+                   {AttrKind::String, onnx::AttributeProto::STRING},
+                   {AttrKind::Ints, onnx::AttributeProto::INTS},
+                   {AttrKind::Floats, onnx::AttributeProto::FLOATS},
+                   {AttrKind::Strings, onnx::AttributeProto::STRINGS},
+                   {AttrKind::Tensor, onnx::AttributeProto::TENSOR}};
+    for (auto [kind, protoType] : kinds)
+      if (kind == spec->kind && a.type() != protoType)
+        return fail("attribute '" + a.name() + "' must be of type " +
+                    onnx::AttributeProto::AttributeType_Name(protoType) +
+                    ", got " +
+                    onnx::AttributeProto::AttributeType_Name(a.type()));
+  }
+
+  NodeContext nc{*this, node, loc, opset, {}, b};
+  for (const std::string &in : node.input()) {
+    if (in.empty()) {
+      nc.inputs.push_back({});
+      continue;
+    }
+    Value v = lookup(in);
+    if (!v)
+      return fail("input '" + in + "' has no value");
+    nc.inputs.push_back(v);
+  }
+  FailureOr<Outputs> outputs = rule->build(nc);
+  if (failed(outputs))
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (i >= static_cast<int>(outputs->size()) || !(*outputs)[i])
+      return fail("output " + Twine(i) + " ('" + node.output(i) +
+                  "') is not supported");
+    values[node.output(i)] = (*outputs)[i];
+  }
+  return success();
+}
+
+LogicalResult Importer::checkOutputs(SmallVectorImpl<Value> &results) {
+  for (const auto &info : model.graph().output()) {
+    Value v = lookup(info.name());
+    if (!v)
+      return error("graph output '" + info.name() +
+                   "' is not produced by any node");
+    auto type = cast<RankedTensorType>(v.getType());
+    if (info.type().has_tensor_type()) {
+      const auto &tt = info.type().tensor_type();
+      Type declared = elementTypeFromOnnx(ctx, tt.elem_type());
+      if (tt.elem_type() != 0 && declared != type.getElementType())
+        return error("graph output '" + info.name() + "' is declared " +
+                     onnxTypeName(tt.elem_type()) + " but computes " +
+                     [&] {
+                       std::string s;
+                       llvm::raw_string_ostream os(s);
+                       os << type.getElementType();
+                       return s;
+                     }());
+      if (tt.has_shape()) {
+        bool match = tt.shape().dim_size() == type.getRank();
+        for (int i = 0; match && i < tt.shape().dim_size(); ++i)
+          match = !tt.shape().dim(i).has_dim_value() ||
+                  tt.shape().dim(i).dim_value() == type.getDimSize(i);
+        if (!match) {
+          SmallVector<int64_t> dims;
+          for (const auto &d : tt.shape().dim())
+            dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+          return error("graph output '" + info.name() + "' is declared " +
+                       formatDims(dims) + " (-1: symbolic) but computes " +
+                       formatDims(type.getShape()));
+        }
+      }
+    }
+    results.push_back(v);
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  if (!model.has_graph())
+    {
+      (void)error("not an ONNX model: it has no graph");
+      return nullptr;
+    }
+  if (failed(checkOpset()))
+    return nullptr;
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(fileLoc);
+  module = *owned;
+  if (failed(declareInitializers()) || failed(buildSignature()))
+    return nullptr;
+  FailureOr<std::vector<size_t>> order = topologicalOrder();
+  if (failed(order))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+  b.setInsertionPointToEnd(&func.getBody().front());
+  for (size_t i : *order)
+    if (failed(importNode(graph.node(i), i)))
+      return nullptr;
+  SmallVector<Value> results;
+  if (failed(checkOutputs(results)))
+    return nullptr;
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setFunctionType(
+      b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
+  for (auto [i, info] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "ampc.name", b.getStringAttr(info.name()));
+  // Parameters that no node reads are dropped with a clean module.
+  for (auto param : llvm::make_early_inc_range(module.getOps<ampc::ParameterOp>()))
+    if (!values.count(param.getSymName()))
+      param.erase();
+  if (failed(mlir::verify(module)))
+    return nullptr;
+  return owned;
+}
+
+//===----------------------------------------------------------------------===//
+// Import rules
+//===----------------------------------------------------------------------===//
+
+FailureOr<Outputs> buildSame(NodeContext &nc, StringRef opName,
+                             ArrayRef<NamedAttribute> attrs = {},
+                             unsigned numResults = 1) {
+  SmallVector<Value> operands;
+  for (Value v : nc.inputs)
+    if (v)
+      operands.push_back(v);
+  return nc.build(opName, operands, attrs, numResults);
+}
+
+template <const char *OpName>
+FailureOr<Outputs> simple(NodeContext &nc) {
+  return buildSame(nc, OpName);
+}
+
+constexpr char kNeg[] = "ampc.neg", kSqrt[] = "ampc.sqrt",
+               kReciprocal[] = "ampc.reciprocal", kExp[] = "ampc.exp",
+               kLog[] = "ampc.log", kErf[] = "ampc.erf", kRelu[] = "ampc.relu",
+               kSigmoid[] = "ampc.sigmoid", kTanh[] = "ampc.tanh",
+               kIdentity[] = "ampc.identity", kAdd[] = "ampc.add",
+               kSub[] = "ampc.sub", kMul[] = "ampc.mul", kDiv[] = "ampc.div",
+               kPow[] = "ampc.pow", kEqual[] = "ampc.equal",
+               kWhere[] = "ampc.where", kMatMul[] = "ampc.matmul",
+               kGlobalAveragePool[] = "ampc.global_average_pool";
+
+FailureOr<Outputs> importLeakyRelu(NodeContext &nc) {
+  return buildSame(nc, "ampc.leaky_relu",
+                   {nc.f32("alpha", nc.getFloat("alpha", 0.01f))});
+}
+
+FailureOr<Outputs> importGelu(NodeContext &nc) {
+  return buildSame(nc, "ampc.gelu",
+                   {nc.str("approximate", nc.getString("approximate", "none"))});
+}
+
+FailureOr<Outputs> importCast(NodeContext &nc) {
+  if (!nc.attr("to"))
+    return nc.error("attribute 'to' is required");
+  int64_t to = nc.getInt("to", 0);
+  Type element = elementTypeFromOnnx(nc.b.getContext(), to);
+  if (!element)
+    return nc.error("cannot cast to unsupported type " + onnxTypeName(to));
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  return nc.build("ampc.cast", nc.input(0), {}, 1,
+                  RankedTensorType::get(in.getShape(), element));
+}
+
+FailureOr<Outputs> importGemm(NodeContext &nc) {
+  return buildSame(nc, "ampc.gemm",
+                   {nc.f32("alpha", nc.getFloat("alpha", 1.0f)),
+                    nc.f32("beta", nc.getFloat("beta", 1.0f)),
+                    nc.i64("transA", nc.getInt("transA", 0)),
+                    nc.i64("transB", nc.getInt("transB", 0))});
+}
+
+/// Resolves `auto_pad` into explicit pads (begins, then ends) for a window op
+/// whose spatial input sizes, kernel, strides and dilations are given.
+FailureOr<SmallVector<int64_t>>
+resolvePads(NodeContext &nc, ArrayRef<int64_t> spatial, ArrayRef<int64_t> kernel,
+            ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
+  std::string autoPad = nc.getString("auto_pad", "NOTSET");
+  size_t n = spatial.size();
+  if (autoPad == "NOTSET") {
+    SmallVector<int64_t> pads =
+        nc.getInts("pads").value_or(SmallVector<int64_t>(2 * n, 0));
+    return pads;
+  }
+  if (nc.attr("pads"))
+    {
+      (void)nc.error("'pads' and auto_pad '" + autoPad +
+                    "' must not both be given");
+      return failure();
+    }
+  SmallVector<int64_t> pads(2 * n, 0);
+  if (autoPad == "VALID")
+    return pads;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    {
+      (void)nc.error("'auto_pad' must be NOTSET, VALID, SAME_UPPER or "
+                    "SAME_LOWER, got '" +
+                    autoPad + "'");
+      return failure();
+    }
+  if (kernel.size() != n || strides.size() != n || dilations.size() != n)
+    {
+      (void)nc.error("window attributes do not match " + Twine(n) +
+                    " spatial dimensions");
+      return failure();
+    }
+  for (size_t i = 0; i < n; ++i) {
+    if (strides[i] < 1)
+      {
+      (void)nc.error("'strides' values must be >= 1");
+      return failure();
+    }
+    int64_t out = (spatial[i] + strides[i] - 1) / strides[i];
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - spatial[i]);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+FailureOr<Outputs> importConv(NodeContext &nc) {
+  auto x = cast<RankedTensorType>(nc.input(0).getType());
+  auto w = cast<RankedTensorType>(nc.input(1).getType());
+  if (x.getRank() < 3 || w.getRank() != x.getRank())
+    return nc.error("X " + formatDims(x.getShape()) + " and W " +
+                    formatDims(w.getShape()) +
+                    " must be (N, C, spatial...) and (M, C/group, kernel...)");
+  size_t n = x.getRank() - 2;
+  SmallVector<int64_t> kernel(w.getShape().drop_front(2));
+  if (auto ks = nc.getInts("kernel_shape"); ks && *ks != kernel)
+    return nc.error("'kernel_shape' " + formatDims(*ks) +
+                    " differs from the weight's spatial shape " +
+                    formatDims(kernel));
+  SmallVector<int64_t> strides =
+      nc.getInts("strides").value_or(SmallVector<int64_t>(n, 1));
+  SmallVector<int64_t> dilations =
+      nc.getInts("dilations").value_or(SmallVector<int64_t>(n, 1));
+  FailureOr<SmallVector<int64_t>> pads =
+      resolvePads(nc, x.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  return buildSame(nc, "ampc.conv",
+                   {nc.ints("strides", strides), nc.ints("pads", *pads),
+                    nc.ints("dilations", dilations),
+                    nc.i64("group", nc.getInt("group", 1))});
+}
+
+/// MaxPool and AveragePool share their window attributes.
+FailureOr<SmallVector<NamedAttribute>> poolAttributes(NodeContext &nc) {
+  auto x = cast<RankedTensorType>(nc.input(0).getType());
+  if (x.getRank() < 3)
+    {
+      (void)nc.error("X must be (N, C, spatial...), got " +
+                    formatDims(x.getShape()));
+      return failure();
+    }
+  size_t n = x.getRank() - 2;
+  std::optional<SmallVector<int64_t>> kernel = nc.getInts("kernel_shape");
+  if (!kernel)
+    {
+      (void)nc.error("attribute 'kernel_shape' is required");
+      return failure();
+    }
+  SmallVector<int64_t> strides =
+      nc.getInts("strides").value_or(SmallVector<int64_t>(n, 1));
+  SmallVector<int64_t> dilations =
+      nc.getInts("dilations").value_or(SmallVector<int64_t>(n, 1));
+  FailureOr<SmallVector<int64_t>> pads =
+      resolvePads(nc, x.getShape().drop_front(2), *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  return SmallVector<NamedAttribute>{
+      nc.ints("kernel_shape", *kernel), nc.ints("strides", strides),
+      nc.ints("pads", *pads), nc.ints("dilations", dilations),
+      nc.i64("ceil_mode", nc.getInt("ceil_mode", 0))};
+}
+
+FailureOr<Outputs> importMaxPool(NodeContext &nc) {
+  FailureOr<SmallVector<NamedAttribute>> attrs = poolAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  attrs->push_back(nc.i64("storage_order", nc.getInt("storage_order", 0)));
+  return buildSame(nc, "ampc.max_pool", *attrs, 2);
+}
+
+FailureOr<Outputs> importAveragePool(NodeContext &nc) {
+  FailureOr<SmallVector<NamedAttribute>> attrs = poolAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  attrs->push_back(
+      nc.i64("count_include_pad", nc.getInt("count_include_pad", 0)));
+  return buildSame(nc, "ampc.average_pool", *attrs);
+}
+
+FailureOr<Outputs> importSoftmax(NodeContext &nc) {
+  return buildSame(nc, "ampc.softmax", {nc.i64("axis", nc.getInt("axis", -1))});
+}
+
+FailureOr<Outputs> importLogSoftmax(NodeContext &nc) {
+  return buildSame(nc, "ampc.log_softmax",
+                   {nc.i64("axis", nc.getInt("axis", -1))});
+}
+
+FailureOr<Outputs> importLayerNormalization(NodeContext &nc) {
+  return buildSame(nc, "ampc.layer_normalization",
+                   {nc.i64("axis", nc.getInt("axis", -1)),
+                    nc.f32("epsilon", nc.getFloat("epsilon", 1e-5f)),
+                    nc.i64("stash_type", nc.getInt("stash_type", 1))},
+                   3);
+}
+
+FailureOr<Outputs> importBatchNormalization(NodeContext &nc) {
+  if (nc.getInt("spatial", 1) != 1)
+    return nc.error("'spatial' = 0 is not supported");
+  int64_t training = nc.getInt("training_mode", 0);
+  if (nc.opset < 14 && nc.numOutputs() > 1)
+    return nc.error("the training outputs of BatchNormalization before opset "
+                    "14 are not supported");
+  return buildSame(nc, "ampc.batch_normalization",
+                   {nc.f32("epsilon", nc.getFloat("epsilon", 1e-5f)),
+                    nc.f32("momentum", nc.getFloat("momentum", 0.9f)),
+                    nc.i64("training_mode", training)},
+                   3);
+}
+
+FailureOr<Outputs> importDropout(NodeContext &nc) {
+  float ratio = nc.getFloat("ratio", 0.5f);
+  int64_t training = 0;
+  if (nc.opset >= 12) {
+    if (nc.input(1)) {
+      FailureOr<DenseElementsAttr> r = nc.constantInput(1, "ratio");
+      if (failed(r))
+        return failure();
+      if (!isa<FloatType>(r->getElementType()) || r->getNumElements() != 1)
+        return nc.error("input 1 (ratio) must be a float scalar");
+      ratio = (*r->getValues<APFloat>().begin()).convertToFloat();
+    }
+    if (nc.input(2)) {
+      FailureOr<DenseElementsAttr> t = nc.constantInput(2, "training_mode");
+      if (failed(t))
+        return failure();
+      if (!t->getElementType().isInteger(1) || t->getNumElements() != 1)
+        return nc.error("input 2 (training_mode) must be a bool scalar");
+      training = *t->getValues<bool>().begin();
+    }
+  }
+  SmallVector<NamedAttribute> attrs = {nc.f32("ratio", ratio),
+                                       nc.i64("training_mode", training)};
+  if (nc.attr("seed"))
+    attrs.push_back(nc.i64("seed", nc.getInt("seed", 0)));
+  return nc.build("ampc.dropout", nc.input(0), attrs, 2);
+}
+
+FailureOr<Outputs> importReshape(NodeContext &nc) {
+  FailureOr<SmallVector<int64_t>> target = nc.constantInts(1, "shape");
+  if (failed(target))
+    return failure();
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  bool allowZero = nc.getInt("allowzero", 0) != 0;
+  SmallVector<int64_t> shape;
+  int64_t known = 1, inferred = -1;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !allowZero) {
+      if (static_cast<int64_t>(i) >= in.getRank())
+        return nc.error("shape " + formatDims(*target) + " copies dim " +
+                        Twine(i) + " of a rank-" + Twine(in.getRank()) +
+                        " input");
+      d = in.getDimSize(i);
+    }
+    if (d == -1) {
+      if (inferred >= 0)
+        return nc.error("shape " + formatDims(*target) + " has more than one -1");
+      inferred = i;
+    } else if (d < 0) {
+      return nc.error("shape " + formatDims(*target) + " has invalid dim " +
+                      Twine(d));
+    } else {
+      known *= d;
+    }
+    shape.push_back(d);
+  }
+  if (inferred >= 0) {
+    if (known == 0 || in.getNumElements() % known != 0)
+      return nc.error("cannot reshape " + formatDims(in.getShape()) + " to " +
+                      formatDims(*target));
+    shape[inferred] = in.getNumElements() / known;
+  }
+  return nc.build("ampc.reshape", nc.input(0), {}, 1,
+                  RankedTensorType::get(shape, in.getElementType()));
+}
+
+FailureOr<Outputs> importExpand(NodeContext &nc) {
+  FailureOr<SmallVector<int64_t>> target = nc.constantInts(1, "shape");
+  if (failed(target))
+    return failure();
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  std::optional<SmallVector<int64_t>> shape =
+      ampc::broadcastShapes({in.getShape(), *target});
+  if (!shape)
+    return nc.error("cannot expand " + formatDims(in.getShape()) + " to " +
+                    formatDims(*target));
+  return nc.build("ampc.expand", nc.input(0), {}, 1,
+                  RankedTensorType::get(*shape, in.getElementType()));
+}
+
+FailureOr<Outputs> importTranspose(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  SmallVector<int64_t> perm;
+  if (auto p = nc.getInts("perm"))
+    perm = *p;
+  else
+    for (int64_t i = in.getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  return buildSame(nc, "ampc.transpose", {nc.ints("perm", perm)});
+}
+
+FailureOr<Outputs> importFlatten(NodeContext &nc) {
+  return buildSame(nc, "ampc.flatten", {nc.i64("axis", nc.getInt("axis", 1))});
+}
+
+/// Squeeze/Unsqueeze/Reduce*: axes from the attribute (older opsets) or from
+/// the constant input 1 (newer ones).
+FailureOr<SmallVector<int64_t>> axesOf(NodeContext &nc, int64_t inputSince) {
+  if (nc.opset >= inputSince) {
+    if (nc.attr("axes"))
+      {
+      (void)nc.error("'axes' is an input from opset " + Twine(inputSince) +
+                      ", not an attribute");
+      return failure();
+    }
+    if (!nc.input(1))
+      return SmallVector<int64_t>();
+    return nc.constantInts(1, "axes");
+  }
+  if (nc.inputs.size() > 1)
+    {
+      (void)nc.error("takes 'axes' as an attribute before opset " +
+                    Twine(inputSince));
+      return failure();
+    }
+  return nc.getInts("axes").value_or(SmallVector<int64_t>());
+}
+
+FailureOr<Outputs> importSqueeze(NodeContext &nc) {
+  FailureOr<SmallVector<int64_t>> axes = axesOf(nc, 13);
+  if (failed(axes))
+    return failure();
+  return nc.build("ampc.squeeze", nc.input(0), {nc.ints("axes", *axes)});
+}
+
+FailureOr<Outputs> importUnsqueeze(NodeContext &nc) {
+  FailureOr<SmallVector<int64_t>> axes = axesOf(nc, 13);
+  if (failed(axes))
+    return failure();
+  if (axes->empty())
+    return nc.error("'axes' must not be empty");
+  return nc.build("ampc.unsqueeze", nc.input(0), {nc.ints("axes", *axes)});
+}
+
+FailureOr<Outputs> importConcat(NodeContext &nc) {
+  if (!nc.attr("axis"))
+    return nc.error("attribute 'axis' is required");
+  return buildSame(nc, "ampc.concat", {nc.i64("axis", nc.getInt("axis", 0))});
+}
+
+FailureOr<Outputs> importSlice(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  FailureOr<SmallVector<int64_t>> starts = nc.constantInts(1, "starts");
+  FailureOr<SmallVector<int64_t>> ends = nc.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t i = 0; i < starts->size(); ++i)
+    axes.push_back(i);
+  if (nc.input(3)) {
+    FailureOr<SmallVector<int64_t>> a = nc.constantInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  if (nc.input(4)) {
+    FailureOr<SmallVector<int64_t>> s = nc.constantInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  (void)in;
+  return nc.build("ampc.slice", nc.input(0),
+                  {nc.ints("starts", *starts), nc.ints("ends", *ends),
+                   nc.ints("axes", axes), nc.ints("steps", steps)});
+}
+
+FailureOr<Outputs> importGather(NodeContext &nc) {
+  return buildSame(nc, "ampc.gather", {nc.i64("axis", nc.getInt("axis", 0))});
+}
+
+template <int64_t AxesInputSince>
+FailureOr<Outputs> importReduce(NodeContext &nc, StringRef opName) {
+  FailureOr<SmallVector<int64_t>> axes = axesOf(nc, AxesInputSince);
+  if (failed(axes))
+    return failure();
+  if (axes->empty() && nc.getInt("noop_with_empty_axes", 0))
+    return Outputs{nc.input(0)};
+  return nc.build(opName, nc.input(0),
+                  {nc.ints("axes", *axes),
+                   nc.i64("keepdims", nc.getInt("keepdims", 1))});
+}
+
+FailureOr<Outputs> importReduceMean(NodeContext &nc) {
+  return importReduce<18>(nc, "ampc.reduce_mean");
+}
+FailureOr<Outputs> importReduceMax(NodeContext &nc) {
+  return importReduce<18>(nc, "ampc.reduce_max");
+}
+FailureOr<Outputs> importReduceSum(NodeContext &nc) {
+  return importReduce<13>(nc, "ampc.reduce_sum");
+}
+
+FailureOr<Outputs> importShape(NodeContext &nc) {
+  SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
+  if (nc.attr("end"))
+    attrs.push_back(nc.i64("end", nc.getInt("end", 0)));
+  return nc.build("ampc.shape", nc.input(0), attrs);
+}
+
+/// A constant op holding `value`.
+FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
+  return nc.build("ampc.constant", {}, {nc.b.getNamedAttr("value", value)});
+}
+
+FailureOr<Outputs> importConstantOfShape(NodeContext &nc) {
+  FailureOr<SmallVector<int64_t>> shape = nc.constantInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return nc.error("shape " + formatDims(*shape) + " has a negative dim");
+  MLIRContext *ctx = nc.b.getContext();
+  Attribute element = nc.b.getF32FloatAttr(0.0f);
+  if (const auto *a = nc.attr("value")) {
+    std::string message;
+    DenseElementsAttr v = convertTensor(ctx, a->t(), "", message);
+    if (!v)
+      return nc.error(message);
+    if (v.getNumElements() != 1)
+      return nc.error("'value' must hold exactly one element");
+    element = *v.getValues<Attribute>().begin();
+  }
+  auto type = RankedTensorType::get(*shape, cast<TypedAttr>(element).getType());
+  return constant(nc, DenseElementsAttr::get(type, element));
+}
+
+FailureOr<Outputs> importRange(NodeContext &nc) {
+  FailureOr<DenseElementsAttr> start = nc.constantInput(0, "start");
+  FailureOr<DenseElementsAttr> limit = nc.constantInput(1, "limit");
+  FailureOr<DenseElementsAttr> delta = nc.constantInput(2, "delta");
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  Type element = start->getElementType();
+  for (DenseElementsAttr a : {*start, *limit, *delta})
+    if (a.getNumElements() != 1 || a.getElementType() != element)
+      return nc.error("start, limit and delta must be scalars of one type");
+  auto scalar = [](DenseElementsAttr a) {
+    Attribute v = *a.getValues<Attribute>().begin();
+    if (auto f = dyn_cast<FloatAttr>(v))
+      return f.getValueAsDouble();
+    return static_cast<double>(cast<IntegerAttr>(v).getInt());
+  };
+  double s = scalar(*start), l = scalar(*limit), d = scalar(*delta);
+  if (d == 0)
+    return nc.error("delta must not be 0");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  if (count > (int64_t(1) << 24))
+    return nc.error("range of " + Twine(count) + " elements is too large");
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < count; ++i) {
+    if (auto ft = dyn_cast<FloatType>(element))
+      values.push_back(FloatAttr::get(ft, s + i * d));
+    else
+      values.push_back(IntegerAttr::get(element, static_cast<int64_t>(s) +
+                                                     i * static_cast<int64_t>(d)));
+  }
+  return constant(nc, DenseElementsAttr::get(
+                          RankedTensorType::get({count}, element), values));
+}
+
+FailureOr<Outputs> importConstant(NodeContext &nc) {
+  if (nc.node.attribute_size() != 1)
+    return nc.error("needs exactly one value attribute");
+  const onnx::AttributeProto &a = nc.node.attribute(0);
+  MLIRContext *ctx = nc.b.getContext();
+  OpBuilder &b = nc.b;
+  if (a.name() == "value") {
+    std::string message;
+    DenseElementsAttr v = convertTensor(ctx, a.t(), "", message);
+    if (!v)
+      return nc.error(message);
+    return constant(nc, v);
+  }
+  if (a.name() == "value_float")
+    return constant(nc, DenseElementsAttr::get(
+                            RankedTensorType::get({}, b.getF32Type()), a.f()));
+  if (a.name() == "value_int")
+    return constant(nc, DenseElementsAttr::get(
+                            RankedTensorType::get({}, b.getI64Type()),
+                            static_cast<int64_t>(a.i())));
+  if (a.name() == "value_floats")
+    return constant(nc, DenseElementsAttr::get(
+                            RankedTensorType::get({a.floats_size()},
+                                                  b.getF32Type()),
+                            ArrayRef<float>(a.floats().data(), a.floats_size())));
+  if (a.name() == "value_ints") {
+    SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+    return constant(nc, DenseElementsAttr::get(
+                            RankedTensorType::get({a.ints_size()},
+                                                  b.getI64Type()),
+                            ArrayRef<int64_t>(v)));
+  }
+  return nc.error("'" + a.name() + "' constants are not supported");
+}
+
+FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc) {
+  SmallVector<NamedAttribute> attrs = {
+      nc.str("reduction", nc.getString("reduction", "mean"))};
+  if (nc.attr("ignore_index"))
+    attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
+  return buildSame(nc, "ampc.softmax_cross_entropy_loss", attrs, 2);
+}
+
+FailureOr<Outputs> importNegativeLogLikelihoodLoss(NodeContext &nc) {
+  SmallVector<NamedAttribute> attrs = {
+      nc.str("reduction", nc.getString("reduction", "mean"))};
+  if (nc.attr("ignore_index"))
+    attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
+  return buildSame(nc, "ampc.negative_log_likelihood_loss", attrs);
+}
+
+constexpr AttrKind I = AttrKind::Int, F = AttrKind::Float, S = AttrKind::String,
+                   Is = AttrKind::Ints, Fs = AttrKind::Floats,
+                   T = AttrKind::Tensor;
+
+const std::vector<OpRule> &rules() {
+  // opType, min opset, min/max inputs, max outputs, attributes, builder.
+  static const std::vector<OpRule> kRules = {
+      {"Neg", 6, 1, 1, 1, {}, simple<kNeg>},
+      {"Sqrt", 6, 1, 1, 1, {}, simple<kSqrt>},
+      {"Reciprocal", 6, 1, 1, 1, {}, simple<kReciprocal>},
+      {"Exp", 6, 1, 1, 1, {}, simple<kExp>},
+      {"Log", 6, 1, 1, 1, {}, simple<kLog>},
+      {"Erf", 9, 1, 1, 1, {}, simple<kErf>},
+      {"Relu", 6, 1, 1, 1, {}, simple<kRelu>},
+      {"Sigmoid", 6, 1, 1, 1, {}, simple<kSigmoid>},
+      {"Tanh", 6, 1, 1, 1, {}, simple<kTanh>},
+      {"Identity", 1, 1, 1, 1, {}, simple<kIdentity>},
+      {"LeakyRelu", 6, 1, 1, 1, {{"alpha", F}}, importLeakyRelu},
+      {"Gelu", 20, 1, 1, 1, {{"approximate", S}}, importGelu},
+      {"Add", 7, 2, 2, 1, {}, simple<kAdd>},
+      {"Sub", 7, 2, 2, 1, {}, simple<kSub>},
+      {"Mul", 7, 2, 2, 1, {}, simple<kMul>},
+      {"Div", 7, 2, 2, 1, {}, simple<kDiv>},
+      {"Pow", 7, 2, 2, 1, {}, simple<kPow>},
+      {"Equal", 7, 2, 2, 1, {}, simple<kEqual>},
+      {"Where", 9, 3, 3, 1, {}, simple<kWhere>},
+      {"Cast", 6, 1, 1, 1, {{"to", I}, {"saturate", I}}, importCast},
+      {"MatMul", 1, 2, 2, 1, {}, simple<kMatMul>},
+      {"Gemm", 7, 2, 3, 1,
+       {{"alpha", F}, {"beta", F}, {"transA", I}, {"transB", I}}, importGemm},
+      {"Conv", 1, 2, 3, 1,
+       {{"auto_pad", S}, {"dilations", Is}, {"group", I}, {"kernel_shape", Is},
+        {"pads", Is}, {"strides", Is}},
+       importConv},
+      {"MaxPool", 1, 1, 1, 2,
+       {{"auto_pad", S}, {"ceil_mode", I}, {"dilations", Is},
+        {"kernel_shape", Is}, {"pads", Is}, {"storage_order", I},
+        {"strides", Is}},
+       importMaxPool},
+      {"AveragePool", 1, 1, 1, 1,
+       {{"auto_pad", S}, {"ceil_mode", I}, {"count_include_pad", I},
+        {"dilations", Is}, {"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
+       importAveragePool},
+      {"GlobalAveragePool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
+      {"Softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
+      {"LogSoftmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
+      {"LayerNormalization", 17, 2, 3, 3,
+       {{"axis", I}, {"epsilon", F}, {"stash_type", I}},
+       importLayerNormalization},
+      {"BatchNormalization", 9, 5, 5, 3,
+       {{"epsilon", F}, {"momentum", F}, {"training_mode", I}, {"spatial", I}},
+       importBatchNormalization},
+      {"Dropout", 7, 1, 3, 2, {{"ratio", F}, {"seed", I}}, importDropout},
+      {"Reshape", 5, 2, 2, 1, {{"allowzero", I}}, importReshape},
+      {"Expand", 8, 2, 2, 1, {}, importExpand},
+      {"Transpose", 1, 1, 1, 1, {{"perm", Is}}, importTranspose},
+      {"Flatten", 1, 1, 1, 1, {{"axis", I}}, importFlatten},
+      {"Squeeze", 1, 1, 2, 1, {{"axes", Is}}, importSqueeze},
+      {"Unsqueeze", 1, 1, 2, 1, {{"axes", Is}}, importUnsqueeze},
+      {"Concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
+      {"Slice", 10, 3, 5, 1, {}, importSlice},
+      {"Gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
+      {"ReduceMean", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceMean},
+      {"ReduceMax", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceMax},
+      {"ReduceSum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceSum},
+      {"Shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
+      {"ConstantOfShape", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape},
+      {"Range", 11, 3, 3, 1, {}, importRange},
+      {"Constant", 1, 0, 0, 1,
+       {{"value", T}, {"value_float", F}, {"value_floats", Fs},
+        {"value_int", I}, {"value_ints", Is}, {"value_string", S},
+        {"value_strings", AttrKind::Strings}, {"sparse_value", T}},
+       importConstant},
+      {"SoftmaxCrossEntropyLoss", 12, 2, 3, 2,
+       {{"ignore_index", I}, {"reduction", S}}, importSoftmaxCrossEntropyLoss},
+      {"NegativeLogLikelihoodLoss", 12, 2, 3, 1,
+       {{"ignore_index", I}, {"reduction", S}},
+       importNegativeLogLikelihoodLoss},
+  };
+  return kRules;
+}
+
+/// Parses a model from bytes or text, catching whatever libonnx throws.
+bool parseModel(StringRef contents, bool text, onnx::ModelProto &model,
+                std::string &error) {
+  try {
+    if (text) {
+      std::string s = contents.str();
+      onnx::Status status = onnx::OnnxParser::Parse(model, s.c_str());
+      if (!status.IsOK()) {
+        error = "not a valid ONNX text model: " + status.ErrorMessage();
+        return false;
+      }
+      return true;
+    }
+    if (contents.size() > static_cast<size_t>(INT_MAX)) {
+      error = "model larger than 2 GiB; store weights as external data";
+      return false;
+    }
+    if (!model.ParseFromArray(contents.data(), static_cast<int>(contents.size()))) {
+      error = "not an ONNX model (protobuf parse failed: truncated or not a "
+              "ModelProto)";
+      return false;
+    }
+    return true;
+  } catch (const std::exception &e) {
+    error = std::string("not a valid ONNX model: ") + e.what();
+    return false;
+  } catch (...) {
+    error = "not a valid ONNX model";
+    return false;
+  }
+}
+
+} // namespace
+
+llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {
+  SmallVector<StringRef> names;
+  for (const OpRule &r : rules())
+    names.push_back(r.opType);
+  llvm::sort(names);
+  return names;
+}
+
+bool ampc::parseShapeBinding(StringRef spec, ImportOptions &options,
+                             std::string &error) {
+  auto [name, dims] = spec.split('=');
+  if (name.empty() || !spec.contains('=')) {
+    error = "--shape expects NAME=DxDx..., got '" + spec.str() + "'";
+    return false;
+  }
+  SmallVector<int64_t> shape;
+  if (!dims.empty()) {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        error = "--shape " + name.str() + ": '" + p.str() +
+                "' is not a dimension (expected NAME=DxDx..., e.g. x=32x784)";
+        return false;
+      }
+      shape.push_back(d);
+    }
+  }
+  options.shapes[name] = shape;
+  return true;
+}
+
+OwningOpRef<ModuleOp> ampc::importOnnxBuffer(MLIRContext &context,
+                                             StringRef contents,
+                                             StringRef displayName,
+                                             StringRef baseDir,
+                                             const ImportOptions &options) {
+  context.loadDialect<ampc::AMPCDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, displayName, 0, 0);
+  // No binary ModelProto starts with '<' or '#' (neither is a valid first
+  // field tag), so those mean the textual syntax whatever the file is called.
+  StringRef head = contents.ltrim();
+  bool text = displayName.ends_with(".onnxtext") || head.starts_with("<") ||
+              head.starts_with("#");
+  onnx::ModelProto model;
+  std::string error;
+  if (!parseModel(contents, text, model, error)) {
+    emitError(fileLoc) << error;
+    return nullptr;
+  }
+  Importer importer(&context, model, displayName, baseDir, options);
+  return importer.run();
+}
+
+OwningOpRef<ModuleOp> ampc::importOnnxFile(MLIRContext &context,
+                                           StringRef path,
+                                           const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot open: " << buffer.getError().message();
+    return nullptr;
+  }
+  return importOnnxBuffer(context, (*buffer)->getBuffer(), path,
+                          llvm::sys::path::parent_path(path), options);
+}

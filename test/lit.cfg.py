@@ -1,0 +1,25 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ampc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtext", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ampc_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+# Debian's torch, onnx and numpy live with /usr/bin/python3, not with
+# whatever python3 comes first on PATH.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%ampc_src", config.ampc_src_root))
+config.substitutions.append(
+    ("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+
+tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["ampc", "ampc-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)

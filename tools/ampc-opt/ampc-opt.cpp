@@ -1,0 +1,18 @@
+//===- ampc-opt.cpp - MlirOptMain with the ampc dialect and passes --------===//
+
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  ampc::registerAllDialects(registry);
+  ampc::registerAMPCPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "ampc optimizer driver: the ampc dialect and every ampc pass\n",
+      registry));
+}
