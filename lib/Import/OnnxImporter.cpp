@@ -192,6 +192,8 @@ private:
   LogicalResult declareInitializers();
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult buildSignature();
+  LogicalResult bindConstantInput(const onnx::ValueInfoProto &info,
+                                  StringRef path);
   FailureOr<std::vector<size_t>> topologicalOrder();
   Value lookup(const std::string &name);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
@@ -387,11 +389,16 @@ LogicalResult Importer::buildSignature() {
   llvm::StringSet<> inputNames;
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<const onnx::ValueInfoProto *> boundInputs;
   for (const auto &info : graph.input()) {
     if (initializers.count(info.name()))
       continue; // an initializer listed as an input (IR version < 4)
     if (!inputNames.insert(info.name()).second)
       return error("graph input '" + info.name() + "' is declared twice");
+    if (options.constantInputs.count(info.name())) {
+      boundInputs.push_back(&info);
+      continue;
+    }
     FailureOr<RankedTensorType> type = inputType(info);
     if (failed(type))
       return failure();
@@ -401,6 +408,10 @@ LogicalResult Importer::buildSignature() {
   for (const auto &entry : options.shapes)
     if (!inputNames.count(entry.getKey()))
       return error("--shape names '" + entry.getKey() +
+                   "', which is not a graph input");
+  for (const auto &entry : options.constantInputs)
+    if (!inputNames.count(entry.getKey()))
+      return error("--bind-input names '" + entry.getKey() +
                    "', which is not a graph input");
 
   b.setInsertionPointToEnd(module.getBody());
@@ -413,6 +424,42 @@ LogicalResult Importer::buildSignature() {
     values[name] = entry->getArgument(i);
   }
   b.setInsertionPointToStart(entry);
+  for (const onnx::ValueInfoProto *info : boundInputs)
+    if (failed(bindConstantInput(*info, options.constantInputs.lookup(info->name()))))
+      return failure();
+  return success();
+}
+
+LogicalResult Importer::bindConstantInput(const onnx::ValueInfoProto &info,
+                                          StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error("--bind-input " + info.name() + ": cannot open '" + path +
+                 "': " + buffer.getError().message());
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
+                             static_cast<int>((*buffer)->getBufferSize())))
+    return error("--bind-input " + info.name() + ": '" + path +
+                 "' is not a serialized ONNX TensorProto");
+  std::string message;
+  DenseElementsAttr value =
+      convertTensor(ctx, tensor, llvm::sys::path::parent_path(path), message);
+  if (!value)
+    return error("--bind-input " + info.name() + ": " + message);
+  if (info.type().has_tensor_type()) {
+    Type declared = elementTypeFromOnnx(ctx, info.type().tensor_type().elem_type());
+    if (declared && declared != value.getElementType())
+      return error("--bind-input " + info.name() + ": the tensor in '" + path +
+                   "' has element type " +
+                   onnxTypeName(tensor.data_type()) +
+                   ", the input is declared " +
+                   onnxTypeName(info.type().tensor_type().elem_type()));
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  values[info.name()] = ampc::ConstantOp::create(
+      b, NameLoc::get(b.getStringAttr(info.name()), fileLoc), value);
   return success();
 }
 
@@ -1307,6 +1354,17 @@ llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {
     names.push_back(r.opType);
   llvm::sort(names);
   return names;
+}
+
+bool ampc::parseInputBinding(StringRef spec, ImportOptions &options,
+                             std::string &error) {
+  auto [name, path] = spec.split('=');
+  if (name.empty() || path.empty()) {
+    error = "--bind-input expects NAME=FILE.pb, got '" + spec.str() + "'";
+    return false;
+  }
+  options.constantInputs[name] = path.str();
+  return true;
 }
 
 bool ampc::parseShapeBinding(StringRef spec, ImportOptions &options,

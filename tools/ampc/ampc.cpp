@@ -51,6 +51,11 @@ cl::list<std::string> shapes("shape",
                              cl::desc("bind an input's shape, e.g. x=32x784"),
                              cl::value_desc("NAME=DxD..."),
                              cl::cat(ampcCategory));
+cl::list<std::string> boundInputs(
+    "bind-input",
+    cl::desc("replace a graph input by the constant in a serialized ONNX "
+             "TensorProto (for inputs that feed shapes or axes)"),
+    cl::value_desc("NAME=FILE.pb"), cl::cat(ampcCategory));
 cl::opt<int64_t> batch("batch",
                        cl::desc("bind the symbolic leading dim of every input"),
                        cl::value_desc("N"), cl::init(-1),
@@ -100,6 +105,11 @@ int main(int argc, char **argv) {
   for (const std::string &spec : shapes) {
     std::string error;
     if (!ampc::parseShapeBinding(spec, options, error))
+      return userError(error);
+  }
+  for (const std::string &spec : boundInputs) {
+    std::string error;
+    if (!ampc::parseInputBinding(spec, options, error))
       return userError(error);
   }
   if (batch.getNumOccurrences()) {

@@ -28,11 +28,19 @@ struct ImportOptions {
   llvm::StringMap<llvm::SmallVector<int64_t>> shapes;
   /// Binds a symbolic leading dimension of every graph input.
   std::optional<int64_t> batch;
+  /// Graph inputs replaced by constants read from serialized TensorProto
+  /// files (`--bind-input NAME=FILE.pb`): a static-shape compiler needs the
+  /// values of inputs that feed a shape, axes or Range operand.
+  llvm::StringMap<std::string> constantInputs;
 };
 
 /// Parses one `--shape` value, "NAME=2x3x4" (a scalar is "NAME="), into
 /// `options`. On failure returns false and sets `error`.
 bool parseShapeBinding(llvm::StringRef spec, ImportOptions &options,
+                       std::string &error);
+
+/// Parses one `--bind-input` value, "NAME=FILE.pb", into `options`.
+bool parseInputBinding(llvm::StringRef spec, ImportOptions &options,
                        std::string &error);
 
 /// Imports the model at `path`: binary protobuf, or ONNX textual syntax when
