@@ -210,6 +210,14 @@ private:
   llvm::StringMap<Value> values;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringMap<DenseElementsAttr> constantInitializers;
+  /// Parameter loads and bound inputs open the body in order of first use.
+  Operation *prologueEnd = nullptr;
+  void setPrologueInsertionPoint() {
+    if (prologueEnd)
+      b.setInsertionPointAfter(prologueEnd);
+    else
+      b.setInsertionPointToStart(&func.getBody().front());
+  }
 };
 
 FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
@@ -390,6 +398,20 @@ LogicalResult Importer::buildSignature() {
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   SmallVector<const onnx::ValueInfoProto *> boundInputs;
+  // Check the bindings name real inputs before reporting unbound dims.
+  auto isGraphInput = [&](StringRef name) {
+    return !initializers.count(name) &&
+           llvm::any_of(graph.input(),
+                        [&](const auto &in) { return in.name() == name; });
+  };
+  for (const auto &entry : options.shapes)
+    if (!isGraphInput(entry.getKey()))
+      return error("--shape names '" + entry.getKey() +
+                   "', which is not a graph input");
+  for (const auto &entry : options.constantInputs)
+    if (!isGraphInput(entry.getKey()))
+      return error("--bind-input names '" + entry.getKey() +
+                   "', which is not a graph input");
   for (const auto &info : graph.input()) {
     if (initializers.count(info.name()))
       continue; // an initializer listed as an input (IR version < 4)
@@ -405,14 +427,6 @@ LogicalResult Importer::buildSignature() {
     argTypes.push_back(*type);
     argNames.push_back(info.name());
   }
-  for (const auto &entry : options.shapes)
-    if (!inputNames.count(entry.getKey()))
-      return error("--shape names '" + entry.getKey() +
-                   "', which is not a graph input");
-  for (const auto &entry : options.constantInputs)
-    if (!inputNames.count(entry.getKey()))
-      return error("--bind-input names '" + entry.getKey() +
-                   "', which is not a graph input");
 
   b.setInsertionPointToEnd(module.getBody());
   // Result types are known only after the body is built.
@@ -457,9 +471,11 @@ LogicalResult Importer::bindConstantInput(const onnx::ValueInfoProto &info,
                    onnxTypeName(info.type().tensor_type().elem_type()));
   }
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  values[info.name()] = ampc::ConstantOp::create(
+  setPrologueInsertionPoint();
+  auto op = ampc::ConstantOp::create(
       b, NameLoc::get(b.getStringAttr(info.name()), fileLoc), value);
+  prologueEnd = op;
+  values[info.name()] = op;
   return success();
 }
 
@@ -472,7 +488,7 @@ Value Importer::lookup(const std::string &name) {
     return {};
   // Materialise initializers at their first use, at the top of the body.
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
+  setPrologueInsertionPoint();
   Location loc = NameLoc::get(b.getStringAttr(name), fileLoc);
   Value v;
   if (auto param = module.lookupSymbol<ampc::ParameterOp>(name)) {
@@ -480,6 +496,7 @@ Value Importer::lookup(const std::string &name) {
   } else {
     v = ampc::ConstantOp::create(b, loc, constantInitializers.lookup(name));
   }
+  prologueEnd = v.getDefiningOp();
   values[name] = v;
   return v;
 }
