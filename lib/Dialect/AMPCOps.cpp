@@ -203,6 +203,19 @@ inferWindow(OptLoc loc, ArrayRef<int64_t> inputSpatial,
   return out;
 }
 
+/// ODS builders that infer result types call inferReturnTypes before the
+/// default-valued attributes are filled in; this fills them, so the shape
+/// rules can use every getter whichever way the op is being built.
+template <typename OpTy>
+typename OpTy::Adaptor withDefaults(MLIRContext *ctx,
+                                    typename OpTy::Adaptor adaptor) {
+  typename OpTy::Properties props = adaptor.getProperties();
+  OpTy::populateDefaultProperties(
+      OperationName(OpTy::getOperationName(), ctx), props);
+  return typename OpTy::Adaptor(adaptor.getOperands(), adaptor.getAttributes(),
+                                props);
+}
+
 /// Floating-point type named by an ONNX TensorProto data type code.
 Type floatTypeFromOnnxCode(MLIRContext *ctx, int64_t code) {
   switch (code) {
@@ -276,8 +289,9 @@ AMPC_SAME_TYPE_INFERENCE(IdentityOp)
 AMPC_SAME_TYPE_INFERENCE(LeakyReluOp)
 #undef AMPC_SAME_TYPE_INFERENCE
 
-LogicalResult GeluOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                        Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<GeluOp>(ctx, adaptor);
   StringRef approximate = adaptor.getApproximate();
   if (approximate != "none" && approximate != "tanh")
     return fail<GeluOp>(loc, "'approximate' must be \"none\" or \"tanh\", "
@@ -386,8 +400,9 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                        Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<GemmOp>(ctx, adaptor);
   int64_t transA = adaptor.getTransA(), transB = adaptor.getTransB();
   if (failed(checkBinaryFlag<GemmOp>(loc, "transA", transA)) ||
       failed(checkBinaryFlag<GemmOp>(loc, "transB", transB)))
@@ -430,8 +445,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                        Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<ConvOp>(ctx, adaptor);
   auto x = rankedType<ConvOp>(loc, adaptor.getInput(), "X");
   auto w = rankedType<ConvOp>(loc, adaptor.getWeight(), "W");
   if (failed(x) || failed(w))
@@ -478,8 +494,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                           Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<SoftmaxOp>(ctx, adaptor);
   auto x = rankedType<SoftmaxOp>(loc, adaptor.getInput(), "input");
   if (failed(x) ||
       failed(checkAxis<SoftmaxOp>(loc, "axis", adaptor.getAxis(),
@@ -489,8 +506,9 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                              Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<LogSoftmaxOp>(ctx, adaptor);
   auto x = rankedType<LogSoftmaxOp>(loc, adaptor.getInput(), "input");
   if (failed(x) ||
       failed(checkAxis<LogSoftmaxOp>(loc, "axis", adaptor.getAxis(),
@@ -504,6 +522,7 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
                                                      OptLoc loc,
                                                      Adaptor adaptor,
                                                      Types &types) {
+  adaptor = withDefaults<LayerNormalizationOp>(ctx, adaptor);
   using Op = LayerNormalizationOp;
   auto x = rankedType<Op>(loc, adaptor.getInput(), "X");
   if (failed(x))
@@ -543,10 +562,11 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *,
+LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *ctx,
                                                      OptLoc loc,
                                                      Adaptor adaptor,
                                                      Types &types) {
+  adaptor = withDefaults<BatchNormalizationOp>(ctx, adaptor);
   using Op = BatchNormalizationOp;
   if (failed(checkBinaryFlag<Op>(loc, "training_mode",
                                  adaptor.getTrainingMode())))
@@ -577,6 +597,7 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                           Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<DropoutOp>(ctx, adaptor);
   float ratio = adaptor.getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return fail<DropoutOp>(loc, "'ratio' must be in [0, 1), got " +
@@ -649,8 +670,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                           Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<FlattenOp>(ctx, adaptor);
   auto x = rankedType<FlattenOp>(loc, adaptor.getInput(), "input");
   if (failed(x))
     return failure();
@@ -788,8 +810,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                          Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<GatherOp>(ctx, adaptor);
   auto data = rankedType<GatherOp>(loc, adaptor.getData(), "data");
   auto indices = rankedType<GatherOp>(loc, adaptor.getIndices(), "indices");
   if (failed(data) || failed(indices))
@@ -819,6 +842,7 @@ static std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
 
 LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                         Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<ShapeOp>(ctx, adaptor);
   auto x = rankedType<ShapeOp>(loc, adaptor.getInput(), "input");
   if (failed(x))
     return failure();
@@ -871,9 +895,9 @@ static LogicalResult inferReduce(OptLoc loc, typename OpTy::Adaptor adaptor,
 }
 
 #define AMPC_REDUCE_INFERENCE(OP)                                              \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, OptLoc loc,             \
                                      Adaptor adaptor, Types &types) {          \
-    return inferReduce<OP>(loc, adaptor, types);                               \
+    return inferReduce<OP>(loc, withDefaults<OP>(ctx, adaptor), types);        \
   }
 AMPC_REDUCE_INFERENCE(ReduceMeanOp)
 AMPC_REDUCE_INFERENCE(ReduceSumOp)
@@ -903,6 +927,7 @@ inferPool(OptLoc loc, typename OpTy::Adaptor adaptor) {
 
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                           Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<MaxPoolOp>(ctx, adaptor);
   if (failed(checkBinaryFlag<MaxPoolOp>(loc, "storage_order",
                                         adaptor.getStorageOrder())))
     return failure();
@@ -914,8 +939,9 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return success();
 }
 
-LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                               Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<AveragePoolOp>(ctx, adaptor);
   if (failed(checkBinaryFlag<AveragePoolOp>(loc, "count_include_pad",
                                             adaptor.getCountIncludePad())))
     return failure();
@@ -984,10 +1010,11 @@ inferLoss(OptLoc loc, Value scores, Value labels, Value weights,
   return RankedTensorType::get({}, s->getElementType());
 }
 
-LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(MLIRContext *,
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(MLIRContext *ctx,
                                                           OptLoc loc,
                                                           Adaptor adaptor,
                                                           Types &types) {
+  adaptor = withDefaults<SoftmaxCrossEntropyLossOp>(ctx, adaptor);
   FailureOr<RankedTensorType> loss = inferLoss<SoftmaxCrossEntropyLossOp>(
       loc, adaptor.getScores(), adaptor.getLabels(), adaptor.getWeights(),
       adaptor.getReduction());
@@ -998,10 +1025,11 @@ LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(MLIRContext *,
+LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(MLIRContext *ctx,
                                                             OptLoc loc,
                                                             Adaptor adaptor,
                                                             Types &types) {
+  adaptor = withDefaults<NegativeLogLikelihoodLossOp>(ctx, adaptor);
   FailureOr<RankedTensorType> loss = inferLoss<NegativeLogLikelihoodLossOp>(
       loc, adaptor.getInput(), adaptor.getTarget(), adaptor.getWeight(),
       adaptor.getReduction());

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Exports the reference models of the import tests with Debian's torch.
+
+usage: export_models.py OUTDIR
+
+Writes mlp.onnx, resnet18.onnx (training mode: BatchNormalization with its
+running-statistics outputs) and encoder.onnx / encoder_train.onnx
+(nn.TransformerEncoderLayer in eval and training mode), all at opset 17 with
+a static batch, the way a user would call torch.onnx.export.
+"""
+import os
+import sys
+import warnings
+
+import torch
+import torchvision
+
+warnings.filterwarnings("ignore")
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(0)
+
+
+def export(name, model, example, training):
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    model.train(training)
+    torch.onnx.export(model, example, os.path.join(out, name + ".onnx"),
+                      opset_version=17, training=mode,
+                      do_constant_folding=not training,
+                      input_names=["input"], output_names=["output"])
+
+
+mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                          torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                          torch.nn.Linear(512, 10))
+export("mlp", mlp, torch.randn(32, 784), training=False)
+export("resnet18", torchvision.models.resnet18(), torch.randn(2, 3, 64, 64),
+       training=True)
+layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4,
+                                         dim_feedforward=128,
+                                         batch_first=True)
+export("encoder", layer, torch.randn(2, 16, 64), training=False)
+export("encoder_train", layer, torch.randn(2, 16, 64), training=True)
