@@ -1,0 +1,34 @@
+# The two commands of the README:
+#   make demo    install what is missing, build, run the demo
+#   make check   install what is missing, build, run every test
+BUILD ?= build
+LLVM_PREFIX ?= /usr/lib/llvm-22
+
+.PHONY: all deps configure build demo check clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/build.ninja:
+	cmake -G Ninja -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=$(LLVM_PREFIX)/bin/lit
+
+configure: deps
+	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
+
+build: configure
+	ninja -C $(BUILD) ampc ampc-opt ampc-unittests
+
+demo: build
+	scripts/demo
+
+# lit prints its pass/fail counts, GoogleTest its own; either failing fails.
+check: build
+	ninja -C $(BUILD) check-ampc
+	$(BUILD)/unittests/ampc-unittests --gtest_brief=1
+
+clean:
+	rm -rf $(BUILD)
