@@ -795,16 +795,26 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
       start += dim;
     if (end < 0)
       end += dim;
+    // Clamped as ONNX specifies; the count is computed from the span (at
+    // most dim + 1) and |step| as unsigned, so steps near INT64_MIN/MAX
+    // cannot overflow.
+    int64_t span;
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      shape[(*axes)[i]] = end > start ? (end - start + step - 1) / step : 0;
+      span = end - start;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      shape[(*axes)[i]] =
-          start > end ? (start - end + (-step) - 1) / (-step) : 0;
+      span = start - end;
     }
+    uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step)
+                                  : 0 - static_cast<uint64_t>(step);
+    shape[(*axes)[i]] =
+        span > 0 ? static_cast<int64_t>((static_cast<uint64_t>(span) - 1) /
+                                            magnitude +
+                                        1)
+                 : 0;
   }
   types.push_back(RankedTensorType::get(shape, x->getElementType()));
   return success();

@@ -956,7 +956,15 @@ FailureOr<Outputs> importDropout(NodeContext &nc) {
                                        nc.i64("training_mode", training)};
   if (nc.attr("seed"))
     attrs.push_back(nc.i64("seed", nc.getInt("seed", 0)));
-  return nc.build("ampc.dropout", nc.input(0), attrs, 2);
+  FailureOr<Outputs> results = nc.build("ampc.dropout", nc.input(0), attrs, 2);
+  if (failed(results) || nc.opset >= 10 || !nc.outputUsed(1))
+    return results;
+  // Before opset 10 the mask has the data's float type, not bool.
+  FailureOr<Outputs> mask = nc.build("ampc.cast", (*results)[1], {}, 1,
+                                     nc.input(0).getType());
+  if (failed(mask))
+    return failure();
+  return Outputs{(*results)[0], (*mask)[0]};
 }
 
 FailureOr<Outputs> importReshape(NodeContext &nc) {
@@ -1168,25 +1176,49 @@ FailureOr<Outputs> importRange(NodeContext &nc) {
   for (DenseElementsAttr a : {*start, *limit, *delta})
     if (a.getNumElements() != 1 || a.getElementType() != element)
       return nc.error("start, limit and delta must be scalars of one type");
-  auto scalar = [](DenseElementsAttr a) {
-    Attribute v = *a.getValues<Attribute>().begin();
-    if (auto f = dyn_cast<FloatAttr>(v))
-      return f.getValueAsDouble();
-    return static_cast<double>(cast<IntegerAttr>(v).getInt());
+  // ONNX defines the count and the values in the inputs' own type:
+  // ceil((limit - start) / delta) and start + i * delta, so f32 ranges are
+  // computed in float, not double.
+  auto scalar = [](DenseElementsAttr a) -> Attribute {
+    return *a.getValues<Attribute>().begin();
   };
-  double s = scalar(*start), l = scalar(*limit), d = scalar(*delta);
-  if (d == 0)
-    return nc.error("delta must not be 0");
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
-  if (count > (int64_t(1) << 24))
-    return nc.error("range of " + Twine(count) + " elements is too large");
   SmallVector<Attribute> values;
-  for (int64_t i = 0; i < count; ++i) {
-    if (auto ft = dyn_cast<FloatType>(element))
-      values.push_back(FloatAttr::get(ft, s + i * d));
-    else
-      values.push_back(IntegerAttr::get(element, static_cast<int64_t>(s) +
-                                                     i * static_cast<int64_t>(d)));
+  int64_t count = 0;
+  constexpr int64_t kMaxRange = int64_t(1) << 24;
+  if (auto ft = dyn_cast<FloatType>(element)) {
+    auto compute = [&](auto s, auto l, auto d) -> LogicalResult {
+      if (d == 0)
+        return nc.error("delta must not be 0");
+      auto c = std::ceil((l - s) / d);
+      if (!(c <= kMaxRange))
+        return nc.error("range is too large or not finite");
+      count = std::max<int64_t>(0, static_cast<int64_t>(c));
+      for (int64_t i = 0; i < count; ++i)
+        values.push_back(FloatAttr::get(ft, static_cast<double>(
+                                                s + static_cast<decltype(s)>(i) * d)));
+      return success();
+    };
+    double s = cast<FloatAttr>(scalar(*start)).getValueAsDouble();
+    double l = cast<FloatAttr>(scalar(*limit)).getValueAsDouble();
+    double d = cast<FloatAttr>(scalar(*delta)).getValueAsDouble();
+    LogicalResult ok = ft.isF32() ? compute(float(s), float(l), float(d))
+                                  : compute(s, l, d);
+    if (failed(ok))
+      return failure();
+  } else {
+    int64_t s = cast<IntegerAttr>(scalar(*start)).getInt();
+    int64_t l = cast<IntegerAttr>(scalar(*limit)).getInt();
+    int64_t d = cast<IntegerAttr>(scalar(*delta)).getInt();
+    if (d == 0)
+      return nc.error("delta must not be 0");
+    __int128 span = static_cast<__int128>(l) - s;
+    __int128 c = span / d + ((span % d != 0) && ((span > 0) == (d > 0)));
+    if (c > kMaxRange)
+      return nc.error("range of more than " + Twine(kMaxRange) +
+                      " elements is too large");
+    count = std::max<int64_t>(0, static_cast<int64_t>(c));
+    for (int64_t i = 0; i < count; ++i)
+      values.push_back(IntegerAttr::get(element, s + i * d));
   }
   return constant(nc, DenseElementsAttr::get(
                           RankedTensorType::get({count}, element), values));
