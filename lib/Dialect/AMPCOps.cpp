@@ -16,6 +16,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace ampc;
 
@@ -50,8 +52,9 @@ template <typename OpTy>
 FailureOr<RankedTensorType> rankedType(OptLoc loc, Value value,
                                        StringRef what) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type) {
-    (void)fail<OpTy>(loc, Twine(what) + " must be a ranked tensor, got " +
+  if (!type || !type.hasStaticShape()) {
+    (void)fail<OpTy>(loc, Twine(what) +
+                              " must be a statically shaped tensor, got " +
                               formatType(value.getType()));
     return failure();
   }
@@ -142,20 +145,25 @@ LogicalResult inferBroadcast(OptLoc loc, ValueRange operands,
 }
 
 /// Output size of one spatial dimension of a convolution or pooling window.
+/// Computed in 128 bits: attributes near INT64_MAX must give an error, not
+/// wrap into a plausible size. Returns 0 when no window fits.
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode) {
-  int64_t span = (kernel - 1) * dilation + 1;
-  int64_t numerator = in + padBegin + padEnd - span;
+  using Wide = __int128;
+  Wide span = Wide(kernel - 1) * dilation + 1;
+  Wide numerator = Wide(in) + padBegin + padEnd - span;
   if (numerator < 0)
     return 0;
-  int64_t out = (ceilMode ? (numerator + stride - 1) / stride
-                          : numerator / stride) +
-                1;
+  Wide out = (ceilMode ? (numerator + stride - 1) / stride
+                       : numerator / stride) +
+             1;
+  if (out > std::numeric_limits<int32_t>::max())
+    return 0;
   // A window that would start entirely in the end padding is dropped.
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
+  if (ceilMode && (out - 1) * stride >= Wide(in) + padBegin)
     --out;
-  return out;
+  return static_cast<int64_t>(out);
 }
 
 /// Shared by Conv and the pooling ops: validates the window attributes for
@@ -622,8 +630,6 @@ LogicalResult ReshapeOp::verify() {
   auto out = cast<RankedTensorType>(getOutput().getType());
   if (in.getElementType() != out.getElementType())
     return emitOpError("result element type differs from the operand's");
-  if (!in.hasStaticShape() || !out.hasStaticShape())
-    return emitOpError("shapes must be static");
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("cannot reshape ")
            << formatList(in.getShape()) << " (" << in.getNumElements()

@@ -12,6 +12,8 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace ampc;
 
@@ -82,39 +84,37 @@ struct Numbers {
     return std::nullopt;
   }
 
-  double asDouble(int64_t i) const { return isFloat ? floats[i] : ints[i]; }
-  int64_t asInt(int64_t i) const {
-    return isFloat ? static_cast<int64_t>(floats[i]) : ints[i];
-  }
+  size_t size() const { return isFloat ? floats.size() : ints.size(); }
 };
 
-/// Writes numbers computed by `value(i)` (as double for float results, as
-/// int64 otherwise) into a constant of `type`.
-template <typename Fn>
-DenseElementsAttr writeNumbers(RankedTensorType type, Fn value) {
-  Type element = type.getElementType();
-  int64_t n = type.getNumElements();
-  if (auto ft = dyn_cast<FloatType>(element)) {
-    SmallVector<APFloat> out;
-    for (int64_t i = 0; i < n; ++i) {
-      APFloat f(static_cast<double>(value(i)));
-      bool lost;
-      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      out.push_back(f);
-    }
-    return DenseElementsAttr::get(type, out);
+/// Writes `values` into a float constant of `type`, rounding to nearest even.
+DenseElementsAttr writeFloats(RankedTensorType type, ArrayRef<double> values) {
+  auto ft = cast<FloatType>(type.getElementType());
+  SmallVector<APFloat> out;
+  for (double v : values) {
+    APFloat f(v);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(f);
   }
-  auto it = dyn_cast<IntegerType>(element);
-  if (!it)
-    return {};
+  return DenseElementsAttr::get(type, out);
+}
+
+/// Writes `values` into an integer constant of `type`, wrapping to its width
+/// as a C conversion does.
+DenseElementsAttr writeInts(RankedTensorType type, ArrayRef<int64_t> values) {
+  auto it = cast<IntegerType>(type.getElementType());
   SmallVector<APInt> out;
-  for (int64_t i = 0; i < n; ++i)
-    out.push_back(APInt(it.getWidth(), static_cast<uint64_t>(value(i)),
+  for (int64_t v : values)
+    out.push_back(APInt(it.getWidth(), static_cast<uint64_t>(v),
                         /*isSigned=*/!it.isUnsigned(), /*implicitTrunc=*/true));
   return DenseElementsAttr::get(type, out);
 }
 
-/// Folds a broadcasting binary op on two small numeric constants.
+/// Folds a broadcasting binary op on two small numeric constants. Integer
+/// operands are computed in int64 (never through double: shape arithmetic
+/// uses INT64_MAX as "to the end"); `intFn` returns nullopt where the result
+/// is undefined (overflow, division by zero) and the op is left alone.
 template <typename IntFn, typename FloatFn>
 OpFoldResult foldBinary(Operation *op, ArrayRef<Attribute> operands,
                         IntFn intFn, FloatFn floatFn) {
@@ -125,26 +125,34 @@ OpFoldResult foldBinary(Operation *op, ArrayRef<Attribute> operands,
       type.getNumElements() > kMaxFoldElements)
     return {};
   std::optional<Numbers> a = Numbers::read(lhs), b = Numbers::read(rhs);
-  if (!a || !b)
+  if (!a || !b || a->isFloat != b->isFloat)
     return {};
   ArrayRef<int64_t> shape = type.getShape();
   ArrayRef<int64_t> sa = lhs.getType().getShape(), sb = rhs.getType().getShape();
-  bool failedElement = false;
-  DenseElementsAttr result = writeNumbers(type, [&](int64_t i) -> double {
+  bool floatResult = isa<FloatType>(type.getElementType());
+  SmallVector<int64_t> ints;
+  SmallVector<double> floats;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
     int64_t ia = broadcastSourceIndex(i, shape, sa);
     int64_t ib = broadcastSourceIndex(i, shape, sb);
-    if (a->isFloat)
-      return floatFn(a->asDouble(ia), b->asDouble(ib));
-    std::optional<int64_t> v = intFn(a->asInt(ia), b->asInt(ib));
-    if (!v) {
-      failedElement = true;
-      return 0;
+    if (a->isFloat) {
+      double v = floatFn(a->floats[ia], b->floats[ib]);
+      if (floatResult)
+        floats.push_back(v);
+      else
+        ints.push_back(v != 0.0); // comparisons
+      continue;
     }
-    return static_cast<double>(*v);
-  });
-  if (failedElement)
+    std::optional<int64_t> v = intFn(a->ints[ia], b->ints[ib]);
+    if (!v)
+      return {};
+    ints.push_back(*v);
+  }
+  if (floatResult)
+    return writeFloats(type, floats);
+  if (!isa<IntegerType>(type.getElementType()))
     return {};
-  return result;
+  return writeInts(type, ints);
 }
 
 /// Folds an op that only reinterprets its operand's shape.
@@ -166,21 +174,36 @@ OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),
-      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a + b; },
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        int64_t r;
+        if (__builtin_add_overflow(a, b, &r))
+          return std::nullopt;
+        return r;
+      },
       [](double a, double b) { return a + b; });
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),
-      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a - b; },
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        int64_t r;
+        if (__builtin_sub_overflow(a, b, &r))
+          return std::nullopt;
+        return r;
+      },
       [](double a, double b) { return a - b; });
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),
-      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a * b; },
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        int64_t r;
+        if (__builtin_mul_overflow(a, b, &r))
+          return std::nullopt;
+        return r;
+      },
       [](double a, double b) { return a * b; });
 }
 
@@ -188,7 +211,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),
       [](int64_t a, int64_t b) -> std::optional<int64_t> {
-        if (b == 0)
+        if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
           return std::nullopt;
         return a / b;
       },
@@ -236,13 +259,32 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   auto type = cast<RankedTensorType>(getType());
   if (!n)
     return {};
-  if (type.getElementType().isInteger(1))
-    return writeNumbers(type, [&](int64_t i) -> double {
-      return n->asDouble(i) != 0.0;
-    });
-  if (isa<FloatType>(type.getElementType()))
-    return writeNumbers(type, [&](int64_t i) { return n->asDouble(i); });
-  return writeNumbers(type, [&](int64_t i) -> double { return n->asInt(i); });
+  Type element = type.getElementType();
+  if (isa<FloatType>(element)) {
+    SmallVector<double> out;
+    for (size_t i = 0, e = n->size(); i < e; ++i)
+      out.push_back(n->isFloat ? n->floats[i] : static_cast<double>(n->ints[i]));
+    return writeFloats(type, out);
+  }
+  if (!isa<IntegerType>(element))
+    return {};
+  SmallVector<int64_t> out;
+  for (size_t i = 0, e = n->size(); i < e; ++i) {
+    if (!n->isFloat) {
+      out.push_back(element.isInteger(1) ? n->ints[i] != 0 : n->ints[i]);
+      continue;
+    }
+    double v = n->floats[i];
+    if (element.isInteger(1)) {
+      out.push_back(v != 0.0);
+      continue;
+    }
+    // Float to integer is undefined outside the int64 range: leave it.
+    if (!(v > -9.2233720368547758e18 && v < 9.2233720368547758e18))
+      return {};
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return writeInts(type, out);
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {

@@ -589,7 +589,14 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
                 (rule->minInputs == rule->maxInputs
                      ? Twine(rule->minInputs)
                      : Twine(rule->minInputs) + " to " + Twine(rule->maxInputs)) +
-                " inputs, got " + Twine(numInputs));
+                (rule->maxInputs == 1 ? " input" : " inputs") + ", got " +
+                Twine(numInputs));
+  // An empty name marks an absent optional input; required inputs (and every
+  // input of a variadic op) must be present, or the operands would shift.
+  bool variadic = rule->maxInputs > 16;
+  for (int i = 0; i < numInputs; ++i)
+    if (node.input(i).empty() && (variadic || i < rule->minInputs))
+      return fail("input " + Twine(i) + " is required but empty");
   if (node.output_size() > rule->maxOutputs)
     return fail("has " + Twine(node.output_size()) + " outputs, at most " +
                 Twine(rule->maxOutputs) + " are supported");
@@ -1010,6 +1017,8 @@ FailureOr<Outputs> importExpand(NodeContext &nc) {
   if (failed(target))
     return failure();
   auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0; }))
+    return nc.error("shape " + formatDims(*target) + " has a negative dim");
   std::optional<SmallVector<int64_t>> shape =
       ampc::broadcastShapes({in.getShape(), *target});
   if (!shape)

@@ -34,10 +34,13 @@ def AMPC_Dialect : Dialect {
 class AMPC_Op<string mnemonic, list<Trait> traits = []>
     : Op<AMPC_Dialect, mnemonic, traits>;
 
-def AMPC_Tensor : RankedTensorOf<[AnyType]>;
-def AMPC_FloatTensor : RankedTensorOf<[AnyFloat]>;
-def AMPC_IndexTensor : RankedTensorOf<[I32, I64]>;
-def AMPC_BoolTensor : RankedTensorOf<[I1]>;
+// Shapes are static after import (docs/design.md): every tensor type
+// constraint says so, and the shape rules may rely on it.
+def AMPC_Tensor : StaticShapeTensorOf<[AnyType]>;
+def AMPC_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def AMPC_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def AMPC_BoolTensor : StaticShapeTensorOf<[I1]>;
+def AMPC_I64Tensor : StaticShapeTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
 // Constants and parameters
@@ -494,7 +497,7 @@ def AMPC_ShapeOp : AMPC_Op<"shape", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins AMPC_Tensor:$input,
                        DefaultValuedAttr<I64Attr, "0">:$start,
                        OptionalAttr<I64Attr>:$end);
-  let results = (outs RankedTensorOf<[I64]>:$output);
+  let results = (outs AMPC_I64Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
 }
@@ -536,7 +539,7 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool", [Pure, InferTypeOpAdaptor]> {
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
                        DefaultValuedAttr<I64Attr, "0">:$storage_order);
-  let results = (outs AMPC_Tensor:$output, RankedTensorOf<[I64]>:$indices);
+  let results = (outs AMPC_Tensor:$output, AMPC_I64Tensor:$indices);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 

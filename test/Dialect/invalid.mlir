@@ -1,0 +1,914 @@
+// RUN: ampc-opt %s -split-input-file -verify-diagnostics
+
+// One invalid op per section. Shape-rule violations are reported by the op's
+// inferReturnTypes as "ampc.<op>: <message>", followed by MLIR's generic
+// "failed to infer returned types"; verifier errors use emitOpError wording;
+// operand type constraints use the ODS wording.
+
+//===----------------------------------------------------------------------===//
+// Constants and parameters
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'ampc.parameter' op initial value has type 'tensor<3xf32>', expected 'tensor<2xf32>'}}
+ampc.parameter @w : tensor<2xf32> = dense<1.0> : tensor<3xf32>
+
+// -----
+
+// expected-error @+1 {{'ampc.parameter' op initial value has type 'tensor<2xf16>', expected 'tensor<2xf32>'}}
+ampc.parameter @w : tensor<2xf32> = dense<1.0> : tensor<2xf16>
+
+// -----
+
+// expected-error @+1 {{'ampc.parameter' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor of floating-point values}}
+ampc.parameter @step : tensor<i64> = dense<0> : tensor<i64>
+
+// -----
+
+func.func @load_unknown_symbol() -> tensor<2xf32> {
+  // expected-error @+1 {{'ampc.load_parameter' op 'missing' is not an ampc.parameter}}
+  %0 = ampc.load_parameter @missing : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @not_a_parameter() {
+  return
+}
+
+func.func @load_function_symbol() -> tensor<2xf32> {
+  // expected-error @+1 {{'ampc.load_parameter' op 'not_a_parameter' is not an ampc.parameter}}
+  %0 = ampc.load_parameter @not_a_parameter : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+ampc.parameter @w : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+
+func.func @load_wrong_type() -> tensor<3xf32> {
+  // expected-error @+1 {{'ampc.load_parameter' op result type 'tensor<3xf32>' does not match parameter type 'tensor<2xf32>'}}
+  %0 = ampc.load_parameter @w : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+ampc.parameter @w : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+
+func.func @load_wrong_element_type() -> tensor<2xf16> {
+  // expected-error @+1 {{'ampc.load_parameter' op result type 'tensor<2xf16>' does not match parameter type 'tensor<2xf32>'}}
+  %0 = ampc.load_parameter @w : tensor<2xf16>
+  return %0 : tensor<2xf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+func.func @sqrt_of_integers(%x: tensor<4xi64>) {
+  // expected-error @+1 {{'ampc.sqrt' op operand #0 must be statically shaped tensor of floating-point values, but got 'tensor<4xi64>'}}
+  %0 = ampc.sqrt %x : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @gelu_bad_approximate(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.gelu: 'approximate' must be "none" or "tanh", got "fast"}}
+  // expected-error @+1 {{'ampc.gelu' op failed to infer returned types}}
+  %0 = ampc.gelu %x {approximate = "fast"} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_no_broadcast(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) {
+  // expected-error @+2 {{ampc.add: shapes [4, 8] and [3, 8] do not broadcast}}
+  // expected-error @+1 {{'ampc.add' op failed to infer returned types}}
+  %0 = ampc.add %a, %b : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @mul_element_types_differ(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{ampc.mul: operand element types differ: f32 vs f16}}
+  // expected-error @+1 {{'ampc.mul' op failed to infer returned types}}
+  %0 = ampc.mul %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @add_wrong_result_type(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+2 {{'ampc.add' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<9x9xf32>'}}
+  // expected-error @+1 {{'ampc.add' op failed to infer returned types}}
+  %0 = ampc.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<9x9xf32>
+  return
+}
+
+// -----
+
+func.func @equal_wrong_result_element(%a: tensor<4xi64>, %b: tensor<i64>) {
+  // expected-error @+2 {{'ampc.equal' op inferred type(s) 'tensor<4xi1>' are incompatible with return type(s) of operation 'tensor<4xi64>'}}
+  // expected-error @+1 {{'ampc.equal' op failed to infer returned types}}
+  %0 = ampc.equal %a, %b : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @pow_no_broadcast(%a: tensor<4xf32>, %b: tensor<3xi32>) {
+  // expected-error @+2 {{ampc.pow: shapes [4] and [3] do not broadcast}}
+  // expected-error @+1 {{'ampc.pow' op failed to infer returned types}}
+  %0 = ampc.pow %a, %b : (tensor<4xf32>, tensor<3xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_element_types_differ(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+2 {{ampc.where: x and y element types differ: f32 vs f16}}
+  // expected-error @+1 {{'ampc.where' op failed to infer returned types}}
+  %0 = ampc.where %c, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_no_broadcast(%c: tensor<3xi1>, %x: tensor<4xf32>, %y: tensor<4xf32>) {
+  // expected-error @+2 {{ampc.where: shapes [3] and [4] and [4] do not broadcast}}
+  // expected-error @+1 {{'ampc.where' op failed to infer returned types}}
+  %0 = ampc.where %c, %x, %y : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_condition_not_bool(%c: tensor<4xi8>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.where' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<4xi8>'}}
+  %0 = ampc.where %c, %x, %x : (tensor<4xi8>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape_change(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ampc.cast' op result shape [16] differs from operand shape [2, 8]}}
+  %0 = ampc.cast %a : tensor<2x8xf32> to tensor<16xf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+func.func @matmul_inner_mismatch(%a: tensor<4x8xf32>, %b: tensor<9x4xf32>) {
+  // expected-error @+2 {{ampc.matmul: inner dimensions differ: [4, 8] x [9, 4]}}
+  // expected-error @+1 {{'ampc.matmul' op failed to infer returned types}}
+  %0 = ampc.matmul %a, %b : (tensor<4x8xf32>, tensor<9x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @+2 {{ampc.matmul: batch dimensions of [2, 4, 8] and [3, 8, 4] do not broadcast}}
+  // expected-error @+1 {{'ampc.matmul' op failed to infer returned types}}
+  %0 = ampc.matmul %a, %b : (tensor<2x4x8xf32>, tensor<3x8x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{ampc.matmul: operands must have rank >= 1}}
+  // expected-error @+1 {{'ampc.matmul' op failed to infer returned types}}
+  %0 = ampc.matmul %a, %b : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types_differ(%a: tensor<4x8xf32>, %b: tensor<8x4xf16>) {
+  // expected-error @+2 {{ampc.matmul: operand element types differ: f32 vs f16}}
+  // expected-error @+1 {{'ampc.matmul' op failed to infer returned types}}
+  %0 = ampc.matmul %a, %b : (tensor<4x8xf32>, tensor<8x4xf16>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_trans_a_out_of_range(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+2 {{ampc.gemm: 'transA' must be 0 or 1, got 3}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b {transA = 3 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_trans_b_out_of_range(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+2 {{ampc.gemm: 'transB' must be 0 or 1, got -1}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b {transB = -1 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_not_matrices(%a: tensor<2x4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+2 {{ampc.gemm: A and B must be matrices, got shapes [2, 4, 8] and [8, 4]}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_inner_mismatch(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.gemm: inner dimensions differ: op(A) is [4, 8], op(B) is [4, 8]}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_element_types_differ(%a: tensor<4x8xf32>, %b: tensor<8x4xf16>) {
+  // expected-error @+2 {{ampc.gemm: A and B element types differ}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b : (tensor<4x8xf32>, tensor<8x4xf16>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_no_broadcast(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{ampc.gemm: C of shape [4] does not broadcast to [4, 16]}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b, %c : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_element_type(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16xf16>) {
+  // expected-error @+2 {{ampc.gemm: C element type differs from A's}}
+  // expected-error @+1 {{'ampc.gemm' op failed to infer returned types}}
+  %0 = ampc.gemm %a, %b, %c : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group_channel_mismatch(%x: tensor<1x6x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: W of shape [4, 4, 3, 3] does not match 6 input channels in 2 group(s)}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {group = 2 : i64} : (tensor<1x6x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channel_mismatch(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: W of shape [4, 2, 3, 3] does not match 3 input channels in 1 group(s)}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group_zero(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: 'group' must be >= 1, got 0}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {group = 0 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bad_pads_length(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: 'pads' has 2 values, expected 4}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {pads = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_negative_pads(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: 'pads' values must be >= 0, got [1, -1, 1, 1]}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {pads = array<i64: 1, -1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: 'strides' values must be >= 1, got [1, 0]}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {strides = array<i64: 1, 0>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bad_dilations_length(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: 'dilations' has 1 values, expected 2}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w {dilations = array<i64: 2>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_rank_too_small(%x: tensor<3x8xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+2 {{ampc.conv: X must be (N, C, spatial...), got shape [3, 8]}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w : (tensor<3x8xf32>, tensor<4x3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_rank_mismatch(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: W rank 3 differs from X rank 4}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_element_types_differ(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf16>) {
+  // expected-error @+2 {{ampc.conv: X and W element types differ}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf16>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{ampc.conv: B must have shape [4], got [3]}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w, %b : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_kernel_too_large(%x: tensor<1x3x2x2xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: window [3, 3] does not fit input spatial shape [2, 2]}}
+  // expected-error @+1 {{'ampc.conv' op failed to infer returned types}}
+  %0 = ampc.conv %x, %w : (tensor<1x3x2x2xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x1x1xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+func.func @softmax_axis_out_of_range(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{ampc.softmax: 'axis' 2 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.softmax' op failed to infer returned types}}
+  %0 = ampc.softmax %x {axis = 2 : i64} : tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_axis_out_of_range(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{ampc.log_softmax: 'axis' -3 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.log_softmax' op failed to infer returned types}}
+  %0 = ampc.log_softmax %x {axis = -3 : i64} : tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bad_stash_type(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{ampc.layer_normalization: 'stash_type' must name a float type (1, 10, 11 or 16), got 7}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g {stash_type = 7 : i64} : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_wrong_stat_type(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>) {
+  // expected-error @+2 {{'ampc.layer_normalization' op inferred type(s) 'tensor<2x16x64xf16>', 'tensor<2x16x1xf32>', 'tensor<2x16x1xf32>' are incompatible with return type(s) of operation 'tensor<2x16x64xf16>', 'tensor<2x16x1xf16>', 'tensor<2x16x1xf16>'}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g : (tensor<2x16x64xf16>, tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf16>, tensor<2x16x1xf16>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis_out_of_range(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{ampc.layer_normalization: 'axis' 3 is out of range for rank 3}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g {axis = 3 : i64} : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_negative_epsilon(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{ampc.layer_normalization: 'epsilon' must be >= 0}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g {epsilon = -1.0 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale_shape(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+2 {{ampc.layer_normalization: Scale of shape [32] does not broadcast to the normalised shape [64]}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g : (tensor<2x16x64xf32>, tensor<32xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_shape(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<16x64xf32>) {
+  // expected-error @+2 {{ampc.layer_normalization: B of shape [16, 64] does not broadcast to the normalised shape [64]}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g, %b : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<16x64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_wrong_stat_shape(%x: tensor<2x16x8x8xf32>, %s: tensor<16xf32>, %m: tensor<8xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: input_mean must have shape [16], got [8]}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:3 = ampc.batch_normalization %x, %s, %s, %m, %s : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<8xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_wrong_scale_shape(%x: tensor<2x16x8x8xf32>, %s: tensor<16xf32>, %g: tensor<1x16xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: scale must have shape [16], got [1, 16]}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:3 = ampc.batch_normalization %x, %g, %s, %s, %s : (tensor<2x16x8x8xf32>, tensor<1x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_training_mode(%x: tensor<2x16x8x8xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: 'training_mode' must be 0 or 1, got 2}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:3 = ampc.batch_normalization %x, %s, %s, %s, %s {training_mode = 2 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank_too_small(%x: tensor<16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: X must be (N, C, ...), got shape [16]}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:3 = ampc.batch_normalization %x, %s, %s, %s, %s : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_one(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.dropout: 'ratio' must be in [0, 1), got 1.000000}}
+  // expected-error @+1 {{'ampc.dropout' op failed to infer returned types}}
+  %0:2 = ampc.dropout %x {ratio = 1.0 : f32} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_negative(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.dropout: 'ratio' must be in [0, 1), got -0.100000}}
+  // expected-error @+1 {{'ampc.dropout' op failed to infer returned types}}
+  %0:2 = ampc.dropout %x {ratio = -0.1 : f32} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_training_mode(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.dropout: 'training_mode' must be 0 or 1, got 5}}
+  // expected-error @+1 {{'ampc.dropout' op failed to infer returned types}}
+  %0:2 = ampc.dropout %x {training_mode = 5 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+func.func @reshape_element_count(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ampc.reshape' op cannot reshape [2, 8] (16 elements) to [3, 5] (15 elements)}}
+  %0 = ampc.reshape %a : tensor<2x8xf32> to tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ampc.reshape' op result element type differs from the operand's}}
+  %0 = ampc.reshape %a : tensor<2x8xf32> to tensor<16xf16>
+  return
+}
+
+// -----
+
+func.func @reshape_dynamic(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{'ampc.reshape' op operand #0 must be statically shaped tensor of any type values, but got 'tensor<?x8xf32>'}}
+  %0 = ampc.reshape %a : tensor<?x8xf32> to tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @expand_not_broadcastable(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ampc.expand' op cannot expand [2, 8] to [3, 8]}}
+  %0 = ampc.expand %a : tensor<2x8xf32> to tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @expand_to_smaller_rank(%a: tensor<1x8xf32>) {
+  // expected-error @+1 {{'ampc.expand' op cannot expand [1, 8] to [8]}}
+  %0 = ampc.expand %a : tensor<1x8xf32> to tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @expand_element_type(%a: tensor<1x8xf32>) {
+  // expected-error @+1 {{'ampc.expand' op result element type differs from the operand's}}
+  %0 = ampc.expand %a : tensor<1x8xf32> to tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_bad_perm(%x: tensor<4x8x2xf32>) {
+  // expected-error @+2 {{ampc.transpose: 'perm' [0, 0, 1] is not a permutation of rank 3}}
+  // expected-error @+1 {{'ampc.transpose' op failed to infer returned types}}
+  %0 = ampc.transpose %x {perm = array<i64: 0, 0, 1>} : (tensor<4x8x2xf32>) -> tensor<4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm_length(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.transpose: 'perm' [1, 0, 2] is not a permutation of rank 2}}
+  // expected-error @+1 {{'ampc.transpose' op failed to infer returned types}}
+  %0 = ampc.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @flatten_axis_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.flatten: 'axis' 3 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.flatten' op failed to infer returned types}}
+  %0 = ampc.flatten %x {axis = 3 : i64} : (tensor<4x8xf32>) -> tensor<32x1xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_non_one_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{ampc.squeeze: cannot squeeze dimension 1 of size 8}}
+  // expected-error @+1 {{'ampc.squeeze' op failed to infer returned types}}
+  %0 = ampc.squeeze %x {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_axis_out_of_range(%x: tensor<1x8xf32>) {
+  // expected-error @+2 {{ampc.squeeze: 'axes' 2 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.squeeze' op failed to infer returned types}}
+  %0 = ampc.squeeze %x {axes = array<i64: 2>} : (tensor<1x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_duplicate_axes(%x: tensor<8xf32>) {
+  // expected-error @+2 {{ampc.unsqueeze: 'axes' [0, -3] names dimension 0 twice}}
+  // expected-error @+1 {{'ampc.unsqueeze' op failed to infer returned types}}
+  %0 = ampc.unsqueeze %x {axes = array<i64: 0, -3>} : (tensor<8xf32>) -> tensor<1x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_axis_out_of_range(%x: tensor<8xf32>) {
+  // expected-error @+2 {{ampc.unsqueeze: 'axes' 2 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.unsqueeze' op failed to infer returned types}}
+  %0 = ampc.unsqueeze %x {axes = array<i64: 2>} : (tensor<8xf32>) -> tensor<8x1xf32>
+  return
+}
+
+// -----
+
+func.func @concat_mismatched_dims(%a: tensor<2x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+2 {{ampc.concat: input shapes [2, 8] and [3, 4] differ outside axis 0}}
+  // expected-error @+1 {{'ampc.concat' op failed to infer returned types}}
+  %0 = ampc.concat %a, %b {axis = 0 : i64} : (tensor<2x8xf32>, tensor<3x4xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_mismatched_ranks(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{ampc.concat: input shapes [2, 8] and [8] differ outside axis 0}}
+  // expected-error @+1 {{'ampc.concat' op failed to infer returned types}}
+  %0 = ampc.concat %a, %b {axis = 0 : i64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_element_types_differ(%a: tensor<2x8xf32>, %b: tensor<2x8xf16>) {
+  // expected-error @+2 {{ampc.concat: input element types differ}}
+  // expected-error @+1 {{'ampc.concat' op failed to infer returned types}}
+  %0 = ampc.concat %a, %b {axis = 0 : i64} : (tensor<2x8xf32>, tensor<2x8xf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis_out_of_range(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.concat: 'axis' 2 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.concat' op failed to infer returned types}}
+  %0 = ampc.concat %a, %a {axis = 2 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @concat_no_inputs() {
+  // expected-error @+2 {{ampc.concat: needs at least one input}}
+  // expected-error @+1 {{'ampc.concat' op failed to infer returned types}}
+  %0 = ampc.concat {axis = 0 : i64} : () -> tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @slice_zero_step(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.slice: 'steps' must not contain 0}}
+  // expected-error @+1 {{'ampc.slice' op failed to infer returned types}}
+  %0 = ampc.slice %a {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 0>} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_length_mismatch(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.slice: 'starts', 'ends', 'axes' and 'steps' must have the same length}}
+  // expected-error @+1 {{'ampc.slice' op failed to infer returned types}}
+  %0 = ampc.slice %a {axes = array<i64: 1>, ends = array<i64: 4, 2>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_duplicate_axes(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.slice: 'axes' [1, -1] names dimension 1 twice}}
+  // expected-error @+1 {{'ampc.slice' op failed to infer returned types}}
+  %0 = ampc.slice %a {axes = array<i64: 1, -1>, ends = array<i64: 4, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis_out_of_range(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{ampc.gather: 'axis' -3 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.gather' op failed to infer returned types}}
+  %0 = ampc.gather %t, %i {axis = -3 : i64} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_scalar_data(%t: tensor<f32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{ampc.gather: data must have rank >= 1}}
+  // expected-error @+1 {{'ampc.gather' op failed to infer returned types}}
+  %0 = ampc.gather %t, %i : (tensor<f32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.gather' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  %0 = ampc.gather %t, %i : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @shape_wrong_result(%x: tensor<2x16x64xf32>) {
+  // expected-error @+2 {{'ampc.shape' op inferred type(s) 'tensor<3xi64>' are incompatible with return type(s) of operation 'tensor<2xi64>'}}
+  // expected-error @+1 {{'ampc.shape' op failed to infer returned types}}
+  %0 = ampc.shape %x : (tensor<2x16x64xf32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions and pooling
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_axes_out_of_range(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.reduce_sum: 'axes' 2 is out of range for rank 2}}
+  // expected-error @+1 {{'ampc.reduce_sum' op failed to infer returned types}}
+  %0 = ampc.reduce_sum %a {axes = array<i64: 2>} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_duplicate_axes(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.reduce_mean: 'axes' [1, -1] names dimension 1 twice}}
+  // expected-error @+1 {{'ampc.reduce_mean' op failed to infer returned types}}
+  %0 = ampc.reduce_mean %a {axes = array<i64: 1, -1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_keepdims(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{ampc.reduce_max: 'keepdims' must be 0 or 1, got 2}}
+  // expected-error @+1 {{'ampc.reduce_max' op failed to infer returned types}}
+  %0 = ampc.reduce_max %a {axes = array<i64: 1>, keepdims = 2 : i64} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_window_too_large(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.average_pool: window [5, 5] does not fit input spatial shape [4, 4]}}
+  // expected-error @+1 {{'ampc.average_pool' op failed to infer returned types}}
+  %0 = ampc.average_pool %x {kernel_shape = array<i64: 5, 5>} : (tensor<1x3x4x4xf32>) -> tensor<1x3x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_window_too_large(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: window [3, 5] does not fit input spatial shape [4, 4]}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 3, 5>} : (tensor<1x3x4x4xf32>) -> (tensor<1x3x2x1xf32>, tensor<1x3x2x1xi64>)
+  return
+}
+
+// -----
+
+func.func @max_pool_kernel_length(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: 'kernel_shape' has 1 values, expected 2}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 2>} : (tensor<1x3x4x4xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x3x3x3xi64>)
+  return
+}
+
+// -----
+
+func.func @max_pool_kernel_zero(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: 'kernel_shape' values must be >= 1, got [0, 2]}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 0, 2>} : (tensor<1x3x4x4xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x3x3x3xi64>)
+  return
+}
+
+// -----
+
+func.func @max_pool_storage_order(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: 'storage_order' must be 0 or 1, got 2}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 2, 2>, storage_order = 2 : i64} : (tensor<1x3x4x4xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x3x3x3xi64>)
+  return
+}
+
+// -----
+
+func.func @max_pool_ceil_mode(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: 'ceil_mode' must be 0 or 1, got -1}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 2, 2>, ceil_mode = -1 : i64} : (tensor<1x3x4x4xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x3x3x3xi64>)
+  return
+}
+
+// -----
+
+func.func @max_pool_rank_too_small(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{ampc.max_pool: X must be (N, C, spatial...), got shape [3, 4]}}
+  // expected-error @+1 {{'ampc.max_pool' op failed to infer returned types}}
+  %0:2 = ampc.max_pool %x {kernel_shape = array<i64: 2>} : (tensor<3x4xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  return
+}
+
+// -----
+
+func.func @average_pool_count_include_pad(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{ampc.average_pool: 'count_include_pad' must be 0 or 1, got 3}}
+  // expected-error @+1 {{'ampc.average_pool' op failed to infer returned types}}
+  %0 = ampc.average_pool %x {kernel_shape = array<i64: 2, 2>, count_include_pad = 3 : i64} : (tensor<1x3x4x4xf32>) -> tensor<1x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @global_average_pool_rank(%x: tensor<2x512xf32>) {
+  // expected-error @+2 {{ampc.global_average_pool: X must be (N, C, spatial...), got shape [2, 512]}}
+  // expected-error @+1 {{'ampc.global_average_pool' op failed to infer returned types}}
+  %0 = ampc.global_average_pool %x : (tensor<2x512xf32>) -> tensor<2x512xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+func.func @loss_bad_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{ampc.softmax_cross_entropy_loss: 'reduction' must be "none", "sum" or "mean", got "avg"}}
+  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %l {reduction = "avg"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @nll_bad_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{ampc.negative_log_likelihood_loss: 'reduction' must be "none", "sum" or "mean", got "Mean"}}
+  // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op failed to infer returned types}}
+  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "Mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @labels_shape_mismatch(%s: tensor<4x10xf32>, %l: tensor<5xi64>) {
+  // expected-error @+2 {{ampc.negative_log_likelihood_loss: labels of shape [5] do not match scores of shape [4, 10] (expected [4])}}
+  // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op failed to infer returned types}}
+  %0 = ampc.negative_log_likelihood_loss %s, %l : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @labels_spatial_mismatch(%s: tensor<2x10x5xf32>, %l: tensor<2x4xi64>) {
+  // expected-error @+2 {{ampc.softmax_cross_entropy_loss: labels of shape [2, 4] do not match scores of shape [2, 10, 5] (expected [2, 5])}}
+  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %l : (tensor<2x10x5xf32>, tensor<2x4xi64>) -> (tensor<f32>, tensor<2x10x5xf32>)
+  return
+}
+
+// -----
+
+func.func @loss_scores_rank(%s: tensor<10xf32>, %l: tensor<10xi64>) {
+  // expected-error @+2 {{ampc.softmax_cross_entropy_loss: scores must be (N, C, ...), got shape [10]}}
+  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %l : (tensor<10xf32>, tensor<10xi64>) -> (tensor<f32>, tensor<10xf32>)
+  return
+}
+
+// -----
+
+func.func @loss_weights_shape(%s: tensor<4x10xf32>, %l: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error @+2 {{ampc.softmax_cross_entropy_loss: weights must have shape [10], got [4]}}
+  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %l, %w : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> (tensor<f32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @loss_none_reduction_result(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{'ampc.negative_log_likelihood_loss' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op failed to infer returned types}}
+  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "none"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
