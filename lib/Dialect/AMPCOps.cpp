@@ -502,28 +502,28 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
-                                          Adaptor adaptor, Types &types) {
-  adaptor = withDefaults<SoftmaxOp>(ctx, adaptor);
-  auto x = rankedType<SoftmaxOp>(loc, adaptor.getInput(), "input");
+/// Softmax and LogSoftmax: the operand's type, along a valid axis.
+template <typename OpTy>
+static LogicalResult inferAlongAxis(MLIRContext *ctx, OptLoc loc,
+                                    typename OpTy::Adaptor adaptor,
+                                    Types &types) {
+  adaptor = withDefaults<OpTy>(ctx, adaptor);
+  auto x = rankedType<OpTy>(loc, adaptor.getInput(), "input");
   if (failed(x) ||
-      failed(checkAxis<SoftmaxOp>(loc, "axis", adaptor.getAxis(),
-                                  x->getRank())))
+      failed(checkAxis<OpTy>(loc, "axis", adaptor.getAxis(), x->getRank())))
     return failure();
   types.push_back(*x);
   return success();
 }
 
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  return inferAlongAxis<SoftmaxOp>(ctx, loc, adaptor, types);
+}
+
 LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                              Adaptor adaptor, Types &types) {
-  adaptor = withDefaults<LogSoftmaxOp>(ctx, adaptor);
-  auto x = rankedType<LogSoftmaxOp>(loc, adaptor.getInput(), "input");
-  if (failed(x) ||
-      failed(checkAxis<LogSoftmaxOp>(loc, "axis", adaptor.getAxis(),
-                                     x->getRank())))
-    return failure();
-  types.push_back(*x);
-  return success();
+  return inferAlongAxis<LogSoftmaxOp>(ctx, loc, adaptor, types);
 }
 
 LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,

@@ -1268,20 +1268,21 @@ FailureOr<Outputs> importConstant(NodeContext &nc) {
   return nc.error("'" + a.name() + "' constants are not supported");
 }
 
-FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc) {
+/// Both ONNX losses take the same attributes.
+SmallVector<NamedAttribute> lossAttributes(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {
       nc.str("reduction", nc.getString("reduction", "mean"))};
   if (nc.attr("ignore_index"))
     attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
-  return buildSame(nc, "ampc.softmax_cross_entropy_loss", attrs, 2);
+  return attrs;
+}
+
+FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc) {
+  return buildSame(nc, "ampc.softmax_cross_entropy_loss", lossAttributes(nc), 2);
 }
 
 FailureOr<Outputs> importNegativeLogLikelihoodLoss(NodeContext &nc) {
-  SmallVector<NamedAttribute> attrs = {
-      nc.str("reduction", nc.getString("reduction", "mean"))};
-  if (nc.attr("ignore_index"))
-    attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
-  return buildSame(nc, "ampc.negative_log_likelihood_loss", attrs);
+  return buildSame(nc, "ampc.negative_log_likelihood_loss", lossAttributes(nc));
 }
 
 constexpr AttrKind I = AttrKind::Int, F = AttrKind::Float, S = AttrKind::String,
