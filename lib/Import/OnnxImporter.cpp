@@ -1089,7 +1089,6 @@ FailureOr<Outputs> importConcat(NodeContext &nc) {
 }
 
 FailureOr<Outputs> importSlice(NodeContext &nc) {
-  auto in = cast<RankedTensorType>(nc.input(0).getType());
   FailureOr<SmallVector<int64_t>> starts = nc.constantInts(1, "starts");
   FailureOr<SmallVector<int64_t>> ends = nc.constantInts(2, "ends");
   if (failed(starts) || failed(ends))
@@ -1109,7 +1108,6 @@ FailureOr<Outputs> importSlice(NodeContext &nc) {
       return failure();
     steps = *s;
   }
-  (void)in;
   return nc.build("ampc.slice", nc.input(0),
                   {nc.ints("starts", *starts), nc.ints("ends", *ends),
                    nc.ints("axes", axes), nc.ints("steps", steps)});
