@@ -248,6 +248,9 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
     for (auto [result, type] : llvm::zip(op->getResults(), types))
       result.setType(type);
   }
+  // Verified here, before folding can replace it, so an invalid node is
+  // reported at its own location; the module is verified once more at the
+  // end for what spans nodes (the return, symbol uses).
   if (failed(mlir::verify(op))) {
     op->erase();
     return failure();
@@ -305,8 +308,9 @@ LogicalResult Importer::checkOpset() {
 
 LogicalResult Importer::declareInitializers() {
   const onnx::GraphProto &graph = model.graph();
-  for (const auto &init : graph.sparse_initializer())
-    return error("sparse initializer '" + init.values().name() +
+  if (graph.sparse_initializer_size())
+    return error("sparse initializer '" +
+                 graph.sparse_initializer(0).values().name() +
                  "' is not supported");
   b.setInsertionPointToStart(module.getBody());
   llvm::StringSet<> symbols;
@@ -1090,8 +1094,10 @@ FailureOr<Outputs> importConcat(NodeContext &nc) {
 
 FailureOr<Outputs> importSlice(NodeContext &nc) {
   FailureOr<SmallVector<int64_t>> starts = nc.constantInts(1, "starts");
+  if (failed(starts))
+    return failure();
   FailureOr<SmallVector<int64_t>> ends = nc.constantInts(2, "ends");
-  if (failed(starts) || failed(ends))
+  if (failed(ends))
     return failure();
   SmallVector<int64_t> axes, steps(starts->size(), 1);
   for (size_t i = 0; i < starts->size(); ++i)
@@ -1174,10 +1180,15 @@ FailureOr<Outputs> importConstantOfShape(NodeContext &nc) {
 }
 
 FailureOr<Outputs> importRange(NodeContext &nc) {
+  // One message per node: stop at the first operand that is not constant.
   FailureOr<DenseElementsAttr> start = nc.constantInput(0, "start");
+  if (failed(start))
+    return failure();
   FailureOr<DenseElementsAttr> limit = nc.constantInput(1, "limit");
+  if (failed(limit))
+    return failure();
   FailureOr<DenseElementsAttr> delta = nc.constantInput(2, "delta");
-  if (failed(start) || failed(limit) || failed(delta))
+  if (failed(delta))
     return failure();
   Type element = start->getElementType();
   for (DenseElementsAttr a : {*start, *limit, *delta})

@@ -8,7 +8,8 @@ graph input and output is a tensor of a supported element type (ampc has no
 strings, sequences or optionals). Each in-scope model must import and verify
 (`ampc --emit=mlir --emit-after=import`), and the printed IR must hold an ampc
 op for every ONNX node that is not folded away (Identity, Constant, shape
-ops). Exit status 1 when any in-scope folder fails.
+ops). Every other folder must be refused cleanly: exit status 1 and exactly
+one line on stderr. Exit status 1 when any folder fails.
 """
 import os
 import subprocess
@@ -46,6 +47,18 @@ def tensor_types_supported(model):
     return True
 
 
+def refusal_problem(ampc, path):
+    """Out-of-scope models are bad input: ampc must answer with exit status 1
+    and exactly one line on stderr, never a crash. Returns what went wrong."""
+    r = subprocess.run([ampc, path, "--emit=mlir"], capture_output=True,
+                       text=True)
+    lines = len(r.stderr.splitlines())
+    if r.returncode == 1 and lines == 1:
+        return None
+    return (f"unsupported model gave exit status {r.returncode} and {lines} "
+            f"line(s) on stderr")
+
+
 def main():
     ampc, root = sys.argv[1], sys.argv[2]
     verbose = "--verbose" in sys.argv
@@ -59,10 +72,13 @@ def main():
             continue
         total += 1
         model = onnx.load(path)
-        if not all(n.op_type in ops for n in model.graph.node):
-            continue
-        if not tensor_types_supported(model):
-            unsupported_types.append(folder)
+        ops_ok = all(n.op_type in ops for n in model.graph.node)
+        if not ops_ok or not tensor_types_supported(model):
+            if ops_ok:
+                unsupported_types.append(folder)
+            problem = refusal_problem(ampc, path)
+            if problem:
+                failures.append((folder, [problem]))
             continue
         in_scope += 1
         inputs = [i.name for i in model.graph.input]
