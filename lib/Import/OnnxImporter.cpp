@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Import/OnnxImporter.h"
+#include "ampc/Import/OnnxModel.h"
 
 #include "TensorConversion.h"
 
@@ -180,11 +181,8 @@ private:
   /// NameLoc(node name) around fused<"OpType">[file]: messages name the
   /// file, the node and its ONNX op. Unnamed nodes are called OpType_index.
   Location nodeLoc(const onnx::NodeProto &node, size_t index) {
-    std::string name = node.name().empty()
-                           ? node.op_type() + "_" + std::to_string(index)
-                           : node.name();
     return NameLoc::get(
-        b.getStringAttr(name),
+        b.getStringAttr(ampc::onnxNodeName(node, index)),
         FusedLoc::get(ctx, {fileLoc}, b.getStringAttr(node.op_type())));
   }
 
@@ -1382,9 +1380,20 @@ const std::vector<OpRule> &rules() {
   return kRules;
 }
 
-/// Parses a model from bytes or text, catching whatever libonnx throws.
-bool parseModel(StringRef contents, bool text, onnx::ModelProto &model,
-                std::string &error) {
+} // namespace
+
+std::string ampc::onnxNodeName(const onnx::NodeProto &node, size_t index) {
+  return node.name().empty() ? node.op_type() + "_" + std::to_string(index)
+                             : node.name();
+}
+
+bool ampc::parseOnnxModel(StringRef contents, StringRef displayName,
+                          onnx::ModelProto &model, std::string &error) {
+  // No binary ModelProto starts with '<' or '#' (neither is a valid first
+  // field tag), so those mean the textual syntax whatever the file is called.
+  StringRef head = contents.ltrim();
+  bool text = displayName.ends_with(".onnxtext") || head.starts_with("<") ||
+              head.starts_with("#");
   try {
     if (text) {
       std::string s = contents.str();
@@ -1414,7 +1423,16 @@ bool parseModel(StringRef contents, bool text, onnx::ModelProto &model,
   }
 }
 
-} // namespace
+bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,
+                         std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot open: " + buffer.getError().message();
+    return false;
+  }
+  return parseOnnxModel((*buffer)->getBuffer(), path, model, error);
+}
 
 llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {
   SmallVector<StringRef> names;
@@ -1467,14 +1485,9 @@ OwningOpRef<ModuleOp> ampc::importOnnxBuffer(MLIRContext &context,
                                              const ImportOptions &options) {
   context.loadDialect<ampc::AMPCDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, displayName, 0, 0);
-  // No binary ModelProto starts with '<' or '#' (neither is a valid first
-  // field tag), so those mean the textual syntax whatever the file is called.
-  StringRef head = contents.ltrim();
-  bool text = displayName.ends_with(".onnxtext") || head.starts_with("<") ||
-              head.starts_with("#");
   onnx::ModelProto model;
   std::string error;
-  if (!parseModel(contents, text, model, error)) {
+  if (!ampc::parseOnnxModel(contents, displayName, model, error)) {
     emitError(fileLoc) << error;
     return nullptr;
   }

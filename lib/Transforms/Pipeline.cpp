@@ -1,7 +1,7 @@
 //===- Pipeline.cpp - the ampc compilation pipeline, in one place ---------===//
 //
-// Every pass ampc runs, in order. Later issues add precision assignment,
-// autodiff, loss scaling, the optimizer and lowering here (docs/design.md).
+// Every pass ampc runs, in order. Later issues add autodiff, loss scaling,
+// the optimizer and lowering here (docs/design.md, Pipeline).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,11 +15,20 @@ using namespace mlir;
 namespace {
 struct PipelineStep {
   llvm::StringRef name;
-  std::unique_ptr<Pass> (*create)();
+  std::unique_ptr<Pass> (*create)(const ampc::PipelineOptions &);
 };
 
 const PipelineStep kPipeline[] = {
-    {"ampc-fold-shapes", [] { return ampc::createFoldShapesPass(); }},
+    {"ampc-fold-shapes",
+     [](const ampc::PipelineOptions &) { return ampc::createFoldShapesPass(); }},
+    {"ampc-assign-precision",
+     [](const ampc::PipelineOptions &o) {
+       return ampc::createAssignPrecisionPass(o.precision);
+     }},
+    {"ampc-optimize-casts",
+     [](const ampc::PipelineOptions &) {
+       return ampc::createOptimizeCastsPass();
+     }},
 };
 } // namespace
 
@@ -44,7 +53,7 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
     return failure();
   }
   for (const PipelineStep &step : kPipeline) {
-    pm.addPass(step.create());
+    pm.addPass(step.create(options));
     if (step.name == options.stopAfter)
       break;
   }

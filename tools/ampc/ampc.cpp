@@ -1,6 +1,8 @@
 //===- ampc.cpp - the ampc compiler driver --------------------------------===//
 //
 // ampc MODEL [-o OUT] [--emit=...] [--shape NAME=DIMS] [--batch N]
+//      [--precision=...] [--keep-fp32=...] [--report=FILE.json|html]
+// ampc explain MODEL [options]
 //
 // Imports an ONNX model, runs the pipeline (lib/Transforms/Pipeline.cpp) and
 // writes what --emit asks for. Exit status: 0 on success, 1 on any user
@@ -10,14 +12,20 @@
 
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
+#include "ampc/Import/OnnxModel.h"
+#include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Precision.h"
+#include "ampc/Transforms/PrecisionReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -67,6 +75,39 @@ cl::opt<bool> summary("summary",
                       cl::desc("print a one-line summary of the module to "
                                "standard error"),
                       cl::cat(ampcCategory));
+enum class Mode { Train, Infer };
+cl::opt<Mode> mode("mode", cl::desc("what the output computes"),
+                   cl::init(Mode::Train),
+                   cl::values(clEnumValN(Mode::Train, "train",
+                                         "the training step (default)"),
+                              clEnumValN(Mode::Infer, "infer",
+                                         "the forward pass only")),
+                   cl::cat(ampcCategory));
+cl::opt<std::string> precision(
+    "precision", cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
+                          "(no mixed precision)"),
+    cl::init("fp16"), cl::value_desc("fp16|bf16|fp32"), cl::cat(ampcCategory));
+cl::opt<std::string> propagation(
+    "propagation",
+    cl::desc("autocast: PyTorch autocast op by op (default); paint: "
+             "TensorFlow-style cast-minimising colouring"),
+    cl::init("autocast"), cl::value_desc("autocast|paint"),
+    cl::cat(ampcCategory));
+cl::list<std::string> keepFp32(
+    "keep-fp32", cl::desc("keep these ops in FP32, e.g. op:Softmax,node:/x/MatMul"),
+    cl::value_desc("RULE,..."), cl::CommaSeparated, cl::cat(ampcCategory));
+cl::list<std::string> forceLowp(
+    "force-lowp", cl::desc("compute these ops in low precision (op:TYPE or "
+                           "node:NAME)"),
+    cl::value_desc("RULE,..."), cl::CommaSeparated, cl::cat(ampcCategory));
+cl::opt<std::string> ampRules(
+    "amp-rules",
+    cl::desc("JSON file changing categories and overriding nodes "
+             "(docs/precision.md)"),
+    cl::value_desc("rules.json"), cl::cat(ampcCategory));
+cl::opt<std::string> reportPath(
+    "report", cl::desc("write the per-node precision decisions"),
+    cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("print the supported ONNX op types and exit"),
                       cl::cat(ampcCategory));
@@ -108,10 +149,58 @@ int userError(const Twine &message) {
   errs() << "error: " << message << "\n";
   return 1;
 }
+
+/// --emit=onnx: the original model with the decisions of `module` applied.
+bool exportOnnx(mlir::ModuleOp module) {
+  ampc::NodePrecisions decisions;
+  module.walk([&](mlir::Operation *op) {
+    std::optional<ampc::PrecisionDecision> d = ampc::getPrecisionDecision(op);
+    if (!d)
+      return;
+    int type = d->compute.isF16()    ? onnx::TensorProto::FLOAT16
+               : d->compute.isBF16() ? onnx::TensorProto::BFLOAT16
+                                     : onnx::TensorProto::FLOAT;
+    // A node the importer built from several ops takes its first decision.
+    decisions.try_emplace(ampc::onnxNodeName(op), type);
+  });
+  onnx::ModelProto model, exported;
+  std::string error;
+  std::vector<std::string> warnings;
+  if (!ampc::readOnnxModel(inputPath, model, error) ||
+      !ampc::exportMixedPrecisionOnnx(model, decisions, exported, error,
+                                      &warnings)) {
+    userError(inputPath + ": " + error);
+    return false;
+  }
+  for (const std::string &w : warnings)
+    errs() << "warning: " << inputPath << ": " << w << "\n";
+  if (!ampc::writeOnnxModel(exported, outputPath, error)) {
+    userError(outputPath + ": " + error);
+    return false;
+  }
+  return true;
+}
+
+/// Counts the casts ampc-assign-precision inserted, before optimisation.
+struct CastCounter : public mlir::PassInstrumentation {
+  explicit CastCounter(unsigned &count) : count(count) {}
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass->getArgument() == "ampc-assign-precision")
+      count = ampc::countAutocasts(op);
+  }
+  unsigned &count;
+};
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // `ampc explain MODEL ...` prints the precision table instead of emitting.
+  bool explain = argc > 1 && StringRef(argv[1]) == "explain";
+  SmallVector<char *> args(argv, argv + argc);
+  if (explain)
+    args.erase(args.begin() + 1);
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions(ampcCategory);
@@ -119,7 +208,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "ampc: ahead-of-time mixed-precision training compiler\n\n"
       "  ampc MODEL --emit=mlir [--emit-after=PASS] [--shape NAME=DxD...] "
-      "[--batch N]\n\n"
+      "[--batch N]\n"
+      "  ampc MODEL --mode=infer --emit=onnx -o model_fp16.onnx\n"
+      "  ampc MODEL ... --report=precision.json|precision.html\n"
+      "  ampc explain MODEL [options]   (the precision decision of every node)\n\n"
       "Reads an ONNX model (binary .onnx or textual .onnxtext) and compiles "
       "it.\nThe IR printer's --mlir-* options (e.g. "
       "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n");
@@ -131,15 +223,42 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return userError("no input model (see --help)");
-  if (emit != Emit::Mlir)
+  if (!explain && emit != Emit::Mlir && emit != Emit::Onnx)
     return userError("--emit=" + std::string(emit == Emit::So     ? "so"
-                                             : emit == Emit::Onnx ? "onnx"
                                              : emit == Emit::Cuda ? "cuda"
                                                                   : "cpp") +
                      " needs a part of ampc this build does not have yet; "
-                     "use --emit=mlir (see README, Status)");
-  if (!emitAfter.empty() && emit != Emit::Mlir)
+                     "use --emit=mlir or --emit=onnx (see README, Status)");
+  if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
     return userError("--emit-after needs --emit=mlir");
+  if (!explain && emit == Emit::Onnx) {
+    if (mode != Mode::Infer)
+      return userError("--emit=onnx writes the forward graph: add --mode=infer");
+    if (outputPath.empty())
+      return userError("--emit=onnx needs -o FILE.onnx");
+  }
+  StringRef reportKind = sys::path::extension(reportPath);
+  if (!reportPath.empty() && reportKind != ".json" && reportKind != ".html")
+    return userError("--report: '" + reportPath +
+                     "' must end in .json or .html");
+
+  ampc::PipelineOptions pipeline;
+  pipeline.stopAfter = emitAfter;
+  pipeline.precision.dtype = StringSwitch<std::string>(precision)
+                                 .Case("fp16", "f16")
+                                 .Case("bf16", "bf16")
+                                 .Case("fp32", "f32")
+                                 .Default("");
+  if (pipeline.precision.dtype.empty())
+    return userError("--precision must be fp16, bf16 or fp32, got '" +
+                     precision + "'");
+  if (propagation != "autocast" && propagation != "paint")
+    return userError("--propagation must be autocast or paint, got '" +
+                     propagation + "'");
+  pipeline.precision.propagation = propagation;
+  pipeline.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  pipeline.precision.forceLowp.assign(forceLowp.begin(), forceLowp.end());
+  pipeline.precision.rulesFile = ampRules;
 
   ampc::ImportOptions options;
   for (const std::string &spec : shapes) {
@@ -169,16 +288,43 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // The report compares the casts right after assignment with the end.
+  unsigned castsBefore = 0;
   if (emitAfter != "import") {
     mlir::PassManager pm(&context);
-    ampc::PipelineOptions pipeline;
-    pipeline.stopAfter = emitAfter;
     std::string error;
     if (failed(ampc::buildPipeline(pm, pipeline, error)))
       return userError(error);
+    pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
     if (failed(pm.run(*module)))
       return 1;
   }
+
+  if (explain || !reportPath.empty()) {
+    StringRef lowp = pipeline.precision.dtype;
+    ampc::PrecisionReport report =
+        ampc::buildPrecisionReport(*module, inputPath, lowp, castsBefore);
+    if (explain) {
+      ampc::printPrecisionTable(report, outs());
+      return 0;
+    }
+    if (reportKind == ".json") {
+      std::error_code ec;
+      raw_fd_ostream os(reportPath, ec);
+      if (ec)
+        return userError("cannot write " + reportPath + ": " + ec.message());
+      ampc::writePrecisionJson(report, os);
+    } else {
+      std::string warning;
+      if (Error e = ampc::writePrecisionHtml(report, reportPath, warning))
+        return userError(toString(std::move(e)));
+      if (!warning.empty())
+        errs() << "warning: " << reportPath << ": " << warning << "\n";
+    }
+  }
+
+  if (emit == Emit::Onnx)
+    return exportOnnx(*module) ? 0 : 1;
 
   std::string error;
   auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);

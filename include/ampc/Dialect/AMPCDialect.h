@@ -12,6 +12,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/AMPCOpsDialect.h.inc"
 
 #define GET_OP_CLASSES

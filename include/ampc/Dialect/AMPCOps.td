@@ -34,6 +34,24 @@ def AMPC_Dialect : Dialect {
 class AMPC_Op<string mnemonic, list<Trait> traits = []>
     : Op<AMPC_Dialect, mnemonic, traits>;
 
+// The precision category of an op (include/ampc/Dialect/AMPCTraits.h,
+// docs/precision.md): what ampc-assign-precision does with it under autocast.
+// Ops without one (constants, parameters, casts, shape) are left alone.
+class AMPC_Precision<string category>
+    : ParamNativeOpTrait<"PrecisionCategoryTrait",
+                         "::ampc::PrecisionCategory::" # category> {
+  let cppNamespace = "::ampc";
+}
+def AMPC_Allow : AMPC_Precision<"Allow">;
+def AMPC_Deny : AMPC_Precision<"Deny">;
+def AMPC_Fp32Output : AMPC_Precision<"Fp32Output">;
+def AMPC_Promote : AMPC_Precision<"Promote">;
+def AMPC_Follow : AMPC_Precision<"Follow">;
+// Only the data operand and result take the compute dtype.
+def AMPC_DataOperandOnly : NativeOpTrait<"DataOperandOnly"> {
+  let cppNamespace = "::ampc";
+}
+
 // Shapes are static after import (docs/design.md): every tensor type
 // constraint says so, and the shape rules may rely on it.
 def AMPC_Tensor : StaticShapeTensorOf<[AnyType]>;
@@ -109,25 +127,25 @@ class AMPC_UnaryOp<string mnemonic, Type type, string desc,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg">;
-def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt">;
-def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal">;
-def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp">;
-def AMPC_LogOp : AMPC_UnaryOp<"log", AMPC_FloatTensor, "Log">;
-def AMPC_ErfOp : AMPC_UnaryOp<"erf", AMPC_FloatTensor, "Erf">;
-def AMPC_ReluOp : AMPC_UnaryOp<"relu", AMPC_Tensor, "Relu">;
-def AMPC_SigmoidOp : AMPC_UnaryOp<"sigmoid", AMPC_FloatTensor, "Sigmoid">;
-def AMPC_TanhOp : AMPC_UnaryOp<"tanh", AMPC_FloatTensor, "Tanh">;
-def AMPC_IdentityOp : AMPC_UnaryOp<"identity", AMPC_Tensor, "Identity"> {
+def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg", [AMPC_Follow]>;
+def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt", [AMPC_Follow]>;
+def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal", [AMPC_Deny]>;
+def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp", [AMPC_Deny]>;
+def AMPC_LogOp : AMPC_UnaryOp<"log", AMPC_FloatTensor, "Log", [AMPC_Deny]>;
+def AMPC_ErfOp : AMPC_UnaryOp<"erf", AMPC_FloatTensor, "Erf", [AMPC_Follow]>;
+def AMPC_ReluOp : AMPC_UnaryOp<"relu", AMPC_Tensor, "Relu", [AMPC_Follow]>;
+def AMPC_SigmoidOp : AMPC_UnaryOp<"sigmoid", AMPC_FloatTensor, "Sigmoid", [AMPC_Follow]>;
+def AMPC_TanhOp : AMPC_UnaryOp<"tanh", AMPC_FloatTensor, "Tanh", [AMPC_Follow]>;
+def AMPC_IdentityOp : AMPC_UnaryOp<"identity", AMPC_Tensor, "Identity", [AMPC_Follow]> {
   let hasFolder = 1;
 }
 
-def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu"> {
+def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu", [AMPC_Follow]> {
   let arguments = (ins AMPC_FloatTensor:$input,
                        DefaultValuedAttr<F32Attr, "0.01">:$alpha);
 }
 
-def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu"> {
+def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu", [AMPC_Follow]> {
   let arguments = (ins AMPC_FloatTensor:$input,
                        DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
 }
@@ -148,16 +166,17 @@ class AMPC_BinaryOp<string mnemonic, Type type, string desc,
   let hasFolder = 1;
 }
 
-def AMPC_AddOp : AMPC_BinaryOp<"add", AMPC_Tensor, "Add", [Commutative]>;
-def AMPC_SubOp : AMPC_BinaryOp<"sub", AMPC_Tensor, "Sub">;
-def AMPC_MulOp : AMPC_BinaryOp<"mul", AMPC_Tensor, "Mul", [Commutative]>;
-def AMPC_DivOp : AMPC_BinaryOp<"div", AMPC_Tensor, "Div">;
-def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow"> {
+def AMPC_AddOp : AMPC_BinaryOp<"add", AMPC_Tensor, "Add", [Commutative, AMPC_Promote]>;
+def AMPC_SubOp : AMPC_BinaryOp<"sub", AMPC_Tensor, "Sub", [AMPC_Promote]>;
+def AMPC_MulOp : AMPC_BinaryOp<"mul", AMPC_Tensor, "Mul", [Commutative, AMPC_Promote]>;
+def AMPC_DivOp : AMPC_BinaryOp<"div", AMPC_Tensor, "Div", [AMPC_Promote]>;
+def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow", [AMPC_Deny]> {
   let hasFolder = 0;
 }
-def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative]>;
+def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative, AMPC_Promote]>;
 
-def AMPC_WhereOp : AMPC_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def AMPC_WhereOp : AMPC_Op<"where",
+    [Pure, InferTypeOpAdaptor, AMPC_Promote]> {
   let summary = "Where";
   let description = [{
     ONNX `Where`: `condition ? x : y` with multidirectional broadcasting.
@@ -195,7 +214,8 @@ def AMPC_CastOp : AMPC_Op<"cast", [Pure]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def AMPC_MatMulOp : AMPC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def AMPC_MatMulOp : AMPC_Op<"matmul",
+    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
   let summary = "MatMul";
   let description = [{
     ONNX `MatMul` (numpy.matmul): batch dimensions broadcast; a 1-D operand is
@@ -211,7 +231,8 @@ def AMPC_MatMulOp : AMPC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_GemmOp : AMPC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def AMPC_GemmOp : AMPC_Op<"gemm",
+    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
   let summary = "Gemm";
   let description = [{
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
@@ -232,7 +253,8 @@ def AMPC_GemmOp : AMPC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
                        "functional-type(operands, results)";
 }
 
-def AMPC_ConvOp : AMPC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+def AMPC_ConvOp : AMPC_Op<"conv",
+    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
   let summary = "Conv";
   let description = [{
     ONNX `Conv` in NCHW layout (any number of spatial dimensions). `auto_pad`
@@ -257,7 +279,8 @@ def AMPC_ConvOp : AMPC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
 // Normalisation and activations over an axis
 //===----------------------------------------------------------------------===//
 
-def AMPC_SoftmaxOp : AMPC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+def AMPC_SoftmaxOp : AMPC_Op<"softmax",
+    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output]> {
   let summary = "Softmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -270,7 +293,8 @@ def AMPC_SoftmaxOp : AMPC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax", [Pure, InferTypeOpAdaptor]> {
+def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
+    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output]> {
   let summary = "LogSoftmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -284,7 +308,7 @@ def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax", [Pure, InferTypeOpAdaptor]> {
 }
 
 def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
   let summary = "LayerNormalization";
   let description = [{
     ONNX `LayerNormalization`: normalises over the dimensions from `axis` on.
@@ -307,7 +331,7 @@ def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
 }
 
 def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly]> {
   let summary = "BatchNormalization";
   let description = [{
     ONNX `BatchNormalization` (opset 14/15 form). With `training_mode = 1`
@@ -331,7 +355,8 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
       "$input_var attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_DropoutOp : AMPC_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
+def AMPC_DropoutOp : AMPC_Op<"dropout",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Dropout";
   let description = [{
     ONNX `Dropout` with the ratio and training mode as attributes (they must
@@ -354,7 +379,8 @@ def AMPC_DropoutOp : AMPC_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def AMPC_ReshapeOp : AMPC_Op<"reshape", [Pure]> {
+def AMPC_ReshapeOp : AMPC_Op<"reshape",
+    [Pure, AMPC_Follow]> {
   let summary = "Reshape (target shape is the result type)";
   let description = [{
     ```mlir
@@ -368,7 +394,8 @@ def AMPC_ReshapeOp : AMPC_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def AMPC_ExpandOp : AMPC_Op<"expand", [Pure]> {
+def AMPC_ExpandOp : AMPC_Op<"expand",
+    [Pure, AMPC_Follow]> {
   let summary = "Expand (broadcast to the result type)";
   let description = [{
     ```mlir
@@ -382,7 +409,8 @@ def AMPC_ExpandOp : AMPC_Op<"expand", [Pure]> {
   let hasFolder = 1;
 }
 
-def AMPC_TransposeOp : AMPC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def AMPC_TransposeOp : AMPC_Op<"transpose",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Transpose";
   let description = [{
     ```mlir
@@ -394,7 +422,8 @@ def AMPC_TransposeOp : AMPC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_FlattenOp : AMPC_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+def AMPC_FlattenOp : AMPC_Op<"flatten",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Flatten";
   let description = [{
     ```mlir
@@ -408,7 +437,8 @@ def AMPC_FlattenOp : AMPC_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def AMPC_SqueezeOp : AMPC_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+def AMPC_SqueezeOp : AMPC_Op<"squeeze",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Squeeze";
   let description = [{
     Removes the listed size-1 dimensions (all of them when `axes` is empty).
@@ -423,7 +453,8 @@ def AMPC_SqueezeOp : AMPC_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Unsqueeze";
   let description = [{
     Inserts size-1 dimensions at `axes` (positions in the result).
@@ -438,7 +469,8 @@ def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def AMPC_ConcatOp : AMPC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def AMPC_ConcatOp : AMPC_Op<"concat",
+    [Pure, InferTypeOpAdaptor, AMPC_Promote]> {
   let summary = "Concat";
   let description = [{
     ```mlir
@@ -451,7 +483,8 @@ def AMPC_ConcatOp : AMPC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def AMPC_SliceOp : AMPC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def AMPC_SliceOp : AMPC_Op<"slice",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Slice";
   let description = [{
     ONNX `Slice` with constant starts, ends, axes and steps (clamped as ONNX
@@ -469,7 +502,8 @@ def AMPC_SliceOp : AMPC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def AMPC_GatherOp : AMPC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def AMPC_GatherOp : AMPC_Op<"gather",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "Gather";
   let description = [{
     ```mlir
@@ -506,8 +540,8 @@ def AMPC_ShapeOp : AMPC_Op<"shape", [Pure, InferTypeOpAdaptor]> {
 // Reductions and pooling
 //===----------------------------------------------------------------------===//
 
-class AMPC_ReduceOp<string mnemonic, string desc>
-    : AMPC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
   let summary = desc;
   let description = "ONNX `" # desc # "` over `axes` (all dimensions when "
       # "empty).\n\n```mlir\n%y = ampc." # mnemonic
@@ -519,11 +553,12 @@ class AMPC_ReduceOp<string mnemonic, string desc>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean">;
-def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum">;
-def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax">;
+def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean", [AMPC_Follow]>;
+def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output]>;
+def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow]>;
 
-def AMPC_MaxPoolOp : AMPC_Op<"max_pool", [Pure, InferTypeOpAdaptor]> {
+def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "MaxPool";
   let description = [{
     ONNX `MaxPool`; `auto_pad` resolved to `pads` at import. Results: the
@@ -543,7 +578,8 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_AveragePoolOp : AMPC_Op<"average_pool", [Pure, InferTypeOpAdaptor]> {
+def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "AveragePool";
   let description = [{
     ONNX `AveragePool`; `auto_pad` resolved to `pads` at import.
@@ -564,7 +600,7 @@ def AMPC_AveragePoolOp : AMPC_Op<"average_pool", [Pure, InferTypeOpAdaptor]> {
 }
 
 def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
   let summary = "GlobalAveragePool";
   let description = [{
     ```mlir
@@ -581,7 +617,7 @@ def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
   let summary = "SoftmaxCrossEntropyLoss";
   let description = [{
     ONNX `SoftmaxCrossEntropyLoss`: scores (N, C, D...), integer labels
@@ -602,7 +638,8 @@ def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
 }
 
 def AMPC_NegativeLogLikelihoodLossOp
-    : AMPC_Op<"negative_log_likelihood_loss", [Pure, InferTypeOpAdaptor]> {
+    : AMPC_Op<"negative_log_likelihood_loss",
+    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
   let summary = "NegativeLogLikelihoodLoss";
   let description = [{
     ONNX `NegativeLogLikelihoodLoss`: log-probabilities (N, C, D...), integer

@@ -21,6 +21,8 @@ struct PipelineOptions {
   /// Stop after the pass with this argument name (e.g. "ampc-fold-shapes");
   /// empty runs the whole pipeline.
   std::string stopAfter;
+  /// ampc-assign-precision: dtype, propagation, overrides, rules file.
+  AssignPrecisionPassOptions precision;
 };
 
 /// The argument names of the pipeline's passes, in order.

@@ -18,4 +18,52 @@ def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
+  let summary = "choose FP16/BF16/FP32 for every op and insert the casts";
+  let description = [{
+    Decides the compute dtype of every op that computes on floating-point
+    data and inserts `ampc.cast` ops (marked `ampc.autocast`) where a value
+    reaches an op in another dtype. Each decided op records its decision in
+    an `ampc.precision` attribute: the compute dtype, the category and the
+    rule that decided.
+
+    `propagation=autocast` reproduces PyTorch CUDA autocast op by op from the
+    precision category of each op (AMPCOps.td: allow, deny, fp32_output,
+    promote, follow). `propagation=paint` colours the graph the way
+    TensorFlow's auto_mixed_precision does, to need fewer casts, while every
+    deny op stays in FP32. Overrides (`keep-fp32`, `force-lowp`, a `rules`
+    file) beat the lists. Integer and boolean tensors, float64 tensors and a
+    user's own casts are never changed; function arguments and results keep
+    their types. docs/precision.md has the details.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+           "low-precision dtype: f16, bf16, or f32 (nothing is lowered)">,
+    Option<"propagation", "propagation", "std::string",
+           /*default=*/"\"autocast\"", "autocast or paint">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "ops kept in FP32: op:TYPE or node:NAME">,
+    ListOption<"forceLowp", "force-lowp", "std::string",
+               "ops forced to low precision: op:TYPE or node:NAME">,
+    Option<"rulesFile", "rules", "std::string", /*default=*/"",
+           "a JSON rules file (categories, keep_fp32, force_lowp)">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def OptimizeCastsPass : Pass<"ampc-optimize-casts", "mlir::ModuleOp"> {
+  let summary = "one cast per value and dtype, no round trips";
+  let description = [{
+    Cleans up the casts that ampc-assign-precision inserted (those marked
+    `ampc.autocast`; a user's own casts are kept, though inserted casts may
+    reuse them):
+    - casts of one value to one dtype are merged into one;
+    - a cast of a cast whose first step widens exactly (f16 → f32 → f16) is
+      folded: back to the original dtype it disappears, otherwise it casts
+      from the original value directly;
+    - casts to the type a value already has, and unused casts, are erased.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 #endif // AMPC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,57 @@
+//===- AMPCTraits.h - per-op facts for precision assignment -----*- C++ -*-===//
+//
+// Every ampc op that computes on floating-point data carries one precision
+// category trait (AMPC_Allow, AMPC_Deny, ... in AMPCOps.td), so the category
+// is written once, beside the op. docs/precision.md explains the categories.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_AMPCTRAITS_H
+#define AMPC_DIALECT_AMPCTRAITS_H
+
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace ampc {
+
+/// How an op's compute dtype is chosen under autocast (REFERENCE.md 1).
+enum class PrecisionCategory {
+  /// Low-precision inputs and outputs, FP32 accumulation (GEMM-like).
+  Allow,
+  /// FP32 inputs and outputs (numerically sensitive).
+  Deny,
+  /// Computed and returned in FP32 whatever the input dtype.
+  Fp32Output,
+  /// Mixed float inputs are all cast to the widest of them.
+  Promote,
+  /// Runs in the dtype of its (data) input.
+  Follow,
+};
+
+/// "allow", "deny", "fp32_output", "promote", "follow".
+llvm::StringRef stringifyPrecisionCategory(PrecisionCategory category);
+std::optional<PrecisionCategory> symbolizePrecisionCategory(llvm::StringRef);
+
+/// Trait carrying an op's default precision category.
+template <PrecisionCategory Category>
+struct PrecisionCategoryTrait {
+  template <typename ConcreteType>
+  class Impl : public mlir::OpTrait::TraitBase<ConcreteType, Impl> {};
+};
+
+/// Only operand 0 and result 0 take the compute dtype; the other float
+/// operands and results (BatchNormalization's scale, bias and statistics)
+/// stay in the dtype they have.
+template <typename ConcreteType>
+class DataOperandOnly
+    : public mlir::OpTrait::TraitBase<ConcreteType, DataOperandOnly> {};
+
+/// The op's default precision category; std::nullopt for ops that precision
+/// assignment leaves alone (constants, parameters, casts, shape queries).
+std::optional<PrecisionCategory> getPrecisionCategory(mlir::Operation *op);
+
+} // namespace ampc
+
+#endif // AMPC_DIALECT_AMPCTRAITS_H

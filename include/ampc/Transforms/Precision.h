@@ -1,0 +1,99 @@
+//===- Precision.h - precision rules, overrides and decisions ---*- C++ -*-===//
+//
+// What ampc-assign-precision reads (categories, --keep-fp32 / --force-lowp
+// overrides, --amp-rules files) and what it writes on every op it decides
+// (the `ampc.precision` attribute that the report and the ONNX exporter
+// read). docs/precision.md describes the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TRANSFORMS_PRECISION_H
+#define AMPC_TRANSFORMS_PRECISION_H
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+/// Discardable attribute on every op precision assignment decided:
+/// {compute = f16, category = "allow", rule = "allow list"}.
+constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
+/// Unit attribute on the casts the compiler inserted (a user's own ONNX Cast
+/// never carries it and is never removed).
+constexpr llvm::StringLiteral kAutocastAttr = "ampc.autocast";
+
+/// `op:TYPE` or `node:NAME`, as written on the command line.
+struct OverrideRule {
+  enum Kind { Op, Node } kind;
+  std::string name;
+  /// Where it came from, for messages: "--keep-fp32" or "rules.json
+  /// keep_fp32[0]".
+  std::string origin;
+  std::string spelling() const {
+    return (kind == Op ? "op:" : "node:") + name;
+  }
+};
+
+/// Everything the user can change about the default lists.
+struct PrecisionRules {
+  /// ONNX op type → category, replacing the op's default.
+  llvm::StringMap<PrecisionCategory> categories;
+  /// Where each category change came from, for messages.
+  llvm::StringMap<std::string> categoryOrigins;
+  std::vector<OverrideRule> keepFp32;
+  std::vector<OverrideRule> forceLowp;
+};
+
+/// Parses "op:Softmax,node:/encoder/MatMul_3" (already split on commas by the
+/// option parser) into `rules`. `origin` names the option in messages.
+llvm::Error parseOverrideRules(llvm::ArrayRef<std::string> specs,
+                               llvm::StringRef origin,
+                               std::vector<OverrideRule> &rules);
+
+/// Reads an --amp-rules file into `rules`:
+///   {"categories": {"Softmax": "follow"},
+///    "keep_fp32": ["node:/head/MatMul"], "force_lowp": ["op:Add"]}
+/// Errors name the file and the offending key ("key 'categories.Softmax':
+/// ...").
+llvm::Error loadPrecisionRules(llvm::StringRef path, PrecisionRules &rules);
+
+/// The ONNX op type an op was imported from (its location's fused metadata),
+/// or the op name in CamelCase for ops written in MLIR ("layer_normalization"
+/// → "LayerNormalization").
+std::string onnxOpType(mlir::Operation *op);
+
+/// The ONNX node name from the op's location; empty when it has none.
+std::string onnxNodeName(mlir::Operation *op);
+
+/// Whether an `op:` rule names this op: its ONNX op type or its ampc op name,
+/// compared case-insensitively and ignoring underscores.
+bool ruleMatchesOpType(llvm::StringRef ruleName, mlir::Operation *op);
+
+/// The decision recorded on an op by ampc-assign-precision.
+struct PrecisionDecision {
+  mlir::Type compute;
+  std::string category;
+  std::string rule;
+};
+std::optional<PrecisionDecision> getPrecisionDecision(mlir::Operation *op);
+void setPrecisionDecision(mlir::Operation *op,
+                          const PrecisionDecision &decision);
+
+/// Whether a cast was inserted by the compiler (not the user's ONNX Cast).
+bool isAutocast(mlir::Operation *op);
+
+/// Number of compiler-inserted casts in `op` (usually the module).
+unsigned countAutocasts(mlir::Operation *op);
+
+/// "f16", "bf16", "f32", "i64", ... for reports.
+std::string dtypeName(mlir::Type type);
+
+} // namespace ampc
+
+#endif // AMPC_TRANSFORMS_PRECISION_H

@@ -1,0 +1,72 @@
+//===- PrecisionReport.h - per-node precision decisions, and why -*- C++ -*-===//
+//
+// Reads the decisions ampc-assign-precision recorded (Precision.h) and
+// presents them: a table (`ampc explain`), JSON and a self-contained HTML
+// page with the graph coloured by compute dtype (`--report=FILE.json|html`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TRANSFORMS_PRECISIONREPORT_H
+#define AMPC_TRANSFORMS_PRECISIONREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+struct PrecisionReport {
+  struct Node {
+    std::string name;     ///< ONNX node name
+    std::string op;       ///< ONNX op type
+    std::vector<std::string> inputs;  ///< dtype of each input as it arrives
+    std::string compute;  ///< compute dtype
+    std::vector<std::string> outputs;
+    std::string category; ///< effective category
+    std::string rule;     ///< what decided: list, propagation or override
+  };
+  /// A data edge of the drawn graph. `from`/`to` index `nodes`; graph inputs
+  /// and outputs are -1 - their index in `inputs`/`outputs`.
+  struct Edge {
+    int from, to;
+    std::string dtype; ///< dtype of the value where it is produced
+    std::string cast;  ///< "f32->f16" when a cast sits on the edge
+  };
+
+  std::string model;
+  std::string lowp; ///< "f16", "bf16" or "f32"
+  std::vector<Node> nodes;
+  std::vector<std::string> inputs, outputs;
+  std::vector<Edge> edges;
+  unsigned castsBefore = 0, castsAfter = 0;
+
+  /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
+  /// optimisation)".
+  std::string summary() const;
+};
+
+/// Collects the report from a module after ampc-assign-precision (and
+/// usually ampc-optimize-casts). `castsBefore` is the number of inserted
+/// casts right after assignment.
+PrecisionReport buildPrecisionReport(mlir::ModuleOp module,
+                                     llvm::StringRef model,
+                                     llvm::StringRef lowp,
+                                     unsigned castsBefore);
+
+/// A table, one node per line, then the summary line.
+void printPrecisionTable(const PrecisionReport &report, llvm::raw_ostream &os);
+
+void writePrecisionJson(const PrecisionReport &report, llvm::raw_ostream &os);
+
+/// A self-contained page: the graph drawn by Graphviz `dot` (inline SVG, no
+/// network needed), the legend, the table and the summary. Without `dot` the
+/// page has the table only and `warning` says so.
+llvm::Error writePrecisionHtml(const PrecisionReport &report,
+                               llvm::StringRef path, std::string &warning);
+
+} // namespace ampc
+
+#endif // AMPC_TRANSFORMS_PRECISIONREPORT_H

@@ -1,0 +1,208 @@
+//===- PrecisionRules.cpp - overrides, --amp-rules files, decisions -------===//
+
+#include "ampc/Transforms/Precision.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using llvm::Error;
+using llvm::StringRef;
+
+namespace {
+Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+Error parseOneRule(StringRef spec, StringRef origin,
+                   std::vector<ampc::OverrideRule> &rules) {
+  spec = spec.trim();
+  ampc::OverrideRule rule{ampc::OverrideRule::Op, "", origin.str()};
+  if (spec.consume_front("op:"))
+    rule.kind = ampc::OverrideRule::Op;
+  else if (spec.consume_front("node:"))
+    rule.kind = ampc::OverrideRule::Node;
+  else
+    return makeError(origin + ": '" + spec +
+                     "' is not a rule (expected op:TYPE or node:NAME)");
+  if (spec.empty())
+    return makeError(origin + ": a rule needs a name after '" +
+                     (rule.kind == ampc::OverrideRule::Op ? "op:" : "node:") +
+                     "'");
+  rule.name = spec.str();
+  rules.push_back(std::move(rule));
+  return Error::success();
+}
+
+std::string categoryList() {
+  return "allow, deny, fp32_output, promote, follow";
+}
+
+/// Reads a JSON array of rule strings at `key`.
+Error readRuleArray(const llvm::json::Value &value, StringRef file,
+                    StringRef key, std::vector<ampc::OverrideRule> &rules) {
+  const llvm::json::Array *array = value.getAsArray();
+  if (!array)
+    return makeError(file + ": key '" + key +
+                     "': expected an array of \"op:TYPE\" / \"node:NAME\" "
+                     "strings");
+  for (auto [i, item] : llvm::enumerate(*array)) {
+    std::string where = (file + ": key '" + key + "[" + llvm::Twine(i) + "]'").str();
+    std::optional<StringRef> text = item.getAsString();
+    if (!text)
+      return makeError(where + ": expected a string");
+    if (Error e = parseOneRule(*text, where, rules))
+      return e;
+  }
+  return Error::success();
+}
+} // namespace
+
+Error ampc::parseOverrideRules(llvm::ArrayRef<std::string> specs,
+                               StringRef origin,
+                               std::vector<OverrideRule> &rules) {
+  for (const std::string &spec : specs) {
+    // Options may arrive unsplit ("op:A,node:B") from pass pipelines.
+    llvm::SmallVector<StringRef> parts;
+    StringRef(spec).split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef part : parts)
+      if (Error e = parseOneRule(part, origin, rules))
+        return e;
+  }
+  return Error::success();
+}
+
+Error ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return makeError(path + ": cannot open: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return makeError(path + ": not valid JSON: " +
+                     llvm::toString(json.takeError()));
+  const llvm::json::Object *top = json->getAsObject();
+  if (!top)
+    return makeError(path + ": expected a JSON object with keys categories, "
+                            "keep_fp32, force_lowp");
+  for (const auto &[key, value] : *top) {
+    StringRef name = key;
+    if (name == "keep_fp32") {
+      if (Error e = readRuleArray(value, path, name, rules.keepFp32))
+        return e;
+    } else if (name == "force_lowp") {
+      if (Error e = readRuleArray(value, path, name, rules.forceLowp))
+        return e;
+    } else if (name == "categories") {
+      const llvm::json::Object *map = value.getAsObject();
+      if (!map)
+        return makeError(path + ": key 'categories': expected an object "
+                                "mapping ONNX op types to categories");
+      for (const auto &[op, cat] : *map) {
+        std::string where = (path + ": key 'categories." + StringRef(op) + "'").str();
+        std::optional<StringRef> text = cat.getAsString();
+        if (!text)
+          return makeError(where + ": expected a string (" + categoryList() +
+                           ")");
+        std::optional<PrecisionCategory> category =
+            symbolizePrecisionCategory(*text);
+        if (!category)
+          return makeError(where + ": unknown category '" + *text +
+                           "' (expected " + categoryList() + ")");
+        rules.categories[StringRef(op)] = *category;
+        rules.categoryOrigins[StringRef(op)] =
+            (path + " categories." + StringRef(op)).str();
+      }
+    } else {
+      return makeError(path + ": unknown key '" + name +
+                       "' (expected categories, keep_fp32, force_lowp)");
+    }
+  }
+  return Error::success();
+}
+
+std::string ampc::onnxOpType(Operation *op) {
+  // The importer's locations are NameLoc(node, fused<"OpType">[file]).
+  Location loc = op->getLoc();
+  while (auto name = dyn_cast<NameLoc>(loc))
+    loc = name.getChildLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      return type.str();
+  std::string camel;
+  bool upper = true;
+  for (char c : op->getName().stripDialect()) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    camel += upper ? llvm::toUpper(c) : c;
+    upper = false;
+  }
+  return camel;
+}
+
+std::string ampc::onnxNodeName(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return name.getName().str();
+  return "";
+}
+
+bool ampc::ruleMatchesOpType(StringRef ruleName, Operation *op) {
+  auto normalize = [](StringRef s) {
+    std::string out;
+    for (char c : s)
+      if (c != '_')
+        out += llvm::toLower(c);
+    return out;
+  };
+  std::string want = normalize(ruleName);
+  return want == normalize(onnxOpType(op)) ||
+         want == normalize(op->getName().stripDialect());
+}
+
+std::optional<ampc::PrecisionDecision>
+ampc::getPrecisionDecision(Operation *op) {
+  auto dict = op->getAttrOfType<DictionaryAttr>(kPrecisionAttr);
+  if (!dict)
+    return std::nullopt;
+  auto compute = dict.getAs<TypeAttr>("compute");
+  auto category = dict.getAs<StringAttr>("category");
+  auto rule = dict.getAs<StringAttr>("rule");
+  if (!compute || !category || !rule)
+    return std::nullopt;
+  return PrecisionDecision{compute.getValue(), category.str(), rule.str()};
+}
+
+void ampc::setPrecisionDecision(Operation *op,
+                                const PrecisionDecision &decision) {
+  Builder b(op->getContext());
+  op->setAttr(kPrecisionAttr,
+              b.getDictionaryAttr({
+                  b.getNamedAttr("category", b.getStringAttr(decision.category)),
+                  b.getNamedAttr("compute", TypeAttr::get(decision.compute)),
+                  b.getNamedAttr("rule", b.getStringAttr(decision.rule)),
+              }));
+}
+
+bool ampc::isAutocast(Operation *op) {
+  return isa<CastOp>(op) && op->hasAttr(kAutocastAttr);
+}
+
+unsigned ampc::countAutocasts(Operation *root) {
+  unsigned n = 0;
+  root->walk([&](CastOp cast) { n += isAutocast(cast); });
+  return n;
+}
+
+std::string ampc::dtypeName(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    type = shaped.getElementType();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
