@@ -558,6 +558,60 @@ g (float[2, 3] x, int64[2] idx) => (float[2, 3] y, bool[2, 3] mask, float[2, 3] 
   EXPECT_EQ(fullCheck(r.model), "");
 }
 
+TEST(OnnxExportTest, OtherTypeParametersKeepChangedTypesOnlyWhereValid) {
+  // Pow's exponent comes out of an FP16 Relu: T1 takes FP16, so no Cast.
+  Exported pow = exportText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x, float[4] z) => (float[4] p)
+{
+  e = Relu(z)
+  p = Pow(x, e)
+}
+)",
+                            {{"Relu_0", F16}, {"Pow_1", F32}});
+  ASSERT_TRUE(pow.ok) << pow.error;
+  EXPECT_EQ(nodeList(pow.model), (Nodes{
+                                     "Cast<10>(z) -> z_to_f16",
+                                     "Relu(z_to_f16) -> e",
+                                     "Pow(x, e) -> p",
+                                 }));
+  EXPECT_EQ(fullCheck(pow.model), "");
+
+  // BatchNormalization's T1 inputs now disagree (s FP16, b FP32), and T2
+  // also types the running_mean/var outputs: both go back to FP32.
+  Exported bn = exportText(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[1, 2, 2, 2] x, float[2] s0, float[2] b, float[2] m0, float[2] v0)
+  => (float[1, 2, 2, 2] y, float[2] rm, float[2] rv)
+{
+  s = Relu(s0)
+  m = Relu(m0)
+  v = Relu(v0)
+  y, rm, rv = BatchNormalization <training_mode = 1> (x, s, b, m, v)
+}
+)",
+                           {{"Relu_0", F16},
+                            {"Relu_1", F16},
+                            {"Relu_2", F16},
+                            {"BatchNormalization_3", F32}});
+  ASSERT_TRUE(bn.ok) << bn.error;
+  EXPECT_EQ(nodeList(bn.model),
+            (Nodes{
+                "Cast<10>(s0) -> s0_to_f16",
+                "Relu(s0_to_f16) -> s",
+                "Cast<10>(m0) -> m0_to_f16",
+                "Relu(m0_to_f16) -> m",
+                "Cast<10>(v0) -> v0_to_f16",
+                "Relu(v0_to_f16) -> v",
+                "Cast<1>(s) -> s_to_f32",
+                "Cast<1>(m) -> m_to_f32",
+                "Cast<1>(v) -> v_to_f32",
+                "BatchNormalization(x, s_to_f32, b, m_to_f32, v_to_f32) -> y, "
+                "rm, rv",
+            }));
+  EXPECT_EQ(fullCheck(bn.model), "");
+}
+
 TEST(OnnxExportTest, UnacceptedDtypeFallsBackToTheOriginal) {
   // Conv (opset 17) has no bfloat16: it computes in FP32 with a warning.
   // MaxPool follows Relu's BF16, which it does not take either: its input is

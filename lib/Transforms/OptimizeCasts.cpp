@@ -104,9 +104,16 @@ struct OptimizeCasts : ampc::impl::OptimizeCastsPassBase<OptimizeCasts> {
           if (!inserted && ampc::isAutocast(cast))
             cast.replaceAllUsesWith(it->second.getOutput());
         }
-        for (auto cast : llvm::make_early_inc_range(block.getOps<ampc::CastOp>()))
-          if (ampc::isAutocast(cast) && cast.use_empty())
-            cast.erase();
+        for (auto cast :
+             llvm::make_early_inc_range(block.getOps<ampc::CastOp>())) {
+          if (!ampc::isAutocast(cast) || !cast.use_empty())
+            continue;
+          Operation *input = cast.getInput().getDefiningOp();
+          cast.erase();
+          // A constant whose casts all folded is dead now.
+          if (input && isa<ampc::ConstantOp>(input) && input->use_empty())
+            input->erase();
+        }
       }
     });
   }
