@@ -62,15 +62,25 @@ Type widest(Type a, Type b) {
 }
 
 /// Whether `op` is the bias add of a linear layer as ONNX exporters write
-/// it: Add(MatMul(x, W), b) with W and b parameters. PyTorch runs the whole
+/// it: Add(MatMul(x, W), b) with W (possibly transposed or reshaped) and b
+/// parameters. PyTorch runs the whole
 /// layer (torch.nn.functional.linear) as one allow op, bias included, so the
 /// add belongs to the allow list too; a plain Add of an activation and a
 /// parameter promotes.
 bool isLinearBiasAdd(Operation *op) {
   if (!isa<ampc::AddOp>(op))
     return false;
+  // Exporters may transpose or reshape the weight first (training-mode
+  // exports do not fold it), and earlier decisions may have cast it.
   auto isParameter = [](Value v) {
-    return v.getDefiningOp<ampc::LoadParameterOp>() != nullptr;
+    while (Operation *def = v.getDefiningOp()) {
+      if (isa<ampc::LoadParameterOp>(def))
+        return true;
+      if (!isa<ampc::TransposeOp, ampc::ReshapeOp, ampc::CastOp>(def))
+        return false;
+      v = def->getOperand(0);
+    }
+    return false;
   };
   for (unsigned i = 0; i < 2; ++i) {
     auto matmul = op->getOperand(i).getDefiningOp<ampc::MatMulOp>();
