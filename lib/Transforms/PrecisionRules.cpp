@@ -17,7 +17,9 @@ Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-Error parseOneRule(StringRef spec, StringRef origin,
+/// `origin` names the rule's source in reports ("--keep-fp32",
+/// "rules.json keep_fp32[0]"); `where` prefixes error messages.
+Error parseOneRule(StringRef spec, StringRef origin, StringRef where,
                    std::vector<ampc::OverrideRule> &rules) {
   spec = spec.trim();
   ampc::OverrideRule rule{ampc::OverrideRule::Op, "", origin.str()};
@@ -26,10 +28,10 @@ Error parseOneRule(StringRef spec, StringRef origin,
   else if (spec.consume_front("node:"))
     rule.kind = ampc::OverrideRule::Node;
   else
-    return makeError(origin + ": '" + spec +
+    return makeError(where + ": '" + spec +
                      "' is not a rule (expected op:TYPE or node:NAME)");
   if (spec.empty())
-    return makeError(origin + ": a rule needs a name after '" +
+    return makeError(where + ": a rule needs a name after '" +
                      (rule.kind == ampc::OverrideRule::Op ? "op:" : "node:") +
                      "'");
   rule.name = spec.str();
@@ -54,7 +56,8 @@ Error readRuleArray(const llvm::json::Value &value, StringRef file,
     std::optional<StringRef> text = item.getAsString();
     if (!text)
       return makeError(where + ": expected a string");
-    if (Error e = parseOneRule(*text, where, rules))
+    std::string origin = (file + " " + key + "[" + llvm::Twine(i) + "]").str();
+    if (Error e = parseOneRule(*text, origin, where, rules))
       return e;
   }
   return Error::success();
@@ -69,7 +72,7 @@ Error ampc::parseOverrideRules(llvm::ArrayRef<std::string> specs,
     llvm::SmallVector<StringRef> parts;
     StringRef(spec).split(parts, ',', -1, /*KeepEmpty=*/false);
     for (StringRef part : parts)
-      if (Error e = parseOneRule(part, origin, rules))
+      if (Error e = parseOneRule(part, origin, origin, rules))
         return e;
   }
   return Error::success();
