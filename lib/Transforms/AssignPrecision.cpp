@@ -176,10 +176,13 @@ LogicalResult AssignPrecision::collectCandidates(
       continue;
     }
     Candidate c{&op, *category, "", std::nullopt, ""};
-    std::string type = ampc::onnxOpType(&op);
-    if (auto it = rules.categories.find(type); it != rules.categories.end()) {
-      c.category = it->second;
-      c.categorySource = rules.categoryOrigins.lookup(type);
+    // Category keys match op types as `op:` rules do.
+    auto changed = llvm::find_if(rules.categories, [&](const auto &entry) {
+      return ampc::ruleMatchesOpType(entry.getKey(), &op);
+    });
+    if (changed != rules.categories.end()) {
+      c.category = changed->second;
+      c.categorySource = rules.categoryOrigins.lookup(changed->getKey());
     } else if (isLinearBiasAdd(&op)) {
       c.category = PrecisionCategory::Allow;
       c.categorySource = "allow list (bias add of a linear layer)";

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace ampc {
 #define GEN_PASS_DEF_OPTIMIZECASTSPASS
@@ -104,16 +105,21 @@ struct OptimizeCasts : ampc::impl::OptimizeCastsPassBase<OptimizeCasts> {
           if (!inserted && ampc::isAutocast(cast))
             cast.replaceAllUsesWith(it->second.getOutput());
         }
-        for (auto cast :
-             llvm::make_early_inc_range(block.getOps<ampc::CastOp>())) {
-          if (!ampc::isAutocast(cast) || !cast.use_empty())
+        // Backwards, so that a cast whose only user was a folded cast is
+        // seen after that user is gone.
+        llvm::SetVector<Operation *> constants;
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
+          auto cast = dyn_cast<ampc::CastOp>(op);
+          if (!cast || !ampc::isAutocast(cast) || !cast.use_empty())
             continue;
-          Operation *input = cast.getInput().getDefiningOp();
+          if (auto constant = cast.getInput().getDefiningOp<ampc::ConstantOp>())
+            constants.insert(constant);
           cast.erase();
-          // A constant whose casts all folded is dead now.
-          if (input && isa<ampc::ConstantOp>(input) && input->use_empty())
-            input->erase();
         }
+        // A constant whose casts all folded is dead now.
+        for (Operation *constant : constants)
+          if (constant->use_empty())
+            constant->erase();
       }
     });
   }

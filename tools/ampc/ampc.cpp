@@ -304,11 +304,11 @@ int main(int argc, char **argv) {
     StringRef lowp = pipeline.precision.dtype;
     ampc::PrecisionReport report =
         ampc::buildPrecisionReport(*module, inputPath, lowp, castsBefore);
-    if (explain) {
+    if (explain)
       ampc::printPrecisionTable(report, outs());
-      return 0;
-    }
-    if (reportKind == ".json") {
+    if (reportPath.empty()) {
+      // explain without --report: the table is all.
+    } else if (reportKind == ".json") {
       std::error_code ec;
       raw_fd_ostream os(reportPath, ec);
       if (ec)
@@ -323,6 +323,8 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (explain)
+    return 0;
   if (emit == Emit::Onnx)
     return exportOnnx(*module) ? 0 : 1;
 
