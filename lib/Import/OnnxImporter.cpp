@@ -30,6 +30,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <deque>
+#include <queue>
+#include <set>
 #include <exception>
 
 using namespace mlir;
@@ -504,63 +506,11 @@ Value Importer::lookup(const std::string &name) {
 }
 
 FailureOr<std::vector<size_t>> Importer::topologicalOrder() {
+  std::vector<size_t> order;
   const onnx::GraphProto &graph = model.graph();
-  size_t n = graph.node_size();
-  llvm::StringMap<size_t> producer;
-  for (size_t i = 0; i < n; ++i) {
-    for (const std::string &out : graph.node(i).output()) {
-      if (out.empty())
-        continue;
-      bool external = initializers.count(out) ||
-                      llvm::any_of(graph.input(), [&](const auto &in) {
-                        return in.name() == out;
-                      });
-      if (external || !producer.try_emplace(out, i).second) {
-        emitError(nodeLoc(graph.node(i), i))
-            << "value '" << out
-            << "' is defined more than once";
-        return failure();
-      }
-    }
-  }
-  // Kahn's algorithm; ties keep the file's order.
-  std::vector<size_t> pending(n, 0), order;
-  std::vector<std::vector<size_t>> users(n);
-  for (size_t i = 0; i < n; ++i) {
-    const onnx::NodeProto &node = graph.node(i);
-    for (const std::string &in : node.input()) {
-      if (in.empty() || initializers.count(in) || values.count(in))
-        continue;
-      auto p = producer.find(in);
-      if (p == producer.end()) {
-        emitError(nodeLoc(node, i))
-            << "input '" << in
-            << "' is not a graph input, an initializer or the output of any "
-               "node";
-        return failure();
-      }
-      ++pending[i];
-      users[p->second].push_back(i);
-    }
-  }
-  std::deque<size_t> ready;
-  for (size_t i = 0; i < n; ++i)
-    if (!pending[i])
-      ready.push_back(i);
-  while (!ready.empty()) {
-    size_t i = ready.front();
-    ready.pop_front();
-    order.push_back(i);
-    for (size_t u : users[i])
-      if (--pending[u] == 0)
-        ready.push_back(u);
-  }
-  if (order.size() != n) {
-    for (size_t i = 0; i < n; ++i)
-      if (pending[i]) {
-        emitError(nodeLoc(graph.node(i), i)) << "node is part of a cycle";
-        return failure();
-      }
+  if (std::optional<ampc::OnnxGraphError> e = ampc::sortOnnxNodes(graph, order)) {
+    emitError(nodeLoc(graph.node(e->node), e->node)) << e->message;
+    return failure();
   }
   return order;
 }
@@ -1421,6 +1371,59 @@ bool ampc::parseOnnxModel(StringRef contents, StringRef displayName,
     error = "not a valid ONNX model";
     return false;
   }
+}
+
+std::optional<ampc::OnnxGraphError>
+ampc::sortOnnxNodes(const onnx::GraphProto &graph, std::vector<size_t> &order) {
+  size_t n = graph.node_size();
+  llvm::StringSet<> external;
+  for (const auto &in : graph.input())
+    external.insert(in.name());
+  for (const auto &init : graph.initializer())
+    external.insert(init.name());
+  llvm::StringMap<size_t> producer;
+  for (size_t i = 0; i < n; ++i)
+    for (const std::string &out : graph.node(i).output())
+      if (!out.empty() &&
+          (external.contains(out) || !producer.try_emplace(out, i).second))
+        return OnnxGraphError{i, "value '" + out + "' is defined more than once"};
+
+  // Each producer counts once per consumer, however many inputs it feeds.
+  std::vector<size_t> pending(n, 0);
+  std::vector<std::vector<size_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<size_t> producers;
+    for (const std::string &in : graph.node(i).input()) {
+      if (in.empty() || external.contains(in))
+        continue;
+      auto p = producer.find(in);
+      if (p == producer.end())
+        return OnnxGraphError{i, "input '" + in +
+                                     "' is not a graph input, an initializer "
+                                     "or the output of any node"};
+      producers.insert(p->second);
+    }
+    pending[i] = producers.size();
+    for (size_t p : producers)
+      users[p].push_back(i);
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (!pending[i])
+      ready.push(i);
+  order.clear();
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0)
+        ready.push(u);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i])
+      return OnnxGraphError{i, "node is part of a cycle"};
+  return std::nullopt;
 }
 
 bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,

@@ -13,7 +13,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ampc {
 
@@ -32,6 +34,20 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model,
 /// The node's name as ampc reports it: its ONNX name, or "OpType_INDEX"
 /// (INDEX = position in graph.node) when the model leaves it empty.
 std::string onnxNodeName(const onnx::NodeProto &node, size_t index);
+
+/// What sortOnnxNodes found wrong, at graph.node(node).
+struct OnnxGraphError {
+  size_t node;
+  std::string message;
+};
+
+/// Orders graph.node so that every node comes after the nodes producing its
+/// inputs (Kahn's algorithm; among ready nodes the lowest index first, so a
+/// sorted graph keeps its order). Fails on a value defined twice (by two
+/// nodes, or by a node and a graph input or initializer), an input that
+/// nothing defines, or a cycle.
+std::optional<OnnxGraphError> sortOnnxNodes(const onnx::GraphProto &graph,
+                                            std::vector<size_t> &order);
 
 } // namespace ampc
 

@@ -438,57 +438,10 @@ bool Exporter::checkNoSubgraphs() {
 }
 
 bool Exporter::topologicalOrder(std::vector<size_t> &order) {
-  // Kahn's algorithm, always taking the lowest original index that is ready,
-  // so an already sorted graph keeps its order.
   const onnx::GraphProto &graph = model.graph();
-  size_t count = graph.node_size();
-  llvm::StringMap<size_t> producer;
-  for (size_t i = 0; i < count; ++i)
-    for (const std::string &name : graph.node(i).output()) {
-      if (name.empty())
-        continue;
-      if (!producer.try_emplace(name, i).second)
-        return fail("tensor '" + name + "' is produced by two nodes ('" +
-                    ampc::onnxNodeName(graph.node(producer[name]),
-                                       producer[name]) +
-                    "' and '" + ampc::onnxNodeName(graph.node(i), i) + "')");
-    }
-
-  std::vector<size_t> pending(count, 0);
-  std::vector<std::vector<size_t>> consumers(count);
-  for (size_t i = 0; i < count; ++i) {
-    // Count each producing node once per consumer, however many inputs it
-    // feeds. Names produced by no node are graph inputs or initializers.
-    std::set<size_t> producers;
-    for (const std::string &name : graph.node(i).input()) {
-      auto it = producer.find(name);
-      if (!name.empty() && it != producer.end())
-        producers.insert(it->second);
-    }
-    pending[i] = producers.size();
-    for (size_t p : producers)
-      consumers[p].push_back(i);
-  }
-
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-  for (size_t i = 0; i < count; ++i)
-    if (pending[i] == 0)
-      ready.push(i);
-  while (!ready.empty()) {
-    size_t i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (size_t c : consumers[i])
-      if (--pending[c] == 0)
-        ready.push(c);
-  }
-  if (order.size() != count) {
-    for (size_t i = 0; i < count; ++i)
-      if (pending[i] != 0)
-        return fail("node '" + ampc::onnxNodeName(graph.node(i), i) + "' (" +
-                    graph.node(i).op_type() +
-                    ") is part of a cycle; the graph cannot be sorted");
-  }
+  if (std::optional<ampc::OnnxGraphError> e = ampc::sortOnnxNodes(graph, order))
+    return fail("node '" + ampc::onnxNodeName(graph.node(e->node), e->node) +
+                "' (" + graph.node(e->node).op_type() + "): " + e->message);
   return true;
 }
 
