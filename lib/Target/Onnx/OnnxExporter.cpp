@@ -21,6 +21,7 @@
 
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Import/OnnxModel.h"
+#include "ampc/Runtime/Float16.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
@@ -136,27 +137,6 @@ std::string normalizeDomain(const std::string &domain) {
 // FP32 tensor data to FP16 / BF16 (round-to-nearest-even)
 //===----------------------------------------------------------------------===//
 
-uint16_t floatToHalfBits(float value) {
-  // GCC's _Float16 conversion rounds to nearest even and keeps NaNs quiet.
-  _Float16 half = static_cast<_Float16>(value);
-  uint16_t bits;
-  std::memcpy(&bits, &half, sizeof(bits));
-  return bits;
-}
-
-uint16_t floatToBFloat16Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  // NaN: truncate, and set the quiet bit so a payload living only in the
-  // dropped low half cannot turn it into an infinity.
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  // Round to nearest, ties to even: add just under half an ulp of the result
-  // plus the ulp's lowest kept bit. Overflow carries into +/-inf as it should.
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 /// Number of elements the tensor's dims describe.
 int64_t elementCount(const TensorProto &tensor) {
   int64_t count = 1;
@@ -194,8 +174,9 @@ bool convertFloatTensor(TensorProto &tensor, int dtype) {
 
   std::string raw(values.size() * 2, '\0');
   for (size_t i = 0; i < values.size(); ++i) {
-    uint16_t bits = dtype == TensorProto::FLOAT16 ? floatToHalfBits(values[i])
-                                                  : floatToBFloat16Bits(values[i]);
+    uint16_t bits = dtype == TensorProto::FLOAT16
+                        ? ampc::numeric::f32ToF16Bits(values[i])
+                        : ampc::numeric::f32ToBf16Bits(values[i]);
     raw[2 * i] = static_cast<char>(bits & 0xFF);
     raw[2 * i + 1] = static_cast<char>(bits >> 8);
   }
