@@ -1,0 +1,129 @@
+/*===- ModelAbi.h - what a compiled model library exports ----------*- C -*-===*
+ *
+ * The contract between libampc_runtime.so and the model libraries the code
+ * generators write (lib/Target/Cpu, lib/Target/Cuda). Plain C. A model
+ * library exports exactly one symbol, `ampc_model_entry`, which returns a
+ * constant descriptor: what the model is, its tensors, and the functions
+ * that run it. Applications never see this header; they use ampc.h.
+ *
+ * Rules for a library:
+ *  - All mutable state lives in the per-instance `state` block the runtime
+ *    allocates (`state_size` bytes, 64-byte aligned, zeroed). Two instances
+ *    of one library (two ampc_model_load calls on one path) share the loaded
+ *    code and its globals, so globals must be constant.
+ *  - The runtime never calls two functions on one `state` at the same time;
+ *    different states may run concurrently.
+ *  - The runtime validates every tensor (count, dtype, shape, buffer size)
+ *    before calling `infer`, so the library need not.
+ *  - Tensors are dense, row-major, in host memory, with exactly the dtype and
+ *    shape of the descriptor.
+ *  - Functions return 0 on success. After a non-zero return, `last_error`
+ *    (when present) gives a message for that state; the runtime copies it
+ *    before making another call.
+ *
+ * Compatibility: `abi_version` must equal AMPC_ABI_VERSION of the runtime.
+ * Fields are only ever appended to the structs that start with
+ * `struct_size`; the runtime reads an appended field only when the library's
+ * `struct_size` covers it, and a library reads `ampc_abi_config` fields
+ * likewise.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef AMPC_RUNTIME_MODELABI_H
+#define AMPC_RUNTIME_MODELABI_H
+
+#include "ampc/Runtime/ampc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Name of the one symbol a model library must export.
+#define AMPC_MODEL_ENTRY_SYMBOL "ampc_model_entry"
+
+/// Marks `ampc_model_entry` exported when the library is compiled with
+/// -fvisibility=hidden.
+#if defined(__GNUC__) || defined(__clang__)
+#define AMPC_MODEL_EXPORT __attribute__((visibility("default")))
+#else
+#define AMPC_MODEL_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One input, output or parameter.
+typedef struct ampc_abi_tensor {
+  /// The ONNX name; not NULL.
+  const char *name;
+  /// An ampc_dtype value (ONNX TensorProto code), as a fixed-size integer.
+  int32_t dtype;
+  /// Number of dimensions, >= 0.
+  int32_t rank;
+  /// `rank` static dimensions, each >= 0; may be NULL when rank is 0.
+  const int64_t *shape;
+} ampc_abi_tensor;
+
+/// How the host wants the instance to run; passed to `init`. Fields are
+/// appended over time: read one only when `struct_size` covers it.
+typedef struct ampc_abi_config {
+  /// sizeof(ampc_abi_config) as the runtime knows it.
+  size_t struct_size;
+  /// Threads a CPU model may use; 0: the library decides.
+  int32_t num_threads;
+  /// The host's cudaStream_t, or NULL: the library creates its own.
+  void *cuda_stream;
+} ampc_abi_config;
+
+/// The descriptor `ampc_model_entry` returns. It and everything it points to
+/// must stay valid and unchanged while the library is loaded.
+typedef struct ampc_model_abi {
+  /// sizeof(ampc_model_abi) as the library was compiled; the runtime rejects
+  /// one smaller than the version-1 struct.
+  size_t struct_size;
+  /// AMPC_ABI_VERSION the library was compiled against.
+  uint32_t abi_version;
+  /// The model's name, the target ("cpu", "cuda"), the precision ("fp16",
+  /// "bf16", "fp32", "fp64") and the mode ("infer" or "train"); not NULL.
+  const char *name;
+  const char *target;
+  const char *precision;
+  const char *mode;
+  /// Inputs in the order `infer` takes them.
+  int32_t num_inputs;
+  const ampc_abi_tensor *inputs;
+  /// Outputs in the order `infer` writes them.
+  int32_t num_outputs;
+  const ampc_abi_tensor *outputs;
+  /// Parameters (trainable weights), for description and, later,
+  /// checkpoints.
+  int32_t num_parameters;
+  const ampc_abi_tensor *parameters;
+  /// Bytes of per-instance state the runtime allocates (64-byte aligned,
+  /// zeroed) and passes to every function.
+  size_t state_size;
+  /// Prepares a fresh state (constants, device memory, handles); `config` is
+  /// never NULL. May be NULL when there is nothing to prepare.
+  int32_t (*init)(void *state, const ampc_abi_config *config);
+  /// Reads `inputs[i]` and writes `outputs[i]`, one data pointer per tensor
+  /// in descriptor order. Required in mode "infer".
+  int32_t (*infer)(void *state, const void *const *inputs,
+                   void *const *outputs);
+  /// The message after a non-zero return on `state`; may be NULL.
+  const char *(*last_error)(void *state);
+  /// Frees what `init` acquired; the runtime then frees the state block.
+  /// Called once per successful `init`, never after a failed one (which must
+  /// clean up itself). May be NULL.
+  void (*release)(void *state);
+  /* Version 1 ends here. Training functions (train_step, learning rate,
+   * scaler state, checkpoints) are appended by the training issue. */
+} ampc_model_abi;
+
+/// Exported by every compiled model library; returns its descriptor.
+AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AMPC_RUNTIME_MODELABI_H */

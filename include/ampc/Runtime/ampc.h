@@ -1,0 +1,280 @@
+/*===- ampc.h - the ampc runtime C API ------------------------------*- C -*-===*
+ *
+ * What an application uses to load a model library compiled by ampc
+ * (infer.so / train.so), ask it what it expects, and run it. Plain C (C99 and
+ * C++), every symbol prefixed `ampc_`; the library is libampc_runtime.so,
+ * which depends on nothing but libc/libstdc++ (docs/design.md, Runtime C API).
+ *
+ * Conventions (IREE / ONNX Runtime style):
+ *  - Opaque handles created by `ampc_*_load`/`_create` and freed by
+ *    `ampc_*_release`; `release(NULL)` is a no-op.
+ *  - Every call that can fail returns an `ampc_status` (AMPC_OK == 0) and
+ *    writes its results to out-parameters; on failure `ampc_last_error()`
+ *    gives a one-line message naming the call and what was wrong.
+ *  - Options structs start with `struct_size` and are filled by
+ *    `ampc_*_options_init`, so fields can be appended without breaking
+ *    applications built against an older header.
+ *  - A handle that was released (or never created) is detected: calls on it
+ *    return AMPC_ERROR_INVALID_ARGUMENT instead of touching freed memory.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef AMPC_RUNTIME_AMPC_H
+#define AMPC_RUNTIME_AMPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Version of this API and of the model ABI (ampc/Runtime/ModelAbi.h). Bumped
+/// on any incompatible change to either; appending fields to a struct that
+/// starts with `struct_size` is compatible and does not bump it.
+#define AMPC_ABI_VERSION 1
+
+/// Marks the functions libampc_runtime.so exports; the library is built with
+/// -fvisibility=hidden, so nothing else is visible to applications.
+#if defined(__GNUC__) || defined(__clang__)
+#define AMPC_API __attribute__((visibility("default")))
+#else
+#define AMPC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Status, errors and versions
+ *===----------------------------------------------------------------------===*/
+
+/// C++ gives the enums a fixed 32-bit underlying type, so C++ code (the
+/// runtime included) may hold any value a C caller passes without undefined
+/// behaviour; C compilers give them a 32-bit integer type anyway.
+#ifdef __cplusplus
+#define AMPC_ENUM_TYPE : int32_t
+#else
+#define AMPC_ENUM_TYPE
+#endif
+
+/// Result of every call that can fail. AMPC_OK is 0, so `if (status)` tests
+/// for failure.
+typedef enum ampc_status AMPC_ENUM_TYPE {
+  /// Success.
+  AMPC_OK = 0,
+  /// A NULL pointer, an out-of-range index or count, a size too small, a
+  /// handle that is not live, or options the runtime does not know.
+  AMPC_ERROR_INVALID_ARGUMENT,
+  /// A model library that cannot be opened (missing, not a shared library)
+  /// or that lacks the entry symbol.
+  AMPC_ERROR_NOT_FOUND,
+  /// The model library was compiled for another ABI version.
+  AMPC_ERROR_ABI_MISMATCH,
+  /// A tensor's rank or dimensions differ from what the model expects.
+  AMPC_ERROR_SHAPE_MISMATCH,
+  /// A tensor's element type differs from what the model expects.
+  AMPC_ERROR_DTYPE_MISMATCH,
+  /// The model or the request needs something this runtime does not offer.
+  AMPC_ERROR_UNSUPPORTED,
+  /// The model library reported a failure while initializing or running.
+  AMPC_ERROR_EXECUTION,
+  /// Reading or writing a file failed.
+  AMPC_ERROR_IO,
+  /// A model library's self-description (or a file) is malformed.
+  AMPC_ERROR_CORRUPT
+} ampc_status;
+
+/// A short constant name for `status` ("ok", "invalid argument", ...);
+/// "unknown status" for a value outside the enum. Never NULL.
+AMPC_API const char *ampc_status_string(ampc_status status);
+
+/// The message of the last call on this thread that returned an error (or,
+/// for `ampc_model_release`, that was given a handle that is not live): one
+/// line that starts with the call's name, e.g. "ampc_model_infer: input 0
+/// ('x') has shape [2, 4], the model expects [2, 3]". Successful calls leave
+/// it unchanged, like errno. Empty (never NULL) when no call on this thread
+/// has failed. The pointer is valid until the next ampc call on this thread.
+AMPC_API const char *ampc_last_error(void);
+
+/// AMPC_ABI_VERSION of the libampc_runtime.so loaded at run time; compare it
+/// with the macro to detect an application built against another header.
+AMPC_API uint32_t ampc_runtime_abi_version(void);
+
+/*===----------------------------------------------------------------------===*
+ * Element types
+ *===----------------------------------------------------------------------===*/
+
+/// Tensor element types. The values are ONNX TensorProto.DataType codes.
+typedef enum ampc_dtype AMPC_ENUM_TYPE {
+  AMPC_DTYPE_F32 = 1,
+  AMPC_DTYPE_U8 = 2,
+  AMPC_DTYPE_I8 = 3,
+  AMPC_DTYPE_I32 = 6,
+  AMPC_DTYPE_I64 = 7,
+  AMPC_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
+  AMPC_DTYPE_F16 = 10,
+  AMPC_DTYPE_F64 = 11,
+  AMPC_DTYPE_BF16 = 16
+} ampc_dtype;
+
+/// Bytes per element of `dtype`; 0 for a value that is not an ampc_dtype.
+AMPC_API size_t ampc_dtype_size(ampc_dtype dtype);
+
+/// Short name of `dtype` ("f32", "u8", "i8", "i32", "i64", "bool", "f16",
+/// "f64", "bf16"); "unknown" for a value that is not an ampc_dtype. Never NULL.
+AMPC_API const char *ampc_dtype_name(ampc_dtype dtype);
+
+/*===----------------------------------------------------------------------===*
+ * Models
+ *===----------------------------------------------------------------------===*/
+
+/// A loaded model library with its own instance state. Opaque: the value is a
+/// handle the runtime looks up, never dereferenced by the application.
+///
+/// Threads: any call may come from any thread. Calls that run the model
+/// (`ampc_model_infer`) on one handle are serialized by a per-handle mutex, so
+/// two threads sharing a handle take turns; use one handle per thread to run
+/// in parallel (two handles of one library share nothing mutable).
+/// Releasing a handle while another thread is still inside a call on it is
+/// safe: the call finishes and the memory goes away afterwards.
+typedef struct ampc_model ampc_model;
+
+/// How to load a model. Fill it with `ampc_model_options_init`, then change
+/// the fields you need.
+typedef struct ampc_model_options {
+  /// sizeof(ampc_model_options) as the application knows it; set by
+  /// `ampc_model_options_init`. The runtime rejects a size it does not know.
+  size_t struct_size;
+  /// Threads a CPU model may use; 0 (the default) lets the library decide.
+  int32_t num_threads;
+  /// The host's `cudaStream_t` for a CUDA model to run on; NULL (the
+  /// default) lets the library use its own. Ignored by CPU models.
+  void *cuda_stream;
+} ampc_model_options;
+
+/// Sets `options` to the defaults and `struct_size` to this header's size.
+/// NULL is a no-op.
+AMPC_API void ampc_model_options_init(ampc_model_options *options);
+
+/// Loads the model library at `path` (a file path; a bare file name means the
+/// current directory, unlike dlopen), checks its ABI version and
+/// self-description, and initializes a fresh instance of its state.
+/// `options` may be NULL for the defaults. On success `*out_model` holds a
+/// new handle to release with `ampc_model_release`; on failure it is NULL.
+/// Errors: AMPC_ERROR_NOT_FOUND (cannot open, not a shared library, no
+/// `ampc_model_entry`; the message carries the loader's text),
+/// AMPC_ERROR_ABI_MISMATCH (names both versions), AMPC_ERROR_CORRUPT (bad
+/// self-description), AMPC_ERROR_UNSUPPORTED (a mode this runtime cannot
+/// run), AMPC_ERROR_EXECUTION (the library's initialization failed),
+/// AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_load(const char *path,
+                                     const ampc_model_options *options,
+                                     ampc_model **out_model);
+
+/// Frees the model's state and unloads its library. NULL is a no-op. A handle
+/// that is not live (released already, or never created) is left alone and
+/// only sets `ampc_last_error`.
+AMPC_API void ampc_model_release(ampc_model *model);
+
+/// What a model says about itself. The strings stay valid until the model is
+/// released. The layout is fixed for ABI version 1; facts added later
+/// (labels, optimizer, ...) come through new calls.
+typedef struct ampc_model_info {
+  /// The model's name (the ONNX graph name).
+  const char *name;
+  /// What the library runs on: "cpu" or "cuda".
+  const char *target;
+  /// The precision it was compiled for: "fp16", "bf16", "fp32" or "fp64".
+  const char *precision;
+  /// "infer" or "train".
+  const char *mode;
+  /// Number of inputs, outputs and parameters (see the *_info calls).
+  int32_t num_inputs, num_outputs, num_parameters;
+} ampc_model_info;
+
+/// One input, output or parameter of a model. `name` and `shape` stay valid
+/// until the model is released.
+typedef struct ampc_tensor_info {
+  /// The ONNX name.
+  const char *name;
+  /// Element type.
+  ampc_dtype dtype;
+  /// Number of dimensions; 0 for a scalar.
+  int32_t rank;
+  /// `rank` dimensions, all static (>= 0); NULL when rank is 0.
+  const int64_t *shape;
+} ampc_tensor_info;
+
+/// Writes the model's self-description to `*out`.
+AMPC_API ampc_status ampc_model_describe(const ampc_model *model,
+                                         ampc_model_info *out);
+
+/// Describes input `index` (0 <= index < num_inputs) in `*out`.
+AMPC_API ampc_status ampc_model_input_info(const ampc_model *model,
+                                           int32_t index,
+                                           ampc_tensor_info *out);
+
+/// Describes output `index` (0 <= index < num_outputs) in `*out`.
+AMPC_API ampc_status ampc_model_output_info(const ampc_model *model,
+                                            int32_t index,
+                                            ampc_tensor_info *out);
+
+/// Describes parameter `index` (0 <= index < num_parameters) in `*out`.
+AMPC_API ampc_status ampc_model_parameter_info(const ampc_model *model,
+                                               int32_t index,
+                                               ampc_tensor_info *out);
+
+/*===----------------------------------------------------------------------===*
+ * Running
+ *===----------------------------------------------------------------------===*/
+
+/// A tensor the application owns: dense, row-major, host memory.
+typedef struct ampc_tensor {
+  /// Element type; must equal the model's.
+  ampc_dtype dtype;
+  /// Number of dimensions; must equal the model's.
+  int32_t rank;
+  /// `rank` dimensions; must equal the model's. May be NULL when rank is 0.
+  const int64_t *shape;
+  /// The elements. May be NULL only when the tensor has no elements.
+  void *data;
+  /// Bytes available at `data`; at least elements * ampc_dtype_size(dtype).
+  size_t size_bytes;
+} ampc_tensor;
+
+/// Runs the model on `inputs` (in the model's input order) and writes
+/// `outputs` (in its output order) into buffers the caller allocated.
+/// Before calling the library the runtime checks the counts, that no pointer
+/// is NULL, and each tensor's dtype, rank, shape and size_bytes; output
+/// buffers must not overlap each other or any input. Outputs are left
+/// unspecified when the call fails.
+/// Errors: AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
+/// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION (the library failed; the
+/// message is the library's).
+AMPC_API ampc_status ampc_model_infer(ampc_model *model,
+                                      const ampc_tensor *inputs,
+                                      int32_t num_inputs,
+                                      ampc_tensor *outputs,
+                                      int32_t num_outputs);
+
+/*===----------------------------------------------------------------------===*
+ * Training (not yet)
+ *
+ * The training issue adds, for models compiled with --mode=train:
+ *  - ampc_model_train_step: one mixed-precision step on a batch of inputs and
+ *    labels, giving back the loss without forcing a device sync where the
+ *    target allows it;
+ *  - ampc_model_get_learning_rate / ampc_model_set_learning_rate;
+ *  - the dynamic loss scaler's state (scale, growth tracker, skipped steps),
+ *    read and write;
+ *  - ampc_model_save_checkpoint / ampc_model_load_checkpoint (parameters,
+ *    optimizer and scaler state; atomic write) and export as ONNX;
+ *  - label and optimizer descriptions as new calls beside ampc_model_describe.
+ * The model ABI's descriptor starts with `struct_size`, so the functions a
+ * train.so exports for these are appended to it without breaking infer.so
+ * libraries built before.
+ *===----------------------------------------------------------------------===*/
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AMPC_RUNTIME_AMPC_H */

@@ -1,0 +1,898 @@
+//===- RuntimeTest.cpp - the runtime C API against fixture model libraries ===//
+//
+// The fixture libraries in unittests/fixtures implement the model ABI by hand
+// (code generation comes later). Every failing call is checked for both its
+// status and the text of ampc_last_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Runtime/ModelAbi.h"
+#include "ampc/Runtime/ampc.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern "C" size_t runtime_test_c_layout(size_t *out);
+
+namespace {
+
+std::string fixturePath(const char *name) {
+  return std::string(AMPC_FIXTURE_DIR) + "/" + name + ".so";
+}
+
+/// Passes when this thread's last error contains `expected`, and shows the
+/// whole message when it does not.
+::testing::AssertionResult lastErrorHas(const char *expected) {
+  std::string message = ampc_last_error();
+  if (message.find(expected) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "ampc_last_error() is \"" << message << "\", expected it to contain \""
+         << expected << "\"";
+}
+
+/// Keeps a fixture library loaded for the test's lifetime so the globals it
+/// exports (what init and release saw) outlive the runtime's dlclose.
+class FixtureGlobals {
+public:
+  explicit FixtureGlobals(const char *name)
+      : handle(dlopen(fixturePath(name).c_str(), RTLD_NOW | RTLD_LOCAL)) {}
+  ~FixtureGlobals() {
+    if (handle)
+      dlclose(handle);
+  }
+  template <typename T> T *get(const char *symbol) const {
+    return handle ? static_cast<T *>(dlsym(handle, symbol)) : nullptr;
+  }
+
+private:
+  void *handle;
+};
+
+/// A loaded fixture_affine and tensors that match it.
+class AffineModel : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                              &model),
+              AMPC_OK)
+        << ampc_last_error();
+    ASSERT_NE(model, nullptr);
+    input = {AMPC_DTYPE_F32, 2, xShape, x, sizeof(x)};
+    outputs[0] = {AMPC_DTYPE_F32, 2, xShape, y, sizeof(y)};
+    outputs[1] = {AMPC_DTYPE_F32, 0, nullptr, &sum, sizeof(sum)};
+  }
+  void TearDown() override { ampc_model_release(model); }
+
+  ampc_status infer() { return ampc_model_infer(model, &input, 1, outputs, 2); }
+
+  ampc_model *model = nullptr;
+  int64_t xShape[2] = {2, 3};
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  float y[6] = {};
+  float sum = 0;
+  ampc_tensor input;
+  ampc_tensor outputs[2];
+};
+
+//===----------------------------------------------------------------------===//
+// Status, dtypes, versions, headers
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeBasics, StatusStrings) {
+  const std::pair<ampc_status, const char *> expected[] = {
+      {AMPC_OK, "ok"},
+      {AMPC_ERROR_INVALID_ARGUMENT, "invalid argument"},
+      {AMPC_ERROR_NOT_FOUND, "not found"},
+      {AMPC_ERROR_ABI_MISMATCH, "ABI mismatch"},
+      {AMPC_ERROR_SHAPE_MISMATCH, "shape mismatch"},
+      {AMPC_ERROR_DTYPE_MISMATCH, "dtype mismatch"},
+      {AMPC_ERROR_UNSUPPORTED, "unsupported"},
+      {AMPC_ERROR_EXECUTION, "execution failed"},
+      {AMPC_ERROR_IO, "I/O error"},
+      {AMPC_ERROR_CORRUPT, "corrupt"},
+  };
+  for (const auto &[status, text] : expected)
+    EXPECT_STREQ(ampc_status_string(status), text) << status;
+  EXPECT_EQ(AMPC_OK, 0);
+  EXPECT_EQ(AMPC_ERROR_CORRUPT, 9);
+  EXPECT_STREQ(ampc_status_string(static_cast<ampc_status>(10)),
+               "unknown status");
+  EXPECT_STREQ(ampc_status_string(static_cast<ampc_status>(-1)),
+               "unknown status");
+}
+
+TEST(RuntimeBasics, DtypeNamesAndSizes) {
+  struct Expected {
+    ampc_dtype dtype;
+    int onnxCode;
+    const char *name;
+    size_t size;
+  };
+  const Expected expected[] = {
+      {AMPC_DTYPE_F32, 1, "f32", 4},  {AMPC_DTYPE_U8, 2, "u8", 1},
+      {AMPC_DTYPE_I8, 3, "i8", 1},    {AMPC_DTYPE_I32, 6, "i32", 4},
+      {AMPC_DTYPE_I64, 7, "i64", 8},  {AMPC_DTYPE_BOOL, 9, "bool", 1},
+      {AMPC_DTYPE_F16, 10, "f16", 2}, {AMPC_DTYPE_F64, 11, "f64", 8},
+      {AMPC_DTYPE_BF16, 16, "bf16", 2},
+  };
+  for (const Expected &e : expected) {
+    EXPECT_EQ(static_cast<int>(e.dtype), e.onnxCode) << e.name;
+    EXPECT_STREQ(ampc_dtype_name(e.dtype), e.name);
+    EXPECT_EQ(ampc_dtype_size(e.dtype), e.size) << e.name;
+  }
+  // Codes ONNX has but ampc does not (0 undefined, 4 u16, 5 i16, 8 string).
+  for (int code : {0, 4, 5, 8, 12, 17, 99, -1}) {
+    EXPECT_EQ(ampc_dtype_size(static_cast<ampc_dtype>(code)), 0u) << code;
+    EXPECT_STREQ(ampc_dtype_name(static_cast<ampc_dtype>(code)), "unknown")
+        << code;
+  }
+}
+
+TEST(RuntimeBasics, AbiVersion) {
+  EXPECT_EQ(AMPC_ABI_VERSION, 1);
+  EXPECT_EQ(ampc_runtime_abi_version(), static_cast<uint32_t>(AMPC_ABI_VERSION));
+}
+
+TEST(RuntimeBasics, OptionsInitSetsSizeAndDefaults) {
+  ampc_model_options options;
+  std::memset(&options, 0xab, sizeof(options));
+  ampc_model_options_init(&options);
+  EXPECT_EQ(options.struct_size, sizeof(ampc_model_options));
+  EXPECT_EQ(options.num_threads, 0);
+  EXPECT_EQ(options.cuda_stream, nullptr);
+  ampc_model_options_init(nullptr); // documented no-op
+}
+
+TEST(RuntimeBasics, HeadersHaveTheSameLayoutInC99AndCxx) {
+  const size_t cxx[] = {
+      sizeof(ampc_status),
+      sizeof(ampc_dtype),
+      sizeof(ampc_model_options),
+      offsetof(ampc_model_options, cuda_stream),
+      sizeof(ampc_model_info),
+      offsetof(ampc_model_info, num_parameters),
+      sizeof(ampc_tensor_info),
+      offsetof(ampc_tensor_info, shape),
+      sizeof(ampc_tensor),
+      offsetof(ampc_tensor, size_bytes),
+      sizeof(ampc_abi_tensor),
+      sizeof(ampc_abi_config),
+      sizeof(ampc_model_abi),
+      offsetof(ampc_model_abi, state_size),
+      offsetof(ampc_model_abi, release),
+  };
+  size_t c[32];
+  ASSERT_EQ(runtime_test_c_layout(c), std::size(cxx));
+  for (size_t i = 0; i < std::size(cxx); ++i)
+    EXPECT_EQ(c[i], cxx[i]) << "layout entry " << i;
+}
+
+//===----------------------------------------------------------------------===//
+// The shared library itself
+//===----------------------------------------------------------------------===//
+
+/// The DT_NEEDED entries and the defined dynamic symbols of an ELF64 file.
+struct ElfDynamicInfo {
+  std::vector<std::string> needed;
+  std::vector<std::string> exported;
+};
+
+bool readElfDynamicInfo(const std::string &path, ElfDynamicInfo &info) {
+  std::ifstream file(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
+                          std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(Elf64_Ehdr))
+    return false;
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_shoff + header.e_shnum * sizeof(Elf64_Shdr) > bytes.size())
+    return false;
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  std::memcpy(sections.data(), bytes.data() + header.e_shoff,
+              sections.size() * sizeof(Elf64_Shdr));
+  auto stringAt = [&](const Elf64_Shdr &table, uint64_t offset) {
+    return std::string(bytes.data() + table.sh_offset + offset);
+  };
+  for (const Elf64_Shdr &section : sections) {
+    if (section.sh_offset + section.sh_size > bytes.size() ||
+        section.sh_link >= sections.size())
+      continue;
+    const Elf64_Shdr &strings = sections[section.sh_link];
+    if (section.sh_type == SHT_DYNAMIC) {
+      for (uint64_t at = 0; at + sizeof(Elf64_Dyn) <= section.sh_size;
+           at += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn entry;
+        std::memcpy(&entry, bytes.data() + section.sh_offset + at,
+                    sizeof(entry));
+        if (entry.d_tag == DT_NEEDED)
+          info.needed.push_back(stringAt(strings, entry.d_un.d_val));
+      }
+    } else if (section.sh_type == SHT_DYNSYM) {
+      for (uint64_t at = 0; at + sizeof(Elf64_Sym) <= section.sh_size;
+           at += sizeof(Elf64_Sym)) {
+        Elf64_Sym symbol;
+        std::memcpy(&symbol, bytes.data() + section.sh_offset + at,
+                    sizeof(symbol));
+        if (symbol.st_shndx != SHN_UNDEF && symbol.st_name != 0 &&
+            ELF64_ST_BIND(symbol.st_info) != STB_LOCAL)
+          info.exported.push_back(stringAt(strings, symbol.st_name));
+      }
+    }
+  }
+  return true;
+}
+
+TEST(RuntimeLibrary, DependsOnNoCompilerLibraries) {
+  ElfDynamicInfo info;
+  ASSERT_TRUE(readElfDynamicInfo(AMPC_RUNTIME_LIBRARY, info))
+      << AMPC_RUNTIME_LIBRARY;
+  ASSERT_FALSE(info.needed.empty());
+  // docs/design.md: only libc/libstdc++ (and what they bring) for the runtime.
+  const char *allowed[] = {"libc.so",      "libstdc++.so", "libm.so",
+                           "libgcc_s.so",  "libdl.so",     "libpthread.so",
+                           "ld-linux"};
+  for (const std::string &needed : info.needed) {
+    bool ok = false;
+    for (const char *prefix : allowed)
+      ok = ok || needed.rfind(prefix, 0) == 0;
+    EXPECT_TRUE(ok) << "libampc_runtime depends on " << needed;
+  }
+}
+
+TEST(RuntimeLibrary, ExportsOnlyTheCApi) {
+  ElfDynamicInfo info;
+  ASSERT_TRUE(readElfDynamicInfo(AMPC_RUNTIME_LIBRARY, info))
+      << AMPC_RUNTIME_LIBRARY;
+  for (const std::string &symbol : info.exported)
+    EXPECT_EQ(symbol.rfind("ampc_", 0), 0u) << "exported: " << symbol;
+  for (const char *api : {"ampc_model_load", "ampc_model_infer",
+                          "ampc_model_release", "ampc_last_error"})
+    EXPECT_NE(std::find(info.exported.begin(), info.exported.end(), api),
+              info.exported.end())
+        << api << " is not exported";
+}
+
+//===----------------------------------------------------------------------===//
+// ampc_last_error
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeLastError, IsPerThread) {
+  std::string inFailingThread, inOtherThread = "not read";
+  std::thread failing([&] {
+    EXPECT_EQ(ampc_model_load(nullptr, nullptr, nullptr),
+              AMPC_ERROR_INVALID_ARGUMENT);
+    inFailingThread = ampc_last_error();
+  });
+  failing.join();
+  std::thread other([&] { inOtherThread = ampc_last_error(); });
+  other.join();
+  EXPECT_EQ(inFailingThread, "ampc_model_load: out_model is NULL");
+  EXPECT_EQ(inOtherThread, "");
+}
+
+TEST(RuntimeLastError, SuccessLeavesItUnchanged) {
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load("", nullptr, &model), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_load: path is empty");
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_load: path is empty");
+  ampc_model_release(model);
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+TEST_F(AffineModel, DescribesItself) {
+  ampc_model_info info;
+  ASSERT_EQ(ampc_model_describe(model, &info), AMPC_OK);
+  EXPECT_STREQ(info.name, "affine");
+  EXPECT_STREQ(info.target, "cpu");
+  EXPECT_STREQ(info.precision, "fp32");
+  EXPECT_STREQ(info.mode, "infer");
+  EXPECT_EQ(info.num_inputs, 1);
+  EXPECT_EQ(info.num_outputs, 2);
+  EXPECT_EQ(info.num_parameters, 1);
+
+  ampc_tensor_info tensor;
+  ASSERT_EQ(ampc_model_input_info(model, 0, &tensor), AMPC_OK);
+  EXPECT_STREQ(tensor.name, "x");
+  EXPECT_EQ(tensor.dtype, AMPC_DTYPE_F32);
+  ASSERT_EQ(tensor.rank, 2);
+  EXPECT_EQ(tensor.shape[0], 2);
+  EXPECT_EQ(tensor.shape[1], 3);
+
+  ASSERT_EQ(ampc_model_output_info(model, 0, &tensor), AMPC_OK);
+  EXPECT_STREQ(tensor.name, "y");
+  EXPECT_EQ(tensor.dtype, AMPC_DTYPE_F32);
+  ASSERT_EQ(tensor.rank, 2);
+  EXPECT_EQ(tensor.shape[0], 2);
+  EXPECT_EQ(tensor.shape[1], 3);
+
+  ASSERT_EQ(ampc_model_output_info(model, 1, &tensor), AMPC_OK);
+  EXPECT_STREQ(tensor.name, "s");
+  EXPECT_EQ(tensor.dtype, AMPC_DTYPE_F32);
+  EXPECT_EQ(tensor.rank, 0);
+  EXPECT_EQ(tensor.shape, nullptr);
+
+  ASSERT_EQ(ampc_model_parameter_info(model, 0, &tensor), AMPC_OK);
+  EXPECT_STREQ(tensor.name, "scale");
+  EXPECT_EQ(tensor.dtype, AMPC_DTYPE_F32);
+  ASSERT_EQ(tensor.rank, 1);
+  EXPECT_EQ(tensor.shape[0], 1);
+}
+
+TEST_F(AffineModel, DescribeRejectsBadArguments) {
+  EXPECT_EQ(ampc_model_describe(model, nullptr), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_describe: out is NULL");
+  ampc_model_info info;
+  EXPECT_EQ(ampc_model_describe(nullptr, &info), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_describe: model is NULL");
+
+  ampc_tensor_info tensor;
+  EXPECT_EQ(ampc_model_input_info(model, 0, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_input_info: out is NULL");
+  EXPECT_EQ(ampc_model_input_info(model, 1, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_input_info: input index 1 is "
+                                  "out of range, the model has 1 input");
+  EXPECT_EQ(ampc_model_output_info(model, -1, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_output_info: output index -1 is "
+                                  "out of range, the model has 2 outputs");
+  EXPECT_EQ(ampc_model_parameter_info(model, 1, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("parameter index 1 is out of range"));
+  EXPECT_EQ(ampc_model_parameter_info(nullptr, 0, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_parameter_info: model is NULL");
+}
+
+TEST(RuntimeLoad, NullArguments) {
+  ampc_model *model = reinterpret_cast<ampc_model *>(0x1);
+  EXPECT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_load: out_model is NULL");
+  EXPECT_EQ(ampc_model_load(nullptr, nullptr, &model),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_load: path is NULL");
+  EXPECT_EQ(model, nullptr) << "a failed load must clear *out_model";
+}
+
+TEST(RuntimeLoad, MissingFile) {
+  std::string path = fixturePath("no_such_model");
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model),
+            AMPC_ERROR_NOT_FOUND);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas(("ampc_model_load: cannot open '" + path).c_str()));
+  EXPECT_TRUE(lastErrorHas("No such file or directory"));
+}
+
+TEST(RuntimeLoad, NotASharedLibrary) {
+  std::string path = ::testing::TempDir() + "ampc_runtime_test_not_a_library.so";
+  {
+    std::ofstream text(path);
+    text << "This is a text file that happens to end in .so; the loader "
+            "must refuse it without crashing.\n";
+  }
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model),
+            AMPC_ERROR_NOT_FOUND);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas(("cannot open '" + path + "'").c_str()));
+  EXPECT_TRUE(lastErrorHas("invalid ELF header"));
+  std::remove(path.c_str());
+}
+
+TEST(RuntimeLoad, BareFileNameMeansTheCurrentFolder) {
+  // dlopen("libc.so.6") would find the system library; ampc_model_load looks
+  // in the current folder only.
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load("libc.so.6", nullptr, &model),
+            AMPC_ERROR_NOT_FOUND);
+  EXPECT_TRUE(lastErrorHas("cannot open 'libc.so.6': ./libc.so.6"));
+
+  char previous[4096];
+  ASSERT_NE(getcwd(previous, sizeof(previous)), nullptr);
+  ASSERT_EQ(chdir(AMPC_FIXTURE_DIR), 0);
+  ampc_status status = ampc_model_load("fixture_affine.so", nullptr, &model);
+  std::string error = ampc_last_error();
+  ASSERT_EQ(chdir(previous), 0);
+  EXPECT_EQ(status, AMPC_OK) << error;
+  EXPECT_NE(model, nullptr);
+  ampc_model_release(model);
+}
+
+TEST(RuntimeLoad, NoEntrySymbol) {
+  std::string path = fixturePath("fixture_no_entry");
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model),
+            AMPC_ERROR_NOT_FOUND);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(
+      lastErrorHas(("'" + path + "' is not an ampc model library").c_str()));
+  EXPECT_TRUE(lastErrorHas("undefined symbol: ampc_model_entry"));
+}
+
+TEST(RuntimeLoad, AbiMismatchNamesBothVersions) {
+  std::string path = fixturePath("fixture_abi_mismatch");
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model),
+            AMPC_ERROR_ABI_MISMATCH);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_STREQ(ampc_last_error(),
+               ("ampc_model_load: '" + path +
+                "' was compiled for ABI version 999, this runtime supports "
+                "version 1")
+                   .c_str());
+}
+
+struct BadDescriptorCase {
+  const char *variant;
+  ampc_status status;
+  const char *message;
+};
+
+void PrintTo(const BadDescriptorCase &c, std::ostream *os) { *os << c.variant; }
+
+class RuntimeBadDescriptor
+    : public ::testing::TestWithParam<BadDescriptorCase> {};
+
+TEST_P(RuntimeBadDescriptor, IsRefusedWithAReason) {
+  const BadDescriptorCase &c = GetParam();
+  std::string path = fixturePath((std::string("fixture_bad_") + c.variant).c_str());
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model), c.status)
+      << ampc_last_error();
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas(("ampc_model_load: '" + path + "").c_str()));
+  EXPECT_TRUE(lastErrorHas(c.message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RuntimeBadDescriptor,
+    ::testing::Values(
+        BadDescriptorCase{"null_descriptor", AMPC_ERROR_CORRUPT,
+                          "ampc_model_entry returned NULL"},
+        BadDescriptorCase{"small_struct", AMPC_ERROR_CORRUPT,
+                          "the descriptor's struct_size is 16, ABI version 1 "
+                          "needs at least"},
+        BadDescriptorCase{"null_model_name", AMPC_ERROR_CORRUPT,
+                          "the descriptor's name is NULL"},
+        BadDescriptorCase{"null_mode", AMPC_ERROR_CORRUPT,
+                          "the descriptor's mode is NULL"},
+        BadDescriptorCase{"unknown_mode", AMPC_ERROR_CORRUPT,
+                          "the descriptor's mode is 'predict', expected "
+                          "'infer' or 'train'"},
+        BadDescriptorCase{"train_mode", AMPC_ERROR_UNSUPPORTED,
+                          "is a training library (mode 'train')"},
+        BadDescriptorCase{"null_infer", AMPC_ERROR_CORRUPT,
+                          "mode 'infer' but the descriptor's infer function "
+                          "is NULL"},
+        BadDescriptorCase{"negative_count", AMPC_ERROR_CORRUPT,
+                          "the descriptor has -1 outputs"},
+        BadDescriptorCase{"null_list", AMPC_ERROR_CORRUPT,
+                          "the descriptor has 1 input but no input list"},
+        BadDescriptorCase{"null_tensor_name", AMPC_ERROR_CORRUPT,
+                          "input 0 has a NULL name"},
+        BadDescriptorCase{"negative_rank", AMPC_ERROR_CORRUPT,
+                          "input 0 ('x') has rank -1"},
+        BadDescriptorCase{"null_shape", AMPC_ERROR_CORRUPT,
+                          "output 0 ('y') has rank 2 but a NULL shape"},
+        BadDescriptorCase{"negative_dim", AMPC_ERROR_CORRUPT,
+                          "input 0 ('x') has dimension 1 of size -3"},
+        BadDescriptorCase{"unknown_dtype", AMPC_ERROR_CORRUPT,
+                          "input 0 ('x') has unknown dtype code 42"}),
+    [](const ::testing::TestParamInfo<BadDescriptorCase> &info) {
+      return std::string(info.param.variant);
+    });
+
+TEST(RuntimeLoad, OptionsWithUnknownStructSize) {
+  std::string path = fixturePath("fixture_affine");
+  ampc_model_options options;
+  ampc_model_options_init(&options);
+  ampc_model *model = nullptr;
+
+  options.struct_size = 0; // never initialized
+  EXPECT_EQ(ampc_model_load(path.c_str(), &options, &model),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_STREQ(ampc_last_error(),
+               ("ampc_model_load: options->struct_size is 0, this runtime "
+                "knows " +
+                std::to_string(sizeof(ampc_model_options)) +
+                " (fill options with ampc_model_options_init)")
+                   .c_str());
+
+  options.struct_size = sizeof(ampc_model_options) + 8; // a newer header
+  EXPECT_EQ(ampc_model_load(path.c_str(), &options, &model),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas(
+      ("options->struct_size is " + std::to_string(sizeof(options) + 8))
+          .c_str()));
+
+  ampc_model_options_init(&options);
+  options.num_threads = -2;
+  EXPECT_EQ(ampc_model_load(path.c_str(), &options, &model),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("options->num_threads is -2"));
+}
+
+TEST(RuntimeLoad, OptionsReachTheLibrary) {
+  FixtureGlobals globals("fixture_affine");
+  int32_t *seenThreads = globals.get<int32_t>("fixture_affine_seen_num_threads");
+  void **seenStream = globals.get<void *>("fixture_affine_seen_cuda_stream");
+  ASSERT_NE(seenThreads, nullptr);
+  ASSERT_NE(seenStream, nullptr);
+
+  int hostStream = 0; // stands in for a cudaStream_t
+  ampc_model_options options;
+  ampc_model_options_init(&options);
+  options.num_threads = 3;
+  options.cuda_stream = &hostStream;
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), &options,
+                            &model),
+            AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(*seenThreads, 3);
+  EXPECT_EQ(*seenStream, &hostStream);
+  ampc_model_release(model);
+
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  EXPECT_EQ(*seenThreads, 0) << "NULL options mean the defaults";
+  EXPECT_EQ(*seenStream, nullptr);
+  ampc_model_release(model);
+}
+
+TEST(RuntimeLoad, InitFailureCarriesTheLibraryMessage) {
+  FixtureGlobals globals("fixture_init_fails");
+  int32_t *releases = globals.get<int32_t>("fixture_fails_releases");
+  ASSERT_NE(releases, nullptr);
+  std::string path = fixturePath("fixture_init_fails");
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model),
+            AMPC_ERROR_EXECUTION);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_STREQ(ampc_last_error(),
+               ("ampc_model_load: '" + path +
+                "': model initialization failed: fixture: init refused")
+                   .c_str());
+  EXPECT_EQ(*releases, 0) << "release must not follow a failed init";
+}
+
+//===----------------------------------------------------------------------===//
+// Running
+//===----------------------------------------------------------------------===//
+
+TEST_F(AffineModel, InferComputesOutputs) {
+  ASSERT_EQ(infer(), AMPC_OK) << ampc_last_error();
+  const float expectedY[6] = {3, 5, 7, 9, 11, 13};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y[i], expectedY[i]) << i;
+  EXPECT_FLOAT_EQ(sum, 21);
+
+  const float second[6] = {-1.5f, 0, 0.25f, 100, -3, 2};
+  std::memcpy(x, second, sizeof(x));
+  ASSERT_EQ(infer(), AMPC_OK) << ampc_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y[i], 2 * second[i] + 1) << i;
+  EXPECT_FLOAT_EQ(sum, 97.75f);
+}
+
+TEST_F(AffineModel, InferTakesLargerBuffers) {
+  float bigger[8] = {};
+  outputs[0].data = bigger;
+  outputs[0].size_bytes = sizeof(bigger);
+  ASSERT_EQ(infer(), AMPC_OK) << ampc_last_error();
+  EXPECT_FLOAT_EQ(bigger[5], 13);
+  EXPECT_FLOAT_EQ(bigger[6], 0) << "wrote past the tensor";
+}
+
+TEST_F(AffineModel, WrongNumberOfTensors) {
+  ampc_tensor two[2] = {input, input};
+  EXPECT_EQ(ampc_model_infer(model, two, 2, outputs, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: the model takes 1 input, got 2");
+  EXPECT_EQ(ampc_model_infer(model, &input, 0, outputs, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: the model takes 1 input, got 0");
+  EXPECT_EQ(ampc_model_infer(model, &input, 1, outputs, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: the model gives 2 outputs, got 1");
+}
+
+TEST_F(AffineModel, WrongDtype) {
+  input.dtype = AMPC_DTYPE_F16;
+  EXPECT_EQ(infer(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: input 0 ('x') has dtype "
+                                  "f16, the model expects f32");
+  input.dtype = static_cast<ampc_dtype>(77);
+  EXPECT_EQ(infer(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_TRUE(lastErrorHas("input 0 ('x') has dtype unknown dtype code 77"));
+  input.dtype = AMPC_DTYPE_F32;
+  outputs[1].dtype = AMPC_DTYPE_F64;
+  EXPECT_EQ(infer(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_TRUE(lastErrorHas("output 1 ('s') has dtype f64, the model expects "
+                           "f32"));
+}
+
+TEST_F(AffineModel, WrongRank) {
+  int64_t flat[1] = {6};
+  input.rank = 1;
+  input.shape = flat;
+  EXPECT_EQ(infer(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: input 0 ('x') has rank "
+                                  "1, the model expects rank 2 (shape [2, 3])");
+  input.rank = 2;
+  input.shape = xShape;
+  outputs[1].rank = 1;
+  outputs[1].shape = flat;
+  EXPECT_EQ(infer(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_TRUE(lastErrorHas("output 1 ('s') has rank 1, the model expects "
+                           "rank 0 (shape [])"));
+}
+
+TEST_F(AffineModel, WrongShape) {
+  int64_t wide[2] = {2, 4};
+  input.shape = wide;
+  EXPECT_EQ(infer(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: input 0 ('x') has shape "
+                                  "[2, 4], the model expects [2, 3]");
+  int64_t transposed[2] = {3, 2};
+  input.shape = xShape;
+  outputs[0].shape = transposed;
+  EXPECT_EQ(infer(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_TRUE(lastErrorHas("output 0 ('y') has shape [3, 2], the model "
+                           "expects [2, 3]"));
+}
+
+TEST_F(AffineModel, NullArguments) {
+  EXPECT_EQ(ampc_model_infer(nullptr, &input, 1, outputs, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: model is NULL");
+  EXPECT_EQ(ampc_model_infer(model, nullptr, 1, outputs, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: inputs is NULL");
+  EXPECT_EQ(ampc_model_infer(model, &input, 1, nullptr, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: outputs is NULL");
+
+  input.shape = nullptr;
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: input 0 ('x') has rank 2 but a NULL shape");
+  input.shape = xShape;
+
+  input.data = nullptr;
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: input 0 ('x') has NULL data");
+  input.data = x;
+  outputs[1].data = nullptr;
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: output 1 ('s') has NULL data");
+}
+
+TEST_F(AffineModel, BufferTooSmall) {
+  input.size_bytes = 20;
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: input 0 ('x') has "
+                                  "size_bytes 20, f32 [2, 3] needs 24");
+  input.size_bytes = sizeof(x);
+  outputs[1].size_bytes = 2;
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: output 1 ('s') has "
+                                  "size_bytes 2, f32 [] needs 4");
+}
+
+TEST_F(AffineModel, OverlappingBuffers) {
+  outputs[0].data = x; // in place
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: output 0 ('y') overlaps input 0 ('x') in "
+               "memory");
+  outputs[0].data = y;
+  outputs[1].data = &y[5];
+  EXPECT_EQ(infer(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: output 1 ('s') overlaps output 0 ('y') in "
+               "memory");
+  outputs[1].data = &sum;
+  EXPECT_EQ(infer(), AMPC_OK) << "adjacent buffers do not overlap";
+}
+
+TEST(RuntimeInfer, ExecutionFailureCarriesTheLibraryMessage) {
+  float a[4] = {}, b[4] = {};
+  int64_t shape[1] = {4};
+  ampc_tensor input = {AMPC_DTYPE_F32, 1, shape, a, sizeof(a)};
+  ampc_tensor output = {AMPC_DTYPE_F32, 1, shape, b, sizeof(b)};
+
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_fails").c_str(), nullptr,
+                            &model),
+            AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_infer(model, &input, 1, &output, 1),
+            AMPC_ERROR_EXECUTION);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_infer: model 'fails' failed: "
+                                  "fixture: deliberate failure");
+  ampc_model_release(model);
+
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_fails_silently").c_str(),
+                            nullptr, &model),
+            AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_infer(model, &input, 1, &output, 1),
+            AMPC_ERROR_EXECUTION);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_infer: model 'fails' failed: error code 7");
+  ampc_model_release(model);
+}
+
+//===----------------------------------------------------------------------===//
+// Handles
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kNotLive =
+    "model handle is not live (released or never created)";
+
+TEST(RuntimeHandles, ReleaseNullIsANoOp) {
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load("", nullptr, &model), AMPC_ERROR_INVALID_ARGUMENT);
+  ampc_model_release(nullptr);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_load: path is empty")
+      << "release(NULL) must not report an error";
+}
+
+TEST(RuntimeHandles, ReleaseTwiceIsReportedNotACrash) {
+  FixtureGlobals globals("fixture_affine");
+  int32_t *releases = globals.get<int32_t>("fixture_affine_releases");
+  ASSERT_NE(releases, nullptr);
+  int32_t before = *releases;
+
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  ampc_model_release(model);
+  EXPECT_EQ(*releases, before + 1) << "the library's release runs once";
+  ampc_model_release(model);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_release: ") + kNotLive);
+  EXPECT_EQ(*releases, before + 1);
+}
+
+TEST(RuntimeHandles, CallsAfterReleaseAreRefused) {
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  ampc_model_release(model);
+
+  float x[6] = {}, y[6] = {}, sum = 0;
+  int64_t shape[2] = {2, 3};
+  ampc_tensor input = {AMPC_DTYPE_F32, 2, shape, x, sizeof(x)};
+  ampc_tensor outputs[2] = {{AMPC_DTYPE_F32, 2, shape, y, sizeof(y)},
+                            {AMPC_DTYPE_F32, 0, nullptr, &sum, sizeof(sum)}};
+  EXPECT_EQ(ampc_model_infer(model, &input, 1, outputs, 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_infer: ") + kNotLive);
+
+  ampc_model_info info;
+  EXPECT_EQ(ampc_model_describe(model, &info), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_describe: ") + kNotLive);
+  ampc_tensor_info tensor;
+  EXPECT_EQ(ampc_model_output_info(model, 0, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_output_info: ") + kNotLive);
+}
+
+TEST(RuntimeHandles, NeverCreatedHandleIsRefused) {
+  int notAModel = 0;
+  ampc_model *bogus = reinterpret_cast<ampc_model *>(&notAModel);
+  ampc_model_info info;
+  EXPECT_EQ(ampc_model_describe(bogus, &info), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_describe: ") + kNotLive);
+  ampc_model_release(bogus);
+  EXPECT_EQ(std::string(ampc_last_error()),
+            std::string("ampc_model_release: ") + kNotLive);
+  EXPECT_EQ(notAModel, 0);
+}
+
+TEST(RuntimeHandles, ReleasedHandlesAreNeverReused) {
+  std::string path = fixturePath("fixture_affine");
+  ampc_model *first = nullptr, *second = nullptr;
+  ASSERT_EQ(ampc_model_load(path.c_str(), nullptr, &first), AMPC_OK);
+  ampc_model_release(first);
+  ASSERT_EQ(ampc_model_load(path.c_str(), nullptr, &second), AMPC_OK);
+  EXPECT_NE(first, second);
+  ampc_model_info info;
+  EXPECT_EQ(ampc_model_describe(first, &info), AMPC_ERROR_INVALID_ARGUMENT)
+      << "a stale handle must not reach the newer model";
+  EXPECT_TRUE(lastErrorHas(kNotLive));
+  EXPECT_EQ(ampc_model_describe(second, &info), AMPC_OK);
+  ampc_model_release(second);
+}
+
+TEST(RuntimeHandles, TwoHandlesOfOneLibraryAreIndependent) {
+  std::string path = fixturePath("fixture_affine");
+  ampc_model *first = nullptr, *second = nullptr;
+  ASSERT_EQ(ampc_model_load(path.c_str(), nullptr, &first), AMPC_OK);
+  ASSERT_EQ(ampc_model_load(path.c_str(), nullptr, &second), AMPC_OK);
+  ASSERT_NE(first, second);
+  ampc_model_release(first);
+
+  // The library stays loaded for the second handle.
+  float x[6] = {1, 1, 1, 1, 1, 1}, y[6] = {}, sum = 0;
+  int64_t shape[2] = {2, 3};
+  ampc_tensor input = {AMPC_DTYPE_F32, 2, shape, x, sizeof(x)};
+  ampc_tensor outputs[2] = {{AMPC_DTYPE_F32, 2, shape, y, sizeof(y)},
+                            {AMPC_DTYPE_F32, 0, nullptr, &sum, sizeof(sum)}};
+  ASSERT_EQ(ampc_model_infer(second, &input, 1, outputs, 2), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_FLOAT_EQ(y[0], 3);
+  EXPECT_FLOAT_EQ(sum, 6);
+  ampc_model_release(second);
+}
+
+TEST_F(AffineModel, ConcurrentInferOnOneHandleIsSerialized) {
+  // The fixture fails a call that starts while another runs on its state.
+  constexpr int kThreads = 8, kCalls = 200;
+  std::atomic<int> failures{0};
+  std::string firstError;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      int64_t shape[2] = {2, 3};
+      float in[6], out[6], total;
+      for (int i = 0; i < 6; ++i)
+        in[i] = static_cast<float>(t + i);
+      ampc_tensor input = {AMPC_DTYPE_F32, 2, shape, in, sizeof(in)};
+      ampc_tensor outs[2] = {{AMPC_DTYPE_F32, 2, shape, out, sizeof(out)},
+                             {AMPC_DTYPE_F32, 0, nullptr, &total,
+                              sizeof(total)}};
+      for (int call = 0; call < kCalls; ++call) {
+        bool ok = ampc_model_infer(model, &input, 1, outs, 2) == AMPC_OK &&
+                  out[5] == 2 * in[5] + 1 && total == 6 * t + 15;
+        if (!ok && failures++ == 0)
+          firstError = ampc_last_error();
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures.load(), 0) << firstError;
+}
+
+} // namespace
