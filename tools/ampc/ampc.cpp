@@ -13,6 +13,7 @@
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
+#include "ampc/Target/CpuTarget.h"
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Precision.h"
@@ -23,6 +24,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Path.h"
@@ -83,6 +85,14 @@ cl::opt<Mode> mode("mode", cl::desc("what the output computes"),
                               clEnumValN(Mode::Infer, "infer",
                                          "the forward pass only")),
                    cl::cat(ampcCategory));
+enum class Target { Cpu, Cuda };
+cl::opt<Target> target(
+    "target", cl::desc("the machine the library runs on"),
+    cl::init(Target::Cpu),
+    cl::values(clEnumValN(Target::Cpu, "cpu",
+                          "C++ compiled by the host compiler, OpenBLAS GEMMs"),
+               clEnumValN(Target::Cuda, "cuda", "not available yet")),
+    cl::cat(ampcCategory));
 cl::opt<std::string> precision(
     "precision", cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
                           "(no mixed precision)"),
@@ -181,6 +191,60 @@ bool exportOnnx(mlir::ModuleOp module) {
   return true;
 }
 
+/// --target=cpu: the C++ source (--emit=cpp) or the compiled library.
+bool emitCpuLibrary(mlir::ModuleOp module) {
+  ampc::CpuLibraryOptions options;
+  options.modelName = sys::path::stem(inputPath).str();
+  options.precision = precision;
+  std::string error;
+  // Sources and parameters go next to the output for --emit=cpp, and to a
+  // temporary folder (removed afterwards) for --emit=so.
+  SmallString<128> folder;
+  std::string base;
+  if (emit == Emit::Cpp) {
+    base = outputPath.empty() ? options.modelName : outputPath.getValue();
+  } else {
+    if (std::error_code ec = sys::fs::createUniqueDirectory("ampc-cpu", folder))
+      return userError("cannot create a temporary folder: " + ec.message()), false;
+    base = (folder + "/model.cpp").str();
+  }
+  llvm::scope_exit cleanup([&] {
+    if (!folder.empty())
+      sys::fs::remove_directories(folder);
+  });
+  SmallString<128> parameterFile(base);
+  sys::path::replace_extension(parameterFile, "params.bin");
+  sys::fs::make_absolute(parameterFile);
+  options.parameterFile = parameterFile.str().str();
+
+  std::string source, parameters;
+  llvm::raw_string_ostream os(source);
+  if (failed(ampc::emitCpuSource(module, options, os, parameters)))
+    return false;
+  auto writeFile = [&](StringRef path, StringRef contents) {
+    std::error_code ec;
+    raw_fd_ostream file(path, ec);
+    if (ec)
+      return userError("cannot write " + path + ": " + ec.message()), false;
+    file << contents;
+    return true;
+  };
+  if (!parameters.empty() && !writeFile(parameterFile, parameters))
+    return false;
+  if (emit == Emit::Cpp) {
+    if (outputPath.empty()) {
+      outs() << source;
+      return true;
+    }
+    return writeFile(outputPath, source);
+  }
+  if (!writeFile(base, source))
+    return false;
+  if (!ampc::compileCpuLibrary(base, outputPath, error))
+    return userError(inputPath + ": " + error), false;
+  return true;
+}
+
 /// Counts the casts ampc-assign-precision inserted, before optimisation.
 struct CastCounter : public mlir::PassInstrumentation {
   explicit CastCounter(unsigned &count) : count(count) {}
@@ -223,12 +287,15 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return userError("no input model (see --help)");
-  if (!explain && emit != Emit::Mlir && emit != Emit::Onnx)
-    return userError("--emit=" + std::string(emit == Emit::So     ? "so"
-                                             : emit == Emit::Cuda ? "cuda"
-                                                                  : "cpp") +
-                     " needs a part of ampc this build does not have yet; "
-                     "use --emit=mlir or --emit=onnx (see README, Status)");
+  bool codegen = emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda;
+  if (!explain && (emit == Emit::Cuda || (codegen && target == Target::Cuda)))
+    return userError("the CUDA target needs a part of ampc this build does not "
+                     "have yet; use --target=cpu (see README, Status)");
+  if (!explain && codegen && mode == Mode::Train)
+    return userError("training libraries need autodiff, which this build does "
+                     "not have yet; add --mode=infer (see README, Status)");
+  if (!explain && emit == Emit::So && outputPath.empty())
+    return userError("--emit=so needs -o FILE.so");
   if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
     return userError("--emit-after needs --emit=mlir");
   if (!explain && emit == Emit::Onnx) {
@@ -327,6 +394,8 @@ int main(int argc, char **argv) {
     return 0;
   if (emit == Emit::Onnx)
     return exportOnnx(*module) ? 0 : 1;
+  if (emit == Emit::So || emit == Emit::Cpp)
+    return emitCpuLibrary(*module) ? 0 : 1;
 
   std::string error;
   auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);

@@ -1,0 +1,47 @@
+//===- CpuTarget.h - C++ model libraries for the CPU ------------*- C++ -*-===//
+//
+// The CPU target writes a model as C++ that implements the model ABI
+// (include/ampc/Runtime/ModelAbi.h) on top of the kernels in
+// include/ampc/Runtime/CpuKernels.h, then compiles it with the host C++
+// compiler into a shared library that libampc_runtime loads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TARGET_CPUTARGET_H
+#define AMPC_TARGET_CPUTARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace ampc {
+
+struct CpuLibraryOptions {
+  /// The model's name in the library's description.
+  std::string modelName = "model";
+  /// "fp16", "bf16", "fp32" or "fp64", for the description.
+  std::string precision = "fp32";
+  /// Where the parameter values are read from when the source is compiled
+  /// (an `.incbin` of this file).
+  std::string parameterFile;
+};
+
+/// Writes the C++ source of an inference library for the module's @forward
+/// (after the pipeline) to `source`, and the parameters' initial values, in
+/// their storage format, to `parameters`. Fails with a diagnostic at the op
+/// the target cannot compile.
+mlir::LogicalResult emitCpuSource(mlir::ModuleOp module,
+                                  const CpuLibraryOptions &options,
+                                  llvm::raw_ostream &source,
+                                  std::string &parameters);
+
+/// Compiles a source written by emitCpuSource into the shared library
+/// `output` with the host C++ compiler ($CXX or c++) and OpenBLAS. On failure
+/// sets `error` to one line (the compiler's first error).
+bool compileCpuLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
+                       std::string &error);
+
+} // namespace ampc
+
+#endif // AMPC_TARGET_CPUTARGET_H

@@ -1,0 +1,601 @@
+//===- CpuEmitter.cpp - C++ model libraries for the CPU -------------------===//
+//
+// Walks @forward after the pipeline and writes, for each op, a call to the
+// kernels of include/ampc/Runtime/CpuKernels.h or a loop over its elements.
+// Every value gets its own buffer in the instance state (a memory plan that
+// reuses buffers, and fusion of elementwise chains, come with the
+// kernel-level lowering); parameters are copied there by `init` from a blob
+// the library embeds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Target/CpuTarget.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using llvm::formatv;
+using llvm::StringRef;
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/// ONNX TensorProto data type codes, as the model ABI uses them.
+int onnxDtype(Type t) {
+  if (t.isF32()) return 1;
+  if (t.isF16()) return 10;
+  if (t.isBF16()) return 16;
+  if (t.isF64()) return 11;
+  if (t.isInteger(1)) return 9;
+  if (t.isInteger(8)) return t.isUnsignedInteger() ? 2 : 3;
+  if (t.isInteger(32)) return 6;
+  if (t.isInteger(64)) return 7;
+  return 0;
+}
+
+/// C++ type a buffer of `t` holds.
+StringRef storageType(Type t) {
+  if (t.isF32()) return "float";
+  if (t.isF64()) return "double";
+  if (t.isF16() || t.isBF16()) return "uint16_t";
+  if (t.isInteger(1)) return "uint8_t";
+  if (t.isInteger(8)) return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
+  if (t.isInteger(32)) return "int32_t";
+  if (t.isInteger(64)) return "int64_t";
+  return "";
+}
+
+/// C++ type arithmetic on `t` uses.
+StringRef computeType(Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32()) return "float";
+  if (t.isF64()) return "double";
+  if (t.isInteger(1)) return "bool";
+  return storageType(t);
+}
+
+int64_t storageSize(Type t) {
+  if (t.isF64() || t.isInteger(64)) return 8;
+  if (t.isF32() || t.isInteger(32)) return 4;
+  if (t.isF16() || t.isBF16()) return 2;
+  return 1;
+}
+
+std::string load(Type t, const std::string &e) {
+  if (t.isF16()) return "ampc::cpu::loadF16(" + e + ")";
+  if (t.isBF16()) return "ampc::cpu::loadBf16(" + e + ")";
+  if (t.isInteger(1)) return "(" + e + " != 0)";
+  return e;
+}
+
+std::string store(Type t, const std::string &e) {
+  if (t.isF16()) return "ampc::cpu::storeF16(" + e + ")";
+  if (t.isBF16()) return "ampc::cpu::storeBf16(" + e + ")";
+  return "static_cast<" + storageType(t).str() + ">(" + e + ")";
+}
+
+/// `text` as the inside of a C string literal.
+std::string cString(StringRef text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20) {
+      out += '\\';
+      out += static_cast<char>('0' + (u >> 6));
+      out += static_cast<char>('0' + ((u >> 3) & 7));
+      out += static_cast<char>('0' + (u & 7));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+Type elementOf(Value v) { return tensorOf(v).getElementType(); }
+
+std::string list(ArrayRef<int64_t> values) {
+  if (values.empty())
+    return "{0}";
+  return "{" + llvm::join(llvm::map_range(values, [](int64_t v) {
+                            return std::to_string(v) + "LL";
+                          }),
+                          ", ") +
+         "}";
+}
+
+/// Row-major strides of `shape`, placed at the end of a rank-`rank` index
+/// space, 0 along dimensions of size 1 that broadcast to `out`.
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
+                                      ArrayRef<int64_t> out) {
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t i = shape.size() - 1, o = out.size() - 1; i >= 0; --i, --o) {
+    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+class Emitter {
+public:
+  Emitter(ModuleOp module, const ampc::CpuLibraryOptions &options,
+          llvm::raw_ostream &os, std::string &blob)
+      : module(module), options(options), os(os), blob(blob) {}
+
+  LogicalResult run();
+
+private:
+  std::string name(Value v) { return names.lookup(v); }
+  /// Declares a buffer in the state for `v`.
+  void allocate(Value v, llvm::raw_ostream &body);
+  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body);
+  void emitElementwise(Operation *op, ValueRange inputs,
+                       const std::string &expression, llvm::raw_ostream &body);
+  void emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
+                   llvm::raw_ostream &body);
+  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  void emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body);
+  void emitDescriptor(func::FuncOp forward);
+
+  ModuleOp module;
+  const ampc::CpuLibraryOptions &options;
+  llvm::raw_ostream &os;
+  std::string &blob;
+  llvm::DenseMap<Value, std::string> names;
+  llvm::StringMap<int64_t> parameterOffsets;
+  int64_t stateSize = 0;
+  unsigned counter = 0;
+  std::string constants;
+};
+
+void Emitter::allocate(Value v, llvm::raw_ostream &body) {
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  RankedTensorType t = tensorOf(v);
+  int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+  body << "  " << storageType(t.getElementType()) << " *" << n << " = reinterpret_cast<"
+       << storageType(t.getElementType()) << " *>(state + " << stateSize << ");\n";
+  stateSize = alignUp(stateSize + std::max<int64_t>(bytes, 1));
+}
+
+void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
+                          llvm::raw_ostream &body) {
+  RankedTensorType out = tensorOf(output);
+  body << formatv("  {{ static const int64_t dims[] = {0}; static const int64_t "
+                  "s0[] = {1}; const int64_t *strides[] = {{s0};\n",
+                  list(out.getShape()), list(strides));
+  body << formatv("    ampc::cpu::forEach<1>({0}, dims, strides, [&](int64_t o, "
+                  "int64_t a) {{ {1}[o] = {2}[a]; }); }\n",
+                  out.getRank(), name(output), name(input));
+}
+
+void Emitter::emitElementwise(Operation *op, ValueRange inputs,
+                              const std::string &expression,
+                              llvm::raw_ostream &body) {
+  Value output = op->getResult(0);
+  RankedTensorType out = tensorOf(output);
+  body << "  { static const int64_t dims[] = " << list(out.getShape()) << ";\n";
+  std::string strideNames;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    body << "    static const int64_t s" << i << "[] = "
+         << list(broadcastStrides(tensorOf(in).getShape(), out.getShape()))
+         << ";\n";
+    strideNames += (i ? ", s" : "s") + std::to_string(i);
+  }
+  body << "    const int64_t *strides[] = {" << strideNames << "};\n";
+  std::string params = "int64_t o";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    params += ", int64_t i" + std::to_string(i);
+  body << "    ampc::cpu::forEach<" << inputs.size() << ">(" << out.getRank()
+       << ", dims, strides, [&](" << params << ") {\n";
+  for (auto [i, in] : llvm::enumerate(inputs))
+    body << "      const " << computeType(elementOf(in)) << " x" << i << " = "
+         << load(elementOf(in), name(in) + "[i" + std::to_string(i) + "]")
+         << ";\n";
+  body << "      " << name(output) << "[o] = "
+       << store(out.getElementType(), expression) << ";\n    }); }\n";
+}
+
+LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
+  // Gemm: alpha * op(A) op(B) + beta * C; MatMul: batched A B with numpy
+  // broadcasting of the batch dimensions. Both widen 16-bit inputs to FP32,
+  // multiply with FP32 accumulation, and round once when storing.
+  Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
+  Type outType = elementOf(out);
+  if (!isa<FloatType>(outType) || outType.isF64())
+    return op->emitError() << "the CPU target multiplies f32, f16 and bf16 "
+                              "matrices only, got "
+                           << outType;
+  auto widen = [&](Value v) {
+    Type t = elementOf(v);
+    std::string n = name(v);
+    if (t.isF32())
+      return "const float *w_" + n + " = " + n + ";\n";
+    return formatv("std::vector<float> wv_{0} = ampc::cpu::widen({0}, {1}LL, "
+                   "{2}); const float *w_{0} = wv_{0}.data();\n",
+                   n, tensorOf(v).getNumElements(),
+                   t.isF16() ? "ampc::cpu::loadF16" : "ampc::cpu::loadBf16")
+        .str();
+  };
+  body << "  {\n    " << widen(a) << "    " << widen(b);
+  int64_t outCount = tensorOf(out).getNumElements();
+  body << "    std::vector<float> acc(" << outCount << "LL);\n";
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
+    ArrayRef<int64_t> as = tensorOf(a).getShape(), bs = tensorOf(b).getShape();
+    bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
+    int64_t m = ta ? as[1] : as[0], k = ta ? as[0] : as[1];
+    int64_t n = tb ? bs[0] : bs[1];
+    float beta = gemm.getBeta().convertToFloat();
+    if (Value c = gemm.getC()) {
+      body << "    " << widen(c);
+      body << formatv("    {{ static const int64_t dims[] = {0}; static const "
+                      "int64_t s0[] = {1}; const int64_t *strides[] = {{s0};\n"
+                      "      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t "
+                      "o, int64_t i0) {{ acc[o] = {2}f * w_{3}[i0]; }); }\n",
+                      list({m, n}),
+                      list(broadcastStrides(tensorOf(c).getShape(), {m, n})),
+                      llvm::formatv("{0:e9}", beta), name(c));
+    }
+    body << formatv("    ampc::cpu::sgemm({0}, {1}, {2}LL, {3}LL, {4}LL, {5}f, "
+                    "w_{6}, w_{7}, {8}f, acc.data());\n",
+                    ta, tb, m, n, k,
+                    llvm::formatv("{0:e9}", gemm.getAlpha().convertToFloat()),
+                    name(a), name(b), gemm.getC() ? "1.0" : "0.0");
+  } else {
+    // Promote 1-D operands to matrices, then loop over the broadcast batch.
+    SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
+    if (as.size() == 1)
+      as.insert(as.begin(), 1);
+    if (bs.size() == 1)
+      bs.push_back(1);
+    int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+    ArrayRef<int64_t> aBatch = ArrayRef(as).drop_back(2),
+                      bBatch = ArrayRef(bs).drop_back(2);
+    SmallVector<int64_t> batch =
+        *ampc::broadcastShapes({aBatch, bBatch});
+    SmallVector<int64_t> aStrides = broadcastStrides(aBatch, batch),
+                         bStrides = broadcastStrides(bBatch, batch);
+    for (int64_t &s : aStrides)
+      s *= m * k;
+    for (int64_t &s : bStrides)
+      s *= k * n;
+    body << formatv("    static const int64_t dims[] = {0}; static const int64_t "
+                    "sa[] = {1}; static const int64_t sb[] = {2};\n"
+                    "    const int64_t *strides[] = {{sa, sb};\n"
+                    "    ampc::cpu::forEach<2>({3}, dims, strides, [&](int64_t o, "
+                    "int64_t ia, int64_t ib) {{\n"
+                    "      ampc::cpu::sgemm(false, false, {4}LL, {5}LL, {6}LL, "
+                    "1.0f, w_{7} + ia, w_{8} + ib, 0.0f, acc.data() + o * {9}LL);\n"
+                    "    });\n",
+                    list(batch), list(aStrides), list(bStrides), batch.size(), m,
+                    n, k, name(a), name(b), m * n);
+  }
+  body << "    for (int64_t i = 0; i < " << outCount << "LL; ++i) " << name(out)
+       << "[i] = " << store(outType, "acc[i]") << ";\n  }\n";
+  return success();
+}
+
+void Emitter::emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body) {
+  Value v = op.getResult();
+  Type t = elementOf(v);
+  std::string n = "c" + std::to_string(counter++);
+  names[v] = n;
+  llvm::raw_string_ostream cs(constants);
+  cs << "alignas(64) static const " << storageType(t) << " " << n << "[] = {";
+  auto elements = cast<DenseElementsAttr>(op.getValue());
+  int64_t count = tensorOf(v).getNumElements();
+  for (int64_t i = 0; i < std::max<int64_t>(count, 1); ++i) {
+    if (i)
+      cs << ", ";
+    if (count == 0) {
+      cs << "0";
+      break;
+    }
+    int64_t index = elements.isSplat() ? 0 : i;
+    if (isa<FloatType>(t)) {
+      APFloat value = elements.getValues<APFloat>()[index];
+      if (t.isF16() || t.isBF16())
+        cs << value.bitcastToAPInt().getZExtValue();
+      else
+        cs << formatv("{0:e17}", value.convertToDouble());
+    } else {
+      APInt value = elements.getValues<APInt>()[index];
+      cs << (t.isInteger(1) ? value.getZExtValue() : value.getSExtValue())
+         << (t.isInteger(64) ? "LL" : "");
+    }
+  }
+  cs << "};\n";
+  (void)body;
+}
+
+LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
+  if (auto c = dyn_cast<ampc::ConstantOp>(op)) {
+    emitConstant(c, body);
+    return success();
+  }
+  if (auto load = dyn_cast<ampc::LoadParameterOp>(op)) {
+    Type t = elementOf(load.getResult());
+    std::string n = "p" + std::to_string(counter++);
+    names[load.getResult()] = n;
+    body << "  " << storageType(t) << " *" << n << " = reinterpret_cast<"
+         << storageType(t) << " *>(state + "
+         << parameterOffsets.lookup(load.getParameter()) << ");\n";
+    return success();
+  }
+  for (Value r : op->getResults())
+    allocate(r, body);
+  auto x = [](int i) { return "x" + std::to_string(i); };
+  std::string c = op->getNumResults() ? computeType(elementOf(op->getResult(0))).str() : "";
+  auto unary = [&](const std::string &e) {
+    emitElementwise(op, op->getOperands(), e, body);
+    return success();
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::NegOp) { return unary("-x0"); })
+      .Case([&](ampc::SqrtOp) { return unary("std::sqrt(x0)"); })
+      .Case([&](ampc::ReciprocalOp) { return unary(c + "(1) / x0"); })
+      .Case([&](ampc::ExpOp) { return unary("std::exp(x0)"); })
+      .Case([&](ampc::LogOp) { return unary("std::log(x0)"); })
+      .Case([&](ampc::ErfOp) { return unary("std::erf(x0)"); })
+      .Case([&](ampc::ReluOp) { return unary("x0 > 0 ? x0 : " + c + "(0)"); })
+      .Case([&](ampc::SigmoidOp) {
+        return unary(c + "(1) / (" + c + "(1) + std::exp(-x0))");
+      })
+      .Case([&](ampc::TanhOp) { return unary("std::tanh(x0)"); })
+      .Case([&](ampc::IdentityOp) { return unary("x0"); })
+      .Case([&](ampc::LeakyReluOp o) {
+        return unary(formatv("x0 >= 0 ? x0 : {0}({1:e9}) * x0", c,
+                             o.getAlpha().convertToFloat()));
+      })
+      .Case([&](ampc::GeluOp o) {
+        if (o.getApproximate() == "tanh")
+          return unary(c + "(0.5) * x0 * (" + c + "(1) + std::tanh(" + c +
+                       "(0.7978845608028654) * (x0 + " + c +
+                       "(0.044715) * x0 * x0 * x0)))");
+        return unary(c + "(0.5) * x0 * (" + c + "(1) + std::erf(x0 * " + c +
+                     "(0.7071067811865476)))");
+      })
+      .Case([&](ampc::AddOp) { return unary("x0 + x1"); })
+      .Case([&](ampc::SubOp) { return unary("x0 - x1"); })
+      .Case([&](ampc::MulOp) { return unary("x0 * x1"); })
+      .Case([&](ampc::DivOp) { return unary("x0 / x1"); })
+      .Case([&](ampc::PowOp) { return unary("std::pow(x0, x1)"); })
+      .Case([&](ampc::EqualOp) { return unary("x0 == x1"); })
+      .Case([&](ampc::WhereOp) { return unary("x0 ? x1 : x2"); })
+      .Case([&](ampc::CastOp cast) {
+        // ONNX Cast to bool is "not zero"; other casts convert (float to
+        // integer truncates, as C++ does).
+        return unary(elementOf(cast.getOutput()).isInteger(1) ? "x0 != 0" : x(0));
+      })
+      .Case([&](ampc::ExpandOp) { return unary("x0"); })
+      .Case<ampc::ReshapeOp, ampc::FlattenOp, ampc::SqueezeOp,
+            ampc::UnsqueezeOp>([&](Operation *) {
+        // Same elements, same order.
+        RankedTensorType t = tensorOf(op->getResult(0));
+        body << "  std::memcpy(" << name(op->getResult(0)) << ", "
+             << name(op->getOperand(0)) << ", "
+             << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
+        return success();
+      })
+      .Case([&](ampc::TransposeOp t) {
+        ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();
+        SmallVector<int64_t> inStrides(in.size(), 1), strides;
+        for (int64_t d = static_cast<int64_t>(in.size()) - 2; d >= 0; --d)
+          inStrides[d] = inStrides[d + 1] * in[d + 1];
+        for (int64_t p : t.getPerm())
+          strides.push_back(inStrides[p]);
+        emitStrided(t.getInput(), t.getOutput(), strides, body);
+        return success();
+      })
+      .Case<ampc::GemmOp, ampc::MatMulOp>(
+          [&](Operation *) { return emitMatmul(op, body); })
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
+        Value in = op->getOperand(0), out = op->getResult(0);
+        ArrayRef<int64_t> shape = tensorOf(in).getShape();
+        int64_t axis = *ampc::normalizeAxis(
+            op->getAttrOfType<IntegerAttr>("axis").getInt(), shape.size());
+        int64_t outer = 1, inner = 1;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= shape[d];
+        for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
+          inner *= shape[d];
+        Type ti = elementOf(in), to = elementOf(out);
+        body << formatv("  ampc::cpu::softmax({0}, {1}, {2}LL, {3}LL, {4}LL, {5}, "
+                        "[](auto v) {{ return {6}; }, [](auto v) {{ return {7}; });\n",
+                        name(in), name(out), outer, shape[axis], inner,
+                        isa<ampc::LogSoftmaxOp>(op), load(ti, "v"),
+                        store(to, "v"));
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitError()
+               << "the CPU target cannot compile '" << op->getName()
+               << "' yet";
+      });
+}
+
+void Emitter::emitDescriptor(func::FuncOp forward) {
+  auto tensors = [&](StringRef kind, auto types, auto nameOf) {
+    std::string entries;
+    unsigned i = 0;
+    for (Type type : types) {
+      auto t = cast<RankedTensorType>(type);
+      os << "static const int64_t " << kind << "_shape" << i << "[] = "
+         << list(t.getShape()) << ";\n";
+      entries += formatv("  {{\"{0}\", {1}, {2}, {3}_shape{4}},\n",
+                         cString(nameOf(i)), onnxDtype(t.getElementType()),
+                         t.getRank(), kind, i)
+                     .str();
+      ++i;
+    }
+    if (entries.empty())
+      entries = "  {\"\", 0, 0, nullptr},\n";
+    os << "static const ampc_abi_tensor " << kind << "s[] = {\n" << entries << "};\n";
+  };
+  tensors("input", forward.getArgumentTypes(), [&](unsigned i) {
+    auto n = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    return n ? n.str() : "input" + std::to_string(i);
+  });
+  tensors("output", forward.getResultTypes(), [&](unsigned i) {
+    auto n = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
+    return n ? n.str() : "output" + std::to_string(i);
+  });
+  SmallVector<Type> paramTypes;
+  SmallVector<std::string> paramNames;
+  for (auto p : module.getOps<ampc::ParameterOp>()) {
+    paramTypes.push_back(p.getType());
+    paramNames.push_back(p.getSymName().str());
+  }
+  tensors("parameter", paramTypes, [&](unsigned i) { return paramNames[i]; });
+  os << formatv(R"(
+static const ampc_model_abi kModel = {
+  sizeof(ampc_model_abi), AMPC_ABI_VERSION,
+  "{0}", "cpu", "{1}", "infer",
+  {2}, inputs, {3}, outputs, {4}, parameters,
+  {5}ULL, init, infer, nullptr, nullptr,
+};
+
+extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
+  return &kModel;
+}
+)",
+                cString(options.modelName), options.precision,
+                forward.getNumArguments(), forward.getNumResults(),
+                paramTypes.size(), stateSize);
+}
+
+LogicalResult Emitter::run() {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError() << "the CPU target needs a func @forward";
+
+  // Parameters first in the state, in their storage format; `init` copies
+  // them from the embedded blob, which has the same layout.
+  for (auto p : module.getOps<ampc::ParameterOp>()) {
+    auto t = cast<RankedTensorType>(p.getType());
+    parameterOffsets[p.getSymName()] = stateSize;
+    auto values = cast<DenseElementsAttr>(p.getInitialValue());
+    blob.resize(stateSize, '\0');
+    for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
+      APInt bits = values.getValues<APFloat>()[values.isSplat() ? 0 : i]
+                       .bitcastToAPInt();
+      uint64_t word = bits.getZExtValue();
+      blob.append(reinterpret_cast<const char *>(&word),
+                  static_cast<size_t>(storageSize(t.getElementType())));
+    }
+    stateSize = alignUp(stateSize + t.getNumElements() *
+                                        storageSize(t.getElementType()));
+  }
+  int64_t parameterBytes = stateSize;
+  blob.resize(parameterBytes, '\0');
+
+  std::string bodyText;
+  llvm::raw_string_ostream body(bodyText);
+  for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
+    Type t = elementOf(arg);
+    std::string n = "in" + std::to_string(i);
+    names[arg] = n;
+    body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
+         << storageType(t) << " *>(inputs[" << i << "]);\n";
+  }
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        RankedTensorType t = tensorOf(v);
+        body << "  std::memcpy(outputs[" << i << "], " << name(v) << ", "
+             << t.getNumElements() * storageSize(t.getElementType())
+             << "ULL);\n";
+      }
+      continue;
+    }
+    for (Type t : op.getResultTypes())
+      if (!onnxDtype(cast<ShapedType>(t).getElementType()))
+        return op.emitError() << "the CPU target cannot store " << t;
+    if (failed(emitOp(&op, body)))
+      return failure();
+  }
+
+  os << "// Generated by ampc (CPU target). Model: " << options.modelName
+     << "\n#include \"ampc/Runtime/CpuKernels.h\"\n"
+        "#include \"ampc/Runtime/ModelAbi.h\"\n\n";
+  if (parameterBytes) {
+    os << "// The parameters' initial values, laid out as in the state.\n"
+          "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
+          "asm(\".section .rodata\\n.balign 64\\n"
+          ".type ampc_parameter_blob, @object\\n"
+          "ampc_parameter_blob:\\n.incbin \\\""
+       << cString(options.parameterFile)
+       << "\\\"\\n.previous\\n\");\n\n";
+  }
+  os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
+  if (parameterBytes)
+    os << "  std::memcpy(raw, ampc_parameter_blob, " << parameterBytes << "ULL);\n";
+  os << "  return 0;\n}\n\n"
+        "static int32_t infer(void *raw, const void *const *inputs, void *const "
+        "*outputs) {\n"
+        "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
+        "  (void)state; (void)inputs; (void)outputs;\n"
+     << bodyText << "  return 0;\n}\n";
+  emitDescriptor(forward);
+  return success();
+}
+
+} // namespace
+
+LogicalResult ampc::emitCpuSource(ModuleOp module,
+                                  const CpuLibraryOptions &options,
+                                  llvm::raw_ostream &source,
+                                  std::string &parameters) {
+  return Emitter(module, options, source, parameters).run();
+}
+
+bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
+                             std::string &error) {
+  std::string compiler = "c++";
+  if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
+    compiler = cxx;
+  auto program = llvm::sys::findProgramByName(compiler);
+  if (!program) {
+    error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
+    return false;
+  }
+  llvm::SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("ampc-cxx", "log", log)) {
+    error = "cannot create a temporary file";
+    return false;
+  }
+  llvm::FileRemover removeLog(log);
+  std::string include = "-I" AMPC_RUNTIME_INCLUDE_DIR;
+  StringRef args[] = {*program,  "-O2", "-std=c++17", "-shared", "-fPIC",
+                      "-fvisibility=hidden", include, sourcePath, "-o",
+                      output,    "-lopenblas"};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  if (llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects) != 0) {
+    error = "the C++ compiler failed on " + sourcePath.str();
+    if (auto text = llvm::MemoryBuffer::getFile(log)) {
+      for (StringRef line : llvm::split((*text)->getBuffer(), '\n'))
+        if (line.contains("error")) {
+          error += ": " + line.trim().str();
+          break;
+        }
+    }
+    return false;
+  }
+  return true;
+}
