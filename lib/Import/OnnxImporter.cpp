@@ -158,6 +158,9 @@ struct OpRule {
   int maxOutputs;
   std::vector<AttrSpec> attrs;
   RuleFn build;
+  /// Inputs whose values decide a shape or an attribute: they must be
+  /// constants at import (a graph input there needs --bind-input).
+  std::vector<int> compileTimeInputs = {};
 };
 
 const std::vector<OpRule> &rules();
@@ -1294,28 +1297,28 @@ const std::vector<OpRule> &rules() {
       {"BatchNormalization", 9, 5, 5, 3,
        {{"epsilon", F}, {"momentum", F}, {"training_mode", I}, {"spatial", I}},
        importBatchNormalization},
-      {"Dropout", 7, 1, 3, 2, {{"ratio", F}, {"seed", I}}, importDropout},
-      {"Reshape", 5, 2, 2, 1, {{"allowzero", I}}, importReshape},
-      {"Expand", 8, 2, 2, 1, {}, importExpand},
+      {"Dropout", 7, 1, 3, 2, {{"ratio", F}, {"seed", I}}, importDropout, {1, 2}},
+      {"Reshape", 5, 2, 2, 1, {{"allowzero", I}}, importReshape, {1}},
+      {"Expand", 8, 2, 2, 1, {}, importExpand, {1}},
       {"Transpose", 1, 1, 1, 1, {{"perm", Is}}, importTranspose},
       {"Flatten", 1, 1, 1, 1, {{"axis", I}}, importFlatten},
-      {"Squeeze", 1, 1, 2, 1, {{"axes", Is}}, importSqueeze},
-      {"Unsqueeze", 1, 1, 2, 1, {{"axes", Is}}, importUnsqueeze},
+      {"Squeeze", 1, 1, 2, 1, {{"axes", Is}}, importSqueeze, {1}},
+      {"Unsqueeze", 1, 1, 2, 1, {{"axes", Is}}, importUnsqueeze, {1}},
       {"Concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
-      {"Slice", 10, 3, 5, 1, {}, importSlice},
+      {"Slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
       {"Gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
       {"ReduceMean", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
-       importReduceMean},
+       importReduceMean, {1}},
       {"ReduceMax", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
-       importReduceMax},
+       importReduceMax, {1}},
       {"ReduceSum", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
-       importReduceSum},
+       importReduceSum, {1}},
       {"Shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
-      {"ConstantOfShape", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape},
-      {"Range", 11, 3, 3, 1, {}, importRange},
+      {"ConstantOfShape", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
+      {"Range", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},
       {"Constant", 1, 0, 0, 1,
        {{"value", T}, {"value_float", F}, {"value_floats", Fs},
         {"value_int", I}, {"value_ints", Is}, {"value_string", S},
@@ -1435,6 +1438,13 @@ bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,
     return false;
   }
   return parseOnnxModel((*buffer)->getBuffer(), path, model, error);
+}
+
+llvm::ArrayRef<int> ampc::compileTimeInputs(StringRef opType) {
+  for (const OpRule &r : rules())
+    if (opType == r.opType)
+      return r.compileTimeInputs;
+  return {};
 }
 
 llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {

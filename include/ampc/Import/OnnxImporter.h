@@ -59,6 +59,10 @@ importOnnxBuffer(mlir::MLIRContext &context, llvm::StringRef contents,
 /// The ONNX op types the importer understands, sorted.
 llvm::SmallVector<llvm::StringRef> supportedOnnxOps();
 
+/// Inputs of an ONNX op type whose values decide a shape or an attribute, so
+/// they must be constants at import (Reshape's shape, Slice's starts, ...).
+llvm::ArrayRef<int> compileTimeInputs(llvm::StringRef opType);
+
 /// Highest default-domain opset the importer accepts.
 constexpr int64_t kMaxOnnxOpset = 21;
 

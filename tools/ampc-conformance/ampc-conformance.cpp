@@ -1,0 +1,403 @@
+//===- ampc-conformance.cpp - ONNX node tests through the CPU target ------===//
+//
+// ampc-conformance [--precision=fp32|fp16|bf16] [--verbose] DIR...
+//
+// For each ONNX node-test folder (model.onnx + test_data_set_*/input_*.pb,
+// output_*.pb): compiles the model for the CPU target at the given
+// precision, loads the library through the runtime C API, runs every data
+// set and compares with the expected outputs (ONNX backend tolerances at
+// fp32: rtol 1e-3, atol 1e-7; wider ones for 16-bit precisions). Prints one
+// line per failure and "N passed, N failed, N skipped". A test is skipped
+// when it uses an op or a tensor type ampc does not support, or an op the CPU
+// target cannot compile yet; --verbose names it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Import/Diagnostics.h"
+#include "ampc/Import/OnnxImporter.h"
+#include "ampc/Import/OnnxModel.h"
+#include "ampc/Runtime/Float16.h"
+#include "ampc/Runtime/ampc.h"
+#include "ampc/Target/CpuTarget.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <map>
+
+using namespace llvm;
+
+namespace {
+cl::OptionCategory category("ampc-conformance options");
+cl::list<std::string> folders(cl::Positional, cl::desc("<node-test folder>..."),
+                              cl::cat(category));
+cl::opt<std::string> precision("precision",
+                               cl::desc("fp32 (default), fp16 or bf16"),
+                               cl::init("fp32"), cl::cat(category));
+cl::opt<bool> verbose("verbose",
+                      cl::desc("name every skipped test and why, and every "
+                               "test that passes"),
+                      cl::cat(category));
+
+/// A tensor as the runtime takes it, with its own storage.
+struct HostTensor {
+  ampc_dtype dtype = static_cast<ampc_dtype>(0);
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+/// The runtime dtype of an ONNX data type; 0 when ampc has none.
+ampc_dtype dtypeOf(int onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: return AMPC_DTYPE_F32;
+  case onnx::TensorProto::DOUBLE: return AMPC_DTYPE_F64;
+  case onnx::TensorProto::FLOAT16: return AMPC_DTYPE_F16;
+  case onnx::TensorProto::BFLOAT16: return AMPC_DTYPE_BF16;
+  case onnx::TensorProto::INT64: return AMPC_DTYPE_I64;
+  case onnx::TensorProto::INT32: return AMPC_DTYPE_I32;
+  case onnx::TensorProto::INT8: return AMPC_DTYPE_I8;
+  case onnx::TensorProto::UINT8: return AMPC_DTYPE_U8;
+  case onnx::TensorProto::BOOL: return AMPC_DTYPE_BOOL;
+  default: return static_cast<ampc_dtype>(0);
+  }
+}
+
+/// Reads a serialized TensorProto into storage bytes; false with `error`.
+/// `declared` is the dtype the model gives the tensor: ONNX's own test data
+/// stores BFLOAT16 values as UINT16 tensors.
+bool readTensor(StringRef path, ampc_dtype declared, HostTensor &out,
+                std::string &error) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false);
+  onnx::TensorProto t;
+  if (!buffer || !t.ParseFromArray((*buffer)->getBufferStart(),
+                                   static_cast<int>((*buffer)->getBufferSize()))) {
+    error = "cannot read the tensor " + path.str();
+    return false;
+  }
+  out.dtype = dtypeOf(t.data_type());
+  if (t.data_type() == onnx::TensorProto::UINT16 &&
+      (declared == AMPC_DTYPE_BF16 || declared == AMPC_DTYPE_F16))
+    out.dtype = declared;
+  if (!out.dtype) {
+    error = "tensor type " + std::to_string(t.data_type()) + " not supported";
+    return false;
+  }
+  out.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t count = 1;
+  for (int64_t d : out.shape)
+    count *= d;
+  size_t size = ampc_dtype_size(out.dtype);
+  if (!t.raw_data().empty()) {
+    out.bytes = t.raw_data();
+  } else {
+    out.bytes.resize(static_cast<size_t>(count) * size);
+    char *p = out.bytes.data();
+    for (int64_t i = 0; i < count; ++i, p += size) {
+      switch (out.dtype) {
+      case AMPC_DTYPE_F32: { float v = t.float_data(i); std::memcpy(p, &v, 4); break; }
+      case AMPC_DTYPE_F64: { double v = t.double_data(i); std::memcpy(p, &v, 8); break; }
+      case AMPC_DTYPE_I64: { int64_t v = t.int64_data(i); std::memcpy(p, &v, 8); break; }
+      default: {
+        // int32_data holds every narrower type, 16-bit floats as their bits.
+        int32_t v = t.int32_data(i);
+        std::memcpy(p, &v, size);
+      }
+      }
+    }
+  }
+  if (out.bytes.size() != static_cast<size_t>(count) * size) {
+    error = "tensor " + path.str() + " holds the wrong number of bytes";
+    return false;
+  }
+  return true;
+}
+
+double valueAt(const HostTensor &t, size_t i) {
+  const char *p = t.bytes.data() + i * ampc_dtype_size(t.dtype);
+  switch (t.dtype) {
+  case AMPC_DTYPE_F32: { float v; std::memcpy(&v, p, 4); return v; }
+  case AMPC_DTYPE_F64: { double v; std::memcpy(&v, p, 8); return v; }
+  case AMPC_DTYPE_F16: { uint16_t v; std::memcpy(&v, p, 2); return ampc::numeric::f16BitsToF32(v); }
+  case AMPC_DTYPE_BF16: { uint16_t v; std::memcpy(&v, p, 2); return ampc::numeric::bf16BitsToF32(v); }
+  case AMPC_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  case AMPC_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  case AMPC_DTYPE_I8: return static_cast<int8_t>(*p);
+  default: return static_cast<uint8_t>(*p);
+  }
+}
+
+enum class Outcome { Passed, Failed, Skipped };
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+class Runner {
+public:
+  Runner(mlir::MLIRContext &context, Tolerance tolerance)
+      : context(context), tolerance(tolerance) {}
+  Outcome run(StringRef folder);
+
+  std::map<std::string, unsigned> skippedBecause;
+  double largestRelativeError = 0;
+
+private:
+  Outcome skip(StringRef folder, const std::string &why) {
+    ++skippedBecause[why];
+    if (verbose)
+      outs() << "skip " << sys::path::filename(folder) << ": " << why << "\n";
+    return Outcome::Skipped;
+  }
+  Outcome fail(StringRef folder, const Twine &why) {
+    outs() << "FAIL " << sys::path::filename(folder) << ": " << why << "\n";
+    return Outcome::Failed;
+  }
+  mlir::MLIRContext &context;
+  Tolerance tolerance;
+};
+
+Outcome Runner::run(StringRef folder) {
+  SmallString<256> modelPath(folder);
+  sys::path::append(modelPath, "model.onnx");
+  onnx::ModelProto model;
+  std::string error;
+  if (!ampc::readOnnxModel(modelPath, model, error))
+    return fail(folder, error);
+
+  // In scope: every op imported, every graph tensor of a supported type.
+  SmallVector<StringRef> supported = ampc::supportedOnnxOps();
+  for (const auto &node : model.graph().node())
+    if (!llvm::is_contained(supported, node.op_type()))
+      return skip(folder, "op " + node.op_type());
+  for (const auto *list : {&model.graph().input(), &model.graph().output()})
+    for (const auto &v : *list)
+      if (!v.type().has_tensor_type() ||
+          !dtypeOf(v.type().tensor_type().elem_type()))
+        return skip(folder, "tensor type of '" + v.name() + "'");
+
+  // Inputs that decide shapes or attributes are bound to data set 0.
+  SmallVector<std::string> dataSets;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(folder, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (sys::path::filename(it->path()).starts_with("test_data_set_"))
+      dataSets.push_back(it->path());
+  llvm::sort(dataSets);
+  if (dataSets.empty())
+    return fail(folder, "no test_data_set_* folder");
+  ampc::ImportOptions options;
+  std::vector<std::string> inputNames;
+  for (const auto &v : model.graph().input())
+    inputNames.push_back(v.name());
+  for (const auto &node : model.graph().node())
+    for (int k : ampc::compileTimeInputs(node.op_type()))
+      if (k < node.input_size()) {
+        auto it = llvm::find(inputNames, node.input(k));
+        if (it != inputNames.end())
+          options.constantInputs[*it] =
+              (dataSets.front() + "/input_" +
+               std::to_string(it - inputNames.begin()) + ".pb");
+      }
+
+  // Import and compile, keeping the first diagnostic as the reason.
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty())
+      firstError = ampc::formatDiagnostic(d);
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      ampc::importOnnxFile(context, modelPath, options);
+  if (!module)
+    return fail(folder, "import: " + firstError);
+  mlir::PassManager pm(&context);
+  ampc::PipelineOptions pipeline;
+  pipeline.precision.dtype = StringSwitch<std::string>(precision)
+                                 .Case("fp16", "f16")
+                                 .Case("bf16", "bf16")
+                                 .Default("f32");
+  if (failed(ampc::buildPipeline(pm, pipeline, error)) || failed(pm.run(*module)))
+    return fail(folder, "pipeline: " + firstError + error);
+
+  SmallString<128> work;
+  if (sys::fs::createUniqueDirectory("ampc-conformance", work))
+    return fail(folder, "cannot create a temporary folder");
+  struct Cleanup {
+    SmallString<128> &path;
+    ~Cleanup() { sys::fs::remove_directories(path); }
+  } cleanup{work};
+  ampc::CpuLibraryOptions cpu;
+  cpu.modelName = sys::path::filename(folder).str();
+  cpu.precision = precision;
+  cpu.parameterFile = (work + "/params.bin").str();
+  std::string source, parameters;
+  raw_string_ostream os(source);
+  if (failed(ampc::emitCpuSource(*module, cpu, os, parameters))) {
+    // An op that imports but the CPU target cannot compile yet.
+    StringRef reason(firstError);
+    size_t at = reason.find("the CPU target cannot compile '");
+    if (at != StringRef::npos)
+      return skip(folder, "CPU target: " +
+                              reason.substr(at + 31).split('\'').first.str());
+    return fail(folder, "codegen: " + firstError);
+  }
+  std::string sourcePath = (work + "/model.cpp").str(),
+              libraryPath = (work + "/model.so").str();
+  {
+    raw_fd_ostream s(sourcePath, ec);
+    s << source;
+    raw_fd_ostream p(cpu.parameterFile, ec);
+    p << parameters;
+  }
+  if (!ampc::compileCpuLibrary(sourcePath, libraryPath, error))
+    return fail(folder, error);
+
+  ampc_model *library = nullptr;
+  if (ampc_model_load(libraryPath.c_str(), nullptr, &library) != AMPC_OK)
+    return fail(folder, ampc_last_error());
+  struct Release {
+    ampc_model *m;
+    ~Release() { ampc_model_release(m); }
+  } release{library};
+  ampc_model_info info;
+  ampc_model_describe(library, &info);
+
+  for (const std::string &set : dataSets) {
+    std::vector<HostTensor> inputs, expected, outputs(info.num_outputs);
+    for (size_t k = 0; k < inputNames.size(); ++k) {
+      if (options.constantInputs.count(inputNames[k]))
+        continue;
+      ampc_tensor_info declared;
+      HostTensor t;
+      if (ampc_model_input_info(library, static_cast<int32_t>(inputs.size()),
+                                &declared) != AMPC_OK ||
+          !readTensor(set + "/input_" + std::to_string(k) + ".pb",
+                      declared.dtype, t, error))
+        return fail(folder, error.empty() ? ampc_last_error() : error);
+      // Some of ONNX's test data disagrees with the model it belongs to.
+      if (ArrayRef<int64_t>(t.shape) != ArrayRef<int64_t>(declared.shape, declared.rank))
+        return skip(folder, "test data for '" + inputNames[k] +
+                                "' does not have the shape the model declares");
+      inputs.push_back(std::move(t));
+    }
+    for (int32_t k = 0; k < info.num_outputs; ++k) {
+      ampc_tensor_info declared;
+      ampc_model_output_info(library, k, &declared);
+      HostTensor t;
+      if (!readTensor(set + "/output_" + std::to_string(k) + ".pb",
+                      declared.dtype, t, error))
+        return fail(folder, error);
+      expected.push_back(std::move(t));
+    }
+    auto wrap = [](HostTensor &t) {
+      return ampc_tensor{t.dtype, static_cast<int32_t>(t.shape.size()),
+                         t.shape.data(), t.bytes.data(), t.bytes.size()};
+    };
+    std::vector<ampc_tensor> in, out;
+    for (HostTensor &t : inputs)
+      in.push_back(wrap(t));
+    for (int32_t k = 0; k < info.num_outputs; ++k) {
+      ampc_tensor_info o;
+      ampc_model_output_info(library, k, &o);
+      outputs[k].dtype = o.dtype;
+      outputs[k].shape.assign(o.shape, o.shape + o.rank);
+      int64_t count = 1;
+      for (int64_t d : outputs[k].shape)
+        count *= d;
+      outputs[k].bytes.assign(static_cast<size_t>(count) * ampc_dtype_size(o.dtype), '\0');
+      out.push_back(wrap(outputs[k]));
+    }
+    if (ampc_model_infer(library, in.data(), static_cast<int32_t>(in.size()),
+                         out.data(), static_cast<int32_t>(out.size())) != AMPC_OK)
+      return fail(folder, ampc_last_error());
+    for (int32_t k = 0; k < info.num_outputs; ++k) {
+      const HostTensor &got = outputs[k], &want = expected[k];
+      if (got.shape != want.shape)
+        return fail(folder, "output " + Twine(k) + " has another shape than expected");
+      size_t n = got.bytes.size() / ampc_dtype_size(got.dtype);
+      for (size_t i = 0; i < n; ++i) {
+        double g = valueAt(got, i), w = valueAt(want, i);
+        if (std::isnan(w) && std::isnan(g))
+          continue;
+        if (std::isinf(w) && g == w)
+          continue;
+        double diff = std::fabs(g - w);
+        if (std::fabs(w) > 1e-6)
+          largestRelativeError = std::max(largestRelativeError, diff / std::fabs(w));
+        // ONNX 1.12 made its BFLOAT16 expectations by truncation; ampc rounds
+        // to nearest even (as GPUs do), so allow one BFLOAT16 ulp there.
+        double allowed = tolerance.atol + tolerance.rtol * std::fabs(w);
+        if (got.dtype == AMPC_DTYPE_BF16)
+          allowed = std::max(allowed, std::ldexp(std::fabs(w), -7));
+        if (!(diff <= allowed))
+          return fail(folder, formatv("{0}: output {1} element {2}: got {3:g9}, "
+                                      "expected {4:g9}",
+                                      sys::path::filename(set), k, i, g, w));
+      }
+    }
+  }
+  if (verbose)
+    outs() << "ok " << sys::path::filename(folder) << "\n";
+  return Outcome::Passed;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ampc-conformance: runs ONNX node-test folders through the CPU target\n\n"
+      "  ampc-conformance [--precision=fp32|fp16|bf16] [--verbose] DIR...\n");
+  if (folders.empty()) {
+    errs() << "error: no node-test folder given (see --help)\n";
+    return 1;
+  }
+  if (precision != "fp32" && precision != "fp16" && precision != "bf16") {
+    errs() << "error: --precision must be fp32, fp16 or bf16, got '"
+           << precision << "'\n";
+    return 1;
+  }
+  // ONNX's backend tolerances at fp32; at 16 bits, values are rounded where
+  // stored, so the error grows with each op's depth: a few ulps of f16/bf16.
+  Tolerance tolerance = precision == "fp32"   ? Tolerance{1e-3, 1e-7}
+                        : precision == "fp16" ? Tolerance{1e-2, 1e-3}
+                                              : Tolerance{5e-2, 1e-2};
+  mlir::DialectRegistry registry;
+  ampc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+
+  Runner runner(context, tolerance);
+  unsigned passed = 0, failed = 0, skipped = 0;
+  for (const std::string &folder : folders) {
+    if (!sys::fs::exists(folder + "/model.onnx")) {
+      errs() << "error: " << folder << ": no model.onnx\n";
+      return 1;
+    }
+    switch (runner.run(folder)) {
+    case Outcome::Passed: ++passed; break;
+    case Outcome::Failed: ++failed; break;
+    case Outcome::Skipped: ++skipped; break;
+    }
+  }
+  if (verbose)
+    for (const auto &[why, n] : runner.skippedBecause)
+      outs() << "skipped " << n << ": " << why << "\n";
+  if (precision != "fp32")
+    outs() << formatv("largest relative error seen: {0:e3}\n",
+                      runner.largestRelativeError);
+  outs() << passed << " passed, " << failed << " failed, " << skipped
+         << " skipped\n";
+  return failed ? 1 : 0;
+}
