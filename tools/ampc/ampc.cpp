@@ -202,7 +202,10 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
   SmallString<128> folder;
   std::string base;
   if (emit == Emit::Cpp) {
-    base = outputPath.empty() ? options.modelName : outputPath.getValue();
+    // Source on standard output ("-" or no -o): parameters beside the model's
+    // name in the current folder.
+    base = outputPath.empty() || outputPath == "-" ? options.modelName + ".cpp"
+                                                   : outputPath.getValue();
   } else {
     if (std::error_code ec = sys::fs::createUniqueDirectory("ampc-cpu", folder))
       return userError("cannot create a temporary folder: " + ec.message()), false;
@@ -232,7 +235,7 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
   if (!parameters.empty() && !writeFile(parameterFile, parameters))
     return false;
   if (emit == Emit::Cpp) {
-    if (outputPath.empty()) {
+    if (outputPath.empty() || outputPath == "-") {
       outs() << source;
       return true;
     }

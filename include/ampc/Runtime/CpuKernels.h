@@ -7,7 +7,11 @@
 // done in FP32 and rounded to nearest even where the value is stored, which
 // for + - * / and sqrt is exactly the 16-bit operation (FP32 has more than
 // twice the precision plus two bits), so the CPU and GPU targets differ only
-// in the order of accumulation.
+// in the order of accumulation. Reductions, normalisations, pools and losses
+// accumulate in float (double for f64 data) and sum pairwise; convolutions
+// are im2col + sgemm. A kernel that can meet bad data at run time (a Gather
+// index, a loss label) returns false, and the generated `infer` reports the
+// node through `fail`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +26,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace ampc::cpu {
@@ -99,26 +105,451 @@ std::vector<float> widen(const T *data, int64_t count, Load load) {
   return out;
 }
 
-/// Softmax (or log-softmax) over the last of `outer x axisSize x inner`
-/// dimensions, computed in float.
-template <typename In, typename Out, typename Load, typename Store>
+/// A scratch copy of `count` elements in the compute type `C` (float, or
+/// double for f64 data), loaded with `load`.
+template <typename C, typename T, typename Load>
+std::vector<C> convert(const T *data, int64_t count, Load load) {
+  std::vector<C> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = static_cast<C>(load(data[i]));
+  return out;
+}
+
+/// A scratch copy in `C` of `data` broadcast to `dims` (`strides` are the
+/// input's, 0 along broadcast dimensions).
+template <typename C, typename T, typename Load>
+std::vector<C> broadcast(const T *data, int rank, const int64_t *dims,
+                         const int64_t *inputStrides, Load load) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= dims[d];
+  std::vector<C> out(static_cast<size_t>(total));
+  const int64_t *strides[] = {inputStrides};
+  forEach<1>(rank, dims, strides, [&](int64_t o, int64_t i) {
+    out[o] = static_cast<C>(load(data[i]));
+  });
+  return out;
+}
+
+template <typename T> bool isNan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return (void)v, false;
+}
+
+/// The identity of max for `T`: -infinity or the lowest integer.
+template <typename T> T lowest() {
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
+}
+
+/// The sum of term(i) for i in [begin, end) in `C`, pairwise over blocks of
+/// 64 (the error grows with log n, as in a GPU tree reduction, not with n).
+template <typename C, typename Term>
+C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
+  if (end - begin <= 64) {
+    C sum = 0;
+    for (int64_t i = begin; i < end; ++i)
+      sum += term(i);
+    return sum;
+  }
+  const int64_t middle = begin + (end - begin) / 2;
+  return pairwiseSum<C>(begin, middle, term) + pairwiseSum<C>(middle, end, term);
+}
+
+/// The message infer's caller reads after a non-zero return; kept in the
+/// instance state (`slot`), pointing to a string literal.
+inline int32_t fail(unsigned char *slot, const char *message) {
+  std::memcpy(slot, &message, sizeof(message));
+  return 1;
+}
+inline const char *lastError(const unsigned char *slot) {
+  const char *message;
+  std::memcpy(&message, slot, sizeof(message));
+  return message;
+}
+
+/// Softmax (or log-softmax) over the middle of `outer x axisSize x inner`
+/// dimensions, computed in `C` (float, or double for f64).
+template <typename C = float, typename In, typename Out, typename Load,
+          typename Store>
 void softmax(const In *in, Out *out, int64_t outer, int64_t axisSize,
              int64_t inner, bool logarithm, Load load, Store store) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * axisSize * inner + i;
-      float maxValue = -INFINITY;
+      C maxValue = -std::numeric_limits<C>::infinity();
       for (int64_t a = 0; a < axisSize; ++a)
-        maxValue = std::max(maxValue, static_cast<float>(load(in[base + a * inner])));
-      float sum = 0.0f;
-      for (int64_t a = 0; a < axisSize; ++a)
-        sum += std::exp(static_cast<float>(load(in[base + a * inner])) - maxValue);
+        maxValue = std::max(maxValue, static_cast<C>(load(in[base + a * inner])));
+      const C sum = pairwiseSum<C>(0, axisSize, [&](int64_t a) {
+        return std::exp(static_cast<C>(load(in[base + a * inner])) - maxValue);
+      });
+      const C logSum = std::log(sum);
       for (int64_t a = 0; a < axisSize; ++a) {
-        float x = static_cast<float>(load(in[base + a * inner])) - maxValue;
-        out[base + a * inner] =
-            store(logarithm ? x - std::log(sum) : std::exp(x) / sum);
+        C x = static_cast<C>(load(in[base + a * inner])) - maxValue;
+        out[base + a * inner] = store(logarithm ? x - logSum : std::exp(x) / sum);
       }
     }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Concat: copies `outer` blocks of `inBlock` elements of one input to
+/// `out`, whose blocks are `outBlock` long, at `offset` within each block.
+template <typename T>
+void concatPart(const T *in, T *out, int64_t outer, int64_t inBlock,
+                int64_t outBlock, int64_t offset) {
+  if (inBlock == 0)
+    return;
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out + o * outBlock + offset, in + o * inBlock,
+                static_cast<size_t>(inBlock) * sizeof(T));
+}
+
+/// Gather along the middle of `outer x axisSize x inner` data: `count`
+/// indices, negative ones counting from the end. Returns false (writing
+/// nothing) when an index is out of range.
+template <typename T, typename I>
+bool gather(const T *data, const I *indices, T *out, int64_t outer,
+            int64_t axisSize, int64_t count, int64_t inner) {
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t k = static_cast<int64_t>(indices[i]);
+    if (k < -axisSize || k >= axisSize)
+      return false;
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t k = static_cast<int64_t>(indices[i]);
+      if (k < 0)
+        k += axisSize;
+      if (inner)
+        std::memcpy(out + (o * count + i) * inner,
+                    data + (o * axisSize + k) * inner,
+                    static_cast<size_t>(inner) * sizeof(T));
+    }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
+
+/// ReduceSum/Mean/Max in `C`. The input offset of an element is the sum of
+/// a kept part (the `keptRank` dimensions `keptDims` with input strides
+/// `keptStrides`, in output order) and a reduced part (likewise); every
+/// output element reduces `count` = prod(reducedDims) elements, sums
+/// pairwise.
+template <typename C, typename In, typename Out, typename Load, typename Store>
+void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
+            const int64_t *keptStrides, int reducedRank,
+            const int64_t *reducedDims, const int64_t *reducedStrides,
+            Reduction kind, Load load, Store store) {
+  std::vector<int64_t> reduced;
+  const int64_t *rs[] = {reducedStrides};
+  forEach<1>(reducedRank, reducedDims, rs,
+             [&](int64_t, int64_t a) { reduced.push_back(a); });
+  const int64_t count = static_cast<int64_t>(reduced.size());
+  const int64_t *ks[] = {keptStrides};
+  forEach<1>(keptRank, keptDims, ks, [&](int64_t o, int64_t base) {
+    C acc;
+    if (kind == ReduceMax) {
+      acc = lowest<C>();
+      for (int64_t j = 0; j < count; ++j) {
+        const C x = static_cast<C>(load(in[base + reduced[j]]));
+        if (x > acc || (isNan(x) && !isNan(acc)))
+          acc = x;
+      }
+    } else {
+      acc = pairwiseSum<C>(0, count, [&](int64_t j) {
+        return static_cast<C>(load(in[base + reduced[j]]));
+      });
+      if (kind == ReduceMean)
+        acc = static_cast<C>(acc / static_cast<C>(count));
+    }
+    out[o] = store(acc);
+  });
+}
+
+/// LayerNormalization over the last `inner` elements of each of `outer`
+/// rows: Mean, InvStdDev = 1 / sqrt(Var + epsilon) (population variance,
+/// two passes) and Y = (X - Mean) * InvStdDev * scale + bias, computed in
+/// `C`. `scale` and `bias` (may be null) hold `inner` values.
+template <typename C, typename In, typename Out, typename Stash, typename Load,
+          typename Store, typename StoreStash>
+void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
+               int64_t outer, int64_t inner, const C *scale, const C *bias,
+               C epsilon, Load load, Store store, StoreStash storeStash) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const In *row = x + o * inner;
+    const C m = pairwiseSum<C>(0, inner, [&](int64_t i) {
+                  return static_cast<C>(load(row[i]));
+                }) /
+                static_cast<C>(inner);
+    const C squares = pairwiseSum<C>(0, inner, [&](int64_t i) {
+      const C d = static_cast<C>(load(row[i])) - m;
+      return d * d;
+    });
+    const C inv = C(1) / std::sqrt(squares / static_cast<C>(inner) + epsilon);
+    for (int64_t i = 0; i < inner; ++i) {
+      C v = (static_cast<C>(load(row[i])) - m) * inv * scale[i];
+      if (bias)
+        v += bias[i];
+      y[o * inner + i] = store(v);
+    }
+    mean[o] = storeStash(m);
+    invStdDev[o] = storeStash(inv);
+  }
+}
+
+/// The per-channel mean and population variance of (n, c, inner) data
+/// (BatchNormalization in training mode), two passes in `C`.
+template <typename C, typename In, typename Load>
+void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
+                       C *mean, C *variance, Load load) {
+  const C count = static_cast<C>(n * inner);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    auto at = [&](int64_t j) {
+      return static_cast<C>(load(x[((j / inner) * c + ch) * inner + j % inner]));
+    };
+    const C m = pairwiseSum<C>(0, n * inner, at) / count;
+    mean[ch] = m;
+    variance[ch] = pairwiseSum<C>(0, n * inner, [&](int64_t j) {
+                     const C d = at(j) - m;
+                     return d * d;
+                   }) /
+                   count;
+  }
+}
+
+/// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + bias
+/// per channel of (n, c, inner) data, in `C`.
+template <typename C, typename In, typename Out, typename Load, typename Store>
+void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
+               const C *scale, const C *bias, const C *mean,
+               const C *variance, C epsilon, Load load, Store store) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const C factor = scale[ch] / std::sqrt(variance[ch] + epsilon);
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t base = (b * c + ch) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        y[base + i] = store((static_cast<C>(load(x[base + i])) - mean[ch]) *
+                                factor +
+                            bias[ch]);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Windows: convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// The spatial geometry of a convolution or pooling window over one
+/// (batch, channel) plane.
+struct Window {
+  int rank;
+  int64_t in[8], out[8], kernel[8], stride[8], padBegin[8], padEnd[8],
+      dilation[8];
+
+  int64_t inSize() const { return product(in); }
+  int64_t outSize() const { return product(out); }
+  int64_t kernelSize() const { return product(kernel); }
+  int64_t product(const int64_t *dims) const {
+    int64_t p = 1;
+    for (int d = 0; d < rank; ++d)
+      p *= dims[d];
+    return p;
+  }
+};
+
+/// Where each kernel position `k` of each output position `p` reads:
+/// offsets[k * outSize + p] is the row-major offset into the plane, -1 for
+/// the padding, -2 beyond the padded input (windows that ceil_mode adds).
+/// With `columnMajor`, valid offsets are column-major (MaxPool's
+/// storage_order 1) instead.
+inline std::vector<int64_t> windowOffsets(const Window &w,
+                                          bool columnMajor = false) {
+  const int64_t outSize = w.outSize(), kernelSize = w.kernelSize();
+  std::vector<int64_t> offsets(static_cast<size_t>(outSize * kernelSize));
+  int64_t k[8] = {0};
+  for (int64_t ki = 0; ki < kernelSize; ++ki) {
+    int64_t o[8] = {0};
+    for (int64_t p = 0; p < outSize; ++p) {
+      int64_t offset = 0, state = 0;
+      for (int d = 0; d < w.rank; ++d) {
+        const int64_t pos =
+            o[d] * w.stride[d] - w.padBegin[d] + k[d] * w.dilation[d];
+        if (pos >= w.in[d] + w.padEnd[d])
+          state = -2;
+        else if ((pos < 0 || pos >= w.in[d]) && state == 0)
+          state = -1;
+        if (!columnMajor)
+          offset = offset * w.in[d] + pos;
+      }
+      if (columnMajor)
+        for (int d = w.rank - 1; d >= 0; --d)
+          offset = offset * w.in[d] +
+                   (o[d] * w.stride[d] - w.padBegin[d] + k[d] * w.dilation[d]);
+      offsets[ki * outSize + p] = state ? state : offset;
+      for (int d = w.rank - 1; d >= 0 && ++o[d] == w.out[d]; --d)
+        o[d] = 0;
+    }
+    for (int d = w.rank - 1; d >= 0 && ++k[d] == w.kernel[d]; --d)
+      k[d] = 0;
+  }
+  return offsets;
+}
+
+/// MaxPool over `planes` (batch x channel) planes: the largest value of each
+/// window (NaN wins, the first maximum on ties) and its flat index into the
+/// input (ONNX Indices: plane * inSize + the spatial offset, row-major or,
+/// with `columnMajor`, column-major). `C` is the compare type.
+template <typename C, typename In, typename Out, typename Load, typename Store>
+void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
+             const Window &w, bool columnMajor, Load load, Store store) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const std::vector<int64_t> offsets = windowOffsets(w);
+  const std::vector<int64_t> reported =
+      columnMajor ? windowOffsets(w, true) : std::vector<int64_t>();
+  for (int64_t q = 0; q < planes; ++q)
+    for (int64_t p = 0; p < outSize; ++p) {
+      C best = lowest<C>();
+      int64_t where = -1;
+      for (int64_t k = 0; k < kernelSize; ++k) {
+        const int64_t offset = offsets[k * outSize + p];
+        if (offset < 0)
+          continue;
+        const C v = static_cast<C>(load(x[q * inSize + offset]));
+        if (where < 0 || v > best || (isNan(v) && !isNan(best))) {
+          best = v;
+          where = columnMajor ? reported[k * outSize + p] : offset;
+        }
+      }
+      y[q * outSize + p] = store(best);
+      if (indices)
+        indices[q * outSize + p] = where < 0 ? -1 : q * inSize + where;
+    }
+}
+
+/// AveragePool (GlobalAveragePool with a whole-plane window) over `planes`
+/// planes, summing in `C`. The divisor counts the window's positions inside
+/// the input, or with `countIncludePad` inside the padded input (positions
+/// that ceil_mode adds beyond the end padding never count, as in PyTorch).
+template <typename C, typename In, typename Out, typename Load, typename Store>
+void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
+                 bool countIncludePad, Load load, Store store) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const std::vector<int64_t> offsets = windowOffsets(w);
+  for (int64_t q = 0; q < planes; ++q)
+    for (int64_t p = 0; p < outSize; ++p) {
+      C sum = 0;
+      int64_t count = 0;
+      for (int64_t k = 0; k < kernelSize; ++k) {
+        const int64_t offset = offsets[k * outSize + p];
+        if (offset >= 0)
+          sum += static_cast<C>(load(x[q * inSize + offset]));
+        count += offset >= 0 || (countIncludePad && offset == -1);
+      }
+      y[q * outSize + p] = store(sum / static_cast<C>(count));
+    }
+}
+
+/// The mean of each of `planes` planes of `size` elements, in `C`.
+template <typename C, typename In, typename Out, typename Load, typename Store>
+void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size,
+                       Load load, Store store) {
+  for (int64_t q = 0; q < planes; ++q) {
+    const C sum = pairwiseSum<C>(
+        0, size, [&](int64_t i) { return static_cast<C>(load(x[q * size + i])); });
+    y[q] = store(sum / static_cast<C>(size));
+  }
+}
+
+/// Conv in FP32 on FP32 copies of the operands: x (n, c, in...), weight
+/// (m, c / group, kernel...), optional bias (m); y (n, m, out...) gets the
+/// FP32 result. im2col per image and group, then one sgemm.
+inline void conv(const float *x, const float *weight, const float *bias,
+                 float *y, int64_t n, int64_t c, int64_t m, int64_t group,
+                 const Window &w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
+  bool direct = kernelSize == 1 && inSize == outSize;
+  for (int d = 0; d < w.rank; ++d)
+    direct = direct && w.stride[d] == 1 && w.padBegin[d] == 0;
+  const std::vector<int64_t> offsets =
+      direct ? std::vector<int64_t>() : windowOffsets(w);
+  std::vector<float> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      const float *plane = x + (b * c + g * cg) * inSize;
+      const float *cols = plane;
+      if (!direct) {
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t k = 0; k < kernelSize; ++k) {
+            float *row = columns.data() + (ci * kernelSize + k) * outSize;
+            const int64_t *at = offsets.data() + k * outSize;
+            const float *src = plane + ci * inSize;
+            for (int64_t p = 0; p < outSize; ++p)
+              row[p] = at[p] >= 0 ? src[at[p]] : 0.0f;
+          }
+        cols = columns.data();
+      }
+      float *out = y + (b * m + g * mg) * outSize;
+      if (bias)
+        for (int64_t f = 0; f < mg; ++f)
+          std::fill(out + f * outSize, out + (f + 1) * outSize, bias[g * mg + f]);
+      sgemm(false, false, mg, outSize, depth, 1.0f, weight + g * mg * depth,
+            cols, bias ? 1.0f : 0.0f, out);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+enum LossReduction { LossNone = 0, LossSum = 1, LossMean = 2 };
+
+/// NegativeLogLikelihoodLoss on (n, c, d) log-probabilities in `C` and (n, d)
+/// labels: -logp[label] * weight[label] per element, 0 where the label is
+/// `ignoreIndex` (when `hasIgnore`); `loss` receives n * d values
+/// (reduction none), their sum, or their sum divided by the sum of the
+/// weights that were used (mean). Returns false on a label outside [0, c).
+template <typename C, typename I>
+bool nllLoss(const C *logp, const I *labels, const C *weights, int64_t n,
+             int64_t c, int64_t d, bool hasIgnore, int64_t ignoreIndex,
+             LossReduction reduction, C *loss) {
+  std::vector<C> values(static_cast<size_t>(n * d)), used(values.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t i = b * d + j;
+      const int64_t label = static_cast<int64_t>(labels[i]);
+      values[i] = used[i] = 0;
+      if (hasIgnore && label == ignoreIndex)
+        continue;
+      if (label < 0 || label >= c)
+        return false;
+      used[i] = weights ? weights[label] : C(1);
+      values[i] = -logp[(b * c + label) * d + j] * used[i];
+    }
+  const int64_t count = n * d;
+  if (reduction == LossNone) {
+    std::copy(values.begin(), values.end(), loss);
+    return true;
+  }
+  const C total = pairwiseSum<C>(0, count, [&](int64_t i) { return values[i]; });
+  loss[0] = reduction == LossMean
+                ? total / pairwiseSum<C>(0, count, [&](int64_t i) { return used[i]; })
+                : total;
+  return true;
 }
 
 } // namespace ampc::cpu

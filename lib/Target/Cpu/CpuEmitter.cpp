@@ -18,6 +18,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -86,6 +87,58 @@ std::string store(Type t, const std::string &e) {
   return "static_cast<" + storageType(t).str() + ">(" + e + ")";
 }
 
+/// A generic lambda loading one stored element of `t` for the kernels.
+std::string loadFn(Type t) { return "[](auto v) { return " + load(t, "v") + "; }"; }
+/// A generic lambda rounding a computed value to the storage of `t`.
+std::string storeFn(Type t) {
+  return "[](auto v) { return " + store(t, "v") + "; }";
+}
+
+/// What the kernels accumulate and compute in for data of `t`: float for
+/// 16- and 32-bit floats, double for f64, integers as themselves.
+StringRef accumulatorType(Type t) {
+  if (isa<FloatType>(t))
+    return t.isF64() ? "double" : "float";
+  return storageType(t);
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The exact value of a float attribute as a C++ double literal.
+std::string exactLiteral(const APFloat &value) {
+  return formatv("{0:e17}", value.convertToDouble()).str();
+}
+
+/// "node 'NAME' (OpType)" for the ONNX node an op came from (the importer's
+/// NameLoc around a FusedLoc whose metadata is the op type), for run-time
+/// messages; the ampc op name where the location says nothing.
+std::string nodeDescription(Operation *op) {
+  std::string node, opType;
+  Location loc = op->getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    node = name.getName().str();
+    loc = name.getChildLoc();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      opType = type.str();
+  std::string what = opType.empty() ? op->getName().getStringRef().str() : opType;
+  return node.empty() ? what : "node '" + node + "' (" + what + ")";
+}
+
 /// `text` as the inside of a C string literal.
 std::string cString(StringRef text) {
   std::string out;
@@ -147,8 +200,27 @@ private:
   void emitElementwise(Operation *op, ValueRange inputs,
                        const std::string &expression, llvm::raw_ostream &body);
   void emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
-                   llvm::raw_ostream &body);
+                   llvm::raw_ostream &body, int64_t base = 0);
+  /// A `const float *w_NAME` holding `v` in FP32 (a widened copy for
+  /// f16/bf16).
+  std::string widenFloat(Value v);
+  /// `if (!(condition)) return <failure naming the node>;`
+  std::string failUnless(Operation *op, const std::string &condition,
+                         StringRef what);
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitConv(ampc::ConvOp op, llvm::raw_ostream &body);
+  LogicalResult emitWindow(Operation *op, ArrayRef<int64_t> kernel,
+                           std::optional<ArrayRef<int64_t>> strides,
+                           std::optional<ArrayRef<int64_t>> pads,
+                           std::optional<ArrayRef<int64_t>> dilations,
+                           llvm::raw_ostream &body);
+  void emitSlice(ampc::SliceOp op, llvm::raw_ostream &body);
+  void emitReduce(Operation *op, StringRef kind, llvm::raw_ostream &body);
+  void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
+  void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
+  void emitLoss(Operation *op, Value scores, Value labels, Value weights,
+                StringRef reduction, std::optional<int64_t> ignoreIndex,
+                Value logProb, llvm::raw_ostream &body);
   void emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body);
   void emitDescriptor(func::FuncOp forward);
 
@@ -161,6 +233,9 @@ private:
   int64_t stateSize = 0;
   unsigned counter = 0;
   std::string constants;
+  /// Offset in the state of the run-time error message slot, -1 while no
+  /// op can fail at run time.
+  int64_t errorSlot = -1;
 };
 
 void Emitter::allocate(Value v, llvm::raw_ostream &body) {
@@ -174,14 +249,14 @@ void Emitter::allocate(Value v, llvm::raw_ostream &body) {
 }
 
 void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
-                          llvm::raw_ostream &body) {
+                          llvm::raw_ostream &body, int64_t base) {
   RankedTensorType out = tensorOf(output);
   body << formatv("  {{ static const int64_t dims[] = {0}; static const int64_t "
                   "s0[] = {1}; const int64_t *strides[] = {{s0};\n",
                   list(out.getShape()), list(strides));
   body << formatv("    ampc::cpu::forEach<1>({0}, dims, strides, [&](int64_t o, "
-                  "int64_t a) {{ {1}[o] = {2}[a]; }); }\n",
-                  out.getRank(), name(output), name(input));
+                  "int64_t a) {{ {1}[o] = {2}[{3}LL + a]; }); }\n",
+                  out.getRank(), name(output), name(input), base);
 }
 
 void Emitter::emitElementwise(Operation *op, ValueRange inputs,
@@ -211,6 +286,30 @@ void Emitter::emitElementwise(Operation *op, ValueRange inputs,
        << store(out.getElementType(), expression) << ";\n    }); }\n";
 }
 
+std::string Emitter::widenFloat(Value v) {
+  Type t = elementOf(v);
+  std::string n = name(v);
+  if (t.isF32())
+    return "const float *w_" + n + " = " + n + ";\n";
+  return formatv("std::vector<float> wv_{0} = ampc::cpu::widen({0}, {1}LL, "
+                 "{2}); const float *w_{0} = wv_{0}.data();\n",
+                 n, tensorOf(v).getNumElements(),
+                 t.isF16() ? "ampc::cpu::loadF16" : "ampc::cpu::loadBf16")
+      .str();
+}
+
+std::string Emitter::failUnless(Operation *op, const std::string &condition,
+                                StringRef what) {
+  if (errorSlot < 0) {
+    errorSlot = stateSize;
+    stateSize = alignUp(stateSize + 8);
+  }
+  return formatv("  if (!({0})) return ampc::cpu::fail(state + {1}, \"{2}: "
+                 "{3}\");\n",
+                 condition, errorSlot, cString(nodeDescription(op)), what)
+      .str();
+}
+
 LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   // Gemm: alpha * op(A) op(B) + beta * C; MatMul: batched A B with numpy
   // broadcasting of the batch dimensions. Both widen 16-bit inputs to FP32,
@@ -221,17 +320,7 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     return op->emitError() << "the CPU target multiplies f32, f16 and bf16 "
                               "matrices only, got "
                            << outType;
-  auto widen = [&](Value v) {
-    Type t = elementOf(v);
-    std::string n = name(v);
-    if (t.isF32())
-      return "const float *w_" + n + " = " + n + ";\n";
-    return formatv("std::vector<float> wv_{0} = ampc::cpu::widen({0}, {1}LL, "
-                   "{2}); const float *w_{0} = wv_{0}.data();\n",
-                   n, tensorOf(v).getNumElements(),
-                   t.isF16() ? "ampc::cpu::loadF16" : "ampc::cpu::loadBf16")
-        .str();
-  };
+  auto widen = [&](Value v) { return widenFloat(v); };
   body << "  {\n    " << widen(a) << "    " << widen(b);
   int64_t outCount = tensorOf(out).getNumElements();
   body << "    std::vector<float> acc(" << outCount << "LL);\n";
@@ -321,6 +410,249 @@ void Emitter::emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body) {
   }
   cs << "};\n";
   (void)body;
+}
+
+/// The window geometry of a conv or pool op over its input's spatial
+/// dimensions, as a `static const ampc::cpu::Window win`.
+LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> kernel,
+                                  std::optional<ArrayRef<int64_t>> strides,
+                                  std::optional<ArrayRef<int64_t>> pads,
+                                  std::optional<ArrayRef<int64_t>> dilations,
+                                  llvm::raw_ostream &body) {
+  ArrayRef<int64_t> in = tensorOf(op->getOperand(0)).getShape().drop_front(2);
+  ArrayRef<int64_t> out = tensorOf(op->getResult(0)).getShape().drop_front(2);
+  size_t n = in.size();
+  if (n > 8)
+    return op->emitError() << "the CPU target handles at most 8 spatial "
+                              "dimensions, got "
+                           << n;
+  SmallVector<int64_t> ones(n, 1), zeros(n, 0);
+  SmallVector<int64_t> begin(zeros), end(zeros);
+  if (pads) {
+    begin.assign(pads->begin(), pads->begin() + n);
+    end.assign(pads->begin() + n, pads->end());
+  }
+  body << formatv("    static const ampc::cpu::Window win = {{{0}, {1}, {2}, "
+                  "{3}, {4}, {5}, {6}, {7}};\n",
+                  n, list(in), list(out), list(kernel),
+                  list(strides ? *strides : ArrayRef<int64_t>(ones)),
+                  list(begin), list(end),
+                  list(dilations ? *dilations : ArrayRef<int64_t>(ones)));
+  return success();
+}
+
+LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
+  // im2col + sgemm: 16-bit operands widened to FP32, FP32 accumulation, one
+  // rounding when storing.
+  Value x = op.getInput(), w = op.getWeight(), b = op.getBias(),
+        out = op.getOutput();
+  Type outType = elementOf(out);
+  if (outType.isF64())
+    return op->emitError() << "the CPU target convolves f32, f16 and bf16 "
+                              "tensors only, got "
+                           << outType;
+  ArrayRef<int64_t> xs = tensorOf(x).getShape();
+  body << "  {\n    " << widenFloat(x) << "    " << widenFloat(w);
+  if (b)
+    body << "    " << widenFloat(b);
+  if (failed(emitWindow(op, tensorOf(w).getShape().drop_front(2),
+                        op.getStrides(), op.getPads(), op.getDilations(),
+                        body)))
+    return failure();
+  int64_t count = tensorOf(out).getNumElements();
+  bool direct = outType.isF32();
+  if (!direct)
+    body << "    std::vector<float> acc(" << count << "LL);\n";
+  body << formatv("    ampc::cpu::conv(w_{0}, w_{1}, {2}, {3}, {4}LL, {5}LL, "
+                  "{6}LL, {7}LL, win);\n",
+                  name(x), name(w), b ? "w_" + name(b) : "nullptr",
+                  direct ? name(out) : "acc.data()", xs[0], xs[1],
+                  tensorOf(w).getDimSize(0), op.getGroup());
+  if (!direct)
+    body << "    for (int64_t i = 0; i < " << count << "LL; ++i) " << name(out)
+         << "[i] = " << store(outType, "acc[i]") << ";\n";
+  body << "  }\n";
+  return success();
+}
+
+void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
+  // A strided view: the first element's offset and, per dimension, the
+  // input stride times the step (negative for negative steps).
+  Value in = op.getInput(), out = op.getOutput();
+  if (tensorOf(out).getNumElements() == 0)
+    return;
+  ArrayRef<int64_t> shape = tensorOf(in).getShape();
+  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
+  SmallVector<int64_t> strides(inStrides);
+  int64_t base = 0;
+  for (auto [i, a] : llvm::enumerate(op.getAxes())) {
+    int64_t axis = *ampc::normalizeAxis(a, shape.size());
+    int64_t dim = shape[axis], step = op.getSteps()[i];
+    int64_t start = op.getStarts()[i];
+    if (start < 0)
+      start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                     : std::clamp<int64_t>(start, 0, dim - 1);
+    base += start * inStrides[axis];
+    strides[axis] = inStrides[axis] * step;
+  }
+  emitStrided(in, out, strides, body, base);
+}
+
+void Emitter::emitReduce(Operation *op, StringRef kind,
+                         llvm::raw_ostream &body) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  ArrayRef<int64_t> shape = tensorOf(in).getShape();
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  SmallVector<bool> reduced(shape.size(), axes.empty());
+  for (int64_t a : axes)
+    reduced[*ampc::normalizeAxis(a, shape.size())] = true;
+  // Kept dimensions in output order (keepdims does not change the layout)
+  // and reduced ones, each with its input strides.
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  SmallVector<int64_t> keptDims, keptStrides, reducedDims, reducedStrides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (reduced[d] ? reducedDims : keptDims).push_back(shape[d]);
+    (reduced[d] ? reducedStrides : keptStrides).push_back(strides[d]);
+  }
+  Type ti = elementOf(in), to = elementOf(out);
+  if (tensorOf(out).getNumElements() == 0)
+    return;
+  body << formatv("  {{ static const int64_t kept[] = {0}; static const int64_t "
+                  "keptStrides[] = {1};\n"
+                  "    static const int64_t reduced[] = {2}; static const "
+                  "int64_t reducedStrides[] = {3};\n"
+                  "    ampc::cpu::reduce<{4}>({5}, {6}, {7}, kept, keptStrides, "
+                  "{8}, reduced, reducedStrides, ampc::cpu::{9}, {10}, {11}); }\n",
+                  list(keptDims), list(keptStrides), list(reducedDims),
+                  list(reducedStrides), accumulatorType(ti), name(in),
+                  name(out), keptDims.size(), reducedDims.size(), kind,
+                  loadFn(ti), storeFn(to));
+}
+
+void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
+                            llvm::raw_ostream &body) {
+  Value x = op.getInput(), y = op.getOutput();
+  ArrayRef<int64_t> shape = tensorOf(x).getShape();
+  int64_t axis = *ampc::normalizeAxis(op.getAxis(), shape.size());
+  ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  Type stash = elementOf(op.getMean());
+  StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+  body << "  { static const int64_t dims[] = " << list(normalized) << ";\n";
+  // Scale and bias broadcast to the normalised shape, in the compute type.
+  auto operand = [&](StringRef what, Value v) {
+    body << formatv("    static const int64_t {0}Strides[] = {1};\n"
+                    "    std::vector<{2}> {0} = ampc::cpu::broadcast<{2}>({3}, "
+                    "{4}, dims, {0}Strides, {5});\n",
+                    what,
+                    list(broadcastStrides(tensorOf(v).getShape(), normalized)),
+                    c, name(v), normalized.size(), loadFn(elementOf(v)));
+  };
+  operand("scale", op.getScale());
+  if (op.getBias())
+    operand("bias", op.getBias());
+  body << formatv("    ampc::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}LL, "
+                  "{6}LL, scale.data(), {7}, {0}({8}), {9}, {10}, {11}); }\n",
+                  c, name(x), name(y), name(op.getMean()),
+                  name(op.getInvStdDev()), product(shape.take_front(axis)),
+                  product(normalized), op.getBias() ? "bias.data()" : "nullptr",
+                  exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
+                  storeFn(elementOf(y)), storeFn(stash));
+}
+
+void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
+                            llvm::raw_ostream &body) {
+  // Statistics in the compute type whatever their storage (under autocast
+  // the data is f16/bf16 and the statistics FP32).
+  Value x = op.getInput(), y = op.getOutput();
+  ArrayRef<int64_t> shape = tensorOf(x).getShape();
+  int64_t n = shape[0], channels = shape[1], inner = product(shape.drop_front(2));
+  bool wide = elementOf(x).isF64() || elementOf(op.getInputMean()).isF64();
+  StringRef c = wide ? "double" : "float";
+  body << "  {\n";
+  for (auto [what, v] : {std::pair<StringRef, Value>{"scale", op.getScale()},
+                         {"bias", op.getBias()},
+                         {"mean", op.getInputMean()},
+                         {"variance", op.getInputVar()}})
+    body << formatv("    std::vector<{0}> {1} = ampc::cpu::convert<{0}>({2}, "
+                    "{3}LL, {4});\n",
+                    c, what, name(v), channels, loadFn(elementOf(v)));
+  bool training = op.getTrainingMode() != 0;
+  if (training)
+    body << formatv("    std::vector<{0}> batchMean({1}LL), batchVariance({1}LL);\n"
+                    "    ampc::cpu::channelStatistics<{0}>({2}, {3}LL, {1}LL, "
+                    "{4}LL, batchMean.data(), batchVariance.data(), {5});\n",
+                    c, channels, name(x), n, inner, loadFn(elementOf(x)));
+  StringRef m = training ? "batchMean" : "mean",
+            v = training ? "batchVariance" : "variance";
+  body << formatv("    ampc::cpu::batchNorm<{0}>({1}, {2}, {3}LL, {4}LL, {5}LL, "
+                  "scale.data(), bias.data(), {6}.data(), {7}.data(), {0}({8}), "
+                  "{9}, {10});\n",
+                  c, name(x), name(y), n, channels, inner, m, v,
+                  exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
+                  storeFn(elementOf(y)));
+  // Running statistics: ONNX updates them with the population variance,
+  // running = input * momentum + batch * (1 - momentum); outside training
+  // they are the inputs.
+  double momentum = op.getMomentum().convertToDouble();
+  auto running = [&](Value out, StringRef input, StringRef batch) {
+    std::string e = training
+                        ? formatv("{0}[i] * {1}({2:e17}) + {3}[i] * {1}({4:e17})",
+                                  input, c, momentum, batch, 1.0 - momentum)
+                              .str()
+                        : (input + "[i]").str();
+    body << "    for (int64_t i = 0; i < " << channels << "LL; ++i) "
+         << name(out) << "[i] = " << store(elementOf(out), e) << ";\n";
+  };
+  running(op.getRunningMean(), "mean", "batchMean");
+  running(op.getRunningVar(), "variance", "batchVariance");
+  body << "  }\n";
+}
+
+void Emitter::emitLoss(Operation *op, Value scores, Value labels,
+                       Value weights, StringRef reduction,
+                       std::optional<int64_t> ignoreIndex, Value logProb,
+                       llvm::raw_ostream &body) {
+  // SoftmaxCrossEntropyLoss (with logProb) is LogSoftmax over axis 1 and
+  // NegativeLogLikelihoodLoss; both compute in float (double for f64).
+  ArrayRef<int64_t> shape = tensorOf(scores).getShape();
+  int64_t n = shape[0], classes = shape[1], inner = product(shape.drop_front(2));
+  int64_t count = tensorOf(scores).getNumElements();
+  Type t = elementOf(scores);
+  Value loss = op->getResult(0);
+  StringRef c = t.isF64() ? "double" : "float";
+  body << "  {\n";
+  if (logProb) {
+    body << formatv("    std::vector<{0}> logp({1}LL);\n"
+                    "    ampc::cpu::softmax<{0}>({2}, logp.data(), {3}LL, {4}LL, "
+                    "{5}LL, true, {6}, [](auto v) {{ return v; });\n"
+                    "    for (int64_t i = 0; i < {1}LL; ++i) {7}[i] = {8};\n",
+                    c, count, name(scores), n, classes, inner, loadFn(t),
+                    name(logProb), store(elementOf(logProb), "logp[i]"));
+  } else {
+    body << formatv("    std::vector<{0}> logp = ampc::cpu::convert<{0}>({1}, "
+                    "{2}LL, {3});\n",
+                    c, name(scores), count, loadFn(t));
+  }
+  if (weights)
+    body << formatv("    std::vector<{0}> weights = ampc::cpu::convert<{0}>({1}, "
+                    "{2}LL, {3});\n",
+                    c, name(weights), classes, loadFn(elementOf(weights)));
+  int64_t lossCount = tensorOf(loss).getNumElements();
+  body << formatv("    std::vector<{0}> loss({1}LL);\n", c, lossCount);
+  std::string call =
+      formatv("ampc::cpu::nllLoss<{0}>(logp.data(), {1}, {2}, {3}LL, {4}LL, "
+              "{5}LL, {6}, {7}LL, ampc::cpu::{8}, loss.data())",
+              c, name(labels), weights ? "weights.data()" : "nullptr", n,
+              classes, inner, ignoreIndex.has_value(), ignoreIndex.value_or(0),
+              reduction == "mean"  ? "LossMean"
+              : reduction == "sum" ? "LossSum"
+                                   : "LossNone")
+          .str();
+  body << "  " << failUnless(op, call, "a label is out of range");
+  body << "    for (int64_t i = 0; i < " << lossCount << "LL; ++i) "
+       << name(loss) << "[i] = " << store(elementOf(loss), "loss[i]")
+       << ";\n  }\n";
 }
 
 LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
@@ -415,11 +747,164 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
         for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
           inner *= shape[d];
         Type ti = elementOf(in), to = elementOf(out);
-        body << formatv("  ampc::cpu::softmax({0}, {1}, {2}LL, {3}LL, {4}LL, {5}, "
-                        "[](auto v) {{ return {6}; }, [](auto v) {{ return {7}; });\n",
+        body << formatv("  ampc::cpu::softmax<{8}>({0}, {1}, {2}LL, {3}LL, {4}LL, "
+                        "{5}, {6}, {7});\n",
                         name(in), name(out), outer, shape[axis], inner,
-                        isa<ampc::LogSoftmaxOp>(op), load(ti, "v"),
-                        store(to, "v"));
+                        isa<ampc::LogSoftmaxOp>(op), loadFn(ti), storeFn(to),
+                        accumulatorType(ti).str() == "double" ||
+                                accumulatorType(to).str() == "double"
+                            ? "double"
+                            : "float");
+        return success();
+      })
+      .Case([&](ampc::SliceOp o) {
+        emitSlice(o, body);
+        return success();
+      })
+      .Case([&](ampc::ConcatOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        int64_t outer = product(shape.take_front(axis)),
+                inner = product(shape.drop_front(axis + 1)), offset = 0;
+        for (Value in : o.getInputs()) {
+          int64_t block = tensorOf(in).getDimSize(axis) * inner;
+          body << formatv("  ampc::cpu::concatPart({0}, {1}, {2}LL, {3}LL, "
+                          "{4}LL, {5}LL);\n",
+                          name(in), name(o.getOutput()), outer, block,
+                          shape[axis] * inner, offset);
+          offset += block;
+        }
+        return success();
+      })
+      .Case([&](ampc::GatherOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getData()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        body << failUnless(
+            op,
+            formatv("ampc::cpu::gather({0}, {1}, {2}, {3}LL, {4}LL, {5}LL, "
+                    "{6}LL)",
+                    name(o.getData()), name(o.getIndices()), name(o.getOutput()),
+                    product(shape.take_front(axis)), shape[axis],
+                    tensorOf(o.getIndices()).getNumElements(),
+                    product(shape.drop_front(axis + 1))),
+            "an index is out of range");
+        return success();
+      })
+      .Case([&](ampc::ShapeOp o) {
+        // Normally folded away; the values are known here anyway.
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        int64_t rank = shape.size();
+        auto clampDim = [&](int64_t d) {
+          return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
+        };
+        int64_t start = clampDim(o.getStart());
+        int64_t end = o.getEnd() ? clampDim(*o.getEnd()) : rank;
+        SmallVector<int64_t> dims(
+            shape.slice(start, std::max<int64_t>(end - start, 0)));
+        if (!dims.empty())
+          body << "  { static const int64_t dims[] = " << list(dims)
+               << "; std::memcpy(" << name(o.getOutput()) << ", dims, "
+               << 8 * dims.size() << "ULL); }\n";
+        return success();
+      })
+      .Case([&](ampc::ReduceSumOp) {
+        emitReduce(op, "ReduceSum", body);
+        return success();
+      })
+      .Case([&](ampc::ReduceMeanOp) {
+        emitReduce(op, "ReduceMean", body);
+        return success();
+      })
+      .Case([&](ampc::ReduceMaxOp) {
+        emitReduce(op, "ReduceMax", body);
+        return success();
+      })
+      .Case([&](ampc::LayerNormalizationOp o) {
+        emitLayerNorm(o, body);
+        return success();
+      })
+      .Case([&](ampc::BatchNormalizationOp o) {
+        emitBatchNorm(o, body);
+        return success();
+      })
+      .Case([&](ampc::DropoutOp o) -> LogicalResult {
+        // Outside training (or with ratio 0) the identity with an all-true
+        // mask; random masks come with the training pipeline.
+        if (o.getTrainingMode() && !o.getRatio().isZero())
+          return op->emitError()
+                 << "the CPU target cannot compile 'ampc.dropout' in training "
+                    "mode with ratio "
+                 << [&] {
+                      std::string text;
+                      llvm::raw_string_ostream os(text);
+                      os << llvm::format("%g", o.getRatio().convertToDouble());
+                      return text;
+                    }()
+                 << " yet (random masks come with training)";
+        RankedTensorType t = tensorOf(o.getOutput());
+        body << "  std::memcpy(" << name(o.getOutput()) << ", "
+             << name(o.getInput()) << ", "
+             << t.getNumElements() * storageSize(t.getElementType())
+             << "ULL);\n  std::memset(" << name(o.getMask()) << ", 1, "
+             << t.getNumElements() << "ULL);\n";
+        return success();
+      })
+      .Case([&](ampc::MaxPoolOp o) -> LogicalResult {
+        Type t = elementOf(o.getInput());
+        body << "  {\n";
+        if (failed(emitWindow(op, o.getKernelShape(), o.getStrides(),
+                              o.getPads(), o.getDilations(), body)))
+          return failure();
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        body << formatv("    ampc::cpu::maxPool<{0}>({1}, {2}, {3}, {4}LL, win, "
+                        "{5}, {6}, {7});\n  }\n",
+                        accumulatorType(t), name(o.getInput()),
+                        name(o.getOutput()), name(o.getIndices()),
+                        shape[0] * shape[1], o.getStorageOrder() != 0,
+                        loadFn(t), storeFn(elementOf(o.getOutput())));
+        return success();
+      })
+      .Case([&](ampc::AveragePoolOp o) -> LogicalResult {
+        Type t = elementOf(o.getInput());
+        body << "  {\n";
+        if (failed(emitWindow(op, o.getKernelShape(), o.getStrides(),
+                              o.getPads(), o.getDilations(), body)))
+          return failure();
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        body << formatv("    ampc::cpu::averagePool<{0}>({1}, {2}, {3}LL, win, "
+                        "{4}, {5}, {6});\n  }\n",
+                        accumulatorType(t), name(o.getInput()),
+                        name(o.getOutput()), shape[0] * shape[1],
+                        o.getCountIncludePad() != 0, loadFn(t),
+                        storeFn(elementOf(o.getOutput())));
+        return success();
+      })
+      .Case([&](ampc::GlobalAveragePoolOp o) {
+        Type t = elementOf(o.getInput());
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        body << formatv("  ampc::cpu::globalAveragePool<{0}>({1}, {2}, {3}LL, "
+                        "{4}LL, {5}, {6});\n",
+                        accumulatorType(t), name(o.getInput()),
+                        name(o.getOutput()), shape[0] * shape[1],
+                        product(shape.drop_front(2)), loadFn(t),
+                        storeFn(elementOf(o.getOutput())));
+        return success();
+      })
+      .Case([&](ampc::ConvOp o) { return emitConv(o, body); })
+      .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
+        std::optional<int64_t> ignore;
+        if (auto i = o.getIgnoreIndex())
+          ignore = static_cast<int64_t>(*i);
+        emitLoss(op, o.getScores(), o.getLabels(), o.getWeights(),
+                 o.getReduction(), ignore, o.getLogProb(), body);
+        return success();
+      })
+      .Case([&](ampc::NegativeLogLikelihoodLossOp o) {
+        std::optional<int64_t> ignore;
+        if (auto i = o.getIgnoreIndex())
+          ignore = static_cast<int64_t>(*i);
+        emitLoss(op, o.getInput(), o.getTarget(), o.getWeight(),
+                 o.getReduction(), ignore, Value(), body);
         return success();
       })
       .Default([&](Operation *) {
@@ -467,7 +952,7 @@ static const ampc_model_abi kModel = {
   sizeof(ampc_model_abi), AMPC_ABI_VERSION,
   "{0}", "cpu", "{1}", "infer",
   {2}, inputs, {3}, outputs, {4}, parameters,
-  {5}ULL, init, infer, nullptr, nullptr,
+  {5}ULL, init, infer, {6}, nullptr,
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
@@ -476,7 +961,8 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
 )",
                 cString(options.modelName), options.precision,
                 forward.getNumArguments(), forward.getNumResults(),
-                paramTypes.size(), stateSize);
+                paramTypes.size(), stateSize,
+                errorSlot < 0 ? "nullptr" : "lastError");
 }
 
 LogicalResult Emitter::run() {
@@ -526,6 +1012,12 @@ LogicalResult Emitter::run() {
     for (Type t : op.getResultTypes())
       if (!onnxDtype(cast<ShapedType>(t).getElementType()))
         return op.emitError() << "the CPU target cannot store " << t;
+    // ampc::cpu::forEach keeps its multi-index in 16 slots.
+    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() > 16)
+        return op.emitError() << "the CPU target handles tensors of rank 16 "
+                                 "at most, got "
+                              << t;
     if (failed(emitOp(&op, body)))
       return failure();
   }
@@ -545,12 +1037,18 @@ LogicalResult Emitter::run() {
   os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
   if (parameterBytes)
     os << "  std::memcpy(raw, ampc_parameter_blob, " << parameterBytes << "ULL);\n";
+  else
+    os << "  (void)raw;\n";
   os << "  return 0;\n}\n\n"
         "static int32_t infer(void *raw, const void *const *inputs, void *const "
         "*outputs) {\n"
         "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
         "  (void)state; (void)inputs; (void)outputs;\n"
      << bodyText << "  return 0;\n}\n";
+  if (errorSlot >= 0)
+    os << "\nstatic const char *lastError(void *raw) {\n"
+          "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
+       << errorSlot << ");\n}\n";
   emitDescriptor(forward);
   return success();
 }
