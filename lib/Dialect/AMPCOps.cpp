@@ -810,8 +810,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
       end = std::clamp<int64_t>(end, 0, dim);
       span = end - start;
     } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
+      // min/max rather than std::clamp: for dim 0 the bounds cross (and the
+      // slice is empty either way).
+      start = std::min<int64_t>(std::max<int64_t>(start, 0), dim - 1);
+      end = std::min<int64_t>(std::max<int64_t>(end, -1), dim - 1);
       span = start - end;
     }
     uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step)

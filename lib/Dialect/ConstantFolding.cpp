@@ -368,7 +368,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
     int64_t a = *normalizeAxis(axis, rank), dim = inType.getDimSize(a);
     int64_t v = s < 0 ? s + dim : s;
     start[a] = st > 0 ? std::clamp<int64_t>(v, 0, dim)
-                      : std::clamp<int64_t>(v, 0, dim - 1);
+                      : std::min<int64_t>(std::max<int64_t>(v, 0), dim - 1);
     step[a] = st;
   }
   return rearrange(input, type, [&](int64_t flat) {
