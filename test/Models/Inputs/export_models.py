@@ -6,12 +6,15 @@ usage: export_models.py OUTDIR
 Writes mlp.onnx, resnet18.onnx (training mode: BatchNormalization with its
 running-statistics outputs) and encoder.onnx / encoder_train.onnx
 (nn.TransformerEncoderLayer in eval and training mode), all at opset 17 with
-a static batch, the way a user would call torch.onnx.export.
+a static batch, the way a user would call torch.onnx.export; and for each
+NAME, NAME_input.npy (a fresh random input) and NAME_output.npy (torch's
+float32 output on it, in the mode of the export).
 """
 import os
 import sys
 import warnings
 
+import numpy as np
 import torch
 import torchvision
 
@@ -29,6 +32,14 @@ def export(name, model, example, training):
                       opset_version=17, training=mode,
                       do_constant_folding=not training,
                       input_names=["input"], output_names=["output"])
+    # A reference for the compiled model: torch's output, in the same mode,
+    # on a fresh input (not the export's example).
+    x = torch.randn(*example.shape)
+    model.train(training)
+    with torch.no_grad():
+        y = model(x)
+    np.save(os.path.join(out, name + "_input.npy"), x.numpy())
+    np.save(os.path.join(out, name + "_output.npy"), y.numpy())
 
 
 mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
