@@ -625,6 +625,36 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
 // Data movement
 //===----------------------------------------------------------------------===//
 
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " operands but its body takes "
+                         << body.getNumArguments();
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(getInputs().getTypes(), body.getArgumentTypes())))
+    if (std::get<0>(pair) != std::get<1>(pair))
+      return emitOpError() << "operand " << i << " has type "
+                           << std::get<0>(pair) << " but block argument " << i
+                           << " has type " << std::get<1>(pair);
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in ampc.yield";
+  if (yield.getValue().getType() != getOutput().getType())
+    return emitOpError() << "yields " << yield.getValue().getType()
+                         << " but returns " << getOutput().getType();
+  auto shape = getOutput().getType().getShape();
+  for (Operation &op : body.without_terminator()) {
+    if (!op.hasTrait<Elementwise>() || op.getNumResults() != 1)
+      return emitOpError() << "body holds '" << op.getName()
+                           << "', which is not an elementwise op";
+    if (cast<RankedTensorType>(op.getResult(0).getType()).getShape() != shape)
+      return emitOpError() << "body value of type " << op.getResult(0).getType()
+                           << " does not have the result's shape";
+  }
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getOutput().getType());

@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - the ampc compilation pipeline, in one place ---------===//
 //
-// Every pass ampc runs, in order. Later issues add autodiff, loss scaling,
-// the optimizer and lowering here (docs/design.md, Pipeline).
+// Every pass ampc runs, in order: the graph part (shapes, precision, and
+// later autodiff, loss scaling and the optimizer), then the kernel-level
+// form the target emitters consume (docs/design.md, Pipeline).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,19 +16,29 @@ using namespace mlir;
 namespace {
 struct PipelineStep {
   llvm::StringRef name;
+  ampc::PipelinePart part;
   std::unique_ptr<Pass> (*create)(const ampc::PipelineOptions &);
 };
 
+using ampc::PipelinePart;
+
 const PipelineStep kPipeline[] = {
-    {"ampc-fold-shapes",
+    {"ampc-fold-shapes", PipelinePart::Graph,
      [](const ampc::PipelineOptions &) { return ampc::createFoldShapesPass(); }},
-    {"ampc-assign-precision",
+    {"ampc-assign-precision", PipelinePart::Graph,
      [](const ampc::PipelineOptions &o) {
        return ampc::createAssignPrecisionPass(o.precision);
      }},
-    {"ampc-optimize-casts",
+    {"ampc-optimize-casts", PipelinePart::Graph,
      [](const ampc::PipelineOptions &) {
        return ampc::createOptimizeCastsPass();
+     }},
+    // The kernel-level form both targets emit from.
+    {"ampc-fuse", PipelinePart::Kernel,
+     [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
+    {"ampc-plan-memory", PipelinePart::Kernel,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createPlanMemoryPass();
      }},
 };
 } // namespace
@@ -42,9 +53,22 @@ llvm::ArrayRef<llvm::StringRef> ampc::pipelinePassNames() {
   return names;
 }
 
+bool ampc::pipelineStopsBefore(PipelinePart part,
+                               const PipelineOptions &options) {
+  if (options.stopAfter.empty())
+    return false;
+  for (const PipelineStep &step : kPipeline) {
+    if (step.part == part)
+      return false;
+    if (step.name == options.stopAfter)
+      return true;
+  }
+  return false;
+}
+
 LogicalResult ampc::buildPipeline(OpPassManager &pm,
                                   const PipelineOptions &options,
-                                  std::string &error) {
+                                  PipelinePart part, std::string &error) {
   if (!options.stopAfter.empty() &&
       !llvm::is_contained(pipelinePassNames(), options.stopAfter)) {
     error = "--emit-after: '" + options.stopAfter +
@@ -53,7 +77,8 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
     return failure();
   }
   for (const PipelineStep &step : kPipeline) {
-    pm.addPass(step.create(options));
+    if (part == PipelinePart::All || step.part == part)
+      pm.addPass(step.create(options));
     if (step.name == options.stopAfter)
       break;
   }

@@ -912,3 +912,52 @@ func.func @loss_none_reduction_result(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
   %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "none"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @fusion_non_elementwise(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'ampc.fusion' op body holds 'ampc.matmul', which is not an elementwise op}}
+  %0 = ampc.fusion(%x, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>):
+    %m = ampc.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    ampc.yield %m : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_smaller_value(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'ampc.fusion' op body value of type 'tensor<8xf32>' does not have the result's shape}}
+  %0 = ampc.fusion(%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+    %e = ampc.exp %c : tensor<8xf32>
+    %s = ampc.add %a, %e : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ampc.yield %s : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_yield_type(%x: tensor<4x8xf32>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{'ampc.fusion' op yields 'tensor<4x8xf32>' but returns 'tensor<4x8xf16>'}}
+  %0 = ampc.fusion(%x) : (tensor<4x8xf32>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %e = ampc.exp %a : tensor<4x8xf32>
+    ampc.yield %e : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @fusion_argument_type(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'ampc.fusion' op operand 0 has type 'tensor<4x8xf32>' but block argument 0 has type 'tensor<4x8xf16>'}}
+  %0 = ampc.fusion(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf16>):
+    %e = ampc.cast %a : tensor<4x8xf16> to tensor<4x8xf32>
+    ampc.yield %e : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

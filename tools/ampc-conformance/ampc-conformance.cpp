@@ -226,7 +226,8 @@ Outcome Runner::run(StringRef folder) {
                                  .Case("fp16", "f16")
                                  .Case("bf16", "bf16")
                                  .Default("f32");
-  if (failed(ampc::buildPipeline(pm, pipeline, error)) || failed(pm.run(*module)))
+  if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error)) ||
+      failed(pm.run(*module)))
     return fail(folder, "pipeline: " + firstError + error);
 
   SmallString<128> work;

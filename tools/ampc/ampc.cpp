@@ -363,7 +363,8 @@ int main(int argc, char **argv) {
   if (emitAfter != "import") {
     mlir::PassManager pm(&context);
     std::string error;
-    if (failed(ampc::buildPipeline(pm, pipeline, error)))
+    if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Graph,
+                                   error)))
       return userError(error);
     pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
     if (failed(pm.run(*module)))
@@ -397,6 +398,18 @@ int main(int argc, char **argv) {
     return 0;
   if (emit == Emit::Onnx)
     return exportOnnx(*module) ? 0 : 1;
+
+  // The kernel-level form, for code generation and for --emit=mlir unless
+  // --emit-after stopped earlier.
+  if (emitAfter != "import" &&
+      !ampc::pipelineStopsBefore(ampc::PipelinePart::Kernel, pipeline)) {
+    mlir::PassManager pm(&context);
+    std::string error;
+    if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Kernel,
+                                   error)) ||
+        failed(pm.run(*module)))
+      return 1;
+  }
   if (emit == Emit::So || emit == Emit::Cpp)
     return emitCpuLibrary(*module) ? 0 : 1;
 

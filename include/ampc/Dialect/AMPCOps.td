@@ -52,6 +52,18 @@ def AMPC_DataOperandOnly : NativeOpTrait<"DataOperandOnly"> {
   let cppNamespace = "::ampc";
 }
 
+// Elementwise: result element i depends only on element i of each operand
+// (after numpy broadcasting to the result shape). ampc-fuse merges chains of
+// such ops into one `ampc.fusion` loop nest.
+def AMPC_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::ampc";
+}
+// View: the result holds operand 0's elements in the same order under
+// another shape, so code generation aliases the operand's buffer.
+def AMPC_View : NativeOpTrait<"View"> {
+  let cppNamespace = "::ampc";
+}
+
 // Shapes are static after import (docs/design.md): every tensor type
 // constraint says so, and the shape rules may rely on it.
 def AMPC_Tensor : StaticShapeTensorOf<[AnyType]>;
@@ -118,7 +130,7 @@ def AMPC_LoadParameterOp : AMPC_Op<"load_parameter",
 // Unary ops keep their operand's type.
 class AMPC_UnaryOp<string mnemonic, Type type, string desc,
                    list<Trait> traits = []>
-    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, AMPC_Elementwise], traits)> {
   let summary = desc;
   let description = "ONNX `" # desc # "`, elementwise.\n\n```mlir\n%y = ampc."
       # mnemonic # " %x : tensor<4x8xf32>\n```";
@@ -154,7 +166,7 @@ def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu", [AMPC_Follow]> 
 // broadcasting).
 class AMPC_BinaryOp<string mnemonic, Type type, string desc,
                     list<Trait> traits = []>
-    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, AMPC_Elementwise], traits)> {
   let summary = desc;
   let description = "ONNX `" # desc # "`, with multidirectional broadcasting."
       # "\n\n```mlir\n%z = ampc." # mnemonic
@@ -176,7 +188,7 @@ def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow", [AMPC_Deny]> {
 def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative, AMPC_Promote]>;
 
 def AMPC_WhereOp : AMPC_Op<"where",
-    [Pure, InferTypeOpAdaptor, AMPC_Promote]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Promote, AMPC_Elementwise]> {
   let summary = "Where";
   let description = [{
     ONNX `Where`: `condition ? x : y` with multidirectional broadcasting.
@@ -193,7 +205,7 @@ def AMPC_WhereOp : AMPC_Op<"where",
   let hasFolder = 1;
 }
 
-def AMPC_CastOp : AMPC_Op<"cast", [Pure]> {
+def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise]> {
   let summary = "Cast";
   let description = [{
     ONNX `Cast`: converts the element type, keeping the shape. Float to
@@ -380,7 +392,7 @@ def AMPC_DropoutOp : AMPC_Op<"dropout",
 //===----------------------------------------------------------------------===//
 
 def AMPC_ReshapeOp : AMPC_Op<"reshape",
-    [Pure, AMPC_Follow]> {
+    [Pure, AMPC_Follow, AMPC_View]> {
   let summary = "Reshape (target shape is the result type)";
   let description = [{
     ```mlir
@@ -395,7 +407,7 @@ def AMPC_ReshapeOp : AMPC_Op<"reshape",
 }
 
 def AMPC_ExpandOp : AMPC_Op<"expand",
-    [Pure, AMPC_Follow]> {
+    [Pure, AMPC_Follow, AMPC_Elementwise]> {
   let summary = "Expand (broadcast to the result type)";
   let description = [{
     ```mlir
@@ -423,7 +435,7 @@ def AMPC_TransposeOp : AMPC_Op<"transpose",
 }
 
 def AMPC_FlattenOp : AMPC_Op<"flatten",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
   let summary = "Flatten";
   let description = [{
     ```mlir
@@ -438,7 +450,7 @@ def AMPC_FlattenOp : AMPC_Op<"flatten",
 }
 
 def AMPC_SqueezeOp : AMPC_Op<"squeeze",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
   let summary = "Squeeze";
   let description = [{
     Removes the listed size-1 dimensions (all of them when `axes` is empty).
@@ -454,7 +466,7 @@ def AMPC_SqueezeOp : AMPC_Op<"squeeze",
 }
 
 def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
   let summary = "Unsqueeze";
   let description = [{
     Inserts size-1 dimensions at `axes` (positions in the result).
@@ -656,6 +668,47 @@ def AMPC_NegativeLogLikelihoodLossOp
   let results = (outs AMPC_FloatTensor:$loss);
   let assemblyFormat = "$input `,` $target (`,` $weight^)? attr-dict `:` "
                        "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel-level form (ampc-fuse): what the target emitters consume
+//===----------------------------------------------------------------------===//
+
+def AMPC_FusionOp : AMPC_Op<"fusion",
+    [IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a chain of elementwise ops run as one loop nest";
+  let description = [{
+    Written by `ampc-fuse`. The body holds elementwise ops (AMPC_Elementwise)
+    on the block arguments, which stand for the operands; every value in the
+    body has the result's shape, and only the operands (block arguments)
+    broadcast to it. A target runs the body as one loop over the result's
+    elements: operands are loaded once per element, every intermediate
+    stays in a register, rounded to its own dtype (f16/bf16 round to nearest
+    even) exactly as if it had been stored, so fusing never changes a
+    result; only the yielded value is written to memory.
+
+    ```mlir
+    %y = ampc.fusion (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a0: tensor<8x64xf32>, %a1: tensor<64xf32>):
+      %0 = ampc.add %a0, %a1 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+      %1 = ampc.relu %0 : tensor<8x64xf32>
+      ampc.yield %1 : tensor<8x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AMPC_Tensor>:$inputs);
+  let results = (outs AMPC_Tensor:$output);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "`(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+}
+
+def AMPC_YieldOp : AMPC_Op<"yield",
+    [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the value an ampc.fusion writes";
+  let arguments = (ins AMPC_Tensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // AMPC_OPS_TD

@@ -1,4 +1,4 @@
-//===- AMPCTraits.h - per-op facts for precision assignment -----*- C++ -*-===//
+//===- AMPCTraits.h - per-op facts (precision, fusion) -----*- C++ -*-===//
 //
 // Every ampc op that computes on floating-point data carries one precision
 // category trait (AMPC_Allow, AMPC_Deny, ... in AMPCOps.td), so the category
@@ -47,6 +47,16 @@ struct PrecisionCategoryTrait {
 template <typename ConcreteType>
 class DataOperandOnly
     : public mlir::OpTrait::TraitBase<ConcreteType, DataOperandOnly> {};
+
+/// Result element i depends only on element i of each operand, after
+/// broadcasting the operands to the result's shape (ampc-fuse).
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
+/// The result is operand 0's elements in the same order under another shape;
+/// code generation gives it operand 0's buffer.
+template <typename ConcreteType>
+class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 
 /// The op's default precision category; std::nullopt for ops that precision
 /// assignment leaves alone (constants, parameters, casts, shape queries).

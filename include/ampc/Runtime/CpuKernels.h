@@ -28,6 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ampc::cpu {
@@ -41,9 +42,23 @@ inline float loadBf16(uint16_t v) { return numeric::bf16BitsToF32(v); }
 inline uint16_t storeF16(float v) { return numeric::f32ToF16Bits(v); }
 inline uint16_t storeBf16(float v) { return numeric::f32ToBf16Bits(v); }
 
+namespace detail {
+/// One innermost row of forEach: `inner` calls of `body` with the output
+/// offset and each input's offset.
+template <typename Body, std::size_t... I>
+inline void forEachRow(Body &body, int64_t out, int64_t inner,
+                       const int64_t *offsets, const int64_t *step,
+                       std::index_sequence<I...>) {
+  for (int64_t j = 0; j < inner; ++j)
+    body(out + j, (offsets[I] + j * step[I])...);
+}
+} // namespace detail
+
 /// Calls `body(out, in...)` for every element of an output of `rank`
 /// dimensions `dims`, with the linear offsets into the output (contiguous)
-/// and into each input (`strides`, 0 along broadcast dimensions).
+/// and into each of the N inputs (`strides`, 0 along broadcast dimensions).
+/// The innermost dimension is a plain loop (contiguous inputs make it a
+/// unit-stride loop the compiler vectorises); an odometer walks the others.
 template <int N, typename Body>
 void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
              Body body) {
@@ -52,19 +67,18 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
     total *= dims[d];
   if (total == 0)
     return;
+  constexpr int M = N > 0 ? N : 1;
+  int64_t offsets[M] = {0};
+  int64_t inner = rank > 0 ? dims[rank - 1] : 1;
+  int64_t step[M] = {0};
+  for (int i = 0; i < N; ++i)
+    step[i] = rank > 0 ? strides[i][rank - 1] : 0;
   int64_t index[16] = {0};
-  int64_t offsets[N > 0 ? N : 1] = {0};
-  for (int64_t out = 0; out < total; ++out) {
-    if constexpr (N == 0)
-      body(out);
-    else if constexpr (N == 1)
-      body(out, offsets[0]);
-    else if constexpr (N == 2)
-      body(out, offsets[0], offsets[1]);
-    else
-      body(out, offsets[0], offsets[1], offsets[2]);
-    // Odometer increment of the multi-index, updating input offsets.
-    for (int d = rank - 1; d >= 0; --d) {
+  for (int64_t out = 0; out < total; out += inner) {
+    detail::forEachRow(body, out, inner, offsets, step,
+                       std::make_index_sequence<N>());
+    // Odometer increment of the outer multi-index, updating input offsets.
+    for (int d = rank - 2; d >= 0; --d) {
       if (++index[d] < dims[d]) {
         for (int i = 0; i < N; ++i)
           offsets[i] += strides[i][d];

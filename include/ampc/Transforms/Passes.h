@@ -16,6 +16,11 @@ namespace ampc {
 #define GEN_PASS_REGISTRATION
 #include "ampc/Transforms/Passes.h.inc"
 
+/// The two parts of the pipeline: graph-level passes on ONNX-semantics ops,
+/// then the kernel-level form (fusion, memory plan) that code generation
+/// reads. Reports and ONNX export read the module between the two.
+enum class PipelinePart { Graph, Kernel, All };
+
 /// Options of the whole pipeline; grows as passes are added.
 struct PipelineOptions {
   /// Stop after the pass with this argument name (e.g. "ampc-fold-shapes");
@@ -28,11 +33,15 @@ struct PipelineOptions {
 /// The argument names of the pipeline's passes, in order.
 llvm::ArrayRef<llvm::StringRef> pipelinePassNames();
 
-/// Builds the ampc pipeline (docs/design.md, Pipeline) into `pm`. Fails with
-/// a message when `options.stopAfter` names no pass of the pipeline.
+/// Builds `part` of the ampc pipeline (docs/design.md, Pipeline) into `pm`,
+/// up to `options.stopAfter`. Fails with a message when `options.stopAfter`
+/// names no pass of the pipeline.
 mlir::LogicalResult buildPipeline(mlir::OpPassManager &pm,
                                   const PipelineOptions &options,
-                                  std::string &error);
+                                  PipelinePart part, std::string &error);
+
+/// Whether `options.stopAfter` names a pass that runs before `part`.
+bool pipelineStopsBefore(PipelinePart part, const PipelineOptions &options);
 
 /// Registers the dialects every ampc tool loads.
 void registerAllDialects(mlir::DialectRegistry &registry);

@@ -66,4 +66,39 @@ def OptimizeCastsPass : Pass<"ampc-optimize-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel-level form: what the target emitters consume
+//===----------------------------------------------------------------------===//
+
+def FusePass : Pass<"ampc-fuse", "mlir::ModuleOp"> {
+  let summary = "merge elementwise chains into ampc.fusion loop nests";
+  let description = [{
+    Groups chains of elementwise ops (AMPC_Elementwise in AMPCOps.td) into
+    one `ampc.fusion` each, which a target runs as one loop over the result
+    with every intermediate in a register. Walking each function backwards,
+    an elementwise op starts a group; a producer joins it when it is
+    elementwise, has the group's result shape (so nothing is recomputed),
+    and all its users are already in the group (so its value is needed
+    nowhere else). Operands outside the group, which may broadcast, become
+    the fusion's operands. Groups of one op are left as they are.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "give every intermediate tensor an offset in one arena";
+  let description = [{
+    The static memory plan. In each function, every result of a top-level
+    op that needs storage (not constants, parameter loads, or views, which
+    share their operand's buffer) gets a byte offset in one arena, recorded
+    as `ampc.offsets` on the op (one entry per result, -1 for none); the
+    function gets `ampc.arena_bytes`. Buffers are allocated in program
+    order, best fit among the free blocks, 64-byte aligned, and freed after
+    the last use of the value or of any view of it, never before the op
+    that produces it has run, so an op's results never overlap its operands.
+    Function results live to the end.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 #endif // AMPC_TRANSFORMS_PASSES_TD

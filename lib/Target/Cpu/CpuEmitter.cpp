@@ -1,17 +1,20 @@
 //===- CpuEmitter.cpp - C++ model libraries for the CPU -------------------===//
 //
-// Walks @forward after the pipeline and writes, for each op, a call to the
-// kernels of include/ampc/Runtime/CpuKernels.h or a loop over its elements.
-// Every value gets its own buffer in the instance state (a memory plan that
-// reuses buffers, and fusion of elementwise chains, come with the
-// kernel-level lowering); parameters are copied there by `init` from a blob
-// the library embeds.
+// Walks @forward in its kernel-level form (after ampc-fuse and
+// ampc-plan-memory) and writes, for each op, a call to the kernels of
+// include/ampc/Runtime/CpuKernels.h or one loop nest (an ampc.fusion or a
+// lone elementwise op). The instance state holds the parameters, which
+// `init` copies from a blob the library embeds, then the arena of the
+// memory plan, where every intermediate lives at its planned offset; views
+// share their operand's buffer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Target/CpuTarget.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/ScalarExpression.h"
+#include "ampc/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -194,11 +197,17 @@ public:
 
 private:
   std::string name(Value v) { return names.lookup(v); }
-  /// Declares a buffer in the state for `v`.
-  void allocate(Value v, llvm::raw_ostream &body);
+  /// Names the buffer of result `v`: its planned place in the arena, or
+  /// its operand's buffer for a view.
+  LogicalResult bind(OpResult v, llvm::raw_ostream &body);
   LogicalResult emitOp(Operation *op, llvm::raw_ostream &body);
-  void emitElementwise(Operation *op, ValueRange inputs,
-                       const std::string &expression, llvm::raw_ostream &body);
+  /// One loop over the elements of `output`: `ops` (elementwise, in order,
+  /// the last one computing `output`) evaluated per element from `inputs`,
+  /// whose values the body sees as `arguments` (the fusion's block
+  /// arguments; the inputs themselves for a lone op).
+  LogicalResult emitLoopNest(ArrayRef<Operation *> ops, ValueRange inputs,
+                             ValueRange arguments, Value output,
+                             llvm::raw_ostream &body);
   void emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
                    llvm::raw_ostream &body, int64_t base = 0);
   /// A `const float *w_NAME` holding `v` in FP32 (a widened copy for
@@ -231,6 +240,8 @@ private:
   llvm::DenseMap<Value, std::string> names;
   llvm::StringMap<int64_t> parameterOffsets;
   int64_t stateSize = 0;
+  /// Offset in the state of the memory plan's arena.
+  int64_t arenaBase = 0;
   unsigned counter = 0;
   std::string constants;
   /// Offset in the state of the run-time error message slot, -1 while no
@@ -238,14 +249,23 @@ private:
   int64_t errorSlot = -1;
 };
 
-void Emitter::allocate(Value v, llvm::raw_ostream &body) {
+LogicalResult Emitter::bind(OpResult v, llvm::raw_ostream &body) {
+  Operation *op = v.getOwner();
+  if (ampc::isViewResult(op, v.getResultNumber())) {
+    names[v] = name(op->getOperand(0));
+    return success();
+  }
+  std::optional<int64_t> offset = ampc::planOffset(v);
+  if (!offset)
+    return op->emitError() << "result " << v.getResultNumber()
+                           << " has no buffer: the module was not planned "
+                              "(ampc-plan-memory)";
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
-  RankedTensorType t = tensorOf(v);
-  int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
-  body << "  " << storageType(t.getElementType()) << " *" << n << " = reinterpret_cast<"
-       << storageType(t.getElementType()) << " *>(state + " << stateSize << ");\n";
-  stateSize = alignUp(stateSize + std::max<int64_t>(bytes, 1));
+  StringRef type = storageType(elementOf(v));
+  body << "  " << type << " *" << n << " = reinterpret_cast<" << type
+       << " *>(state + " << arenaBase + *offset << ");\n";
+  return success();
 }
 
 void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
@@ -259,10 +279,9 @@ void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
                   out.getRank(), name(output), name(input), base);
 }
 
-void Emitter::emitElementwise(Operation *op, ValueRange inputs,
-                              const std::string &expression,
-                              llvm::raw_ostream &body) {
-  Value output = op->getResult(0);
+LogicalResult Emitter::emitLoopNest(ArrayRef<Operation *> ops,
+                                    ValueRange inputs, ValueRange arguments,
+                                    Value output, llvm::raw_ostream &body) {
   RankedTensorType out = tensorOf(output);
   body << "  { static const int64_t dims[] = " << list(out.getShape()) << ";\n";
   std::string strideNames;
@@ -278,12 +297,36 @@ void Emitter::emitElementwise(Operation *op, ValueRange inputs,
     params += ", int64_t i" + std::to_string(i);
   body << "    ampc::cpu::forEach<" << inputs.size() << ">(" << out.getRank()
        << ", dims, strides, [&](" << params << ") {\n";
-  for (auto [i, in] : llvm::enumerate(inputs))
-    body << "      const " << computeType(elementOf(in)) << " x" << i << " = "
+  // Each operand element is loaded once; each intermediate is a local,
+  // rounded to its dtype as if it had been stored.
+  llvm::DenseMap<Value, std::string> scalars;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    std::string x = "x" + std::to_string(i);
+    scalars[arguments[i]] = x;
+    body << "      const " << computeType(elementOf(in)) << " " << x << " = "
          << load(elementOf(in), name(in) + "[i" + std::to_string(i) + "]")
          << ";\n";
-  body << "      " << name(output) << "[o] = "
-       << store(out.getElementType(), expression) << ";\n    }); }\n";
+  }
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    SmallVector<std::string> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(scalars.lookup(v));
+    Type t = elementOf(op->getResult(0));
+    FailureOr<std::string> e =
+        ampc::scalarExpression(op, operands, computeType(t));
+    if (failed(e))
+      return failure();
+    if (i + 1 == ops.size()) {
+      body << "      " << name(output) << "[o] = " << store(t, *e) << ";\n";
+      break;
+    }
+    std::string tmp = "t" + std::to_string(i);
+    scalars[op->getResult(0)] = tmp;
+    body << "      const " << computeType(t) << " " << tmp << " = "
+         << load(t, store(t, *e)) << ";\n";
+  }
+  body << "    }); }\n";
+  return success();
 }
 
 std::string Emitter::widenFloat(Value v) {
@@ -669,61 +712,23 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
          << parameterOffsets.lookup(load.getParameter()) << ");\n";
     return success();
   }
-  for (Value r : op->getResults())
-    allocate(r, body);
-  auto x = [](int i) { return "x" + std::to_string(i); };
-  std::string c = op->getNumResults() ? computeType(elementOf(op->getResult(0))).str() : "";
-  auto unary = [&](const std::string &e) {
-    emitElementwise(op, op->getOperands(), e, body);
-    return success();
-  };
+  for (OpResult r : op->getResults())
+    if (failed(bind(r, body)))
+      return failure();
+  if (op->hasTrait<ampc::View>())
+    return success(); // same elements, same order, same buffer
+  if (op->hasTrait<ampc::Elementwise>())
+    return emitLoopNest({op}, op->getOperands(), op->getOperands(),
+                        op->getResult(0), body);
+  if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
+    SmallVector<Operation *> ops;
+    for (Operation &inner : fusion.getBody().front().without_terminator())
+      ops.push_back(&inner);
+    return emitLoopNest(ops, fusion.getInputs(),
+                        fusion.getBody().front().getArguments(),
+                        fusion.getOutput(), body);
+  }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ampc::NegOp) { return unary("-x0"); })
-      .Case([&](ampc::SqrtOp) { return unary("std::sqrt(x0)"); })
-      .Case([&](ampc::ReciprocalOp) { return unary(c + "(1) / x0"); })
-      .Case([&](ampc::ExpOp) { return unary("std::exp(x0)"); })
-      .Case([&](ampc::LogOp) { return unary("std::log(x0)"); })
-      .Case([&](ampc::ErfOp) { return unary("std::erf(x0)"); })
-      .Case([&](ampc::ReluOp) { return unary("x0 > 0 ? x0 : " + c + "(0)"); })
-      .Case([&](ampc::SigmoidOp) {
-        return unary(c + "(1) / (" + c + "(1) + std::exp(-x0))");
-      })
-      .Case([&](ampc::TanhOp) { return unary("std::tanh(x0)"); })
-      .Case([&](ampc::IdentityOp) { return unary("x0"); })
-      .Case([&](ampc::LeakyReluOp o) {
-        return unary(formatv("x0 >= 0 ? x0 : {0}({1:e9}) * x0", c,
-                             o.getAlpha().convertToFloat()));
-      })
-      .Case([&](ampc::GeluOp o) {
-        if (o.getApproximate() == "tanh")
-          return unary(c + "(0.5) * x0 * (" + c + "(1) + std::tanh(" + c +
-                       "(0.7978845608028654) * (x0 + " + c +
-                       "(0.044715) * x0 * x0 * x0)))");
-        return unary(c + "(0.5) * x0 * (" + c + "(1) + std::erf(x0 * " + c +
-                     "(0.7071067811865476)))");
-      })
-      .Case([&](ampc::AddOp) { return unary("x0 + x1"); })
-      .Case([&](ampc::SubOp) { return unary("x0 - x1"); })
-      .Case([&](ampc::MulOp) { return unary("x0 * x1"); })
-      .Case([&](ampc::DivOp) { return unary("x0 / x1"); })
-      .Case([&](ampc::PowOp) { return unary("std::pow(x0, x1)"); })
-      .Case([&](ampc::EqualOp) { return unary("x0 == x1"); })
-      .Case([&](ampc::WhereOp) { return unary("x0 ? x1 : x2"); })
-      .Case([&](ampc::CastOp cast) {
-        // ONNX Cast to bool is "not zero"; other casts convert (float to
-        // integer truncates, as C++ does).
-        return unary(elementOf(cast.getOutput()).isInteger(1) ? "x0 != 0" : x(0));
-      })
-      .Case([&](ampc::ExpandOp) { return unary("x0"); })
-      .Case<ampc::ReshapeOp, ampc::FlattenOp, ampc::SqueezeOp,
-            ampc::UnsqueezeOp>([&](Operation *) {
-        // Same elements, same order.
-        RankedTensorType t = tensorOf(op->getResult(0));
-        body << "  std::memcpy(" << name(op->getResult(0)) << ", "
-             << name(op->getOperand(0)) << ", "
-             << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
-        return success();
-      })
       .Case([&](ampc::TransposeOp t) {
         ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();
         SmallVector<int64_t> inStrides(in.size(), 1), strides;
@@ -989,6 +994,11 @@ LogicalResult Emitter::run() {
   }
   int64_t parameterBytes = stateSize;
   blob.resize(parameterBytes, '\0');
+  auto arena = forward->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
+  if (!arena)
+    return forward.emitError() << "has no memory plan (ampc-plan-memory)";
+  arenaBase = stateSize;
+  stateSize = alignUp(stateSize + arena.getInt());
 
   std::string bodyText;
   llvm::raw_string_ostream body(bodyText);

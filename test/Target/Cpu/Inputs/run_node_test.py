@@ -38,6 +38,7 @@ exits 1. The numbers are kept in WORKDIR for inspection.
 import argparse
 import glob
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -256,6 +257,11 @@ def run_node(node, ins, attrs, opset):
         return [x]
     if op == "Relu":
         return [np.maximum(x, 0)]
+    if op in ("Tanh", "Exp", "Sqrt", "Neg"):
+        return [{"Tanh": np.tanh, "Exp": np.exp, "Sqrt": np.sqrt,
+                 "Neg": np.negative}[op](x)]
+    if op == "Erf":
+        return [np.vectorize(math.erf)(x)]
     if op in ("Add", "Sub", "Mul", "Div"):
         return [{"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
                  "Div": np.divide}[op](x, ins[1])]

@@ -1,0 +1,41 @@
+//===- MemoryPlan.h - the static memory plan of ampc-plan-memory -*- C++ -*-===//
+//
+// What ampc-plan-memory records and the target emitters read: per op, the
+// arena offset of each result; per function, the arena's size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TRANSFORMS_MEMORYPLAN_H
+#define AMPC_TRANSFORMS_MEMORYPLAN_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace ampc {
+
+/// Op attribute: `array<i64>`, one arena offset per result, -1 for results
+/// without a buffer of their own.
+constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";
+/// Function attribute: the arena's size in bytes (i64).
+constexpr llvm::StringLiteral kArenaBytesAttr = "ampc.arena_bytes";
+/// Buffers start at multiples of this many bytes.
+constexpr int64_t kBufferAlignment = 64;
+
+/// Bytes one element of `type` takes in memory (i1 takes a byte, f16 and
+/// bf16 two); 0 for types code generation cannot store.
+int64_t storageBytes(mlir::Type type);
+
+/// Whether result `index` of `op` is a view of operand 0 (AMPC_View) and so
+/// has no buffer of its own.
+bool isViewResult(mlir::Operation *op, unsigned index);
+
+/// The arena offset of `value` (an op result), or std::nullopt when the
+/// plan gives it no buffer.
+std::optional<int64_t> planOffset(mlir::Value value);
+
+} // namespace ampc
+
+#endif // AMPC_TRANSFORMS_MEMORYPLAN_H

@@ -1,0 +1,179 @@
+//===- PlanMemory.cpp - one arena, buffers reused after their last use ----===//
+//
+// The static memory plan (Passes.td, PlanMemoryPass). Liveness is by
+// position in the function's block: a buffer is live from the op that
+// writes it to the last op that reads it or a view of it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Transforms/MemoryPlan.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+
+namespace ampc {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+int64_t ampc::storageBytes(Type type) {
+  if (type.isF64() || type.isInteger(64))
+    return 8;
+  if (type.isF32() || type.isInteger(32))
+    return 4;
+  if (type.isF16() || type.isBF16() || type.isInteger(16))
+    return 2;
+  if (type.isInteger(8) || type.isInteger(1))
+    return 1;
+  return 0;
+}
+
+bool ampc::isViewResult(Operation *op, unsigned index) {
+  return index == 0 && op->hasTrait<ampc::View>() && op->getNumOperands() >= 1;
+}
+
+std::optional<int64_t> ampc::planOffset(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return std::nullopt;
+  auto offsets =
+      result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+  if (!offsets || result.getResultNumber() >= offsets.size() ||
+      offsets[result.getResultNumber()] < 0)
+    return std::nullopt;
+  return offsets[result.getResultNumber()];
+}
+
+namespace {
+
+int64_t alignUp(int64_t n) {
+  return (n + ampc::kBufferAlignment - 1) / ampc::kBufferAlignment *
+         ampc::kBufferAlignment;
+}
+
+/// Best-fit allocation in an arena that grows as needed; freed blocks merge
+/// with their neighbours.
+class Arena {
+public:
+  int64_t allocate(int64_t bytes) {
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second >= bytes && (best == free.end() || it->second < best->second))
+        best = it;
+    if (best == free.end()) {
+      // Grow: reuse a free block at the end of the arena if there is one.
+      int64_t offset = top;
+      if (!free.empty()) {
+        auto last = std::prev(free.end());
+        if (last->first + last->second == top) {
+          offset = last->first;
+          free.erase(last);
+        }
+      }
+      top = offset + bytes;
+      return offset;
+    }
+    int64_t offset = best->first, size = best->second;
+    free.erase(best);
+    if (size > bytes)
+      free[offset + bytes] = size - bytes;
+    return offset;
+  }
+
+  void release(int64_t offset, int64_t bytes) {
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && offset + bytes == next->first) {
+      bytes += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += bytes;
+        return;
+      }
+    }
+    free[offset] = bytes;
+  }
+
+  int64_t size() const { return top; }
+
+private:
+  std::map<int64_t, int64_t> free; // offset -> size
+  int64_t top = 0;
+};
+
+void planFunction(func::FuncOp func) {
+  Block &block = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(block))
+    position[&op] = static_cast<int64_t>(i);
+
+  // The value whose buffer each value uses (itself, or what it views).
+  llvm::DenseMap<Value, Value> owner;
+  auto ownerOf = [&](Value v) {
+    auto it = owner.find(v);
+    return it == owner.end() ? v : it->second;
+  };
+  for (Operation &op : block)
+    for (OpResult r : op.getResults())
+      if (ampc::isViewResult(&op, r.getResultNumber()))
+        owner[r] = ownerOf(op.getOperand(0));
+
+  // Last position at which each buffer is read (directly or through a view;
+  // uses inside a region count at the op that holds the region).
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (Operation &op : block)
+    for (OpResult r : op.getResults()) {
+      int64_t &last = lastUse[ownerOf(r)];
+      last = std::max(last, position[&op]);
+      for (Operation *user : r.getUsers())
+        if (Operation *top = block.findAncestorOpInBlock(*user))
+          last = std::max(last, position[top]);
+    }
+
+  // Buffers to release after each position.
+  llvm::DenseMap<int64_t, SmallVector<std::pair<int64_t, int64_t>>> releases;
+  Arena arena;
+  for (Operation &op : block) {
+    if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp>(op))
+      continue;
+    SmallVector<int64_t> offsets;
+    bool any = false;
+    for (OpResult r : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type || ampc::isViewResult(&op, r.getResultNumber())) {
+        offsets.push_back(-1);
+        continue;
+      }
+      int64_t bytes = alignUp(std::max<int64_t>(
+          type.getNumElements() * ampc::storageBytes(type.getElementType()), 1));
+      int64_t offset = arena.allocate(bytes);
+      offsets.push_back(offset);
+      releases[lastUse.lookup(r)].push_back({offset, bytes});
+      any = true;
+    }
+    if (any)
+      op.setAttr(ampc::kOffsetsAttr,
+                 DenseI64ArrayAttr::get(op.getContext(), offsets));
+    for (auto [offset, bytes] : releases.lookup(position[&op]))
+      arena.release(offset, bytes);
+  }
+  func->setAttr(ampc::kArenaBytesAttr,
+                IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                 arena.size()));
+}
+
+struct PlanMemory : ampc::impl::PlanMemoryPassBase<PlanMemory> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal())
+        planFunction(func);
+  }
+};
+
+} // namespace

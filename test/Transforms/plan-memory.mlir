@@ -1,0 +1,52 @@
+// RUN: ampc-opt %s --split-input-file --ampc-plan-memory | FileCheck %s
+
+// ampc-plan-memory gives each buffer an offset in one arena (64-byte
+// aligned, best fit) and reuses a buffer once its value and every view of
+// it are dead; an op's results never overlap its operands.
+
+// A chain of 2 KiB tensors needs two buffers that alternate, not four. The
+// view (reshape) shares its operand's buffer, which keeps %b alive until
+// the last use of the view.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: attributes {ampc.arena_bytes = 4096 : i64}
+// CHECK-NEXT: ampc.exp %{{.+}} {ampc.offsets = array<i64: 0>}
+// CHECK-NEXT: ampc.neg %{{.+}} {ampc.offsets = array<i64: 2048>}
+// CHECK-NEXT: ampc.reshape %{{.+}} : tensor<8x64xf32> to tensor<512xf32>
+// CHECK-NEXT: ampc.sqrt %{{.+}} {ampc.offsets = array<i64: 0>}
+// CHECK-NEXT: ampc.tanh %{{.+}} {ampc.offsets = array<i64: 2048>}
+func.func @chain(%x: tensor<8x64xf32>) -> tensor<512xf32> {
+  %a = ampc.exp %x : tensor<8x64xf32>
+  %b = ampc.neg %a : tensor<8x64xf32>
+  %v = ampc.reshape %b : tensor<8x64xf32> to tensor<512xf32>
+  %c = ampc.sqrt %v : tensor<512xf32>
+  %d = ampc.tanh %c : tensor<512xf32>
+  return %d : tensor<512xf32>
+}
+
+// -----
+
+// A value read later keeps its buffer. Freed neighbours merge, so the
+// 4 KiB concat fits where the two 2 KiB buffers were; an allocation that
+// fits nowhere grows the arena from a free block at its end. Unused extra
+// results (the layer norm's statistics) still get buffers. Constants and
+// parameter loads take no arena space.
+// CHECK-LABEL: func.func @merge
+// CHECK-SAME: attributes {ampc.arena_bytes = 8320 : i64}
+// CHECK-NEXT: ampc.exp {{.+}} {ampc.offsets = array<i64: 0>}
+// CHECK-NEXT: ampc.neg {{.+}} {ampc.offsets = array<i64: 2048>}
+// CHECK-NEXT: ampc.add {{.+}} {ampc.offsets = array<i64: 4096>}
+// CHECK-NEXT: ampc.concat {{.+}} {ampc.offsets = array<i64: 0>
+// CHECK-NEXT: ampc.constant
+// CHECK-NEXT: ampc.load_parameter @s : tensor<64xf32>
+// CHECK-NEXT: ampc.layer_normalization {{.+}} {ampc.offsets = array<i64: 4096, 8192, 8256>}
+ampc.parameter @s : tensor<64xf32> = dense<1.0> : tensor<64xf32>
+func.func @merge(%x: tensor<8x64xf32>) -> tensor<16x64xf32> {
+  %a = ampc.exp %x : tensor<8x64xf32>
+  %b = ampc.neg %a : tensor<8x64xf32>
+  %c = ampc.add %a, %b : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %o = ampc.concat %c, %c {axis = 0 : i64} : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<16x64xf32>
+  %k = ampc.constant dense<2.0> : tensor<64xf32>
+  %s = ampc.load_parameter @s : tensor<64xf32>
+  %y, %m, %r = ampc.layer_normalization %o, %s, %k {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<16x64xf32>, tensor<16x1xf32>, tensor<16x1xf32>)
+  return %y : tensor<16x64xf32>
+}
