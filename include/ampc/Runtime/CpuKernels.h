@@ -45,10 +45,18 @@ inline uint16_t storeBf16(float v) { return numeric::f32ToBf16Bits(v); }
 namespace detail {
 /// One innermost row of forEach: `inner` calls of `body` with the output
 /// offset and each input's offset.
+/// (Inputs that all advance by one element along the row, the common case
+/// of operands of the result's shape, get a loop the compiler can
+/// vectorise.)
 template <typename Body, std::size_t... I>
 inline void forEachRow(Body &body, int64_t out, int64_t inner,
                        const int64_t *offsets, const int64_t *step,
-                       std::index_sequence<I...>) {
+                       bool unit, std::index_sequence<I...>) {
+  if (unit) {
+    for (int64_t j = 0; j < inner; ++j)
+      body(out + j, (offsets[I] + j)...);
+    return;
+  }
   for (int64_t j = 0; j < inner; ++j)
     body(out + j, (offsets[I] + j * step[I])...);
 }
@@ -73,9 +81,12 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
   int64_t step[M] = {0};
   for (int i = 0; i < N; ++i)
     step[i] = rank > 0 ? strides[i][rank - 1] : 0;
+  bool unit = true;
+  for (int i = 0; i < N; ++i)
+    unit = unit && step[i] == 1;
   int64_t index[16] = {0};
   for (int64_t out = 0; out < total; out += inner) {
-    detail::forEachRow(body, out, inner, offsets, step,
+    detail::forEachRow(body, out, inner, offsets, step, unit,
                        std::make_index_sequence<N>());
     // Odometer increment of the outer multi-index, updating input offsets.
     for (int d = rank - 2; d >= 0; --d) {

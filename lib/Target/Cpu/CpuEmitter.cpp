@@ -1089,7 +1089,7 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
   }
   llvm::FileRemover removeLog(log);
   std::string include = "-I" AMPC_RUNTIME_INCLUDE_DIR;
-  StringRef args[] = {*program,  "-O2", "-std=c++17", "-shared", "-fPIC",
+  StringRef args[] = {*program,  "-O3", "-std=c++17", "-shared", "-fPIC",
                       "-fvisibility=hidden", include, sourcePath, "-o",
                       output,    "-lopenblas"};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
