@@ -17,6 +17,7 @@ namespace {
 struct PipelineStep {
   llvm::StringRef name;
   ampc::PipelinePart part;
+  /// The pass, or null when the options leave this step out.
   std::unique_ptr<Pass> (*create)(const ampc::PipelineOptions &);
 };
 
@@ -25,6 +26,12 @@ using ampc::PipelinePart;
 const PipelineStep kPipeline[] = {
     {"ampc-fold-shapes", PipelinePart::Graph,
      [](const ampc::PipelineOptions &) { return ampc::createFoldShapesPass(); }},
+    {"ampc-widen-to-f64", PipelinePart::Graph,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.widenToF64)
+         return nullptr;
+       return ampc::createWidenToF64Pass();
+     }},
     {"ampc-assign-precision", PipelinePart::Graph,
      [](const ampc::PipelineOptions &o) {
        return ampc::createAssignPrecisionPass(o.precision);
@@ -78,7 +85,8 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
   }
   for (const PipelineStep &step : kPipeline) {
     if (part == PipelinePart::All || step.part == part)
-      pm.addPass(step.create(options));
+      if (std::unique_ptr<Pass> pass = step.create(options))
+        pm.addPass(std::move(pass));
     if (step.name == options.stopAfter)
       break;
   }

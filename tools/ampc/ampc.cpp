@@ -95,8 +95,9 @@ cl::opt<Target> target(
     cl::cat(ampcCategory));
 cl::opt<std::string> precision(
     "precision", cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
-                          "(no mixed precision)"),
-    cl::init("fp16"), cl::value_desc("fp16|bf16|fp32"), cl::cat(ampcCategory));
+                          "(no mixed precision); fp64 makes every FP32 "
+                          "tensor FP64 (for gradient checks)"),
+    cl::init("fp16"), cl::value_desc("fp16|bf16|fp32|fp64"), cl::cat(ampcCategory));
 cl::opt<std::string> propagation(
     "propagation",
     cl::desc("autocast: PyTorch autocast op by op (default); paint: "
@@ -318,10 +319,12 @@ int main(int argc, char **argv) {
                                  .Case("fp16", "f16")
                                  .Case("bf16", "bf16")
                                  .Case("fp32", "f32")
+                                 .Case("fp64", "f32")
                                  .Default("");
   if (pipeline.precision.dtype.empty())
-    return userError("--precision must be fp16, bf16 or fp32, got '" +
+    return userError("--precision must be fp16, bf16, fp32 or fp64, got '" +
                      precision + "'");
+  pipeline.widenToF64 = precision == "fp64";
   if (propagation != "autocast" && propagation != "paint")
     return userError("--propagation must be autocast or paint, got '" +
                      propagation + "'");

@@ -9,7 +9,7 @@
 // twice the precision plus two bits), so the CPU and GPU targets differ only
 // in the order of accumulation. Reductions, normalisations, pools and losses
 // accumulate in float (double for f64 data) and sum pairwise; convolutions
-// are im2col + sgemm. A kernel that can meet bad data at run time (a Gather
+// are im2col + GEMM. A kernel that can meet bad data at run time (a Gather
 // index, a loss label) returns false, and the generated `infer` reports the
 // node through `fail`.
 //
@@ -102,23 +102,41 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
   }
 }
 
-/// C (M x N) = alpha * op(A) * op(B) + beta * C in FP32, row-major, the
-/// accumulation FP32 whatever the storage type (cblas_sgemm).
-inline void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float *a, const float *b, float beta,
-                  float *c) {
+namespace detail {
+inline void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n,
+                     int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+inline void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n,
+                     int k, double alpha, const double *a, int lda,
+                     const double *b, int ldb, double beta, double *c,
+                     int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+} // namespace detail
+
+/// C (M x N) = alpha * op(A) * op(B) + beta * C, row-major, in T: float
+/// (cblas_sgemm; FP32 accumulation whatever the storage type) or double
+/// (cblas_dgemm, for f64 models).
+template <typename T>
+inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 T alpha, const T *a, const T *b, T beta, T *c) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
     for (int64_t i = 0; i < m * n; ++i)
-      c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+      c[i] = beta == T(0) ? T(0) : beta * c[i];
     return;
   }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(transA ? m : k), b,
-              static_cast<int>(transB ? k : n), beta, c, static_cast<int>(n));
+  detail::blasGemm(transA ? CblasTrans : CblasNoTrans,
+                   transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                   static_cast<int>(n), static_cast<int>(k), alpha, a,
+                   static_cast<int>(transA ? m : k), b,
+                   static_cast<int>(transB ? k : n), beta, c,
+                   static_cast<int>(n));
 }
 
 /// A scratch FP32 copy of `count` elements of any float storage type.
@@ -498,12 +516,12 @@ void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size,
   }
 }
 
-/// Conv in FP32 on FP32 copies of the operands: x (n, c, in...), weight
-/// (m, c / group, kernel...), optional bias (m); y (n, m, out...) gets the
-/// FP32 result. im2col per image and group, then one sgemm.
-inline void conv(const float *x, const float *weight, const float *bias,
-                 float *y, int64_t n, int64_t c, int64_t m, int64_t group,
-                 const Window &w) {
+/// Conv in T (float on FP32 copies of 16-bit operands, or double): x (n, c,
+/// in...), weight (m, c / group, kernel...), optional bias (m); y (n, m,
+/// out...) gets the result. im2col per image and group, then one GEMM.
+template <typename T>
+void conv(const T *x, const T *weight, const T *bias, T *y, int64_t n,
+          int64_t c, int64_t m, int64_t group, const Window &w) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
@@ -512,28 +530,28 @@ inline void conv(const float *x, const float *weight, const float *bias,
     direct = direct && w.stride[d] == 1 && w.padBegin[d] == 0;
   const std::vector<int64_t> offsets =
       direct ? std::vector<int64_t>() : windowOffsets(w);
-  std::vector<float> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
-      const float *plane = x + (b * c + g * cg) * inSize;
-      const float *cols = plane;
+      const T *plane = x + (b * c + g * cg) * inSize;
+      const T *cols = plane;
       if (!direct) {
         for (int64_t ci = 0; ci < cg; ++ci)
           for (int64_t k = 0; k < kernelSize; ++k) {
-            float *row = columns.data() + (ci * kernelSize + k) * outSize;
+            T *row = columns.data() + (ci * kernelSize + k) * outSize;
             const int64_t *at = offsets.data() + k * outSize;
-            const float *src = plane + ci * inSize;
+            const T *src = plane + ci * inSize;
             for (int64_t p = 0; p < outSize; ++p)
-              row[p] = at[p] >= 0 ? src[at[p]] : 0.0f;
+              row[p] = at[p] >= 0 ? src[at[p]] : T(0);
           }
         cols = columns.data();
       }
-      float *out = y + (b * m + g * mg) * outSize;
+      T *out = y + (b * m + g * mg) * outSize;
       if (bias)
         for (int64_t f = 0; f < mg; ++f)
           std::fill(out + f * outSize, out + (f + 1) * outSize, bias[g * mg + f]);
-      sgemm(false, false, mg, outSize, depth, 1.0f, weight + g * mg * depth,
-            cols, bias ? 1.0f : 0.0f, out);
+      gemm<T>(false, false, mg, outSize, depth, T(1), weight + g * mg * depth,
+              cols, bias ? T(1) : T(0), out);
     }
 }
 

@@ -26,6 +26,9 @@ struct PipelineOptions {
   /// Stop after the pass with this argument name (e.g. "ampc-fold-shapes");
   /// empty runs the whole pipeline.
   std::string stopAfter;
+  /// --precision=fp64: every f32 tensor becomes f64 before precision
+  /// assignment (which then has nothing to lower).
+  bool widenToF64 = false;
   /// ampc-assign-precision: dtype, propagation, overrides, rules file.
   AssignPrecisionPassOptions precision;
 };

@@ -18,6 +18,18 @@ def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def WidenToF64Pass : Pass<"ampc-widen-to-f64", "mlir::ModuleOp"> {
+  let summary = "make every FP32 tensor FP64 (--precision=fp64)";
+  let description = [{
+    Rewrites every f32 tensor type in the module to f64: function arguments
+    and results, parameters and constants (values converted exactly), and
+    every op result; LayerNormalization's FP32 stash becomes FP64. Used by
+    `--precision=fp64`, which exists for finite-difference gradient checks
+    (ampc-gradcheck): no mixed precision, every computation in double.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
   let summary = "choose FP16/BF16/FP32 for every op and insert the casts";
   let description = [{

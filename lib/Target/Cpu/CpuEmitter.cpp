@@ -332,8 +332,8 @@ LogicalResult Emitter::emitLoopNest(ArrayRef<Operation *> ops,
 std::string Emitter::widenFloat(Value v) {
   Type t = elementOf(v);
   std::string n = name(v);
-  if (t.isF32())
-    return "const float *w_" + n + " = " + n + ";\n";
+  if (t.isF32() || t.isF64())
+    return formatv("const {0} *w_{1} = {1};\n", storageType(t), n).str();
   return formatv("std::vector<float> wv_{0} = ampc::cpu::widen({0}, {1}LL, "
                  "{2}); const float *w_{0} = wv_{0}.data();\n",
                  n, tensorOf(v).getNumElements(),
@@ -359,14 +359,16 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   // multiply with FP32 accumulation, and round once when storing.
   Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
   Type outType = elementOf(out);
-  if (!isa<FloatType>(outType) || outType.isF64())
-    return op->emitError() << "the CPU target multiplies f32, f16 and bf16 "
-                              "matrices only, got "
+  if (!isa<FloatType>(outType))
+    return op->emitError() << "the CPU target multiplies float matrices "
+                              "only, got "
                            << outType;
+  // T: the GEMM's type, double for f64 and float otherwise.
+  StringRef t = accumulatorType(outType);
   auto widen = [&](Value v) { return widenFloat(v); };
   body << "  {\n    " << widen(a) << "    " << widen(b);
   int64_t outCount = tensorOf(out).getNumElements();
-  body << "    std::vector<float> acc(" << outCount << "LL);\n";
+  body << "    std::vector<" << t << "> acc(" << outCount << "LL);\n";
   if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
     ArrayRef<int64_t> as = tensorOf(a).getShape(), bs = tensorOf(b).getShape();
     bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
@@ -378,16 +380,16 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
       body << formatv("    {{ static const int64_t dims[] = {0}; static const "
                       "int64_t s0[] = {1}; const int64_t *strides[] = {{s0};\n"
                       "      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t "
-                      "o, int64_t i0) {{ acc[o] = {2}f * w_{3}[i0]; }); }\n",
+                      "o, int64_t i0) {{ acc[o] = {4}({2}) * w_{3}[i0]; }); }\n",
                       list({m, n}),
                       list(broadcastStrides(tensorOf(c).getShape(), {m, n})),
-                      llvm::formatv("{0:e9}", beta), name(c));
+                      llvm::formatv("{0:e9}", beta), name(c), t);
     }
-    body << formatv("    ampc::cpu::sgemm({0}, {1}, {2}LL, {3}LL, {4}LL, {5}f, "
-                    "w_{6}, w_{7}, {8}f, acc.data());\n",
+    body << formatv("    ampc::cpu::gemm<{9}>({0}, {1}, {2}LL, {3}LL, {4}LL, "
+                    "{9}({5}), w_{6}, w_{7}, {9}({8}), acc.data());\n",
                     ta, tb, m, n, k,
                     llvm::formatv("{0:e9}", gemm.getAlpha().convertToFloat()),
-                    name(a), name(b), gemm.getC() ? "1.0" : "0.0");
+                    name(a), name(b), gemm.getC() ? "1" : "0", t);
   } else {
     // Promote 1-D operands to matrices, then loop over the broadcast batch.
     SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
@@ -411,11 +413,12 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                     "    const int64_t *strides[] = {{sa, sb};\n"
                     "    ampc::cpu::forEach<2>({3}, dims, strides, [&](int64_t o, "
                     "int64_t ia, int64_t ib) {{\n"
-                    "      ampc::cpu::sgemm(false, false, {4}LL, {5}LL, {6}LL, "
-                    "1.0f, w_{7} + ia, w_{8} + ib, 0.0f, acc.data() + o * {9}LL);\n"
+                    "      ampc::cpu::gemm<{10}>(false, false, {4}LL, {5}LL, {6}LL, "
+                    "{10}(1), w_{7} + ia, w_{8} + ib, {10}(0), acc.data() + o * "
+                    "{9}LL);\n"
                     "    });\n",
                     list(batch), list(aStrides), list(bStrides), batch.size(), m,
-                    n, k, name(a), name(b), m * n);
+                    n, k, name(a), name(b), m * n, t);
   }
   body << "    for (int64_t i = 0; i < " << outCount << "LL; ++i) " << name(out)
        << "[i] = " << store(outType, "acc[i]") << ";\n  }\n";
@@ -485,15 +488,11 @@ LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> kernel,
 }
 
 LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
-  // im2col + sgemm: 16-bit operands widened to FP32, FP32 accumulation, one
-  // rounding when storing.
+  // im2col + GEMM: 16-bit operands widened to FP32, FP32 accumulation, one
+  // rounding when storing; f64 in double.
   Value x = op.getInput(), w = op.getWeight(), b = op.getBias(),
         out = op.getOutput();
   Type outType = elementOf(out);
-  if (outType.isF64())
-    return op->emitError() << "the CPU target convolves f32, f16 and bf16 "
-                              "tensors only, got "
-                           << outType;
   ArrayRef<int64_t> xs = tensorOf(x).getShape();
   body << "  {\n    " << widenFloat(x) << "    " << widenFloat(w);
   if (b)
@@ -503,14 +502,15 @@ LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
                         body)))
     return failure();
   int64_t count = tensorOf(out).getNumElements();
-  bool direct = outType.isF32();
+  bool direct = outType.isF32() || outType.isF64();
   if (!direct)
     body << "    std::vector<float> acc(" << count << "LL);\n";
-  body << formatv("    ampc::cpu::conv(w_{0}, w_{1}, {2}, {3}, {4}LL, {5}LL, "
-                  "{6}LL, {7}LL, win);\n",
+  body << formatv("    ampc::cpu::conv<{8}>(w_{0}, w_{1}, {2}, {3}, {4}LL, "
+                  "{5}LL, {6}LL, {7}LL, win);\n",
                   name(x), name(w), b ? "w_" + name(b) : "nullptr",
                   direct ? name(out) : "acc.data()", xs[0], xs[1],
-                  tensorOf(w).getDimSize(0), op.getGroup());
+                  tensorOf(w).getDimSize(0), op.getGroup(),
+                  accumulatorType(outType));
   if (!direct)
     body << "    for (int64_t i = 0; i < " << count << "LL; ++i) " << name(out)
          << "[i] = " << store(outType, "acc[i]") << ";\n";

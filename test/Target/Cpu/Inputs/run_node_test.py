@@ -80,11 +80,21 @@ def round_bf16(x):
     return np.where(np.isnan(f), np.nan, out).reshape(np.shape(x))
 
 
+def F32(value):
+    """An ONNX float attribute's default: the float32 nearest `value`."""
+    return float(np.float32(value))
+
+
+# --precision=fp64: the library computes every FP32 tensor in FP64, so the
+# reference does not round them.
+WIDE = False
+
+
 def round_to(x, dtype):
     """`x` rounded to ONNX dtype `dtype`, kept as float64 for floats."""
     x = np.asarray(x)
     if dtype == T.FLOAT:
-        return x.astype(np.float32).astype(np.float64)
+        return x.astype(np.float64 if WIDE else np.float32).astype(np.float64)
     if dtype == T.FLOAT16:
         return x.astype(np.float16).astype(np.float64)
     if dtype == T.BFLOAT16:
@@ -292,7 +302,7 @@ def run_node(node, ins, attrs, opset):
     if op == "LayerNormalization":
         axis = attrs.get("axis", -1) % x.ndim
         axes = tuple(range(axis, x.ndim))
-        eps = attrs.get("epsilon", 1e-5)
+        eps = attrs.get("epsilon", F32(1e-5))
         mean = x.mean(axis=axes, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
         inv = 1 / np.sqrt(var + eps)
@@ -302,8 +312,8 @@ def run_node(node, ins, attrs, opset):
         return [y, mean, inv]
     if op == "BatchNormalization":
         s, b, m, v = ins[1:5]
-        eps = attrs.get("epsilon", 1e-5)
-        mom = attrs.get("momentum", 0.9)
+        eps = attrs.get("epsilon", F32(1e-5))
+        mom = attrs.get("momentum", F32(0.9))
         shape = (1, -1) + (1,) * (x.ndim - 2)
         if attrs.get("training_mode", 0):
             axes = (0,) + tuple(range(2, x.ndim))
@@ -443,7 +453,7 @@ def compare(name, got, want, dtype, args):
         bad = np.nonzero(got != want.astype(np.float64))[0]
         return (f"{name}: {len(bad)} values differ, first at {bad[0]}: got "
                 f"{got[bad[0]]}, want {want[bad[0]]}" if len(bad) else None), 0.0
-    if dtype == T.FLOAT:  # embed prints 9 digits: back to the exact float
+    if dtype == T.FLOAT and not WIDE:  # embed prints 9 digits: the float
         got = got.astype(np.float32).astype(np.float64)
     want = want.astype(np.float64)
     nan = np.isnan(want)
@@ -456,7 +466,7 @@ def compare(name, got, want, dtype, args):
     if (~np.isfinite(want) & ~same).any():
         return f"{name}: infinity mismatch", 0.0
     err = np.zeros(want.shape)
-    if args.precision == "fp32":
+    if args.precision in ("fp32", "fp64"):
         scale = np.abs(want[np.isfinite(want)]).max(initial=0.0)
         denom = np.maximum(np.abs(want), args.floor * scale)
         denom = np.where(denom == 0, 1.0, denom)
@@ -489,7 +499,7 @@ def main():
     p.add_argument("workdir")
     p.add_argument("--ampc", default="ampc")
     p.add_argument("--embed", default="ampc-embed")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16", "fp64"])
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--floor", type=float, default=1e-2)
     p.add_argument("--ulps", type=float, default=1.0)
@@ -509,6 +519,8 @@ def main():
                    help="the reference outputs, in order, instead of the "
                         "interpreter's")
     args = p.parse_args()
+    global WIDE
+    WIDE = args.precision == "fp64"
     os.makedirs(args.workdir, exist_ok=True)
     rng = np.random.default_rng(args.seed)
 
@@ -549,7 +561,8 @@ def main():
                 if args.quantize:
                     v = np.round(v / args.quantize) * args.quantize
                 feeds[i.name] = v.astype(
-                    np.float64 if tt.elem_type == T.DOUBLE else np.float32)
+                    np.float64 if tt.elem_type == T.DOUBLE or WIDE
+                    else np.float32)
             elif tt.elem_type == T.BOOL:
                 feeds[i.name] = rng.integers(0, 2, shape).astype(np.bool_)
             else:
@@ -582,7 +595,7 @@ def main():
         wants = [np.load(f) for f in args.expect_npy]
     elif not node_test:
         ref_model = model
-        if args.precision != "fp32":
+        if args.precision not in ("fp32", "fp64"):
             exported = os.path.join(args.workdir, "reference.onnx")
             r = subprocess.run(common + ["--emit=onnx", "-o", exported],
                                capture_output=True, text=True)
@@ -602,7 +615,7 @@ def main():
     for k in range(count):
         name = model.graph.output[k].name
         problem, worst = compare(name, gots[k], wants[k], out_types[k], args)
-        unit = "relative" if args.precision == "fp32" else "ulps"
+        unit = "relative" if args.precision in ("fp32", "fp64") else "ulps"
         print(f"{name}: largest error {worst:.3g} ({unit})")
         if problem:
             failures.append(problem)
