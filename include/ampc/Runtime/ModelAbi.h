@@ -115,8 +115,25 @@ typedef struct ampc_model_abi {
   /// Called once per successful `init`, never after a failed one (which must
   /// clean up itself). May be NULL.
   void (*release)(void *state);
-  /* Version 1 ends here. Training functions (train_step, learning rate,
-   * scaler state, checkpoints) are appended by the training issue. */
+  /* Version 1 ends here; what follows is appended (read it only when
+   * `struct_size` covers it). */
+
+  /// Copies parameter `index` (descriptor order) out of `state` into `out`
+  /// (its dtype and shape, dense) or into `state` from `in`. Required when
+  /// `num_parameters` > 0 and the library has `gradients`.
+  int32_t (*read_parameter)(void *state, int32_t index, void *out);
+  int32_t (*write_parameter)(void *state, int32_t index, const void *in);
+  /// The gradients `gradients` writes: for each, the index of its parameter
+  /// (descriptor order). Frozen parameters (not float, or not reaching the
+  /// loss) have none. The gradient of parameter p has p's shape and dtype.
+  int32_t num_gradients;
+  const int32_t *gradient_parameters;
+  /// Reads `inputs` (the descriptor's inputs, labels included) and writes
+  /// outputs[0], the loss (a scalar of the dtype of outputs[0] in the
+  /// descriptor), and outputs[1 + g], gradient g, without changing the
+  /// parameters. NULL when the library was not compiled for training.
+  int32_t (*gradients)(void *state, const void *const *inputs,
+                       void *const *outputs);
 } ampc_model_abi;
 
 /// Exported by every compiled model library; returns its descriptor.

@@ -231,7 +231,11 @@ private:
                 StringRef reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
   void emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body);
-  void emitDescriptor(func::FuncOp forward);
+  /// The body of `f` as a library function over `inputs` and `outputs`.
+  LogicalResult emitFunction(func::FuncOp f, llvm::raw_ostream &body);
+  /// Parameter read/write functions and the gradient-to-parameter table.
+  LogicalResult emitParameterAccess(func::FuncOp trainStep);
+  void emitDescriptor(func::FuncOp forward, func::FuncOp trainStep);
 
   ModuleOp module;
   const ampc::CpuLibraryOptions &options;
@@ -247,6 +251,7 @@ private:
   /// Offset in the state of the run-time error message slot, -1 while no
   /// op can fail at run time.
   int64_t errorSlot = -1;
+  int32_t numGradients = 0;
 };
 
 LogicalResult Emitter::bind(OpResult v, llvm::raw_ostream &body) {
@@ -919,7 +924,7 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
       });
 }
 
-void Emitter::emitDescriptor(func::FuncOp forward) {
+void Emitter::emitDescriptor(func::FuncOp forward, func::FuncOp trainStep) {
   auto tensors = [&](StringRef kind, auto types, auto nameOf) {
     std::string entries;
     unsigned i = 0;
@@ -958,6 +963,7 @@ static const ampc_model_abi kModel = {
   "{0}", "cpu", "{1}", "infer",
   {2}, inputs, {3}, outputs, {4}, parameters,
   {5}ULL, init, infer, {6}, nullptr,
+  {7},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
@@ -967,7 +973,84 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
                 cString(options.modelName), options.precision,
                 forward.getNumArguments(), forward.getNumResults(),
                 paramTypes.size(), stateSize,
-                errorSlot < 0 ? "nullptr" : "lastError");
+                errorSlot < 0 ? "nullptr" : "lastError",
+                trainStep ? formatv("readParameter, writeParameter, {0}, "
+                                    "kGradientParameters, gradients",
+                                    numGradients)
+                                .str()
+                          : std::string("nullptr, nullptr, 0, nullptr, nullptr"));
+}
+
+LogicalResult Emitter::emitFunction(func::FuncOp f, llvm::raw_ostream &body) {
+  names.clear();
+  for (auto [i, arg] : llvm::enumerate(f.getArguments())) {
+    Type t = elementOf(arg);
+    std::string n = "in" + std::to_string(i);
+    names[arg] = n;
+    body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
+         << storageType(t) << " *>(inputs[" << i << "]);\n";
+  }
+  for (Operation &op : f.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        RankedTensorType t = tensorOf(v);
+        body << "  std::memcpy(outputs[" << i << "], " << name(v) << ", "
+             << t.getNumElements() * storageSize(t.getElementType())
+             << "ULL);\n";
+      }
+      continue;
+    }
+    for (Type t : op.getResultTypes())
+      if (!onnxDtype(cast<ShapedType>(t).getElementType()))
+        return op.emitError() << "the CPU target cannot store " << t;
+    // ampc::cpu::forEach keeps its multi-index in 16 slots.
+    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() > 16)
+        return op.emitError() << "the CPU target handles tensors of rank 16 "
+                                 "at most, got "
+                              << t;
+    if (failed(emitOp(&op, body)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitParameterAccess(func::FuncOp trainStep) {
+  // Parameter i lives at parameterOffsets, `bytes` long; gradient g of
+  // @train_step (result 1 + g) belongs to the parameter its
+  // ampc.gradient_of names.
+  SmallVector<StringRef> params;
+  std::string offsets, sizes;
+  for (auto p : module.getOps<ampc::ParameterOp>()) {
+    auto t = cast<RankedTensorType>(p.getType());
+    params.push_back(p.getSymName());
+    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(p.getSymName()));
+    sizes += formatv("{0}ULL, ",
+                     t.getNumElements() * storageSize(t.getElementType()));
+  }
+  std::string gradientParameters;
+  for (unsigned r = 1; r < trainStep.getNumResults(); ++r) {
+    auto of = trainStep.getResultAttrOfType<FlatSymbolRefAttr>(
+        r, "ampc.gradient_of");
+    auto *it = of ? llvm::find(params, of.getValue()) : params.end();
+    if (it == params.end())
+      return trainStep.emitError() << "result " << r
+                                   << " names no parameter (ampc.gradient_of)";
+    gradientParameters += std::to_string(it - params.begin()) + ", ";
+    ++numGradients;
+  }
+  os << "static const uint64_t kParameterOffsets[] = {" << offsets << "0};\n"
+     << "static const uint64_t kParameterBytes[] = {" << sizes << "0};\n"
+     << "static const int32_t kGradientParameters[] = {" << gradientParameters
+     << "0};\n"
+        "static int32_t readParameter(void *raw, int32_t i, void *out) {\n"
+        "  std::memcpy(out, static_cast<unsigned char *>(raw) + "
+        "kParameterOffsets[i], kParameterBytes[i]);\n  return 0;\n}\n"
+        "static int32_t writeParameter(void *raw, int32_t i, const void *in) "
+        "{\n"
+        "  std::memcpy(static_cast<unsigned char *>(raw) + "
+        "kParameterOffsets[i], in, kParameterBytes[i]);\n  return 0;\n}\n\n";
+  return success();
 }
 
 LogicalResult Emitter::run() {
@@ -1000,35 +1083,31 @@ LogicalResult Emitter::run() {
   arenaBase = stateSize;
   stateSize = alignUp(stateSize + arena.getInt());
 
-  std::string bodyText;
-  llvm::raw_string_ostream body(bodyText);
-  for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
-    Type t = elementOf(arg);
-    std::string n = "in" + std::to_string(i);
-    names[arg] = n;
-    body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
-         << storageType(t) << " *>(inputs[" << i << "]);\n";
-  }
-  for (Operation &op : forward.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        RankedTensorType t = tensorOf(v);
-        body << "  std::memcpy(outputs[" << i << "], " << name(v) << ", "
-             << t.getNumElements() * storageSize(t.getElementType())
-             << "ULL);\n";
-      }
+  // Every function runs in the same arena (the runtime never runs two
+  // functions on one state at once), sized for the largest plan.
+  auto trainStep = module.lookupSymbol<func::FuncOp>("train_step");
+  int64_t arenaBytes = 0;
+  for (func::FuncOp f : {forward, trainStep}) {
+    if (!f)
       continue;
-    }
-    for (Type t : op.getResultTypes())
-      if (!onnxDtype(cast<ShapedType>(t).getElementType()))
-        return op.emitError() << "the CPU target cannot store " << t;
-    // ampc::cpu::forEach keeps its multi-index in 16 slots.
-    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() > 16)
-        return op.emitError() << "the CPU target handles tensors of rank 16 "
-                                 "at most, got "
-                              << t;
-    if (failed(emitOp(&op, body)))
+    auto arena = f->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
+    if (!arena)
+      return f.emitError() << "has no memory plan (ampc-plan-memory)";
+    arenaBytes = std::max<int64_t>(arenaBytes, arena.getInt());
+  }
+  arenaBase = stateSize;
+  stateSize = alignUp(stateSize + arenaBytes);
+
+  std::string inferText, gradientsText;
+  llvm::raw_string_ostream inferBody(inferText), gradientsBody(gradientsText);
+  if (failed(emitFunction(forward, inferBody)))
+    return failure();
+  if (trainStep) {
+    if (trainStep.getArgumentTypes() != forward.getArgumentTypes())
+      return trainStep.emitError()
+             << "must take the arguments of @forward (the library has one "
+                "list of inputs)";
+    if (failed(emitFunction(trainStep, gradientsBody)))
       return failure();
   }
 
@@ -1049,17 +1128,25 @@ LogicalResult Emitter::run() {
     os << "  std::memcpy(raw, ampc_parameter_blob, " << parameterBytes << "ULL);\n";
   else
     os << "  (void)raw;\n";
-  os << "  return 0;\n}\n\n"
-        "static int32_t infer(void *raw, const void *const *inputs, void *const "
-        "*outputs) {\n"
-        "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
-        "  (void)state; (void)inputs; (void)outputs;\n"
-     << bodyText << "  return 0;\n}\n";
+  os << "  return 0;\n}\n\n";
+  auto function = [&](StringRef name, StringRef body) {
+    os << "static int32_t " << name
+       << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
+          "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
+          "  (void)state; (void)inputs; (void)outputs;\n"
+       << body << "  return 0;\n}\n\n";
+  };
+  function("infer", inferText);
+  if (trainStep) {
+    function("gradients", gradientsText);
+    if (failed(emitParameterAccess(trainStep)))
+      return failure();
+  }
   if (errorSlot >= 0)
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
        << errorSlot << ");\n}\n";
-  emitDescriptor(forward);
+  emitDescriptor(forward, trainStep);
   return success();
 }
 
