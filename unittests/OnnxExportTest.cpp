@@ -3,6 +3,8 @@
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Import/OnnxModel.h"
 
+#include "OnnxFullCheck.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -43,22 +45,7 @@ Exported exportText(const char *text, const ampc::NodePrecisions &decisions) {
   return r;
 }
 
-/// What onnx.checker.check_model(m, full_check=True) does: the structural
-/// check, then shape inference with type checking, throwing on any error.
-/// Returns the message of the first failure, or "" when the model is valid.
-std::string fullCheck(const onnx::ModelProto &model) {
-  try {
-    onnx::checker::check_model(model);
-    onnx::ModelProto copy = model;
-    onnx::shape_inference::InferShapes(
-        copy, onnx::OpSchemaRegistry::Instance(),
-        onnx::ShapeInferenceOptions{/*check_type=*/true, /*error_mode=*/1,
-                                    /*enable_data_propagation=*/false});
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-  return "";
-}
+using ampc::testing::fullCheck;
 
 /// The graph's nodes as "Op(in, ...) -> out, ...", Casts as "Cast<DTYPE>".
 std::vector<std::string> nodeList(const onnx::ModelProto &model) {

@@ -261,8 +261,11 @@ TEST(RuntimeLibrary, ExportsOnlyTheCApi) {
       << AMPC_RUNTIME_LIBRARY;
   for (const std::string &symbol : info.exported)
     EXPECT_EQ(symbol.rfind("ampc_", 0), 0u) << "exported: " << symbol;
-  for (const char *api : {"ampc_model_load", "ampc_model_infer",
-                          "ampc_model_release", "ampc_last_error"})
+  for (const char *api :
+       {"ampc_model_load", "ampc_model_infer", "ampc_model_release",
+        "ampc_last_error", "ampc_model_get_parameter",
+        "ampc_model_set_parameter", "ampc_model_num_gradients",
+        "ampc_model_gradient_info", "ampc_model_gradients"})
     EXPECT_NE(std::find(info.exported.begin(), info.exported.end(), api),
               info.exported.end())
         << api << " is not exported";
@@ -485,10 +488,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadDescriptorCase{"unknown_mode", AMPC_ERROR_CORRUPT,
                           "the descriptor's mode is 'predict', expected "
                           "'infer' or 'train'"},
-        BadDescriptorCase{"train_mode", AMPC_ERROR_UNSUPPORTED,
-                          "is a training library (mode 'train')"},
+        BadDescriptorCase{"train_mode", AMPC_ERROR_CORRUPT,
+                          "mode 'train' but neither a train_step nor a "
+                          "gradients function"},
         BadDescriptorCase{"null_infer", AMPC_ERROR_CORRUPT,
-                          "mode 'infer' but the descriptor's infer function "
+                          "the descriptor's infer function "
                           "is NULL"},
         BadDescriptorCase{"negative_count", AMPC_ERROR_CORRUPT,
                           "the descriptor has -1 outputs"},
@@ -894,5 +898,537 @@ TEST_F(AffineModel, ConcurrentInferOnOneHandleIsSerialized) {
     thread.join();
   EXPECT_EQ(failures.load(), 0) << firstError;
 }
+
+//===----------------------------------------------------------------------===//
+// Parameters and gradients
+//===----------------------------------------------------------------------===//
+
+/// A loaded fixture_gradients (x f64 [3]; parameters steps i64 [] and
+/// w f64 [3]; loss = 0.5 * sum((w * x)^2), d loss / d w = w * x^2) and tensors
+/// that match it.
+class GradientsModel : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(ampc_model_load(fixturePath("fixture_gradients").c_str(),
+                              nullptr, &model),
+              AMPC_OK)
+        << ampc_last_error();
+    input = {AMPC_DTYPE_F64, 1, vectorShape, x, sizeof(x)};
+    lossTensor = {AMPC_DTYPE_F64, 0, nullptr, &loss, sizeof(loss)};
+    gradient = {AMPC_DTYPE_F64, 1, vectorShape, dw, sizeof(dw)};
+    wTensor = {AMPC_DTYPE_F64, 1, vectorShape, w, sizeof(w)};
+    stepsTensor = {AMPC_DTYPE_I64, 0, nullptr, &steps, sizeof(steps)};
+  }
+  void TearDown() override { ampc_model_release(model); }
+
+  ampc_status gradients() {
+    return ampc_model_gradients(model, &input, 1, &lossTensor, &gradient, 1);
+  }
+  /// The loss infer gives (output 0).
+  double inferLoss() {
+    double out = 0, wx[3];
+    ampc_tensor outputs[2] = {{AMPC_DTYPE_F64, 0, nullptr, &out, sizeof(out)},
+                              {AMPC_DTYPE_F64, 1, vectorShape, wx,
+                               sizeof(wx)}};
+    EXPECT_EQ(ampc_model_infer(model, &input, 1, outputs, 2), AMPC_OK)
+        << ampc_last_error();
+    return out;
+  }
+
+  ampc_model *model = nullptr;
+  int64_t vectorShape[1] = {3};
+  double x[3] = {1, -2, 0.5};
+  double loss = 0, dw[3] = {}, w[3] = {};
+  int64_t steps = 0;
+  ampc_tensor input, lossTensor, gradient, wTensor, stepsTensor;
+};
+
+TEST_F(GradientsModel, DescribesItsGradients) {
+  int32_t count = -1, parameter = -1;
+  ASSERT_EQ(ampc_model_num_gradients(model, &count), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(count, 1);
+  ASSERT_EQ(ampc_model_gradient_info(model, 0, &parameter), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(parameter, 1) << "the gradient is w's, not the frozen steps'";
+  ampc_tensor_info info;
+  ASSERT_EQ(ampc_model_parameter_info(model, parameter, &info), AMPC_OK);
+  EXPECT_STREQ(info.name, "w");
+}
+
+TEST_F(GradientsModel, GetParameterReadsTheCurrentValues) {
+  ASSERT_EQ(ampc_model_get_parameter(model, 1, &wTensor), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[1], 2);
+  EXPECT_EQ(w[2], 3);
+  ASSERT_EQ(ampc_model_get_parameter(model, 0, &stepsTensor), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(steps, 7);
+}
+
+TEST_F(GradientsModel, SetParameterChangesWhatRunsAndIsReadBack) {
+  const double newW[3] = {0.5, -1, 4};
+  ampc_tensor in = {AMPC_DTYPE_F64, 1, vectorShape,
+                    const_cast<double *>(newW), sizeof(newW)};
+  ASSERT_EQ(ampc_model_set_parameter(model, 1, &in), AMPC_OK)
+      << ampc_last_error();
+  ASSERT_EQ(ampc_model_get_parameter(model, 1, &wTensor), AMPC_OK);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(w[i], newW[i]) << i;
+  // 0.5 * ((0.5 * 1)^2 + (-1 * -2)^2 + (4 * 0.5)^2)
+  EXPECT_DOUBLE_EQ(inferLoss(), 0.5 * (0.25 + 4 + 4));
+
+  int64_t newSteps = -3;
+  ampc_tensor stepsIn = {AMPC_DTYPE_I64, 0, nullptr, &newSteps,
+                         sizeof(newSteps)};
+  ASSERT_EQ(ampc_model_set_parameter(model, 0, &stepsIn), AMPC_OK)
+      << ampc_last_error();
+  ASSERT_EQ(ampc_model_get_parameter(model, 0, &stepsTensor), AMPC_OK);
+  EXPECT_EQ(steps, -3);
+}
+
+TEST_F(GradientsModel, GradientsGiveTheLossAndLeaveParametersAlone) {
+  ASSERT_EQ(gradients(), AMPC_OK) << ampc_last_error();
+  // 0.5 * ((1 * 1)^2 + (2 * -2)^2 + (3 * 0.5)^2); w * x^2.
+  EXPECT_DOUBLE_EQ(loss, 9.625);
+  EXPECT_DOUBLE_EQ(dw[0], 1);
+  EXPECT_DOUBLE_EQ(dw[1], 8);
+  EXPECT_DOUBLE_EQ(dw[2], 0.75);
+  EXPECT_DOUBLE_EQ(inferLoss(), 9.625) << "infer's output 0 is the loss";
+  ASSERT_EQ(ampc_model_get_parameter(model, 1, &wTensor), AMPC_OK);
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[1], 2);
+  EXPECT_EQ(w[2], 3);
+
+  // After a parameter changes, the gradient follows it.
+  const double newW[3] = {-1, 0, 2};
+  ampc_tensor in = {AMPC_DTYPE_F64, 1, vectorShape,
+                    const_cast<double *>(newW), sizeof(newW)};
+  ASSERT_EQ(ampc_model_set_parameter(model, 1, &in), AMPC_OK);
+  ASSERT_EQ(gradients(), AMPC_OK) << ampc_last_error();
+  EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 0 + 1));
+  EXPECT_DOUBLE_EQ(dw[0], -1);
+  EXPECT_DOUBLE_EQ(dw[1], 0);
+  EXPECT_DOUBLE_EQ(dw[2], 0.5);
+}
+
+TEST_F(GradientsModel, GradientsTakeLargerBuffers) {
+  double bigger[5] = {0, 0, 0, 0, -9};
+  gradient.data = bigger;
+  gradient.size_bytes = sizeof(bigger);
+  ASSERT_EQ(gradients(), AMPC_OK) << ampc_last_error();
+  EXPECT_DOUBLE_EQ(bigger[1], 8);
+  EXPECT_EQ(bigger[3], 0) << "wrote past the gradient";
+  EXPECT_EQ(bigger[4], -9);
+}
+
+TEST_F(GradientsModel, TwoHandlesHaveTheirOwnParameters) {
+  ampc_model *other = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_gradients").c_str(), nullptr,
+                            &other),
+            AMPC_OK);
+  const double newW[3] = {9, 9, 9};
+  ampc_tensor in = {AMPC_DTYPE_F64, 1, vectorShape,
+                    const_cast<double *>(newW), sizeof(newW)};
+  ASSERT_EQ(ampc_model_set_parameter(other, 1, &in), AMPC_OK);
+  ASSERT_EQ(ampc_model_get_parameter(model, 1, &wTensor), AMPC_OK);
+  EXPECT_EQ(w[0], 1) << "setting one handle's parameter changed another's";
+  ampc_model_release(other);
+}
+
+TEST_F(GradientsModel, ParameterCallsRejectBadArguments) {
+  EXPECT_EQ(ampc_model_get_parameter(nullptr, 1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: model is NULL");
+  EXPECT_EQ(ampc_model_set_parameter(nullptr, 1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_set_parameter: model is NULL");
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: out is NULL");
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_set_parameter: in is NULL");
+
+  EXPECT_EQ(ampc_model_get_parameter(model, 2, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: parameter index "
+                                  "2 is out of range, the model has 2 "
+                                  "parameters");
+  EXPECT_EQ(ampc_model_set_parameter(model, -1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_set_parameter: parameter index "
+                                  "-1 is out of range, the model has 2 "
+                                  "parameters");
+
+  // The right tensor for the wrong parameter.
+  EXPECT_EQ(ampc_model_get_parameter(model, 0, &wTensor),
+            AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: parameter 0 "
+                                  "('steps') has dtype f64, the model expects "
+                                  "i64");
+  stepsTensor.dtype = AMPC_DTYPE_F64;
+  stepsTensor.size_bytes = 8;
+  stepsTensor.rank = 0;
+  ampc_tensor scalarW = stepsTensor;
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &scalarW),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_set_parameter: parameter 1 "
+                                  "('w') has rank 0, the model expects rank 1 "
+                                  "(shape [3])");
+
+  wTensor.dtype = AMPC_DTYPE_F32;
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &wTensor),
+            AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_set_parameter: parameter 1 "
+                                  "('w') has dtype f32, the model expects f64");
+  wTensor.dtype = AMPC_DTYPE_F64;
+
+  int64_t four[1] = {4};
+  wTensor.shape = four;
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &wTensor),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: parameter 1 "
+                                  "('w') has shape [4], the model expects [3]");
+  wTensor.shape = nullptr;
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: parameter 1 "
+                                  "('w') has rank 1 but a NULL shape");
+  wTensor.shape = vectorShape;
+
+  wTensor.data = nullptr;
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_set_parameter: parameter 1 ('w') has NULL data");
+  wTensor.data = w;
+  wTensor.size_bytes = 16;
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &wTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_get_parameter: parameter 1 "
+                                  "('w') has size_bytes 16, f64 [3] needs 24");
+
+  // Nothing was written by the refused calls.
+  wTensor.size_bytes = sizeof(w);
+  ASSERT_EQ(ampc_model_get_parameter(model, 1, &wTensor), AMPC_OK);
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[2], 3);
+}
+
+TEST_F(GradientsModel, GradientInfoRejectsBadArguments) {
+  int32_t value = 0;
+  EXPECT_EQ(ampc_model_num_gradients(nullptr, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_num_gradients: model is NULL");
+  EXPECT_EQ(ampc_model_num_gradients(model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_num_gradients: out is NULL");
+  EXPECT_EQ(ampc_model_gradient_info(nullptr, 0, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradient_info: model is NULL");
+  EXPECT_EQ(ampc_model_gradient_info(model, 0, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradient_info: out_parameter_index is NULL");
+  value = 42;
+  EXPECT_EQ(ampc_model_gradient_info(model, 1, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradient_info: gradient index 1 "
+                                  "is out of range, the model has 1 gradient");
+  EXPECT_EQ(ampc_model_gradient_info(model, -1, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("gradient index -1 is out of range"));
+  EXPECT_EQ(value, 42) << "a failed call must not write its out-parameter";
+}
+
+TEST_F(GradientsModel, GradientsRejectWrongCountsAndNullPointers) {
+  ampc_tensor two[2] = {input, input};
+  EXPECT_EQ(ampc_model_gradients(model, two, 2, &lossTensor, &gradient, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: the model takes 1 input, got 2");
+  ampc_tensor gradientPair[2] = {gradient, gradient};
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, gradientPair,
+                                 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: the model has 1 gradient, got 2");
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, &gradient, 0),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: the model has 1 gradient, got 0");
+
+  EXPECT_EQ(ampc_model_gradients(nullptr, &input, 1, &lossTensor, &gradient, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: model is NULL");
+  EXPECT_EQ(ampc_model_gradients(model, nullptr, 1, &lossTensor, &gradient, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: inputs is NULL");
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, nullptr, &gradient, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: loss is NULL");
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, nullptr, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradients is NULL");
+
+  input.data = nullptr;
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: input 0 ('x') has NULL data");
+  input.data = x;
+  lossTensor.data = nullptr;
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: loss (output 0 'loss') has NULL data");
+  lossTensor.data = &loss;
+  gradient.data = nullptr;
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradient 0 (of "
+                                  "parameter 1 'w') has NULL data");
+}
+
+TEST_F(GradientsModel, GradientsRejectWrongTensors) {
+  input.dtype = AMPC_DTYPE_F32;
+  EXPECT_EQ(gradients(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: input 0 ('x') has "
+                                  "dtype f32, the model expects f64");
+  input.dtype = AMPC_DTYPE_F64;
+
+  lossTensor.dtype = AMPC_DTYPE_F32;
+  EXPECT_EQ(gradients(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: loss (output 0 "
+                                  "'loss') has dtype f32, the model expects "
+                                  "f64");
+  lossTensor.dtype = AMPC_DTYPE_F64;
+  int64_t one[1] = {1};
+  lossTensor.rank = 1;
+  lossTensor.shape = one;
+  EXPECT_EQ(gradients(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: loss (output 0 "
+                                  "'loss') has rank 1, the model expects rank "
+                                  "0 (shape [])");
+  lossTensor.rank = 0;
+  lossTensor.size_bytes = 4;
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: loss (output 0 "
+                                  "'loss') has size_bytes 4, f64 [] needs 8");
+  lossTensor.size_bytes = sizeof(loss);
+
+  gradient.dtype = AMPC_DTYPE_I64;
+  EXPECT_EQ(gradients(), AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradient 0 (of "
+                                  "parameter 1 'w') has dtype i64, the model "
+                                  "expects f64");
+  gradient.dtype = AMPC_DTYPE_F64;
+  int64_t two[1] = {2};
+  gradient.shape = two;
+  EXPECT_EQ(gradients(), AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradient 0 (of "
+                                  "parameter 1 'w') has shape [2], the model "
+                                  "expects [3]");
+  gradient.shape = vectorShape;
+  gradient.size_bytes = 23;
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("gradient 0 (of parameter 1 'w') has size_bytes "
+                           "23, f64 [3] needs 24"));
+  gradient.size_bytes = sizeof(dw);
+  EXPECT_EQ(gradients(), AMPC_OK) << ampc_last_error();
+}
+
+TEST_F(GradientsModel, GradientsRejectOverlappingBuffers) {
+  gradient.data = x; // in place over the input
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradient 0 (of "
+                                  "parameter 1 'w') overlaps input 0 ('x') in "
+                                  "memory");
+  gradient.data = dw;
+  lossTensor.data = &dw[2];
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: gradient 0 (of "
+                                  "parameter 1 'w') overlaps loss (output 0 "
+                                  "'loss') in memory");
+  lossTensor.data = &x[1];
+  EXPECT_EQ(gradients(), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: loss (output 0 "
+                                  "'loss') overlaps input 0 ('x') in memory");
+  double adjacent[4];
+  gradient.data = adjacent;
+  lossTensor.data = &adjacent[3];
+  EXPECT_EQ(gradients(), AMPC_OK) << "adjacent buffers do not overlap";
+  EXPECT_DOUBLE_EQ(adjacent[3], 9.625);
+}
+
+TEST(RuntimeGradients, InferenceLibraryIsUnsupported) {
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  float scale[1] = {0};
+  int64_t shape[1] = {1};
+  ampc_tensor parameter = {AMPC_DTYPE_F32, 1, shape, scale, sizeof(scale)};
+  EXPECT_EQ(ampc_model_get_parameter(model, 0, &parameter),
+            AMPC_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_get_parameter: model 'affine' has no "
+               "read_parameter function: its library was compiled for "
+               "inference; compile it with --mode=train");
+  EXPECT_EQ(ampc_model_set_parameter(model, 0, &parameter),
+            AMPC_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(lastErrorHas("ampc_model_set_parameter: model 'affine' has no "
+                           "write_parameter function"));
+  int32_t count = -1;
+  EXPECT_EQ(ampc_model_num_gradients(model, &count), AMPC_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_num_gradients: model 'affine' has no gradients: "
+               "its library was compiled for inference; compile it with "
+               "--mode=train");
+  EXPECT_EQ(count, -1);
+  EXPECT_EQ(ampc_model_gradient_info(model, 0, &count),
+            AMPC_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(lastErrorHas("ampc_model_gradient_info: model 'affine' has no "
+                           "gradients"));
+
+  float x[6] = {}, loss = 0;
+  int64_t xShape[2] = {2, 3};
+  ampc_tensor input = {AMPC_DTYPE_F32, 2, xShape, x, sizeof(x)};
+  ampc_tensor lossTensor = {AMPC_DTYPE_F32, 0, nullptr, &loss, sizeof(loss)};
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, nullptr, 0),
+            AMPC_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_gradients: model 'affine' has no gradients: its "
+               "library was compiled for inference; compile it with "
+               "--mode=train");
+  ampc_model_release(model);
+}
+
+TEST(RuntimeGradients, AppendedFieldsBeyondStructSizeAreNotRead) {
+  // The library has every function, but its struct_size says version 1.
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_gradients_version1").c_str(),
+                            nullptr, &model),
+            AMPC_OK)
+      << ampc_last_error();
+  double w[3];
+  int64_t shape[1] = {3};
+  ampc_tensor parameter = {AMPC_DTYPE_F64, 1, shape, w, sizeof(w)};
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &parameter),
+            AMPC_ERROR_UNSUPPORTED);
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &parameter),
+            AMPC_ERROR_UNSUPPORTED);
+  int32_t count = -1;
+  EXPECT_EQ(ampc_model_num_gradients(model, &count), AMPC_ERROR_UNSUPPORTED);
+  ampc_model_release(model);
+}
+
+TEST(RuntimeGradients, LibraryFailuresCarryItsMessage) {
+  FixtureGlobals globals("fixture_gradients");
+  int32_t *fail = globals.get<int32_t>("fixture_gradients_fail");
+  ASSERT_NE(fail, nullptr);
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_gradients").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  double x[3] = {}, w[3] = {}, dw[3], loss;
+  int64_t shape[1] = {3};
+  ampc_tensor vector = {AMPC_DTYPE_F64, 1, shape, w, sizeof(w)};
+  ampc_tensor input = {AMPC_DTYPE_F64, 1, shape, x, sizeof(x)};
+  ampc_tensor gradient = {AMPC_DTYPE_F64, 1, shape, dw, sizeof(dw)};
+  ampc_tensor lossTensor = {AMPC_DTYPE_F64, 0, nullptr, &loss, sizeof(loss)};
+
+  *fail = 1;
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &vector), AMPC_ERROR_EXECUTION);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_get_parameter: model 'gradients' failed to read "
+               "parameter 1 ('w'): fixture: read_parameter refused");
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &vector), AMPC_ERROR_EXECUTION);
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_model_set_parameter: model 'gradients' failed to write "
+               "parameter 1 ('w'): fixture: write_parameter refused");
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, &gradient, 1),
+            AMPC_ERROR_EXECUTION);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_gradients: model 'gradients' "
+                                  "failed: fixture: gradients refused");
+  *fail = 0;
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, &gradient, 1),
+            AMPC_OK)
+      << ampc_last_error();
+  ampc_model_release(model);
+}
+
+TEST(RuntimeGradients, CallsAfterReleaseAreRefused) {
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_gradients").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  ampc_model_release(model);
+  const std::string notLive = kNotLive;
+
+  double x[3] = {}, w[3] = {}, dw[3], loss;
+  int64_t shape[1] = {3};
+  ampc_tensor vector = {AMPC_DTYPE_F64, 1, shape, w, sizeof(w)};
+  ampc_tensor input = {AMPC_DTYPE_F64, 1, shape, x, sizeof(x)};
+  ampc_tensor gradient = {AMPC_DTYPE_F64, 1, shape, dw, sizeof(dw)};
+  ampc_tensor lossTensor = {AMPC_DTYPE_F64, 0, nullptr, &loss, sizeof(loss)};
+  int32_t value = 0;
+  EXPECT_EQ(ampc_model_get_parameter(model, 1, &vector),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_last_error(), "ampc_model_get_parameter: " + notLive);
+  EXPECT_EQ(ampc_model_set_parameter(model, 1, &vector),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_last_error(), "ampc_model_set_parameter: " + notLive);
+  EXPECT_EQ(ampc_model_num_gradients(model, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_last_error(), "ampc_model_num_gradients: " + notLive);
+  EXPECT_EQ(ampc_model_gradient_info(model, 0, &value),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_last_error(), "ampc_model_gradient_info: " + notLive);
+  EXPECT_EQ(ampc_model_gradients(model, &input, 1, &lossTensor, &gradient, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_last_error(), "ampc_model_gradients: " + notLive);
+}
+
+class RuntimeBadGradientDescriptor
+    : public ::testing::TestWithParam<BadDescriptorCase> {};
+
+TEST_P(RuntimeBadGradientDescriptor, IsRefusedWithAReason) {
+  const BadDescriptorCase &c = GetParam();
+  std::string path = fixturePath(
+      (std::string("fixture_gradients_bad_") + c.variant).c_str());
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(path.c_str(), nullptr, &model), c.status)
+      << ampc_last_error();
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas(("ampc_model_load: '" + path + "': ").c_str()));
+  EXPECT_TRUE(lastErrorHas(c.message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RuntimeBadGradientDescriptor,
+    ::testing::Values(
+        BadDescriptorCase{"negative_gradients", AMPC_ERROR_CORRUPT,
+                          "the descriptor has -1 gradients"},
+        BadDescriptorCase{"null_gradient_list", AMPC_ERROR_CORRUPT,
+                          "the descriptor has 1 gradient but no "
+                          "gradient_parameters list"},
+        BadDescriptorCase{"gradient_index", AMPC_ERROR_CORRUPT,
+                          "gradient 0 belongs to parameter 2, the descriptor "
+                          "has 2 parameters"},
+        BadDescriptorCase{"integer_gradient", AMPC_ERROR_CORRUPT,
+                          "gradient 0 belongs to parameter 0 ('steps'), which "
+                          "is i64, not a floating-point type"},
+        BadDescriptorCase{"duplicate_gradient", AMPC_ERROR_CORRUPT,
+                          "gradients 0 and 1 both belong to parameter 1 "
+                          "('w')"},
+        BadDescriptorCase{"no_write_parameter", AMPC_ERROR_CORRUPT,
+                          "the descriptor has a gradients function but no "
+                          "write_parameter function for its 2 parameters"},
+        BadDescriptorCase{"no_loss_output", AMPC_ERROR_CORRUPT,
+                          "the descriptor has a gradients function but no "
+                          "output 0 to give the loss's dtype and shape"}),
+    [](const ::testing::TestParamInfo<BadDescriptorCase> &info) {
+      return std::string(info.param.variant);
+    });
 
 } // namespace

@@ -8,6 +8,7 @@ using namespace mlir;
 using namespace ampc;
 
 #include "ampc/Dialect/AMPCOpsDialect.cpp.inc"
+#include "ampc/Dialect/AMPCInterfaces.cpp.inc"
 
 void AMPCDialect::initialize() {
   addOperations<

@@ -453,48 +453,63 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return success();
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
-                                       Adaptor adaptor, Types &types) {
-  adaptor = withDefaults<ConvOp>(ctx, adaptor);
-  auto x = rankedType<ConvOp>(loc, adaptor.getInput(), "X");
-  auto w = rankedType<ConvOp>(loc, adaptor.getWeight(), "W");
+/// The Conv shape rule, shared with the backward convolutions (which check
+/// their written result type with it). Messages name `OpTy`.
+template <typename OpTy>
+static FailureOr<RankedTensorType>
+inferConvType(OptLoc loc, Value input, Value weight, Value bias,
+              std::optional<ArrayRef<int64_t>> strides,
+              std::optional<ArrayRef<int64_t>> pads,
+              std::optional<ArrayRef<int64_t>> dilations, int64_t group) {
+  auto x = rankedType<OpTy>(loc, input, "X");
+  auto w = rankedType<OpTy>(loc, weight, "W");
   if (failed(x) || failed(w))
     return failure();
   if (x->getRank() < 3)
-    return fail<ConvOp>(loc, "X must be (N, C, spatial...), got shape " +
-                                 formatList(x->getShape()));
+    return fail<OpTy>(loc, "X must be (N, C, spatial...), got shape " +
+                               formatList(x->getShape()));
   if (w->getRank() != x->getRank())
-    return fail<ConvOp>(loc, "W rank " + Twine(w->getRank()) +
-                                 " differs from X rank " + Twine(x->getRank()));
+    return fail<OpTy>(loc, "W rank " + Twine(w->getRank()) +
+                               " differs from X rank " + Twine(x->getRank()));
   if (x->getElementType() != w->getElementType())
-    return fail<ConvOp>(loc, "X and W element types differ");
-  int64_t group = adaptor.getGroup();
+    return fail<OpTy>(loc, "X and W element types differ");
   int64_t channels = x->getDimSize(1), filters = w->getDimSize(0);
   if (group < 1)
-    return fail<ConvOp>(loc, "'group' must be >= 1, got " + Twine(group));
+    return fail<OpTy>(loc, "'group' must be >= 1, got " + Twine(group));
   if (channels % group != 0 || filters % group != 0 ||
       w->getDimSize(1) * group != channels)
-    return fail<ConvOp>(loc, "W of shape " + formatList(w->getShape()) +
-                                 " does not match " + Twine(channels) +
-                                 " input channels in " + Twine(group) +
-                                 " group(s)");
-  if (Value bias = adaptor.getBias()) {
-    auto bt = rankedType<ConvOp>(loc, bias, "B");
+    return fail<OpTy>(loc, "W of shape " + formatList(w->getShape()) +
+                               " does not match " + Twine(channels) +
+                               " input channels in " + Twine(group) +
+                               " group(s)");
+  if (bias) {
+    auto bt = rankedType<OpTy>(loc, bias, "B");
     if (failed(bt))
       return failure();
     if (bt->getShape() != ArrayRef<int64_t>{filters})
-      return fail<ConvOp>(loc, "B must have shape [" + Twine(filters) +
-                                   "], got " + formatList(bt->getShape()));
+      return fail<OpTy>(loc, "B must have shape [" + Twine(filters) +
+                                 "], got " + formatList(bt->getShape()));
   }
-  FailureOr<SmallVector<int64_t>> spatial = inferWindow<ConvOp>(
-      loc, x->getShape().drop_front(2), w->getShape().drop_front(2),
-      adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
-      /*ceilMode=*/false);
+  FailureOr<SmallVector<int64_t>> spatial = inferWindow<OpTy>(
+      loc, x->getShape().drop_front(2), w->getShape().drop_front(2), strides,
+      pads, dilations, /*ceilMode=*/false);
   if (failed(spatial))
     return failure();
   SmallVector<int64_t> shape = {x->getDimSize(0), filters};
   shape.append(*spatial);
-  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return RankedTensorType::get(shape, x->getElementType());
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                       Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<ConvOp>(ctx, adaptor);
+  FailureOr<RankedTensorType> y = inferConvType<ConvOp>(
+      loc, adaptor.getInput(), adaptor.getWeight(), adaptor.getBias(),
+      adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+      adaptor.getGroup());
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
   return success();
 }
 
@@ -806,26 +821,28 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
-                                        Adaptor adaptor, Types &types) {
-  auto x = rankedType<SliceOp>(loc, adaptor.getInput(), "input");
+/// The Slice shape rule, shared with slice_grad. Messages name `OpTy`.
+template <typename OpTy>
+static FailureOr<RankedTensorType>
+inferSliceType(OptLoc loc, Value input, ArrayRef<int64_t> starts,
+               ArrayRef<int64_t> ends, ArrayRef<int64_t> axesAttr,
+               ArrayRef<int64_t> steps) {
+  auto x = rankedType<OpTy>(loc, input, "input");
   if (failed(x))
     return failure();
-  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
-                    steps = adaptor.getSteps();
   size_t n = starts.size();
-  if (ends.size() != n || adaptor.getAxes().size() != n || steps.size() != n)
-    return fail<SliceOp>(loc, "'starts', 'ends', 'axes' and 'steps' must "
-                              "have the same length");
+  if (ends.size() != n || axesAttr.size() != n || steps.size() != n)
+    return fail<OpTy>(loc, "'starts', 'ends', 'axes' and 'steps' must "
+                           "have the same length");
   FailureOr<SmallVector<int64_t>> axes =
-      checkAxes<SliceOp>(loc, adaptor.getAxes(), x->getRank());
+      checkAxes<OpTy>(loc, axesAttr, x->getRank());
   if (failed(axes))
     return failure();
   SmallVector<int64_t> shape(x->getShape());
   for (size_t i = 0; i < n; ++i) {
     int64_t dim = x->getDimSize((*axes)[i]), step = steps[i];
     if (step == 0)
-      return fail<SliceOp>(loc, "'steps' must not contain 0");
+      return fail<OpTy>(loc, "'steps' must not contain 0");
     int64_t start = starts[i], end = ends[i];
     if (start < 0)
       start += dim;
@@ -854,27 +871,49 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                         1)
                  : 0;
   }
-  types.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return RankedTensorType::get(shape, x->getElementType());
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor, Types &types) {
+  FailureOr<RankedTensorType> y = inferSliceType<SliceOp>(
+      loc, adaptor.getInput(), adaptor.getStarts(), adaptor.getEnds(),
+      adaptor.getAxes(), adaptor.getSteps());
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
-                                         Adaptor adaptor, Types &types) {
-  adaptor = withDefaults<GatherOp>(ctx, adaptor);
-  auto data = rankedType<GatherOp>(loc, adaptor.getData(), "data");
-  auto indices = rankedType<GatherOp>(loc, adaptor.getIndices(), "indices");
+/// The Gather shape rule, shared with gather_grad. Messages name `OpTy`.
+template <typename OpTy>
+static FailureOr<RankedTensorType> inferGatherType(OptLoc loc, Value dataValue,
+                                                   Value indicesValue,
+                                                   int64_t axisAttr) {
+  auto data = rankedType<OpTy>(loc, dataValue, "data");
+  auto indices = rankedType<OpTy>(loc, indicesValue, "indices");
   if (failed(data) || failed(indices))
     return failure();
   if (data->getRank() == 0)
-    return fail<GatherOp>(loc, "data must have rank >= 1");
+    return fail<OpTy>(loc, "data must have rank >= 1");
   FailureOr<int64_t> axis =
-      checkAxis<GatherOp>(loc, "axis", adaptor.getAxis(), data->getRank());
+      checkAxis<OpTy>(loc, "axis", axisAttr, data->getRank());
   if (failed(axis))
     return failure();
   SmallVector<int64_t> shape(data->getShape().take_front(*axis));
   shape.append(indices->getShape().begin(), indices->getShape().end());
   shape.append(data->getShape().begin() + *axis + 1, data->getShape().end());
-  types.push_back(RankedTensorType::get(shape, data->getElementType()));
+  return RankedTensorType::get(shape, data->getElementType());
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<GatherOp>(ctx, adaptor);
+  FailureOr<RankedTensorType> y = inferGatherType<GatherOp>(
+      loc, adaptor.getData(), adaptor.getIndices(), adaptor.getAxis());
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
   return success();
 }
 
@@ -952,10 +991,13 @@ AMPC_REDUCE_INFERENCE(ReduceSumOp)
 AMPC_REDUCE_INFERENCE(ReduceMaxOp)
 #undef AMPC_REDUCE_INFERENCE
 
+/// The pooling shape rule for an input `input` and the window attributes of
+/// `adaptor` (a pooling op's, or average_pool_grad's, which checks its
+/// written result type with it). Messages name `OpTy`.
 template <typename OpTy>
 static FailureOr<RankedTensorType>
-inferPool(OptLoc loc, typename OpTy::Adaptor adaptor) {
-  auto x = rankedType<OpTy>(loc, adaptor.getInput(), "X");
+inferPool(OptLoc loc, Value input, typename OpTy::Adaptor adaptor) {
+  auto x = rankedType<OpTy>(loc, input, "X");
   if (failed(x) ||
       failed(checkBinaryFlag<OpTy>(loc, "ceil_mode", adaptor.getCeilMode())))
     return failure();
@@ -979,7 +1021,8 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   if (failed(checkBinaryFlag<MaxPoolOp>(loc, "storage_order",
                                         adaptor.getStorageOrder())))
     return failure();
-  FailureOr<RankedTensorType> y = inferPool<MaxPoolOp>(loc, adaptor);
+  FailureOr<RankedTensorType> y =
+      inferPool<MaxPoolOp>(loc, adaptor.getInput(), adaptor);
   if (failed(y))
     return failure();
   types.push_back(*y);
@@ -993,7 +1036,8 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   if (failed(checkBinaryFlag<AveragePoolOp>(loc, "count_include_pad",
                                             adaptor.getCountIncludePad())))
     return failure();
-  FailureOr<RankedTensorType> y = inferPool<AveragePoolOp>(loc, adaptor);
+  FailureOr<RankedTensorType> y =
+      inferPool<AveragePoolOp>(loc, adaptor.getInput(), adaptor);
   if (failed(y))
     return failure();
   types.push_back(*y);
@@ -1085,6 +1129,186 @@ LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(MLIRContext *ctx,
     return failure();
   types.push_back(*loss);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops (AMPCGradOps.td)
+//===----------------------------------------------------------------------===//
+//
+// Most backward ops write their result type out (the forward op's input
+// type, which strides, clamping or a gather's table size make impossible to
+// infer from the gradient). Their verifiers apply the forward op's shape
+// rule to the result and check that it gives the gradient's type.
+
+/// `forward` is the forward shape rule applied to `op`'s result; `grad` must
+/// have that type.
+template <typename OpTy>
+static LogicalResult checkForwardType(OpTy op,
+                                      FailureOr<RankedTensorType> forward,
+                                      Value grad, StringRef forwardOp) {
+  if (failed(forward))
+    return failure();
+  if (*forward != grad.getType())
+    return op.emitOpError("grad has type ")
+           << grad.getType() << ", but " << forwardOp << " on "
+           << op.getOutput().getType() << " gives " << *forward;
+  return success();
+}
+
+LogicalResult GeluGradOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("'approximate' must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult ConvBackwardDataOp::verify() {
+  return checkForwardType(
+      *this,
+      inferConvType<ConvBackwardDataOp>(getLoc(), getOutput(), getWeight(),
+                                        Value(), getStrides(), getPads(),
+                                        getDilations(), getGroup()),
+      getGrad(), "a Conv by the weight");
+}
+
+LogicalResult ConvBackwardWeightOp::verify() {
+  return checkForwardType(
+      *this,
+      inferConvType<ConvBackwardWeightOp>(getLoc(), getInput(), getOutput(),
+                                          Value(), getStrides(), getPads(),
+                                          getDilations(), getGroup()),
+      getGrad(), "a Conv of the input");
+}
+
+LogicalResult MaxPoolGradOp::verify() {
+  if (failed(checkBinaryFlag<MaxPoolGradOp>(getLoc(), "storage_order",
+                                            getStorageOrder())))
+    return failure();
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (grad.getShape() != indices.getShape())
+    return emitOpError("grad shape ")
+           << formatList(grad.getShape()) << " differs from indices shape "
+           << formatList(indices.getShape());
+  if (grad.getElementType() != out.getElementType())
+    return emitOpError("result element type differs from grad's");
+  if (grad.getRank() < 3 || out.getRank() != grad.getRank() ||
+      out.getShape().take_front(2) != grad.getShape().take_front(2))
+    return emitOpError("result shape ")
+           << formatList(out.getShape())
+           << " must be (N, C, spatial...) with grad's N, C and rank, got grad "
+           << formatList(grad.getShape());
+  return success();
+}
+
+LogicalResult AveragePoolGradOp::verify() {
+  if (failed(checkBinaryFlag<AveragePoolGradOp>(getLoc(), "count_include_pad",
+                                                getCountIncludePad())))
+    return failure();
+  return checkForwardType(
+      *this, inferPool<AveragePoolGradOp>(getLoc(), getOutput(), Adaptor(*this)),
+      getGrad(), "AveragePool");
+}
+
+LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                                Adaptor adaptor,
+                                                Types &types) {
+  using Op = BatchNormGradOp;
+  auto x = rankedType<Op>(loc, adaptor.getInput(), "input");
+  auto scale = rankedType<Op>(loc, adaptor.getScale(), "scale");
+  if (failed(x) || failed(scale))
+    return failure();
+  if (adaptor.getGrad().getType() != *x)
+    return fail<Op>(loc, "grad type " + formatType(adaptor.getGrad().getType()) +
+                             " differs from input type " + formatType(*x));
+  if (x->getRank() < 2)
+    return fail<Op>(loc, "input must be (N, C, ...), got shape " +
+                             formatList(x->getShape()));
+  int64_t channels = x->getDimSize(1);
+  if (scale->getShape() != ArrayRef<int64_t>{channels})
+    return fail<Op>(loc, "scale must have shape [" + Twine(channels) +
+                             "], got " + formatList(scale->getShape()));
+  if (!adaptor.getMean() != !adaptor.getVar())
+    return fail<Op>(loc, "mean and var must be given together");
+  for (Value v : {adaptor.getMean(), adaptor.getVar()}) {
+    if (v && v.getType() != *scale)
+      return fail<Op>(loc, "mean and var must have the scale's type " +
+                               formatType(*scale) + ", got " +
+                               formatType(v.getType()));
+  }
+  types.push_back(*x);
+  types.push_back(*scale);
+  types.push_back(*scale);
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                                Adaptor adaptor,
+                                                Types &types) {
+  adaptor = withDefaults<LayerNormGradOp>(ctx, adaptor);
+  using Op = LayerNormGradOp;
+  auto x = rankedType<Op>(loc, adaptor.getInput(), "input");
+  auto scale = rankedType<Op>(loc, adaptor.getScale(), "scale");
+  if (failed(x) || failed(scale))
+    return failure();
+  if (adaptor.getGrad().getType() != *x)
+    return fail<Op>(loc, "grad type " + formatType(adaptor.getGrad().getType()) +
+                             " differs from input type " + formatType(*x));
+  FailureOr<int64_t> axis =
+      checkAxis<Op>(loc, "axis", adaptor.getAxis(), x->getRank());
+  if (failed(axis))
+    return failure();
+  ArrayRef<int64_t> normalized = x->getShape().drop_front(*axis);
+  std::optional<SmallVector<int64_t>> b =
+      broadcastShapes({normalized, scale->getShape()});
+  if (!b || ArrayRef<int64_t>(*b) != normalized)
+    return fail<Op>(loc, "scale of shape " + formatList(scale->getShape()) +
+                             " does not broadcast to the normalised shape " +
+                             formatList(normalized));
+  SmallVector<int64_t> statShape(x->getShape());
+  for (int64_t i = *axis; i < x->getRank(); ++i)
+    statShape[i] = 1;
+  for (auto [name, v] :
+       {std::pair<StringRef, Value>{"mean", adaptor.getMean()},
+        {"inv_std_dev", adaptor.getInvStdDev()}}) {
+    auto t = rankedType<Op>(loc, v, name);
+    if (failed(t))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>(statShape))
+      return fail<Op>(loc, name + " must have shape " + formatList(statShape) +
+                               ", got " + formatList(t->getShape()));
+  }
+  types.push_back(*x);
+  return success();
+}
+
+LogicalResult NllLossGradOp::verify() {
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (Value w = getWeight();
+      w && cast<RankedTensorType>(w.getType()).getElementType() !=
+               out.getElementType())
+    return emitOpError("weight element type differs from the result's");
+  return checkForwardType(
+      *this,
+      inferLoss<NllLossGradOp>(getLoc(), getOutput(), getTarget(), getWeight(),
+                               getReduction()),
+      getGrad(), "NegativeLogLikelihoodLoss");
+}
+
+LogicalResult GatherGradOp::verify() {
+  return checkForwardType(*this,
+                          inferGatherType<GatherGradOp>(getLoc(), getOutput(),
+                                                        getIndices(), getAxis()),
+                          getGrad(), "Gather");
+}
+
+LogicalResult SliceGradOp::verify() {
+  return checkForwardType(
+      *this,
+      inferSliceType<SliceGradOp>(getLoc(), getOutput(), getStarts(), getEnds(),
+                                  getAxes(), getSteps()),
+      getGrad(), "Slice");
 }
 
 #define GET_OP_CLASSES

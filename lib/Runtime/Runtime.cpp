@@ -15,9 +15,14 @@
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/ampc.h"
 
+#include "Checkpoint.h"
+#include "OnnxRewrite.h"
+
+#include <cassert>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <memory>
@@ -110,11 +115,32 @@ struct Model {
   void *state = nullptr;
   bool initialized = false;
 
+  /// The descriptor's appended functions, null where the library's
+  /// struct_size does not cover them or it has none.
+  int32_t (*readParameter)(void *, int32_t, void *) = nullptr;
+  int32_t (*writeParameter)(void *, int32_t, const void *) = nullptr;
+  int32_t (*gradients)(void *, const void *const *, void *const *) = nullptr;
+  /// For each gradient, the index of its parameter (valid, distinct, float).
+  std::vector<int32_t> gradientParameters;
+
+  /// Training (ModelAbi.h): the step, its state and description; null/empty
+  /// for a library without an optimizer.
+  int32_t (*trainStep)(void *, const void *const *, void *) = nullptr;
+  int32_t (*readState)(void *, int32_t, void *) = nullptr;
+  int32_t (*writeState)(void *, int32_t, const void *) = nullptr;
+  std::vector<TensorDesc> stateTensors;
+  std::string optimizer, hyperparameters, lossScaling;
+  int32_t numLabels = 0;
+  const unsigned char *onnxModel = nullptr;
+  size_t onnxModelSize = 0;
+
   /// Serializes calls that run the model; the library may assume one call
   /// per state at a time (ModelAbi.h). Guards the pointer arrays below.
   std::mutex runMutex;
   std::vector<const void *> inputData;
   std::vector<void *> outputData;
+  /// The loss, then one pointer per gradient, for `gradients`.
+  std::vector<void *> gradientData;
 
   Model() = default;
   Model(const Model &) = delete;
@@ -178,9 +204,13 @@ std::shared_ptr<Model> lookup(const ampc_model *handle, const char *call) {
 constexpr const char *kLoad = "ampc_model_load";
 constexpr size_t kStateAlignment = 64;
 
+/// Bytes of the descriptor up to and including `field`; the runtime reads an
+/// appended field only when the library's struct_size reaches this far.
+#define AMPC_ABI_FIELD_END(field)                                              \
+  (offsetof(ampc_model_abi, field) + sizeof(ampc_model_abi::field))
+
 /// Bytes of the version-1 descriptor; a library's struct_size must cover it.
-constexpr size_t kAbiVersion1Size =
-    offsetof(ampc_model_abi, release) + sizeof(ampc_model_abi::release);
+constexpr size_t kAbiVersion1Size = AMPC_ABI_FIELD_END(release);
 
 /// Copies and checks one tensor list of the descriptor.
 ampc_status readTensors(const Model &model, const char *kind, int32_t count,
@@ -236,6 +266,150 @@ ampc_status readTensors(const Model &model, const char *kind, int32_t count,
   return AMPC_OK;
 }
 
+bool isFloat(ampc_dtype dtype) {
+  return dtype == AMPC_DTYPE_F32 || dtype == AMPC_DTYPE_F64 ||
+         dtype == AMPC_DTYPE_F16 || dtype == AMPC_DTYPE_BF16;
+}
+
+/// Copies the parameter access and gradient functions a training library
+/// appends to the descriptor, and checks the gradient list before anything
+/// indexes parameters or output buffers with it.
+ampc_status readGradientFunctions(Model &model) {
+  const ampc_model_abi *abi = model.abi;
+  const char *path = model.path.c_str();
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(read_parameter))
+    model.readParameter = abi->read_parameter;
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(write_parameter))
+    model.writeParameter = abi->write_parameter;
+  if (abi->struct_size < AMPC_ABI_FIELD_END(gradients) || !abi->gradients)
+    return AMPC_OK;
+
+  const int32_t count = abi->num_gradients;
+  const int32_t numParameters = static_cast<int32_t>(model.parameters.size());
+  if (count < 0)
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': the descriptor has %d gradients", path, count));
+  if (count > 0 && !abi->gradient_parameters)
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': the descriptor has %s but no "
+                       "gradient_parameters list",
+                       path, plural(count, "gradient").c_str()));
+  if (model.outputs.empty())
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': the descriptor has a gradients function but no "
+                       "output 0 to give the loss's dtype and shape",
+                       path));
+  if (numParameters > 0 && (!model.readParameter || !model.writeParameter))
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': the descriptor has a gradients function but no "
+                       "%s function for its %s",
+                       path,
+                       model.readParameter ? "write_parameter"
+                                           : "read_parameter",
+                       plural(numParameters, "parameter").c_str()));
+  std::vector<int32_t> gradientOf(static_cast<size_t>(numParameters), -1);
+  for (int32_t g = 0; g < count; ++g) {
+    int32_t p = abi->gradient_parameters[g];
+    if (p < 0 || p >= numParameters)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': gradient %d belongs to parameter %d, the "
+                         "descriptor has %s",
+                         path, g, p,
+                         plural(numParameters, "parameter").c_str()));
+    const TensorDesc &parameter = model.parameters[static_cast<size_t>(p)];
+    if (!isFloat(parameter.dtype))
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': gradient %d belongs to %s, which is %s, not "
+                         "a floating-point type",
+                         path, g, parameter.label("parameter", p).c_str(),
+                         dtypeText(parameter.dtype).c_str()));
+    int32_t &first = gradientOf[static_cast<size_t>(p)];
+    if (first >= 0)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': gradients %d and %d both belong to %s", path,
+                         first, g, parameter.label("parameter", p).c_str()));
+    first = g;
+  }
+  model.gradientParameters.assign(abi->gradient_parameters,
+                                  abi->gradient_parameters + count);
+  model.gradients = abi->gradients;
+  return AMPC_OK;
+}
+
+/// Copies the training fields a library with an optimizer appends, checking
+/// that the state the runtime reads by name is there with its type.
+ampc_status readTrainingFields(Model &model) {
+  const ampc_model_abi *abi = model.abi;
+  const char *path = model.path.c_str();
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(onnx_model_size) &&
+      abi->onnx_model && abi->onnx_model_size) {
+    model.onnxModel = abi->onnx_model;
+    model.onnxModelSize = abi->onnx_model_size;
+  }
+  if (abi->struct_size < AMPC_ABI_FIELD_END(num_labels) || !abi->train_step) {
+    if (model.mode == "train" && !model.gradients)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': mode 'train' but neither a train_step nor a "
+                         "gradients function",
+                         path));
+    return AMPC_OK;
+  }
+  if (model.mode != "train")
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': a train_step function in mode '%s'", path,
+                       model.mode.c_str()));
+  if (!abi->read_state || !abi->write_state || !abi->optimizer ||
+      !abi->hyperparameters || !abi->loss_scaling)
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': a train_step function without read_state, "
+                       "write_state or its description",
+                       path));
+  if (model.outputs.empty())
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': a train_step function but no output 0 to give "
+                       "the loss's dtype and shape",
+                       path));
+  if (abi->num_labels < 0 ||
+      abi->num_labels > static_cast<int32_t>(model.inputs.size()))
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': %d labels among %zu inputs", path,
+                       abi->num_labels, model.inputs.size()));
+  if (ampc_status status =
+          readTensors(model, "state tensor", abi->num_state_tensors,
+                      abi->state_tensors, model.stateTensors))
+    return status;
+  model.trainStep = abi->train_step;
+  model.readState = abi->read_state;
+  model.writeState = abi->write_state;
+  model.optimizer = abi->optimizer;
+  model.hyperparameters = abi->hyperparameters;
+  model.lossScaling = abi->loss_scaling;
+  model.numLabels = abi->num_labels;
+  const struct {
+    const char *name;
+    ampc_dtype dtype;
+    bool required;
+  } scalars[] = {{"ampc.lr", AMPC_DTYPE_F32, true},
+                 {"ampc.step", AMPC_DTYPE_I64, true},
+                 {"ampc.loss_scale", AMPC_DTYPE_F32, false},
+                 {"ampc.growth_tracker", AMPC_DTYPE_I32, false},
+                 {"ampc.skipped_steps", AMPC_DTYPE_I64, false}};
+  for (const auto &scalar : scalars) {
+    int32_t found = -1;
+    for (size_t i = 0; i < model.stateTensors.size(); ++i)
+      if (model.stateTensors[i].name == scalar.name)
+        found = static_cast<int32_t>(i);
+    if (found < 0 && !scalar.required)
+      continue;
+    if (found < 0 || model.stateTensors[found].dtype != scalar.dtype ||
+        model.stateTensors[found].rank() != 0)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': the training state needs a scalar %s '%s'",
+                         path, dtypeText(scalar.dtype).c_str(), scalar.name));
+  }
+  return AMPC_OK;
+}
+
 /// Checks the descriptor and copies what the runtime keeps of it.
 ampc_status readDescriptor(Model &model) {
   const ampc_model_abi *abi = model.abi;
@@ -277,20 +451,14 @@ ampc_status readDescriptor(Model &model) {
     string.copy = string.value;
   }
 
-  if (model.mode == "train")
-    return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
-                format("'%s' is a training library (mode 'train'), which "
-                       "this runtime cannot run yet",
-                       path));
-  if (model.mode != "infer")
+  if (model.mode != "infer" && model.mode != "train")
     return fail(AMPC_ERROR_CORRUPT, kLoad,
                 format("'%s': the descriptor's mode is '%s', expected 'infer' "
                        "or 'train'",
                        path, model.mode.c_str()));
   if (!abi->infer)
     return fail(AMPC_ERROR_CORRUPT, kLoad,
-                format("'%s': mode 'infer' but the descriptor's infer "
-                       "function is NULL",
+                format("'%s': the descriptor's infer function is NULL",
                        path));
 
   if (ampc_status status = readTensors(model, "input", abi->num_inputs,
@@ -303,7 +471,9 @@ ampc_status readDescriptor(Model &model) {
           readTensors(model, "parameter", abi->num_parameters,
                       abi->parameters, model.parameters))
     return status;
-  return AMPC_OK;
+  if (ampc_status status = readGradientFunctions(model))
+    return status;
+  return readTrainingFields(model);
 }
 
 ampc_status checkOptions(const ampc_model_options *options) {
@@ -360,37 +530,91 @@ ampc_status createState(Model &model, const ampc_model_options *options) {
 //===----------------------------------------------------------------------===//
 
 constexpr const char *kInfer = "ampc_model_infer";
+constexpr const char *kGetParameter = "ampc_model_get_parameter";
+constexpr const char *kSetParameter = "ampc_model_set_parameter";
+constexpr const char *kNumGradients = "ampc_model_num_gradients";
+constexpr const char *kGradientInfo = "ampc_model_gradient_info";
+constexpr const char *kGradients = "ampc_model_gradients";
+
+/// What a caller's tensor stands for in a call; decides the description it
+/// must match and how messages name it.
+enum class Role { Input, Output, Parameter, Loss, Gradient };
+
+/// The model's description of tensor `index` in `role`. The loss has the
+/// dtype and shape of output 0; gradient g those of its parameter.
+const TensorDesc &descriptionOf(const Model &model, Role role, int32_t index) {
+  auto at = [](const std::vector<TensorDesc> &list, int32_t i) -> auto & {
+    return list[static_cast<size_t>(i)];
+  };
+  switch (role) {
+  case Role::Input:
+    return at(model.inputs, index);
+  case Role::Output:
+    return at(model.outputs, index);
+  case Role::Parameter:
+    return at(model.parameters, index);
+  case Role::Loss:
+    return at(model.outputs, 0);
+  case Role::Gradient:
+    return at(model.parameters,
+              model.gradientParameters[static_cast<size_t>(index)]);
+  }
+  assert(false && "unknown role");
+  return at(model.inputs, index);
+}
+
+/// "input 0 ('x')", "loss (output 0 'loss')", "gradient 0 (of parameter 1
+/// 'w')".
+std::string labelOf(const Model &model, Role role, int32_t index) {
+  const TensorDesc &desc = descriptionOf(model, role, index);
+  switch (role) {
+  case Role::Input:
+    return desc.label("input", index);
+  case Role::Output:
+    return desc.label("output", index);
+  case Role::Parameter:
+    return desc.label("parameter", index);
+  case Role::Loss:
+    return format("loss (output 0 '%s')", desc.name.c_str());
+  case Role::Gradient:
+    return format("gradient %d (of parameter %d '%s')", index,
+                  model.gradientParameters[static_cast<size_t>(index)],
+                  desc.name.c_str());
+  }
+  return desc.name;
+}
 
 /// Checks one caller tensor against the model's description.
-ampc_status checkTensor(const char *kind, int32_t index,
-                        const ampc_tensor &tensor, const TensorDesc &desc) {
-  std::string label = desc.label(kind, index);
+ampc_status checkTensor(const char *call, const Model &model, Role role,
+                        int32_t index, const ampc_tensor &tensor) {
+  const TensorDesc &desc = descriptionOf(model, role, index);
+  std::string label = labelOf(model, role, index);
   if (tensor.dtype != desc.dtype)
-    return fail(AMPC_ERROR_DTYPE_MISMATCH, kInfer,
+    return fail(AMPC_ERROR_DTYPE_MISMATCH, call,
                 format("%s has dtype %s, the model expects %s", label.c_str(),
                        dtypeText(tensor.dtype).c_str(),
                        dtypeText(desc.dtype).c_str()));
   if (tensor.rank != desc.rank())
-    return fail(AMPC_ERROR_SHAPE_MISMATCH, kInfer,
+    return fail(AMPC_ERROR_SHAPE_MISMATCH, call,
                 format("%s has rank %d, the model expects rank %d (shape %s)",
                        label.c_str(), tensor.rank, desc.rank(),
                        shapeText(desc.shapeData(), desc.rank()).c_str()));
   if (tensor.rank > 0 && !tensor.shape)
-    return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer,
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
                 format("%s has rank %d but a NULL shape", label.c_str(),
                        tensor.rank));
   for (int32_t d = 0; d < tensor.rank; ++d)
     if (tensor.shape[d] != desc.shape[static_cast<size_t>(d)])
-      return fail(AMPC_ERROR_SHAPE_MISMATCH, kInfer,
+      return fail(AMPC_ERROR_SHAPE_MISMATCH, call,
                   format("%s has shape %s, the model expects %s",
                          label.c_str(),
                          shapeText(tensor.shape, tensor.rank).c_str(),
                          shapeText(desc.shapeData(), desc.rank()).c_str()));
   if (!tensor.data && desc.byteSize > 0)
-    return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer,
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
                 format("%s has NULL data", label.c_str()));
   if (tensor.size_bytes < desc.byteSize)
-    return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer,
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
                 format("%s has size_bytes %zu, %s %s needs %zu",
                        label.c_str(), tensor.size_bytes,
                        dtypeText(desc.dtype).c_str(),
@@ -399,40 +623,78 @@ ampc_status checkTensor(const char *kind, int32_t index,
   return AMPC_OK;
 }
 
-bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
-  if (aBytes == 0 || bBytes == 0)
-    return false;
-  uintptr_t aBegin = reinterpret_cast<uintptr_t>(a);
-  uintptr_t bBegin = reinterpret_cast<uintptr_t>(b);
-  return aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
+/// Checks `count` tensors of one role.
+ampc_status checkTensors(const char *call, const Model &model, Role role,
+                         const ampc_tensor *tensors, int32_t count) {
+  for (int32_t i = 0; i < count; ++i)
+    if (ampc_status status = checkTensor(call, model, role, i, tensors[i]))
+      return status;
+  return AMPC_OK;
 }
 
-/// Outputs are written while inputs are still read, so no output buffer may
-/// share bytes with an input or another output.
-ampc_status checkOverlaps(const Model &model, const ampc_tensor *inputs,
-                          const ampc_tensor *outputs) {
-  for (size_t o = 0; o < model.outputs.size(); ++o) {
-    const TensorDesc &out = model.outputs[o];
-    for (size_t i = 0; i < model.inputs.size(); ++i)
-      if (overlaps(outputs[o].data, out.byteSize, inputs[i].data,
-                   model.inputs[i].byteSize))
-        return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer,
-                    format("%s overlaps %s in memory",
-                           out.label("output", static_cast<int32_t>(o)).c_str(),
-                           model.inputs[i]
-                               .label("input", static_cast<int32_t>(i))
-                               .c_str()));
-    for (size_t p = 0; p < o; ++p)
-      if (overlaps(outputs[o].data, out.byteSize, outputs[p].data,
-                   model.outputs[p].byteSize))
-        return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer,
-                    format("%s overlaps %s in memory",
-                           out.label("output", static_cast<int32_t>(o)).c_str(),
-                           model.outputs[p]
-                               .label("output", static_cast<int32_t>(p))
-                               .c_str()));
+/// A checked caller tensor as the overlap check sees it.
+struct Buffer {
+  Role role;
+  int32_t index;
+  const void *data;
+  size_t bytes;
+};
+
+void addBuffers(const Model &model, Role role, const ampc_tensor *tensors,
+                int32_t count, std::vector<Buffer> &out) {
+  for (int32_t i = 0; i < count; ++i)
+    out.push_back({role, i, tensors[i].data,
+                   descriptionOf(model, role, i).byteSize});
+}
+
+bool overlaps(const Buffer &a, const Buffer &b) {
+  if (a.bytes == 0 || b.bytes == 0)
+    return false;
+  uintptr_t aBegin = reinterpret_cast<uintptr_t>(a.data);
+  uintptr_t bBegin = reinterpret_cast<uintptr_t>(b.data);
+  return aBegin < bBegin + b.bytes && bBegin < aBegin + a.bytes;
+}
+
+/// Results are written while inputs are still read, so no buffer in
+/// `writes` may share bytes with one in `reads` or another in `writes`.
+ampc_status checkOverlaps(const char *call, const Model &model,
+                          const std::vector<Buffer> &reads,
+                          const std::vector<Buffer> &writes) {
+  auto overlapError = [&](const Buffer &written, const Buffer &other) {
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+                format("%s overlaps %s in memory",
+                       labelOf(model, written.role, written.index).c_str(),
+                       labelOf(model, other.role, other.index).c_str()));
+  };
+  for (size_t w = 0; w < writes.size(); ++w) {
+    for (const Buffer &read : reads)
+      if (overlaps(writes[w], read))
+        return overlapError(writes[w], read);
+    for (size_t earlier = 0; earlier < w; ++earlier)
+      if (overlaps(writes[w], writes[earlier]))
+        return overlapError(writes[w], writes[earlier]);
   }
   return AMPC_OK;
+}
+
+/// Checks `index` against the model's parameters.
+ampc_status checkParameterIndex(const char *call, const Model &model,
+                                int32_t index) {
+  int32_t count = static_cast<int32_t>(model.parameters.size());
+  if (index < 0 || index >= count)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+                format("parameter index %d is out of range, the model has %s",
+                       index, plural(count, "parameter").c_str()));
+  return AMPC_OK;
+}
+
+/// The error for a call a library compiled without --mode=train lacks.
+ampc_status notATrainingLibrary(const char *call, const Model &model,
+                                const char *what) {
+  return fail(AMPC_ERROR_UNSUPPORTED, call,
+              format("model '%s' has no %s: its library was compiled for "
+                     "inference; compile it with --mode=train",
+                     model.name.c_str(), what));
 }
 
 ampc_status tensorInfo(const ampc_model *handle, int32_t index,
@@ -591,6 +853,7 @@ ampc_status ampc_model_load(const char *path,
     return status;
   model->inputData.resize(model->inputs.size());
   model->outputData.resize(model->outputs.size());
+  model->gradientData.resize(1 + model->gradientParameters.size());
 
   Registry &reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
@@ -677,15 +940,16 @@ ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer, "inputs is NULL");
   if (num_outputs > 0 && !outputs)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer, "outputs is NULL");
-  for (int32_t i = 0; i < num_inputs; ++i)
-    if (ampc_status status = checkTensor(
-            "input", i, inputs[i], model->inputs[static_cast<size_t>(i)]))
-      return status;
-  for (int32_t i = 0; i < num_outputs; ++i)
-    if (ampc_status status = checkTensor(
-            "output", i, outputs[i], model->outputs[static_cast<size_t>(i)]))
-      return status;
-  if (ampc_status status = checkOverlaps(*model, inputs, outputs))
+  if (ampc_status status =
+          checkTensors(kInfer, *model, Role::Input, inputs, num_inputs))
+    return status;
+  if (ampc_status status =
+          checkTensors(kInfer, *model, Role::Output, outputs, num_outputs))
+    return status;
+  std::vector<Buffer> reads, writes;
+  addBuffers(*model, Role::Input, inputs, num_inputs, reads);
+  addBuffers(*model, Role::Output, outputs, num_outputs, writes);
+  if (ampc_status status = checkOverlaps(kInfer, *model, reads, writes))
     return status;
 
   std::lock_guard<std::mutex> lock(model->runMutex);
@@ -699,6 +963,444 @@ ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
     return fail(AMPC_ERROR_EXECUTION, kInfer,
                 format("model '%s' failed: %s", model->name.c_str(),
                        model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_get_parameter(const ampc_model *handle, int32_t index,
+                                     ampc_tensor *out) {
+  std::shared_ptr<Model> model = lookup(handle, kGetParameter);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->readParameter)
+    return notATrainingLibrary(kGetParameter, *model,
+                               "read_parameter function");
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGetParameter, "out is NULL");
+  if (ampc_status status = checkParameterIndex(kGetParameter, *model, index))
+    return status;
+  if (ampc_status status =
+          checkTensor(kGetParameter, *model, Role::Parameter, index, *out))
+    return status;
+
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  int32_t code = model->readParameter(model->state, index, out->data);
+  if (code != 0)
+    return fail(AMPC_ERROR_EXECUTION, kGetParameter,
+                format("model '%s' failed to read %s: %s", model->name.c_str(),
+                       labelOf(*model, Role::Parameter, index).c_str(),
+                       model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_set_parameter(ampc_model *handle, int32_t index,
+                                     const ampc_tensor *in) {
+  std::shared_ptr<Model> model = lookup(handle, kSetParameter);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->writeParameter)
+    return notATrainingLibrary(kSetParameter, *model,
+                               "write_parameter function");
+  if (!in)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetParameter, "in is NULL");
+  if (ampc_status status = checkParameterIndex(kSetParameter, *model, index))
+    return status;
+  if (ampc_status status =
+          checkTensor(kSetParameter, *model, Role::Parameter, index, *in))
+    return status;
+
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  int32_t code = model->writeParameter(model->state, index, in->data);
+  if (code != 0)
+    return fail(AMPC_ERROR_EXECUTION, kSetParameter,
+                format("model '%s' failed to write %s: %s",
+                       model->name.c_str(),
+                       labelOf(*model, Role::Parameter, index).c_str(),
+                       model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_num_gradients(const ampc_model *handle, int32_t *out) {
+  std::shared_ptr<Model> model = lookup(handle, kNumGradients);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->gradients)
+    return notATrainingLibrary(kNumGradients, *model, "gradients");
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kNumGradients, "out is NULL");
+  *out = static_cast<int32_t>(model->gradientParameters.size());
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_gradient_info(const ampc_model *handle, int32_t g,
+                                     int32_t *out_parameter_index) {
+  std::shared_ptr<Model> model = lookup(handle, kGradientInfo);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->gradients)
+    return notATrainingLibrary(kGradientInfo, *model, "gradients");
+  if (!out_parameter_index)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradientInfo,
+                "out_parameter_index is NULL");
+  const int32_t count = static_cast<int32_t>(model->gradientParameters.size());
+  if (g < 0 || g >= count)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradientInfo,
+                format("gradient index %d is out of range, the model has %s",
+                       g, plural(count, "gradient").c_str()));
+  *out_parameter_index = model->gradientParameters[static_cast<size_t>(g)];
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_gradients(ampc_model *handle, const ampc_tensor *inputs,
+                                 int32_t num_inputs, ampc_tensor *loss,
+                                 ampc_tensor *gradients,
+                                 int32_t num_gradients) {
+  std::shared_ptr<Model> model = lookup(handle, kGradients);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->gradients)
+    return notATrainingLibrary(kGradients, *model, "gradients");
+  const int32_t expectedInputs = static_cast<int32_t>(model->inputs.size());
+  const int32_t expectedGradients =
+      static_cast<int32_t>(model->gradientParameters.size());
+  if (num_inputs != expectedInputs)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradients,
+                format("the model takes %s, got %d",
+                       plural(expectedInputs, "input").c_str(), num_inputs));
+  if (num_gradients != expectedGradients)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradients,
+                format("the model has %s, got %d",
+                       plural(expectedGradients, "gradient").c_str(),
+                       num_gradients));
+  if (num_inputs > 0 && !inputs)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradients, "inputs is NULL");
+  if (!loss)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradients, "loss is NULL");
+  if (num_gradients > 0 && !gradients)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGradients, "gradients is NULL");
+  if (ampc_status status =
+          checkTensors(kGradients, *model, Role::Input, inputs, num_inputs))
+    return status;
+  if (ampc_status status =
+          checkTensor(kGradients, *model, Role::Loss, 0, *loss))
+    return status;
+  if (ampc_status status = checkTensors(kGradients, *model, Role::Gradient,
+                                        gradients, num_gradients))
+    return status;
+  std::vector<Buffer> reads, writes;
+  addBuffers(*model, Role::Input, inputs, num_inputs, reads);
+  addBuffers(*model, Role::Loss, loss, 1, writes);
+  addBuffers(*model, Role::Gradient, gradients, num_gradients, writes);
+  if (ampc_status status = checkOverlaps(kGradients, *model, reads, writes))
+    return status;
+
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  for (int32_t i = 0; i < num_inputs; ++i)
+    model->inputData[static_cast<size_t>(i)] = inputs[i].data;
+  model->gradientData[0] = loss->data;
+  for (int32_t g = 0; g < num_gradients; ++g)
+    model->gradientData[static_cast<size_t>(g) + 1] = gradients[g].data;
+  int32_t code = model->gradients(model->state, model->inputData.data(),
+                                  model->gradientData.data());
+  if (code != 0)
+    return fail(AMPC_ERROR_EXECUTION, kGradients,
+                format("model '%s' failed: %s", model->name.c_str(),
+                       model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+} // extern "C"
+
+namespace {
+constexpr const char *kTrainStep = "ampc_model_train_step";
+constexpr const char *kTrainingInfo = "ampc_model_training_info";
+constexpr const char *kGetLearningRate = "ampc_model_get_learning_rate";
+constexpr const char *kSetLearningRate = "ampc_model_set_learning_rate";
+constexpr const char *kGetScaler = "ampc_model_get_scaler_state";
+constexpr const char *kSetScaler = "ampc_model_set_scaler_state";
+constexpr const char *kSave = "ampc_model_save_checkpoint";
+constexpr const char *kLoadCheckpoint = "ampc_model_load_checkpoint";
+constexpr const char *kExport = "ampc_model_export_onnx";
+
+/// The model behind `handle` when it can train, or null with the error set.
+std::shared_ptr<Model> lookupTraining(const ampc_model *handle,
+                                      const char *call, ampc_status &status) {
+  std::shared_ptr<Model> model = lookup(handle, call);
+  if (!model) {
+    status = AMPC_ERROR_INVALID_ARGUMENT;
+    return nullptr;
+  }
+  if (!model->trainStep) {
+    status = fail(AMPC_ERROR_UNSUPPORTED, call,
+                  format("model '%s' has no training step: its library was "
+                         "compiled %s",
+                         model->name.c_str(),
+                         model->mode == "train"
+                             ? "with --optimizer=none (gradients only)"
+                             : "for inference; compile it without "
+                               "--mode=infer"));
+    return nullptr;
+  }
+  return model;
+}
+
+/// Index of the state tensor `name`, or -1.
+int32_t stateIndex(const Model &model, const char *name) {
+  for (size_t i = 0; i < model.stateTensors.size(); ++i)
+    if (model.stateTensors[i].name == name)
+      return static_cast<int32_t>(i);
+  return -1;
+}
+
+/// Reads (`write` false) or writes one scalar of the training state; the
+/// caller holds runMutex and the scalar exists with this type.
+template <typename T>
+bool stateScalar(Model &model, const char *name, T &value, bool write) {
+  int32_t i = stateIndex(model, name);
+  if (i < 0)
+    return false;
+  if (write)
+    model.writeState(model.state, i, &value);
+  else
+    model.readState(model.state, i, &value);
+  return true;
+}
+
+std::vector<ampc::runtime::StateTensor> checkpointTensors(const Model &model) {
+  std::vector<ampc::runtime::StateTensor> tensors;
+  for (const TensorDesc &t : model.stateTensors)
+    tensors.push_back({t.name, static_cast<int32_t>(t.dtype), t.shape,
+                       t.byteSize});
+  return tensors;
+}
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_model_train_step(ampc_model *handle,
+                                  const ampc_tensor *inputs,
+                                  int32_t num_inputs, ampc_tensor *loss) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model = lookupTraining(handle, kTrainStep, status);
+  if (!model)
+    return status;
+  const int32_t expectedInputs = static_cast<int32_t>(model->inputs.size());
+  if (num_inputs != expectedInputs)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep,
+                format("the model takes %s, got %d",
+                       plural(expectedInputs, "input").c_str(), num_inputs));
+  if (num_inputs > 0 && !inputs)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep, "inputs is NULL");
+  if (!loss)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep, "loss is NULL");
+  if (ampc_status status =
+          checkTensors(kTrainStep, *model, Role::Input, inputs, num_inputs))
+    return status;
+  if (ampc_status status =
+          checkTensor(kTrainStep, *model, Role::Loss, 0, *loss))
+    return status;
+  std::vector<Buffer> reads, writes;
+  addBuffers(*model, Role::Input, inputs, num_inputs, reads);
+  addBuffers(*model, Role::Loss, loss, 1, writes);
+  if (ampc_status status = checkOverlaps(kTrainStep, *model, reads, writes))
+    return status;
+
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  for (int32_t i = 0; i < num_inputs; ++i)
+    model->inputData[static_cast<size_t>(i)] = inputs[i].data;
+  int32_t code =
+      model->trainStep(model->state, model->inputData.data(), loss->data);
+  if (code != 0)
+    return fail(AMPC_ERROR_EXECUTION, kTrainStep,
+                format("model '%s' failed: %s", model->name.c_str(),
+                       model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_training_info(const ampc_model *handle,
+                                     ampc_training_info *out) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model = lookupTraining(handle, kTrainingInfo, status);
+  if (!model)
+    return status;
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainingInfo, "out is NULL");
+  out->optimizer = model->optimizer.c_str();
+  out->hyperparameters = model->hyperparameters.c_str();
+  out->loss_scaling = model->lossScaling.c_str();
+  out->num_labels = model->numLabels;
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_get_learning_rate(const ampc_model *handle,
+                                         float *out) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model =
+      lookupTraining(handle, kGetLearningRate, status);
+  if (!model)
+    return status;
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGetLearningRate, "out is NULL");
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  stateScalar(*model, "ampc.lr", *out, false);
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_set_learning_rate(ampc_model *handle,
+                                         float learning_rate) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model =
+      lookupTraining(handle, kSetLearningRate, status);
+  if (!model)
+    return status;
+  if (!std::isfinite(learning_rate) || learning_rate < 0)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetLearningRate,
+                format("the learning rate must be finite and >= 0, got %g",
+                       static_cast<double>(learning_rate)));
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  stateScalar(*model, "ampc.lr", learning_rate, true);
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_get_scaler_state(const ampc_model *handle,
+                                        ampc_scaler_state *out) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model = lookupTraining(handle, kGetScaler, status);
+  if (!model)
+    return status;
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kGetScaler, "out is NULL");
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  ampc_scaler_state state{1.0f, 0, 0, 0};
+  stateScalar(*model, "ampc.loss_scale", state.scale, false);
+  stateScalar(*model, "ampc.growth_tracker", state.growth_tracker, false);
+  stateScalar(*model, "ampc.step", state.steps, false);
+  stateScalar(*model, "ampc.skipped_steps", state.skipped_steps, false);
+  *out = state;
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_set_scaler_state(ampc_model *handle,
+                                        const ampc_scaler_state *in) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model = lookupTraining(handle, kSetScaler, status);
+  if (!model)
+    return status;
+  if (!in)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetScaler, "in is NULL");
+  if (!std::isfinite(in->scale) || !(in->scale > 0) ||
+      in->growth_tracker < 0 || in->steps < 0 || in->skipped_steps < 0)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetScaler,
+                format("expected a finite scale > 0 and counters >= 0, got "
+                       "scale %g, growth_tracker %d, steps %lld, "
+                       "skipped_steps %lld",
+                       static_cast<double>(in->scale), in->growth_tracker,
+                       static_cast<long long>(in->steps),
+                       static_cast<long long>(in->skipped_steps)));
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  ampc_scaler_state state = *in;
+  bool scaled = stateIndex(*model, "ampc.loss_scale") >= 0;
+  if (!scaled && (state.scale != 1.0f || state.growth_tracker != 0 ||
+                  state.skipped_steps != 0))
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetScaler,
+                format("model '%s' has no loss scaler (compiled with loss "
+                       "scaling '%s'): only steps can be set, with scale 1",
+                       model->name.c_str(), model->lossScaling.c_str()));
+  stateScalar(*model, "ampc.loss_scale", state.scale, true);
+  stateScalar(*model, "ampc.growth_tracker", state.growth_tracker, true);
+  stateScalar(*model, "ampc.step", state.steps, true);
+  stateScalar(*model, "ampc.skipped_steps", state.skipped_steps, true);
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_save_checkpoint(const ampc_model *handle,
+                                       const char *path) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model = lookupTraining(handle, kSave, status);
+  if (!model)
+    return status;
+  if (!path || !*path)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kSave, "path is NULL or empty");
+  std::vector<std::vector<unsigned char>> data;
+  std::vector<const void *> pointers;
+  {
+    std::lock_guard<std::mutex> lock(model->runMutex);
+    for (size_t i = 0; i < model->stateTensors.size(); ++i) {
+      data.emplace_back(model->stateTensors[i].byteSize);
+      model->readState(model->state, static_cast<int32_t>(i),
+                       data.back().data());
+    }
+  }
+  for (const auto &d : data)
+    pointers.push_back(d.data());
+  std::string error;
+  if (!ampc::runtime::writeCheckpoint(path, model->name,
+                                      checkpointTensors(*model), pointers,
+                                      error))
+    return fail(AMPC_ERROR_IO, kSave, error);
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
+  ampc_status status = AMPC_OK;
+  std::shared_ptr<Model> model =
+      lookupTraining(handle, kLoadCheckpoint, status);
+  if (!model)
+    return status;
+  if (!path || !*path)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoadCheckpoint,
+                "path is NULL or empty");
+  std::vector<std::vector<unsigned char>> data;
+  std::string error;
+  bool corrupt = false;
+  if (!ampc::runtime::readCheckpoint(path, model->name,
+                                     checkpointTensors(*model), data, error,
+                                     corrupt))
+    return fail(corrupt ? AMPC_ERROR_CORRUPT : AMPC_ERROR_IO, kLoadCheckpoint,
+                error);
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  for (size_t i = 0; i < data.size(); ++i)
+    model->writeState(model->state, static_cast<int32_t>(i), data[i].data());
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_export_onnx(const ampc_model *handle, const char *path) {
+  std::shared_ptr<Model> model = lookup(handle, kExport);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!path || !*path)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kExport, "path is NULL or empty");
+  if (!model->onnxModel)
+    return fail(AMPC_ERROR_UNSUPPORTED, kExport,
+                format("model '%s' does not carry its ONNX model (compile it "
+                       "with ampc --mode=train from an ONNX file)",
+                       model->name.c_str()));
+  if (!model->readParameter && !model->parameters.empty())
+    return fail(AMPC_ERROR_UNSUPPORTED, kExport,
+                format("model '%s' cannot read its parameters",
+                       model->name.c_str()));
+  std::vector<std::vector<unsigned char>> data;
+  std::vector<ampc::runtime::NamedTensor> replacements;
+  {
+    std::lock_guard<std::mutex> lock(model->runMutex);
+    for (size_t i = 0; i < model->parameters.size(); ++i) {
+      data.emplace_back(model->parameters[i].byteSize);
+      model->readParameter(model->state, static_cast<int32_t>(i),
+                           data.back().data());
+    }
+  }
+  for (size_t i = 0; i < model->parameters.size(); ++i) {
+    const TensorDesc &t = model->parameters[i];
+    replacements.push_back({t.name, static_cast<int32_t>(t.dtype), t.shape,
+                            data[i].data(), t.byteSize});
+  }
+  std::string bytes, error;
+  if (!ampc::runtime::rewriteOnnxInitializers(model->onnxModel,
+                                              model->onnxModelSize,
+                                              replacements, bytes, error))
+    return fail(AMPC_ERROR_CORRUPT, kExport, error);
+  if (!ampc::runtime::writeFileAtomically(path, {{bytes.data(), bytes.size()}},
+                                          "the ONNX model", error))
+    return fail(AMPC_ERROR_IO, kExport, error);
   return AMPC_OK;
 }
 

@@ -1,8 +1,10 @@
 //===- Pipeline.cpp - the ampc compilation pipeline, in one place ---------===//
 //
-// Every pass ampc runs, in order: the graph part (shapes, precision, and
-// later autodiff, loss scaling and the optimizer), then the kernel-level
-// form the target emitters consume (docs/design.md, Pipeline).
+// Every pass ampc runs, in order: the graph part (shapes, loss, precision,
+// autodiff, loss scaling, the optimizer), then the
+// kernel-level form the target emitters consume (docs/design.md,
+// Pipeline). The training passes run only when the pipeline builds a
+// training step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,8 @@ namespace {
 struct PipelineStep {
   llvm::StringRef name;
   ampc::PipelinePart part;
+  /// Runs only when the pipeline builds a training step.
+  bool trainingOnly;
   /// The pass, or null when the options leave this step out.
   std::unique_ptr<Pass> (*create)(const ampc::PipelineOptions &);
 };
@@ -24,26 +28,46 @@ struct PipelineStep {
 using ampc::PipelinePart;
 
 const PipelineStep kPipeline[] = {
-    {"ampc-fold-shapes", PipelinePart::Graph,
+    {"ampc-fold-shapes", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &) { return ampc::createFoldShapesPass(); }},
-    {"ampc-widen-to-f64", PipelinePart::Graph,
+    {"ampc-attach-loss", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createAttachLossPass(o.loss);
+     }},
+    {"ampc-widen-to-f64", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.widenToF64)
          return nullptr;
        return ampc::createWidenToF64Pass();
      }},
-    {"ampc-assign-precision", PipelinePart::Graph,
-     [](const ampc::PipelineOptions &o) {
+    {"ampc-assign-precision", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createAssignPrecisionPass(o.precision);
      }},
-    {"ampc-optimize-casts", PipelinePart::Graph,
+    {"ampc-autodiff", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
+       return ampc::createAutodiffPass();
+     }},
+    {"ampc-insert-loss-scaling", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.lossScaling.mode == "none")
+         return nullptr;
+       return ampc::createInsertLossScalingPass(o.lossScaling);
+     }},
+    {"ampc-attach-optimizer", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.optimizer.kind == "none")
+         return nullptr;
+       return ampc::createAttachOptimizerPass(o.optimizer);
+     }},
+    {"ampc-optimize-casts", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createOptimizeCastsPass();
      }},
     // The kernel-level form both targets emit from.
-    {"ampc-fuse", PipelinePart::Kernel,
+    {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
-    {"ampc-plan-memory", PipelinePart::Kernel,
+    {"ampc-plan-memory", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createPlanMemoryPass();
      }},
@@ -84,6 +108,14 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
     return failure();
   }
   for (const PipelineStep &step : kPipeline) {
+    if (step.trainingOnly && !options.training) {
+      if (step.name == options.stopAfter) {
+        error = "--emit-after: '" + options.stopAfter +
+                "' runs only when training (--mode=train)";
+        return failure();
+      }
+      continue;
+    }
     if (part == PipelinePart::All || step.part == part)
       if (std::unique_ptr<Pass> pass = step.create(options))
         pm.addPass(std::move(pass));

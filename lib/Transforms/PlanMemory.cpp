@@ -140,7 +140,7 @@ void planFunction(func::FuncOp func) {
   llvm::DenseMap<int64_t, SmallVector<std::pair<int64_t, int64_t>>> releases;
   Arena arena;
   for (Operation &op : block) {
-    if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp>(op))
+    if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp, ampc::LoadStateOp>(op))
       continue;
     SmallVector<int64_t> offsets;
     bool any = false;

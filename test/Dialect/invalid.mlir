@@ -915,6 +915,191 @@ func.func @loss_none_reduction_result(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+func.func @relu_grad_types(%dy: tensor<4xf16>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu_grad' op failed to verify that all of {grad, input, output} have same type}}
+  %0 = "ampc.relu_grad"(%dy, %x) : (tensor<4xf16>, tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_grad_approximate(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.gelu_grad' op 'approximate' must be "none" or "tanh", got "fast"}}
+  %0 = ampc.gelu_grad %dy, %x {approximate = "fast"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_data_shape(%dy: tensor<1x16x4x4xf16>, %w: tensor<16x3x3x3xf16>) {
+  // expected-error @+1 {{'ampc.conv_backward_data' op grad has type 'tensor<1x16x4x4xf16>', but a Conv by the weight on 'tensor<1x3x9x9xf16>' gives 'tensor<1x16x5x5xf16>'}}
+  %0 = ampc.conv_backward_data %dy, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x4x4xf16>, tensor<16x3x3x3xf16>) -> tensor<1x3x9x9xf16>
+  return
+}
+
+// -----
+
+func.func @conv_backward_data_dtype(%dy: tensor<1x16x4x4xf16>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error @+1 {{ampc.conv_backward_data: X and W element types differ}}
+  %0 = ampc.conv_backward_data %dy, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x4x4xf16>, tensor<16x3x3x3xf32>) -> tensor<1x3x8x8xf16>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_groups(%x: tensor<1x3x8x8xf32>, %dy: tensor<1x16x6x6xf32>) {
+  // expected-error @+1 {{ampc.conv_backward_weight: W of shape [16, 2, 3, 3] does not match 3 input channels in 1 group(s)}}
+  %0 = ampc.conv_backward_weight %x, %dy : (tensor<1x3x8x8xf32>, tensor<1x16x6x6xf32>) -> tensor<16x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_kernel(%x: tensor<1x3x8x8xf32>, %dy: tensor<1x16x6x6xf32>) {
+  // expected-error @+1 {{'ampc.conv_backward_weight' op grad has type 'tensor<1x16x6x6xf32>', but a Conv of the input on 'tensor<16x3x5x5xf32>' gives 'tensor<1x16x4x4xf32>'}}
+  %0 = ampc.conv_backward_weight %x, %dy : (tensor<1x3x8x8xf32>, tensor<1x16x6x6xf32>) -> tensor<16x3x5x5xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_indices(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x5xi64>) {
+  // expected-error @+1 {{'ampc.max_pool_grad' op grad shape [1, 8, 4, 4] differs from indices shape [1, 8, 4, 5]}}
+  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x5xi64>) -> tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_channels(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
+  // expected-error @+1 {{'ampc.max_pool_grad' op result shape [1, 4, 8, 8] must be (N, C, spatial...) with grad's N, C and rank, got grad [1, 8, 4, 4]}}
+  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_storage_order(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
+  // expected-error @+1 {{ampc.max_pool_grad: 'storage_order' must be 0 or 1, got 2}}
+  %0 = ampc.max_pool_grad %dy, %i {storage_order = 2 : i64} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_shape(%dy: tensor<1x8x4x4xf32>) {
+  // expected-error @+1 {{'ampc.average_pool_grad' op grad has type 'tensor<1x8x4x4xf32>', but AveragePool on 'tensor<1x8x8x8xf32>' gives 'tensor<1x8x3x3xf32>'}}
+  %0 = ampc.average_pool_grad %dy {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>) -> tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_flag(%dy: tensor<1x8x4x4xf32>) {
+  // expected-error @+1 {{ampc.average_pool_grad: 'count_include_pad' must be 0 or 1, got 3}}
+  %0 = ampc.average_pool_grad %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad = 3 : i64} : (tensor<1x8x4x4xf32>) -> tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_scale(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8xf16>, %s: tensor<8xf32>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: scale must have shape [16], got [8]}}
+  // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<8xf32>) -> (tensor<2x16x8x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_grad_type(%dy: tensor<2x16x8x8xf32>, %x: tensor<2x16x8x8xf16>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: grad type tensor<2x16x8x8xf32> differs from input type tensor<2x16x8x8xf16>}}
+  // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf32>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_mean_only(%dy: tensor<2x16xf32>, %x: tensor<2x16xf32>, %s: tensor<16xf32>, %m: tensor<16xf32>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: mean and var must be given together}}
+  // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
+  %0:3 = "ampc.batch_norm_grad"(%dy, %x, %s, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<2x16xf32>, tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_stats(%dy: tensor<2x16x64xf32>, %g: tensor<64xf32>, %m: tensor<2x16x64xf32>, %r: tensor<2x16x1xf32>) {
+  // expected-error @+2 {{ampc.layer_norm_grad: mean must have shape [2, 16, 1], got [2, 16, 64]}}
+  // expected-error @+1 {{'ampc.layer_norm_grad' op failed to infer returned types}}
+  %0 = ampc.layer_norm_grad %dy, %dy, %g, %m, %r : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_scale(%dy: tensor<2x16x64xf32>, %g: tensor<32xf32>, %m: tensor<2x16x1xf32>) {
+  // expected-error @+2 {{ampc.layer_norm_grad: scale of shape [32] does not broadcast to the normalised shape [64]}}
+  // expected-error @+1 {{'ampc.layer_norm_grad' op failed to infer returned types}}
+  %0 = ampc.layer_norm_grad %dy, %dy, %g, %m, %m : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<32xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_grad_reduction(%d: tensor<f32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'ampc.nll_loss_grad' op grad has type 'tensor<f32>', but NegativeLogLikelihoodLoss on 'tensor<4x10xf32>' gives 'tensor<4xf32>'}}
+  %0 = ampc.nll_loss_grad %d, %t {reduction = "none"} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_grad_weight(%d: tensor<f32>, %t: tensor<4xi64>, %w: tensor<10xf16>) {
+  // expected-error @+1 {{'ampc.nll_loss_grad' op weight element type differs from the result's}}
+  %0 = ampc.nll_loss_grad %d, %t, %w : (tensor<f32>, tensor<4xi64>, tensor<10xf16>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_grad_target(%d: tensor<f32>, %t: tensor<5xi64>) {
+  // expected-error @+1 {{ampc.nll_loss_grad: labels of shape [5] do not match scores of shape [4, 10] (expected [4])}}
+  %0 = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<5xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_shape(%dy: tensor<4x16x64xf32>, %ids: tensor<4x16xi64>) {
+  // expected-error @+1 {{'ampc.gather_grad' op grad has type 'tensor<4x16x64xf32>', but Gather on 'tensor<100x32xf32>' gives 'tensor<4x16x32xf32>'}}
+  %0 = ampc.gather_grad %dy, %ids : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x32xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_shape(%dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{'ampc.slice_grad' op grad has type 'tensor<2x4xf32>', but Slice on 'tensor<2x8xf32>' gives 'tensor<2x3xf32>'}}
+  %0 = ampc.slice_grad %dy {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 1>, steps = array<i64: 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_steps(%dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{ampc.slice_grad: 'steps' must not contain 0}}
+  %0 = ampc.slice_grad %dy {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 0>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
 func.func @fusion_non_elementwise(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'ampc.fusion' op body holds 'ampc.matmul', which is not an elementwise op}}
   %0 = ampc.fusion(%x, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {

@@ -262,3 +262,87 @@ func.func @losses(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>,
   %5 = ampc.negative_log_likelihood_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
+
+// Backward ops (AMPCGradOps.td). Those whose result is a forward op's input
+// type write it out; the verifier checks it with the forward shape rule.
+
+// CHECK-LABEL: func.func @elementwise_backward
+// CHECK-SAME: (%[[DY:[^:]+]]: tensor<4x8xf16>, %[[Y:[^:]+]]: tensor<4x8xf16>)
+// CHECK-NEXT: ampc.relu_grad %[[DY]], %[[Y]] : tensor<4x8xf16>
+// CHECK-NEXT: ampc.relu_grad %[[DY]], %[[Y]] {alpha = 1.000000e-01 : f32} : tensor<4x8xf16>
+// CHECK-NEXT: ampc.gelu_grad %[[DY]], %[[Y]] : tensor<4x8xf16>
+// CHECK-NEXT: ampc.gelu_grad %[[DY]], %[[Y]] {approximate = "tanh"} : tensor<4x8xf16>
+// CHECK-NEXT: return
+func.func @elementwise_backward(%dy: tensor<4x8xf16>, %y: tensor<4x8xf16>) {
+  %0 = ampc.relu_grad %dy, %y : tensor<4x8xf16>
+  %1 = ampc.relu_grad %dy, %y {alpha = 0.1 : f32} : tensor<4x8xf16>
+  %2 = ampc.gelu_grad %dy, %y {approximate = "none"} : tensor<4x8xf16>
+  %3 = ampc.gelu_grad %dy, %y {approximate = "tanh"} : tensor<4x8xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @conv_and_pool_backward
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x3x8x8xf16>, %[[W:[^:]+]]: tensor<16x3x3x3xf16>, %[[DY:[^:]+]]: tensor<1x16x4x4xf16>, %[[GW:[^:]+]]: tensor<4x2x3xf32>, %[[GX:[^:]+]]: tensor<2x4x7xf32>, %[[GY:[^:]+]]: tensor<2x4x3xf32>, %[[P:[^:]+]]: tensor<1x8x4x4xf16>, %[[I:[^:]+]]: tensor<1x8x4x4xi64>)
+// CHECK-NEXT: ampc.conv_backward_data %[[DY]], %[[W]] {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x4x4xf16>, tensor<16x3x3x3xf16>) -> tensor<1x3x8x8xf16>
+// CHECK-NEXT: ampc.conv_backward_weight %[[X]], %[[DY]] {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<1x16x4x4xf16>) -> tensor<16x3x3x3xf16>
+// CHECK-NEXT: ampc.conv_backward_data %[[GY]], %[[GW]] {dilations = array<i64: 2>, group = 2 : i64} : (tensor<2x4x3xf32>, tensor<4x2x3xf32>) -> tensor<2x4x7xf32>
+// CHECK-NEXT: ampc.conv_backward_weight %[[GX]], %[[GY]] {dilations = array<i64: 2>, group = 2 : i64} : (tensor<2x4x7xf32>, tensor<2x4x3xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] {storage_order = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
+// CHECK-NEXT: ampc.average_pool_grad %[[P]] {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x8x8xf16>
+// CHECK-NEXT: ampc.average_pool_grad %[[P]] {ceil_mode = 1 : i64, count_include_pad = 1 : i64, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
+// CHECK-NEXT: return
+func.func @conv_and_pool_backward(%x: tensor<1x3x8x8xf16>, %w: tensor<16x3x3x3xf16>,
+                                  %dy: tensor<1x16x4x4xf16>, %gw: tensor<4x2x3xf32>,
+                                  %gx: tensor<2x4x7xf32>, %gy: tensor<2x4x3xf32>,
+                                  %p: tensor<1x8x4x4xf16>, %i: tensor<1x8x4x4xi64>) {
+  %0 = ampc.conv_backward_data %dy, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x4x4xf16>, tensor<16x3x3x3xf16>) -> tensor<1x3x8x8xf16>
+  %1 = ampc.conv_backward_weight %x, %dy {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<1x16x4x4xf16>) -> tensor<16x3x3x3xf16>
+  %2 = ampc.conv_backward_data %gy, %gw {group = 2 : i64, dilations = array<i64: 2>} : (tensor<2x4x3xf32>, tensor<4x2x3xf32>) -> tensor<2x4x7xf32>
+  %3 = ampc.conv_backward_weight %gx, %gy {group = 2 : i64, dilations = array<i64: 2>} : (tensor<2x4x7xf32>, tensor<2x4x3xf32>) -> tensor<4x2x3xf32>
+  %4 = ampc.max_pool_grad %p, %i : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+  %5 = ampc.max_pool_grad %p, %i {storage_order = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
+  %6 = ampc.average_pool_grad %p {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x8x8xf16>
+  %7 = ampc.average_pool_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode = 1 : i64, count_include_pad = 1 : i64} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @normalization_backward
+// CHECK-SAME: (%[[DY:[^:]+]]: tensor<2x16x8x8xf16>, %[[X:[^:]+]]: tensor<2x16x8x8xf16>, %[[S:[^:]+]]: tensor<16xf32>, %[[M:[^:]+]]: tensor<16xf32>, %[[V:[^:]+]]: tensor<16xf32>, %[[LX:[^:]+]]: tensor<2x16x64xf32>, %[[G:[^:]+]]: tensor<64xf32>, %[[LM:[^:]+]]: tensor<2x16x1xf32>, %[[LR:[^:]+]]: tensor<2x16x1xf32>)
+// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]] : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]], %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: ampc.layer_norm_grad %[[LX]], %[[LX]], %[[G]], %[[LM]], %[[LR]] {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+// CHECK-NEXT: return
+func.func @normalization_backward(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8xf16>,
+                                  %s: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>,
+                                  %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>,
+                                  %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) {
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %1:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v {epsilon = 1.0e-3 : f32} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %2 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @loss_and_data_backward
+// CHECK-SAME: (%[[D:[^:]+]]: tensor<f32>, %[[T:[^:]+]]: tensor<4xi64>, %[[W:[^:]+]]: tensor<10xf32>, %[[DN:[^:]+]]: tensor<2x5xf32>, %[[T3:[^:]+]]: tensor<2x5xi32>, %[[DG:[^:]+]]: tensor<4x16x64xf32>, %[[IDS:[^:]+]]: tensor<4x16xi64>, %[[DS:[^:]+]]: tensor<2x4xf32>, %[[IDS1:[^:]+]]: tensor<16xi64>)
+// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]] : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]], %[[W]] {ignore_index = -100 : i64, reduction = "sum"} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
+// CHECK-NEXT: ampc.nll_loss_grad %[[DN]], %[[T3]] {reduction = "none"} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
+// CHECK-NEXT: ampc.gather_grad %[[DG]], %[[IDS]] : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x64xf32>
+// CHECK-NEXT: ampc.gather_grad %[[DG]], %[[IDS1]] {axis = 1 : i64} : (tensor<4x16x64xf32>, tensor<16xi64>) -> tensor<4x7x64xf32>
+// CHECK-NEXT: ampc.slice_grad %[[DS]] {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: ampc.slice_grad %[[DS]] {axes = array<i64: -1>, ends = array<i64: -100>, starts = array<i64: -1>, steps = array<i64: -2>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: return
+func.func @loss_and_data_backward(%d: tensor<f32>, %t: tensor<4xi64>, %w: tensor<10xf32>,
+                                  %dn: tensor<2x5xf32>, %t3: tensor<2x5xi32>,
+                                  %dg: tensor<4x16x64xf32>, %ids: tensor<4x16xi64>,
+                                  %ds: tensor<2x4xf32>, %ids1: tensor<16xi64>) {
+  %0 = ampc.nll_loss_grad %d, %t {reduction = "mean"} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  %1 = ampc.nll_loss_grad %d, %t, %w {reduction = "sum", ignore_index = -100 : i64} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
+  %2 = ampc.nll_loss_grad %dn, %t3 {reduction = "none"} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
+  %3 = ampc.gather_grad %dg, %ids {axis = 0 : i64} : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x64xf32>
+  %4 = ampc.gather_grad %dg, %ids1 {axis = 1 : i64} : (tensor<4x16x64xf32>, tensor<16xi64>) -> tensor<4x7x64xf32>
+  %5 = ampc.slice_grad %ds {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  %6 = ampc.slice_grad %ds {axes = array<i64: -1>, ends = array<i64: -100>, starts = array<i64: -1>, steps = array<i64: -2>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}

@@ -1,7 +1,8 @@
 //===- ampc.cpp - the ampc compiler driver --------------------------------===//
 //
-// ampc MODEL [-o OUT] [--emit=...] [--shape NAME=DIMS] [--batch N]
-//      [--precision=...] [--keep-fp32=...] [--report=FILE.json|html]
+// ampc MODEL [-o OUT] [--emit=...] [--mode=train|infer] [--shape NAME=DIMS]
+//      [--batch N] [--loss=...] [--label=NAME] [--precision=...]
+//      [--keep-fp32=...] [--report=FILE.json|html]
 // ampc explain MODEL [options]
 //
 // Imports an ONNX model, runs the pipeline (lib/Transforms/Pipeline.cpp) and
@@ -20,6 +21,7 @@
 #include "ampc/Transforms/PrecisionReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include <cmath>
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -93,6 +95,75 @@ cl::opt<Target> target(
                           "C++ compiled by the host compiler, OpenBLAS GEMMs"),
                clEnumValN(Target::Cuda, "cuda", "not available yet")),
     cl::cat(ampcCategory));
+cl::opt<std::string> loss(
+    "loss",
+    cl::desc("training loss attached to the first output unless the model "
+             "ends in one: cross_entropy (default; int64 class-id labels), "
+             "mse, or none"),
+    cl::init("cross_entropy"), cl::value_desc("cross_entropy|mse|none"),
+    cl::cat(ampcCategory));
+cl::OptionCategory trainingCategory("Training step (--mode=train)");
+cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("optimizer on the FP32 master weights: adamw (default), adam, "
+             "sgd, or none (the library computes gradients only)"),
+    cl::init("adamw"), cl::value_desc("sgd|adam|adamw|none"),
+    cl::cat(trainingCategory));
+cl::opt<double> learningRate("lr", cl::desc("initial learning rate (default "
+                                            "1e-3; runtime state)"),
+                             cl::init(1e-3), cl::cat(trainingCategory));
+cl::opt<double> momentum("momentum", cl::desc("sgd momentum (default 0)"),
+                         cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<double> dampening("dampening", cl::desc("sgd dampening (default 0)"),
+                          cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<bool> nesterov("nesterov", cl::desc("sgd with Nesterov momentum"),
+                       cl::cat(trainingCategory));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("weight decay (default: 0.01 for adamw, "
+                                     "0 otherwise)"),
+                            cl::init(-1.0), cl::cat(trainingCategory));
+cl::opt<double> beta1("beta1", cl::desc("adam/adamw beta1 (default 0.9)"),
+                      cl::init(0.9), cl::cat(trainingCategory));
+cl::opt<double> beta2("beta2", cl::desc("adam/adamw beta2 (default 0.999)"),
+                      cl::init(0.999), cl::cat(trainingCategory));
+cl::opt<double> epsilon("eps", cl::desc("adam/adamw eps (default 1e-8)"),
+                        cl::init(1e-8), cl::cat(trainingCategory));
+cl::opt<double> clipGradNorm("clip-grad-norm",
+                             cl::desc("clip the unscaled gradients to this "
+                                      "global L2 norm (default: no clipping)"),
+                             cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("loss scaling: dynamic (default for fp16), none (default for "
+             "bf16, fp32, fp64), or a fixed scale VALUE"),
+    cl::init(""), cl::value_desc("dynamic|none|VALUE"),
+    cl::cat(trainingCategory));
+cl::opt<double> initScale("init-scale",
+                          cl::desc("initial dynamic loss scale (default 65536)"),
+                          cl::init(65536.0), cl::cat(trainingCategory));
+cl::opt<double> growthFactor("growth-factor",
+                             cl::desc("scale growth factor (default 2)"),
+                             cl::init(2.0), cl::cat(trainingCategory));
+cl::opt<double> backoffFactor("backoff-factor",
+                              cl::desc("scale backoff factor (default 0.5)"),
+                              cl::init(0.5), cl::cat(trainingCategory));
+cl::opt<int64_t> growthInterval("growth-interval",
+                                cl::desc("finite steps before the scale grows "
+                                         "(default 2000)"),
+                                cl::init(2000), cl::cat(trainingCategory));
+cl::opt<double> minScale("min-scale",
+                         cl::desc("lower bound of the dynamic scale (default: "
+                                  "none)"),
+                         cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<double> maxScale("max-scale",
+                         cl::desc("upper bound of the dynamic scale (default: "
+                                  "none)"),
+                         cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<std::string> label("label",
+                           cl::desc("name of the label input that --loss "
+                                    "adds (default: label)"),
+                           cl::init("label"), cl::value_desc("NAME"),
+                           cl::cat(ampcCategory));
 cl::opt<std::string> precision(
     "precision", cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
                           "(no mixed precision); fp64 makes every FP32 "
@@ -220,6 +291,21 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
   sys::path::replace_extension(parameterFile, "params.bin");
   sys::fs::make_absolute(parameterFile);
   options.parameterFile = parameterFile.str().str();
+  // A training library carries its ONNX model, so the runtime can export
+  // the trained weights into it (ampc_model_export_onnx).
+  std::string onnxBytes;
+  if (mode == Mode::Train) {
+    onnx::ModelProto proto;
+    if (!ampc::readOnnxModel(inputPath, proto, error))
+      return userError(error), false;
+    if (!proto.SerializeToString(&onnxBytes))
+      return userError("cannot serialize the model"), false;
+    SmallString<128> onnxFile(base);
+    sys::path::replace_extension(onnxFile, "model.onnx");
+    sys::fs::make_absolute(onnxFile);
+    options.onnxFile = onnxFile.str().str();
+    options.onnxSize = onnxBytes.size();
+  }
 
   std::string source, parameters;
   llvm::raw_string_ostream os(source);
@@ -234,6 +320,8 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
     return true;
   };
   if (!parameters.empty() && !writeFile(parameterFile, parameters))
+    return false;
+  if (!options.onnxFile.empty() && !writeFile(options.onnxFile, onnxBytes))
     return false;
   if (emit == Emit::Cpp) {
     if (outputPath.empty() || outputPath == "-") {
@@ -270,7 +358,7 @@ int main(int argc, char **argv) {
   argc = static_cast<int>(args.size());
   argv = args.data();
   mlir::registerAsmPrinterCLOptions();
-  mlir::registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions({&ampcCategory, &trainingCategory});
   cl::HideUnrelatedOptions(ampcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -295,9 +383,6 @@ int main(int argc, char **argv) {
   if (!explain && (emit == Emit::Cuda || (codegen && target == Target::Cuda)))
     return userError("the CUDA target needs a part of ampc this build does not "
                      "have yet; use --target=cpu (see README, Status)");
-  if (!explain && codegen && mode == Mode::Train)
-    return userError("training libraries need autodiff, which this build does "
-                     "not have yet; add --mode=infer (see README, Status)");
   if (!explain && emit == Emit::So && outputPath.empty())
     return userError("--emit=so needs -o FILE.so");
   if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
@@ -332,6 +417,47 @@ int main(int argc, char **argv) {
   pipeline.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   pipeline.precision.forceLowp.assign(forceLowp.begin(), forceLowp.end());
   pipeline.precision.rulesFile = ampRules;
+  pipeline.training = mode == Mode::Train;
+  if (loss != "cross_entropy" && loss != "mse" && loss != "none")
+    return userError("--loss must be cross_entropy, mse or none, got '" + loss +
+                     "'");
+  pipeline.loss.loss = loss;
+  pipeline.loss.label = label;
+  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
+      optimizer != "none")
+    return userError("--optimizer must be sgd, adam, adamw or none, got '" +
+                     optimizer + "'");
+  pipeline.optimizer.kind = optimizer;
+  pipeline.optimizer.lr = learningRate;
+  pipeline.optimizer.momentum = momentum;
+  pipeline.optimizer.dampening = dampening;
+  pipeline.optimizer.nesterov = nesterov;
+  pipeline.optimizer.weightDecay = weightDecay;
+  pipeline.optimizer.beta1 = beta1;
+  pipeline.optimizer.beta2 = beta2;
+  pipeline.optimizer.eps = epsilon;
+  pipeline.optimizer.clipGradNorm = clipGradNorm;
+  // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
+  std::string scaling = lossScale.empty()
+                            ? (precision == "fp16" ? "dynamic" : "none")
+                            : lossScale.getValue();
+  pipeline.lossScaling.initScale = initScale;
+  if (scaling != "dynamic" && scaling != "none") {
+    double fixed = 0;
+    if (StringRef(scaling).getAsDouble(fixed) || !(fixed > 0) ||
+        !std::isfinite(fixed))
+      return userError("--loss-scale must be dynamic, none or a positive "
+                       "number, got '" +
+                       scaling + "'");
+    pipeline.lossScaling.initScale = fixed;
+    scaling = "static";
+  }
+  pipeline.lossScaling.mode = scaling;
+  pipeline.lossScaling.growthFactor = growthFactor;
+  pipeline.lossScaling.backoffFactor = backoffFactor;
+  pipeline.lossScaling.growthInterval = growthInterval;
+  pipeline.lossScaling.minScale = minScale;
+  pipeline.lossScaling.maxScale = maxScale;
 
   ampc::ImportOptions options;
   for (const std::string &spec : shapes) {

@@ -18,6 +18,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "ampc/Dialect/AMPCInterfaces.td"
 
 def AMPC_Dialect : Dialect {
   let name = "ampc";
@@ -77,7 +78,7 @@ def AMPC_I64Tensor : StaticShapeTensorOf<[I64]>;
 //===----------------------------------------------------------------------===//
 
 def AMPC_ConstantOp : AMPC_Op<"constant",
-    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+    [ConstantLike, Pure, InferTypeOpAdaptor, AMPC_NonDifferentiable]> {
   let summary = "a constant tensor";
   let description = [{
     A non-trainable tensor: an ONNX `Constant` node, a non-float initializer,
@@ -139,25 +140,25 @@ class AMPC_UnaryOp<string mnemonic, Type type, string desc,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg", [AMPC_Follow]>;
-def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt", [AMPC_Follow]>;
-def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal", [AMPC_Deny]>;
-def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp", [AMPC_Deny]>;
-def AMPC_LogOp : AMPC_UnaryOp<"log", AMPC_FloatTensor, "Log", [AMPC_Deny]>;
-def AMPC_ErfOp : AMPC_UnaryOp<"erf", AMPC_FloatTensor, "Erf", [AMPC_Follow]>;
-def AMPC_ReluOp : AMPC_UnaryOp<"relu", AMPC_Tensor, "Relu", [AMPC_Follow]>;
-def AMPC_SigmoidOp : AMPC_UnaryOp<"sigmoid", AMPC_FloatTensor, "Sigmoid", [AMPC_Follow]>;
-def AMPC_TanhOp : AMPC_UnaryOp<"tanh", AMPC_FloatTensor, "Tanh", [AMPC_Follow]>;
-def AMPC_IdentityOp : AMPC_UnaryOp<"identity", AMPC_Tensor, "Identity", [AMPC_Follow]> {
+def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal", [AMPC_Deny, AMPC_Gradient]>;
+def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp", [AMPC_Deny, AMPC_Gradient]>;
+def AMPC_LogOp : AMPC_UnaryOp<"log", AMPC_FloatTensor, "Log", [AMPC_Deny, AMPC_Gradient]>;
+def AMPC_ErfOp : AMPC_UnaryOp<"erf", AMPC_FloatTensor, "Erf", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_ReluOp : AMPC_UnaryOp<"relu", AMPC_Tensor, "Relu", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_SigmoidOp : AMPC_UnaryOp<"sigmoid", AMPC_FloatTensor, "Sigmoid", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_TanhOp : AMPC_UnaryOp<"tanh", AMPC_FloatTensor, "Tanh", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_IdentityOp : AMPC_UnaryOp<"identity", AMPC_Tensor, "Identity", [AMPC_Follow, AMPC_Gradient]> {
   let hasFolder = 1;
 }
 
-def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu", [AMPC_Follow]> {
+def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu", [AMPC_Follow, AMPC_Gradient]> {
   let arguments = (ins AMPC_FloatTensor:$input,
                        DefaultValuedAttr<F32Attr, "0.01">:$alpha);
 }
 
-def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu", [AMPC_Follow]> {
+def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu", [AMPC_Follow, AMPC_Gradient]> {
   let arguments = (ins AMPC_FloatTensor:$input,
                        DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
 }
@@ -178,17 +179,17 @@ class AMPC_BinaryOp<string mnemonic, Type type, string desc,
   let hasFolder = 1;
 }
 
-def AMPC_AddOp : AMPC_BinaryOp<"add", AMPC_Tensor, "Add", [Commutative, AMPC_Promote]>;
-def AMPC_SubOp : AMPC_BinaryOp<"sub", AMPC_Tensor, "Sub", [AMPC_Promote]>;
-def AMPC_MulOp : AMPC_BinaryOp<"mul", AMPC_Tensor, "Mul", [Commutative, AMPC_Promote]>;
-def AMPC_DivOp : AMPC_BinaryOp<"div", AMPC_Tensor, "Div", [AMPC_Promote]>;
-def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow", [AMPC_Deny]> {
+def AMPC_AddOp : AMPC_BinaryOp<"add", AMPC_Tensor, "Add", [Commutative, AMPC_Promote, AMPC_Gradient]>;
+def AMPC_SubOp : AMPC_BinaryOp<"sub", AMPC_Tensor, "Sub", [AMPC_Promote, AMPC_Gradient]>;
+def AMPC_MulOp : AMPC_BinaryOp<"mul", AMPC_Tensor, "Mul", [Commutative, AMPC_Promote, AMPC_Gradient]>;
+def AMPC_DivOp : AMPC_BinaryOp<"div", AMPC_Tensor, "Div", [AMPC_Promote, AMPC_Gradient]>;
+def AMPC_PowOp : AMPC_BinaryOp<"pow", AMPC_Tensor, "Pow", [AMPC_Deny, AMPC_Gradient]> {
   let hasFolder = 0;
 }
-def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative, AMPC_Promote]>;
+def AMPC_EqualOp : AMPC_BinaryOp<"equal", AMPC_Tensor, "Equal", [Commutative, AMPC_Promote, AMPC_NonDifferentiable]>;
 
 def AMPC_WhereOp : AMPC_Op<"where",
-    [Pure, InferTypeOpAdaptor, AMPC_Promote, AMPC_Elementwise]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Promote, AMPC_Elementwise, AMPC_Gradient]> {
   let summary = "Where";
   let description = [{
     ONNX `Where`: `condition ? x : y` with multidirectional broadcasting.
@@ -205,7 +206,7 @@ def AMPC_WhereOp : AMPC_Op<"where",
   let hasFolder = 1;
 }
 
-def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise]> {
+def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise, AMPC_Gradient]> {
   let summary = "Cast";
   let description = [{
     ONNX `Cast`: converts the element type, keeping the shape. Float to
@@ -227,7 +228,7 @@ def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise]> {
 //===----------------------------------------------------------------------===//
 
 def AMPC_MatMulOp : AMPC_Op<"matmul",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "MatMul";
   let description = [{
     ONNX `MatMul` (numpy.matmul): batch dimensions broadcast; a 1-D operand is
@@ -244,7 +245,7 @@ def AMPC_MatMulOp : AMPC_Op<"matmul",
 }
 
 def AMPC_GemmOp : AMPC_Op<"gemm",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "Gemm";
   let description = [{
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
@@ -266,7 +267,7 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
 }
 
 def AMPC_ConvOp : AMPC_Op<"conv",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "Conv";
   let description = [{
     ONNX `Conv` in NCHW layout (any number of spatial dimensions). `auto_pad`
@@ -292,7 +293,7 @@ def AMPC_ConvOp : AMPC_Op<"conv",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxOp : AMPC_Op<"softmax",
-    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
   let summary = "Softmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -306,7 +307,7 @@ def AMPC_SoftmaxOp : AMPC_Op<"softmax",
 }
 
 def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
-    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
   let summary = "LogSoftmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -320,7 +321,9 @@ def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
 }
 
 def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+     DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
+                               ["isDifferentiableResult"]>]> {
   let summary = "LayerNormalization";
   let description = [{
     ONNX `LayerNormalization`: normalises over the dimensions from `axis` on.
@@ -343,7 +346,10 @@ def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
 }
 
 def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly,
+     DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
+                               ["isDifferentiableOperand",
+                                "isDifferentiableResult"]>]> {
   let summary = "BatchNormalization";
   let description = [{
     ONNX `BatchNormalization` (opset 14/15 form). With `training_mode = 1`
@@ -368,7 +374,7 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
 }
 
 def AMPC_DropoutOp : AMPC_Op<"dropout",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "Dropout";
   let description = [{
     ONNX `Dropout` with the ratio and training mode as attributes (they must
@@ -392,7 +398,7 @@ def AMPC_DropoutOp : AMPC_Op<"dropout",
 //===----------------------------------------------------------------------===//
 
 def AMPC_ReshapeOp : AMPC_Op<"reshape",
-    [Pure, AMPC_Follow, AMPC_View]> {
+    [Pure, AMPC_Follow, AMPC_View, AMPC_Gradient]> {
   let summary = "Reshape (target shape is the result type)";
   let description = [{
     ```mlir
@@ -407,7 +413,7 @@ def AMPC_ReshapeOp : AMPC_Op<"reshape",
 }
 
 def AMPC_ExpandOp : AMPC_Op<"expand",
-    [Pure, AMPC_Follow, AMPC_Elementwise]> {
+    [Pure, AMPC_Follow, AMPC_Elementwise, AMPC_Gradient]> {
   let summary = "Expand (broadcast to the result type)";
   let description = [{
     ```mlir
@@ -422,7 +428,7 @@ def AMPC_ExpandOp : AMPC_Op<"expand",
 }
 
 def AMPC_TransposeOp : AMPC_Op<"transpose",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "Transpose";
   let description = [{
     ```mlir
@@ -435,7 +441,7 @@ def AMPC_TransposeOp : AMPC_Op<"transpose",
 }
 
 def AMPC_FlattenOp : AMPC_Op<"flatten",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View, AMPC_Gradient]> {
   let summary = "Flatten";
   let description = [{
     ```mlir
@@ -450,7 +456,7 @@ def AMPC_FlattenOp : AMPC_Op<"flatten",
 }
 
 def AMPC_SqueezeOp : AMPC_Op<"squeeze",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View, AMPC_Gradient]> {
   let summary = "Squeeze";
   let description = [{
     Removes the listed size-1 dimensions (all of them when `axes` is empty).
@@ -466,7 +472,7 @@ def AMPC_SqueezeOp : AMPC_Op<"squeeze",
 }
 
 def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_View, AMPC_Gradient]> {
   let summary = "Unsqueeze";
   let description = [{
     Inserts size-1 dimensions at `axes` (positions in the result).
@@ -482,7 +488,7 @@ def AMPC_UnsqueezeOp : AMPC_Op<"unsqueeze",
 }
 
 def AMPC_ConcatOp : AMPC_Op<"concat",
-    [Pure, InferTypeOpAdaptor, AMPC_Promote]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Promote, AMPC_Gradient]> {
   let summary = "Concat";
   let description = [{
     ```mlir
@@ -496,7 +502,7 @@ def AMPC_ConcatOp : AMPC_Op<"concat",
 }
 
 def AMPC_SliceOp : AMPC_Op<"slice",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "Slice";
   let description = [{
     ONNX `Slice` with constant starts, ends, axes and steps (clamped as ONNX
@@ -515,7 +521,7 @@ def AMPC_SliceOp : AMPC_Op<"slice",
 }
 
 def AMPC_GatherOp : AMPC_Op<"gather",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "Gather";
   let description = [{
     ```mlir
@@ -530,7 +536,8 @@ def AMPC_GatherOp : AMPC_Op<"gather",
   let hasFolder = 1;
 }
 
-def AMPC_ShapeOp : AMPC_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+def AMPC_ShapeOp : AMPC_Op<"shape",
+    [Pure, InferTypeOpAdaptor, AMPC_NonDifferentiable]> {
   let summary = "Shape";
   let description = [{
     The dimensions `[start, end)` of the operand's (static) shape as an i64
@@ -565,12 +572,12 @@ class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean", [AMPC_Follow]>;
-def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output]>;
-def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow]>;
+def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output, AMPC_Gradient]>;
+def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow, AMPC_Gradient]>;
 
 def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "MaxPool";
   let description = [{
     ONNX `MaxPool`; `auto_pad` resolved to `pads` at import. Results: the
@@ -591,7 +598,7 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
 }
 
 def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "AveragePool";
   let description = [{
     ONNX `AveragePool`; `auto_pad` resolved to `pads` at import.
@@ -612,7 +619,7 @@ def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
 }
 
 def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "GlobalAveragePool";
   let description = [{
     ```mlir
@@ -629,7 +636,9 @@ def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+     DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
+                               ["isDifferentiableOperand"]>]> {
   let summary = "SoftmaxCrossEntropyLoss";
   let description = [{
     ONNX `SoftmaxCrossEntropyLoss`: scores (N, C, D...), integer labels
@@ -651,7 +660,9 @@ def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
 
 def AMPC_NegativeLogLikelihoodLossOp
     : AMPC_Op<"negative_log_likelihood_loss",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny]> {
+    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+     DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
+                               ["isDifferentiableOperand"]>]> {
   let summary = "NegativeLogLikelihoodLoss";
   let description = [{
     ONNX `NegativeLogLikelihoodLoss`: log-probabilities (N, C, D...), integer
@@ -710,5 +721,7 @@ def AMPC_YieldOp : AMPC_Op<"yield",
   let arguments = (ins AMPC_Tensor:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";
 }
+include "ampc/Dialect/AMPCGradOps.td"
+include "ampc/Dialect/AMPCTrainOps.td"
 
 #endif // AMPC_OPS_TD

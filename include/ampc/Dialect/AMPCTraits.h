@@ -58,6 +58,12 @@ class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 template <typename ConcreteType>
 class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 
+/// Ops without a derivative by nature (constants, comparisons, shape
+/// queries): ampc-autodiff treats their results as constants.
+template <typename ConcreteType>
+class NonDifferentiable
+    : public mlir::OpTrait::TraitBase<ConcreteType, NonDifferentiable> {};
+
 /// The op's default precision category; std::nullopt for ops that precision
 /// assignment leaves alone (constants, parameters, casts, shape queries).
 std::optional<PrecisionCategory> getPrecisionCategory(mlir::Operation *op);

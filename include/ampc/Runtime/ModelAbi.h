@@ -134,6 +134,36 @@ typedef struct ampc_model_abi {
   /// parameters. NULL when the library was not compiled for training.
   int32_t (*gradients)(void *state, const void *const *inputs,
                        void *const *outputs);
+
+  /* Training (appended). A library compiled with an optimizer sets
+   * `train_step`; the rest describes the state it keeps. */
+
+  /// Every tensor of the training state a checkpoint holds, parameters
+  /// first (descriptor order), then optimizer moments ("NAME.exp_avg",
+  /// "NAME.exp_avg_sq", "NAME.momentum_buffer"), then the scalars
+  /// "ampc.lr" (f32), "ampc.step" (i64), and, with loss scaling,
+  /// "ampc.loss_scale" (f32), "ampc.growth_tracker" (i32),
+  /// "ampc.skipped_steps" (i64). Low-precision weight copies are derived
+  /// and not listed: `write_state` refreshes them.
+  int32_t num_state_tensors;
+  const ampc_abi_tensor *state_tensors;
+  int32_t (*read_state)(void *state, int32_t index, void *out);
+  int32_t (*write_state)(void *state, int32_t index, const void *in);
+  /// One training step: reads `inputs` (descriptor inputs, labels
+  /// included) and writes the loss (a scalar of the dtype of outputs[0]) to
+  /// `loss`. NULL when the library has no optimizer.
+  int32_t (*train_step)(void *state, const void *const *inputs, void *loss);
+  /// "sgd", "adam", "adamw"; hyperparameters as "name=value ..."; loss
+  /// scaling "dynamic", "static" or "none"; labels: the last `num_labels`
+  /// inputs. Not NULL when `train_step` is set.
+  const char *optimizer;
+  const char *hyperparameters;
+  const char *loss_scaling;
+  int32_t num_labels;
+  /// The ONNX model the library was compiled from (bytes), for export;
+  /// NULL/0 when not embedded.
+  const unsigned char *onnx_model;
+  size_t onnx_model_size;
 } ampc_model_abi;
 
 /// Exported by every compiled model library; returns its descriptor.

@@ -129,10 +129,12 @@ AMPC_API const char *ampc_dtype_name(ampc_dtype dtype);
 /// A loaded model library with its own instance state. Opaque: the value is a
 /// handle the runtime looks up, never dereferenced by the application.
 ///
-/// Threads: any call may come from any thread. Calls that run the model
-/// (`ampc_model_infer`) on one handle are serialized by a per-handle mutex, so
-/// two threads sharing a handle take turns; use one handle per thread to run
-/// in parallel (two handles of one library share nothing mutable).
+/// Threads: any call may come from any thread. Calls that run the model or
+/// touch its state (`ampc_model_infer`, `ampc_model_gradients`,
+/// `ampc_model_get_parameter`, `ampc_model_set_parameter`) on one handle are
+/// serialized by a per-handle mutex, so two threads sharing a handle take
+/// turns; use one handle per thread to run in parallel (two handles of one
+/// library share nothing mutable).
 /// Releasing a handle while another thread is still inside a call on it is
 /// safe: the call finishes and the memory goes away afterwards.
 typedef struct ampc_model ampc_model;
@@ -256,22 +258,173 @@ AMPC_API ampc_status ampc_model_infer(ampc_model *model,
                                       int32_t num_outputs);
 
 /*===----------------------------------------------------------------------===*
- * Training (not yet)
+ * Parameters and gradients
  *
- * The training issue adds, for models compiled with --mode=train:
- *  - ampc_model_train_step: one mixed-precision step on a batch of inputs and
- *    labels, giving back the loss without forcing a device sync where the
- *    target allows it;
- *  - ampc_model_get_learning_rate / ampc_model_set_learning_rate;
- *  - the dynamic loss scaler's state (scale, growth tracker, skipped steps),
- *    read and write;
- *  - ampc_model_save_checkpoint / ampc_model_load_checkpoint (parameters,
- *    optimizer and scaler state; atomic write) and export as ONNX;
- *  - label and optimizer descriptions as new calls beside ampc_model_describe.
- * The model ABI's descriptor starts with `struct_size`, so the functions a
- * train.so exports for these are appended to it without breaking infer.so
- * libraries built before.
+ * A library compiled with --mode=train can read and write its parameters and
+ * compute the gradient of its loss without changing them; an inference
+ * library answers these calls with AMPC_ERROR_UNSUPPORTED. In a training
+ * library the model's inputs include the labels, and output 0 of
+ * `ampc_model_infer` is the loss. Gradient checkers (ampc-gradcheck) and
+ * hosts that run their own optimizer use these calls.
  *===----------------------------------------------------------------------===*/
+
+/// Copies the current value of parameter `index` (0 <= index <
+/// num_parameters, the order of `ampc_model_parameter_info`) into `*out`,
+/// which must have the parameter's dtype, rank and shape and room for it
+/// (`size_bytes`), like a tensor given to `ampc_model_infer`.
+/// Errors: AMPC_ERROR_UNSUPPORTED (the library cannot read its parameters:
+/// compiled for inference), AMPC_ERROR_INVALID_ARGUMENT,
+/// AMPC_ERROR_DTYPE_MISMATCH, AMPC_ERROR_SHAPE_MISMATCH,
+/// AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_get_parameter(const ampc_model *model,
+                                              int32_t index, ampc_tensor *out);
+
+/// Replaces the value of parameter `index` with `*in`, checked like
+/// `ampc_model_get_parameter`'s `out`. Later calls on this handle see the
+/// new value; other handles of the same library do not.
+/// Errors: as `ampc_model_get_parameter`.
+AMPC_API ampc_status ampc_model_set_parameter(ampc_model *model, int32_t index,
+                                              const ampc_tensor *in);
+
+/// Writes to `*out` how many gradients `ampc_model_gradients` computes: one
+/// per trainable parameter (frozen ones, such as integer parameters or those
+/// that do not reach the loss, have none). May be 0.
+/// Errors: AMPC_ERROR_UNSUPPORTED (no gradients: compiled for inference),
+/// AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_num_gradients(const ampc_model *model,
+                                              int32_t *out);
+
+/// Writes to `*out_parameter_index` the parameter (index for
+/// `ampc_model_parameter_info`) that gradient `g` (0 <= g < num_gradients)
+/// belongs to; the gradient has that parameter's dtype and shape.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_gradient_info(const ampc_model *model,
+                                              int32_t g,
+                                              int32_t *out_parameter_index);
+
+/// Runs the forward and backward passes on `inputs` (all the model's inputs,
+/// labels included, in its input order) and writes the loss to `*loss` (the
+/// dtype and shape of output 0) and gradient g of the loss to
+/// `gradients[g]` (its parameter's dtype and shape), into buffers the caller
+/// allocated. The parameters are left as they were: no optimizer step.
+/// Validated like `ampc_model_infer`: counts, NULL pointers, each tensor's
+/// dtype, rank, shape and size_bytes, and no result buffer may overlap an
+/// input or another result. Results are left unspecified when the call
+/// fails. `gradients` may be NULL when the model has no gradients.
+/// Errors: AMPC_ERROR_UNSUPPORTED (compiled for inference: compile with
+/// --mode=train), AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
+/// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_gradients(ampc_model *model,
+                                          const ampc_tensor *inputs,
+                                          int32_t num_inputs,
+                                          ampc_tensor *loss,
+                                          ampc_tensor *gradients,
+                                          int32_t num_gradients);
+
+/*===----------------------------------------------------------------------===*
+ * Training
+ *
+ * A library compiled with an optimizer (`ampc MODEL -o train.so`, the
+ * default --optimizer=adamw) runs whole training steps: forward, loss,
+ * backward, loss scaling, optimizer update on FP32 master weights. Its
+ * gradient calls above answer AMPC_ERROR_UNSUPPORTED; compile with
+ * --optimizer=none for a library that computes gradients only. An inference
+ * library answers every call here with AMPC_ERROR_UNSUPPORTED.
+ *===----------------------------------------------------------------------===*/
+
+/// Runs one training step on `inputs` (all the model's inputs, labels
+/// included, in its input order, validated like `ampc_model_infer`) and
+/// writes the loss of this batch, before the update and unscaled, to
+/// `*loss` (the dtype and shape of output 0). With dynamic loss scaling a
+/// step whose gradients overflow is skipped: parameters, optimizer state and
+/// step count stay bit-identical, the scale backs off (see
+/// `ampc_model_get_scaler_state`). On the CPU target the loss is valid when
+/// the call returns.
+/// Errors: AMPC_ERROR_UNSUPPORTED (no optimizer: an inference library or
+/// --optimizer=none), AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
+/// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_train_step(ampc_model *model,
+                                           const ampc_tensor *inputs,
+                                           int32_t num_inputs,
+                                           ampc_tensor *loss);
+
+/// What a training library's optimizer and scaler are. Strings stay valid
+/// until the model is released.
+typedef struct ampc_training_info {
+  /// "sgd", "adam" or "adamw".
+  const char *optimizer;
+  /// The hyperparameters as compiled, "name=value" separated by spaces
+  /// (e.g. "lr=0.001 beta1=0.9 beta2=0.999 eps=1e-08 weight_decay=0.01").
+  const char *hyperparameters;
+  /// "dynamic", "static" or "none".
+  const char *loss_scaling;
+  /// Number of labels among the inputs (the last inputs), >= 0.
+  int32_t num_labels;
+} ampc_training_info;
+
+/// Describes the training step of a library compiled with an optimizer.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_training_info(const ampc_model *model,
+                                              ampc_training_info *out);
+
+/// The learning rate the next step uses (runtime state, initially --lr).
+/// `set` accepts any finite value >= 0.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_get_learning_rate(const ampc_model *model,
+                                                  float *out);
+AMPC_API ampc_status ampc_model_set_learning_rate(ampc_model *model,
+                                                  float learning_rate);
+
+/// The dynamic loss scaler's state (torch.amp.GradScaler's algorithm) and
+/// the step counters. Without loss scaling `scale` is 1 and
+/// `growth_tracker` 0.
+typedef struct ampc_scaler_state {
+  /// The current loss scale.
+  float scale;
+  /// Consecutive finite steps since the scale last changed.
+  int32_t growth_tracker;
+  /// Optimizer steps taken (skipped steps not counted).
+  int64_t steps;
+  /// Steps skipped because a gradient was not finite.
+  int64_t skipped_steps;
+} ampc_scaler_state;
+
+/// Reads the scaler state into `*out`.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_get_scaler_state(const ampc_model *model,
+                                                 ampc_scaler_state *out);
+
+/// Replaces the scaler state (`scale` finite and > 0, counters >= 0).
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_set_scaler_state(ampc_model *model,
+                                                 const ampc_scaler_state *in);
+
+/// Writes every piece of training state (parameters, optimizer moments,
+/// learning rate, scaler state and step counters) to `path`: a versioned,
+/// checksummed file, written to a temporary file in the same folder and
+/// renamed over `path`, so a crash never leaves a half-written checkpoint.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT,
+/// AMPC_ERROR_IO.
+AMPC_API ampc_status ampc_model_save_checkpoint(const ampc_model *model,
+                                                const char *path);
+
+/// Restores the state `ampc_model_save_checkpoint` wrote. The file is
+/// checked completely before anything changes: a truncated or corrupted
+/// file, another format version, or a checkpoint of a different model
+/// (other state names, dtypes or shapes) is refused with a message naming
+/// the file and what is wrong, and the model is left as it was.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT,
+/// AMPC_ERROR_IO, AMPC_ERROR_CORRUPT.
+AMPC_API ampc_status ampc_model_load_checkpoint(ampc_model *model,
+                                                const char *path);
+
+/// Writes the trained model as ONNX to `path`: the original model the
+/// library was compiled from, with every trained initializer replaced by its
+/// current FP32 master value (atomic write as for checkpoints).
+/// Errors: AMPC_ERROR_UNSUPPORTED (the library does not carry its model),
+/// AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_IO, AMPC_ERROR_CORRUPT.
+AMPC_API ampc_status ampc_model_export_onnx(const ampc_model *model,
+                                            const char *path);
 
 #ifdef __cplusplus
 } /* extern "C" */

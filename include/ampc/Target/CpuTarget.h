@@ -25,6 +25,10 @@ struct CpuLibraryOptions {
   /// Where the parameter values are read from when the source is compiled
   /// (an `.incbin` of this file).
   std::string parameterFile;
+  /// The serialized ONNX model to embed for export (an `.incbin` of this
+  /// file, `onnxSize` bytes); empty: none.
+  std::string onnxFile;
+  uint64_t onnxSize = 0;
 };
 
 /// Writes the C++ source of an inference library for the module's @forward

@@ -29,8 +29,19 @@ struct PipelineOptions {
   /// --precision=fp64: every f32 tensor becomes f64 before precision
   /// assignment (which then has nothing to lower).
   bool widenToF64 = false;
+  /// Builds the training step: ampc-attach-loss and ampc-autodiff run
+  /// (docs/design.md, Pipeline); false compiles the forward only.
+  bool training = false;
+  /// ampc-attach-loss: the loss (cross_entropy, mse, none) and label name.
+  AttachLossPassOptions loss;
   /// ampc-assign-precision: dtype, propagation, overrides, rules file.
   AssignPrecisionPassOptions precision;
+  /// ampc-insert-loss-scaling: mode (dynamic, static, none) and the
+  /// scaler's constants.
+  InsertLossScalingPassOptions lossScaling;
+  /// ampc-attach-optimizer: kind (sgd, adam, adamw, none) and
+  /// hyperparameters.
+  AttachOptimizerPassOptions optimizer;
 };
 
 /// The argument names of the pipeline's passes, in order.

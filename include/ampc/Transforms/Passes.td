@@ -30,6 +30,39 @@ def WidenToF64Pass : Pass<"ampc-widen-to-f64", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
+  let summary = "make the first result of @forward a scalar training loss";
+  let description = [{
+    Training differentiates the first result of `@forward`. When the graph
+    already ends in a loss (a scalar SoftmaxCrossEntropyLoss,
+    NegativeLogLikelihoodLoss, or the MSE pattern ReduceMean(Mul(d, d)) /
+    ReduceMean(Pow(d, 2)) with d a Sub) that result becomes the first one
+    and nothing is added. Otherwise `loss=cross_entropy` or `loss=mse`
+    appends a label input named `label` (`ampc.name`) and a loss on the
+    first output, computed in FP32 (f16/bf16 outputs are cast up):
+
+    - cross_entropy: SoftmaxCrossEntropyLoss (mean) of scores (N, C, D...)
+      against int64 class ids (N, D...). An output that is already a
+      Softmax over axis 1 contributes its input (the logits), one that is a
+      LogSoftmax over axis 1 gets NegativeLogLikelihoodLoss, so
+      probabilities are never normalised twice.
+    - mse: the mean over all elements of (output - label)^2, the label
+      having the output's shape in f32.
+
+    The loss becomes result 0 (`ampc.name = "loss"`); the model's outputs
+    are kept after it, so `@forward` still returns the predictions (for
+    accuracy) beside the loss. `loss=none` adds nothing. The loss ops are
+    located at node "ampc.loss".
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+           "cross_entropy, mse or none">,
+    Option<"label", "label", "std::string", /*default=*/"\"label\"",
+           "name of the label input the loss adds">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
   let summary = "choose FP16/BF16/FP32 for every op and insert the casts";
   let description = [{
@@ -59,6 +92,102 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
                "ops forced to low precision: op:TYPE or node:NAME">,
     Option<"rulesFile", "rules", "std::string", /*default=*/"",
            "a JSON rules file (categories, keep_fp32, force_lowp)">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
+  let summary = "reverse-mode autodiff: @train_step from @forward and its loss";
+  let description = [{
+    Builds `@train_step` beside `@forward` (which stays as it is). It takes
+    `@forward`'s arguments and returns the loss (the first result of
+    `@forward`, which must be a float scalar: rank 0 or one element) as a
+    rank-0 f32 tensor (f64 for an f64 model), then the gradient of every
+    trainable parameter the loss depends on, in the order of the
+    `ampc.parameter` symbols, in the parameter's type (FP32 master weights:
+    f32), each result marked `ampc.gradient_of = @name`.
+
+    Reverse mode over the SSA graph of the precision-assigned forward: the
+    loss is seeded with 1, each op's gradient rule (GradientOpInterface,
+    lib/Dialect/Gradients.cpp) turns its result adjoints into operand
+    adjoints, and adjoints of a value used several times are added. Backward
+    ops run in the dtype of their forward op; the adjoint of a cast is the
+    reverse cast, so a parameter's gradient is accumulated in FP32 at its
+    load. Only values on a path from a trainable parameter to the loss get
+    adjoints: integer and boolean values, non-differentiable operands
+    (BatchNormalization's running statistics, class weights) and frozen
+    parameters (an `ampc.frozen` unit attribute) get none. Forward ops
+    neither the loss nor a rule needs are removed from `@train_step`.
+
+    Errors (at the op's location, naming its ONNX node): no `@forward`, a
+    loss that is not a float scalar, an op on the gradient path without a
+    gradient rule, a gradient through a result its rule does not
+    differentiate.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def InsertLossScalingPass : Pass<"ampc-insert-loss-scaling", "mlir::ModuleOp"> {
+  let summary = "dynamic loss scaling of @train_step (torch.amp.GradScaler)";
+  let description = [{
+    With `mode=dynamic` or `mode=static`: the backward is seeded with the
+    loss scale (state `ampc.loss_scale`, f32) instead of 1, so every
+    gradient is scaled; one `ampc.unscale` multiplies all parameter
+    gradients by (float)(1/(double)scale) in FP32 and computes `found_inf`,
+    which ampc-attach-optimizer uses to skip the update. `dynamic` also
+    updates the scale after each step (`ampc.update_scale`, REFERENCE.md 3:
+    back off on overflow, grow after `growth-interval` finite steps, bounded
+    by `min-scale`/`max-scale` when non-zero) and counts skipped steps
+    (`ampc.skipped_steps`). `mode=none` changes nothing. The pipeline
+    chooses dynamic for fp16 and none otherwise unless `--loss-scale` says.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "dynamic, static or none">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "the initial (or, static, the fixed) scale">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0", "">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5", "">,
+    Option<"growthInterval", "growth-interval", "int64_t",
+           /*default=*/"2000", "">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "lower bound of the scale; 0: none">,
+    Option<"maxScale", "max-scale", "double", /*default=*/"0.0",
+           "upper bound of the scale; 0: none">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
+  let summary = "turn @train_step into a whole training step";
+  let description = [{
+    With `kind` sgd, adam or adamw: @train_step updates every parameter it
+    has a gradient for with torch.optim's rule on the FP32 master weight
+    (`ampc.optimizer_update`), skipped when the loss scaler found a non-finite
+    gradient, and then returns the loss only. The learning rate
+    (`ampc.lr`) and the step count (`ampc.step`) are state the host can read
+    and set; moments are state named after their parameter
+    (NAME.momentum_buffer, NAME.exp_avg, NAME.exp_avg_sq). A weight the
+    forward reads in f16/bf16 gets a low-precision copy (state NAME.f16 /
+    NAME.bf16) that the step writes after the update, so the forward never
+    casts weights. `clip-grad-norm` > 0 clips the unscaled gradients first.
+    `kind=none` leaves @train_step returning the gradients.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
+           "sgd, adam, adamw or none">,
+    Option<"lr", "lr", "double", /*default=*/"1.0e-3", "learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "sgd">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0", "sgd">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false", "sgd">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "weight decay; negative: the optimizer's default (adamw 0.01, "
+           "others 0)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "adam, adamw">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "adam, adamw">,
+    Option<"eps", "eps", "double", /*default=*/"1.0e-8", "adam, adamw">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "maximal global gradient norm; 0: no clipping">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

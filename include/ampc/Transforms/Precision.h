@@ -24,9 +24,8 @@ namespace ampc {
 /// Discardable attribute on every op precision assignment decided:
 /// {compute = f16, category = "allow", rule = "allow list"}.
 constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
-/// Unit attribute on the casts the compiler inserted (a user's own ONNX Cast
-/// never carries it and is never removed).
-constexpr llvm::StringLiteral kAutocastAttr = "ampc.autocast";
+// kAutocastAttr, the mark of compiler-inserted casts, is in AMPCDialect.h:
+// the gradient rules insert casts too.
 
 /// `op:TYPE` or `node:NAME`, as written on the command line.
 struct OverrideRule {

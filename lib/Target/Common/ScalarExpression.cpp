@@ -49,6 +49,30 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                            x, c)
                 .str();
           })
+          .Case([&](ampc::ReluGradOp o) {
+            return formatv("{1} > 0 ? {0} : {2}({3:e9}) * {0}", x, arg(1), c,
+                           o.getAlpha().convertToFloat())
+                .str();
+          })
+          .Case([&](ampc::GeluGradOp o) {
+            // gelu'(v) from the forward input v = arg(1), times the adjoint.
+            std::string v = arg(1);
+            if (o.getApproximate() == "tanh")
+              return formatv(
+                         "{0} * [&] {{ const {1} u = {1}(0.7978845608028654) * "
+                         "({2} + {1}(0.044715) * {2} * {2} * {2}); const {1} t "
+                         "= std::tanh(u); return {1}(0.5) * ({1}(1) + t) + "
+                         "{1}(0.5) * {2} * ({1}(1) - t * t) * "
+                         "{1}(0.7978845608028654) * ({1}(1) + {1}(0.134145) * "
+                         "{2} * {2}); }()",
+                         x, c, v)
+                  .str();
+            return formatv("{0} * ({1}(0.5) * ({1}(1) + std::erf({2} * "
+                           "{1}(0.7071067811865476))) + {2} * std::exp({1}(-0.5) "
+                           "* {2} * {2}) * {1}(0.3989422804014327))",
+                           x, c, v)
+                .str();
+          })
           .Case([&](ampc::AddOp) { return x + " + " + arg(1); })
           .Case([&](ampc::SubOp) { return x + " - " + arg(1); })
           .Case([&](ampc::MulOp) { return x + " * " + arg(1); })

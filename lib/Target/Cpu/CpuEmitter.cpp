@@ -15,6 +15,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
+#include "ampc/Transforms/Training.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -223,6 +224,16 @@ private:
                            std::optional<ArrayRef<int64_t>> pads,
                            std::optional<ArrayRef<int64_t>> dilations,
                            llvm::raw_ostream &body);
+  /// The same for a window whose forward input and output shapes (N, C,
+  /// spatial...) are given: the backward ops read the forward's geometry.
+  LogicalResult emitWindow(Operation *op, ArrayRef<int64_t> inShape,
+                           ArrayRef<int64_t> outShape, ArrayRef<int64_t> kernel,
+                           std::optional<ArrayRef<int64_t>> strides,
+                           std::optional<ArrayRef<int64_t>> pads,
+                           std::optional<ArrayRef<int64_t>> dilations,
+                           llvm::raw_ostream &body);
+  /// The gradient ops of AMPCGradOps.td that are not elementwise.
+  LogicalResult emitGradientOp(Operation *op, llvm::raw_ostream &body);
   void emitSlice(ampc::SliceOp op, llvm::raw_ostream &body);
   void emitReduce(Operation *op, StringRef kind, llvm::raw_ostream &body);
   void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
@@ -236,6 +247,16 @@ private:
   /// Parameter read/write functions and the gradient-to-parameter table.
   LogicalResult emitParameterAccess(func::FuncOp trainStep);
   void emitDescriptor(func::FuncOp forward, func::FuncOp trainStep);
+  /// The training ops of AMPCTrainOps.td.
+  LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
+  /// `refreshCopies(state, p)`: recomputes the low-precision copies of
+  /// parameter p (all when p < 0) from the master weights.
+  void emitRefreshCopies();
+  /// The state tensors a checkpoint holds, read_state and write_state.
+  void emitStateAccess();
+  /// Lays out `symbol` (a parameter or state) in the state and appends its
+  /// initial value to the blob.
+  void layOut(StringRef symbol, RankedTensorType type, ElementsAttr initial);
 
   ModuleOp module;
   const ampc::CpuLibraryOptions &options;
@@ -455,8 +476,13 @@ void Emitter::emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body) {
         cs << formatv("{0:e17}", value.convertToDouble());
     } else {
       APInt value = elements.getValues<APInt>()[index];
-      cs << (t.isInteger(1) ? value.getZExtValue() : value.getSExtValue())
-         << (t.isInteger(64) ? "LL" : "");
+      // The most negative int64 has no literal: write it as an expression.
+      if (t.isInteger(1))
+        cs << value.getZExtValue();
+      else if (value.isMinSignedValue() && t.isInteger(64))
+        cs << "(-9223372036854775807LL - 1)";
+      else
+        cs << value.getSExtValue() << (t.isInteger(64) ? "LL" : "");
     }
   }
   cs << "};\n";
@@ -470,8 +496,19 @@ LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> kernel,
                                   std::optional<ArrayRef<int64_t>> pads,
                                   std::optional<ArrayRef<int64_t>> dilations,
                                   llvm::raw_ostream &body) {
-  ArrayRef<int64_t> in = tensorOf(op->getOperand(0)).getShape().drop_front(2);
-  ArrayRef<int64_t> out = tensorOf(op->getResult(0)).getShape().drop_front(2);
+  return emitWindow(op, tensorOf(op->getOperand(0)).getShape(),
+                    tensorOf(op->getResult(0)).getShape(), kernel, strides,
+                    pads, dilations, body);
+}
+
+LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> inShape,
+                                  ArrayRef<int64_t> outShape,
+                                  ArrayRef<int64_t> kernel,
+                                  std::optional<ArrayRef<int64_t>> strides,
+                                  std::optional<ArrayRef<int64_t>> pads,
+                                  std::optional<ArrayRef<int64_t>> dilations,
+                                  llvm::raw_ostream &body) {
+  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
   size_t n = in.size();
   if (n > 8)
     return op->emitError() << "the CPU target handles at most 8 spatial "
@@ -523,20 +560,20 @@ LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
   return success();
 }
 
-void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
-  // A strided view: the first element's offset and, per dimension, the
-  // input stride times the step (negative for negative steps).
-  Value in = op.getInput(), out = op.getOutput();
-  if (tensorOf(out).getNumElements() == 0)
-    return;
-  ArrayRef<int64_t> shape = tensorOf(in).getShape();
+/// A Slice of a tensor of `shape` as a strided view: the first element's
+/// offset and, per dimension, the input stride times the step (negative for
+/// negative steps). The forward Slice reads through it; slice_grad writes
+/// through it.
+static int64_t sliceView(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
+                         ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
+                         SmallVectorImpl<int64_t> &strides) {
   SmallVector<int64_t> inStrides = rowMajorStrides(shape);
-  SmallVector<int64_t> strides(inStrides);
+  strides.assign(inStrides.begin(), inStrides.end());
   int64_t base = 0;
-  for (auto [i, a] : llvm::enumerate(op.getAxes())) {
+  for (auto [i, a] : llvm::enumerate(axes)) {
     int64_t axis = *ampc::normalizeAxis(a, shape.size());
-    int64_t dim = shape[axis], step = op.getSteps()[i];
-    int64_t start = op.getStarts()[i];
+    int64_t dim = shape[axis], step = steps[i];
+    int64_t start = starts[i];
     if (start < 0)
       start += dim;
     start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
@@ -544,7 +581,233 @@ void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
     base += start * inStrides[axis];
     strides[axis] = inStrides[axis] * step;
   }
+  return base;
+}
+
+void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
+  Value in = op.getInput(), out = op.getOutput();
+  if (tensorOf(out).getNumElements() == 0)
+    return;
+  SmallVector<int64_t> strides;
+  int64_t base = sliceView(tensorOf(in).getShape(), op.getStarts(),
+                           op.getAxes(), op.getSteps(), strides);
   emitStrided(in, out, strides, body, base);
+}
+
+LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
+  // Kernels of CpuBackwardKernels.h; 16-bit data is widened to FP32 where a
+  // kernel computes on FP32 arrays and rounded once when stored.
+  // A `std::vector<C> NAME` holding `v` converted to C.
+  auto converted = [&](StringRef what, StringRef c, Value v) {
+    body << formatv("    std::vector<{0}> {1} = ampc::cpu::convert<{0}>({2}, "
+                    "{3}LL, {4});\n",
+                    c, what, name(v), tensorOf(v).getNumElements(),
+                    loadFn(elementOf(v)));
+  };
+  // Stores `count` values of vector `acc` into `out`.
+  auto storeAll = [&](StringRef acc, Value out) {
+    body << "    for (int64_t i = 0; i < " << tensorOf(out).getNumElements()
+         << "LL; ++i) " << name(out) << "[i] = "
+         << store(elementOf(out), (acc + "[i]").str()) << ";\n";
+  };
+  // Convolution adjoints: GEMMs on FP32 copies (double for f64).
+  auto convolution = [&](bool data, Value lhs, Value rhs, Value out,
+                         ArrayRef<int64_t> xShape, ArrayRef<int64_t> yShape,
+                         ArrayRef<int64_t> kernel, int64_t m, int64_t group,
+                         std::optional<ArrayRef<int64_t>> strides,
+                         std::optional<ArrayRef<int64_t>> pads,
+                         std::optional<ArrayRef<int64_t>> dilations) {
+    Type t = elementOf(out);
+    body << "  {\n    " << widenFloat(lhs) << "    " << widenFloat(rhs);
+    if (failed(emitWindow(op, xShape, yShape, kernel, strides, pads,
+                          dilations, body)))
+      return failure();
+    bool direct = t.isF32() || t.isF64();
+    if (!direct)
+      body << "    std::vector<float> acc(" << tensorOf(out).getNumElements()
+           << "LL);\n";
+    body << formatv("    ampc::cpu::{0}<{1}>(w_{2}, w_{3}, {4}, {5}LL, {6}LL, "
+                    "{7}LL, {8}LL, win);\n",
+                    data ? "convBackwardData" : "convBackwardWeight",
+                    accumulatorType(t), name(lhs), name(rhs),
+                    direct ? name(out) : "acc.data()", xShape[0], xShape[1], m,
+                    group);
+    if (!direct)
+      storeAll("acc", out);
+    body << "  }\n";
+    return success();
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::ConvBackwardDataOp o) {
+        ArrayRef<int64_t> w = tensorOf(o.getWeight()).getShape();
+        return convolution(true, o.getGrad(), o.getWeight(), o.getOutput(),
+                           tensorOf(o.getOutput()).getShape(),
+                           tensorOf(o.getGrad()).getShape(), w.drop_front(2),
+                           w[0], o.getGroup(), o.getStrides(), o.getPads(),
+                           o.getDilations());
+      })
+      .Case([&](ampc::ConvBackwardWeightOp o) {
+        ArrayRef<int64_t> w = tensorOf(o.getOutput()).getShape();
+        return convolution(false, o.getInput(), o.getGrad(), o.getOutput(),
+                           tensorOf(o.getInput()).getShape(),
+                           tensorOf(o.getGrad()).getShape(), w.drop_front(2),
+                           w[0], o.getGroup(), o.getStrides(), o.getPads(),
+                           o.getDilations());
+      })
+      .Case([&](ampc::MaxPoolGradOp o) -> LogicalResult {
+        Type t = elementOf(o.getGrad());
+        ArrayRef<int64_t> x = tensorOf(o.getOutput()).getShape();
+        SmallVector<int64_t> ones(x.size() - 2, 1);
+        body << "  {\n";
+        if (failed(emitWindow(op, x, tensorOf(o.getGrad()).getShape(), ones,
+                              std::nullopt, std::nullopt, std::nullopt, body)))
+          return failure();
+        body << formatv("    ampc::cpu::maxPoolGrad<{0}>({1}, {2}, {3}, {4}LL, "
+                        "win, {5}, {6}, {7});\n  }\n",
+                        accumulatorType(t), name(o.getGrad()),
+                        name(o.getIndices()), name(o.getOutput()), x[0] * x[1],
+                        o.getStorageOrder() != 0, loadFn(t), storeFn(t));
+        return success();
+      })
+      .Case([&](ampc::AveragePoolGradOp o) -> LogicalResult {
+        Type t = elementOf(o.getGrad());
+        ArrayRef<int64_t> x = tensorOf(o.getOutput()).getShape();
+        body << "  {\n";
+        if (failed(emitWindow(op, x, tensorOf(o.getGrad()).getShape(),
+                              o.getKernelShape(), o.getStrides(), o.getPads(),
+                              o.getDilations(), body)))
+          return failure();
+        body << formatv("    ampc::cpu::averagePoolGrad<{0}>({1}, {2}, {3}LL, "
+                        "win, {4}, {5}, {6});\n  }\n",
+                        accumulatorType(t), name(o.getGrad()),
+                        name(o.getOutput()), x[0] * x[1],
+                        o.getCountIncludePad() != 0, loadFn(t), storeFn(t));
+        return success();
+      })
+      .Case([&](ampc::BatchNormGradOp o) {
+        Value x = o.getInput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        int64_t n = shape[0], channels = shape[1],
+                inner = product(shape.drop_front(2));
+        bool wide = elementOf(x).isF64() || elementOf(o.getScale()).isF64();
+        StringRef c = wide ? "double" : "float";
+        body << "  {\n";
+        converted("scale", c, o.getScale());
+        if (o.getMean()) {
+          converted("mean", c, o.getMean());
+          converted("variance", c, o.getVar());
+        }
+        body << formatv("    std::vector<{0}> gradScale({1}LL), gradBias({1}LL);\n",
+                        c, channels);
+        body << formatv(
+            "    ampc::cpu::batchNormGrad<{0}>({1}, {2}, {3}, {4}LL, {5}LL, "
+            "{6}LL, scale.data(), {7}, {8}, {0}({9}), gradScale.data(), "
+            "gradBias.data(), {10}, {11});\n",
+            c, name(o.getGrad()), name(x), name(o.getGradInput()), n, channels,
+            inner, o.getMean() ? "mean.data()" : "nullptr",
+            o.getMean() ? "variance.data()" : "nullptr",
+            exactLiteral(o.getEpsilon()), loadFn(elementOf(x)),
+            storeFn(elementOf(o.getGradInput())));
+        storeAll("gradScale", o.getGradScale());
+        storeAll("gradBias", o.getGradBias());
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](ampc::LayerNormGradOp o) {
+        Value x = o.getInput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        ArrayRef<int64_t> normalized = shape.drop_front(axis);
+        Type stash = elementOf(o.getMean());
+        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+        body << formatv(
+            "  {{ static const int64_t dims[] = {0};\n"
+            "    static const int64_t scaleStrides[] = {1};\n"
+            "    std::vector<{2}> scale = ampc::cpu::broadcast<{2}>({3}, {4}, "
+            "dims, scaleStrides, {5});\n"
+            "    ampc::cpu::layerNormGrad<{2}>({6}, {7}, scale.data(), {8}, {9}, "
+            "{10}, {11}LL, {12}LL, {13}, {14}, {15}); }\n",
+            list(normalized),
+            list(broadcastStrides(tensorOf(o.getScale()).getShape(),
+                                  normalized)),
+            c, name(o.getScale()), normalized.size(),
+            loadFn(elementOf(o.getScale())), name(o.getGrad()), name(x),
+            name(o.getMean()), name(o.getInvStdDev()), name(o.getOutput()),
+            product(shape.take_front(axis)), product(normalized),
+            loadFn(elementOf(x)), loadFn(stash), storeFn(elementOf(x)));
+        return success();
+      })
+      .Case([&](ampc::NllLossGradOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        StringRef c = elementOf(o.getOutput()).isF64() ||
+                              elementOf(o.getGrad()).isF64()
+                          ? "double"
+                          : "float";
+        body << "  {\n";
+        converted("grad", c, o.getGrad());
+        if (o.getWeight())
+          converted("weights", c, o.getWeight());
+        body << formatv("    std::vector<{0}> out({1}LL);\n", c,
+                        tensorOf(o.getOutput()).getNumElements());
+        StringRef reduction = o.getReduction();
+        std::optional<uint64_t> ignore = o.getIgnoreIndex();
+        std::string call =
+            formatv("ampc::cpu::nllLossGrad<{0}>(grad.data(), {1}, {2}, "
+                    "{3}LL, {4}LL, {5}LL, {6}, {7}LL, ampc::cpu::{8}, "
+                    "out.data())",
+                    c, name(o.getTarget()),
+                    o.getWeight() ? "weights.data()" : "nullptr", shape[0],
+                    shape[1], product(shape.drop_front(2)), ignore.has_value(),
+                    static_cast<int64_t>(ignore.value_or(0)),
+                    reduction == "mean"  ? "LossMean"
+                    : reduction == "sum" ? "LossSum"
+                                         : "LossNone")
+                .str();
+        body << "  " << failUnless(op, call, "a label is out of range");
+        storeAll("out", o.getOutput());
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](ampc::GatherGradOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        StringRef c = accumulatorType(elementOf(o.getOutput()));
+        body << "  {\n";
+        converted("grad", c, o.getGrad());
+        body << formatv("    std::vector<{0}> out({1}LL);\n", c,
+                        tensorOf(o.getOutput()).getNumElements());
+        std::string call =
+            formatv("ampc::cpu::gatherGrad<{0}>(grad.data(), {1}, out.data(), "
+                    "{2}LL, {3}LL, {4}LL, {5}LL)",
+                    c, name(o.getIndices()), product(shape.take_front(axis)),
+                    shape[axis], tensorOf(o.getIndices()).getNumElements(),
+                    product(shape.drop_front(axis + 1)))
+                .str();
+        body << "  " << failUnless(op, call, "an index is out of range");
+        storeAll("out", o.getOutput());
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](ampc::SliceGradOp o) {
+        RankedTensorType out = tensorOf(o.getOutput()),
+                         grad = tensorOf(o.getGrad());
+        SmallVector<int64_t> strides;
+        int64_t base = sliceView(out.getShape(), o.getStarts(), o.getAxes(),
+                                 o.getSteps(), strides);
+        body << formatv("  {{ static const int64_t dims[] = {0}; static const "
+                        "int64_t strides[] = {1};\n"
+                        "    ampc::cpu::sliceGrad({2}, {3}, {4}LL, {5}, dims, "
+                        "strides, {6}LL); }\n",
+                        list(grad.getShape()), list(strides), name(o.getGrad()),
+                        name(o.getOutput()), out.getNumElements(),
+                        grad.getRank(), base);
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitError()
+               << "the CPU target cannot compile '" << op->getName()
+               << "' yet";
+      });
 }
 
 void Emitter::emitReduce(Operation *op, StringRef kind,
@@ -717,9 +980,28 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
          << parameterOffsets.lookup(load.getParameter()) << ");\n";
     return success();
   }
+  if (auto load = dyn_cast<ampc::LoadStateOp>(op)) {
+    Type t = elementOf(load.getResult());
+    std::string n = "s" + std::to_string(counter++);
+    names[load.getResult()] = n;
+    body << "  " << storageType(t) << " *" << n << " = reinterpret_cast<"
+         << storageType(t) << " *>(state + "
+         << parameterOffsets.lookup(load.getState()) << ");\n";
+    return success();
+  }
+  if (auto store = dyn_cast<ampc::StoreOp>(op)) {
+    RankedTensorType t = tensorOf(store.getValue());
+    body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
+         << ", " << name(store.getValue()) << ", "
+         << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
+    return success();
+  }
   for (OpResult r : op->getResults())
     if (failed(bind(r, body)))
       return failure();
+  if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
+          ampc::UpdateScaleOp>(op))
+    return emitTrainingOp(op, body);
   if (op->hasTrait<ampc::View>())
     return success(); // same elements, same order, same buffer
   if (op->hasTrait<ampc::Elementwise>())
@@ -917,11 +1199,177 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
                  o.getReduction(), ignore, Value(), body);
         return success();
       })
-      .Default([&](Operation *) {
-        return op->emitError()
-               << "the CPU target cannot compile '" << op->getName()
-               << "' yet";
-      });
+      .Default([&](Operation *) { return emitGradientOp(op, body); });
+}
+
+LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
+  // T: what the step computes in, float or double (f64 models).
+  auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::UnscaleOp o) {
+        body << "  { const float inv = ampc::cpu::inverseScale("
+             << load(elementOf(o.getScale()), name(o.getScale()) + "[0]")
+             << "); bool found = false;\n";
+        for (auto [g, u] : llvm::zip(o.getGrads(), o.getUnscaled()))
+          body << formatv("    found |= ampc::cpu::unscale({0}, {1}, {2}LL, "
+                          "inv);\n",
+                          name(g), name(u), tensorOf(g).getNumElements());
+        body << "    " << name(o.getFoundInf()) << "[0] = found; }\n";
+        return success();
+      })
+      .Case([&](ampc::ClipGradNormOp o) {
+        StringRef t = computeIn(o.getGrads()[0]);
+        body << "  { " << t << " sum = 0;\n";
+        for (Value g : o.getGrads())
+          body << formatv("    sum += ampc::cpu::sumOfSquares({0}, {1}LL);\n",
+                          name(g), tensorOf(g).getNumElements());
+        body << formatv("    const {0} coef = std::min<{0}>({0}(1), {0}({1:e9}) "
+                        "/ (std::sqrt(sum) + {0}(1e-6)));\n",
+                        t, o.getMaxNorm().convertToFloat());
+        for (auto [g, c] : llvm::zip(o.getGrads(), o.getClipped()))
+          body << formatv("    for (int64_t i = 0; i < {0}LL; ++i) {1}[i] = "
+                          "{2}[i] * coef;\n",
+                          tensorOf(g).getNumElements(), name(c), name(g));
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](ampc::OptimizerUpdateOp o) {
+        StringRef t = computeIn(o.getParam());
+        int64_t count = tensorOf(o.getParam()).getNumElements();
+        auto literal = [&](APFloat v) {
+          return formatv("{0}({1:e9})", t, v.convertToFloat()).str();
+        };
+        std::string lr = formatv("{0}({1}[0])", t, name(o.getLr())).str();
+        std::string step = name(o.getStep()) + "[0]";
+        std::string skip =
+            o.getFoundInf() ? name(o.getFoundInf()) + "[0]" : "false";
+        int64_t bytes = count * storageSize(elementOf(o.getParam()));
+        // A skipped step copies every input to its result, bit for bit.
+        body << "  if (" << skip << ") {\n";
+        body << formatv("    std::memcpy({0}, {1}, {2}ULL);\n",
+                        name(o.getNewParam()), name(o.getParam()), bytes);
+        for (auto [m, nm] : llvm::zip(o.getMoments(), o.getNewMoments()))
+          body << formatv("    std::memcpy({0}, {1}, {2}ULL);\n", name(nm),
+                          name(m), bytes);
+        body << "  } else {\n";
+        if (o.getKind() == "sgd") {
+          bool hasBuffer = !o.getMoments().empty();
+          body << formatv(
+              "    ampc::cpu::sgdStep<{0}>({1}, {2}, {3}, {4}, {5}, {6}LL, "
+              "{7}, {8}, {9}, {10}, {11}, {12});\n",
+              t, name(o.getParam()), name(o.getGrad()),
+              hasBuffer ? name(o.getMoments()[0]) : "nullptr",
+              name(o.getNewParam()),
+              hasBuffer ? name(o.getNewMoments()[0]) : "nullptr", count, lr,
+              step, literal(o.getMomentum()), literal(o.getDampening()),
+              o.getNesterov(), literal(o.getWeightDecay()));
+        } else {
+          body << formatv(
+              "    ampc::cpu::adamStep<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+              "{8}LL, {9}, {10}, {11}, {12}, {13}, {14}, {15});\n",
+              t, name(o.getParam()), name(o.getGrad()),
+              name(o.getMoments()[0]), name(o.getMoments()[1]),
+              name(o.getNewParam()), name(o.getNewMoments()[0]),
+              name(o.getNewMoments()[1]), count, lr, step,
+              literal(o.getBeta1()), literal(o.getBeta2()),
+              literal(o.getEps()), literal(o.getWeightDecay()),
+              o.getKind() == "adamw");
+        }
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](ampc::UpdateScaleOp o) {
+        body << formatv(
+            "  ampc::cpu::updateScale({0}[0], {1}[0], {2}[0], {3:e9}f, "
+            "{4:e9}f, {5}LL, {6:e9}f, {7:e9}f, {8}, {9});\n",
+            name(o.getScale()), name(o.getGrowthTracker()),
+            name(o.getFoundInf()), o.getGrowthFactor().convertToFloat(),
+            o.getBackoffFactor().convertToFloat(), o.getGrowthInterval(),
+            o.getMinScale().convertToFloat(), o.getMaxScale().convertToFloat(),
+            name(o.getNewScale()), name(o.getNewGrowthTracker()));
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
+}
+
+void Emitter::emitRefreshCopies() {
+  os << "static void refreshCopies(unsigned char *state, int32_t parameter) {\n"
+        "  (void)state; (void)parameter;\n";
+  llvm::StringMap<int32_t> parameterIndex;
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    parameterIndex[p.getSymName()] = parameterIndex.size();
+  for (auto s : module.getOps<ampc::StateOp>()) {
+    auto from = s.getDerivedFromAttr();
+    if (!from)
+      continue;
+    auto t = cast<RankedTensorType>(s.getType());
+    os << formatv("  if (parameter < 0 || parameter == {0}) {{\n"
+                  "    const float *src = reinterpret_cast<const float *>(state "
+                  "+ {1}); uint16_t *dst = reinterpret_cast<uint16_t *>(state "
+                  "+ {2});\n"
+                  "    for (int64_t i = 0; i < {3}LL; ++i) dst[i] = {4};\n  }\n",
+                  parameterIndex.lookup(from.getValue()),
+                  parameterOffsets.lookup(from.getValue()),
+                  parameterOffsets.lookup(s.getSymName()), t.getNumElements(),
+                  store(t.getElementType(), "src[i]"));
+  }
+  os << "}\n\n";
+}
+
+void Emitter::emitStateAccess() {
+  // Parameters, then state that is not derived from a parameter.
+  SmallVector<std::pair<StringRef, RankedTensorType>> tensors;
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    tensors.push_back({p.getSymName(), cast<RankedTensorType>(p.getType())});
+  int32_t numParameters = tensors.size();
+  for (auto s : module.getOps<ampc::StateOp>())
+    if (!s.getDerivedFromAttr())
+      tensors.push_back({s.getSymName(), cast<RankedTensorType>(s.getType())});
+  std::string entries, offsets, sizes;
+  for (auto [i, entry] : llvm::enumerate(tensors)) {
+    auto [symbol, t] = entry;
+    os << "static const int64_t state_shape" << i << "[] = "
+       << list(t.getShape()) << ";\n";
+    entries += formatv("  {{\"{0}\", {1}, {2}, state_shape{3}},\n",
+                       cString(symbol), onnxDtype(t.getElementType()),
+                       t.getRank(), i)
+                   .str();
+    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(symbol));
+    sizes += formatv("{0}ULL, ",
+                     t.getNumElements() * storageSize(t.getElementType()));
+  }
+  os << "static const ampc_abi_tensor stateTensors[] = {\n"
+     << entries << "  {\"\", 0, 0, nullptr},\n};\n"
+     << "static const int32_t kNumStateTensors = " << tensors.size() << ";\n"
+     << "static const uint64_t kStateOffsets[] = {" << offsets << "0};\n"
+     << "static const uint64_t kStateBytes[] = {" << sizes << "0};\n"
+     << "static int32_t readState(void *raw, int32_t i, void *out) {\n"
+        "  std::memcpy(out, static_cast<unsigned char *>(raw) + "
+        "kStateOffsets[i], kStateBytes[i]);\n  return 0;\n}\n"
+        "static int32_t writeState(void *raw, int32_t i, const void *in) {\n"
+        "  std::memcpy(static_cast<unsigned char *>(raw) + kStateOffsets[i], "
+        "in, kStateBytes[i]);\n"
+     << "  if (i < " << numParameters
+     << ") refreshCopies(static_cast<unsigned char *>(raw), i);\n"
+        "  return 0;\n}\n\n";
+}
+
+void Emitter::layOut(StringRef symbol, RankedTensorType t,
+                     ElementsAttr initial) {
+  parameterOffsets[symbol] = stateSize;
+  auto values = cast<DenseElementsAttr>(initial);
+  blob.resize(stateSize, '\0');
+  bool isFloat = isa<FloatType>(t.getElementType());
+  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
+    int64_t at = values.isSplat() ? 0 : i;
+    APInt bits = isFloat ? values.getValues<APFloat>()[at].bitcastToAPInt()
+                         : values.getValues<APInt>()[at];
+    uint64_t word = bits.getZExtValue();
+    blob.append(reinterpret_cast<const char *>(&word),
+                static_cast<size_t>(storageSize(t.getElementType())));
+  }
+  stateSize =
+      alignUp(stateSize + t.getNumElements() * storageSize(t.getElementType()));
 }
 
 void Emitter::emitDescriptor(func::FuncOp forward, func::FuncOp trainStep) {
@@ -957,13 +1405,44 @@ void Emitter::emitDescriptor(func::FuncOp forward, func::FuncOp trainStep) {
     paramNames.push_back(p.getSymName().str());
   }
   tensors("parameter", paramTypes, [&](unsigned i) { return paramNames[i]; });
+  // The training fields: state, the step, its description, the labels and
+  // the embedded ONNX model.
+  bool training = trainStep && module->hasAttr(ampc::kOptimizerAttr);
+  auto text = [&](StringRef attr) {
+    auto s = module->getAttrOfType<StringAttr>(attr);
+    return "\"" + cString(s ? s.getValue() : "") + "\"";
+  };
+  int32_t numLabels = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
+  if (!options.onnxFile.empty())
+    os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
+          "asm(\".section .rodata\\n.balign 64\\n"
+          ".type ampc_onnx_model, @object\\nampc_onnx_model:\\n.incbin \\\""
+       << cString(options.onnxFile) << "\\\"\\n.previous\\n\");\n";
+  std::string onnx =
+      options.onnxFile.empty()
+          ? std::string("nullptr, 0")
+          : formatv("ampc_onnx_model, {0}ULL", options.onnxSize).str();
+  std::string trainingFields =
+      training ? formatv("kNumStateTensors, stateTensors, readState, "
+                         "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
+                         text(ampc::kOptimizerAttr),
+                         text(ampc::kHyperparametersAttr),
+                         text(ampc::kLossScalingAttr), numLabels, onnx)
+                     .str()
+               : formatv("0, nullptr, nullptr, nullptr, nullptr, nullptr, "
+                         "nullptr, nullptr, {0}, {1}",
+                         numLabels, onnx)
+                     .str();
   os << formatv(R"(
 static const ampc_model_abi kModel = {
   sizeof(ampc_model_abi), AMPC_ABI_VERSION,
-  "{0}", "cpu", "{1}", "infer",
+  "{0}", "cpu", "{1}", "{8}",
   {2}, inputs, {3}, outputs, {4}, parameters,
   {5}ULL, init, infer, {6}, nullptr,
   {7},
+  {9},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
@@ -975,10 +1454,12 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
                 paramTypes.size(), stateSize,
                 errorSlot < 0 ? "nullptr" : "lastError",
                 trainStep ? formatv("readParameter, writeParameter, {0}, "
-                                    "kGradientParameters, gradients",
-                                    numGradients)
+                                    "kGradientParameters, {1}",
+                                    numGradients,
+                                    training ? "nullptr" : "gradients")
                                 .str()
-                          : std::string("nullptr, nullptr, 0, nullptr, nullptr"));
+                          : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
+                trainStep ? "train" : "infer", trainingFields);
 }
 
 LogicalResult Emitter::emitFunction(func::FuncOp f, llvm::raw_ostream &body) {
@@ -1049,7 +1530,9 @@ LogicalResult Emitter::emitParameterAccess(func::FuncOp trainStep) {
         "static int32_t writeParameter(void *raw, int32_t i, const void *in) "
         "{\n"
         "  std::memcpy(static_cast<unsigned char *>(raw) + "
-        "kParameterOffsets[i], in, kParameterBytes[i]);\n  return 0;\n}\n\n";
+        "kParameterOffsets[i], in, kParameterBytes[i]);\n"
+        "  refreshCopies(static_cast<unsigned char *>(raw), i);\n"
+        "  return 0;\n}\n\n";
   return success();
 }
 
@@ -1060,21 +1543,14 @@ LogicalResult Emitter::run() {
 
   // Parameters first in the state, in their storage format; `init` copies
   // them from the embedded blob, which has the same layout.
-  for (auto p : module.getOps<ampc::ParameterOp>()) {
-    auto t = cast<RankedTensorType>(p.getType());
-    parameterOffsets[p.getSymName()] = stateSize;
-    auto values = cast<DenseElementsAttr>(p.getInitialValue());
-    blob.resize(stateSize, '\0');
-    for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
-      APInt bits = values.getValues<APFloat>()[values.isSplat() ? 0 : i]
-                       .bitcastToAPInt();
-      uint64_t word = bits.getZExtValue();
-      blob.append(reinterpret_cast<const char *>(&word),
-                  static_cast<size_t>(storageSize(t.getElementType())));
-    }
-    stateSize = alignUp(stateSize + t.getNumElements() *
-                                        storageSize(t.getElementType()));
-  }
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    layOut(p.getSymName(), cast<RankedTensorType>(p.getType()),
+           p.getInitialValue());
+  // Then the training state (optimizer moments, scaler, counters, copies).
+  for (auto s : module.getOps<ampc::StateOp>())
+    layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
+           s.getInitialValue());
+  // The blob holds every parameter's and state's initial value.
   int64_t parameterBytes = stateSize;
   blob.resize(parameterBytes, '\0');
   auto arena = forward->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
@@ -1112,7 +1588,8 @@ LogicalResult Emitter::run() {
   }
 
   os << "// Generated by ampc (CPU target). Model: " << options.modelName
-     << "\n#include \"ampc/Runtime/CpuKernels.h\"\n"
+     << "\n#include \"ampc/Runtime/CpuBackwardKernels.h\"\n"
+        "#include \"ampc/Runtime/CpuTrainKernels.h\"\n"
         "#include \"ampc/Runtime/ModelAbi.h\"\n\n";
   if (parameterBytes) {
     os << "// The parameters' initial values, laid out as in the state.\n"
@@ -1123,11 +1600,11 @@ LogicalResult Emitter::run() {
        << cString(options.parameterFile)
        << "\\\"\\n.previous\\n\");\n\n";
   }
+  emitRefreshCopies();
   os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
   if (parameterBytes)
     os << "  std::memcpy(raw, ampc_parameter_blob, " << parameterBytes << "ULL);\n";
-  else
-    os << "  (void)raw;\n";
+  os << "  refreshCopies(static_cast<unsigned char *>(raw), -1);\n";
   os << "  return 0;\n}\n\n";
   auto function = [&](StringRef name, StringRef body) {
     os << "static int32_t " << name
@@ -1137,10 +1614,17 @@ LogicalResult Emitter::run() {
        << body << "  return 0;\n}\n\n";
   };
   function("infer", inferText);
+  bool training = trainStep && module->hasAttr(ampc::kOptimizerAttr);
   if (trainStep) {
-    function("gradients", gradientsText);
+    function(training ? "trainStepBody" : "gradients", gradientsText);
     if (failed(emitParameterAccess(trainStep)))
       return failure();
+  }
+  if (training) {
+    os << "static int32_t trainStep(void *raw, const void *const *inputs, "
+          "void *loss) {\n  void *const outputs[] = {loss};\n"
+          "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
+    emitStateAccess();
   }
   if (errorSlot >= 0)
     os << "\nstatic const char *lastError(void *raw) {\n"

@@ -9,6 +9,8 @@ running-statistics outputs) and encoder.onnx / encoder_train.onnx
 a static batch, the way a user would call torch.onnx.export; and for each
 NAME, NAME_input.npy (a fresh random input) and NAME_output.npy (torch's
 float32 output on it, in the mode of the export).
+
+Other tests import `export_onnx` to export their own models the same way.
 """
 import os
 import sys
@@ -16,22 +18,25 @@ import warnings
 
 import numpy as np
 import torch
-import torchvision
 
 warnings.filterwarnings("ignore")
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-torch.manual_seed(0)
 
 
-def export(name, model, example, training):
+def export_onnx(model, example, path, training):
+    """torch.onnx.export as the tests do: opset 17, one input "input" and
+    one output "output", static shapes; in training mode nothing is
+    constant-folded, so every parameter stays an initializer named after
+    it."""
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
     model.train(training)
-    torch.onnx.export(model, example, os.path.join(out, name + ".onnx"),
-                      opset_version=17, training=mode,
+    torch.onnx.export(model, example, path, opset_version=17, training=mode,
                       do_constant_folding=not training,
                       input_names=["input"], output_names=["output"])
+
+
+def export(out, name, model, example, training):
+    export_onnx(model, example, os.path.join(out, name + ".onnx"), training)
     # A reference for the compiled model: torch's output, in the same mode,
     # on a fresh input (not the export's example).
     x = torch.randn(*example.shape)
@@ -42,14 +47,25 @@ def export(name, model, example, training):
     np.save(os.path.join(out, name + "_output.npy"), y.numpy())
 
 
-mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                          torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                          torch.nn.Linear(512, 10))
-export("mlp", mlp, torch.randn(32, 784), training=False)
-export("resnet18", torchvision.models.resnet18(), torch.randn(2, 3, 64, 64),
-       training=True)
-layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4,
-                                         dim_feedforward=128,
-                                         batch_first=True)
-export("encoder", layer, torch.randn(2, 16, 64), training=False)
-export("encoder_train", layer, torch.randn(2, 16, 64), training=True)
+def main():
+    import torchvision
+
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 10))
+    export(out, "mlp", mlp, torch.randn(32, 784), training=False)
+    export(out, "resnet18", torchvision.models.resnet18(),
+           torch.randn(2, 3, 64, 64), training=True)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4,
+                                             dim_feedforward=128,
+                                             batch_first=True)
+    export(out, "encoder", layer, torch.randn(2, 16, 64), training=False)
+    export(out, "encoder_train", layer, torch.randn(2, 16, 64),
+           training=True)
+
+
+if __name__ == "__main__":
+    main()

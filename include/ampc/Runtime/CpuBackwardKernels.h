@@ -1,0 +1,418 @@
+//===- CpuBackwardKernels.h - CPU kernels of the backward ops -*- C++ -*-===//
+//
+// The kernels of the ampc dialect's gradient ops (AMPCGradOps.td) that the
+// CPU target's generated code calls; included after CpuKernels.h, whose
+// conventions they keep: storage types as there, 16-bit floats loaded to a
+// compute type `C` (float, or double for f64 data) with `Load` and rounded
+// once when stored with `Store`, sums in `C` (pairwise where a kernel
+// reduces a row), convolutions as GEMMs (in float on FP32 copies of 16-bit
+// operands, or double). Every kernel writes its whole output: scatters
+// (transposed convolution, pooling adjoints, Gather/Slice adjoints) start
+// from zeros. A kernel that can meet bad data at run time (a Gather index,
+// a loss label) returns false, and the generated `infer` reports the node
+// through `fail`. relu_grad and gelu_grad are elementwise and generated
+// inline; they have no kernel here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_CPUBACKWARDKERNELS_H
+#define AMPC_RUNTIME_CPUBACKWARDKERNELS_H
+
+#include "ampc/Runtime/CpuKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace ampc::cpu {
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// Whether a convolution window is the identity on the plane (1x1 kernel,
+/// stride 1, no padding), so that a plane is its own im2col matrix.
+inline bool isDirectWindow(const Window &w) {
+  if (w.kernelSize() != 1)
+    return false;
+  for (int d = 0; d < w.rank; ++d)
+    if (w.stride[d] != 1 || w.padBegin[d] != 0 || w.in[d] != w.out[d])
+      return false;
+  return true;
+}
+} // namespace detail
+
+/// conv_backward_data (the transposed convolution) in T (float on FP32
+/// copies of 16-bit operands, or double): grad (n, m, out...) is the
+/// adjoint of a Conv's Y, weight (m, c / group, kernel...) its W, and dx
+/// (n, c, in...) receives the adjoint of its X:
+///
+///     dx[b, g·Cg + ci, i] = Σ grad[b, g·Mg + f, o] · weight[g·Mg + f, ci, k]
+///       over f < Mg, o, k with i = o·stride − padBegin + k·dilation
+///
+/// (Cg = c / group, Mg = m / group); input positions no window reads get 0.
+/// `w` is the forward Conv's window (w.in: X's spatial dims, w.out: Y's).
+/// Per image and group, one GEMM (Wᵀ · grad, into a (Cg·kernel) x out
+/// column buffer), then col2im adds each column back at the input position
+/// it was read from.
+template <typename T>
+void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
+                      int64_t c, int64_t m, int64_t group, const Window &w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
+  const bool direct = detail::isDirectWindow(w);
+  if (!direct)
+    std::fill(dx, dx + n * c * inSize, T(0));
+  const std::vector<int64_t> offsets =
+      direct ? std::vector<int64_t>() : windowOffsets(w);
+  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      const T *dy = grad + (b * m + g * mg) * outSize;
+      T *plane = dx + (b * c + g * cg) * inSize;
+      // (Cg·kernel x Mg) weightᵀ times (Mg x out) grad.
+      gemm<T>(true, false, depth, outSize, mg, T(1), weight + g * mg * depth,
+              dy, T(0), direct ? plane : columns.data());
+      if (direct)
+        continue;
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t k = 0; k < kernelSize; ++k) {
+          const T *row = columns.data() + (ci * kernelSize + k) * outSize;
+          const int64_t *at = offsets.data() + k * outSize;
+          T *dst = plane + ci * inSize;
+          for (int64_t p = 0; p < outSize; ++p)
+            if (at[p] >= 0)
+              dst[at[p]] += row[p];
+        }
+    }
+}
+
+/// conv_backward_weight in T (float on FP32 copies of 16-bit operands, or
+/// double): x (n, c, in...) is a Conv's X, grad (n, m, out...) the adjoint
+/// of its Y, and dw (m, c / group, kernel...) receives the adjoint of its W:
+///
+///     dw[g·Mg + f, ci, k] = Σ_{b, o} grad[b, g·Mg + f, o] · x[b, g·Cg + ci, i]
+///       with i = o·stride − padBegin + k·dilation (0 in the padding)
+///
+/// `w` is the forward Conv's window. Per image and group: im2col of x, then
+/// one GEMM grad_g (Mg x out) · colsᵀ accumulated over the images (beta 1
+/// after the first). No images give zeros.
+template <typename T>
+void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
+                        int64_t c, int64_t m, int64_t group, const Window &w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
+  if (n == 0)
+    std::fill(dw, dw + m * depth, T(0));
+  const bool direct = detail::isDirectWindow(w);
+  const std::vector<int64_t> offsets =
+      direct ? std::vector<int64_t>() : windowOffsets(w);
+  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      const T *plane = x + (b * c + g * cg) * inSize;
+      const T *cols = plane;
+      if (!direct) {
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t k = 0; k < kernelSize; ++k) {
+            T *row = columns.data() + (ci * kernelSize + k) * outSize;
+            const int64_t *at = offsets.data() + k * outSize;
+            const T *src = plane + ci * inSize;
+            for (int64_t p = 0; p < outSize; ++p)
+              row[p] = at[p] >= 0 ? src[at[p]] : T(0);
+          }
+        cols = columns.data();
+      }
+      // (Mg x out) grad times (out x Cg·kernel) colsᵀ.
+      gemm<T>(false, true, mg, depth, outSize, T(1),
+              grad + (b * m + g * mg) * outSize, cols, b == 0 ? T(0) : T(1),
+              dw + g * mg * depth);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// max_pool_grad over `planes` (batch x channel) planes: dx (planes x
+/// w.inSize()) is zero except that each gradient grad[p] (planes x
+/// w.outSize() of them) is added, in `C`, at the flat input index
+/// indices[p] (MaxPool's Indices: plane · inSize + the spatial offset,
+/// row-major or, with `columnMajor` (storage_order 1), column-major with the
+/// first spatial dimension fastest). Negative indices (windows wholly in
+/// the padding) add nothing; indices past the input, which MaxPool never
+/// writes, are skipped. `w` is the forward MaxPool's window.
+template <typename C, typename G, typename Load, typename Store>
+void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
+                 const Window &w, bool columnMajor, Load load, Store store) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize();
+  const int64_t total = planes * inSize;
+  std::vector<C> acc(static_cast<size_t>(total), C(0));
+  for (int64_t p = 0; p < planes * outSize; ++p) {
+    int64_t index = indices[p];
+    if (index < 0 || index >= total)
+      continue;
+    if (columnMajor) {
+      // Spatial coordinates, first dimension fastest, re-linearised
+      // row-major.
+      int64_t rest = index % inSize, offset = 0, coord[8] = {0};
+      for (int d = 0; d < w.rank; ++d) {
+        coord[d] = rest % w.in[d];
+        rest /= w.in[d];
+      }
+      for (int d = 0; d < w.rank; ++d)
+        offset = offset * w.in[d] + coord[d];
+      index = index - index % inSize + offset;
+    }
+    acc[index] += static_cast<C>(load(grad[p]));
+  }
+  for (int64_t i = 0; i < total; ++i)
+    dx[i] = store(acc[i]);
+}
+
+/// average_pool_grad over `planes` planes: each gradient grad[q, o] is
+/// divided by the divisor the forward averagePool used for window o (its
+/// positions inside the input, or with `countIncludePad` inside the padded
+/// input, never those ceil_mode adds beyond the end padding) and added, in
+/// `C`, at every input position of the window; dx (planes x w.inSize()) is
+/// 0 where no window reads. `w` is the forward AveragePool's window.
+template <typename C, typename G, typename Load, typename Store>
+void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
+                     bool countIncludePad, Load load, Store store) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const std::vector<int64_t> offsets = windowOffsets(w);
+  // The forward's divisor of each window, the same for every plane.
+  std::vector<int64_t> counts(static_cast<size_t>(outSize), 0);
+  for (int64_t k = 0; k < kernelSize; ++k)
+    for (int64_t p = 0; p < outSize; ++p) {
+      const int64_t offset = offsets[k * outSize + p];
+      counts[p] += offset >= 0 || (countIncludePad && offset == -1);
+    }
+  std::vector<C> acc(static_cast<size_t>(planes * inSize), C(0));
+  for (int64_t q = 0; q < planes; ++q) {
+    C *plane = acc.data() + q * inSize;
+    for (int64_t p = 0; p < outSize; ++p) {
+      if (counts[p] == 0)
+        continue;
+      const C share = static_cast<C>(load(grad[q * outSize + p])) /
+                      static_cast<C>(counts[p]);
+      for (int64_t k = 0; k < kernelSize; ++k) {
+        const int64_t offset = offsets[k * outSize + p];
+        if (offset >= 0)
+          plane[offset] += share;
+      }
+    }
+  }
+  for (int64_t i = 0; i < planes * inSize; ++i)
+    dx[i] = store(acc[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+/// batch_norm_grad per channel of (n, channels, inner) data, in `C`, over
+/// the m = n · inner elements of a channel. With `mean` null (training
+/// mode; `variance` is then unused) the statistics are the batch's, as
+/// channelStatistics computes them for the forward: μ = Σx/m, σ² =
+/// Σ(x − μ)²/m; otherwise (inference mode) μ = mean[c], σ² = variance[c].
+/// With r = 1/√(σ² + epsilon) and x̂ = (x − μ)·r:
+///
+///     gradBias[c]  = Σ grad                  (pairwise)
+///     gradScale[c] = Σ grad · x̂              (pairwise)
+///     dx = scale[c]·r·(grad − gradBias[c]/m − x̂·gradScale[c]/m)   training
+///     dx = scale[c]·r·grad                                         inference
+///
+/// `gradScale` and `gradBias` (channels values each, in `C`) may be null
+/// when not wanted.
+template <typename C, typename In, typename Load, typename Store>
+void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
+                   int64_t channels, int64_t inner, const C *scale,
+                   const C *mean, const C *variance, C epsilon, C *gradScale,
+                   C *gradBias, Load load, Store store) {
+  const bool training = mean == nullptr;
+  std::vector<C> batchMean, batchVariance;
+  if (training) {
+    batchMean.resize(static_cast<size_t>(channels));
+    batchVariance.resize(static_cast<size_t>(channels));
+    channelStatistics<C>(x, n, channels, inner, batchMean.data(),
+                         batchVariance.data(), load);
+    mean = batchMean.data();
+    variance = batchVariance.data();
+  }
+  const int64_t count = n * inner;
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    auto at = [&](int64_t j) {
+      return ((j / inner) * channels + ch) * inner + j % inner;
+    };
+    const C mu = mean[ch];
+    const C r = C(1) / std::sqrt(variance[ch] + epsilon);
+    const C sumGrad = pairwiseSum<C>(0, count, [&](int64_t j) {
+      return static_cast<C>(load(grad[at(j)]));
+    });
+    const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
+      return static_cast<C>(load(grad[at(j)])) *
+             ((static_cast<C>(load(x[at(j)])) - mu) * r);
+    });
+    if (gradBias)
+      gradBias[ch] = sumGrad;
+    if (gradScale)
+      gradScale[ch] = sumGradHat;
+    const C factor = scale[ch] * r;
+    const C meanGrad = sumGrad / static_cast<C>(count);
+    const C meanGradHat = sumGradHat / static_cast<C>(count);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t i = at(j);
+      const C g = static_cast<C>(load(grad[i]));
+      if (!training) {
+        dx[i] = store(factor * g);
+        continue;
+      }
+      const C hat = (static_cast<C>(load(x[i])) - mu) * r;
+      dx[i] = store(factor * (g - meanGrad - hat * meanGradHat));
+    }
+  }
+}
+
+/// layer_norm_grad over the last `inner` elements of each of `outer` rows,
+/// in `C`: with μ = mean[i] and r = invStdDev[i] (the forward's stash,
+/// loaded with `loadStash`), x̂ = (x − μ)·r and g = grad · scale[j] (`scale`
+/// broadcast to the normalised shape, `inner` values in `C`):
+///
+///     dx[i, j] = r · (g − Σ_j g / inner − x̂ · Σ_j g·x̂ / inner)
+///
+/// (sums pairwise).
+template <typename C, typename In, typename Stash, typename Load,
+          typename LoadStash, typename Store>
+void layerNormGrad(const In *grad, const In *x, const C *scale,
+                   const Stash *mean, const Stash *invStdDev, In *dx,
+                   int64_t outer, int64_t inner, Load load,
+                   LoadStash loadStash, Store store) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const In *dy = grad + o * inner, *row = x + o * inner;
+    const C mu = static_cast<C>(loadStash(mean[o]));
+    const C r = static_cast<C>(loadStash(invStdDev[o]));
+    auto g = [&](int64_t j) { return static_cast<C>(load(dy[j])) * scale[j]; };
+    auto hat = [&](int64_t j) {
+      return (static_cast<C>(load(row[j])) - mu) * r;
+    };
+    const C meanG = pairwiseSum<C>(0, inner, g) / static_cast<C>(inner);
+    const C meanGHat =
+        pairwiseSum<C>(0, inner, [&](int64_t j) { return g(j) * hat(j); }) /
+        static_cast<C>(inner);
+    for (int64_t j = 0; j < inner; ++j)
+      dx[o * inner + j] = store(r * (g(j) - meanG - hat(j) * meanGHat));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// nll_loss_grad in `C`: `out` (n, classes, d) is zero except, for each
+/// sample s = (b, j) with label t = target[s] that is not `ignoreIndex`
+/// (when `hasIgnore`), out[b, t, j] = −f_s where w_s = weight[t] (1 with
+/// `weights` null) and
+///
+///     f_s = w_s · grad[s]       (LossNone: grad holds n · d values)
+///           w_s · grad[0]       (LossSum)
+///           w_s · grad[0] / W   (LossMean, W = Σ w_s pairwise over the
+///                                samples not ignored; all zero if W == 0)
+///
+/// Returns false, writing nothing, on a label outside [0, classes) that is
+/// not ignored.
+template <typename C, typename I>
+bool nllLossGrad(const C *grad, const I *target, const C *weights, int64_t n,
+                 int64_t classes, int64_t d, bool hasIgnore,
+                 int64_t ignoreIndex, LossReduction reduction, C *out) {
+  const int64_t count = n * d;
+  auto ignored = [&](int64_t s) {
+    return hasIgnore && static_cast<int64_t>(target[s]) == ignoreIndex;
+  };
+  for (int64_t s = 0; s < count; ++s) {
+    const int64_t label = static_cast<int64_t>(target[s]);
+    if (!ignored(s) && (label < 0 || label >= classes))
+      return false;
+  }
+  std::fill(out, out + n * classes * d, C(0));
+  auto weightOf = [&](int64_t s) {
+    return ignored(s) ? C(0)
+                      : weights ? weights[static_cast<int64_t>(target[s])]
+                                : C(1);
+  };
+  C total = 1;
+  if (reduction == LossMean) {
+    total = pairwiseSum<C>(0, count, weightOf);
+    if (total == C(0))
+      return true;
+  }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t s = b * d + j;
+      if (ignored(s))
+        continue;
+      const int64_t label = static_cast<int64_t>(target[s]);
+      C f = weightOf(s) * grad[reduction == LossNone ? s : 0];
+      if (reduction == LossMean)
+        f = f / total;
+      out[(b * classes + label) * d + j] = -f;
+    }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// gather_grad, the scatter-add adjoint of gather, in `C`: `out` (outer x
+/// axisSize x inner) is zero, then out[a, k, b] += grad[a, j, b] for each of
+/// the `count` indices j, k = indices[j] (+ axisSize when negative);
+/// repeated indices add up. Returns false, writing nothing, when an index is
+/// outside [−axisSize, axisSize).
+template <typename C, typename I>
+bool gatherGrad(const C *grad, const I *indices, C *out, int64_t outer,
+                int64_t axisSize, int64_t count, int64_t inner) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = static_cast<int64_t>(indices[i]);
+    if (k < -axisSize || k >= axisSize)
+      return false;
+  }
+  std::fill(out, out + outer * axisSize * inner, C(0));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t k = static_cast<int64_t>(indices[i]);
+      if (k < 0)
+        k += axisSize;
+      const C *src = grad + (o * count + i) * inner;
+      C *dst = out + (o * axisSize + k) * inner;
+      for (int64_t b = 0; b < inner; ++b)
+        dst[b] += src[b];
+    }
+  return true;
+}
+
+/// slice_grad, for any storage type T (the values are only copied): `out`
+/// (`outCount` elements, the Slice's input) is zero except the elements the
+/// Slice read, which receive grad (`rank` dimensions `gradDims`, the
+/// Slice's result) in order: the element at multi-index idx goes to
+/// out[base + Σ_d idx[d]·strides[d]], where `base` and the (possibly
+/// negative) `strides` describe the Slice's strided view of its input as
+/// the forward Slice is emitted (the first selected element's offset; the
+/// input's row-major stride times the step).
+template <typename T>
+void sliceGrad(const T *grad, T *out, int64_t outCount, int rank,
+               const int64_t *gradDims, const int64_t *strides, int64_t base) {
+  std::fill(out, out + outCount, T(0));
+  const int64_t *views[] = {strides};
+  forEach<1>(rank, gradDims, views,
+             [&](int64_t g, int64_t at) { out[base + at] = grad[g]; });
+}
+
+} // namespace ampc::cpu
+
+#endif // AMPC_RUNTIME_CPUBACKWARDKERNELS_H

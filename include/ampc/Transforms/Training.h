@@ -1,0 +1,57 @@
+//===- Training.h - what the training passes share ------------------------===//
+//
+// Names of the training state and helpers that ampc-insert-loss-scaling and
+// ampc-attach-optimizer both use on @train_step; the runtime knows the
+// state by these names (ModelAbi.h, state_tensors).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TRANSFORMS_TRAINING_H
+#define AMPC_TRANSFORMS_TRAINING_H
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace ampc {
+
+constexpr llvm::StringLiteral kTrainStep = "train_step";
+constexpr llvm::StringLiteral kLossScale = "ampc.loss_scale";
+constexpr llvm::StringLiteral kGrowthTracker = "ampc.growth_tracker";
+constexpr llvm::StringLiteral kSkippedSteps = "ampc.skipped_steps";
+constexpr llvm::StringLiteral kLearningRate = "ampc.lr";
+constexpr llvm::StringLiteral kStepCount = "ampc.step";
+/// Module attributes the target emitters describe the step with.
+constexpr llvm::StringLiteral kLossScalingAttr = "ampc.loss_scaling";
+constexpr llvm::StringLiteral kOptimizerAttr = "ampc.optimizer";
+constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
+
+/// The constant ampc-autodiff seeds the backward with (marked
+/// `ampc.loss_seed`), or null.
+struct Seed {
+  mlir::Operation *op = nullptr;
+};
+Seed findLossSeed(mlir::func::FuncOp step);
+
+/// Indices of the results of `step` that are parameter gradients
+/// (`ampc.gradient_of`).
+llvm::SmallVector<unsigned> gradientResults(mlir::func::FuncOp step);
+
+/// Declares `ampc.state @name` with `initial` (its type) at the end of the
+/// module's symbols unless it exists, and returns an `ampc.load_state` of it
+/// at the start of `func`.
+mlir::Value declareState(mlir::ModuleOp module, mlir::func::FuncOp func,
+                         llvm::StringRef name, mlir::ElementsAttr initial,
+                         mlir::FlatSymbolRefAttr derivedFrom = {});
+
+/// `counter + 1` where `flag == when`, `counter` otherwise (i64 scalars).
+mlir::Value countIf(mlir::OpBuilder &b, mlir::Location loc,
+                    mlir::Value counter, mlir::Value flag, bool when);
+
+/// The `found_inf` of the step's `ampc.unscale`, or null without loss
+/// scaling.
+mlir::Value findFoundInf(mlir::func::FuncOp step);
+
+} // namespace ampc
+
+#endif // AMPC_TRANSFORMS_TRAINING_H

@@ -1,0 +1,812 @@
+//===- Gradients.cpp - the gradient rule of every differentiable ampc op --===//
+//
+// One function per op: GradientOpInterface::buildGradient (AMPCInterfaces.td)
+// builds the adjoints of the operands it is asked for from the adjoints of
+// the results, at the builder's insertion point (the backward half of
+// @train_step). Ordinary ampc ops express most adjoints; the backward ops of
+// AMPCGradOps.td express the rest. Each rule's comment says which forward
+// values it keeps for the backward pass ("keeps"): those are the values that
+// must stay alive from the forward to the backward.
+//
+// An adjoint has exactly the type of its value, so a rule computes in the
+// dtype precision assignment chose for its op, and the constants it needs
+// are made in that dtype. The adjoint of a cast is the reverse cast.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+using namespace mlir;
+using namespace ampc;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+Type elementOf(Value v) { return tensorType(v).getElementType(); }
+
+/// The ops the rules combine, all built at the forward op's location.
+class AdjointBuilder {
+public:
+  AdjointBuilder(OpBuilder &b, Operation *op) : b(b), loc(op->getLoc()) {}
+
+  /// A zero-dimensional constant in `like`'s element type; broadcasting
+  /// makes it a scalar operand of any binary op.
+  Value scalar(double value, Value like) {
+    Type element = elementOf(like);
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+  }
+
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, x); }
+  Value scale(Value x, double factor) {
+    return factor == 1.0 ? x : mul(x, scalar(factor, x));
+  }
+
+  /// `v` with the shape of `type` (its own element type kept).
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (tensorType(v).getShape() == shape)
+      return v;
+    return ReshapeOp::create(b, loc, tensorType(v).clone(shape), v);
+  }
+
+  /// `v` in `element`, through a compiler-inserted cast when it differs.
+  Value castTo(Value v, Type element) {
+    if (elementOf(v) == element)
+      return v;
+    auto cast = CastOp::create(b, loc, tensorType(v).clone(element), v);
+    cast->setAttr(kAutocastAttr, b.getUnitAttr());
+    return cast;
+  }
+
+  Value reduceSum(Value v, ArrayRef<int64_t> axes, bool keepDims) {
+    return ReduceSumOp::create(b, loc, v, axes, keepDims ? 1 : 0);
+  }
+
+  /// The adjoint of `operand` from the adjoint `grad` of a result it was
+  /// broadcast into: summed over the dimensions broadcasting added or
+  /// stretched, reshaped to the operand's shape, in the operand's dtype.
+  Value sumTo(Value grad, Value operand) {
+    RankedTensorType g = tensorType(grad), target = tensorType(operand);
+    int64_t lead = g.getRank() - target.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < g.getRank(); ++i)
+      if (i < lead || (target.getDimSize(i - lead) == 1 && g.getDimSize(i) != 1))
+        axes.push_back(i);
+    Value sum = axes.empty() ? grad : reduceSum(grad, axes, /*keepDims=*/false);
+    return castTo(reshape(sum, target.getShape()), target.getElementType());
+  }
+
+  /// The adjoint of a value that a reduction over `axes` (all dimensions
+  /// when empty) collapsed: `grad` times `factor`, broadcast back to `input`.
+  Value broadcastBack(Value grad, Value input, ArrayRef<int64_t> axes,
+                      double factor) {
+    RankedTensorType in = tensorType(input);
+    SmallVector<int64_t> kept(in.getShape());
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      if (axes.empty() || llvm::is_contained(axes, i))
+        kept[i] = 1;
+    Value scaled = scale(reshape(grad, kept), factor);
+    if (in.getShape() == ArrayRef<int64_t>(kept))
+      return scaled;
+    return ExpandOp::create(b, loc, in, scaled);
+  }
+
+  /// `grad` where `mask` holds, 0 elsewhere (broadcast to both).
+  Value select(Value mask, Value grad) {
+    return WhereOp::create(b, loc, mask, grad, scalar(0.0, grad));
+  }
+
+  /// Softmax along `axis`, adjoint from the result y:
+  /// dx = y * (dy - sum(dy * y, axis)).
+  Value softmaxBackward(Value grad, Value y, int64_t axis) {
+    Value dot = reduceSum(mul(grad, y), {axis}, /*keepDims=*/true);
+    return mul(y, sub(grad, dot));
+  }
+
+  /// LogSoftmax along `axis`, adjoint from the result y = log p:
+  /// dx = dy - exp(y) * sum(dy, axis).
+  Value logSoftmaxBackward(Value grad, Value y, int64_t axis) {
+    Value total = reduceSum(grad, {axis}, /*keepDims=*/true);
+    return sub(grad, mul(ExpOp::create(b, loc, y), total));
+  }
+
+  /// Swaps the last two dimensions.
+  Value transposeLastTwo(Value v) {
+    int64_t rank = tensorType(v).getRank();
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return TransposeOp::create(b, loc, v, perm);
+  }
+
+  Value gemm(Value x, Value y, double alpha, bool transX, bool transY) {
+    return GemmOp::create(b, loc, x, y, Value(), APFloat(float(alpha)),
+                          APFloat(1.0f), transX, transY);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+int64_t axisOf(Value v, int64_t axis) {
+  return *normalizeAxis(axis, tensorType(v).getRank());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// keeps: nothing.
+LogicalResult NegOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool>,
+                                   MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).neg(dResults[0]);
+  return success();
+}
+
+// keeps: the result y; dx = dy * 0.5 / y.
+LogicalResult SqrtOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool>,
+                                    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  dOperands[0] = ab.div(ab.scale(dResults[0], 0.5), getOutput());
+  return success();
+}
+
+// keeps: the result y = 1/x; dx = -dy * y * y.
+LogicalResult ReciprocalOp::buildGradient(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
+                                          ArrayRef<bool>,
+                                          MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value y = getOutput();
+  dOperands[0] = ab.neg(ab.mul(dResults[0], ab.mul(y, y)));
+  return success();
+}
+
+// keeps: the result y; dx = dy * y.
+LogicalResult ExpOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool>,
+                                   MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).mul(dResults[0], getOutput());
+  return success();
+}
+
+// keeps: the input x; dx = dy / x.
+LogicalResult LogOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool>,
+                                   MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).div(dResults[0], getInput());
+  return success();
+}
+
+// keeps: the input x; dx = dy * 2/sqrt(pi) * exp(-x*x).
+LogicalResult ErfOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool>,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value x = getInput();
+  Value gauss = ExpOp::create(b, ab.loc, ab.neg(ab.mul(x, x)));
+  constexpr double twoOverSqrtPi = 1.12837916709551257390;
+  dOperands[0] = ab.mul(dResults[0], ab.scale(gauss, twoOverSqrtPi));
+  return success();
+}
+
+// keeps: the result y (positive exactly where x is); relu_grad with alpha 0.
+LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool>,
+                                    MutableArrayRef<Value> dOperands) {
+  dOperands[0] =
+      ReluGradOp::create(b, getLoc(), dResults[0], getOutput(), APFloat(0.0f));
+  return success();
+}
+
+// keeps: the input x; relu_grad with the op's alpha.
+LogicalResult LeakyReluOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool>,
+                                         MutableArrayRef<Value> dOperands) {
+  dOperands[0] = ReluGradOp::create(b, getLoc(), dResults[0], getInput(),
+                                    getAlphaAttr());
+  return success();
+}
+
+// keeps: the result y; dx = dy * y * (1 - y).
+LogicalResult SigmoidOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value y = getOutput();
+  dOperands[0] =
+      ab.mul(dResults[0], ab.mul(y, ab.sub(ab.scalar(1.0, y), y)));
+  return success();
+}
+
+// keeps: the result y; dx = dy * (1 - y * y).
+LogicalResult TanhOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool>,
+                                    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value y = getOutput();
+  dOperands[0] =
+      ab.mul(dResults[0], ab.sub(ab.scalar(1.0, y), ab.mul(y, y)));
+  return success();
+}
+
+// keeps: nothing; dx = dy.
+LogicalResult IdentityOp::buildGradient(OpBuilder &, ArrayRef<Value> dResults,
+                                        ArrayRef<bool>,
+                                        MutableArrayRef<Value> dOperands) {
+  dOperands[0] = dResults[0];
+  return success();
+}
+
+// keeps: the input x; gelu_grad with the op's approximation.
+LogicalResult GeluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool>,
+                                    MutableArrayRef<Value> dOperands) {
+  dOperands[0] = GeluGradOp::create(b, getLoc(), dResults[0], getInput(),
+                                    getApproximateAttr());
+  return success();
+}
+
+// keeps: nothing; each operand gets dy summed to its shape.
+LogicalResult AddOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  for (unsigned i = 0; i < 2; ++i)
+    if (wanted[i])
+      dOperands[i] = ab.sumTo(dResults[0], getOperand(i));
+  return success();
+}
+
+// keeps: nothing; da = dy, db = -dy, summed to their shapes.
+LogicalResult SubOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  if (wanted[0])
+    dOperands[0] = ab.sumTo(dResults[0], getLhs());
+  if (wanted[1])
+    dOperands[1] = ab.neg(ab.sumTo(dResults[0], getRhs()));
+  return success();
+}
+
+// keeps: each operand for the other's adjoint; da = dy * b, db = dy * a.
+LogicalResult MulOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  for (unsigned i = 0; i < 2; ++i)
+    if (wanted[i])
+      dOperands[i] =
+          ab.sumTo(ab.mul(dResults[0], getOperand(1 - i)), getOperand(i));
+  return success();
+}
+
+// keeps: the divisor b, and the result y for b's adjoint;
+// da = dy / b, db = -dy * y / b.
+LogicalResult DivOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], divisor = getRhs();
+  if (wanted[0])
+    dOperands[0] = ab.sumTo(ab.div(dy, divisor), getLhs());
+  if (wanted[1])
+    dOperands[1] =
+        ab.neg(ab.sumTo(ab.div(ab.mul(dy, getOutput()), divisor), divisor));
+  return success();
+}
+
+// keeps: base a and exponent e, and the result y for e's adjoint;
+// da = dy * e * a^(e-1), de = dy * y * log(a), taken as 0 where a == 0 (the
+// limit for the positive exponents models use). An integer exponent is
+// cast to the base's dtype.
+LogicalResult PowOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], base = getLhs();
+  Value exponent = ab.castTo(getRhs(), elementOf(base));
+  if (wanted[0]) {
+    Value lowered = PowOp::create(b, ab.loc, base,
+                                  ab.sub(exponent, ab.scalar(1.0, exponent)));
+    dOperands[0] = ab.sumTo(ab.mul(dy, ab.mul(exponent, lowered)), base);
+  }
+  if (wanted[1]) {
+    Value zero = ab.scalar(0.0, base);
+    Value atZero = EqualOp::create(b, ab.loc, base, zero);
+    Value logTerm = ab.mul(getOutput(), LogOp::create(b, ab.loc, base));
+    Value d = WhereOp::create(b, ab.loc, atZero, zero, logTerm);
+    dOperands[1] = ab.sumTo(ab.mul(dy, d), getRhs());
+  }
+  return success();
+}
+
+// keeps: the condition; dx = dy where it holds, dy = dy where it does not.
+LogicalResult WhereOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                     ArrayRef<bool> wanted,
+                                     MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dz = dResults[0], zero = ab.scalar(0.0, dz);
+  if (wanted[1])
+    dOperands[1] = ab.sumTo(
+        WhereOp::create(b, ab.loc, getCondition(), dz, zero), getX());
+  if (wanted[2])
+    dOperands[2] = ab.sumTo(
+        WhereOp::create(b, ab.loc, getCondition(), zero, dz), getY());
+  return success();
+}
+
+// keeps: nothing; the adjoint is cast back to the input's dtype (the
+// reverse cast, marked ampc.autocast).
+LogicalResult CastOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool>,
+                                    MutableArrayRef<Value> dOperands) {
+  dOperands[0] =
+      AdjointBuilder(b, *this).castTo(dResults[0], elementOf(getInput()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+// keeps: lhs (for rhs's adjoint) and rhs (for lhs's adjoint).
+// In matrix form (a 1-D lhs as a row, a 1-D rhs as a column, dy with the
+// removed dimension back): da = dy @ b^T, db = a^T @ dy, summed over the
+// batch dimensions broadcasting added. Matrix operands use Gemm with
+// transposition flags; a matrix rhs with a batched lhs (a linear layer on a
+// sequence) folds the batch into the rows, so both stay one Gemm.
+LogicalResult MatMulOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                      ArrayRef<bool> wanted,
+                                      MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value lhs = getLhs(), rhs = getRhs(), dy = dResults[0];
+  RankedTensorType lt = tensorType(lhs), rt = tensorType(rhs);
+  bool vectorL = lt.getRank() == 1, vectorR = rt.getRank() == 1;
+  int64_t k = lt.getShape().back();
+  Value a = vectorL ? ab.reshape(lhs, {1, k}) : lhs;
+  Value m = vectorR ? ab.reshape(rhs, {k, 1}) : rhs;
+  RankedTensorType at = tensorType(a), mt = tensorType(m);
+  ArrayRef<int64_t> yShape = tensorType(dy).getShape();
+  SmallVector<int64_t> y2(yShape.drop_back(!vectorL + !vectorR));
+  y2.push_back(at.getShape().drop_back().back());
+  y2.push_back(mt.getShape().back());
+  Value g = ab.reshape(dy, y2);
+
+  Value da, dm;
+  if (mt.getRank() == 2) {
+    // Rows of every batch of `a` at once: [rows, k] x [k, n].
+    int64_t rows = 1;
+    for (int64_t d : at.getShape().drop_back())
+      rows *= d;
+    Value aFlat = ab.reshape(a, {rows, k});
+    Value gFlat = ab.reshape(g, {rows, y2.back()});
+    if (wanted[0])
+      da = ab.reshape(ab.gemm(gFlat, m, 1.0, false, true), at.getShape());
+    if (wanted[1])
+      dm = ab.gemm(aFlat, gFlat, 1.0, true, false);
+  } else {
+    if (wanted[0])
+      da = ab.sumTo(MatMulOp::create(b, ab.loc, g, ab.transposeLastTwo(m)), a);
+    if (wanted[1])
+      dm = ab.sumTo(MatMulOp::create(b, ab.loc, ab.transposeLastTwo(a), g), m);
+  }
+  if (da)
+    dOperands[0] = ab.reshape(da, lt.getShape());
+  if (dm)
+    dOperands[1] = ab.reshape(dm, rt.getShape());
+  return success();
+}
+
+// keeps: A (for B's adjoint) and B (for A's adjoint).
+// Y = alpha * op(A) op(B) + beta * C, so
+//   dA = alpha * dY op(B)^T   (transA = 0)   or  alpha * op(B) dY^T (transA = 1)
+//   dB = alpha * op(A)^T dY   (transB = 0)   or  alpha * dY^T op(A) (transB = 1)
+//   dC = beta * dY summed to C's shape,
+// each one Gemm whose flags absorb the transpositions.
+LogicalResult GemmOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool> wanted,
+                                    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], a = getA(), m = getB();
+  double alpha = getAlpha().convertToDouble();
+  bool transA = getTransA(), transB = getTransB();
+  if (wanted[0])
+    dOperands[0] = transA ? ab.gemm(m, dy, alpha, transB, true)
+                          : ab.gemm(dy, m, alpha, false, !transB);
+  if (wanted[1])
+    dOperands[1] = transB ? ab.gemm(dy, a, alpha, true, transA)
+                          : ab.gemm(a, dy, alpha, !transA, false);
+  if (getC() && wanted[2])
+    dOperands[2] =
+        ab.scale(ab.sumTo(dy, getC()), getBeta().convertToDouble());
+  return success();
+}
+
+// keeps: X (for W's adjoint) and W (for X's adjoint).
+// dX = conv_backward_data(dY, W), dW = conv_backward_weight(X, dY) with the
+// Conv's attributes; dB = dY summed over N and the spatial dimensions.
+LogicalResult ConvOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool> wanted,
+                                    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0];
+  if (wanted[0])
+    dOperands[0] = ConvBackwardDataOp::create(
+        b, ab.loc, getInput().getType(), dy, getWeight(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupAttr());
+  if (wanted[1])
+    dOperands[1] = ConvBackwardWeightOp::create(
+        b, ab.loc, getWeight().getType(), getInput(), dy, getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupAttr());
+  if (getBias() && wanted[2]) {
+    SmallVector<int64_t> axes = {0};
+    for (int64_t d = 2; d < tensorType(dy).getRank(); ++d)
+      axes.push_back(d);
+    dOperands[2] = ab.castTo(ab.reduceSum(dy, axes, /*keepDims=*/false),
+                             elementOf(getBias()));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and activations over an axis
+//===----------------------------------------------------------------------===//
+
+// keeps: the result y; dx = y * (dy - sum(dy * y, axis)).
+LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  Value y = getOutput();
+  dOperands[0] = AdjointBuilder(b, *this).softmaxBackward(
+      dResults[0], y, axisOf(y, getAxis()));
+  return success();
+}
+
+// keeps: the result y; dx = dy - exp(y) * sum(dy, axis).
+LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
+                                          ArrayRef<bool>,
+                                          MutableArrayRef<Value> dOperands) {
+  Value y = getOutput();
+  dOperands[0] = AdjointBuilder(b, *this).logSoftmaxBackward(
+      dResults[0], y, axisOf(y, getAxis()));
+  return success();
+}
+
+// Mean and InvStdDev are saved statistics, not differentiated.
+bool LayerNormalizationOp::isDifferentiableResult(unsigned index) {
+  return index == 0;
+}
+
+// keeps: X, Scale and the Mean and InvStdDev results.
+// dX = layer_norm_grad(dY, X, Scale, Mean, InvStdDev);
+// dScale = dY * x̂ and dB = dY, summed over the rows, x̂ = (X - Mean) * InvStdDev.
+LogicalResult LayerNormalizationOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool> wanted,
+    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], x = getInput();
+  if (wanted[0])
+    dOperands[0] =
+        LayerNormGradOp::create(b, ab.loc, dy, x, getScale(), getMean(),
+                                getInvStdDev(), getAxisAttr());
+  if (wanted[1]) {
+    Type element = elementOf(x);
+    Value normalized =
+        ab.mul(ab.sub(x, ab.castTo(getMean(), element)),
+               ab.castTo(getInvStdDev(), element));
+    dOperands[1] = ab.sumTo(ab.mul(dy, normalized), getScale());
+  }
+  if (getBias() && wanted[2])
+    dOperands[2] = ab.sumTo(dy, getBias());
+  return success();
+}
+
+// The running statistics select nothing a gradient can flow through: in
+// training mode Y does not depend on them, in inference mode they are
+// buffers, not parameters (as in PyTorch).
+bool BatchNormalizationOp::isDifferentiableOperand(unsigned index) {
+  return index < 3;
+}
+bool BatchNormalizationOp::isDifferentiableResult(unsigned index) {
+  return index == 0;
+}
+
+// keeps: X and scale (in inference mode also input_mean and input_var).
+// One batch_norm_grad gives dX, dScale and dB; in training mode it
+// recomputes the batch statistics from X.
+LogicalResult BatchNormalizationOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool> wanted,
+    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value scale = getScale(), mean, var;
+  if (!getTrainingMode()) {
+    mean = ab.castTo(getInputMean(), elementOf(scale));
+    var = ab.castTo(getInputVar(), elementOf(scale));
+  }
+  auto grad = BatchNormGradOp::create(b, ab.loc, dResults[0], getInput(),
+                                      scale, mean, var, getEpsilonAttr());
+  if (wanted[0])
+    dOperands[0] = grad.getGradInput();
+  if (wanted[1])
+    dOperands[1] = grad.getGradScale();
+  if (wanted[2])
+    dOperands[2] = ab.castTo(grad.getGradBias(), elementOf(getBias()));
+  return success();
+}
+
+// keeps: the mask result; dx = dy * mask / (1 - ratio) in training mode,
+// dy otherwise.
+LogicalResult DropoutOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  double ratio = getRatio().convertToDouble();
+  Value dy = dResults[0];
+  if (!getTrainingMode() || ratio == 0.0) {
+    dOperands[0] = dy;
+    return success();
+  }
+  dOperands[0] = ab.select(getMask(), ab.scale(dy, 1.0 / (1.0 - ratio)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+// keeps: nothing; dx = dy reshaped to x's shape.
+LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).reshape(
+      dResults[0], tensorType(getInput()).getShape());
+  return success();
+}
+
+// keeps: nothing; dx = dy reshaped to x's shape.
+LogicalResult FlattenOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).reshape(
+      dResults[0], tensorType(getInput()).getShape());
+  return success();
+}
+
+// keeps: nothing; dx = dy reshaped to x's shape.
+LogicalResult SqueezeOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).reshape(
+      dResults[0], tensorType(getInput()).getShape());
+  return success();
+}
+
+// keeps: nothing; dx = dy reshaped to x's shape.
+LogicalResult UnsqueezeOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool>,
+                                         MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).reshape(
+      dResults[0], tensorType(getInput()).getShape());
+  return success();
+}
+
+// keeps: nothing; dx = dy summed over the expanded dimensions.
+LogicalResult ExpandOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                      ArrayRef<bool>,
+                                      MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, *this).sumTo(dResults[0], getInput());
+  return success();
+}
+
+// keeps: nothing; dx = dy transposed by the inverse permutation.
+LogicalResult TransposeOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool>,
+                                         MutableArrayRef<Value> dOperands) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = static_cast<int64_t>(i);
+  dOperands[0] = TransposeOp::create(b, getLoc(), dResults[0], inverse);
+  return success();
+}
+
+// keeps: nothing; each input's adjoint is its slice of dy along the axis.
+LogicalResult ConcatOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                      ArrayRef<bool> wanted,
+                                      MutableArrayRef<Value> dOperands) {
+  Value dy = dResults[0];
+  int64_t axis = axisOf(dy, getAxis()), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    int64_t size = tensorType(input).getDimSize(axis);
+    if (wanted[i])
+      dOperands[i] = SliceOp::create(b, getLoc(), dy, {offset}, {offset + size},
+                                     {axis}, {1});
+    offset += size;
+  }
+  return success();
+}
+
+// keeps: nothing; slice_grad places dy back into zeros of x's shape.
+LogicalResult SliceOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                     ArrayRef<bool>,
+                                     MutableArrayRef<Value> dOperands) {
+  dOperands[0] = SliceGradOp::create(b, getLoc(), getInput().getType(),
+                                     dResults[0], getStartsAttr(),
+                                     getEndsAttr(), getAxesAttr(),
+                                     getStepsAttr());
+  return success();
+}
+
+// keeps: the indices; gather_grad scatter-adds dy into zeros of the table's
+// shape.
+LogicalResult GatherOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                      ArrayRef<bool>,
+                                      MutableArrayRef<Value> dOperands) {
+  dOperands[0] = GatherGradOp::create(b, getLoc(), getData().getType(),
+                                      dResults[0], getIndices(), getAxisAttr());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and pooling
+//===----------------------------------------------------------------------===//
+
+// keeps: nothing; dx = dy broadcast back over the reduced axes.
+LogicalResult ReduceSumOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool>,
+                                         MutableArrayRef<Value> dOperands) {
+  SmallVector<int64_t> axes;
+  for (int64_t a : getAxes())
+    axes.push_back(axisOf(getInput(), a));
+  dOperands[0] = AdjointBuilder(b, *this).broadcastBack(dResults[0],
+                                                        getInput(), axes, 1.0);
+  return success();
+}
+
+// keeps: nothing; dx = dy / (number of reduced elements), broadcast back.
+LogicalResult ReduceMeanOp::buildGradient(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
+                                          ArrayRef<bool>,
+                                          MutableArrayRef<Value> dOperands) {
+  RankedTensorType in = tensorType(getInput());
+  SmallVector<int64_t> axes;
+  for (int64_t a : getAxes())
+    axes.push_back(axisOf(getInput(), a));
+  int64_t count = 1;
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (axes.empty() || llvm::is_contained(axes, d))
+      count *= in.getDimSize(d);
+  dOperands[0] = AdjointBuilder(b, *this).broadcastBack(
+      dResults[0], getInput(), axes, 1.0 / static_cast<double>(count));
+  return success();
+}
+
+// keeps: the input x and the result y. As PyTorch's amax, dy is shared
+// evenly among the elements equal to the maximum:
+// dx = (x == y) ? dy / count(x == y) : 0 within each reduced group.
+LogicalResult ReduceMaxOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool>,
+                                         MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value x = getInput();
+  RankedTensorType in = tensorType(x);
+  SmallVector<int64_t> axes;
+  for (int64_t a : getAxes())
+    axes.push_back(axisOf(x, a));
+  if (axes.empty())
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  SmallVector<int64_t> kept(in.getShape());
+  for (int64_t a : axes)
+    kept[a] = 1;
+  Value isMax = EqualOp::create(b, ab.loc, x, ab.reshape(getOutput(), kept));
+  Value count = ab.reduceSum(ab.castTo(isMax, in.getElementType()), axes,
+                             /*keepDims=*/true);
+  Value share = ab.div(ab.reshape(dResults[0], kept), count);
+  dOperands[0] = ab.select(isMax, share);
+  return success();
+}
+
+// keeps: the Indices result; max_pool_grad routes dy to each argmax.
+LogicalResult MaxPoolOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool>,
+                                       MutableArrayRef<Value> dOperands) {
+  dOperands[0] =
+      MaxPoolGradOp::create(b, getLoc(), getInput().getType(), dResults[0],
+                            getIndices(), getStorageOrderAttr());
+  return success();
+}
+
+// keeps: nothing; average_pool_grad spreads dy over each window.
+LogicalResult AveragePoolOp::buildGradient(OpBuilder &b,
+                                           ArrayRef<Value> dResults,
+                                           ArrayRef<bool>,
+                                           MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AveragePoolGradOp::create(
+      b, getLoc(), getInput().getType(), dResults[0], getKernelShapeAttr(),
+      getStridesAttr(), getPadsAttr(), getDilationsAttr(), getCeilModeAttr(),
+      getCountIncludePadAttr());
+  return success();
+}
+
+// keeps: nothing; dx = dy / (spatial size), broadcast over each plane.
+LogicalResult GlobalAveragePoolOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool>,
+    MutableArrayRef<Value> dOperands) {
+  RankedTensorType in = tensorType(getInput());
+  SmallVector<int64_t> spatial =
+      llvm::to_vector(llvm::seq<int64_t>(2, in.getRank()));
+  int64_t size = 1;
+  for (int64_t d : spatial)
+    size *= in.getDimSize(d);
+  dOperands[0] = AdjointBuilder(b, *this).broadcastBack(
+      dResults[0], getInput(), spatial, 1.0 / static_cast<double>(size));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// Labels are integers; class weights are constants to autodiff.
+bool SoftmaxCrossEntropyLossOp::isDifferentiableOperand(unsigned index) {
+  return index == 0;
+}
+
+// keeps: the log_prob result, the labels and the class weights.
+// The loss is NegativeLogLikelihoodLoss of LogSoftmax(scores) along axis 1:
+// d(log_prob) = nll_loss_grad(dLoss) (plus log_prob's own adjoint when it is
+// used), then LogSoftmax's adjoint from log_prob.
+LogicalResult SoftmaxCrossEntropyLossOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool>,
+    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value logProb = getLogProb(), dLogProb = dResults[1];
+  if (Value dLoss = dResults[0]) {
+    Value weights = getWeights() ? ab.castTo(getWeights(), elementOf(dLoss))
+                                 : Value();
+    Value fromLoss = NllLossGradOp::create(
+        b, ab.loc, logProb.getType(), dLoss, getLabels(), weights,
+        getReductionAttr(), getIgnoreIndexAttr());
+    dLogProb = dLogProb ? ab.add(dLogProb, fromLoss) : fromLoss;
+  }
+  dOperands[0] = ab.logSoftmaxBackward(dLogProb, logProb, 1);
+  return success();
+}
+
+// Targets are integers; class weights are constants to autodiff.
+bool NegativeLogLikelihoodLossOp::isDifferentiableOperand(unsigned index) {
+  return index == 0;
+}
+
+// keeps: the target and the class weights; nll_loss_grad.
+LogicalResult NegativeLogLikelihoodLossOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool>,
+    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dLoss = dResults[0];
+  Value weight =
+      getWeight() ? ab.castTo(getWeight(), elementOf(dLoss)) : Value();
+  dOperands[0] = NllLossGradOp::create(b, ab.loc, getInput().getType(), dLoss,
+                                       getTarget(), weight, getReductionAttr(),
+                                       getIgnoreIndexAttr());
+  return success();
+}

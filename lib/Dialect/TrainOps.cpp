@@ -1,0 +1,109 @@
+//===- TrainOps.cpp - verifiers of the training ops -----------------------===//
+//
+// The ops of AMPCTrainOps.td: training state, stores, the unscale and
+// overflow check, clipping, optimizer and scale updates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/AMPCDialect.h"
+
+using namespace mlir;
+using namespace ampc;
+
+namespace {
+/// The type of the `ampc.parameter` or `ampc.state` named `name`, or null.
+Type symbolType(Operation *from, SymbolTableCollection &table,
+                FlatSymbolRefAttr name) {
+  Operation *symbol = table.lookupNearestSymbolFrom(from, name);
+  if (auto p = dyn_cast_or_null<ParameterOp>(symbol))
+    return p.getType();
+  if (auto s = dyn_cast_or_null<StateOp>(symbol))
+    return s.getType();
+  return {};
+}
+
+bool isScalar(Type t) { return cast<RankedTensorType>(t).getRank() == 0; }
+} // namespace
+
+LogicalResult StateOp::verify() {
+  if (getInitialValue().getType() != getType())
+    return emitOpError("initial value has type ")
+           << getInitialValue().getType() << ", expected " << getType();
+  return success();
+}
+
+LogicalResult LoadStateOp::verifySymbolUses(SymbolTableCollection &table) {
+  auto state = table.lookupNearestSymbolFrom<StateOp>(*this, getStateAttr());
+  if (!state)
+    return emitOpError("'") << getState() << "' is not an ampc.state";
+  if (state.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match state type " << state.getType();
+  return success();
+}
+
+LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &table) {
+  Type type = symbolType(*this, table, getTargetAttr());
+  if (!type)
+    return emitOpError("'") << getTarget()
+                            << "' is not an ampc.parameter or ampc.state";
+  if (type != getValue().getType())
+    return emitOpError("value type ") << getValue().getType()
+                                      << " does not match " << type;
+  return success();
+}
+
+LogicalResult UnscaleOp::verify() {
+  if (!isScalar(getScale().getType()))
+    return emitOpError("the scale must be a scalar");
+  if (getUnscaled().size() != getGrads().size())
+    return emitOpError("expects one result per gradient, got ")
+           << getUnscaled().size() << " for " << getGrads().size();
+  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
+    if (g.getType() != u.getType())
+      return emitOpError("result type ")
+             << u.getType() << " does not match gradient type " << g.getType();
+  if (!isScalar(getFoundInf().getType()))
+    return emitOpError("found_inf must be a scalar");
+  return success();
+}
+
+LogicalResult ClipGradNormOp::verify() {
+  if (getClipped().size() != getGrads().size())
+    return emitOpError("expects one result per gradient");
+  for (auto [g, c] : llvm::zip(getGrads(), getClipped()))
+    if (g.getType() != c.getType())
+      return emitOpError("result type ")
+             << c.getType() << " does not match gradient type " << g.getType();
+  if (!(getMaxNorm().convertToFloat() > 0))
+    return emitOpError("'max_norm' must be positive");
+  return success();
+}
+
+LogicalResult OptimizerUpdateOp::verify() {
+  StringRef kind = getKind();
+  size_t moments = getMoments().size();
+  size_t expected = kind == "sgd" ? (getMomentum().isZero() ? 0 : 1)
+                    : kind == "adam" || kind == "adamw" ? 2
+                                                        : ~size_t(0);
+  if (expected == ~size_t(0))
+    return emitOpError("'kind' must be sgd, adam or adamw, got '")
+           << kind << "'";
+  if (moments != expected)
+    return emitOpError("'") << kind << "' keeps " << expected
+                            << " moment(s), got " << moments;
+  Type t = getParam().getType();
+  if (getGrad().getType() != t)
+    return emitOpError("gradient type ") << getGrad().getType()
+                                         << " does not match parameter " << t;
+  for (Value m : getMoments())
+    if (m.getType() != t)
+      return emitOpError("moment type ") << m.getType()
+                                         << " does not match parameter " << t;
+  if (getNewParam().getType() != t || getNewMoments().size() != moments)
+    return emitOpError("results must be the new parameter and moments");
+  if (!isScalar(getLr().getType()) || !isScalar(getStep().getType()) ||
+      (getFoundInf() && !isScalar(getFoundInf().getType())))
+    return emitOpError("lr, step and found_inf must be scalars");
+  return success();
+}

@@ -1,0 +1,63 @@
+//===- Checkpoint.h - training-state files for the runtime ------*- C++ -*-===//
+//
+// The file format behind ampc_model_save_checkpoint / load_checkpoint
+// (described at the top of Checkpoint.cpp and in docs/design.md). Internal
+// to libampc_runtime: plain C++ over libc, no LLVM, no protobuf.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_LIB_RUNTIME_CHECKPOINT_H
+#define AMPC_LIB_RUNTIME_CHECKPOINT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ampc::runtime {
+
+/// One tensor of the training state as a checkpoint records it. `dtype` is an
+/// ampc_dtype (ONNX TensorProto code); `bytes` is the size of its data.
+struct StateTensor {
+  std::string name;
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  size_t bytes = 0;
+};
+
+/// Writes every tensor (data[i] holds tensors[i].bytes bytes) to `path`
+/// atomically: into a temporary file with a unique name in the same folder,
+/// flushed to disk, then renamed over `path`; the temporary is removed on any
+/// failure, so `path` is either the old file or the complete new one. On
+/// failure returns false and sets `error` to one line naming the file.
+bool writeCheckpoint(const std::string &path, const std::string &modelName,
+                     const std::vector<StateTensor> &tensors,
+                     const std::vector<const void *> &data,
+                     std::string &error);
+
+/// Reads the checkpoint at `path` and checks all of it before returning: the
+/// magic, the format version, the size (truncation), the checksum, and that
+/// it belongs to `modelName` with exactly `tensors` (names, dtypes, shapes,
+/// sizes, in order). On success out[i] holds tensors[i].bytes bytes. On
+/// failure returns false, leaves `out` alone, sets `error` to one line
+/// starting with the file's path and `corrupt` to true when the file is
+/// malformed or belongs to another model, false when it could not be read
+/// (missing, unreadable).
+/// Writes `pieces` one after the other to `path` atomically: a temporary
+/// file in the same folder, fsync, rename over `path`; the temporary is
+/// removed on failure and `error` says what failed ("PATH: cannot write
+/// WHAT: ...").
+bool writeFileAtomically(
+    const std::string &path,
+    const std::vector<std::pair<const void *, size_t>> &pieces,
+    const std::string &what, std::string &error);
+
+bool readCheckpoint(const std::string &path, const std::string &modelName,
+                    const std::vector<StateTensor> &tensors,
+                    std::vector<std::vector<unsigned char>> &out,
+                    std::string &error, bool &corrupt);
+
+} // namespace ampc::runtime
+
+#endif // AMPC_LIB_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,328 @@
+//===- OnnxRewrite.cpp - replace initializers in a serialized ONNX model ---===//
+//
+// A protobuf wire-format walker, just enough for one edit: the runtime may
+// not link protobuf (docs/design.md), and an edit at the byte level keeps
+// everything it does not touch exactly as the producer wrote it (unknown
+// fields, field order, external-data initializers).
+//
+// Wire format: a message is a sequence of fields, each a varint key
+// (field number << 3 | wire type) and a value: 0 varint, 1 fixed64,
+// 2 varint length + bytes, 3/4 group start/end (deprecated, skipped),
+// 5 fixed32. The path edited is ModelProto.graph (7) -> GraphProto.initializer
+// (5) -> TensorProto, whose name is field 8.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxRewrite.h"
+
+#include "ampc/Runtime/ampc.h"
+
+#include <map>
+
+namespace ampc::runtime {
+namespace {
+
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLengthDelimited = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5,
+};
+
+constexpr uint32_t kModelGraph = 7;
+constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kTensorDims = 1;
+constexpr uint32_t kTensorDataType = 2;
+constexpr uint32_t kTensorName = 8;
+constexpr uint32_t kTensorRawData = 9;
+/// Groups nested deeper than this are refused rather than recursed into.
+constexpr int kMaxGroupDepth = 64;
+
+/// One field of a message: the bytes [begin, end) hold key and value; a
+/// length-delimited value is [payloadBegin, end).
+struct Field {
+  uint32_t number = 0;
+  uint32_t wireType = 0;
+  size_t begin = 0, payloadBegin = 0, end = 0;
+};
+
+/// Walks the fields of the message in bytes [begin, end) of `data`.
+class FieldReader {
+public:
+  FieldReader(const unsigned char *data, size_t begin, size_t end,
+              std::string &error)
+      : data(data), pos(begin), end(end), error(error) {}
+
+  bool atEnd() const { return pos == end; }
+
+  /// Reads the next field; false (with `error`) when it is malformed.
+  bool next(Field &field) {
+    field.begin = pos;
+    uint64_t key;
+    if (!readVarint(key))
+      return false;
+    field.number = static_cast<uint32_t>(key >> 3);
+    field.wireType = static_cast<uint32_t>(key & 7);
+    if (field.number == 0 || (key >> 3) > 0x1fffffff)
+      return fail("invalid field number");
+    if (field.wireType == kEndGroup)
+      return fail("unexpected end of group");
+    if (!skipValue(field.number, field.wireType, 0))
+      return false;
+    field.end = pos;
+    field.payloadBegin =
+        field.wireType == kLengthDelimited ? lastPayload : field.end;
+    return true;
+  }
+
+private:
+  bool fail(const std::string &what) {
+    error = "malformed ONNX model: " + what + " at byte " + std::to_string(pos);
+    return false;
+  }
+
+  bool readVarint(uint64_t &value) {
+    value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos == end)
+        return fail("truncated varint");
+      unsigned char byte = data[pos++];
+      value |= uint64_t(byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        return true;
+    }
+    return fail("varint longer than 10 bytes");
+  }
+
+  bool skip(uint64_t n) {
+    if (n > end - pos)
+      return fail("field runs past the end of its message");
+    pos += static_cast<size_t>(n);
+    return true;
+  }
+
+  /// Skips the value of a field whose key was just read; remembers where a
+  /// length-delimited payload starts in `lastPayload`.
+  bool skipValue(uint32_t number, uint32_t wireType, int depth) {
+    switch (wireType) {
+    case kVarint: {
+      uint64_t ignored;
+      return readVarint(ignored);
+    }
+    case kFixed64:
+      return skip(8);
+    case kFixed32:
+      return skip(4);
+    case kLengthDelimited: {
+      uint64_t length;
+      if (!readVarint(length))
+        return false;
+      lastPayload = pos;
+      return skip(length);
+    }
+    case kStartGroup: {
+      if (depth >= kMaxGroupDepth)
+        return fail("groups nested too deeply");
+      for (;;) {
+        uint64_t key;
+        if (!readVarint(key))
+          return false;
+        uint32_t innerNumber = static_cast<uint32_t>(key >> 3);
+        uint32_t innerType = static_cast<uint32_t>(key & 7);
+        if (innerType == kEndGroup) {
+          if (innerNumber != number)
+            return fail("mismatched end of group");
+          return true;
+        }
+        if (innerNumber == 0)
+          return fail("invalid field number");
+        if (!skipValue(innerNumber, innerType, depth + 1))
+          return false;
+      }
+    }
+    default:
+      return fail("invalid wire type " + std::to_string(wireType));
+    }
+  }
+
+  const unsigned char *data;
+  size_t pos, end;
+  std::string &error;
+  size_t lastPayload = 0;
+};
+
+void putVarint(std::string &out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+void putKey(std::string &out, uint32_t number, uint32_t wireType) {
+  putVarint(out, uint64_t(number) << 3 | wireType);
+}
+
+void putLengthDelimited(std::string &out, uint32_t number,
+                        const std::string &payload) {
+  putKey(out, number, kLengthDelimited);
+  putVarint(out, payload.size());
+  out += payload;
+}
+
+/// A TensorProto with dims, data_type, name and raw_data, fields in number
+/// order with unpacked dims, as protobuf itself writes onnx.proto (proto2).
+std::string encodeTensor(const NamedTensor &t) {
+  std::string out;
+  for (int64_t d : t.shape) {
+    putKey(out, kTensorDims, kVarint);
+    putVarint(out, static_cast<uint64_t>(d));
+  }
+  putKey(out, kTensorDataType, kVarint);
+  putVarint(out, static_cast<uint64_t>(static_cast<int64_t>(t.dtype)));
+  putLengthDelimited(out, kTensorName, t.name);
+  putKey(out, kTensorRawData, kLengthDelimited);
+  putVarint(out, t.bytes);
+  if (t.bytes)
+    out.append(static_cast<const char *>(t.data), t.bytes);
+  return out;
+}
+
+/// The name of the TensorProto in [begin, end) (the last name field, as
+/// protobuf merges it); "" when it has none.
+bool tensorName(const unsigned char *data, size_t begin, size_t end,
+                std::string &name, std::string &error) {
+  name.clear();
+  FieldReader reader(data, begin, end, error);
+  Field field;
+  while (!reader.atEnd()) {
+    if (!reader.next(field))
+      return false;
+    if (field.number == kTensorName) {
+      if (field.wireType != kLengthDelimited) {
+        error = "malformed ONNX model: an initializer's name is not a string";
+        return false;
+      }
+      name.assign(reinterpret_cast<const char *>(data + field.payloadBegin),
+                  field.end - field.payloadBegin);
+    }
+  }
+  return true;
+}
+
+/// Copies the GraphProto in [begin, end) to `out`, replacing initializers.
+bool rewriteGraph(const unsigned char *data, size_t begin, size_t end,
+                  const std::map<std::string, const NamedTensor *> &byName,
+                  std::map<std::string, bool> &replaced, std::string &out,
+                  std::string &error) {
+  FieldReader reader(data, begin, end, error);
+  Field field;
+  while (!reader.atEnd()) {
+    if (!reader.next(field))
+      return false;
+    if (field.number == kGraphInitializer) {
+      if (field.wireType != kLengthDelimited) {
+        error = "malformed ONNX model: an initializer is not a message";
+        return false;
+      }
+      std::string name;
+      if (!tensorName(data, field.payloadBegin, field.end, name, error))
+        return false;
+      auto it = byName.find(name);
+      if (it != byName.end()) {
+        putLengthDelimited(out, kGraphInitializer, encodeTensor(*it->second));
+        replaced[name] = true;
+        continue;
+      }
+    }
+    out.append(reinterpret_cast<const char *>(data + field.begin),
+               field.end - field.begin);
+  }
+  return true;
+}
+
+/// Checks that a replacement's data size matches its dtype and shape.
+bool checkReplacement(const NamedTensor &t, std::string &error) {
+  size_t elementSize = ampc_dtype_size(static_cast<ampc_dtype>(t.dtype));
+  if (!elementSize) {
+    error = "replacement '" + t.name + "' has unknown dtype " +
+            std::to_string(t.dtype);
+    return false;
+  }
+  uint64_t count = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) {
+      error = "replacement '" + t.name + "' has a negative dimension";
+      return false;
+    }
+    if (d && count > UINT64_MAX / static_cast<uint64_t>(d)) {
+      error = "replacement '" + t.name + "' is too large";
+      return false;
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  if (count > UINT64_MAX / elementSize || count * elementSize != t.bytes ||
+      (t.bytes && !t.data)) {
+    error = "replacement '" + t.name + "' has " + std::to_string(t.bytes) +
+            " bytes of data, its dtype and shape need " +
+            std::to_string(count * elementSize);
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
+                             const std::vector<NamedTensor> &replacements,
+                             std::string &out, std::string &error) {
+  std::map<std::string, const NamedTensor *> byName;
+  std::map<std::string, bool> replaced;
+  for (const NamedTensor &t : replacements) {
+    if (!checkReplacement(t, error))
+      return false;
+    if (!byName.emplace(t.name, &t).second) {
+      error = "two replacements for initializer '" + t.name + "'";
+      return false;
+    }
+    replaced[t.name] = false;
+  }
+  if (!model && size) {
+    error = "no model data";
+    return false;
+  }
+
+  std::string result;
+  result.reserve(size);
+  FieldReader reader(model, 0, size, error);
+  Field field;
+  while (!reader.atEnd()) {
+    if (!reader.next(field))
+      return false;
+    if (field.number != kModelGraph) {
+      result.append(reinterpret_cast<const char *>(model + field.begin),
+                    field.end - field.begin);
+      continue;
+    }
+    if (field.wireType != kLengthDelimited) {
+      error = "malformed ONNX model: the graph is not a message";
+      return false;
+    }
+    std::string graph;
+    if (!rewriteGraph(model, field.payloadBegin, field.end, byName, replaced,
+                      graph, error))
+      return false;
+    putLengthDelimited(result, kModelGraph, graph);
+  }
+  for (const auto &[name, done] : replaced)
+    if (!done) {
+      error = "'" + name + "' is not an initializer of the model's graph";
+      return false;
+    }
+  out = std::move(result);
+  return true;
+}
+
+} // namespace ampc::runtime

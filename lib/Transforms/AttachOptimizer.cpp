@@ -1,0 +1,203 @@
+//===- AttachOptimizer.cpp - the optimizer step on FP32 master weights ----===//
+//
+// Turns @train_step (loss and gradients) into a whole training step: every
+// parameter with a gradient is updated by torch.optim's rule, skipped when
+// the loss scaler found an overflow, the low-precision weight copies the
+// forward reads are written after the update, and the step returns the
+// loss only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Training.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_ATTACHOPTIMIZERPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+namespace {
+
+/// The suffix of the low-precision copy of a weight read in `t`.
+StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
+
+struct AttachOptimizerPass
+    : ampc::impl::AttachOptimizerPassBase<AttachOptimizerPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (kind == "none")
+      return;
+    if (kind != "sgd" && kind != "adam" && kind != "adamw") {
+      module.emitError() << "ampc-attach-optimizer: kind must be sgd, adam, "
+                            "adamw or none, got '"
+                         << kind << "'";
+      return signalPassFailure();
+    }
+    double decay = weightDecay >= 0 ? weightDecay : kind == "adamw" ? 0.01 : 0;
+    if (!(lr >= 0) || momentum < 0 || dampening < 0 || decay < 0 ||
+        !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
+        !(eps >= 0) || clipGradNorm < 0 ||
+        (nesterov && (momentum <= 0 || dampening != 0))) {
+      module.emitError()
+          << "ampc-attach-optimizer: expected lr, momentum, dampening, "
+             "weight-decay, eps, clip-grad-norm >= 0, betas in [0, 1), and "
+             "nesterov only with momentum > 0 and dampening 0";
+      return signalPassFailure();
+    }
+    auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);
+    if (!step) {
+      module.emitError() << "ampc-attach-optimizer: no @train_step (run "
+                            "ampc-autodiff first)";
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b(ctx);
+    Location loc = step.getLoc();
+    Type f32 = Float32Type::get(ctx), i64 = b.getI64Type();
+    Value learningRate = ampc::declareState(
+        module, step, ampc::kLearningRate,
+        DenseElementsAttr::get(RankedTensorType::get({}, f32),
+                               static_cast<float>(lr)));
+    Value stepCount = ampc::declareState(
+        module, step, ampc::kStepCount,
+        DenseElementsAttr::get(RankedTensorType::get({}, i64), int64_t(0)));
+    Value foundInf = ampc::findFoundInf(step);
+
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    SmallVector<unsigned> gradientResults = ampc::gradientResults(step);
+    SmallVector<Value> grads;
+    SmallVector<FlatSymbolRefAttr> params;
+    for (unsigned i : gradientResults) {
+      grads.push_back(ret.getOperand(i));
+      params.push_back(
+          step.getResultAttrOfType<FlatSymbolRefAttr>(i, "ampc.gradient_of"));
+    }
+
+    // Weights the forward reads in f16/bf16 read a copy the step keeps.
+    llvm::DenseMap<StringAttr, SmallVector<Type>> lowPrecision;
+    llvm::DenseSet<StringAttr> trained;
+    for (FlatSymbolRefAttr p : params)
+      trained.insert(p.getAttr());
+    SmallVector<ampc::CastOp> weightCasts;
+    step.walk([&](ampc::CastOp c) {
+      auto load = c.getInput().getDefiningOp<ampc::LoadParameterOp>();
+      Type to = c.getOutput().getType().getElementType();
+      if (load && (to.isF16() || to.isBF16()) &&
+          trained.contains(load.getParameterAttr().getAttr()))
+        weightCasts.push_back(c);
+    });
+    for (ampc::CastOp c : weightCasts) {
+      auto load = c.getInput().getDefiningOp<ampc::LoadParameterOp>();
+      auto type = cast<RankedTensorType>(c.getOutput().getType());
+      StringAttr param = load.getParameterAttr().getAttr();
+      std::string name =
+          (param.getValue() + lowPrecisionSuffix(type.getElementType())).str();
+      Value copy = ampc::declareState(
+          module, step, name,
+          DenseElementsAttr::get(type,
+                                 FloatAttr::get(type.getElementType(), 0.0)),
+          FlatSymbolRefAttr::get(param));
+      c.getOutput().replaceAllUsesWith(copy);
+      c.erase();
+      SmallVector<Type> &types = lowPrecision[param];
+      if (!llvm::is_contained(types, type))
+        types.push_back(type);
+    }
+
+    b.setInsertionPoint(ret);
+    if (clipGradNorm > 0) {
+      SmallVector<Type> types;
+      for (Value g : grads)
+        types.push_back(g.getType());
+      auto clip = ampc::ClipGradNormOp::create(
+          b, loc, types, grads, b.getF32FloatAttr(clipGradNorm));
+      grads.assign(clip.getClipped().begin(), clip.getClipped().end());
+    }
+
+    unsigned numMoments =
+        kind == "sgd" ? (momentum > 0 ? 1 : 0) : 2;
+    SmallVector<StringRef> momentNames =
+        kind == "sgd" ? SmallVector<StringRef>{".momentum_buffer"}
+                      : SmallVector<StringRef>{".exp_avg", ".exp_avg_sq"};
+    for (auto [param, grad] : llvm::zip(params, grads)) {
+      auto type = cast<RankedTensorType>(grad.getType());
+      auto zero = DenseElementsAttr::get(
+          type, FloatAttr::get(type.getElementType(), 0.0));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&step.getBody().front());
+      Value master = ampc::LoadParameterOp::create(b, loc, type, param);
+      SmallVector<Value> moments;
+      for (unsigned m = 0; m < numMoments; ++m)
+        moments.push_back(ampc::declareState(
+            module, step, (param.getValue() + momentNames[m]).str(), zero));
+      b.setInsertionPoint(ret);
+      SmallVector<Type> resultTypes(1 + numMoments, type);
+      auto update = ampc::OptimizerUpdateOp::create(
+          b, loc, resultTypes, master, grad, learningRate, stepCount, foundInf,
+          moments, b.getStringAttr(kind), b.getF32FloatAttr(momentum),
+          b.getF32FloatAttr(dampening), b.getBoolAttr(nesterov),
+          b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
+          b.getF32FloatAttr(eps), b.getF32FloatAttr(decay));
+      ampc::StoreOp::create(b, loc, param.getValue(), update.getNewParam());
+      for (unsigned m = 0; m < numMoments; ++m)
+        ampc::StoreOp::create(b, loc,
+                              (param.getValue() + momentNames[m]).str(),
+                              update.getNewMoments()[m]);
+      for (Type copyType : lowPrecision.lookup(param.getAttr())) {
+        auto t = cast<RankedTensorType>(copyType);
+        Value copy = ampc::CastOp::create(b, loc, t, update.getNewParam());
+        ampc::StoreOp::create(
+            b, loc,
+            (param.getValue() + lowPrecisionSuffix(t.getElementType())).str(),
+            copy);
+      }
+    }
+    Value nextStep =
+        foundInf ? ampc::countIf(b, loc, stepCount, foundInf, /*when=*/false)
+                 : ampc::AddOp::create(
+                       b, loc, stepCount,
+                       ampc::ConstantOp::create(
+                           b, loc,
+                           DenseElementsAttr::get(
+                               RankedTensorType::get({}, i64), int64_t(1))))
+                       .getResult();
+    ampc::StoreOp::create(b, loc, ampc::kStepCount, nextStep);
+
+    // The step returns the loss only.
+    llvm::BitVector erase(step.getNumResults());
+    for (unsigned i : gradientResults)
+      erase.set(i);
+    ret->eraseOperands(erase);
+    if (failed(step.eraseResults(erase))) {
+      step.emitError() << "ampc-attach-optimizer: cannot drop the gradient "
+                          "results";
+      return signalPassFailure();
+    }
+
+    std::string hyper =
+        kind == "sgd"
+            ? llvm::formatv("lr={0} momentum={1} dampening={2} nesterov={3} "
+                            "weight_decay={4}",
+                            lr, momentum, dampening, nesterov ? 1 : 0, decay)
+                  .str()
+            : llvm::formatv("lr={0} beta1={1} beta2={2} eps={3} "
+                            "weight_decay={4}",
+                            lr, beta1, beta2, eps, decay)
+                  .str();
+    if (clipGradNorm > 0)
+      hyper += llvm::formatv(" clip_grad_norm={0}", clipGradNorm).str();
+    module->setAttr(ampc::kOptimizerAttr, b.getStringAttr(kind));
+    module->setAttr(ampc::kHyperparametersAttr, b.getStringAttr(hyper));
+    if (!module->hasAttr(ampc::kLossScalingAttr))
+      module->setAttr(ampc::kLossScalingAttr, b.getStringAttr("none"));
+  }
+};
+} // namespace

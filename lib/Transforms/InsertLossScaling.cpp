@@ -1,0 +1,117 @@
+//===- InsertLossScaling.cpp - dynamic loss scaling of @train_step --------===//
+//
+// torch.amp.GradScaler compiled into the step (REFERENCE.md 3): seed the
+// backward with the scale, unscale every gradient with one fused pass that
+// also finds non-finite values, and update the scale on the device that
+// runs the step. The optimizer (ampc-attach-optimizer) reads found_inf.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Training.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_INSERTLOSSSCALINGPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+namespace {
+struct InsertLossScalingPass
+    : ampc::impl::InsertLossScalingPassBase<InsertLossScalingPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (mode == "none")
+      return;
+    if (mode != "dynamic" && mode != "static") {
+      module.emitError() << "ampc-insert-loss-scaling: mode must be dynamic, "
+                            "static or none, got '"
+                         << mode << "'";
+      return signalPassFailure();
+    }
+    if (!(initScale > 0) || !std::isfinite(initScale) ||
+        !(growthFactor > 1) || !(backoffFactor > 0 && backoffFactor < 1) ||
+        growthInterval < 1 || minScale < 0 || maxScale < 0 ||
+        (maxScale > 0 && maxScale < minScale)) {
+      module.emitError()
+          << "ampc-insert-loss-scaling: expected init-scale > 0, "
+             "growth-factor > 1, 0 < backoff-factor < 1, growth-interval >= "
+             "1 and 0 <= min-scale <= max-scale (0: no bound)";
+      return signalPassFailure();
+    }
+    auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);
+    if (!step) {
+      module.emitError() << "ampc-insert-loss-scaling: no @train_step (run "
+                            "ampc-autodiff first)";
+      return signalPassFailure();
+    }
+    // Without a trainable parameter there is no backward to scale.
+    ampc::Seed seed = ampc::findLossSeed(step);
+    if (!seed.op || ampc::gradientResults(step).empty())
+      return;
+    Location loc = step.getLoc();
+    OpBuilder b(module.getContext());
+    MLIRContext *ctx = module.getContext();
+    Type f32 = Float32Type::get(ctx);
+    Value scale = ampc::declareState(
+        module, step, ampc::kLossScale,
+        DenseElementsAttr::get(RankedTensorType::get({}, f32),
+                               static_cast<float>(initScale)));
+
+    // Seed with the scale, in the seed's dtype.
+    b.setInsertionPoint(seed.op);
+    Value scaledSeed = scale;
+    if (seed.op->getResult(0).getType() != scale.getType())
+      scaledSeed = ampc::CastOp::create(b, seed.op->getLoc(),
+                                        seed.op->getResult(0).getType(), scale);
+    seed.op->getResult(0).replaceAllUsesWith(scaledSeed);
+    seed.op->erase();
+
+    // Unscale every gradient result in one op.
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    SmallVector<unsigned> gradientResults = ampc::gradientResults(step);
+    SmallVector<Value> grads;
+    for (unsigned i : gradientResults)
+      grads.push_back(ret.getOperand(i));
+    b.setInsertionPoint(ret);
+    SmallVector<Type> types;
+    for (Value g : grads)
+      types.push_back(g.getType());
+    types.push_back(RankedTensorType::get({}, b.getI1Type()));
+    auto unscale = ampc::UnscaleOp::create(b, loc, types, scale, grads);
+    for (auto [k, i] : llvm::enumerate(gradientResults))
+      ret.setOperand(i, unscale.getUnscaled()[k]);
+    Value foundInf = unscale.getFoundInf();
+
+    std::string description = mode == "static" ? "static" : "dynamic";
+    module->setAttr(ampc::kLossScalingAttr, b.getStringAttr(description));
+    if (mode == "static")
+      return;
+
+    // The scale update and the skipped-step count, stored at the end.
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    Value tracker = ampc::declareState(
+        module, step, ampc::kGrowthTracker,
+        DenseElementsAttr::get(RankedTensorType::get({}, i32), int32_t(0)));
+    Value skipped = ampc::declareState(
+        module, step, ampc::kSkippedSteps,
+        DenseElementsAttr::get(RankedTensorType::get({}, i64), int64_t(0)));
+    b.setInsertionPoint(ret);
+    auto update = ampc::UpdateScaleOp::create(
+        b, loc, scale, tracker, foundInf, b.getF32FloatAttr(growthFactor),
+        b.getF32FloatAttr(backoffFactor), b.getI64IntegerAttr(growthInterval),
+        b.getF32FloatAttr(minScale), b.getF32FloatAttr(maxScale));
+    Value counted = ampc::countIf(b, loc, skipped, foundInf, /*when=*/true);
+    ampc::StoreOp::create(b, loc, ampc::kLossScale, update.getNewScale());
+    ampc::StoreOp::create(b, loc, ampc::kGrowthTracker,
+                          update.getNewGrowthTracker());
+    ampc::StoreOp::create(b, loc, ampc::kSkippedSteps, counted);
+  }
+};
+} // namespace

@@ -1,0 +1,363 @@
+//===- Npy.cpp - reading NumPy .npy files for ampc-train -------------------===//
+//
+// The format (numpy/lib/format.py): "\x93NUMPY", major and minor version
+// bytes, the header length (u16 in 1.0, u32 in 2.0 and 3.0), then a Python
+// dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// padded with spaces and a newline, then the elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+
+#include "ampc/Runtime/Float16.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace ampc::train {
+namespace {
+
+/// A cursor over the header's dict literal.
+class HeaderParser {
+public:
+  explicit HeaderParser(const std::string &text) : text(text) {}
+
+  void skipSpaces() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' ||
+                                 text[pos] == '\t' || text[pos] == '\r'))
+      ++pos;
+  }
+  bool consume(char c) {
+    skipSpaces();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  bool peek(char c) {
+    skipSpaces();
+    return pos < text.size() && text[pos] == c;
+  }
+  bool string(std::string &out) {
+    skipSpaces();
+    if (pos >= text.size() || (text[pos] != '\'' && text[pos] != '"'))
+      return false;
+    char quote = text[pos++];
+    size_t end = text.find(quote, pos);
+    if (end == std::string::npos)
+      return false;
+    out = text.substr(pos, end - pos);
+    pos = end + 1;
+    return true;
+  }
+  bool boolean(bool &out) {
+    skipSpaces();
+    for (auto [word, value] : {std::pair{"True", true}, {"False", false}})
+      if (text.compare(pos, std::strlen(word), word) == 0) {
+        pos += std::strlen(word);
+        out = value;
+        return true;
+      }
+    return false;
+  }
+  /// A tuple of non-negative integers: (), (3,), (3, 4).
+  bool shape(std::vector<int64_t> &out) {
+    if (!consume('('))
+      return false;
+    out.clear();
+    while (!consume(')')) {
+      skipSpaces();
+      if (pos >= text.size() || text[pos] < '0' || text[pos] > '9')
+        return false;
+      int64_t value = 0;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+        if (value > (std::numeric_limits<int64_t>::max() - 9) / 10)
+          return false;
+        value = value * 10 + (text[pos++] - '0');
+      }
+      // Python may write 3L for a long in old files.
+      if (pos < text.size() && text[pos] == 'L')
+        ++pos;
+      out.push_back(value);
+      if (!consume(',') && !peek(')'))
+        return false;
+    }
+    return true;
+  }
+
+private:
+  const std::string &text;
+  size_t pos = 0;
+};
+
+const char *numpyName(char kind, int itemSize) {
+  switch (kind) {
+  case 'f':
+    return itemSize == 2 ? "float16" : itemSize == 4 ? "float32" : "float64";
+  case 'i':
+    return itemSize == 1   ? "int8"
+           : itemSize == 2 ? "int16"
+           : itemSize == 4 ? "int32"
+                           : "int64";
+  case 'u':
+    return itemSize == 1   ? "uint8"
+           : itemSize == 2 ? "uint16"
+           : itemSize == 4 ? "uint32"
+                           : "uint64";
+  default:
+    return "bool";
+  }
+}
+
+/// Element i of a float array.
+double floatAt(const NpyArray &a, size_t i) {
+  const unsigned char *p = a.data.data() + i * size_t(a.itemSize);
+  switch (a.itemSize) {
+  case 2: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return numeric::f16BitsToF32(h);
+  }
+  case 4: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  default: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  }
+}
+
+/// Element i of an integer or bool array; `tooLarge` is set for a uint64
+/// above INT64_MAX (returned as its bits).
+int64_t integerAt(const NpyArray &a, size_t i, bool &tooLarge) {
+  const unsigned char *p = a.data.data() + i * size_t(a.itemSize);
+  tooLarge = false;
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, size_t(a.itemSize)); // little-endian host
+  if (a.kind == 'u' || a.kind == 'b') {
+    if (a.itemSize == 8 && bits > uint64_t(std::numeric_limits<int64_t>::max()))
+      tooLarge = true;
+    return int64_t(bits);
+  }
+  int shift = 64 - 8 * a.itemSize;
+  return int64_t(bits << shift) >> shift; // sign-extend
+}
+
+template <typename T> void store(std::vector<unsigned char> &out, size_t i, T v) {
+  std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+} // namespace
+
+bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
+  auto fail = [&](const std::string &what) {
+    error = path + ": " + what;
+    return false;
+  };
+  FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    bytes.append(buffer, n);
+  bool readError = std::ferror(file);
+  std::fclose(file);
+  if (readError)
+    return fail("cannot read (is it a directory?)");
+
+  if (bytes.size() < 6 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    return fail("not a .npy file (no \\x93NUMPY magic)");
+  if (bytes.size() < 10)
+    return fail("truncated .npy header");
+  unsigned major = static_cast<unsigned char>(bytes[6]);
+  size_t headerLength, headerStart;
+  if (major == 1) {
+    headerLength = static_cast<unsigned char>(bytes[8]) |
+                   size_t(static_cast<unsigned char>(bytes[9])) << 8;
+    headerStart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return fail("truncated .npy header");
+    headerLength = 0;
+    for (int i = 3; i >= 0; --i)
+      headerLength =
+          headerLength << 8 | static_cast<unsigned char>(bytes[8 + i]);
+    headerStart = 12;
+  } else {
+    return fail(".npy format version " + std::to_string(major) +
+                " (ampc-train reads 1, 2 and 3)");
+  }
+  if (headerLength > bytes.size() - headerStart)
+    return fail("truncated .npy header");
+  std::string header = bytes.substr(headerStart, headerLength);
+
+  HeaderParser parser(header);
+  std::string descr;
+  bool fortranOrder = false, haveDescr = false, haveOrder = false,
+       haveShape = false;
+  std::vector<int64_t> shape;
+  if (!parser.consume('{'))
+    return fail("malformed .npy header (not a dict)");
+  while (!parser.consume('}')) {
+    std::string key;
+    if (!parser.string(key) || !parser.consume(':'))
+      return fail("malformed .npy header");
+    bool ok;
+    if (key == "descr")
+      ok = haveDescr = parser.string(descr);
+    else if (key == "fortran_order")
+      ok = haveOrder = parser.boolean(fortranOrder);
+    else if (key == "shape")
+      ok = haveShape = parser.shape(shape);
+    else
+      return fail("malformed .npy header (unknown key '" + key + "')");
+    if (!ok)
+      return fail("malformed .npy header (value of '" + key + "')");
+    if (!parser.consume(',') && !parser.peek('}'))
+      return fail("malformed .npy header");
+  }
+  if (!haveDescr || !haveOrder || !haveShape)
+    return fail("malformed .npy header (needs descr, fortran_order and "
+                "shape)");
+
+  char byteOrder = descr.empty() ? 0 : descr[0];
+  char kind = descr.size() > 1 ? descr[1] : 0;
+  int itemSize = descr.size() == 3 ? descr[2] - '0' : 0;
+  bool knownSize = kind == 'f'   ? itemSize == 2 || itemSize == 4 ||
+                                       itemSize == 8
+                   : kind == 'b' ? itemSize == 1
+                   : (kind == 'i' || kind == 'u')
+                       ? itemSize == 1 || itemSize == 2 || itemSize == 4 ||
+                             itemSize == 8
+                       : false;
+  if (!knownSize || (byteOrder != '<' && byteOrder != '|' && byteOrder != '='))
+    return fail(byteOrder == '>' ? "big-endian dtype '" + descr +
+                                       "' (save it little-endian)"
+                                 : "unsupported dtype '" + descr +
+                                       "' (ampc-train reads bool, int, uint "
+                                       "and float arrays)");
+  if (fortranOrder && shape.size() > 1)
+    return fail("Fortran-order array (save it with "
+                "numpy.ascontiguousarray)");
+
+  uint64_t count = 1;
+  for (int64_t d : shape) {
+    if (d && count > std::numeric_limits<uint64_t>::max() / uint64_t(d) /
+                         uint64_t(itemSize))
+      return fail("shape too large");
+    count *= uint64_t(d);
+  }
+  uint64_t dataBytes = count * uint64_t(itemSize);
+  size_t dataStart = headerStart + headerLength;
+  size_t available = bytes.size() - dataStart;
+  if (available < dataBytes)
+    return fail("truncated: the shape needs " + std::to_string(dataBytes) +
+                " bytes of data, the file has " + std::to_string(available));
+  if (available > dataBytes)
+    return fail(std::to_string(available - dataBytes) +
+                " bytes after the array's data");
+
+  array.kind = kind;
+  array.itemSize = itemSize;
+  array.shape = std::move(shape);
+  array.data.assign(bytes.begin() + std::ptrdiff_t(dataStart), bytes.end());
+  return true;
+}
+
+std::string describeNpy(const NpyArray &array) {
+  std::string s = std::string(numpyName(array.kind, array.itemSize)) + " (";
+  for (size_t i = 0; i < array.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(array.shape[i]);
+  if (array.shape.size() == 1)
+    s += ",";
+  return s + ")";
+}
+
+bool convertNpy(const NpyArray &array, ampc_dtype dtype,
+                std::vector<unsigned char> &out, std::string &why) {
+  size_t count = array.elements();
+  size_t size = ampc_dtype_size(dtype);
+  out.assign(count * size, 0);
+  bool isFloat = array.kind == 'f';
+  bool isInteger = array.kind == 'i' || array.kind == 'u';
+  switch (dtype) {
+  case AMPC_DTYPE_F32:
+  case AMPC_DTYPE_F64:
+  case AMPC_DTYPE_F16:
+  case AMPC_DTYPE_BF16:
+    if (!isFloat) {
+      why = "integer and bool arrays are not converted to floats";
+      return false;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      double v = floatAt(array, i);
+      if (dtype == AMPC_DTYPE_F64)
+        store(out, i, v);
+      else if (dtype == AMPC_DTYPE_F32)
+        store(out, i, float(v));
+      else if (dtype == AMPC_DTYPE_F16)
+        store(out, i, numeric::f32ToF16Bits(float(v)));
+      else
+        store(out, i, numeric::f32ToBf16Bits(float(v)));
+    }
+    return true;
+  case AMPC_DTYPE_I64:
+  case AMPC_DTYPE_I32:
+  case AMPC_DTYPE_I8:
+  case AMPC_DTYPE_U8: {
+    if (!isInteger) {
+      why = isFloat ? "float arrays are not converted to integers"
+                    : "bool arrays are not converted to integers";
+      return false;
+    }
+    int64_t lo = dtype == AMPC_DTYPE_I64   ? std::numeric_limits<int64_t>::min()
+                 : dtype == AMPC_DTYPE_I32 ? std::numeric_limits<int32_t>::min()
+                 : dtype == AMPC_DTYPE_I8  ? -128
+                                           : 0;
+    int64_t hi = dtype == AMPC_DTYPE_I64   ? std::numeric_limits<int64_t>::max()
+                 : dtype == AMPC_DTYPE_I32 ? std::numeric_limits<int32_t>::max()
+                 : dtype == AMPC_DTYPE_I8  ? 127
+                                           : 255;
+    for (size_t i = 0; i < count; ++i) {
+      bool tooLarge;
+      int64_t v = integerAt(array, i, tooLarge);
+      if (tooLarge || v < lo || v > hi) {
+        why = "element " + std::to_string(i) + " (" +
+              (tooLarge ? std::to_string(uint64_t(v)) : std::to_string(v)) +
+              ") does not fit " + ampc_dtype_name(dtype);
+        return false;
+      }
+      switch (dtype) {
+      case AMPC_DTYPE_I64: store(out, i, v); break;
+      case AMPC_DTYPE_I32: store(out, i, int32_t(v)); break;
+      case AMPC_DTYPE_I8: store(out, i, int8_t(v)); break;
+      default: store(out, i, uint8_t(v)); break;
+      }
+    }
+    return true;
+  }
+  case AMPC_DTYPE_BOOL:
+    if (array.kind != 'b') {
+      why = "only bool arrays are converted to bool";
+      return false;
+    }
+    out = array.data;
+    return true;
+  default:
+    why = std::string("ampc-train does not feed ") + ampc_dtype_name(dtype) +
+          " inputs";
+    return false;
+  }
+}
+
+} // namespace ampc::train

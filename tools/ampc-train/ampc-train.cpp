@@ -1,0 +1,687 @@
+//===- ampc-train.cpp - train a compiled model on .npy data ----------------===//
+//
+// Runs a train.so written by ampc over a data set in .npy files, through the
+// runtime C API only (ampc.h): it links libampc_runtime and libstdc++,
+// nothing from LLVM, so it runs wherever the runtime does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+#include "Plot.h"
+
+#include "ampc/Runtime/Float16.h"
+#include "ampc/Runtime/ampc.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace ampc::train;
+
+namespace {
+
+constexpr const char *kHelp = R"help(usage: ampc-train LIB.so --inputs X.npy --labels Y.npy [options]
+
+Trains the model in LIB.so (compiled by ampc with an optimizer) on the
+samples in the .npy files, through the runtime C API.
+
+  --inputs X.npy        the samples of the model's data input (repeat, in
+                        input order, for a model with several)
+  --labels Y.npy        the labels (repeat for several label inputs)
+  --eval-inputs X.npy   an evaluation set, run after every epoch (with
+  --eval-labels Y.npy   ampc_model_infer); repeatable like --inputs/--labels
+  --epochs N            train until N epochs are complete (default 10)
+  --steps N             train until N steps are complete (instead of --epochs)
+  --lr X                set the learning rate before the first step
+  --seed S              seed of the per-epoch shuffle (default 0)
+  --no-shuffle          take the samples in file order
+  --metrics FILE.csv    one row per step: step,epoch,loss,scale,skipped,lr
+                        (step counts from 1; scale is the loss scale after
+                        the step; skipped counts skipped steps so far); with
+                        an evaluation set two more columns, eval_loss and
+                        accuracy, filled on the last step of each epoch
+  --checkpoint FILE     save the training state after every epoch and at the
+                        end (atomically: an interrupted run keeps the last one)
+  --resume FILE         load a checkpoint first and continue its step and
+                        epoch count (--epochs and --steps are totals)
+  --plot FILE.png       loss and loss scale against the step
+  --quiet               print only the final line
+  --help                print this and exit
+
+Data: each .npy file holds N samples along axis 0 (N >= the batch size, dim 0
+of the library's inputs); every file of a set must have the same N. Each step
+takes one batch of consecutive samples of a shuffled order (reshuffled each
+epoch from --seed); the samples left over that do not fill a whole batch are
+dropped from the epoch. The evaluation set is run whole (the last partial
+batch is padded and the padding ignored). Arrays are converted to the
+library's dtypes when that is lossless or obvious: float64/float16 to
+float32, narrower integers to int64/int32; anything else is an error.
+
+Output: on a terminal, a progress bar per epoch; otherwise one line per
+epoch: "epoch 3/10  loss 0.1234  scale 65536  skipped 0  1234.5 samples/s"
+(mean loss of the epoch, the loss scale, the steps skipped so far), with an
+evaluation set followed by "  accuracy 0.9731" (argmax of output 1 over its
+last axis against the label; "  eval loss X" when the model has no such
+output). The last line: "final: loss L  accuracy A  (N steps, T s)".
+Errors: one line "ampc-train: error: ...", exit status 1.
+)help";
+
+[[noreturn]] void die(const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "ampc-train: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+struct Options {
+  std::string library;
+  std::vector<std::string> inputs, labels, evalInputs, evalLabels;
+  int64_t epochs = 10, steps = -1;
+  bool haveEpochs = false;
+  double lr = -1;
+  uint64_t seed = 0;
+  bool shuffle = true, quiet = false;
+  std::string metrics, checkpoint, resume, plot;
+};
+
+int64_t parseCount(const std::string &option, const std::string &value) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end || errno || v < 0)
+    die("option " + option + ": expected a non-negative integer, got '" +
+        value + "'");
+  return v;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kHelp, stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (arg == "--") {
+        for (++i; i < argc; ++i)
+          positional.push_back(argv[i]);
+        break;
+      }
+      positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg, value;
+    bool inlineValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    auto flag = [&](bool &field) {
+      if (inlineValue)
+        die("option " + name + " takes no value");
+      field = true;
+    };
+    auto takeValue = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= argc)
+        die("option " + name + " needs a value");
+      return argv[++i];
+    };
+    if (name == "--inputs")
+      o.inputs.push_back(takeValue());
+    else if (name == "--labels")
+      o.labels.push_back(takeValue());
+    else if (name == "--eval-inputs")
+      o.evalInputs.push_back(takeValue());
+    else if (name == "--eval-labels")
+      o.evalLabels.push_back(takeValue());
+    else if (name == "--epochs") {
+      o.epochs = parseCount(name, takeValue());
+      o.haveEpochs = true;
+    } else if (name == "--steps")
+      o.steps = parseCount(name, takeValue());
+    else if (name == "--lr") {
+      std::string v = takeValue();
+      char *end = nullptr;
+      o.lr = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(o.lr) || o.lr < 0)
+        die("option --lr: expected a finite number >= 0, got '" + v + "'");
+    } else if (name == "--seed")
+      o.seed = uint64_t(parseCount(name, takeValue()));
+    else if (name == "--no-shuffle") {
+      bool noShuffle = false;
+      flag(noShuffle);
+      o.shuffle = false;
+    } else if (name == "--quiet")
+      flag(o.quiet);
+    else if (name == "--metrics")
+      o.metrics = takeValue();
+    else if (name == "--checkpoint")
+      o.checkpoint = takeValue();
+    else if (name == "--resume")
+      o.resume = takeValue();
+    else if (name == "--plot")
+      o.plot = takeValue();
+    else
+      die("unknown option '" + name + "' (see --help)");
+  }
+  if (positional.empty())
+    die("no model library given (usage: ampc-train LIB.so --inputs X.npy "
+        "--labels Y.npy ...; see --help)");
+  if (positional.size() > 1)
+    die("one model library expected, got '" + positional[0] + "' and '" +
+        positional[1] + "'");
+  o.library = positional[0];
+  if (o.inputs.empty())
+    die("no --inputs given");
+  if (o.labels.empty())
+    die("no --labels given");
+  if (o.evalInputs.empty() != o.evalLabels.empty())
+    die("--eval-inputs and --eval-labels go together");
+  if (o.haveEpochs && o.steps >= 0)
+    die("--epochs and --steps exclude each other");
+  return o;
+}
+
+std::string shapeString(const int64_t *shape, int32_t rank) {
+  std::string s = "[";
+  for (int32_t i = 0; i < rank; ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// A set of arrays, one per model input, converted to the input's dtype.
+struct DataSet {
+  int64_t samples = 0;
+  std::vector<std::vector<unsigned char>> data;
+  std::vector<size_t> sampleBytes;
+};
+
+/// Reads `files[k]` for model inputs first..first+files.size() and checks
+/// each against the library's input: dtype convertible, shape (N, rest of
+/// the input's shape).
+void loadInputs(const std::string &library, ampc_model *model,
+                int32_t firstInput, const std::vector<std::string> &files,
+                DataSet &set) {
+  for (size_t k = 0; k < files.size(); ++k) {
+    ampc_tensor_info info;
+    ampc_model_input_info(model, firstInput + int32_t(k), &info);
+    NpyArray array;
+    std::string error;
+    if (!readNpy(files[k], array, error))
+      die(error);
+    std::string expected = std::string(ampc_dtype_name(info.dtype)) +
+                           " (N" +
+                           (info.rank > 1 ? ", " : "");
+    for (int32_t d = 1; d < info.rank; ++d)
+      expected += std::to_string(info.shape[d]) + (d + 1 < info.rank ? ", " : "");
+    expected += info.rank == 1 ? ",)" : ")";
+    std::string what = files[k] + ": " + describeNpy(array) + ", " + library +
+                       " expects " + expected + " for input '" + info.name +
+                       "'";
+    bool shapeOk = array.shape.size() == size_t(info.rank) && info.rank >= 1;
+    for (int32_t d = 1; shapeOk && d < info.rank; ++d)
+      shapeOk = array.shape[size_t(d)] == info.shape[d];
+    if (!shapeOk)
+      die(what);
+    std::vector<unsigned char> converted;
+    std::string why;
+    if (!convertNpy(array, info.dtype, converted, why))
+      die(what + ": " + why);
+    int64_t n = array.shape[0];
+    if (k > 0 && n != set.samples)
+      die(files[k] + ": " + std::to_string(n) + " samples, " + files[0] +
+          " has " + std::to_string(set.samples));
+    if (n < info.shape[0])
+      die(files[k] + ": " + std::to_string(n) +
+          " samples, fewer than the batch size " +
+          std::to_string(info.shape[0]) + " of " + library);
+    set.samples = n;
+    set.sampleBytes.push_back(n ? converted.size() / size_t(n) : 0);
+    set.data.push_back(std::move(converted));
+  }
+}
+
+/// Output buffers and the tensors the runtime calls take.
+struct TensorBuffer {
+  std::vector<unsigned char> bytes;
+  ampc_tensor tensor{};
+};
+
+TensorBuffer makeBuffer(const ampc_tensor_info &info) {
+  TensorBuffer b;
+  size_t count = 1;
+  for (int32_t d = 0; d < info.rank; ++d)
+    count *= size_t(info.shape[d]);
+  b.bytes.assign(count * ampc_dtype_size(info.dtype), 0);
+  b.tensor.dtype = info.dtype;
+  b.tensor.rank = info.rank;
+  b.tensor.shape = info.shape;
+  b.tensor.size_bytes = b.bytes.size();
+  return b;
+}
+
+double scalarValue(ampc_dtype dtype, const unsigned char *p) {
+  switch (dtype) {
+  case AMPC_DTYPE_F32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case AMPC_DTYPE_F64: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  case AMPC_DTYPE_F16:
+  case AMPC_DTYPE_BF16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return dtype == AMPC_DTYPE_F16 ? ampc::numeric::f16BitsToF32(h)
+                                   : ampc::numeric::bf16BitsToF32(h);
+  }
+  case AMPC_DTYPE_I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return double(v);
+  }
+  case AMPC_DTYPE_I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  default:
+    return NAN;
+  }
+}
+
+/// The per-epoch sample order: Fisher-Yates over splitmix64, so a seed gives
+/// the same order with any standard library.
+std::vector<int64_t> sampleOrder(int64_t samples, bool shuffle, uint64_t seed,
+                                 int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(samples));
+  for (int64_t i = 0; i < samples; ++i)
+    order[size_t(i)] = i;
+  if (!shuffle)
+    return order;
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + uint64_t(epoch) + 1;
+  auto next = [&]() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = samples - 1; i > 0; --i) {
+    uint64_t bound = uint64_t(i) + 1, limit = UINT64_MAX - UINT64_MAX % bound;
+    uint64_t r;
+    do
+      r = next();
+    while (r >= limit);
+    std::swap(order[size_t(i)], order[size_t(r % bound)]);
+  }
+  return order;
+}
+
+void gather(const DataSet &set, const std::vector<int64_t> &order,
+            int64_t first, int64_t batch, std::vector<TensorBuffer> &buffers,
+            size_t firstBuffer) {
+  for (size_t k = 0; k < set.data.size(); ++k) {
+    size_t sb = set.sampleBytes[k];
+    unsigned char *dst = buffers[firstBuffer + k].bytes.data();
+    for (int64_t b = 0; b < batch; ++b) {
+      // Past the end (the padded last evaluation batch) wraps around.
+      int64_t sample = order[size_t((first + b) % int64_t(order.size()))];
+      std::memcpy(dst + size_t(b) * sb, set.data[k].data() + size_t(sample) * sb,
+                  sb);
+    }
+  }
+}
+
+struct EvalResult {
+  double loss = NAN, accuracy = NAN;
+};
+
+class Trainer {
+public:
+  Trainer(Options options) : o(std::move(options)) {}
+  int run();
+
+private:
+  void check(ampc_status status, const std::string &what) {
+    if (status != AMPC_OK)
+      die(what + ": " + ampc_last_error());
+  }
+  EvalResult evaluate();
+  void progress(int64_t epoch, int64_t step, int64_t stepsInEpoch,
+                double loss, double scale, double rate);
+  void saveCheckpoint();
+
+  Options o;
+  ampc_model *model = nullptr;
+  ampc_model_info info{};
+  int32_t numLabels = 0, numData = 0;
+  int64_t batch = 0;
+  DataSet train, eval;
+  std::vector<ampc_tensor_info> inputInfo, outputInfo;
+  bool interactive = false;
+};
+
+EvalResult Trainer::evaluate() {
+  std::vector<TensorBuffer> inputs, outputs;
+  for (const ampc_tensor_info &t : inputInfo)
+    inputs.push_back(makeBuffer(t));
+  for (const ampc_tensor_info &t : outputInfo)
+    outputs.push_back(makeBuffer(t));
+  std::vector<ampc_tensor> in, out;
+  std::vector<int64_t> order = sampleOrder(eval.samples, false, 0, 0);
+  // Accuracy needs logits [B, ..., C] in output 1 and one integer label
+  // input [B, ...] matching its leading dimensions.
+  bool canScore = outputInfo.size() >= 2 && numLabels == 1;
+  const ampc_tensor_info *logits = canScore ? &outputInfo[1] : nullptr;
+  const ampc_tensor_info &label = inputInfo.back();
+  if (canScore)
+    canScore = (label.dtype == AMPC_DTYPE_I64 || label.dtype == AMPC_DTYPE_I32) &&
+               logits->rank == label.rank + 1 &&
+               std::equal(label.shape, label.shape + label.rank, logits->shape);
+  double lossSum = 0;
+  int64_t correct = 0, counted = 0, batches = 0;
+  for (int64_t first = 0; first < eval.samples; first += batch) {
+    int64_t valid = std::min(batch, eval.samples - first);
+    gather(eval, order, first, batch, inputs, 0);
+    in.clear();
+    out.clear();
+    for (TensorBuffer &b : inputs) {
+      b.tensor.data = b.bytes.data();
+      in.push_back(b.tensor);
+    }
+    for (TensorBuffer &b : outputs) {
+      b.tensor.data = b.bytes.data();
+      out.push_back(b.tensor);
+    }
+    check(ampc_model_infer(model, in.data(), int32_t(in.size()), out.data(),
+                           int32_t(out.size())),
+          o.library);
+    // A padded batch's loss also averages the padding: weight it by the
+    // valid fraction, which is exact for a mean loss.
+    lossSum += scalarValue(outputInfo[0].dtype, outputs[0].bytes.data()) *
+               double(valid) / double(batch);
+    ++batches;
+    if (!canScore)
+      continue;
+    int64_t classes = logits->shape[logits->rank - 1];
+    size_t perSample = inputs.back().bytes.size() / size_t(batch) /
+                       ampc_dtype_size(label.dtype);
+    size_t logitSize = ampc_dtype_size(logits->dtype);
+    for (int64_t b = 0; b < valid; ++b)
+      for (size_t j = 0; j < perSample; ++j) {
+        size_t row = size_t(b) * perSample + j;
+        const unsigned char *rowData =
+            outputs[1].bytes.data() + row * size_t(classes) * logitSize;
+        int64_t best = 0;
+        double bestValue = -INFINITY;
+        for (int64_t c = 0; c < classes; ++c) {
+          double v = scalarValue(logits->dtype,
+                                 rowData + size_t(c) * logitSize);
+          if (v > bestValue)
+            bestValue = v, best = c;
+        }
+        double want = scalarValue(
+            label.dtype,
+            inputs.back().bytes.data() + row * ampc_dtype_size(label.dtype));
+        correct += double(best) == want;
+        ++counted;
+      }
+  }
+  EvalResult r;
+  double fullBatches = double(eval.samples) / double(batch);
+  r.loss = batches ? lossSum / fullBatches : NAN;
+  if (counted)
+    r.accuracy = double(correct) / double(counted);
+  return r;
+}
+
+void Trainer::progress(int64_t epoch, int64_t step, int64_t stepsInEpoch,
+                       double loss, double scale, double rate) {
+  constexpr int kWidth = 30;
+  int filled = int(kWidth * step / std::max<int64_t>(1, stepsInEpoch));
+  std::string bar(size_t(filled), '#');
+  bar.resize(kWidth, '.');
+  std::printf("\r\x1b[2Kepoch %lld [%s] %lld/%lld  loss %.4f  scale %g  %.1f "
+              "samples/s",
+              (long long)epoch, bar.c_str(), (long long)step,
+              (long long)stepsInEpoch, loss, scale, rate);
+  std::fflush(stdout);
+}
+
+void Trainer::saveCheckpoint() {
+  check(ampc_model_save_checkpoint(model, o.checkpoint.c_str()),
+        o.checkpoint);
+}
+
+int Trainer::run() {
+  auto start = std::chrono::steady_clock::now();
+  if (ampc_model_load(o.library.c_str(), nullptr, &model) != AMPC_OK)
+    die(o.library + ": " + ampc_last_error());
+  check(ampc_model_describe(model, &info), o.library);
+  ampc_training_info training;
+  if (ampc_model_training_info(model, &training) != AMPC_OK)
+    die(o.library + ": not a training library with an optimizer (mode '" +
+        info.mode + "'): " + ampc_last_error());
+  numLabels = training.num_labels;
+  numData = info.num_inputs - numLabels;
+  for (int32_t i = 0; i < info.num_inputs; ++i) {
+    ampc_tensor_info t;
+    check(ampc_model_input_info(model, i, &t), o.library);
+    if (t.rank < 1)
+      die(o.library + ": input '" + t.name +
+          "' is a scalar; ampc-train feeds batches along dimension 0");
+    if (i > 0 && t.shape[0] != inputInfo[0].shape[0])
+      die(o.library + ": input '" + t.name + "' has batch size " +
+          std::to_string(t.shape[0]) + ", input '" + inputInfo[0].name +
+          "' " + std::to_string(inputInfo[0].shape[0]));
+    inputInfo.push_back(t);
+  }
+  for (int32_t i = 0; i < info.num_outputs; ++i) {
+    ampc_tensor_info t;
+    check(ampc_model_output_info(model, i, &t), o.library);
+    outputInfo.push_back(t);
+  }
+  if (outputInfo.empty() || outputInfo[0].rank != 0)
+    die(o.library + ": output 0 is not a scalar loss");
+  auto describeInputs = [&](int32_t first, int32_t count) {
+    std::string s;
+    for (int32_t i = first; i < first + count; ++i)
+      s += std::string(i > first ? ", " : "") + "'" + inputInfo[size_t(i)].name +
+           "' " + ampc_dtype_name(inputInfo[size_t(i)].dtype) + " " +
+           shapeString(inputInfo[size_t(i)].shape, inputInfo[size_t(i)].rank);
+    return s;
+  };
+  auto checkCount = [&](const char *option, size_t given, int32_t want,
+                        int32_t first) {
+    if (given != size_t(want))
+      die(o.library + " takes " + std::to_string(want) + " " + option +
+          " file(s) (" + describeInputs(first, want) + "), " +
+          std::to_string(given) + " given");
+  };
+  checkCount("--inputs", o.inputs.size(), numData, 0);
+  checkCount("--labels", o.labels.size(), numLabels, numData);
+  batch = inputInfo[0].shape[0];
+
+  DataSet labels;
+  loadInputs(o.library, model, 0, o.inputs, train);
+  loadInputs(o.library, model, numData, o.labels, labels);
+  if (labels.samples != train.samples)
+    die(o.labels[0] + ": " + std::to_string(labels.samples) + " samples, " +
+        o.inputs[0] + " has " + std::to_string(train.samples));
+  for (size_t k = 0; k < labels.data.size(); ++k) {
+    train.data.push_back(std::move(labels.data[k]));
+    train.sampleBytes.push_back(labels.sampleBytes[k]);
+  }
+  if (!o.evalInputs.empty()) {
+    checkCount("--eval-inputs", o.evalInputs.size(), numData, 0);
+    checkCount("--eval-labels", o.evalLabels.size(), numLabels, numData);
+    DataSet evalLabels;
+    loadInputs(o.library, model, 0, o.evalInputs, eval);
+    loadInputs(o.library, model, numData, o.evalLabels, evalLabels);
+    if (evalLabels.samples != eval.samples)
+      die(o.evalLabels[0] + ": " + std::to_string(evalLabels.samples) +
+          " samples, " + o.evalInputs[0] + " has " +
+          std::to_string(eval.samples));
+    for (size_t k = 0; k < evalLabels.data.size(); ++k) {
+      eval.data.push_back(std::move(evalLabels.data[k]));
+      eval.sampleBytes.push_back(evalLabels.sampleBytes[k]);
+    }
+  }
+
+  if (!o.resume.empty())
+    check(ampc_model_load_checkpoint(model, o.resume.c_str()), o.resume);
+  if (o.lr >= 0)
+    check(ampc_model_set_learning_rate(model, float(o.lr)), o.library);
+  ampc_scaler_state scaler;
+  check(ampc_model_get_scaler_state(model, &scaler), o.library);
+
+  int64_t stepsPerEpoch = train.samples / batch;
+  int64_t globalStep = scaler.steps + scaler.skipped_steps;
+  int64_t lastStep = o.steps >= 0 ? o.steps : o.epochs * stepsPerEpoch;
+  int64_t totalEpochs = (lastStep + stepsPerEpoch - 1) / stepsPerEpoch;
+
+  FILE *metrics = nullptr;
+  if (!o.metrics.empty()) {
+    metrics = std::fopen(o.metrics.c_str(), "w");
+    if (!metrics)
+      die(o.metrics + ": cannot write: " + std::strerror(errno));
+    std::fprintf(metrics, "step,epoch,loss,scale,skipped,lr%s\n",
+                 eval.samples ? ",eval_loss,accuracy" : "");
+  }
+  interactive = !o.quiet && ::isatty(STDOUT_FILENO);
+
+  std::vector<TensorBuffer> inputs;
+  for (const ampc_tensor_info &t : inputInfo)
+    inputs.push_back(makeBuffer(t));
+  TensorBuffer loss = makeBuffer(outputInfo[0]);
+  std::vector<ampc_tensor> in;
+  for (TensorBuffer &b : inputs) {
+    b.tensor.data = b.bytes.data();
+    in.push_back(b.tensor);
+  }
+  loss.tensor.data = loss.bytes.data();
+
+  std::vector<double> plotSteps, plotLoss, plotScale;
+  double lastEpochLoss = NAN;
+  EvalResult lastEval;
+  int64_t stepsRun = 0, savedAt = -1;
+  while (globalStep < lastStep) {
+    int64_t epoch = globalStep / stepsPerEpoch;
+    int64_t first = globalStep % stepsPerEpoch;
+    int64_t end = std::min(stepsPerEpoch, first + (lastStep - globalStep));
+    std::vector<int64_t> order =
+        sampleOrder(train.samples, o.shuffle, o.seed, epoch);
+    auto epochStart = std::chrono::steady_clock::now();
+    auto lastDraw = epochStart - std::chrono::seconds(1);
+    double lossSum = 0;
+    int64_t lossCount = 0;
+    for (int64_t s = first; s < end; ++s) {
+      gather(train, order, s * batch, batch, inputs, 0);
+      check(ampc_model_train_step(model, in.data(), int32_t(in.size()),
+                                  &loss.tensor),
+            o.library);
+      ++globalStep, ++stepsRun;
+      double value = scalarValue(outputInfo[0].dtype, loss.bytes.data());
+      if (std::isfinite(value))
+        lossSum += value, ++lossCount;
+      check(ampc_model_get_scaler_state(model, &scaler), o.library);
+      float lr = 0;
+      check(ampc_model_get_learning_rate(model, &lr), o.library);
+      plotSteps.push_back(double(globalStep));
+      plotLoss.push_back(value);
+      plotScale.push_back(scaler.scale);
+      bool epochEnd = s + 1 == end;
+      if (epochEnd && eval.samples)
+        lastEval = evaluate();
+      if (metrics) {
+        std::fprintf(metrics, "%lld,%lld,%.9g,%.9g,%lld,%.9g",
+                     (long long)globalStep, (long long)epoch + 1, value,
+                     double(scaler.scale), (long long)scaler.skipped_steps,
+                     double(lr));
+        if (eval.samples && epochEnd)
+          std::fprintf(metrics, ",%.9g,%.9g", lastEval.loss,
+                       lastEval.accuracy);
+        else if (eval.samples)
+          std::fprintf(metrics, ",,");
+        std::fputc('\n', metrics);
+      }
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - epochStart)
+                           .count();
+      double rate = seconds > 0 ? double((s + 1 - first) * batch) / seconds : 0;
+      if (interactive &&
+          (epochEnd || std::chrono::steady_clock::now() - lastDraw >
+                           std::chrono::milliseconds(100))) {
+        progress(epoch + 1, s + 1, stepsPerEpoch,
+                 lossCount ? lossSum / double(lossCount) : NAN, scaler.scale,
+                 rate);
+        lastDraw = std::chrono::steady_clock::now();
+      }
+      if (!epochEnd)
+        continue;
+      lastEpochLoss = lossCount ? lossSum / double(lossCount) : NAN;
+      if (interactive)
+        std::printf("\r\x1b[2K");
+      if (!o.quiet) {
+        std::printf("epoch %lld/%lld  loss %.4f  scale %g  skipped %lld  "
+                    "%.1f samples/s",
+                    (long long)epoch + 1, (long long)totalEpochs,
+                    lastEpochLoss, double(scaler.scale),
+                    (long long)scaler.skipped_steps, rate);
+        if (eval.samples && std::isfinite(lastEval.accuracy))
+          std::printf("  accuracy %.4f", lastEval.accuracy);
+        else if (eval.samples)
+          std::printf("  eval loss %.4f", lastEval.loss);
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+      if (!o.checkpoint.empty()) {
+        saveCheckpoint();
+        savedAt = globalStep;
+      }
+    }
+  }
+  if (!o.checkpoint.empty() && savedAt != globalStep)
+    saveCheckpoint();
+  if (metrics && std::fclose(metrics) != 0)
+    die(o.metrics + ": cannot write: " + std::strerror(errno));
+  if (!o.plot.empty()) {
+    std::string error;
+    if (!writeTrainingPlot(o.plot, plotSteps, plotLoss, plotScale, error))
+      die(error);
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  std::printf("final: loss %.4f", lastEpochLoss);
+  if (eval.samples && std::isfinite(lastEval.accuracy))
+    std::printf("  accuracy %.4f", lastEval.accuracy);
+  else if (eval.samples)
+    std::printf("  eval loss %.4f", lastEval.loss);
+  std::printf("  (%lld steps, %.1f s)\n", (long long)stepsRun, seconds);
+  ampc_model_release(model);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  return Trainer(std::move(options)).run();
+}
