@@ -20,7 +20,7 @@ configure: deps
 	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
 
 build: configure
-	ninja -C $(BUILD) ampc ampc-opt ampc-unittests
+	ninja -C $(BUILD) ampc ampc-opt ampc-train ampc-unittests
 
 demo: build
 	scripts/demo

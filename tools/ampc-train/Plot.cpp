@@ -97,6 +97,7 @@ constexpr Glyph kFont[] = {
     {'g', {0x00, 0x00, 0x0F, 0x11, 0x0F, 0x01, 0x0E}},
     {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
     {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+    {'^', {0x04, 0x0A, 0x11, 0x00, 0x00, 0x00, 0x00}},
 };
 /// Glyphs are drawn at this many pixels per font pixel.
 constexpr int kTextScale = 2;
@@ -166,6 +167,17 @@ std::string formatTick(double v) {
     v = 0;
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%g", v);
+  return buffer;
+}
+
+/// A tick of the log2 axis at 2^e: the integer while it stays short
+/// (1 .. 2^26), "2^e" beyond, so labels fit left of the panel.
+std::string formatLog2Tick(double e) {
+  char buffer[32];
+  if (e >= 0 && e <= 26)
+    std::snprintf(buffer, sizeof(buffer), "%.0f", std::exp2(e));
+  else
+    std::snprintf(buffer, sizeof(buffer), "2^%d", int(e));
   return buffer;
 }
 
@@ -239,7 +251,7 @@ void drawPanel(Canvas &canvas, int left, int top, int right, int bottom,
     int y = py(t);
     canvas.fill(left, y, right, y, kGrid);
     canvas.fill(left - 6, y, left - 1, y, kBlack);
-    std::string label = formatTick(logAxis ? std::exp2(t) : t);
+    std::string label = logAxis ? formatLog2Tick(t) : formatTick(t);
     canvas.text(left - 10 - Canvas::textWidth(label), y - kCharHeight / 2,
                 label, kBlack);
   }

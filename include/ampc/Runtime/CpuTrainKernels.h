@@ -92,6 +92,21 @@ void adamStep(const T *param, const T *grad, const T *expAvg,
   }
 }
 
+/// Whether Dropout keeps element `index`: a counter-based draw (splitmix64
+/// of the op's seed, the training step and the index), uniform in [0, 1),
+/// compared with `ratio`. The same (seed, step, index) always gives the same
+/// answer, so a step's forward, its backward and a gradient check agree.
+inline bool dropoutKeeps(uint64_t seed, uint64_t step, uint64_t index,
+                         double ratio) {
+  uint64_t z = seed ^ (step * 0x9E3779B97F4A7C15ULL) ^
+               (index * 0xD1B54A32D192ED03ULL);
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53 >= ratio;
+}
+
 /// `_amp_update_scale_` with optional bounds (0: none).
 inline void updateScale(float scale, int32_t tracker, bool foundInf,
                         float growthFactor, float backoffFactor,

@@ -1120,25 +1120,50 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
         return success();
       })
       .Case([&](ampc::DropoutOp o) -> LogicalResult {
-        // Outside training (or with ratio 0) the identity with an all-true
-        // mask; random masks come with the training pipeline.
-        if (o.getTrainingMode() && !o.getRatio().isZero())
-          return op->emitError()
-                 << "the CPU target cannot compile 'ampc.dropout' in training "
-                    "mode with ratio "
-                 << [&] {
-                      std::string text;
-                      llvm::raw_string_ostream os(text);
-                      os << llvm::format("%g", o.getRatio().convertToDouble());
-                      return text;
-                    }()
-                 << " yet (random masks come with training)";
         RankedTensorType t = tensorOf(o.getOutput());
-        body << "  std::memcpy(" << name(o.getOutput()) << ", "
-             << name(o.getInput()) << ", "
-             << t.getNumElements() * storageSize(t.getElementType())
-             << "ULL);\n  std::memset(" << name(o.getMask()) << ", 1, "
-             << t.getNumElements() << "ULL);\n";
+        double ratio = o.getRatio().convertToDouble();
+        if (!o.getTrainingMode() || ratio == 0.0) {
+          // The identity with an all-true mask.
+          body << "  std::memcpy(" << name(o.getOutput()) << ", "
+               << name(o.getInput()) << ", "
+               << t.getNumElements() * storageSize(t.getElementType())
+               << "ULL);\n  std::memset(" << name(o.getMask()) << ", 1, "
+               << t.getNumElements() << "ULL);\n";
+          return success();
+        }
+        // A random mask per training step (ampc.step, 0 in a library without
+        // an optimizer), distinct per Dropout (its seed, else its name);
+        // kept values scaled by 1 / (1 - ratio).
+        // The seed must be the same for the op's copies in @forward and
+        // @train_step: FNV-1a of the ONNX node's description.
+        uint64_t seed = 0xCBF29CE484222325ULL;
+        if (o.getSeed()) {
+          seed = static_cast<uint64_t>(*o.getSeed());
+        } else {
+          for (char c : nodeDescription(op))
+            seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+        }
+        std::string step = "0";
+        if (parameterOffsets.count(ampc::kStepCount))
+          step = formatv("*reinterpret_cast<const int64_t *>(state + {0})",
+                         parameterOffsets.lookup(ampc::kStepCount))
+                     .str();
+        Type e = t.getElementType();
+        body << formatv(
+            "  {{ const uint64_t step = static_cast<uint64_t>({0});\n"
+            "    for (int64_t i = 0; i < {1}LL; ++i) {{\n"
+            "      const bool keep = ampc::cpu::dropoutKeeps({2}ULL, step, "
+            "static_cast<uint64_t>(i), {3:e17});\n"
+            "      {4}[i] = keep;\n"
+            "      {5}[i] = {6};\n    }\n  }\n",
+            step, t.getNumElements(), seed, ratio, name(o.getMask()),
+            name(o.getOutput()),
+            ratio >= 1.0
+                ? store(e, "0")
+                : store(e, formatv("keep ? {0} * {1}({2:e17}) : {1}(0)",
+                                   load(e, name(o.getInput()) + "[i]"),
+                                   computeType(e), 1.0 / (1.0 - ratio))
+                               .str()));
         return success();
       })
       .Case([&](ampc::MaxPoolOp o) -> LogicalResult {
