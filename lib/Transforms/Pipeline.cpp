@@ -29,7 +29,11 @@ using ampc::PipelinePart;
 
 const PipelineStep kPipeline[] = {
     {"ampc-fold-shapes", PipelinePart::Graph, false,
-     [](const ampc::PipelineOptions &) { return ampc::createFoldShapesPass(); }},
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.foldShapes)
+         return nullptr;
+       return ampc::createFoldShapesPass();
+     }},
     {"ampc-attach-loss", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createAttachLossPass(o.loss);

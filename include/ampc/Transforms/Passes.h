@@ -29,6 +29,9 @@ struct PipelineOptions {
   /// --precision=fp64: every f32 tensor becomes f64 before precision
   /// assignment (which then has nothing to lower).
   bool widenToF64 = false;
+  /// ampc-fold-shapes runs; false for a module that is already in the
+  /// dialect's form (tools that read MLIR directly).
+  bool foldShapes = true;
   /// Builds the training step: ampc-attach-loss and ampc-autodiff run
   /// (docs/design.md, Pipeline); false compiles the forward only.
   bool training = false;
