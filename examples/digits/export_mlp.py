@@ -4,8 +4,11 @@
     /usr/bin/python3 examples/digits/export_mlp.py OUT_DIR
 
 Writes OUT_DIR/digits_mlp.onnx (opset 17) with a symbolic batch dimension
-on input "pixels" and output "logits"; bind it when compiling, e.g.
-    ampc OUT_DIR/digits_mlp.onnx --batch 64 -o train.so
+on input "pixels" and output "logits"; bind it when compiling, and train
+it on prepare_digits.py's files (scripts/demo does both):
+    ampc OUT_DIR/digits_mlp.onnx --batch 64 --lr 2e-3 -o train.so
+    ampc-train train.so --inputs OUT_DIR/x_train.npy --labels OUT_DIR/y_train.npy \
+        --eval-inputs OUT_DIR/x_test.npy --eval-labels OUT_DIR/y_test.npy --epochs 20
 The weights are torch's default initialization under a fixed seed.
 """
 import os

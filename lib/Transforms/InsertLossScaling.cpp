@@ -38,11 +38,14 @@ struct InsertLossScalingPass
     if (!(initScale > 0) || !std::isfinite(initScale) ||
         !(growthFactor > 1) || !(backoffFactor > 0 && backoffFactor < 1) ||
         growthInterval < 1 || minScale < 0 || maxScale < 0 ||
-        (maxScale > 0 && maxScale < minScale)) {
+        (maxScale > 0 && maxScale < minScale) ||
+        (maxScale > 0 && initScale > maxScale) ||
+        (minScale > 0 && initScale < minScale)) {
       module.emitError()
           << "ampc-insert-loss-scaling: expected init-scale > 0, "
              "growth-factor > 1, 0 < backoff-factor < 1, growth-interval >= "
-             "1 and 0 <= min-scale <= max-scale (0: no bound)";
+             "1 and 0 <= min-scale <= init-scale <= max-scale (0: no "
+             "bound)";
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);

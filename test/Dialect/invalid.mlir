@@ -1146,3 +1146,57 @@ func.func @fusion_argument_type(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'ampc.state' op initial value has type 'tensor<2xf32>', expected 'tensor<3xf32>'}}
+ampc.state @s : tensor<3xf32> = dense<0.0> : tensor<2xf32>
+
+// -----
+
+func.func @load_missing_state() -> tensor<f32> {
+  // expected-error @+1 {{'ampc.load_state' op 'nothing' is not an ampc.state}}
+  %0 = ampc.load_state @nothing : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+ampc.state @s : tensor<f32> = dense<0.0> : tensor<f32>
+func.func @store_wrong_type(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'ampc.store' op value type 'tensor<2xf32>' does not match 'tensor<f32>'}}
+  ampc.store @s, %x : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @unscale_vector_scale(%s: tensor<2xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.unscale' op the scale must be a scalar}}
+  %u, %f = ampc.unscale %s, %g : (tensor<2xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<i1>)
+  return
+}
+
+// -----
+
+func.func @clip_negative(%g: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.clip_grad_norm' op 'max_norm' must be positive}}
+  %c = ampc.clip_grad_norm %g {max_norm = -1.0 : f32} : (tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @adam_one_moment(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op 'adam' keeps 2 moment(s), got 1}}
+  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m {kind = "adam"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @unknown_optimizer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op 'kind' must be sgd, adam or adamw, got 'lion'}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "lion"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  return
+}

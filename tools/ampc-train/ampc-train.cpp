@@ -70,7 +70,9 @@ epoch: "epoch 3/10  loss 0.1234  scale 65536  skipped 0  1234.5 samples/s"
 (mean loss of the epoch, the loss scale, the steps skipped so far), with an
 evaluation set followed by "  accuracy 0.9731" (argmax of output 1 over its
 last axis against the label; "  eval loss X" when the model has no such
-output). The last line: "final: loss L  accuracy A  (N steps, T s)".
+output). The last line: "final: loss L  accuracy A  (N steps, T s)" (when
+a --resume checkpoint is already at the requested total: "final: nothing to
+train (at step S, asked for T)", with the accuracy of the loaded weights).
 Errors: one line "ampc-train: error: ...", exit status 1.
 )help";
 
@@ -669,6 +671,22 @@ int Trainer::run() {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
+  if (stepsRun == 0) {
+    // A checkpoint already at or past the requested total: say so, and
+    // still score the evaluation set with the loaded weights.
+    std::printf("final: nothing to train (at step %lld, asked for %lld)",
+                (long long)globalStep, (long long)lastStep);
+    if (eval.samples) {
+      lastEval = evaluate();
+      if (std::isfinite(lastEval.accuracy))
+        std::printf("  accuracy %.4f", lastEval.accuracy);
+      else
+        std::printf("  eval loss %.4f", lastEval.loss);
+    }
+    std::printf("  (0 steps, %.1f s)\n", seconds);
+    ampc_model_release(model);
+    return 0;
+  }
   std::printf("final: loss %.4f", lastEpochLoss);
   if (eval.samples && std::isfinite(lastEval.accuracy))
     std::printf("  accuracy %.4f", lastEval.accuracy);

@@ -359,7 +359,6 @@ int main(int argc, char **argv) {
   argv = args.data();
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&ampcCategory, &trainingCategory});
-  cl::HideUnrelatedOptions(ampcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ampc: ahead-of-time mixed-precision training compiler\n\n"

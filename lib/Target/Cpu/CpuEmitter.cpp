@@ -1487,8 +1487,41 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
                 trainStep ? "train" : "infer", trainingFields);
 }
 
+/// The parameter or state symbol whose storage `v` reads in place (a load,
+/// or a view of one), or null.
+static StringAttr storageSymbol(Value v) {
+  while (auto r = dyn_cast<OpResult>(v)) {
+    Operation *op = r.getOwner();
+    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
+      return load.getParameterAttr().getAttr();
+    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
+      return load.getStateAttr().getAttr();
+    if (!ampc::isViewResult(op, r.getResultNumber()))
+      return {};
+    v = op->getOperand(0);
+  }
+  return {};
+}
+
 LogicalResult Emitter::emitFunction(func::FuncOp f, llvm::raw_ostream &body) {
   names.clear();
+  // Loads read the state in place, so a value read after a store to its
+  // symbol would see the new value: the passes put every store after the
+  // last read, and this checks it.
+  llvm::DenseSet<StringAttr> stored;
+  WalkResult order = f.walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (StringAttr symbol = storageSymbol(v); symbol && stored.contains(symbol)) {
+        op->emitError() << "reads '" << symbol.getValue()
+                        << "' after the step stored it";
+        return WalkResult::interrupt();
+      }
+    if (auto store = dyn_cast<ampc::StoreOp>(op))
+      stored.insert(store.getTargetAttr().getAttr());
+    return WalkResult::advance();
+  });
+  if (order.wasInterrupted())
+    return failure();
   for (auto [i, arg] : llvm::enumerate(f.getArguments())) {
     Type t = elementOf(arg);
     std::string n = "in" + std::to_string(i);

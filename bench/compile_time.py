@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Compile time of the ampc pipeline against model size (CPU only, no GPU).
+
+usage: /usr/bin/python3 bench/compile_time.py [--build build]
+           [--layers 100 1000 10000] [--width 16] [--batch 4] [--runs 3]
+           [--modes train infer cpp] [--passes] [--keep]
+
+Writes synthetic MLPs (binary .onnx through onnx.helper: an input of
+--batch x --width features, then N layers of Gemm(transB=1) + Relu, each with
+its own --width x --width weight and bias, a final Gemm to 10 classes) into a
+temporary folder, and times the whole `ampc` process on each:
+
+  train  ampc MODEL --emit=mlir -o /dev/null        (import, autodiff, fp16
+         loss scaling, sgd optimizer, casts, fusion, memory plan, printing)
+  infer  ampc MODEL --mode=infer --emit=mlir -o /dev/null
+  cpp    ampc MODEL --target=cpu --emit=cpp -o /dev/null   (training step C++
+         source, without running the C++ compiler)
+
+Each figure is the median wall time of --runs runs. The table gives seconds,
+seconds per layer, and for each mode the ratio of the per-layer time of the
+largest model to that of the smallest. Compile time grows linearly when that
+ratio stays near 1; the bench calls a ratio <= 2 linear (a quadratic pass makes
+it about largest/smallest layers, i.e. ~100 for 10,000 against 100 layers).
+With --passes it also times --emit-after=PASS for every pipeline pass on the
+largest model, to find the pass where the time goes.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LINEAR_RATIO = 2.0
+
+MODES = {
+    "train": ["--emit=mlir"],
+    "infer": ["--mode=infer", "--emit=mlir"],
+    "cpp": ["--target=cpu", "--emit=cpp"],
+}
+
+
+def write_mlp(path, layers, width, batch):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(layers)
+    scale = 1.0 / np.sqrt(width)
+    inits, nodes = [], []
+    x = "x"
+    for i in range(layers):
+        w = rng.uniform(-scale, scale, (width, width)).astype(np.float32)
+        b = np.zeros(width, np.float32)
+        inits += [numpy_helper.from_array(w, f"fc{i}_weight"),
+                  numpy_helper.from_array(b, f"fc{i}_bias")]
+        nodes += [helper.make_node("Gemm", [x, f"fc{i}_weight", f"fc{i}_bias"],
+                                   [f"fc{i}"], name=f"/fc{i}/Gemm", transB=1),
+                  helper.make_node("Relu", [f"fc{i}"], [f"relu{i}"],
+                                   name=f"/relu{i}/Relu")]
+        x = f"relu{i}"
+    w = rng.uniform(-scale, scale, (10, width)).astype(np.float32)
+    inits += [numpy_helper.from_array(w, "head_weight"),
+              numpy_helper.from_array(np.zeros(10, np.float32), "head_bias")]
+    nodes.append(helper.make_node("Gemm", [x, "head_weight", "head_bias"],
+                                  ["logits"], name="/head/Gemm", transB=1))
+    graph = helper.make_graph(
+        nodes, f"mlp{layers}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, width])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                       [batch, 10])],
+        inits)
+    model = helper.make_model(graph, producer_name="ampc bench",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def time_ampc(cmd, runs):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - start)
+        if proc.returncode:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                     f"{proc.stderr}")
+    return statistics.median(times)
+
+
+def pass_names(ampc, model):
+    proc = subprocess.run([ampc, model, "--emit=mlir",
+                           "--emit-after=nonsense"],
+                          capture_output=True, text=True)
+    listed = proc.stderr.split("(", 1)[-1].rsplit(")", 1)[0]
+    return ["import"] + [p.strip() for p in listed.split(",") if p.strip()]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--layers", type=int, nargs="+", default=[100, 1000, 10000])
+    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--modes", nargs="+", default=["train", "infer", "cpp"],
+                   choices=list(MODES))
+    p.add_argument("--passes", action="store_true",
+                   help="also time --emit-after=PASS on the largest model")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary folder with the models")
+    args = p.parse_args()
+
+    ampc = os.path.join(os.path.abspath(args.build), "bin", "ampc")
+    work = tempfile.mkdtemp(prefix="ampc-compile-time-")
+    try:
+        models = {}
+        for n in args.layers:
+            models[n] = os.path.join(work, f"mlp{n}.onnx")
+            write_mlp(models[n], n, args.width, args.batch)
+
+        seconds = {}
+        for mode in args.modes:
+            for n in args.layers:
+                cmd = [ampc, models[n], *MODES[mode], "-o", os.devnull]
+                seconds[mode, n] = time_ampc(cmd, args.runs)
+
+        print(f"ampc compile time, MLP width {args.width}, batch "
+              f"{args.batch}, median of {args.runs} runs")
+        print()
+        print("| mode | layers | seconds | ms per layer |")
+        print("|---|---|---|---|")
+        for mode in args.modes:
+            for n in args.layers:
+                s = seconds[mode, n]
+                print(f"| {mode} | {n} | {s:.3f} | {1000 * s / n:.3f} |")
+        print()
+        small, large = min(args.layers), max(args.layers)
+        verdicts = []
+        for mode in args.modes:
+            ratio = ((seconds[mode, large] / large) /
+                     (seconds[mode, small] / small))
+            linear = ratio <= LINEAR_RATIO
+            verdicts.append(linear)
+            print(f"{mode}: per-layer time {large} / {small} layers = "
+                  f"{ratio:.2f} ({'linear' if linear else 'NOT linear'}, "
+                  f"linear means <= {LINEAR_RATIO:g})")
+
+        if args.passes:
+            print()
+            print(f"train pipeline cut after each pass, {large} layers "
+                  f"(cumulative seconds, includes printing the IR)")
+            print()
+            print("| --emit-after | seconds |")
+            print("|---|---|")
+            for name in pass_names(ampc, models[large]):
+                cmd = [ampc, models[large], "--emit=mlir",
+                       f"--emit-after={name}", "-o", os.devnull]
+                print(f"| {name} | {time_ampc(cmd, args.runs):.3f} |")
+        return 0 if all(verdicts) else 1
+    finally:
+        if args.keep:
+            print(f"models kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
