@@ -13,8 +13,8 @@ temporary folder, and times the whole `ampc` process on each:
   train  ampc MODEL --emit=mlir -o /dev/null        (import, autodiff, fp16
          loss scaling, sgd optimizer, casts, fusion, memory plan, printing)
   infer  ampc MODEL --mode=infer --emit=mlir -o /dev/null
-  cpp    ampc MODEL --target=cpu --emit=cpp -o /dev/null   (training step C++
-         source, without running the C++ compiler)
+  cpp    ampc MODEL --target=cpu --emit=cpp -o MODEL.cpp   (training step C++
+         source and its parameter file, without running the C++ compiler)
 
 Each figure is the median wall time of --runs runs. The table gives seconds,
 seconds per layer, and for each mode the ratio of the per-layer time of the
@@ -125,7 +125,11 @@ def main():
         seconds = {}
         for mode in args.modes:
             for n in args.layers:
-                cmd = [ampc, models[n], *MODES[mode], "-o", os.devnull]
+                # --emit=cpp writes MODEL.params.bin and MODEL.model.onnx
+                # beside its output, so it writes into the temporary folder.
+                out = (os.path.join(work, f"mlp{n}.cpp") if mode == "cpp"
+                       else os.devnull)
+                cmd = [ampc, models[n], *MODES[mode], "-o", out]
                 seconds[mode, n] = time_ampc(cmd, args.runs)
 
         print(f"ampc compile time, MLP width {args.width}, batch "

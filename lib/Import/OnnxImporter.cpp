@@ -213,6 +213,9 @@ private:
   llvm::StringMap<Value> values;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringMap<DenseElementsAttr> constantInitializers;
+  // The ampc.parameter of each float initializer (module.lookupSymbol is a
+  // linear scan, once per initializer).
+  llvm::StringMap<ampc::ParameterOp> parameters;
   /// Parameter loads and bound inputs open the body in order of first use.
   Operation *prologueEnd = nullptr;
   void setPrologueInsertionPoint() {
@@ -329,7 +332,7 @@ LogicalResult Importer::declareInitializers() {
     // Float initializers are the trainable parameters (FP32 masters once
     // precision assignment runs); the rest are constants.
     if (isa<FloatType>(value.getElementType()))
-      ampc::ParameterOp::create(
+      parameters[t.name()] = ampc::ParameterOp::create(
           b, NameLoc::get(b.getStringAttr(t.name()), fileLoc), t.name(),
           cast<RankedTensorType>(value.getType()), cast<ElementsAttr>(value));
     else
@@ -498,7 +501,7 @@ Value Importer::lookup(const std::string &name) {
   setPrologueInsertionPoint();
   Location loc = NameLoc::get(b.getStringAttr(name), fileLoc);
   Value v;
-  if (auto param = module.lookupSymbol<ampc::ParameterOp>(name)) {
+  if (auto param = parameters.lookup(name)) {
     v = ampc::LoadParameterOp::create(b, loc, param.getType(), name);
   } else {
     v = ampc::ConstantOp::create(b, loc, constantInitializers.lookup(name));

@@ -62,12 +62,15 @@ struct AttachOptimizerPass
     OpBuilder b(ctx);
     Location loc = step.getLoc();
     Type f32 = Float32Type::get(ctx), i64 = b.getI64Type();
+    // Built once: a lookup per declared state in the module would make the
+    // pass quadratic in the number of parameters.
+    SymbolTable symbols(module);
     Value learningRate = ampc::declareState(
-        module, step, ampc::kLearningRate,
+        symbols, step, ampc::kLearningRate,
         DenseElementsAttr::get(RankedTensorType::get({}, f32),
                                static_cast<float>(lr)));
     Value stepCount = ampc::declareState(
-        module, step, ampc::kStepCount,
+        symbols, step, ampc::kStepCount,
         DenseElementsAttr::get(RankedTensorType::get({}, i64), int64_t(0)));
     Value foundInf = ampc::findFoundInf(step);
 
@@ -101,7 +104,7 @@ struct AttachOptimizerPass
       std::string name =
           (param.getValue() + lowPrecisionSuffix(type.getElementType())).str();
       Value copy = ampc::declareState(
-          module, step, name,
+          symbols, step, name,
           DenseElementsAttr::get(type,
                                  FloatAttr::get(type.getElementType(), 0.0)),
           FlatSymbolRefAttr::get(param));
@@ -137,7 +140,7 @@ struct AttachOptimizerPass
       SmallVector<Value> moments;
       for (unsigned m = 0; m < numMoments; ++m)
         moments.push_back(ampc::declareState(
-            module, step, (param.getValue() + momentNames[m]).str(), zero));
+            symbols, step, (param.getValue() + momentNames[m]).str(), zero));
       b.setInsertionPoint(ret);
       SmallVector<Type> resultTypes(1 + numMoments, type);
       auto update = ampc::OptimizerUpdateOp::create(

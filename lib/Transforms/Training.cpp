@@ -25,21 +25,32 @@ SmallVector<unsigned> ampc::gradientResults(func::FuncOp step) {
 
 Value ampc::declareState(ModuleOp module, func::FuncOp func, StringRef name,
                          ElementsAttr initial, FlatSymbolRefAttr derivedFrom) {
+  SymbolTable symbols(module);
+  return declareState(symbols, func, name, initial, derivedFrom);
+}
+
+Value ampc::declareState(SymbolTable &symbols, func::FuncOp func,
+                         StringRef name, ElementsAttr initial,
+                         FlatSymbolRefAttr derivedFrom) {
+  auto module = cast<ModuleOp>(symbols.getOp());
   OpBuilder b(module.getContext());
   auto type = cast<RankedTensorType>(initial.getType());
-  if (!module.lookupSymbol(name)) {
-    // After the last parameter or state, so symbols stay grouped.
+  if (!symbols.lookup(name)) {
+    // After the last parameter or state, so symbols stay grouped. Searched
+    // from the end: only the functions follow the symbols.
     Operation *last = nullptr;
-    for (Operation &op : module.getBody()->getOperations())
-      if (isa<ampc::ParameterOp, ampc::StateOp>(op))
+    for (Operation &op : llvm::reverse(module.getBody()->getOperations()))
+      if (isa<ampc::ParameterOp, ampc::StateOp>(op)) {
         last = &op;
+        break;
+      }
     if (last)
       b.setInsertionPointAfter(last);
     else
       b.setInsertionPointToStart(module.getBody());
     auto state = ampc::StateOp::create(b, func.getLoc(), name, type, initial,
                                        derivedFrom);
-    (void)state;
+    symbols.insert(state);
   }
   b.setInsertionPointToStart(&func.getBody().front());
   return ampc::LoadStateOp::create(b, func.getLoc(), type, name);

@@ -28,6 +28,9 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 #include <utility>
 #include <vector>
 
@@ -37,9 +40,19 @@ namespace ampc::cpu {
 // f64); stores round to the buffer's type.
 inline float load(float v) { return v; }
 inline double load(double v) { return v; }
+#if defined(__F16C__)
+// The F16C instructions convert exactly as Float16.h does (round to nearest
+// even, NaNs quieted keeping the top payload bits), several times faster;
+// the driver compiles with -mf16c when the compiling machine has them.
+inline float loadF16(uint16_t v) { return _cvtsh_ss(v); }
+inline uint16_t storeF16(float v) {
+  return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+}
+#else
 inline float loadF16(uint16_t v) { return numeric::f16BitsToF32(v); }
-inline float loadBf16(uint16_t v) { return numeric::bf16BitsToF32(v); }
 inline uint16_t storeF16(float v) { return numeric::f32ToF16Bits(v); }
+#endif
+inline float loadBf16(uint16_t v) { return numeric::bf16BitsToF32(v); }
 inline uint16_t storeBf16(float v) { return numeric::f32ToBf16Bits(v); }
 
 namespace detail {

@@ -43,6 +43,12 @@ llvm::SmallVector<unsigned> gradientResults(mlir::func::FuncOp step);
 mlir::Value declareState(mlir::ModuleOp module, mlir::func::FuncOp func,
                          llvm::StringRef name, mlir::ElementsAttr initial,
                          mlir::FlatSymbolRefAttr derivedFrom = {});
+/// The same with the module's symbol table, which it keeps up to date: a pass
+/// that declares many states builds the table once (the overload above
+/// builds one per call).
+mlir::Value declareState(mlir::SymbolTable &symbols, mlir::func::FuncOp func,
+                         llvm::StringRef name, mlir::ElementsAttr initial,
+                         mlir::FlatSymbolRefAttr derivedFrom = {});
 
 /// `counter + 1` where `flag == when`, `counter` otherwise (i64 scalars).
 mlir::Value countIf(mlir::OpBuilder &b, mlir::Location loc,

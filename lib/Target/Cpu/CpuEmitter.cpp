@@ -1718,9 +1718,15 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
   }
   llvm::FileRemover removeLog(log);
   std::string include = "-I" AMPC_RUNTIME_INCLUDE_DIR;
-  StringRef args[] = {*program,  "-O3", "-std=c++17", "-shared", "-fPIC",
-                      "-fvisibility=hidden", include, sourcePath, "-o",
-                      output,    "-lopenblas"};
+  SmallVector<StringRef> args = {*program,  "-O3", "-std=c++17", "-shared",
+                                 "-fPIC", "-fvisibility=hidden", include,
+                                 sourcePath, "-o", output, "-lopenblas"};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // Hardware f16 conversions (CpuKernels.h) where this machine has them; a
+  // library built here then needs F16C (every x86-64 CPU since 2012).
+  if (__builtin_cpu_supports("f16c"))
+    args.push_back("-mf16c");
+#endif
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
   if (llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects) != 0) {
