@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
@@ -229,6 +230,16 @@ Outcome Runner::run(StringRef folder) {
   if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error)) ||
       failed(pm.run(*module)))
     return fail(folder, "pipeline: " + firstError + error);
+
+  // Dropout in training mode draws its mask from ampc's own generator; the
+  // test's expected outputs come from numpy's, which nothing reproduces.
+  bool randomMask = false;
+  module->walk([&](ampc::DropoutOp d) {
+    randomMask |= d.getTrainingMode() != 0 && !d.getRatio().isZero();
+  });
+  if (randomMask)
+    return skip(folder, "Dropout in training mode (the expected mask comes "
+                        "from numpy's random generator)");
 
   SmallString<128> work;
   if (sys::fs::createUniqueDirectory("ampc-conformance", work))
