@@ -31,19 +31,6 @@ namespace ampc::cpu {
 // Convolution
 //===----------------------------------------------------------------------===//
 
-namespace detail {
-/// Whether a convolution window is the identity on the plane (1x1 kernel,
-/// stride 1, no padding), so that a plane is its own im2col matrix.
-inline bool isDirectWindow(const Window &w) {
-  if (w.kernelSize() != 1)
-    return false;
-  for (int d = 0; d < w.rank; ++d)
-    if (w.stride[d] != 1 || w.padBegin[d] != 0 || w.in[d] != w.out[d])
-      return false;
-  return true;
-}
-} // namespace detail
-
 /// conv_backward_data (the transposed convolution) in T (float on FP32
 /// copies of 16-bit operands, or double): grad (n, m, out...) is the
 /// adjoint of a Conv's Y, weight (m, c / group, kernel...) its W, and dx
@@ -114,19 +101,8 @@ void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
   std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
-      const T *plane = x + (b * c + g * cg) * inSize;
-      const T *cols = plane;
-      if (!direct) {
-        for (int64_t ci = 0; ci < cg; ++ci)
-          for (int64_t k = 0; k < kernelSize; ++k) {
-            T *row = columns.data() + (ci * kernelSize + k) * outSize;
-            const int64_t *at = offsets.data() + k * outSize;
-            const T *src = plane + ci * inSize;
-            for (int64_t p = 0; p < outSize; ++p)
-              row[p] = at[p] >= 0 ? src[at[p]] : T(0);
-          }
-        cols = columns.data();
-      }
+      const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
+                                     direct, offsets, columns);
       // (Mg x out) grad times (out x Cg·kernel) colsᵀ.
       gemm<T>(false, true, mg, depth, outSize, T(1),
               grad + (b * m + g * mg) * outSize, cols, b == 0 ? T(0) : T(1),

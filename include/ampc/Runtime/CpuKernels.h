@@ -532,33 +532,55 @@ void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size,
 /// Conv in T (float on FP32 copies of 16-bit operands, or double): x (n, c,
 /// in...), weight (m, c / group, kernel...), optional bias (m); y (n, m,
 /// out...) gets the result. im2col per image and group, then one GEMM.
+namespace detail {
+/// Whether a convolution window is the identity on the plane (1x1 kernel,
+/// stride 1, no padding), so that a plane is its own im2col matrix.
+inline bool isDirectWindow(const Window &w) {
+  if (w.kernelSize() != 1)
+    return false;
+  for (int d = 0; d < w.rank; ++d)
+    if (w.stride[d] != 1 || w.padBegin[d] != 0 || w.in[d] != w.out[d])
+      return false;
+  return true;
+}
+
+/// The im2col matrix ((`channels` · kernel) x out) of `channels` planes at
+/// `plane`, written to `columns` with the window's `offsets` (0 in the
+/// padding); the planes themselves for a direct window.
+template <typename T>
+const T *im2col(const T *plane, int64_t channels, const Window &w,
+                bool direct, const std::vector<int64_t> &offsets,
+                std::vector<T> &columns) {
+  if (direct)
+    return plane;
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  for (int64_t ci = 0; ci < channels; ++ci)
+    for (int64_t k = 0; k < kernelSize; ++k) {
+      T *row = columns.data() + (ci * kernelSize + k) * outSize;
+      const int64_t *at = offsets.data() + k * outSize;
+      const T *src = plane + ci * inSize;
+      for (int64_t p = 0; p < outSize; ++p)
+        row[p] = at[p] >= 0 ? src[at[p]] : T(0);
+    }
+  return columns.data();
+}
+} // namespace detail
+
 template <typename T>
 void conv(const T *x, const T *weight, const T *bias, T *y, int64_t n,
           int64_t c, int64_t m, int64_t group, const Window &w) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
-  bool direct = kernelSize == 1 && inSize == outSize;
-  for (int d = 0; d < w.rank; ++d)
-    direct = direct && w.stride[d] == 1 && w.padBegin[d] == 0;
+  const bool direct = detail::isDirectWindow(w);
   const std::vector<int64_t> offsets =
       direct ? std::vector<int64_t>() : windowOffsets(w);
   std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
-      const T *plane = x + (b * c + g * cg) * inSize;
-      const T *cols = plane;
-      if (!direct) {
-        for (int64_t ci = 0; ci < cg; ++ci)
-          for (int64_t k = 0; k < kernelSize; ++k) {
-            T *row = columns.data() + (ci * kernelSize + k) * outSize;
-            const int64_t *at = offsets.data() + k * outSize;
-            const T *src = plane + ci * inSize;
-            for (int64_t p = 0; p < outSize; ++p)
-              row[p] = at[p] >= 0 ? src[at[p]] : T(0);
-          }
-        cols = columns.data();
-      }
+      const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
+                                     direct, offsets, columns);
       T *out = y + (b * m + g * mg) * outSize;
       if (bias)
         for (int64_t f = 0; f < mg; ++f)
