@@ -24,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "Models", "Inputs"))
 from ampc_ctypes import AmpcError, Model  # noqa: E402,F401
 from export_models import export_onnx  # noqa: E402
+# max|got - want| / max|want| (0 when both are zero), as the gradient test.
+from torch_gradients import relative_difference  # noqa: E402,F401
 
 warnings.filterwarnings("ignore")
 
@@ -130,17 +132,6 @@ def compile_commands(jobs):
         if process.returncode != 0:
             raise RuntimeError("%s exited with %d: %s" % (
                 " ".join(command), process.returncode, err.strip()))
-
-
-def relative_difference(got, want):
-    """max|got - want| / max|want| (0 when both are zero)."""
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    error = np.abs(got - want).max(initial=0.0)
-    scale = np.abs(want).max(initial=0.0)
-    if scale == 0.0:
-        return 0.0 if error == 0.0 else float("inf")
-    return error / scale
 
 
 def inputs_of(batch):
