@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1432,3 +1433,132 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Training calls: misuse gets a status and a message, never a crash
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The training fixture, loaded; released at the end of the test.
+struct TrainFixture {
+  ampc_model *model = nullptr;
+  TrainFixture() {
+    EXPECT_EQ(ampc_model_load(fixturePath("fixture_train").c_str(), nullptr,
+                              &model),
+              AMPC_OK)
+        << ampc_last_error();
+  }
+  ~TrainFixture() { ampc_model_release(model); }
+};
+
+/// Reads input `i`'s shape from the model and allocates zeros for it.
+struct InputBuffers {
+  std::vector<std::vector<unsigned char>> data;
+  std::vector<ampc_tensor> tensors;
+  explicit InputBuffers(ampc_model *model) {
+    ampc_model_info info;
+    EXPECT_EQ(ampc_model_describe(model, &info), AMPC_OK);
+    data.resize(static_cast<size_t>(info.num_inputs));
+    for (int32_t i = 0; i < info.num_inputs; ++i) {
+      ampc_tensor_info t;
+      EXPECT_EQ(ampc_model_input_info(model, i, &t), AMPC_OK);
+      size_t count = 1;
+      for (int32_t d = 0; d < t.rank; ++d)
+        count *= static_cast<size_t>(t.shape[d]);
+      data[i].assign(count * ampc_dtype_size(t.dtype), 0);
+      tensors.push_back({t.dtype, t.rank, t.shape, data[i].data(),
+                         data[i].size()});
+    }
+  }
+};
+} // namespace
+
+TEST(RuntimeTraining, InferenceLibraryAnswersUnsupported) {
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_affine").c_str(), nullptr,
+                            &model),
+            AMPC_OK);
+  float lr = 0;
+  EXPECT_EQ(ampc_model_get_learning_rate(model, &lr), AMPC_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(lastErrorHas("ampc_model_get_learning_rate: model"));
+  EXPECT_TRUE(lastErrorHas("has no training step"));
+  EXPECT_EQ(ampc_model_save_checkpoint(model, "x.ckpt"),
+            AMPC_ERROR_UNSUPPORTED);
+  ampc_scaler_state state;
+  EXPECT_EQ(ampc_model_get_scaler_state(model, &state),
+            AMPC_ERROR_UNSUPPORTED);
+  ampc_model_release(model);
+}
+
+TEST(RuntimeTraining, NullAndBadArgumentsAreRefused) {
+  TrainFixture f;
+  ASSERT_NE(f.model, nullptr);
+  EXPECT_EQ(ampc_model_get_learning_rate(f.model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ampc_model_get_learning_rate: out is NULL"));
+  EXPECT_EQ(ampc_model_set_learning_rate(f.model, -1.0f),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("the learning rate must be finite and >= 0"));
+  EXPECT_EQ(ampc_model_set_learning_rate(f.model, NAN),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_get_scaler_state(f.model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  ampc_scaler_state bad{0.0f, 0, 0, 0};
+  EXPECT_EQ(ampc_model_set_scaler_state(f.model, &bad),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("expected a finite scale > 0"));
+  EXPECT_EQ(ampc_model_save_checkpoint(f.model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_load_checkpoint(f.model, ""),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_training_info(f.model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+
+  InputBuffers in(f.model);
+  float loss = 0;
+  ampc_tensor lossTensor{AMPC_DTYPE_F32, 0, nullptr, &loss, sizeof loss};
+  EXPECT_EQ(ampc_model_train_step(f.model, in.tensors.data(), 1, &lossTensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ampc_model_train_step: the model takes 2 inputs, "
+                           "got 1"));
+  EXPECT_EQ(ampc_model_train_step(f.model, in.tensors.data(), 2, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("loss is NULL"));
+  ampc_tensor wrong = in.tensors[0];
+  wrong.dtype = AMPC_DTYPE_F64;
+  ampc_tensor inputs[2] = {wrong, in.tensors[1]};
+  EXPECT_EQ(ampc_model_train_step(f.model, inputs, 2, &lossTensor),
+            AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_EQ(ampc_model_train_step(f.model, in.tensors.data(), 2, &lossTensor),
+            AMPC_OK)
+      << ampc_last_error();
+}
+
+TEST(RuntimeTraining, StateRoundTripsAndReleasedHandlesAreRefused) {
+  ampc_model *stale = nullptr;
+  {
+    TrainFixture f;
+    ASSERT_NE(f.model, nullptr);
+    ASSERT_EQ(ampc_model_set_learning_rate(f.model, 0.25f), AMPC_OK);
+    float lr = 0;
+    ASSERT_EQ(ampc_model_get_learning_rate(f.model, &lr), AMPC_OK);
+    EXPECT_EQ(lr, 0.25f);
+    ampc_scaler_state in{1024.0f, 3, 7, 2}, out{};
+    ASSERT_EQ(ampc_model_set_scaler_state(f.model, &in), AMPC_OK)
+        << ampc_last_error();
+    ASSERT_EQ(ampc_model_get_scaler_state(f.model, &out), AMPC_OK);
+    EXPECT_EQ(out.scale, 1024.0f);
+    EXPECT_EQ(out.growth_tracker, 3);
+    EXPECT_EQ(out.steps, 7);
+    EXPECT_EQ(out.skipped_steps, 2);
+    ampc_training_info info;
+    ASSERT_EQ(ampc_model_training_info(f.model, &info), AMPC_OK);
+    EXPECT_EQ(info.num_labels, 1);
+    stale = f.model;
+  }
+  float lr = 0;
+  EXPECT_EQ(ampc_model_get_learning_rate(stale, &lr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_train_step(stale, nullptr, 0, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+}
