@@ -15,6 +15,7 @@
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
 #include "ampc/Target/CpuTarget.h"
+#include "ampc/Target/CudaTarget.h"
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Precision.h"
@@ -26,6 +27,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
@@ -87,13 +89,22 @@ cl::opt<Mode> mode("mode", cl::desc("what the output computes"),
                               clEnumValN(Mode::Infer, "infer",
                                          "the forward pass only")),
                    cl::cat(ampcCategory));
-enum class Target { Cpu, Cuda };
+enum class Target { Default, Cpu, Cuda };
 cl::opt<Target> target(
-    "target", cl::desc("the machine the library runs on"),
-    cl::init(Target::Cpu),
+    "target",
+    cl::desc("the machine the library runs on (default: cuda where nvcc, "
+             "cuBLASLt and a CUDA driver are found, else cpu)"),
+    cl::init(Target::Default),
     cl::values(clEnumValN(Target::Cpu, "cpu",
                           "C++ compiled by the host compiler, OpenBLAS GEMMs"),
-               clEnumValN(Target::Cuda, "cuda", "not available yet")),
+               clEnumValN(Target::Cuda, "cuda",
+                          "CUDA C++ compiled by nvcc, cuBLASLt GEMMs")),
+    cl::cat(ampcCategory));
+cl::opt<std::string> gpuArchs(
+    "gpu-arch",
+    cl::desc("GPU architectures of a CUDA library, comma-separated (default "
+             "sm_80,sm_90a)"),
+    cl::init("sm_80,sm_90a"), cl::value_desc("sm_XX,..."),
     cl::cat(ampcCategory));
 cl::opt<std::string> loss(
     "loss",
@@ -263,9 +274,11 @@ bool exportOnnx(mlir::ModuleOp module) {
   return true;
 }
 
-/// --target=cpu: the C++ source (--emit=cpp) or the compiled library.
-bool emitCpuLibrary(mlir::ModuleOp module) {
-  ampc::CpuLibraryOptions options;
+/// The source (--emit=cpp or --emit=cuda) or the compiled library of the
+/// chosen target.
+bool emitLibrary(mlir::ModuleOp module, bool cuda,
+                 const std::vector<std::string> &archs) {
+  ampc::LibraryOptions options;
   options.modelName = sys::path::stem(inputPath).str();
   options.precision = precision;
   std::string error;
@@ -273,15 +286,18 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
   // temporary folder (removed afterwards) for --emit=so.
   SmallString<128> folder;
   std::string base;
-  if (emit == Emit::Cpp) {
+  StringRef extension = cuda ? ".cu" : ".cpp";
+  if (emit != Emit::So) {
     // Source on standard output ("-" or no -o): parameters beside the model's
     // name in the current folder.
-    base = outputPath.empty() || outputPath == "-" ? options.modelName + ".cpp"
-                                                   : outputPath.getValue();
+    base = outputPath.empty() || outputPath == "-"
+               ? options.modelName + extension.str()
+               : outputPath.getValue();
   } else {
-    if (std::error_code ec = sys::fs::createUniqueDirectory("ampc-cpu", folder))
+    if (std::error_code ec = sys::fs::createUniqueDirectory(
+            cuda ? "ampc-cuda" : "ampc-cpu", folder))
       return userError("cannot create a temporary folder: " + ec.message()), false;
-    base = (folder + "/model.cpp").str();
+    base = (folder + "/model" + extension).str();
   }
   llvm::scope_exit cleanup([&] {
     if (!folder.empty())
@@ -309,7 +325,8 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
 
   std::string source, parameters;
   llvm::raw_string_ostream os(source);
-  if (failed(ampc::emitCpuSource(module, options, os, parameters)))
+  if (failed(cuda ? ampc::emitCudaSource(module, options, os, parameters)
+                  : ampc::emitCpuSource(module, options, os, parameters)))
     return false;
   auto writeFile = [&](StringRef path, StringRef contents) {
     std::error_code ec;
@@ -323,7 +340,7 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
     return false;
   if (!options.onnxFile.empty() && !writeFile(options.onnxFile, onnxBytes))
     return false;
-  if (emit == Emit::Cpp) {
+  if (emit != Emit::So) {
     if (outputPath.empty() || outputPath == "-") {
       outs() << source;
       return true;
@@ -332,7 +349,8 @@ bool emitCpuLibrary(mlir::ModuleOp module) {
   }
   if (!writeFile(base, source))
     return false;
-  if (!ampc::compileCpuLibrary(base, outputPath, error))
+  if (cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
+           : !ampc::compileCpuLibrary(base, outputPath, error))
     return userError(inputPath + ": " + error), false;
   return true;
 }
@@ -379,9 +397,27 @@ int main(int argc, char **argv) {
   if (inputPath.empty())
     return userError("no input model (see --help)");
   bool codegen = emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda;
-  if (!explain && (emit == Emit::Cuda || (codegen && target == Target::Cuda)))
-    return userError("the CUDA target needs a part of ampc this build does not "
-                     "have yet; use --target=cpu (see README, Status)");
+  // --emit picks the target when it names one; otherwise --target, whose
+  // default is cuda on a machine that can build and run CUDA libraries.
+  if (emit == Emit::Cpp && target == Target::Cuda)
+    return userError("--emit=cpp is the CPU target's source; use --emit=cuda");
+  if (emit == Emit::Cuda && target == Target::Cpu)
+    return userError("--emit=cuda is the CUDA target's source; use --emit=cpp");
+  bool cuda = emit == Emit::Cuda || target == Target::Cuda ||
+              (emit != Emit::Cpp && target == Target::Default &&
+               ampc::cudaToolchainAvailable() &&
+               sys::fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+  std::vector<std::string> archs;
+  for (StringRef arch : llvm::split(gpuArchs.getValue(), ',')) {
+    arch = arch.trim();
+    StringRef digits = arch.drop_front(3);
+    digits.consume_back("a");
+    if (!arch.starts_with("sm_") || digits.empty() ||
+        !llvm::all_of(digits, [](char c) { return llvm::isDigit(c); }))
+      return userError("--gpu-arch: '" + arch.str() +
+                       "' is not an architecture like sm_80 or sm_90a");
+    archs.push_back(arch.str());
+  }
   if (!explain && emit == Emit::So && outputPath.empty())
     return userError("--emit=so needs -o FILE.so");
   if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
@@ -538,8 +574,8 @@ int main(int argc, char **argv) {
         failed(pm.run(*module)))
       return 1;
   }
-  if (emit == Emit::So || emit == Emit::Cpp)
-    return emitCpuLibrary(*module) ? 0 : 1;
+  if (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda)
+    return emitLibrary(*module, cuda, archs) ? 0 : 1;
 
   std::string error;
   auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);

@@ -10,6 +10,7 @@
 #ifndef AMPC_TARGET_CPUTARGET_H
 #define AMPC_TARGET_CPUTARGET_H
 
+#include "ampc/Target/LibraryEmitter.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -17,19 +18,8 @@
 
 namespace ampc {
 
-struct CpuLibraryOptions {
-  /// The model's name in the library's description.
-  std::string modelName = "model";
-  /// "fp16", "bf16", "fp32" or "fp64", for the description.
-  std::string precision = "fp32";
-  /// Where the parameter values are read from when the source is compiled
-  /// (an `.incbin` of this file).
-  std::string parameterFile;
-  /// The serialized ONNX model to embed for export (an `.incbin` of this
-  /// file, `onnxSize` bytes); empty: none.
-  std::string onnxFile;
-  uint64_t onnxSize = 0;
-};
+/// The CPU target needs nothing beyond what every target does.
+using CpuLibraryOptions = LibraryOptions;
 
 /// Writes the C++ source of an inference library for the module's @forward
 /// (after the pipeline) to `source`, and the parameters' initial values, in

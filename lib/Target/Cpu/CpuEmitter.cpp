@@ -12,6 +12,8 @@
 
 #include "ampc/Target/CpuTarget.h"
 
+#include "ampc/Target/LibraryEmitter.h"
+
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
@@ -31,52 +33,9 @@
 using namespace mlir;
 using llvm::formatv;
 using llvm::StringRef;
+using namespace ampc::emit;
 
 namespace {
-
-constexpr int64_t kAlign = 64;
-
-int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-/// ONNX TensorProto data type codes, as the model ABI uses them.
-int onnxDtype(Type t) {
-  if (t.isF32()) return 1;
-  if (t.isF16()) return 10;
-  if (t.isBF16()) return 16;
-  if (t.isF64()) return 11;
-  if (t.isInteger(1)) return 9;
-  if (t.isInteger(8)) return t.isUnsignedInteger() ? 2 : 3;
-  if (t.isInteger(32)) return 6;
-  if (t.isInteger(64)) return 7;
-  return 0;
-}
-
-/// C++ type a buffer of `t` holds.
-StringRef storageType(Type t) {
-  if (t.isF32()) return "float";
-  if (t.isF64()) return "double";
-  if (t.isF16() || t.isBF16()) return "uint16_t";
-  if (t.isInteger(1)) return "uint8_t";
-  if (t.isInteger(8)) return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
-  if (t.isInteger(32)) return "int32_t";
-  if (t.isInteger(64)) return "int64_t";
-  return "";
-}
-
-/// C++ type arithmetic on `t` uses.
-StringRef computeType(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32()) return "float";
-  if (t.isF64()) return "double";
-  if (t.isInteger(1)) return "bool";
-  return storageType(t);
-}
-
-int64_t storageSize(Type t) {
-  if (t.isF64() || t.isInteger(64)) return 8;
-  if (t.isF32() || t.isInteger(32)) return 4;
-  if (t.isF16() || t.isBF16()) return 2;
-  return 1;
-}
 
 std::string load(Type t, const std::string &e) {
   if (t.isF16()) return "ampc::cpu::loadF16(" + e + ")";
@@ -98,110 +57,24 @@ std::string storeFn(Type t) {
   return "[](auto v) { return " + store(t, "v") + "; }";
 }
 
-/// What the kernels accumulate and compute in for data of `t`: float for
-/// 16- and 32-bit floats, double for f64, integers as themselves.
-StringRef accumulatorType(Type t) {
-  if (isa<FloatType>(t))
-    return t.isF64() ? "double" : "float";
-  return storageType(t);
-}
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
-/// The exact value of a float attribute as a C++ double literal.
-std::string exactLiteral(const APFloat &value) {
-  return formatv("{0:e17}", value.convertToDouble()).str();
-}
-
-/// "node 'NAME' (OpType)" for the ONNX node an op came from (the importer's
-/// NameLoc around a FusedLoc whose metadata is the op type), for run-time
-/// messages; the ampc op name where the location says nothing.
-std::string nodeDescription(Operation *op) {
-  std::string node, opType;
-  Location loc = op->getLoc();
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    node = name.getName().str();
-    loc = name.getChildLoc();
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
-      opType = type.str();
-  std::string what = opType.empty() ? op->getName().getStringRef().str() : opType;
-  return node.empty() ? what : "node '" + node + "' (" + what + ")";
-}
-
-/// `text` as the inside of a C string literal.
-std::string cString(StringRef text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20) {
-      out += '\\';
-      out += static_cast<char>('0' + (u >> 6));
-      out += static_cast<char>('0' + ((u >> 3) & 7));
-      out += static_cast<char>('0' + (u & 7));
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-Type elementOf(Value v) { return tensorOf(v).getElementType(); }
-
-std::string list(ArrayRef<int64_t> values) {
-  if (values.empty())
-    return "{0}";
-  return "{" + llvm::join(llvm::map_range(values, [](int64_t v) {
-                            return std::to_string(v) + "LL";
-                          }),
-                          ", ") +
-         "}";
-}
-
-/// Row-major strides of `shape`, placed at the end of a rank-`rank` index
-/// space, 0 along dimensions of size 1 that broadcast to `out`.
-SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
-                                      ArrayRef<int64_t> out) {
-  SmallVector<int64_t> strides(out.size(), 0);
-  int64_t stride = 1;
-  for (int64_t i = shape.size() - 1, o = out.size() - 1; i >= 0; --i, --o) {
-    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : stride;
-    stride *= shape[i];
-  }
-  return strides;
-}
-
-class Emitter {
+class Emitter : public ampc::LibraryEmitter {
 public:
-  Emitter(ModuleOp module, const ampc::CpuLibraryOptions &options,
-          llvm::raw_ostream &os, std::string &blob)
-      : module(module), options(options), os(os), blob(blob) {}
-
-  LogicalResult run();
+  using LibraryEmitter::LibraryEmitter;
 
 private:
-  std::string name(Value v) { return names.lookup(v); }
-  /// Names the buffer of result `v`: its planned place in the arena, or
-  /// its operand's buffer for a view.
-  LogicalResult bind(OpResult v, llvm::raw_ostream &body);
-  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body);
+  StringRef targetName() const override { return "cpu"; }
+  std::string load(Type t, const std::string &e) const override {
+    return ::load(t, e);
+  }
+  std::string store(Type t, const std::string &e) const override {
+    return ::store(t, e);
+  }
+  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body) override;
+  void emitArgument(unsigned index, BlockArgument arg,
+                    llvm::raw_ostream &body) override;
+  void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
+  LogicalResult emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
+                            StringRef inferBody, StringRef stepBody) override;
   /// One loop over the elements of `output`: `ops` (elementwise, in order,
   /// the last one computing `output`) evaluated per element from `inputs`,
   /// whose values the body sees as `arguments` (the fusion's block
@@ -242,57 +115,14 @@ private:
                 StringRef reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
   void emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body);
-  /// The body of `f` as a library function over `inputs` and `outputs`.
-  LogicalResult emitFunction(func::FuncOp f, llvm::raw_ostream &body);
-  /// Parameter read/write functions and the gradient-to-parameter table.
-  LogicalResult emitParameterAccess(func::FuncOp trainStep);
-  void emitDescriptor(func::FuncOp forward, func::FuncOp trainStep);
   /// The training ops of AMPCTrainOps.td.
   LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
-  /// `refreshCopies(state, p)`: recomputes the low-precision copies of
-  /// parameter p (all when p < 0) from the master weights.
-  void emitRefreshCopies();
-  /// The state tensors a checkpoint holds, read_state and write_state.
-  void emitStateAccess();
-  /// Lays out `symbol` (a parameter or state) in the state and appends its
-  /// initial value to the blob.
-  void layOut(StringRef symbol, RankedTensorType type, ElementsAttr initial);
 
-  ModuleOp module;
-  const ampc::CpuLibraryOptions &options;
-  llvm::raw_ostream &os;
-  std::string &blob;
-  llvm::DenseMap<Value, std::string> names;
-  llvm::StringMap<int64_t> parameterOffsets;
-  int64_t stateSize = 0;
-  /// Offset in the state of the memory plan's arena.
-  int64_t arenaBase = 0;
-  unsigned counter = 0;
   std::string constants;
   /// Offset in the state of the run-time error message slot, -1 while no
   /// op can fail at run time.
   int64_t errorSlot = -1;
-  int32_t numGradients = 0;
 };
-
-LogicalResult Emitter::bind(OpResult v, llvm::raw_ostream &body) {
-  Operation *op = v.getOwner();
-  if (ampc::isViewResult(op, v.getResultNumber())) {
-    names[v] = name(op->getOperand(0));
-    return success();
-  }
-  std::optional<int64_t> offset = ampc::planOffset(v);
-  if (!offset)
-    return op->emitError() << "result " << v.getResultNumber()
-                           << " has no buffer: the module was not planned "
-                              "(ampc-plan-memory)";
-  std::string n = "v" + std::to_string(counter++);
-  names[v] = n;
-  StringRef type = storageType(elementOf(v));
-  body << "  " << type << " *" << n << " = reinterpret_cast<" << type
-       << " *>(state + " << arenaBase + *offset << ");\n";
-  return success();
-}
 
 void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
                           llvm::raw_ostream &body, int64_t base) {
@@ -369,10 +199,8 @@ std::string Emitter::widenFloat(Value v) {
 
 std::string Emitter::failUnless(Operation *op, const std::string &condition,
                                 StringRef what) {
-  if (errorSlot < 0) {
-    errorSlot = stateSize;
-    stateSize = alignUp(stateSize + 8);
-  }
+  if (errorSlot < 0)
+    errorSlot = reserve(8);
   return formatv("  if (!({0})) return ampc::cpu::fail(state + {1}, \"{2}: "
                  "{3}\");\n",
                  condition, errorSlot, cString(nodeDescription(op)), what)
@@ -453,39 +281,11 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
 
 void Emitter::emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body) {
   Value v = op.getResult();
-  Type t = elementOf(v);
   std::string n = "c" + std::to_string(counter++);
   names[v] = n;
   llvm::raw_string_ostream cs(constants);
-  cs << "alignas(64) static const " << storageType(t) << " " << n << "[] = {";
-  auto elements = cast<DenseElementsAttr>(op.getValue());
-  int64_t count = tensorOf(v).getNumElements();
-  for (int64_t i = 0; i < std::max<int64_t>(count, 1); ++i) {
-    if (i)
-      cs << ", ";
-    if (count == 0) {
-      cs << "0";
-      break;
-    }
-    int64_t index = elements.isSplat() ? 0 : i;
-    if (isa<FloatType>(t)) {
-      APFloat value = elements.getValues<APFloat>()[index];
-      if (t.isF16() || t.isBF16())
-        cs << value.bitcastToAPInt().getZExtValue();
-      else
-        cs << formatv("{0:e17}", value.convertToDouble());
-    } else {
-      APInt value = elements.getValues<APInt>()[index];
-      // The most negative int64 has no literal: write it as an expression.
-      if (t.isInteger(1))
-        cs << value.getZExtValue();
-      else if (value.isMinSignedValue() && t.isInteger(64))
-        cs << "(-9223372036854775807LL - 1)";
-      else
-        cs << value.getSExtValue() << (t.isInteger(64) ? "LL" : "");
-    }
-  }
-  cs << "};\n";
+  cs << "alignas(64) static const " << storageType(elementOf(v)) << " " << n
+     << "[] = {" << constantElements(op) << "};\n";
   (void)body;
 }
 
@@ -508,24 +308,17 @@ LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> inShape,
                                   std::optional<ArrayRef<int64_t>> pads,
                                   std::optional<ArrayRef<int64_t>> dilations,
                                   llvm::raw_ostream &body) {
-  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
-  size_t n = in.size();
+  size_t n = inShape.size() - 2;
   if (n > 8)
     return op->emitError() << "the CPU target handles at most 8 spatial "
                               "dimensions, got "
                            << n;
-  SmallVector<int64_t> ones(n, 1), zeros(n, 0);
-  SmallVector<int64_t> begin(zeros), end(zeros);
-  if (pads) {
-    begin.assign(pads->begin(), pads->begin() + n);
-    end.assign(pads->begin() + n, pads->end());
-  }
+  WindowGeometry g =
+      windowGeometry(inShape, outShape, kernel, strides, pads, dilations);
   body << formatv("    static const ampc::cpu::Window win = {{{0}, {1}, {2}, "
                   "{3}, {4}, {5}, {6}, {7}};\n",
-                  n, list(in), list(out), list(kernel),
-                  list(strides ? *strides : ArrayRef<int64_t>(ones)),
-                  list(begin), list(end),
-                  list(dilations ? *dilations : ArrayRef<int64_t>(ones)));
+                  n, list(g.in), list(g.out), list(g.kernel), list(g.strides),
+                  list(g.padBegin), list(g.padEnd), list(g.dilations));
   return success();
 }
 
@@ -558,30 +351,6 @@ LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
          << "[i] = " << store(outType, "acc[i]") << ";\n";
   body << "  }\n";
   return success();
-}
-
-/// A Slice of a tensor of `shape` as a strided view: the first element's
-/// offset and, per dimension, the input stride times the step (negative for
-/// negative steps). The forward Slice reads through it; slice_grad writes
-/// through it.
-static int64_t sliceView(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
-                         ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
-                         SmallVectorImpl<int64_t> &strides) {
-  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
-  strides.assign(inStrides.begin(), inStrides.end());
-  int64_t base = 0;
-  for (auto [i, a] : llvm::enumerate(axes)) {
-    int64_t axis = *ampc::normalizeAxis(a, shape.size());
-    int64_t dim = shape[axis], step = steps[i];
-    int64_t start = starts[i];
-    if (start < 0)
-      start += dim;
-    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
-                     : std::clamp<int64_t>(start, 0, dim - 1);
-    base += start * inStrides[axis];
-    strides[axis] = inStrides[axis] * step;
-  }
-  return base;
 }
 
 void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
@@ -971,24 +740,8 @@ LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
     emitConstant(c, body);
     return success();
   }
-  if (auto load = dyn_cast<ampc::LoadParameterOp>(op)) {
-    Type t = elementOf(load.getResult());
-    std::string n = "p" + std::to_string(counter++);
-    names[load.getResult()] = n;
-    body << "  " << storageType(t) << " *" << n << " = reinterpret_cast<"
-         << storageType(t) << " *>(state + "
-         << parameterOffsets.lookup(load.getParameter()) << ");\n";
+  if (bindStorageOp(op, body))
     return success();
-  }
-  if (auto load = dyn_cast<ampc::LoadStateOp>(op)) {
-    Type t = elementOf(load.getResult());
-    std::string n = "s" + std::to_string(counter++);
-    names[load.getResult()] = n;
-    body << "  " << storageType(t) << " *" << n << " = reinterpret_cast<"
-         << storageType(t) << " *>(state + "
-         << parameterOffsets.lookup(load.getState()) << ");\n";
-    return success();
-  }
   if (auto store = dyn_cast<ampc::StoreOp>(op)) {
     RankedTensorType t = tensorOf(store.getValue());
     body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
@@ -1317,339 +1070,28 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
       .Default([&](Operation *) { return failure(); });
 }
 
-void Emitter::emitRefreshCopies() {
-  os << "static void refreshCopies(unsigned char *state, int32_t parameter) {\n"
-        "  (void)state; (void)parameter;\n";
-  llvm::StringMap<int32_t> parameterIndex;
-  for (auto p : module.getOps<ampc::ParameterOp>())
-    parameterIndex[p.getSymName()] = parameterIndex.size();
-  for (auto s : module.getOps<ampc::StateOp>()) {
-    auto from = s.getDerivedFromAttr();
-    if (!from)
-      continue;
-    auto t = cast<RankedTensorType>(s.getType());
-    os << formatv("  if (parameter < 0 || parameter == {0}) {{\n"
-                  "    const float *src = reinterpret_cast<const float *>(state "
-                  "+ {1}); uint16_t *dst = reinterpret_cast<uint16_t *>(state "
-                  "+ {2});\n"
-                  "    for (int64_t i = 0; i < {3}LL; ++i) dst[i] = {4};\n  }\n",
-                  parameterIndex.lookup(from.getValue()),
-                  parameterOffsets.lookup(from.getValue()),
-                  parameterOffsets.lookup(s.getSymName()), t.getNumElements(),
-                  store(t.getElementType(), "src[i]"));
-  }
-  os << "}\n\n";
+void Emitter::emitArgument(unsigned index, BlockArgument arg,
+                           llvm::raw_ostream &body) {
+  Type t = elementOf(arg);
+  std::string n = "in" + std::to_string(index);
+  names[arg] = n;
+  body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
+       << storageType(t) << " *>(inputs[" << index << "]);\n";
 }
 
-void Emitter::emitStateAccess() {
-  // Parameters, then state that is not derived from a parameter.
-  SmallVector<std::pair<StringRef, RankedTensorType>> tensors;
-  for (auto p : module.getOps<ampc::ParameterOp>())
-    tensors.push_back({p.getSymName(), cast<RankedTensorType>(p.getType())});
-  int32_t numParameters = tensors.size();
-  for (auto s : module.getOps<ampc::StateOp>())
-    if (!s.getDerivedFromAttr())
-      tensors.push_back({s.getSymName(), cast<RankedTensorType>(s.getType())});
-  std::string entries, offsets, sizes;
-  for (auto [i, entry] : llvm::enumerate(tensors)) {
-    auto [symbol, t] = entry;
-    os << "static const int64_t state_shape" << i << "[] = "
-       << list(t.getShape()) << ";\n";
-    entries += formatv("  {{\"{0}\", {1}, {2}, state_shape{3}},\n",
-                       cString(symbol), onnxDtype(t.getElementType()),
-                       t.getRank(), i)
-                   .str();
-    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(symbol));
-    sizes += formatv("{0}ULL, ",
-                     t.getNumElements() * storageSize(t.getElementType()));
-  }
-  os << "static const ampc_abi_tensor stateTensors[] = {\n"
-     << entries << "  {\"\", 0, 0, nullptr},\n};\n"
-     << "static const int32_t kNumStateTensors = " << tensors.size() << ";\n"
-     << "static const uint64_t kStateOffsets[] = {" << offsets << "0};\n"
-     << "static const uint64_t kStateBytes[] = {" << sizes << "0};\n"
-     << "static int32_t readState(void *raw, int32_t i, void *out) {\n"
-        "  std::memcpy(out, static_cast<unsigned char *>(raw) + "
-        "kStateOffsets[i], kStateBytes[i]);\n  return 0;\n}\n"
-        "static int32_t writeState(void *raw, int32_t i, const void *in) {\n"
-        "  std::memcpy(static_cast<unsigned char *>(raw) + kStateOffsets[i], "
-        "in, kStateBytes[i]);\n"
-     << "  if (i < " << numParameters
-     << ") refreshCopies(static_cast<unsigned char *>(raw), i);\n"
-        "  return 0;\n}\n\n";
+void Emitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
+  RankedTensorType t = tensorOf(v);
+  body << "  std::memcpy(outputs[" << index << "], " << name(v) << ", "
+       << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
 }
 
-void Emitter::layOut(StringRef symbol, RankedTensorType t,
-                     ElementsAttr initial) {
-  parameterOffsets[symbol] = stateSize;
-  auto values = cast<DenseElementsAttr>(initial);
-  blob.resize(stateSize, '\0');
-  bool isFloat = isa<FloatType>(t.getElementType());
-  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
-    int64_t at = values.isSplat() ? 0 : i;
-    APInt bits = isFloat ? values.getValues<APFloat>()[at].bitcastToAPInt()
-                         : values.getValues<APInt>()[at];
-    uint64_t word = bits.getZExtValue();
-    blob.append(reinterpret_cast<const char *>(&word),
-                static_cast<size_t>(storageSize(t.getElementType())));
-  }
-  stateSize =
-      alignUp(stateSize + t.getNumElements() * storageSize(t.getElementType()));
-}
-
-void Emitter::emitDescriptor(func::FuncOp forward, func::FuncOp trainStep) {
-  auto tensors = [&](StringRef kind, auto types, auto nameOf) {
-    std::string entries;
-    unsigned i = 0;
-    for (Type type : types) {
-      auto t = cast<RankedTensorType>(type);
-      os << "static const int64_t " << kind << "_shape" << i << "[] = "
-         << list(t.getShape()) << ";\n";
-      entries += formatv("  {{\"{0}\", {1}, {2}, {3}_shape{4}},\n",
-                         cString(nameOf(i)), onnxDtype(t.getElementType()),
-                         t.getRank(), kind, i)
-                     .str();
-      ++i;
-    }
-    if (entries.empty())
-      entries = "  {\"\", 0, 0, nullptr},\n";
-    os << "static const ampc_abi_tensor " << kind << "s[] = {\n" << entries << "};\n";
-  };
-  tensors("input", forward.getArgumentTypes(), [&](unsigned i) {
-    auto n = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
-    return n ? n.str() : "input" + std::to_string(i);
-  });
-  tensors("output", forward.getResultTypes(), [&](unsigned i) {
-    auto n = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
-    return n ? n.str() : "output" + std::to_string(i);
-  });
-  SmallVector<Type> paramTypes;
-  SmallVector<std::string> paramNames;
-  for (auto p : module.getOps<ampc::ParameterOp>()) {
-    paramTypes.push_back(p.getType());
-    paramNames.push_back(p.getSymName().str());
-  }
-  tensors("parameter", paramTypes, [&](unsigned i) { return paramNames[i]; });
-  // The training fields: state, the step, its description, the labels and
-  // the embedded ONNX model.
-  bool training = trainStep && module->hasAttr(ampc::kOptimizerAttr);
-  auto text = [&](StringRef attr) {
-    auto s = module->getAttrOfType<StringAttr>(attr);
-    return "\"" + cString(s ? s.getValue() : "") + "\"";
-  };
-  int32_t numLabels = 0;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
-  if (!options.onnxFile.empty())
-    os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
-          "asm(\".section .rodata\\n.balign 64\\n"
-          ".type ampc_onnx_model, @object\\nampc_onnx_model:\\n.incbin \\\""
-       << cString(options.onnxFile) << "\\\"\\n.previous\\n\");\n";
-  std::string onnx =
-      options.onnxFile.empty()
-          ? std::string("nullptr, 0")
-          : formatv("ampc_onnx_model, {0}ULL", options.onnxSize).str();
-  std::string trainingFields =
-      training ? formatv("kNumStateTensors, stateTensors, readState, "
-                         "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
-                         text(ampc::kOptimizerAttr),
-                         text(ampc::kHyperparametersAttr),
-                         text(ampc::kLossScalingAttr), numLabels, onnx)
-                     .str()
-               : formatv("0, nullptr, nullptr, nullptr, nullptr, nullptr, "
-                         "nullptr, nullptr, {0}, {1}",
-                         numLabels, onnx)
-                     .str();
-  os << formatv(R"(
-static const ampc_model_abi kModel = {
-  sizeof(ampc_model_abi), AMPC_ABI_VERSION,
-  "{0}", "cpu", "{1}", "{8}",
-  {2}, inputs, {3}, outputs, {4}, parameters,
-  {5}ULL, init, infer, {6}, nullptr,
-  {7},
-  {9},
-};
-
-extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
-  return &kModel;
-}
-)",
-                cString(options.modelName), options.precision,
-                forward.getNumArguments(), forward.getNumResults(),
-                paramTypes.size(), stateSize,
-                errorSlot < 0 ? "nullptr" : "lastError",
-                trainStep ? formatv("readParameter, writeParameter, {0}, "
-                                    "kGradientParameters, {1}",
-                                    numGradients,
-                                    training ? "nullptr" : "gradients")
-                                .str()
-                          : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
-                trainStep ? "train" : "infer", trainingFields);
-}
-
-/// The parameter or state symbol whose storage `v` reads in place (a load,
-/// or a view of one), or null.
-static StringAttr storageSymbol(Value v) {
-  while (auto r = dyn_cast<OpResult>(v)) {
-    Operation *op = r.getOwner();
-    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
-      return load.getParameterAttr().getAttr();
-    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
-      return load.getStateAttr().getAttr();
-    if (!ampc::isViewResult(op, r.getResultNumber()))
-      return {};
-    v = op->getOperand(0);
-  }
-  return {};
-}
-
-LogicalResult Emitter::emitFunction(func::FuncOp f, llvm::raw_ostream &body) {
-  names.clear();
-  // Loads read the state in place, so a value read after a store to its
-  // symbol would see the new value: the passes put every store after the
-  // last read, and this checks it.
-  llvm::DenseSet<StringAttr> stored;
-  WalkResult order = f.walk([&](Operation *op) {
-    for (Value v : op->getOperands())
-      if (StringAttr symbol = storageSymbol(v); symbol && stored.contains(symbol)) {
-        op->emitError() << "reads '" << symbol.getValue()
-                        << "' after the step stored it";
-        return WalkResult::interrupt();
-      }
-    if (auto store = dyn_cast<ampc::StoreOp>(op))
-      stored.insert(store.getTargetAttr().getAttr());
-    return WalkResult::advance();
-  });
-  if (order.wasInterrupted())
-    return failure();
-  for (auto [i, arg] : llvm::enumerate(f.getArguments())) {
-    Type t = elementOf(arg);
-    std::string n = "in" + std::to_string(i);
-    names[arg] = n;
-    body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
-         << storageType(t) << " *>(inputs[" << i << "]);\n";
-  }
-  for (Operation &op : f.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        RankedTensorType t = tensorOf(v);
-        body << "  std::memcpy(outputs[" << i << "], " << name(v) << ", "
-             << t.getNumElements() * storageSize(t.getElementType())
-             << "ULL);\n";
-      }
-      continue;
-    }
-    for (Type t : op.getResultTypes())
-      if (!onnxDtype(cast<ShapedType>(t).getElementType()))
-        return op.emitError() << "the CPU target cannot store " << t;
-    // ampc::cpu::forEach keeps its multi-index in 16 slots.
-    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() > 16)
-        return op.emitError() << "the CPU target handles tensors of rank 16 "
-                                 "at most, got "
-                              << t;
-    if (failed(emitOp(&op, body)))
-      return failure();
-  }
-  return success();
-}
-
-LogicalResult Emitter::emitParameterAccess(func::FuncOp trainStep) {
-  // Parameter i lives at parameterOffsets, `bytes` long; gradient g of
-  // @train_step (result 1 + g) belongs to the parameter its
-  // ampc.gradient_of names.
-  SmallVector<StringRef> params;
-  std::string offsets, sizes;
-  for (auto p : module.getOps<ampc::ParameterOp>()) {
-    auto t = cast<RankedTensorType>(p.getType());
-    params.push_back(p.getSymName());
-    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(p.getSymName()));
-    sizes += formatv("{0}ULL, ",
-                     t.getNumElements() * storageSize(t.getElementType()));
-  }
-  std::string gradientParameters;
-  for (unsigned r = 1; r < trainStep.getNumResults(); ++r) {
-    auto of = trainStep.getResultAttrOfType<FlatSymbolRefAttr>(
-        r, "ampc.gradient_of");
-    auto *it = of ? llvm::find(params, of.getValue()) : params.end();
-    if (it == params.end())
-      return trainStep.emitError() << "result " << r
-                                   << " names no parameter (ampc.gradient_of)";
-    gradientParameters += std::to_string(it - params.begin()) + ", ";
-    ++numGradients;
-  }
-  os << "static const uint64_t kParameterOffsets[] = {" << offsets << "0};\n"
-     << "static const uint64_t kParameterBytes[] = {" << sizes << "0};\n"
-     << "static const int32_t kGradientParameters[] = {" << gradientParameters
-     << "0};\n"
-        "static int32_t readParameter(void *raw, int32_t i, void *out) {\n"
-        "  std::memcpy(out, static_cast<unsigned char *>(raw) + "
-        "kParameterOffsets[i], kParameterBytes[i]);\n  return 0;\n}\n"
-        "static int32_t writeParameter(void *raw, int32_t i, const void *in) "
-        "{\n"
-        "  std::memcpy(static_cast<unsigned char *>(raw) + "
-        "kParameterOffsets[i], in, kParameterBytes[i]);\n"
-        "  refreshCopies(static_cast<unsigned char *>(raw), i);\n"
-        "  return 0;\n}\n\n";
-  return success();
-}
-
-LogicalResult Emitter::run() {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError() << "the CPU target needs a func @forward";
-
-  // Parameters first in the state, in their storage format; `init` copies
-  // them from the embedded blob, which has the same layout.
-  for (auto p : module.getOps<ampc::ParameterOp>())
-    layOut(p.getSymName(), cast<RankedTensorType>(p.getType()),
-           p.getInitialValue());
-  // Then the training state (optimizer moments, scaler, counters, copies).
-  for (auto s : module.getOps<ampc::StateOp>())
-    layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
-           s.getInitialValue());
-  // The blob holds every parameter's and state's initial value.
-  int64_t parameterBytes = stateSize;
-  blob.resize(parameterBytes, '\0');
-  auto arena = forward->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
-  if (!arena)
-    return forward.emitError() << "has no memory plan (ampc-plan-memory)";
-  arenaBase = stateSize;
-  stateSize = alignUp(stateSize + arena.getInt());
-
-  // Every function runs in the same arena (the runtime never runs two
-  // functions on one state at once), sized for the largest plan.
-  auto trainStep = module.lookupSymbol<func::FuncOp>("train_step");
-  int64_t arenaBytes = 0;
-  for (func::FuncOp f : {forward, trainStep}) {
-    if (!f)
-      continue;
-    auto arena = f->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
-    if (!arena)
-      return f.emitError() << "has no memory plan (ampc-plan-memory)";
-    arenaBytes = std::max<int64_t>(arenaBytes, arena.getInt());
-  }
-  arenaBase = stateSize;
-  stateSize = alignUp(stateSize + arenaBytes);
-
-  std::string inferText, gradientsText;
-  llvm::raw_string_ostream inferBody(inferText), gradientsBody(gradientsText);
-  if (failed(emitFunction(forward, inferBody)))
-    return failure();
-  if (trainStep) {
-    if (trainStep.getArgumentTypes() != forward.getArgumentTypes())
-      return trainStep.emitError()
-             << "must take the arguments of @forward (the library has one "
-                "list of inputs)";
-    if (failed(emitFunction(trainStep, gradientsBody)))
-      return failure();
-  }
-
+LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
+                                   StringRef inferBody, StringRef stepBody) {
   os << "// Generated by ampc (CPU target). Model: " << options.modelName
      << "\n#include \"ampc/Runtime/CpuBackwardKernels.h\"\n"
         "#include \"ampc/Runtime/CpuTrainKernels.h\"\n"
         "#include \"ampc/Runtime/ModelAbi.h\"\n\n";
-  if (parameterBytes) {
+  if (blobBytes) {
     os << "// The parameters' initial values, laid out as in the state.\n"
           "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
           "asm(\".section .rodata\\n.balign 64\\n"
@@ -1658,12 +1100,22 @@ LogicalResult Emitter::run() {
        << cString(options.parameterFile)
        << "\\\"\\n.previous\\n\");\n\n";
   }
-  emitRefreshCopies();
+  emitCopyTable();
+  os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
+        "  ampc::cpu::refreshCopies(static_cast<unsigned char *>(raw), kCopies, "
+        "kNumCopies, parameter);\n  return 0;\n}\n"
+        "static int32_t copyOut(void *raw, uint64_t offset, void *out, "
+        "uint64_t bytes) {\n"
+        "  std::memcpy(out, static_cast<unsigned char *>(raw) + offset, bytes);\n"
+        "  return 0;\n}\n"
+        "static int32_t copyIn(void *raw, uint64_t offset, const void *in, "
+        "uint64_t bytes) {\n"
+        "  std::memcpy(static_cast<unsigned char *>(raw) + offset, in, bytes);\n"
+        "  return 0;\n}\n\n";
   os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
-  if (parameterBytes)
-    os << "  std::memcpy(raw, ampc_parameter_blob, " << parameterBytes << "ULL);\n";
-  os << "  refreshCopies(static_cast<unsigned char *>(raw), -1);\n";
-  os << "  return 0;\n}\n\n";
+  if (blobBytes)
+    os << "  std::memcpy(raw, ampc_parameter_blob, " << blobBytes << "ULL);\n";
+  os << "  return refreshCopies(raw, -1);\n}\n\n";
   auto function = [&](StringRef name, StringRef body) {
     os << "static int32_t " << name
        << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
@@ -1671,10 +1123,10 @@ LogicalResult Emitter::run() {
           "  (void)state; (void)inputs; (void)outputs;\n"
        << body << "  return 0;\n}\n\n";
   };
-  function("infer", inferText);
-  bool training = trainStep && module->hasAttr(ampc::kOptimizerAttr);
+  function("infer", inferBody);
+  bool training = isTraining(trainStep);
   if (trainStep) {
-    function(training ? "trainStepBody" : "gradients", gradientsText);
+    function(training ? "trainStepBody" : "gradients", stepBody);
     if (failed(emitParameterAccess(trainStep)))
       return failure();
   }
@@ -1688,7 +1140,7 @@ LogicalResult Emitter::run() {
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
        << errorSlot << ");\n}\n";
-  emitDescriptor(forward, trainStep);
+  emitDescriptor(forward, trainStep, errorSlot >= 0, /*hasRelease=*/false);
   return success();
 }
 

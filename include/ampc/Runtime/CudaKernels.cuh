@@ -1,0 +1,845 @@
+//===- CudaKernels.cuh - what the CUDA target's generated code runs on -*- C++ -*-===//
+//
+// Included by every library the CUDA target writes (lib/Target/Cuda) and
+// compiled with it by nvcc. It holds the instance context (one device arena,
+// the stream, the cuBLASLt handle and workspace, the GEMM plan cache, the
+// error message), the cuBLASLt GEMM with its epilogues, and the kernels the
+// emitter calls for ops that are not elementwise (the emitter generates the
+// elementwise and fused kernels itself). Arithmetic matches the CPU target:
+// f16/bf16 values are loaded to float, computed in float (double for f64)
+// and rounded to nearest even once when stored; the training arithmetic is
+// TrainMath.h, shared with the CPU kernels.
+//
+// Errors: every CUDA runtime and cuBLASLt call is checked; a failure puts
+// "CALL: error string (node ...)" in the context and the library function
+// returns non-zero. Range errors found on the device (a label or index out of
+// range) set a code in the arena that the next synchronising call reports.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_CUDAKERNELS_CUH
+#define AMPC_RUNTIME_CUDAKERNELS_CUH
+
+#include "ampc/Runtime/ModelAbi.h"
+#include "ampc/Runtime/TrainMath.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <new>
+#include <tuple>
+
+namespace ampc::cuda {
+
+//===----------------------------------------------------------------------===//
+// Loads and stores
+//===----------------------------------------------------------------------===//
+
+AMPC_HD inline float loadF16(uint16_t v) {
+  return __half2float(__ushort_as_half(v));
+}
+AMPC_HD inline uint16_t storeF16(float v) {
+  return __half_as_ushort(__float2half_rn(v));
+}
+AMPC_HD inline float loadBf16(uint16_t v) {
+  return __bfloat162float(__ushort_as_bfloat16(v));
+}
+AMPC_HD inline uint16_t storeBf16(float v) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+/// How the templated kernels read and write a storage type: As<T> for
+/// plain types, AsF16 / AsBf16 for 16-bit floats held as bits.
+template <typename T> struct As {
+  using Storage = T;
+  AMPC_HD static T load(T v) { return v; }
+  template <typename C> AMPC_HD static T store(C v) { return static_cast<T>(v); }
+};
+struct AsF16 {
+  using Storage = uint16_t;
+  AMPC_HD static float load(uint16_t v) { return loadF16(v); }
+  template <typename C> AMPC_HD static uint16_t store(C v) {
+    return storeF16(static_cast<float>(v));
+  }
+};
+struct AsBf16 {
+  using Storage = uint16_t;
+  AMPC_HD static float load(uint16_t v) { return loadBf16(v); }
+  template <typename C> AMPC_HD static uint16_t store(C v) {
+    return storeBf16(static_cast<float>(v));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The instance context
+//===----------------------------------------------------------------------===//
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+/// Lives in the host state block the runtime allocates; `init` constructs
+/// it, `release` destroys it.
+struct Context {
+  /// The arena: the state laid out as the CPU target lays it out
+  /// (parameters, training state, constants, activations, inputs), then the
+  /// cuBLASLt workspace.
+  unsigned char *device = nullptr;
+  size_t stateBytes = 0;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  cudaStream_t stream = nullptr;
+  bool ownStream = false;
+  cublasLtHandle_t lt = nullptr;
+  /// Pinned host memory the loss is copied to before the host callback
+  /// copies it to the caller's buffer.
+  unsigned char *pinned = nullptr;
+  void *lossDestination = nullptr;
+  size_t lossBytes = 0;
+  /// Offset in the arena of the device error code (int32).
+  uint64_t errorOffset = 0;
+  const char *const *deviceErrors = nullptr;
+  int32_t numDeviceErrors = 0;
+  std::map<std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
+                      int64_t, int64_t, int64_t, int, int>,
+           GemmPlan> *plans = nullptr;
+  char message[512] = {0};
+};
+
+inline Context &context(void *raw) { return *static_cast<Context *>(raw); }
+
+inline int32_t fail(Context &ctx, const char *call, const char *error,
+                    const char *where) {
+  std::snprintf(ctx.message, sizeof ctx.message, "%s: %s%s%s%s", call, error,
+                where && *where ? " (" : "", where ? where : "",
+                where && *where ? ")" : "");
+  return 1;
+}
+
+#define AMPC_CUDA(ctx, call, where)                                           \
+  do {                                                                        \
+    cudaError_t ampcError_ = (call);                                          \
+    if (ampcError_ != cudaSuccess)                                            \
+      return ::ampc::cuda::fail(ctx, #call, cudaGetErrorString(ampcError_),   \
+                                where);                                       \
+  } while (0)
+#define AMPC_CUBLAS(ctx, call, where)                                         \
+  do {                                                                        \
+    cublasStatus_t ampcStatus_ = (call);                                      \
+    if (ampcStatus_ != CUBLAS_STATUS_SUCCESS)                                 \
+      return ::ampc::cuda::fail(ctx, #call,                                   \
+                                cublasLtGetStatusString(ampcStatus_), where); \
+  } while (0)
+/// After a kernel launch: the launch's own error (bad configuration, no
+/// device code for this GPU), not the kernel's outcome.
+#define AMPC_LAUNCHED(ctx, where)                                             \
+  AMPC_CUDA(ctx, cudaGetLastError(), where)
+
+inline const char *lastError(void *raw) { return context(raw).message; }
+
+/// Constructs the context in `raw`, allocates the arena (state + workspace),
+/// copies the blob to its start and zeroes the rest.
+inline int32_t init(void *raw, const ampc_abi_config *config,
+                    size_t stateBytes, const unsigned char *blob,
+                    size_t blobBytes, uint64_t errorOffset,
+                    const char *const *deviceErrors, int32_t numDeviceErrors) {
+  Context &ctx = *new (raw) Context();
+  ctx.stateBytes = stateBytes;
+  ctx.errorOffset = errorOffset;
+  ctx.deviceErrors = deviceErrors;
+  ctx.numDeviceErrors = numDeviceErrors;
+  auto undo = [&](int32_t code) {
+    if (ctx.device)
+      cudaFree(ctx.device);
+    if (ctx.pinned)
+      cudaFreeHost(ctx.pinned);
+    if (ctx.lt)
+      cublasLtDestroy(ctx.lt);
+    if (ctx.ownStream && ctx.stream)
+      cudaStreamDestroy(ctx.stream);
+    delete ctx.plans;
+    ctx.plans = nullptr;
+    return code;
+  };
+  int device = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaError_t e = cudaGetLastError();
+    return fail(ctx, "cudaGetDeviceProperties", cudaGetErrorString(e),
+                "no usable CUDA device");
+  }
+  // cuBLASLt's recommended workspace: 32 MiB on Hopper, 4 MiB before.
+  ctx.workspaceBytes = prop.major >= 9 ? (32u << 20) : (4u << 20);
+  size_t stateAligned = (stateBytes + 255) / 256 * 256;
+  if (config->struct_size >= offsetof(ampc_abi_config, cuda_stream) +
+                                 sizeof(void *) &&
+      config->cuda_stream) {
+    ctx.stream = static_cast<cudaStream_t>(config->cuda_stream);
+  } else {
+    cudaError_t e = cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess)
+      return undo(fail(ctx, "cudaStreamCreateWithFlags", cudaGetErrorString(e), ""));
+    ctx.ownStream = true;
+  }
+  cudaError_t e = cudaMalloc(&ctx.device, stateAligned + ctx.workspaceBytes);
+  if (e != cudaSuccess)
+    return undo(fail(ctx, "cudaMalloc", cudaGetErrorString(e), "the model's arena"));
+  ctx.workspace = ctx.device + stateAligned;
+  e = cudaMallocHost(&ctx.pinned, 64);
+  if (e != cudaSuccess)
+    return undo(fail(ctx, "cudaMallocHost", cudaGetErrorString(e), ""));
+  cublasStatus_t s = cublasLtCreate(&ctx.lt);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return undo(fail(ctx, "cublasLtCreate", cublasLtGetStatusString(s), ""));
+  ctx.plans = new (std::nothrow) std::remove_pointer_t<decltype(ctx.plans)>();
+  if (!ctx.plans)
+    return undo(fail(ctx, "new", "out of host memory", ""));
+  if ((e = cudaMemsetAsync(ctx.device, 0, stateAligned, ctx.stream)) != cudaSuccess ||
+      (blobBytes && (e = cudaMemcpyAsync(ctx.device, blob, blobBytes,
+                                         cudaMemcpyHostToDevice, ctx.stream)) !=
+                        cudaSuccess) ||
+      (e = cudaStreamSynchronize(ctx.stream)) != cudaSuccess)
+    return undo(fail(ctx, "cudaMemcpyAsync", cudaGetErrorString(e),
+                     "the initial state"));
+  return 0;
+}
+
+inline void release(void *raw) {
+  Context &ctx = context(raw);
+  if (ctx.stream)
+    cudaStreamSynchronize(ctx.stream);
+  if (ctx.plans)
+    for (auto &entry : *ctx.plans) {
+      cublasLtMatmulDescDestroy(entry.second.op);
+      cublasLtMatrixLayoutDestroy(entry.second.a);
+      cublasLtMatrixLayoutDestroy(entry.second.b);
+      cublasLtMatrixLayoutDestroy(entry.second.c);
+    }
+  delete ctx.plans;
+  if (ctx.lt)
+    cublasLtDestroy(ctx.lt);
+  if (ctx.device)
+    cudaFree(ctx.device);
+  if (ctx.pinned)
+    cudaFreeHost(ctx.pinned);
+  if (ctx.ownStream)
+    cudaStreamDestroy(ctx.stream);
+  ctx.~Context();
+}
+
+/// Waits for the stream, then reports a range error a kernel found (the
+/// code is cleared so that it is reported once).
+inline int32_t synchronize(Context &ctx) {
+  AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "");
+  int32_t code = 0;
+  AMPC_CUDA(ctx, cudaMemcpy(&code, ctx.device + ctx.errorOffset, sizeof code,
+                            cudaMemcpyDeviceToHost),
+            "");
+  if (code != 0) {
+    AMPC_CUDA(ctx, cudaMemset(ctx.device + ctx.errorOffset, 0, sizeof code), "");
+    std::snprintf(ctx.message, sizeof ctx.message, "%s",
+                  code > 0 && code < ctx.numDeviceErrors
+                      ? ctx.deviceErrors[code]
+                      : "a kernel reported an unknown error");
+    return 1;
+  }
+  return 0;
+}
+
+inline int32_t copyOut(Context &ctx, uint64_t offset, void *out, uint64_t bytes) {
+  if (int32_t code = synchronize(ctx))
+    return code;
+  AMPC_CUDA(ctx, cudaMemcpy(out, ctx.device + offset, bytes,
+                            cudaMemcpyDeviceToHost),
+            "reading the state");
+  return 0;
+}
+
+inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t bytes) {
+  if (int32_t code = synchronize(ctx))
+    return code;
+  AMPC_CUDA(ctx, cudaMemcpy(ctx.device + offset, in, bytes,
+                            cudaMemcpyHostToDevice),
+            "writing the state");
+  return 0;
+}
+
+/// The loss: copied to pinned memory on the stream, then to the caller's
+/// buffer by a host function when the stream gets there. The caller's
+/// buffer holds the loss once `synchronize` returns.
+inline void CUDART_CB deliverLoss(void *raw) {
+  Context &ctx = context(raw);
+  std::memcpy(ctx.lossDestination, ctx.pinned, ctx.lossBytes);
+}
+inline int32_t returnLoss(Context &ctx, void *raw, void *destination,
+                          const void *loss, size_t bytes) {
+  ctx.lossDestination = destination;
+  ctx.lossBytes = bytes;
+  AMPC_CUDA(ctx, cudaMemcpyAsync(ctx.pinned, loss, bytes,
+                                 cudaMemcpyDeviceToHost, ctx.stream),
+            "the loss");
+  AMPC_CUDA(ctx, cudaLaunchHostFunc(ctx.stream, deliverLoss, raw), "the loss");
+  return 0;
+}
+
+/// Threads per block and blocks for `n` elements.
+constexpr int kThreads = 256;
+inline unsigned blocks(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 0x7FFFFFFF ? 0x7FFFFFFF : b));
+}
+#define AMPC_FOR(i, n)                                                        \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
+       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+/// Sets the device error code to `code` unless one is set.
+__device__ inline void raise(int32_t *error, int32_t code) {
+  atomicCAS(error, 0, code);
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM through cuBLASLt
+//===----------------------------------------------------------------------===//
+
+/// One row-major GEMM, D = alpha op(A) op(B) + beta C, `batch` times with
+/// the given element strides between batches (0: broadcast), with an
+/// optional bias epilogue (D += bias[j] per column j, then ReLU/GELU when
+/// asked). Types are cudaDataType; compute is FP32 (FP64 for f64).
+struct Gemm {
+  bool transA, transB;
+  int64_t m, n, k;
+  int64_t batch, strideA, strideB, strideD;
+  cudaDataType_t ab, d;
+  float alpha, beta;
+  cublasLtEpilogue_t epilogue;
+};
+
+inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
+                    const void *a, const void *b, void *d, const void *bias) {
+  // Row-major D (m x n) is column-major Dᵀ (n x m) = op(B)ᵀ op(A)ᵀ: cuBLASLt
+  // gets B as its first operand and A as its second.
+  auto key = std::make_tuple(int(g.transA), int(g.transB), int(g.ab), int(g.d),
+                             g.m, g.n, g.k, g.batch, g.strideA, g.strideB,
+                             g.strideD, int(g.epilogue), int(g.beta != 0));
+  auto found = ctx.plans->find(key);
+  if (found == ctx.plans->end()) {
+    GemmPlan plan;
+    const bool f64 = g.ab == CUDA_R_64F;
+    const cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescCreate(&plan.op, f64 ? CUBLAS_COMPUTE_64F
+                                                            : CUBLAS_COMPUTE_32F,
+                                              scale),
+                where);
+    cublasOperation_t ta = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), where);
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), where);
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof g.epilogue), where);
+    if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+      cudaDataType_t biasType = g.d;
+      AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof biasType), where);
+    }
+    // First operand: B, stored k x n (n x k when transposed) row-major.
+    uint64_t rowsA = g.transB ? g.k : g.n, colsA = g.transB ? g.n : g.k;
+    uint64_t rowsB = g.transA ? g.m : g.k, colsB = g.transA ? g.k : g.m;
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.a, g.ab, rowsA, colsA, rowsA), where);
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.b, g.ab, rowsB, colsB, rowsB), where);
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.c, g.d, g.n, g.m, g.n), where);
+    if (g.batch > 1) {
+      int32_t count = static_cast<int32_t>(g.batch);
+      int64_t sa = g.strideB, sb = g.strideA, sd = g.strideD;
+      for (auto [layout, stride] : {std::pair{plan.a, sa}, {plan.b, sb}, {plan.c, sd}}) {
+        AMPC_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), where);
+        AMPC_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), where);
+      }
+    }
+    cublasLtMatmulPreference_t preference;
+    AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&preference), where);
+    uint64_t workspace = ctx.workspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    cublasLtMatmulHeuristicResult_t result;
+    int returned = 0;
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+        ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, preference, 1, &result,
+        &returned);
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (s != CUBLAS_STATUS_SUCCESS || returned == 0)
+      return fail(ctx, "cublasLtMatmulAlgoGetHeuristic",
+                  s != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(s)
+                                             : "no algorithm for this GEMM",
+                  where);
+    plan.algo = result.algo;
+    found = ctx.plans->emplace(key, plan).first;
+  }
+  GemmPlan &plan = found->second;
+  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), where);
+  const double alpha64 = g.alpha, beta64 = g.beta;
+  const void *alpha = g.ab == CUDA_R_64F ? static_cast<const void *>(&alpha64)
+                                         : static_cast<const void *>(&g.alpha);
+  const void *beta = g.ab == CUDA_R_64F ? static_cast<const void *>(&beta64)
+                                        : static_cast<const void *>(&g.beta);
+  AMPC_CUBLAS(ctx, cublasLtMatmul(ctx.lt, plan.op, alpha, b, plan.a, a, plan.b,
+                                  beta, d, plan.c, d, plan.c, &plan.algo,
+                                  ctx.workspace, ctx.workspaceBytes, ctx.stream),
+              where);
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Up to 16 dimensions and one input's strides, passed by value.
+struct Strided {
+  int rank;
+  int64_t dims[16];
+  int64_t strides[16];
+  AMPC_HD int64_t offset(int64_t o) const {
+    int64_t at = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      at += (o % dims[d]) * strides[d];
+      o /= dims[d];
+    }
+    return at;
+  }
+};
+
+/// out[o] = in[base + offset(o)]: Transpose, Slice, broadcasts.
+template <typename T>
+__global__ void stridedCopy(const T *in, T *out, int64_t count, int64_t base,
+                            Strided s) {
+  AMPC_FOR(o, count) out[o] = in[base + s.offset(o)];
+}
+
+/// slice_grad: zero, then out[base + offset(o)] = grad[o].
+template <typename T>
+__global__ void stridedScatter(const T *grad, T *out, int64_t count,
+                               int64_t base, Strided s) {
+  AMPC_FOR(o, count) out[base + s.offset(o)] = grad[o];
+}
+
+/// Concat: `outer` blocks of `inBlock` elements at `offset` within blocks
+/// of `outBlock`.
+template <typename T>
+__global__ void concatPart(const T *in, T *out, int64_t outer, int64_t inBlock,
+                           int64_t outBlock, int64_t offset) {
+  AMPC_FOR(i, outer * inBlock) {
+    const int64_t o = i / inBlock, j = i % inBlock;
+    out[o * outBlock + offset + j] = in[i];
+  }
+}
+
+/// Gather along the middle of `outer x axisSize x inner`; an index out of
+/// range raises `code` and writes 0.
+template <typename T, typename I>
+__global__ void gather(const T *data, const I *indices, T *out, int64_t outer,
+                       int64_t axisSize, int64_t count, int64_t inner,
+                       int32_t *error, int32_t code) {
+  AMPC_FOR(x, outer * count * inner) {
+    const int64_t j = x % inner, i = (x / inner) % count, o = x / (inner * count);
+    int64_t k = static_cast<int64_t>(indices[i]);
+    if (k < -axisSize || k >= axisSize) {
+      raise(error, code);
+      out[x] = T(0);
+      continue;
+    }
+    if (k < 0)
+      k += axisSize;
+    out[x] = data[(o * axisSize + k) * inner + j];
+  }
+}
+
+/// gather_grad: each output element sums, in C and in index order, the
+/// gradients of the indices that name it (deterministic, no atomics).
+template <typename C, typename G, typename I, typename L, typename S>
+__global__ void gatherGrad(const G *grad, const I *indices, G *out,
+                           int64_t outer, int64_t axisSize, int64_t count,
+                           int64_t inner, int32_t *error, int32_t code) {
+  AMPC_FOR(x, outer * axisSize * inner) {
+    const int64_t j = x % inner, k = (x / inner) % axisSize,
+                  o = x / (inner * axisSize);
+    C sum = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t at = static_cast<int64_t>(indices[i]);
+      if (at < -axisSize || at >= axisSize) {
+        raise(error, code);
+        continue;
+      }
+      if (at < 0)
+        at += axisSize;
+      if (at == k)
+        sum += static_cast<C>(L::load(grad[(o * count + i) * inner + j]));
+    }
+    out[x] = S::store(sum);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation (one thread per row or output element)
+//===----------------------------------------------------------------------===//
+
+/// The sum of term(i) for i in [0, n) in C, pairwise over blocks of 64, as
+/// the CPU target sums.
+template <typename C, typename Term>
+AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
+  if (end - begin <= 64) {
+    C sum = 0;
+    for (int64_t i = begin; i < end; ++i)
+      sum += term(i);
+    return sum;
+  }
+  const int64_t middle = begin + (end - begin) / 2;
+  return pairwiseSum<C>(begin, middle, term) + pairwiseSum<C>(middle, end, term);
+}
+
+template <typename C, typename LI, typename SO>
+__global__ void softmax(const typename LI::Storage *in,
+                        typename SO::Storage *out, int64_t outer,
+                        int64_t axisSize, int64_t inner, bool logarithm) {
+  AMPC_FOR(r, outer * inner) {
+    const int64_t base = (r / inner) * axisSize * inner + r % inner;
+    C maxValue = -INFINITY;
+    for (int64_t a = 0; a < axisSize; ++a) {
+      const C x = static_cast<C>(LI::load(in[base + a * inner]));
+      maxValue = x > maxValue ? x : maxValue;
+    }
+    const C sum = pairwiseSum<C>(0, axisSize, [&](int64_t a) {
+      return exp(static_cast<C>(LI::load(in[base + a * inner])) - maxValue);
+    });
+    const C logSum = log(sum);
+    for (int64_t a = 0; a < axisSize; ++a) {
+      const C x = static_cast<C>(LI::load(in[base + a * inner])) - maxValue;
+      out[base + a * inner] = SO::store(logarithm ? x - logSum : exp(x) / sum);
+    }
+  }
+}
+
+enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
+
+/// ReduceSum/Mean/Max: output element o reduces the `count` elements at
+/// kept.offset(o) + reduced.offset(j).
+template <typename C, typename LI, typename SO>
+__global__ void reduce(const typename LI::Storage *in,
+                       typename SO::Storage *out, int64_t outCount,
+                       Strided kept, Strided reduced, int64_t count,
+                       Reduction kind) {
+  AMPC_FOR(o, outCount) {
+    const int64_t base = kept.offset(o);
+    C acc;
+    if (kind == ReduceMax) {
+      acc = static_cast<C>(LI::load(in[base + reduced.offset(0)]));
+      for (int64_t j = 1; j < count; ++j) {
+        const C x = static_cast<C>(LI::load(in[base + reduced.offset(j)]));
+        if (x > acc || (x != x && acc == acc))
+          acc = x;
+      }
+    } else {
+      acc = pairwiseSum<C>(0, count, [&](int64_t j) {
+        return static_cast<C>(LI::load(in[base + reduced.offset(j)]));
+      });
+      if (kind == ReduceMean)
+        acc = static_cast<C>(acc / static_cast<C>(count));
+    }
+    out[o] = SO::store(acc);
+  }
+}
+
+/// LayerNormalization over rows of `inner`: Mean, InvStdDev (population
+/// variance, two passes) and Y, in C; scale and bias (bias may be null)
+/// broadcast over the row through `params`.
+template <typename C, typename LI, typename SO, typename SS, typename LP>
+__global__ void layerNorm(const typename LI::Storage *x,
+                          typename SO::Storage *y, typename SS::Storage *mean,
+                          typename SS::Storage *invStdDev, int64_t outer,
+                          int64_t inner, const typename LP::Storage *scale,
+                          Strided scaleAt, const typename LP::Storage *bias,
+                          Strided biasAt, C epsilon) {
+  AMPC_FOR(o, outer) {
+    const typename LI::Storage *row = x + o * inner;
+    const C m = pairwiseSum<C>(0, inner, [&](int64_t i) {
+                  return static_cast<C>(LI::load(row[i]));
+                }) /
+                static_cast<C>(inner);
+    const C squares = pairwiseSum<C>(0, inner, [&](int64_t i) {
+      const C d = static_cast<C>(LI::load(row[i])) - m;
+      return d * d;
+    });
+    const C inv = C(1) / sqrt(squares / static_cast<C>(inner) + epsilon);
+    for (int64_t i = 0; i < inner; ++i) {
+      C v = (static_cast<C>(LI::load(row[i])) - m) * inv *
+            static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
+      if (bias)
+        v += static_cast<C>(LP::load(bias[biasAt.offset(i)]));
+      y[o * inner + i] = SO::store(v);
+    }
+    mean[o] = SS::store(m);
+    invStdDev[o] = SS::store(inv);
+  }
+}
+
+/// layer_norm_grad's dX per row: x̂ = (x − mean)·inv, g = dy·scale,
+/// dx = inv · (g − mean(g) − x̂ · mean(g·x̂)).
+template <typename C, typename LI, typename LS, typename LP, typename SO>
+__global__ void layerNormGrad(const typename LI::Storage *dy,
+                              const typename LI::Storage *x,
+                              const typename LP::Storage *scale,
+                              Strided scaleAt,
+                              const typename LS::Storage *mean,
+                              const typename LS::Storage *invStdDev,
+                              typename SO::Storage *dx, int64_t outer,
+                              int64_t inner) {
+  AMPC_FOR(o, outer) {
+    const C m = static_cast<C>(LS::load(mean[o])),
+            inv = static_cast<C>(LS::load(invStdDev[o]));
+    auto g = [&](int64_t i) {
+      return static_cast<C>(LI::load(dy[o * inner + i])) *
+             static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
+    };
+    auto xhat = [&](int64_t i) {
+      return (static_cast<C>(LI::load(x[o * inner + i])) - m) * inv;
+    };
+    const C meanG = pairwiseSum<C>(0, inner, g) / static_cast<C>(inner);
+    const C meanGx = pairwiseSum<C>(0, inner, [&](int64_t i) {
+                       return g(i) * xhat(i);
+                     }) /
+                     static_cast<C>(inner);
+    for (int64_t i = 0; i < inner; ++i)
+      dx[o * inner + i] = SO::store(inv * (g(i) - meanG - xhat(i) * meanGx));
+  }
+}
+
+enum LossReduction { LossNone = 0, LossSum = 1, LossMean = 2 };
+
+/// NegativeLogLikelihoodLoss over (n, classes, inner) log-probabilities in
+/// C: per element −w[t]·logp[t] (0 where ignored), then the reduction (the
+/// mean divides by the sum of weights). One thread does the reduction so
+/// that the sum is in index order, as on the CPU.
+template <typename C, typename LP, typename LW, typename SO, typename I>
+__global__ void nllLoss(const typename LP::Storage *logp, const I *labels,
+                        const typename LW::Storage *weights, int64_t n,
+                        int64_t classes, int64_t inner, bool hasIgnore,
+                        int64_t ignore, LossReduction reduction,
+                        typename SO::Storage *out, int32_t *error,
+                        int32_t code) {
+  auto term = [&](int64_t e, C &weight) -> C {
+    const int64_t b = e / inner, j = e % inner;
+    const int64_t t = static_cast<int64_t>(labels[e]);
+    if (hasIgnore && t == ignore) {
+      weight = 0;
+      return 0;
+    }
+    if (t < 0 || t >= classes) {
+      raise(error, code);
+      weight = 0;
+      return 0;
+    }
+    weight = weights ? static_cast<C>(LW::load(weights[t])) : C(1);
+    return -weight * static_cast<C>(LP::load(logp[(b * classes + t) * inner + j]));
+  };
+  if (reduction == LossNone) {
+    AMPC_FOR(e, n * inner) {
+      C w;
+      out[e] = SO::store(term(e, w));
+    }
+    return;
+  }
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  const C sum = pairwiseSum<C>(0, n * inner, [&](int64_t e) {
+    C w;
+    return term(e, w);
+  });
+  const C weightSum = pairwiseSum<C>(0, n * inner, [&](int64_t e) {
+    C w;
+    term(e, w);
+    return w;
+  });
+  out[0] = SO::store(reduction == LossMean ? sum / weightSum : sum);
+}
+
+/// nll_loss_grad: d logp[b, t, j] = −w[t]·g (g the upstream gradient,
+/// divided by the weight sum for mean), 0 elsewhere.
+template <typename C, typename LG, typename LW, typename SO, typename I>
+__global__ void nllLossGrad(const typename LG::Storage *grad, const I *labels,
+                            const typename LW::Storage *weights, int64_t n,
+                            int64_t classes, int64_t inner, bool hasIgnore,
+                            int64_t ignore, LossReduction reduction,
+                            typename SO::Storage *out, int32_t *error,
+                            int32_t code) {
+  // The weight sum for mean, pairwise as on the CPU, computed by every
+  // thread (n · inner terms); a zero sum gives zero gradients.
+  C weightSum = 1;
+  if (reduction == LossMean)
+    weightSum = pairwiseSum<C>(0, n * inner, [&](int64_t e) {
+      const int64_t t = static_cast<int64_t>(labels[e]);
+      if ((hasIgnore && t == ignore) || t < 0 || t >= classes)
+        return C(0);
+      return weights ? static_cast<C>(LW::load(weights[t])) : C(1);
+    });
+  AMPC_FOR(x, n * classes * inner) {
+    const int64_t j = x % inner, c = (x / inner) % classes, b = x / (inner * classes);
+    const int64_t e = b * inner + j;
+    const int64_t t = static_cast<int64_t>(labels[e]);
+    C v = 0;
+    if (!(hasIgnore && t == ignore)) {
+      if (t < 0 || t >= classes) {
+        raise(error, code);
+      } else if (t == c) {
+        const C w = weights ? static_cast<C>(LW::load(weights[t])) : C(1);
+        const C g = static_cast<C>(LG::load(grad[reduction == LossNone ? e : 0]));
+        v = reduction == LossMean ? (weightSum == C(0) ? C(0) : -(w * g / weightSum))
+                                  : -(w * g);
+      }
+    }
+    out[x] = SO::store(v);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout and the training ops
+//===----------------------------------------------------------------------===//
+
+template <typename L, typename S>
+__global__ void dropout(const typename L::Storage *in, typename S::Storage *out,
+                        uint8_t *mask, int64_t count, uint64_t seed,
+                        const int64_t *step, double ratio) {
+  const uint64_t s = step ? static_cast<uint64_t>(*step) : 0;
+  const float scale = ratio >= 1.0 ? 0.0f : static_cast<float>(1.0 / (1.0 - ratio));
+  AMPC_FOR(i, count) {
+    const bool keep = math::dropoutKeeps(seed, s, static_cast<uint64_t>(i), ratio);
+    mask[i] = keep;
+    out[i] = S::store(keep && ratio < 1.0 ? L::load(in[i]) * scale : 0.0f);
+  }
+}
+
+/// One multi-tensor unscale over up to kMaxTensors gradients: blockIdx.y
+/// picks the tensor; any non-finite scaled value sets *found.
+constexpr int kMaxTensors = 256;
+template <typename T> struct TensorList {
+  int32_t count;
+  uint64_t in[kMaxTensors], out[kMaxTensors];
+  int64_t size[kMaxTensors];
+};
+template <typename T>
+__global__ void unscale(unsigned char *base, TensorList<T> list,
+                        const float *scale, uint8_t *found) {
+  const float inv = math::inverseScale(*scale);
+  const int t = blockIdx.y;
+  const T *g = reinterpret_cast<const T *>(base + list.in[t]);
+  T *o = reinterpret_cast<T *>(base + list.out[t]);
+  AMPC_FOR(i, list.size[t]) {
+    const T v = g[i];
+    if (!isfinite(v))
+      *found = 1;
+    o[i] = math::unscale(v, inv);
+  }
+}
+
+template <typename T>
+__global__ void sumOfSquares(unsigned char *base, TensorList<T> list, T *sum) {
+  const int t = blockIdx.y;
+  const T *g = reinterpret_cast<const T *>(base + list.in[t]);
+  T local = 0;
+  AMPC_FOR(i, list.size[t]) local += g[i] * g[i];
+  atomicAdd(sum, local);
+}
+
+template <typename T>
+__global__ void clipByNorm(unsigned char *base, TensorList<T> list,
+                           const T *sum, T maxNorm) {
+  const T coef = fmin(T(1), maxNorm / (sqrt(*sum) + T(1e-6)));
+  const int t = blockIdx.y;
+  const T *g = reinterpret_cast<const T *>(base + list.in[t]);
+  T *o = reinterpret_cast<T *>(base + list.out[t]);
+  AMPC_FOR(i, list.size[t]) o[i] = g[i] * coef;
+}
+
+/// torch.optim.SGD for one parameter; a step with *found set copies every
+/// input to its result bit for bit.
+template <typename T>
+__global__ void sgdStep(const T *param, const T *grad, const T *buffer,
+                        T *newParam, T *newBuffer, int64_t count, const float *lr,
+                        const int64_t *step, const uint8_t *found, T momentum,
+                        T dampening, bool nesterov, T weightDecay) {
+  const bool skip = found && *found;
+  AMPC_FOR(i, count) {
+    if (skip) {
+      newParam[i] = param[i];
+      if (buffer)
+        newBuffer[i] = buffer[i];
+      continue;
+    }
+    math::sgdElement(param[i], grad[i], buffer ? buffer + i : nullptr,
+                     newParam + i, newBuffer ? newBuffer + i : nullptr,
+                     static_cast<T>(*lr), *step, momentum, dampening, nesterov,
+                     weightDecay);
+  }
+}
+
+template <typename T>
+__global__ void adamStep(const T *param, const T *grad, const T *expAvg,
+                         const T *expAvgSq, T *newParam, T *newExpAvg,
+                         T *newExpAvgSq, int64_t count, const float *lr,
+                         const int64_t *step, const uint8_t *found, T beta1,
+                         T beta2, T eps, T weightDecay, bool decoupled) {
+  const bool skip = found && *found;
+  const T rate = static_cast<T>(*lr);
+  const math::AdamStep<T> s = math::adamStep(rate, *step, beta1, beta2);
+  AMPC_FOR(i, count) {
+    if (skip) {
+      newParam[i] = param[i];
+      newExpAvg[i] = expAvg[i];
+      newExpAvgSq[i] = expAvgSq[i];
+      continue;
+    }
+    math::adamElement(param[i], grad[i], expAvg[i], expAvgSq[i], newParam + i,
+                      newExpAvg + i, newExpAvgSq + i, s, rate, beta1, beta2,
+                      eps, weightDecay, decoupled);
+  }
+}
+
+/// `_amp_update_scale_` in one thread, on the device.
+__global__ inline void updateScale(const float *scale, const int32_t *tracker,
+                                   const uint8_t *found, float growthFactor,
+                                   float backoffFactor, int64_t growthInterval,
+                                   float minScale, float maxScale,
+                                   float *newScale, int32_t *newTracker) {
+  math::updateScale(*scale, *tracker, *found != 0, growthFactor, backoffFactor,
+                    growthInterval, minScale, maxScale, newScale, newTracker);
+}
+
+__global__ inline void weightCopy(const float *src, uint16_t *dst,
+                                  int64_t count, bool bf16) {
+  AMPC_FOR(i, count) dst[i] = bf16 ? storeBf16(src[i]) : storeF16(src[i]);
+}
+
+/// Recomputes the low-precision weight copies of `parameter` (all when
+/// negative), then waits: called from init and the state writers.
+inline int32_t refreshCopies(Context &ctx, const WeightCopy *copies,
+                             int32_t count, int32_t parameter) {
+  for (int32_t c = 0; c < count; ++c) {
+    const WeightCopy &w = copies[c];
+    if (parameter >= 0 && parameter != w.parameter)
+      continue;
+    weightCopy<<<blocks(w.count), kThreads, 0, ctx.stream>>>(
+        reinterpret_cast<const float *>(ctx.device + w.source),
+        reinterpret_cast<uint16_t *>(ctx.device + w.copy), w.count, w.bf16);
+    AMPC_LAUNCHED(ctx, "a weight copy");
+  }
+  return synchronize(ctx);
+}
+
+} // namespace ampc::cuda
+
+#endif // AMPC_RUNTIME_CUDAKERNELS_CUH

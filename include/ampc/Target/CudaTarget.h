@@ -1,0 +1,46 @@
+//===- CudaTarget.h - CUDA model libraries ----------------------*- C++ -*-===//
+//
+// The CUDA target writes a model as CUDA C++ implementing the model ABI
+// (include/ampc/Runtime/ModelAbi.h) on top of cuBLASLt and the kernels of
+// include/ampc/Runtime/CudaKernels.cuh, then compiles it with nvcc into a
+// shared library that libampc_runtime loads. The library links cudart and
+// cuBLASLt only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TARGET_CUDATARGET_H
+#define AMPC_TARGET_CUDATARGET_H
+
+#include "ampc/Target/LibraryEmitter.h"
+
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+/// Writes the CUDA source of the module's library (after the pipeline) to
+/// `source` and the initial state (parameters, training state, constants)
+/// to `blob`. Fails with a diagnostic at the op the target cannot compile.
+mlir::LogicalResult emitCudaSource(mlir::ModuleOp module,
+                                   const LibraryOptions &options,
+                                   llvm::raw_ostream &source,
+                                   std::string &blob);
+
+/// Where nvcc is: $NVCC, nvcc on PATH, or /usr/local/cuda/bin/nvcc; empty
+/// when none is found.
+std::string findNvcc();
+
+/// Whether this machine can build CUDA libraries: nvcc and the cuBLASLt
+/// header and library beside it.
+bool cudaToolchainAvailable();
+
+/// Compiles a source written by emitCudaSource into the shared library
+/// `output` for each architecture of `gpuArchs` (e.g. "sm_80", "sm_90a").
+/// On failure sets `error` to one line (nvcc's first error).
+bool compileCudaLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
+                        const std::vector<std::string> &gpuArchs,
+                        std::string &error);
+
+} // namespace ampc
+
+#endif // AMPC_TARGET_CUDATARGET_H

@@ -1,0 +1,197 @@
+//===- LibraryEmitter.h - what every model-library emitter shares -*- C++ -*-===//
+//
+// The CPU and CUDA targets write a model library from the same kernel-level
+// module (after ampc-fuse and ampc-plan-memory) and the same model ABI
+// (include/ampc/Runtime/ModelAbi.h). What does not depend on how an op runs
+// lives here, once: the state layout (parameters, training state, constants
+// where a target keeps them in the state, then the arena of the memory
+// plan), the parameter blob, the walk over a function with its store-order
+// check, the parameter/state tables and their access functions, the
+// low-precision copy table, and the descriptor. A target derives from
+// LibraryEmitter and says how each op runs (`emitOp`), how a value is loaded
+// and stored, and what surrounds the function bodies (`emitLibrary`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TARGET_LIBRARYEMITTER_H
+#define AMPC_TARGET_LIBRARYEMITTER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace ampc {
+
+/// Facts about the model a library is written for, common to the targets.
+struct LibraryOptions {
+  /// The model's name in the library's description.
+  std::string modelName = "model";
+  /// "fp16", "bf16", "fp32" or "fp64", for the description.
+  std::string precision = "fp32";
+  /// Where the parameter values are read from when the source is compiled
+  /// (an `.incbin` of this file).
+  std::string parameterFile;
+  /// The serialized ONNX model to embed for export (an `.incbin` of this
+  /// file, `onnxSize` bytes); empty: none.
+  std::string onnxFile;
+  uint64_t onnxSize = 0;
+};
+
+namespace emit {
+
+constexpr int64_t kAlign = 64;
+inline int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/// ONNX TensorProto data type code of `t`, as the model ABI uses them; 0 for
+/// a type the ABI cannot describe.
+int onnxDtype(mlir::Type t);
+/// C++ type a buffer of `t` holds (16-bit floats as uint16_t bits).
+llvm::StringRef storageType(mlir::Type t);
+/// C++ type arithmetic on `t` uses: float for 16/32-bit floats.
+llvm::StringRef computeType(mlir::Type t);
+int64_t storageSize(mlir::Type t);
+/// What kernels accumulate in for data of `t`: float for 16- and 32-bit
+/// floats, double for f64, integers as themselves.
+llvm::StringRef accumulatorType(mlir::Type t);
+int64_t product(llvm::ArrayRef<int64_t> dims);
+llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+/// Row-major strides of `shape`, placed at the end of the index space of
+/// `out`, 0 along dimensions of size 1 that broadcast.
+llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape,
+                                            llvm::ArrayRef<int64_t> out);
+/// The exact value of a float attribute as a C++ double literal.
+std::string exactLiteral(const llvm::APFloat &value);
+/// "node 'NAME' (OpType)" for the ONNX node an op came from; the ampc op
+/// name where the location says nothing.
+std::string nodeDescription(mlir::Operation *op);
+/// `text` as the inside of a C string literal.
+std::string cString(llvm::StringRef text);
+/// `{1LL, 2LL}`; `{0}` for an empty list (C++ has no empty arrays).
+std::string list(llvm::ArrayRef<int64_t> values);
+mlir::RankedTensorType tensorOf(mlir::Value v);
+mlir::Type elementOf(mlir::Value v);
+/// A Slice of a tensor of `shape` as a strided view: returns the first
+/// element's offset and sets `strides` to the input stride times the step
+/// per dimension (negative for negative steps).
+int64_t sliceView(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
+                  llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps,
+                  llvm::SmallVectorImpl<int64_t> &strides);
+/// The elements of a constant as C++ initialisers of its storage type
+/// (16-bit floats as their bits).
+std::string constantElements(mlir::Operation *constant);
+/// The window of a conv or pool over spatial dimensions: begin/end pads and
+/// strides/dilations defaulted to 0 and 1.
+struct WindowGeometry {
+  llvm::SmallVector<int64_t> in, out, kernel, strides, padBegin, padEnd,
+      dilations;
+};
+WindowGeometry windowGeometry(llvm::ArrayRef<int64_t> inShape,
+                              llvm::ArrayRef<int64_t> outShape,
+                              llvm::ArrayRef<int64_t> kernel,
+                              std::optional<llvm::ArrayRef<int64_t>> strides,
+                              std::optional<llvm::ArrayRef<int64_t>> pads,
+                              std::optional<llvm::ArrayRef<int64_t>> dilations);
+
+} // namespace emit
+
+class LibraryEmitter {
+public:
+  LibraryEmitter(mlir::ModuleOp module, const LibraryOptions &options,
+                 llvm::raw_ostream &os, std::string &blob)
+      : module(module), options(options), os(os), blob(blob) {}
+  virtual ~LibraryEmitter() = default;
+
+  /// Lays out the state, emits @forward and @train_step through `emitOp`,
+  /// then the library through `emitLibrary`.
+  mlir::LogicalResult run();
+
+protected:
+  /// "cpu" or "cuda", for messages and the descriptor.
+  virtual llvm::StringRef targetName() const = 0;
+  /// Whether constants live in the instance state (copied from the blob by
+  /// `init`) rather than in the library's read-only data.
+  virtual bool constantsInState() const { return false; }
+  /// One op of a function body (not func.return).
+  virtual mlir::LogicalResult emitOp(mlir::Operation *op,
+                                     llvm::raw_ostream &body) = 0;
+  /// Called before the body of each function is written.
+  virtual void beginFunction(mlir::func::FuncOp f) {}
+  /// The bytes of host state the runtime allocates, as a C++ expression.
+  virtual std::string hostStateSize() const {
+    return std::to_string(stateSize) + "ULL";
+  }
+  /// Copies `v` to function output `index` (host memory).
+  virtual void emitReturn(unsigned index, mlir::Value v,
+                          llvm::raw_ostream &body) = 0;
+  /// Binds function argument `index` (host memory) to a name.
+  virtual void emitArgument(unsigned index, mlir::BlockArgument arg,
+                            llvm::raw_ostream &body) = 0;
+  /// Loads one stored element of `t` as its compute type; rounds a computed
+  /// value to the storage of `t`.
+  virtual std::string load(mlir::Type t, const std::string &e) const = 0;
+  virtual std::string store(mlir::Type t, const std::string &e) const = 0;
+  /// Everything around the function bodies: the preamble, init, the
+  /// functions, state access, then (its last act) `emitDescriptor`.
+  virtual mlir::LogicalResult emitLibrary(mlir::func::FuncOp forward,
+                                          mlir::func::FuncOp trainStep,
+                                          llvm::StringRef inferBody,
+                                          llvm::StringRef stepBody) = 0;
+
+  std::string name(mlir::Value v) { return names.lookup(v); }
+  /// Names the buffer of result `v`: its planned place in the arena, or
+  /// its operand's buffer for a view.
+  mlir::LogicalResult bind(mlir::OpResult v, llvm::raw_ostream &body);
+  /// Names a parameter, state or constant read in place at its offset.
+  void bindStorage(mlir::Value v, llvm::StringRef prefix, int64_t offset,
+                   llvm::raw_ostream &body);
+  /// Binds ampc.constant, ampc.load_parameter and ampc.load_state; false for
+  /// any other op.
+  bool bindStorageOp(mlir::Operation *op, llvm::raw_ostream &body);
+  /// Reserves `bytes` in the state and returns its offset.
+  int64_t reserve(int64_t bytes);
+  /// Writes the tables of parameters (offsets, sizes, gradient owners) and
+  /// readParameter/writeParameter over the target's `copyOut`/`copyIn`.
+  mlir::LogicalResult emitParameterAccess(mlir::func::FuncOp trainStep);
+  /// The state tensors a checkpoint holds, readState and writeState.
+  void emitStateAccess();
+  /// `kCopies`: for each low-precision weight copy, its parameter, source
+  /// and destination offsets, count and whether it is bf16.
+  void emitCopyTable();
+  /// The descriptor and `ampc_model_entry`.
+  void emitDescriptor(mlir::func::FuncOp forward, mlir::func::FuncOp trainStep,
+                      bool hasLastError, bool hasRelease);
+  bool isTraining(mlir::func::FuncOp trainStep) const;
+
+  mlir::ModuleOp module;
+  const LibraryOptions &options;
+  llvm::raw_ostream &os;
+  std::string &blob;
+  llvm::DenseMap<mlir::Value, std::string> names;
+  /// Offsets in the state of every parameter, state symbol and (with
+  /// constantsInState) constant op.
+  llvm::StringMap<int64_t> parameterOffsets;
+  llvm::DenseMap<mlir::Operation *, int64_t> constantOffsets;
+  int64_t stateSize = 0;
+  /// Bytes of the blob `init` copies to the start of the state.
+  int64_t blobBytes = 0;
+  /// Offset in the state of the memory plan's arena.
+  int64_t arenaBase = 0;
+  unsigned counter = 0;
+  int32_t numGradients = 0;
+
+private:
+  void layOut(llvm::StringRef symbol, mlir::RankedTensorType type,
+              mlir::ElementsAttr initial);
+  int64_t layOutConstant(mlir::Operation *constant);
+  mlir::LogicalResult emitFunction(mlir::func::FuncOp f,
+                                   llvm::raw_ostream &body);
+};
+
+} // namespace ampc
+
+#endif // AMPC_TARGET_LIBRARYEMITTER_H

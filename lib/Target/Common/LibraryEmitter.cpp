@@ -1,0 +1,618 @@
+//===- LibraryEmitter.cpp - what every model-library emitter shares -------===//
+//
+// See include/ampc/Target/LibraryEmitter.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Target/LibraryEmitter.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Transforms/MemoryPlan.h"
+#include "ampc/Transforms/Training.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using llvm::formatv;
+using llvm::StringRef;
+
+namespace ampc::emit {
+
+int onnxDtype(Type t) {
+  if (t.isF32()) return 1;
+  if (t.isF16()) return 10;
+  if (t.isBF16()) return 16;
+  if (t.isF64()) return 11;
+  if (t.isInteger(1)) return 9;
+  if (t.isInteger(8)) return t.isUnsignedInteger() ? 2 : 3;
+  if (t.isInteger(32)) return 6;
+  if (t.isInteger(64)) return 7;
+  return 0;
+}
+
+StringRef storageType(Type t) {
+  if (t.isF32()) return "float";
+  if (t.isF64()) return "double";
+  if (t.isF16() || t.isBF16()) return "uint16_t";
+  if (t.isInteger(1)) return "uint8_t";
+  if (t.isInteger(8)) return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
+  if (t.isInteger(32)) return "int32_t";
+  if (t.isInteger(64)) return "int64_t";
+  return "";
+}
+
+StringRef computeType(Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32()) return "float";
+  if (t.isF64()) return "double";
+  if (t.isInteger(1)) return "bool";
+  return storageType(t);
+}
+
+int64_t storageSize(Type t) {
+  if (t.isF64() || t.isInteger(64)) return 8;
+  if (t.isF32() || t.isInteger(32)) return 4;
+  if (t.isF16() || t.isBF16()) return 2;
+  return 1;
+}
+
+StringRef accumulatorType(Type t) {
+  if (isa<FloatType>(t))
+    return t.isF64() ? "double" : "float";
+  return storageType(t);
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
+                                      ArrayRef<int64_t> out) {
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t i = shape.size() - 1, o = out.size() - 1; i >= 0; --i, --o) {
+    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+std::string exactLiteral(const APFloat &value) {
+  return formatv("{0:e17}", value.convertToDouble()).str();
+}
+
+std::string nodeDescription(Operation *op) {
+  std::string node, opType;
+  Location loc = op->getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    node = name.getName().str();
+    loc = name.getChildLoc();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      opType = type.str();
+  std::string what = opType.empty() ? op->getName().getStringRef().str() : opType;
+  return node.empty() ? what : "node '" + node + "' (" + what + ")";
+}
+
+std::string cString(StringRef text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20) {
+      out += '\\';
+      out += static_cast<char>('0' + (u >> 6));
+      out += static_cast<char>('0' + ((u >> 3) & 7));
+      out += static_cast<char>('0' + (u & 7));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string list(ArrayRef<int64_t> values) {
+  if (values.empty())
+    return "{0}";
+  return "{" + llvm::join(llvm::map_range(values, [](int64_t v) {
+                            return std::to_string(v) + "LL";
+                          }),
+                          ", ") +
+         "}";
+}
+
+RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+Type elementOf(Value v) { return tensorOf(v).getElementType(); }
+
+int64_t sliceView(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
+                  ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
+                  SmallVectorImpl<int64_t> &strides) {
+  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
+  strides.assign(inStrides.begin(), inStrides.end());
+  int64_t base = 0;
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    int64_t axis = *ampc::normalizeAxis(a, shape.size());
+    int64_t dim = shape[axis], step = steps[i];
+    int64_t start = starts[i];
+    if (start < 0)
+      start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                     : std::clamp<int64_t>(start, 0, dim - 1);
+    base += start * inStrides[axis];
+    strides[axis] = inStrides[axis] * step;
+  }
+  return base;
+}
+
+std::string constantElements(Operation *constant) {
+  auto op = cast<ampc::ConstantOp>(constant);
+  Type t = elementOf(op.getResult());
+  auto elements = cast<DenseElementsAttr>(op.getValue());
+  int64_t count = tensorOf(op.getResult()).getNumElements();
+  std::string text;
+  llvm::raw_string_ostream cs(text);
+  for (int64_t i = 0; i < std::max<int64_t>(count, 1); ++i) {
+    if (i)
+      cs << ", ";
+    if (count == 0) {
+      cs << "0";
+      break;
+    }
+    int64_t index = elements.isSplat() ? 0 : i;
+    if (isa<FloatType>(t)) {
+      APFloat value = elements.getValues<APFloat>()[index];
+      if (t.isF16() || t.isBF16())
+        cs << value.bitcastToAPInt().getZExtValue();
+      else
+        cs << formatv("{0:e17}", value.convertToDouble());
+    } else {
+      APInt value = elements.getValues<APInt>()[index];
+      // The most negative int64 has no literal: write it as an expression.
+      if (t.isInteger(1))
+        cs << value.getZExtValue();
+      else if (value.isMinSignedValue() && t.isInteger(64))
+        cs << "(-9223372036854775807LL - 1)";
+      else
+        cs << value.getSExtValue() << (t.isInteger(64) ? "LL" : "");
+    }
+  }
+  return text;
+}
+
+WindowGeometry windowGeometry(ArrayRef<int64_t> inShape,
+                              ArrayRef<int64_t> outShape,
+                              ArrayRef<int64_t> kernel,
+                              std::optional<ArrayRef<int64_t>> strides,
+                              std::optional<ArrayRef<int64_t>> pads,
+                              std::optional<ArrayRef<int64_t>> dilations) {
+  WindowGeometry g;
+  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
+  size_t n = in.size();
+  g.in.assign(in.begin(), in.end());
+  g.out.assign(out.begin(), out.end());
+  g.kernel.assign(kernel.begin(), kernel.end());
+  g.strides.assign(n, 1);
+  g.dilations.assign(n, 1);
+  g.padBegin.assign(n, 0);
+  g.padEnd.assign(n, 0);
+  if (strides)
+    g.strides.assign(strides->begin(), strides->end());
+  if (dilations)
+    g.dilations.assign(dilations->begin(), dilations->end());
+  if (pads) {
+    g.padBegin.assign(pads->begin(), pads->begin() + n);
+    g.padEnd.assign(pads->begin() + n, pads->end());
+  }
+  return g;
+}
+
+} // namespace ampc::emit
+
+using namespace ampc::emit;
+
+namespace ampc {
+
+int64_t LibraryEmitter::reserve(int64_t bytes) {
+  int64_t at = stateSize;
+  stateSize = alignUp(stateSize + bytes);
+  return at;
+}
+
+LogicalResult LibraryEmitter::bind(OpResult v, llvm::raw_ostream &body) {
+  Operation *op = v.getOwner();
+  if (ampc::isViewResult(op, v.getResultNumber())) {
+    names[v] = name(op->getOperand(0));
+    return success();
+  }
+  std::optional<int64_t> offset = ampc::planOffset(v);
+  if (!offset)
+    return op->emitError() << "result " << v.getResultNumber()
+                           << " has no buffer: the module was not planned "
+                              "(ampc-plan-memory)";
+  bindStorage(v, "v", arenaBase + *offset, body);
+  return success();
+}
+
+void LibraryEmitter::bindStorage(Value v, StringRef prefix, int64_t offset,
+                                 llvm::raw_ostream &body) {
+  std::string n = prefix.str() + std::to_string(counter++);
+  names[v] = n;
+  StringRef type = storageType(elementOf(v));
+  body << "  " << type << " *" << n << " = reinterpret_cast<" << type
+       << " *>(state + " << offset << ");\n";
+}
+
+bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
+  if (auto c = dyn_cast<ampc::ConstantOp>(op)) {
+    if (!constantsInState())
+      return false;
+    bindStorage(c.getResult(), "c", constantOffsets.lookup(op), body);
+    return true;
+  }
+  if (auto load = dyn_cast<ampc::LoadParameterOp>(op)) {
+    bindStorage(load.getResult(), "p",
+                parameterOffsets.lookup(load.getParameter()), body);
+    return true;
+  }
+  if (auto load = dyn_cast<ampc::LoadStateOp>(op)) {
+    bindStorage(load.getResult(), "s", parameterOffsets.lookup(load.getState()),
+                body);
+    return true;
+  }
+  return false;
+}
+
+void LibraryEmitter::layOut(StringRef symbol, RankedTensorType t,
+                            ElementsAttr initial) {
+  parameterOffsets[symbol] = stateSize;
+  auto values = cast<DenseElementsAttr>(initial);
+  blob.resize(stateSize, '\0');
+  bool isFloat = isa<FloatType>(t.getElementType());
+  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
+    int64_t at = values.isSplat() ? 0 : i;
+    APInt bits = isFloat ? values.getValues<APFloat>()[at].bitcastToAPInt()
+                         : values.getValues<APInt>()[at];
+    uint64_t word = bits.getZExtValue();
+    blob.append(reinterpret_cast<const char *>(&word),
+                static_cast<size_t>(storageSize(t.getElementType())));
+  }
+  stateSize =
+      alignUp(stateSize + t.getNumElements() * storageSize(t.getElementType()));
+}
+
+int64_t LibraryEmitter::layOutConstant(Operation *constant) {
+  auto op = cast<ampc::ConstantOp>(constant);
+  auto t = cast<RankedTensorType>(op.getType());
+  int64_t at = stateSize;
+  layOut("", t, op.getValue());
+  parameterOffsets.erase("");
+  return at;
+}
+
+/// The parameter or state symbol whose storage `v` reads in place (a load,
+/// or a view of one), or null.
+static StringAttr storageSymbol(Value v) {
+  while (auto r = dyn_cast<OpResult>(v)) {
+    Operation *op = r.getOwner();
+    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
+      return load.getParameterAttr().getAttr();
+    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
+      return load.getStateAttr().getAttr();
+    if (!ampc::isViewResult(op, r.getResultNumber()))
+      return {};
+    v = op->getOperand(0);
+  }
+  return {};
+}
+
+LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
+                                           llvm::raw_ostream &body) {
+  names.clear();
+  beginFunction(f);
+  // Loads read the state in place, so a value read after a store to its
+  // symbol would see the new value: the passes put every store after the
+  // last read, and this checks it.
+  llvm::DenseSet<StringAttr> stored;
+  WalkResult order = f.walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (StringAttr symbol = storageSymbol(v); symbol && stored.contains(symbol)) {
+        op->emitError() << "reads '" << symbol.getValue()
+                        << "' after the step stored it";
+        return WalkResult::interrupt();
+      }
+    if (auto store = dyn_cast<ampc::StoreOp>(op))
+      stored.insert(store.getTargetAttr().getAttr());
+    return WalkResult::advance();
+  });
+  if (order.wasInterrupted())
+    return failure();
+  for (auto [i, arg] : llvm::enumerate(f.getArguments()))
+    emitArgument(i, arg, body);
+  for (Operation &op : f.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        emitReturn(i, v, body);
+      continue;
+    }
+    for (Type t : op.getResultTypes())
+      if (!onnxDtype(cast<ShapedType>(t).getElementType()))
+        return op.emitError() << "the " << targetName().upper()
+                              << " target cannot store " << t;
+    // The kernels keep a multi-index in 16 slots.
+    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() > 16)
+        return op.emitError() << "the " << targetName().upper()
+                              << " target handles tensors of rank 16 at most, "
+                                 "got "
+                              << t;
+    if (failed(emitOp(&op, body)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LibraryEmitter::emitParameterAccess(func::FuncOp trainStep) {
+  // Parameter i lives at parameterOffsets, `bytes` long; gradient g of
+  // @train_step (result 1 + g) belongs to the parameter its
+  // ampc.gradient_of names.
+  SmallVector<StringRef> params;
+  std::string offsets, sizes;
+  for (auto p : module.getOps<ampc::ParameterOp>()) {
+    auto t = cast<RankedTensorType>(p.getType());
+    params.push_back(p.getSymName());
+    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(p.getSymName()));
+    sizes += formatv("{0}ULL, ",
+                     t.getNumElements() * storageSize(t.getElementType()));
+  }
+  std::string gradientParameters;
+  for (unsigned r = 1; r < trainStep.getNumResults(); ++r) {
+    auto of = trainStep.getResultAttrOfType<FlatSymbolRefAttr>(
+        r, "ampc.gradient_of");
+    auto *it = of ? llvm::find(params, of.getValue()) : params.end();
+    if (it == params.end())
+      return trainStep.emitError() << "result " << r
+                                   << " names no parameter (ampc.gradient_of)";
+    gradientParameters += std::to_string(it - params.begin()) + ", ";
+    ++numGradients;
+  }
+  os << "static const uint64_t kParameterOffsets[] = {" << offsets << "0};\n"
+     << "static const uint64_t kParameterBytes[] = {" << sizes << "0};\n"
+     << "static const int32_t kGradientParameters[] = {" << gradientParameters
+     << "0};\n"
+        "static int32_t readParameter(void *raw, int32_t i, void *out) {\n"
+        "  return copyOut(raw, kParameterOffsets[i], out, kParameterBytes[i]);\n"
+        "}\n"
+        "static int32_t writeParameter(void *raw, int32_t i, const void *in) {\n"
+        "  if (int32_t code = copyIn(raw, kParameterOffsets[i], in, "
+        "kParameterBytes[i])) return code;\n"
+        "  return refreshCopies(raw, i);\n}\n\n";
+  return success();
+}
+
+void LibraryEmitter::emitStateAccess() {
+  // Parameters, then state that is not derived from a parameter.
+  SmallVector<std::pair<StringRef, RankedTensorType>> tensors;
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    tensors.push_back({p.getSymName(), cast<RankedTensorType>(p.getType())});
+  int32_t numParameters = tensors.size();
+  for (auto s : module.getOps<ampc::StateOp>())
+    if (!s.getDerivedFromAttr())
+      tensors.push_back({s.getSymName(), cast<RankedTensorType>(s.getType())});
+  std::string entries, offsets, sizes;
+  for (auto [i, entry] : llvm::enumerate(tensors)) {
+    auto [symbol, t] = entry;
+    os << "static const int64_t state_shape" << i << "[] = "
+       << list(t.getShape()) << ";\n";
+    entries += formatv("  {{\"{0}\", {1}, {2}, state_shape{3}},\n",
+                       cString(symbol), onnxDtype(t.getElementType()),
+                       t.getRank(), i)
+                   .str();
+    offsets += formatv("{0}ULL, ", parameterOffsets.lookup(symbol));
+    sizes += formatv("{0}ULL, ",
+                     t.getNumElements() * storageSize(t.getElementType()));
+  }
+  os << "static const ampc_abi_tensor stateTensors[] = {\n"
+     << entries << "  {\"\", 0, 0, nullptr},\n};\n"
+     << "static const int32_t kNumStateTensors = " << tensors.size() << ";\n"
+     << "static const uint64_t kStateOffsets[] = {" << offsets << "0};\n"
+     << "static const uint64_t kStateBytes[] = {" << sizes << "0};\n"
+     << "static int32_t readState(void *raw, int32_t i, void *out) {\n"
+        "  return copyOut(raw, kStateOffsets[i], out, kStateBytes[i]);\n}\n"
+        "static int32_t writeState(void *raw, int32_t i, const void *in) {\n"
+        "  if (int32_t code = copyIn(raw, kStateOffsets[i], in, "
+        "kStateBytes[i])) return code;\n"
+     << "  return i < " << numParameters
+     << " ? refreshCopies(raw, i) : 0;\n}\n\n";
+}
+
+void LibraryEmitter::emitCopyTable() {
+  llvm::StringMap<int32_t> parameterIndex;
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    parameterIndex[p.getSymName()] = parameterIndex.size();
+  std::string entries;
+  for (auto s : module.getOps<ampc::StateOp>()) {
+    auto from = s.getDerivedFromAttr();
+    if (!from)
+      continue;
+    auto t = cast<RankedTensorType>(s.getType());
+    entries += formatv("  {{{0}, {1}ULL, {2}ULL, {3}LL, {4}},\n",
+                       parameterIndex.lookup(from.getValue()),
+                       parameterOffsets.lookup(from.getValue()),
+                       parameterOffsets.lookup(s.getSymName()),
+                       t.getNumElements(), t.getElementType().isBF16())
+                   .str();
+  }
+  os << "// The low-precision weight copies: parameter, FP32 source and copy "
+        "offsets, count, bf16.\n"
+        "static const ampc::WeightCopy kCopies[] = {\n"
+     << entries << "  {-1, 0, 0, 0, false},\n};\n"
+     << "static const int32_t kNumCopies = "
+     << std::to_string(std::count(entries.begin(), entries.end(), '\n'))
+     << ";\n\n";
+}
+
+bool LibraryEmitter::isTraining(func::FuncOp trainStep) const {
+  return trainStep && module->hasAttr(ampc::kOptimizerAttr);
+}
+
+void LibraryEmitter::emitDescriptor(func::FuncOp forward,
+                                    func::FuncOp trainStep, bool hasLastError,
+                                    bool hasRelease) {
+  auto tensors = [&](StringRef kind, auto types, auto nameOf) {
+    std::string entries;
+    unsigned i = 0;
+    for (Type type : types) {
+      auto t = cast<RankedTensorType>(type);
+      os << "static const int64_t " << kind << "_shape" << i << "[] = "
+         << list(t.getShape()) << ";\n";
+      entries += formatv("  {{\"{0}\", {1}, {2}, {3}_shape{4}},\n",
+                         cString(nameOf(i)), onnxDtype(t.getElementType()),
+                         t.getRank(), kind, i)
+                     .str();
+      ++i;
+    }
+    if (entries.empty())
+      entries = "  {\"\", 0, 0, nullptr},\n";
+    os << "static const ampc_abi_tensor " << kind << "s[] = {\n" << entries << "};\n";
+  };
+  tensors("input", forward.getArgumentTypes(), [&](unsigned i) {
+    auto n = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    return n ? n.str() : "input" + std::to_string(i);
+  });
+  tensors("output", forward.getResultTypes(), [&](unsigned i) {
+    auto n = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
+    return n ? n.str() : "output" + std::to_string(i);
+  });
+  SmallVector<Type> paramTypes;
+  SmallVector<std::string> paramNames;
+  for (auto p : module.getOps<ampc::ParameterOp>()) {
+    paramTypes.push_back(p.getType());
+    paramNames.push_back(p.getSymName().str());
+  }
+  tensors("parameter", paramTypes, [&](unsigned i) { return paramNames[i]; });
+  // The training fields: state, the step, its description, the labels and
+  // the embedded ONNX model.
+  bool training = isTraining(trainStep);
+  auto text = [&](StringRef attr) {
+    auto s = module->getAttrOfType<StringAttr>(attr);
+    return "\"" + cString(s ? s.getValue() : "") + "\"";
+  };
+  int32_t numLabels = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
+  if (!options.onnxFile.empty())
+    os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
+          "asm(\".section .rodata\\n.balign 64\\n"
+          ".type ampc_onnx_model, @object\\nampc_onnx_model:\\n.incbin \\\""
+       << cString(options.onnxFile) << "\\\"\\n.previous\\n\");\n";
+  std::string onnx =
+      options.onnxFile.empty()
+          ? std::string("nullptr, 0")
+          : formatv("ampc_onnx_model, {0}ULL", options.onnxSize).str();
+  std::string trainingFields =
+      training ? formatv("kNumStateTensors, stateTensors, readState, "
+                         "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
+                         text(ampc::kOptimizerAttr),
+                         text(ampc::kHyperparametersAttr),
+                         text(ampc::kLossScalingAttr), numLabels, onnx)
+                     .str()
+               : formatv("0, nullptr, nullptr, nullptr, nullptr, nullptr, "
+                         "nullptr, nullptr, {0}, {1}",
+                         numLabels, onnx)
+                     .str();
+  os << formatv(R"(
+static const ampc_model_abi kModel = {
+  sizeof(ampc_model_abi), AMPC_ABI_VERSION,
+  "{0}", "{10}", "{1}", "{8}",
+  {2}, inputs, {3}, outputs, {4}, parameters,
+  {5}, init, infer, {6}, {11},
+  {7},
+  {9},
+};
+
+extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
+  return &kModel;
+}
+)",
+                cString(options.modelName), options.precision,
+                forward.getNumArguments(), forward.getNumResults(),
+                paramTypes.size(), hostStateSize(),
+                hasLastError ? "lastError" : "nullptr",
+                trainStep ? formatv("readParameter, writeParameter, {0}, "
+                                    "kGradientParameters, {1}",
+                                    numGradients,
+                                    training ? "nullptr" : "gradients")
+                                .str()
+                          : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
+                trainStep ? "train" : "infer", trainingFields, targetName(),
+                hasRelease ? "release" : "nullptr");
+}
+
+LogicalResult LibraryEmitter::run() {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError() << "the " << targetName().upper()
+                              << " target needs a func @forward";
+  auto trainStep = module.lookupSymbol<func::FuncOp>("train_step");
+
+  // Parameters first in the state, in their storage format; `init` copies
+  // them from the embedded blob, which has the same layout.
+  for (auto p : module.getOps<ampc::ParameterOp>())
+    layOut(p.getSymName(), cast<RankedTensorType>(p.getType()),
+           p.getInitialValue());
+  // Then the training state (optimizer moments, scaler, counters, copies).
+  for (auto s : module.getOps<ampc::StateOp>())
+    layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
+           s.getInitialValue());
+  // Then, for a target that keeps them there, every constant.
+  if (constantsInState())
+    for (func::FuncOp f : {forward, trainStep})
+      if (f)
+        f.walk([&](ampc::ConstantOp c) {
+          constantOffsets[c] = layOutConstant(c);
+        });
+  // The blob holds every initial value the state starts with.
+  blobBytes = stateSize;
+  blob.resize(blobBytes, '\0');
+
+  // Every function runs in the same arena (the runtime never runs two
+  // functions on one state at once), sized for the largest plan.
+  int64_t arenaBytes = 0;
+  for (func::FuncOp f : {forward, trainStep}) {
+    if (!f)
+      continue;
+    auto arena = f->getAttrOfType<IntegerAttr>(ampc::kArenaBytesAttr);
+    if (!arena)
+      return f.emitError() << "has no memory plan (ampc-plan-memory)";
+    arenaBytes = std::max<int64_t>(arenaBytes, arena.getInt());
+  }
+  arenaBase = reserve(arenaBytes);
+
+  std::string inferText, stepText;
+  llvm::raw_string_ostream inferBody(inferText), stepBody(stepText);
+  if (failed(emitFunction(forward, inferBody)))
+    return failure();
+  if (trainStep) {
+    if (trainStep.getArgumentTypes() != forward.getArgumentTypes())
+      return trainStep.emitError()
+             << "must take the arguments of @forward (the library has one "
+                "list of inputs)";
+    if (failed(emitFunction(trainStep, stepBody)))
+      return failure();
+  }
+  return emitLibrary(forward, trainStep, inferText, stepText);
+}
+
+} // namespace ampc

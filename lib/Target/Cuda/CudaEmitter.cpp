@@ -1,0 +1,1057 @@
+//===- CudaEmitter.cpp - CUDA model libraries ------------------------------===//
+//
+// Walks the kernel-level module (after ampc-fuse and ampc-plan-memory) and
+// writes CUDA C++ for nvcc. The state is laid out as on the CPU target (see
+// LibraryEmitter), but in one device arena the library allocates at init;
+// the host state block holds only the context (CudaKernels.cuh). Per op:
+//  - MatMul and Gemm: cuBLASLt, FP16/BF16 operands with FP32 compute, a
+//    bias epilogue where a Gemm adds a row vector (and RELU_BIAS when that
+//    Gemm's only use is a Relu), strided batches for MatMul;
+//  - elementwise ops and ampc.fusion: one generated __global__ kernel each,
+//    from the same scalar expressions as the CPU target;
+//  - the rest: the templated kernels of CudaKernels.cuh;
+//  - the training ops: one multi-tensor unscale writing found_inf on the
+//    device, optimizer kernels that read found_inf, lr and the step from
+//    the device and skip themselves, a one-thread scale update. Nothing in
+//    train_step waits for the device; the loss reaches the caller's buffer
+//    through a host function on the stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Target/CudaTarget.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/ScalarExpression.h"
+#include "ampc/Transforms/Training.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace ampc::emit;
+using llvm::formatv;
+using llvm::StringRef;
+
+namespace {
+
+/// The cudaDataType of a GEMM operand, or "" for a type cuBLASLt does not
+/// multiply.
+StringRef cudaDataType(Type t) {
+  if (t.isF16()) return "CUDA_R_16F";
+  if (t.isBF16()) return "CUDA_R_16BF";
+  if (t.isF32()) return "CUDA_R_32F";
+  if (t.isF64()) return "CUDA_R_64F";
+  return "";
+}
+
+/// The codec the templated kernels read and write `t` with.
+std::string codec(Type t) {
+  if (t.isF16()) return "ampc::cuda::AsF16";
+  if (t.isBF16()) return "ampc::cuda::AsBf16";
+  return "ampc::cuda::As<" + storageType(t).str() + ">";
+}
+
+/// A `ampc::cuda::Strided` literal: `dims` with `strides`.
+std::string strided(ArrayRef<int64_t> dims, ArrayRef<int64_t> strides) {
+  return formatv("ampc::cuda::Strided{{{0}, {1}, {2}}", dims.size(), list(dims),
+                 list(strides))
+      .str();
+}
+
+class CudaEmitter : public ampc::LibraryEmitter {
+public:
+  using LibraryEmitter::LibraryEmitter;
+
+private:
+  StringRef targetName() const override { return "cuda"; }
+  bool constantsInState() const override { return true; }
+  std::string load(Type t, const std::string &e) const override {
+    if (t.isF16()) return "ampc::cuda::loadF16(" + e + ")";
+    if (t.isBF16()) return "ampc::cuda::loadBf16(" + e + ")";
+    if (t.isInteger(1)) return "(" + e + " != 0)";
+    return e;
+  }
+  std::string store(Type t, const std::string &e) const override {
+    if (t.isF16()) return "ampc::cuda::storeF16(" + e + ")";
+    if (t.isBF16()) return "ampc::cuda::storeBf16(" + e + ")";
+    return "static_cast<" + storageType(t).str() + ">(" + e + ")";
+  }
+  std::string hostStateSize() const override {
+    return "sizeof(ampc::cuda::Context)";
+  }
+  void beginFunction(func::FuncOp f) override {
+    inTrainStep = f.getName() == "train_step" && isTraining(f);
+    if (errorOffset < 0)
+      errorOffset = reserve(8);
+  }
+  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body) override;
+  void emitArgument(unsigned index, BlockArgument arg,
+                    llvm::raw_ostream &body) override;
+  void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
+  LogicalResult emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
+                            StringRef inferBody, StringRef stepBody) override;
+
+  /// `where` of the error macros: the node's description.
+  std::string where(Operation *op) {
+    return "\"" + cString(nodeDescription(op)) + "\"";
+  }
+  /// A launch of `kernel` over `count` threads (grid-stride) and its check.
+  void launch(Operation *op, StringRef kernel, int64_t count,
+              const std::string &args, llvm::raw_ostream &body,
+              StringRef grid = "");
+  /// A device error code whose message names the node; the kernel argument
+  /// pair "error, code".
+  std::string deviceError(Operation *op, StringRef what);
+  /// A generated kernel for `ops` (elementwise, in order, the last one
+  /// computing `output`) over the elements of `output`, and its launch.
+  LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
+                                ValueRange arguments, Value output,
+                                llvm::raw_ostream &body);
+  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  /// One cuBLASLt call (row-major operands).
+  void emitGemm(Operation *op, bool ta, bool tb, int64_t m, int64_t n,
+                int64_t k, int64_t batch, int64_t strideA, int64_t strideB,
+                int64_t strideD, Type ab, Type d, float alpha, float beta,
+                StringRef epilogue, const std::string &a, const std::string &b,
+                const std::string &out, const std::string &bias,
+                llvm::raw_ostream &body);
+  void emitStrided(Operation *op, Value input, Value output,
+                   ArrayRef<int64_t> strides, int64_t base,
+                   llvm::raw_ostream &body);
+  void emitReduce(Operation *op, ArrayRef<int64_t> shape,
+                  ArrayRef<bool> reduced, Value in, Value out, StringRef kind,
+                  llvm::raw_ostream &body);
+  void emitLoss(Operation *op, Value scores, Value labels, Value weights,
+                StringRef reduction, std::optional<int64_t> ignoreIndex,
+                Value logProb, llvm::raw_ostream &body);
+  LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
+  /// Scratch device memory for the rest of the library's life, reserved in
+  /// the state: its offset.
+  int64_t scratch(int64_t bytes) { return reserve(bytes); }
+
+  std::string kernels;
+  unsigned kernelCount = 0;
+  SmallVector<std::string> deviceErrors = {""};
+  SmallVector<int64_t> inputOffsets;
+  /// The Relu ops whose result a Gemm's RELU_BIAS epilogue wrote.
+  llvm::DenseSet<Operation *> fusedIntoGemm;
+  /// Whether the function being written is the training step (its output 0
+  /// is the loss, delivered asynchronously).
+  bool inTrainStep = false;
+  int64_t errorOffset = -1;
+};
+
+void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
+                         const std::string &args, llvm::raw_ostream &body,
+                         StringRef grid) {
+  std::string g = grid.empty()
+                      ? formatv("ampc::cuda::blocks({0}LL)", count).str()
+                      : grid.str();
+  body << "  " << kernel << "<<<" << g
+       << ", ampc::cuda::kThreads, 0, ctx.stream>>>(" << args << ");\n"
+       << "  AMPC_LAUNCHED(ctx, " << where(op) << ");\n";
+}
+
+std::string CudaEmitter::deviceError(Operation *op, StringRef what) {
+  deviceErrors.push_back(nodeDescription(op) + ": " + what.str());
+  return formatv("reinterpret_cast<int32_t *>(state + {0}), {1}", errorOffset,
+                 deviceErrors.size() - 1)
+      .str();
+}
+
+void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
+                               llvm::raw_ostream &body) {
+  RankedTensorType t = tensorOf(arg);
+  int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+  if (inputOffsets.size() <= index)
+    inputOffsets.push_back(scratch(std::max<int64_t>(bytes, 1)));
+  std::string n = "in" + std::to_string(index);
+  names[arg] = n;
+  StringRef type = storageType(t.getElementType());
+  body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, inputs[{1}], "
+                  "{2}ULL, cudaMemcpyHostToDevice, ctx.stream), \"input {1}\");\n"
+                  "  const {3} *{4} = reinterpret_cast<const {3} *>(state + "
+                  "{0});\n",
+                  inputOffsets[index], index, bytes, type, n);
+}
+
+void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
+  RankedTensorType t = tensorOf(v);
+  int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+  if (inTrainStep && index == 0) {
+    body << formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, raw, "
+                    "outputs[0], {0}, {1}ULL)) return code;\n",
+                    name(v), bytes);
+    return;
+  }
+  body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[{0}], {1}, {2}ULL, "
+                  "cudaMemcpyDeviceToHost, ctx.stream), \"output {0}\");\n",
+                  index, name(v), bytes);
+}
+
+LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
+                                           ValueRange inputs,
+                                           ValueRange arguments, Value output,
+                                           llvm::raw_ostream &body) {
+  RankedTensorType out = tensorOf(output);
+  ArrayRef<int64_t> shape = out.getShape();
+  int64_t count = out.getNumElements();
+  std::string k = "k" + std::to_string(kernelCount++);
+  llvm::raw_string_ostream ks(kernels);
+  ks << "// " << k << ":";
+  for (Operation *op : ops)
+    ks << " " << nodeDescription(op);
+  ks << "\n__global__ void __launch_bounds__(ampc::cuda::kThreads) " << k << "(";
+  std::string args;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    ks << "const " << storageType(elementOf(in)) << " *__restrict__ a" << i
+       << ", ";
+    args += name(in) + ", ";
+  }
+  ks << storageType(out.getElementType()) << " *__restrict__ out) {\n"
+     << "  AMPC_FOR(o, " << count << "LL) {\n";
+  args += name(output);
+  // Offsets of inputs that are not laid out like the output come from the
+  // multi-index, with constant dims and strides.
+  SmallVector<int64_t> own = rowMajorStrides(shape);
+  llvm::DenseMap<Value, std::string> scalars;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    SmallVector<int64_t> s = broadcastStrides(tensorOf(in).getShape(), shape);
+    std::string at = "o";
+    if (s != own) {
+      at = "i" + std::to_string(i);
+      ks << "    int64_t " << at << " = 0; { int64_t r = o;";
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        if (s[d])
+          ks << " " << at << " += (r % " << shape[d] << "LL) * " << s[d]
+             << "LL;";
+        if (d)
+          ks << " r /= " << shape[d] << "LL;";
+      }
+      ks << " }\n";
+    }
+    std::string x = "x" + std::to_string(i);
+    scalars[arguments[i]] = x;
+    ks << "    const " << computeType(elementOf(in)) << " " << x << " = "
+       << load(elementOf(in), "a" + std::to_string(i) + "[" + at + "]")
+       << ";\n";
+  }
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    SmallVector<std::string> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(scalars.lookup(v));
+    Type t = elementOf(op->getResult(0));
+    FailureOr<std::string> e =
+        ampc::scalarExpression(op, operands, computeType(t));
+    if (failed(e))
+      return failure();
+    if (i + 1 == ops.size()) {
+      ks << "    out[o] = " << store(t, *e) << ";\n";
+      break;
+    }
+    // Each intermediate is rounded to its dtype as if it had been stored.
+    std::string tmp = "t" + std::to_string(i);
+    scalars[op->getResult(0)] = tmp;
+    ks << "    const " << computeType(t) << " " << tmp << " = "
+       << load(t, store(t, *e)) << ";\n";
+  }
+  ks << "  }\n}\n\n";
+  launch(ops.back(), k, count, args, body);
+  return success();
+}
+
+void CudaEmitter::emitGemm(Operation *op, bool ta, bool tb, int64_t m,
+                           int64_t n, int64_t k, int64_t batch,
+                           int64_t strideA, int64_t strideB, int64_t strideD,
+                           Type ab, Type d, float alpha, float beta,
+                           StringRef epilogue, const std::string &a,
+                           const std::string &b, const std::string &out,
+                           const std::string &bias, llvm::raw_ostream &body) {
+  body << formatv("  {{ static const ampc::cuda::Gemm g = {{{0}, {1}, {2}LL, "
+                  "{3}LL, {4}LL, {5}LL, {6}LL, {7}LL, {8}LL, {9}, {10}, "
+                  "{11:e9}f, {12:e9}f, CUBLASLT_EPILOGUE_{13}};\n"
+                  "    if (int32_t code = ampc::cuda::gemm(ctx, {14}, g, {15}, "
+                  "{16}, {17}, {18})) return code; }\n",
+                  ta, tb, m, n, k, batch, strideA, strideB, strideD,
+                  cudaDataType(ab), cudaDataType(d), alpha, beta, epilogue,
+                  where(op), a, b, out, bias.empty() ? "nullptr" : bias);
+}
+
+LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
+  Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
+  Type ab = elementOf(a), d = elementOf(out);
+  if (cudaDataType(ab).empty() || elementOf(b) != ab || cudaDataType(d).empty())
+    return op->emitError() << "the CUDA target multiplies float matrices of "
+                              "one type only, got "
+                           << ab << " and " << elementOf(b) << " into " << d;
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
+    ArrayRef<int64_t> as = tensorOf(a).getShape(), bs = tensorOf(b).getShape();
+    bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
+    int64_t m = ta ? as[1] : as[0], k = ta ? as[0] : as[1];
+    int64_t n = tb ? bs[0] : bs[1];
+    float alpha = gemm.getAlpha().convertToFloat();
+    float beta = gemm.getBeta().convertToFloat();
+    Value c = gemm.getC();
+    std::string target = name(out), bias;
+    StringRef epilogue = "DEFAULT";
+    if (c) {
+      ArrayRef<int64_t> cs = tensorOf(c).getShape();
+      bool rowVector = (cs.size() == 1 && cs[0] == n) ||
+                       (cs.size() == 2 && cs[0] == 1 && cs[1] == n);
+      if (rowVector && beta == 1.0f && elementOf(c) == d && n > 1) {
+        // D = op(A) op(B) + bias: the BIAS epilogue; RELU_BIAS when the
+        // Gemm's only use is a lone Relu, whose buffer it then writes.
+        bias = name(c);
+        epilogue = "BIAS";
+        if (out.hasOneUse())
+          if (auto relu = dyn_cast<ampc::ReluOp>(*out.getUsers().begin());
+              relu && elementOf(relu.getResult()) == d &&
+              relu->getBlock() == op->getBlock()) {
+            if (failed(bind(cast<OpResult>(relu.getResult()), body)))
+              return failure();
+            target = name(relu.getResult());
+            epilogue = "RELU_BIAS";
+            fusedIntoGemm.insert(relu);
+          }
+        beta = 0.0f;
+      } else {
+        if (elementOf(c) != d)
+          return op->emitError() << "the CUDA target adds C of the output's "
+                                    "type only, got "
+                                 << elementOf(c) << " and " << d;
+        // C broadcast into D, then D = alpha op(A) op(B) + beta D.
+        emitStrided(op, c, out, broadcastStrides(cs, {m, n}), 0, body);
+      }
+    } else {
+      beta = 0.0f;
+    }
+    emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta, epilogue,
+             name(a), name(b), target, bias, body);
+    return success();
+  }
+  // MatMul: promote 1-D operands, then broadcast the batch dimensions.
+  SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  ArrayRef<int64_t> aBatch = ArrayRef(as).drop_back(2),
+                    bBatch = ArrayRef(bs).drop_back(2);
+  SmallVector<int64_t> batch = *ampc::broadcastShapes({aBatch, bBatch});
+  int64_t count = product(batch);
+  SmallVector<int64_t> aStrides = broadcastStrides(aBatch, batch),
+                       bStrides = broadcastStrides(bBatch, batch);
+  // Each operand's offset for each batch element.
+  auto offsets = [&](ArrayRef<int64_t> strides, int64_t matrix) {
+    SmallVector<int64_t> at;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t r = i, off = 0;
+      for (int64_t dIndex = batch.size() - 1; dIndex >= 0; --dIndex) {
+        off += (r % batch[dIndex]) * strides[dIndex] * matrix;
+        r /= batch[dIndex];
+      }
+      at.push_back(off);
+    }
+    return at;
+  };
+  SmallVector<int64_t> aAt = offsets(aStrides, m * k), bAt = offsets(bStrides, k * n);
+  auto uniform = [](ArrayRef<int64_t> at) {
+    for (size_t i = 2; i < at.size(); ++i)
+      if (at[i] - at[i - 1] != at[1] - at[0])
+        return false;
+    return true;
+  };
+  if (uniform(aAt) && uniform(bAt)) {
+    int64_t sa = count > 1 ? aAt[1] - aAt[0] : 0;
+    int64_t sb = count > 1 ? bAt[1] - bAt[0] : 0;
+    emitGemm(op, false, false, m, n, k, count, sa, sb, m * n, ab, d, 1.0f,
+             0.0f, "DEFAULT", name(a), name(b), name(out), "", body);
+    return success();
+  }
+  // Batch broadcasting that is not a constant stride: one GEMM per batch.
+  for (int64_t i = 0; i < count; ++i)
+    emitGemm(op, false, false, m, n, k, 1, 0, 0, 0, ab, d, 1.0f, 0.0f,
+             "DEFAULT", formatv("{0} + {1}", name(a), aAt[i]).str(),
+             formatv("{0} + {1}", name(b), bAt[i]).str(),
+             formatv("{0} + {1}", name(out), i * m * n).str(), "", body);
+  return success();
+}
+
+void CudaEmitter::emitStrided(Operation *op, Value input, Value output,
+                              ArrayRef<int64_t> strides, int64_t base,
+                              llvm::raw_ostream &body) {
+  RankedTensorType out = tensorOf(output);
+  if (out.getNumElements() == 0)
+    return;
+  launch(op,
+         formatv("ampc::cuda::stridedCopy<{0}>",
+                 storageType(out.getElementType()))
+             .str(),
+         out.getNumElements(),
+         formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(input), name(output),
+                 out.getNumElements(), base,
+                 strided(out.getShape(), strides))
+             .str(),
+         body);
+}
+
+void CudaEmitter::emitReduce(Operation *op, ArrayRef<int64_t> shape,
+                             ArrayRef<bool> reduced, Value in, Value out,
+                             StringRef kind, llvm::raw_ostream &body) {
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  SmallVector<int64_t> keptDims, keptStrides, reducedDims, reducedStrides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (reduced[d] ? reducedDims : keptDims).push_back(shape[d]);
+    (reduced[d] ? reducedStrides : keptStrides).push_back(strides[d]);
+  }
+  int64_t outCount = tensorOf(out).getNumElements();
+  if (outCount == 0)
+    return;
+  Type ti = elementOf(in), to = elementOf(out);
+  launch(op,
+         formatv("ampc::cuda::reduce<{0}, {1}, {2}>", accumulatorType(ti),
+                 codec(ti), codec(to))
+             .str(),
+         outCount,
+         formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL, ampc::cuda::{6}", name(in),
+                 name(out), outCount, strided(keptDims, keptStrides),
+                 strided(reducedDims, reducedStrides), product(reducedDims),
+                 kind)
+             .str(),
+         body);
+}
+
+void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
+                           Value weights, StringRef reduction,
+                           std::optional<int64_t> ignoreIndex, Value logProb,
+                           llvm::raw_ostream &body) {
+  // SoftmaxCrossEntropyLoss is LogSoftmax over axis 1 into its log_prob
+  // output (or scratch) and NegativeLogLikelihoodLoss.
+  ArrayRef<int64_t> shape = tensorOf(scores).getShape();
+  int64_t n = shape[0], classes = shape[1], inner = product(shape.drop_front(2));
+  Type t = elementOf(scores);
+  StringRef c = accumulatorType(t);
+  std::string logp = name(scores);
+  Type logpType = t;
+  if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
+    // log-probabilities in C, in scratch memory of the state.
+    int64_t at = scratch(tensorOf(scores).getNumElements() * (c == "double" ? 8 : 4));
+    logp = formatv("reinterpret_cast<{0} *>(state + {1})", c, at).str();
+    logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
+                             : Type(Float32Type::get(op->getContext()));
+    launch(op,
+           formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(t),
+                   codec(logpType))
+               .str(),
+           n * inner,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores), logp, n,
+                   classes, inner)
+               .str(),
+           body);
+    if (logProb)
+      launch(op,
+             formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(t),
+                     codec(elementOf(logProb)))
+                 .str(),
+             n * inner,
+             formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
+                     name(logProb), n, classes, inner)
+                 .str(),
+             body);
+  }
+  Value loss = op->getResult(0);
+  Type weightType = weights ? elementOf(weights) : logpType;
+  launch(op,
+         formatv("ampc::cuda::nllLoss<{0}, {1}, {2}, {3}>", c, codec(logpType),
+                 codec(weightType), codec(elementOf(loss)))
+             .str(),
+         reduction == "none" ? n * inner : 1,
+         formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
+                 "ampc::cuda::{8}, {9}, {10}",
+                 logp, name(labels), weights ? name(weights) : "nullptr", n,
+                 classes, inner, ignoreIndex.has_value(),
+                 ignoreIndex.value_or(0),
+                 reduction == "mean"  ? "LossMean"
+                 : reduction == "sum" ? "LossSum"
+                                      : "LossNone",
+                 name(loss), deviceError(op, "a label is out of range"))
+             .str(),
+         body);
+}
+
+LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
+                                          llvm::raw_ostream &body) {
+  auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
+  // A TensorList of `ins` and `outs` (offsets in the arena), by value.
+  auto tensorList = [&](Operation *op, ValueRange ins, ValueRange outs,
+                        StringRef t) -> FailureOr<std::string> {
+    if (ins.size() > 256)
+      return op->emitError() << "the CUDA target's multi-tensor kernels take "
+                                "256 tensors at most, got "
+                             << ins.size();
+    std::string in, out, size;
+    for (auto [i, o] : llvm::zip(ins, outs)) {
+      in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char *>({0}) "
+                    "- state), ",
+                    name(i))
+                .str();
+      out += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char *>({0}) "
+                     "- state), ",
+                     name(o))
+                 .str();
+      size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
+    }
+    body << formatv("  ampc::cuda::TensorList<{0}> list{1} = {{{2}, {{{3}}, "
+                    "{{{4}}, {{{5}}};\n",
+                    t, counter, ins.size(), in, out, size);
+    return "list" + std::to_string(counter++);
+  };
+  auto largest = [](ValueRange vs) {
+    int64_t m = 1;
+    for (Value v : vs)
+      m = std::max<int64_t>(m, tensorOf(v).getNumElements());
+    return m;
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::UnscaleOp o) -> LogicalResult {
+        StringRef t = storageType(elementOf(o.getGrads()[0]));
+        FailureOr<std::string> list =
+            tensorList(op, o.getGrads(), o.getUnscaled(), t);
+        if (failed(list))
+          return failure();
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 1, "
+                        "ctx.stream), {1});\n",
+                        name(o.getFoundInf()), where(op));
+        launch(op, formatv("ampc::cuda::unscale<{0}>", t).str(), 0,
+               formatv("state, {0}, {1}, {2}", *list, name(o.getScale()),
+                       name(o.getFoundInf()))
+                   .str(),
+               body,
+               formatv("dim3(ampc::cuda::blocks({0}LL), {1})",
+                       largest(o.getGrads()), o.getGrads().size())
+                   .str());
+        return success();
+      })
+      .Case([&](ampc::ClipGradNormOp o) -> LogicalResult {
+        StringRef t = computeIn(o.getGrads()[0]);
+        FailureOr<std::string> list =
+            tensorList(op, o.getGrads(), o.getClipped(), t);
+        if (failed(list))
+          return failure();
+        int64_t sum = scratch(8);
+        std::string sumPtr = formatv("reinterpret_cast<{0} *>(state + {1})", t, sum);
+        std::string grid = formatv("dim3(ampc::cuda::blocks({0}LL), {1})",
+                                   largest(o.getGrads()), o.getGrads().size());
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 8, "
+                        "ctx.stream), {1});\n",
+                        sumPtr, where(op));
+        launch(op, formatv("ampc::cuda::sumOfSquares<{0}>", t).str(), 0,
+               formatv("state, {0}, {1}", *list, sumPtr).str(), body, grid);
+        launch(op, formatv("ampc::cuda::clipByNorm<{0}>", t).str(), 0,
+               formatv("state, {0}, {1}, {2}({3:e9})", *list, sumPtr, t,
+                       o.getMaxNorm().convertToFloat())
+                   .str(),
+               body, grid);
+        return success();
+      })
+      .Case([&](ampc::OptimizerUpdateOp o) {
+        StringRef t = computeIn(o.getParam());
+        int64_t count = tensorOf(o.getParam()).getNumElements();
+        auto literal = [&](APFloat v) {
+          return formatv("{0}({1:e9})", t, v.convertToFloat()).str();
+        };
+        std::string found = o.getFoundInf()
+                                ? "reinterpret_cast<const uint8_t *>(" +
+                                      name(o.getFoundInf()) + ")"
+                                : "nullptr";
+        if (o.getKind() == "sgd") {
+          bool hasBuffer = !o.getMoments().empty();
+          launch(op, formatv("ampc::cuda::sgdStep<{0}>", t).str(), count,
+                 formatv("{0}, {1}, {2}, {3}, {4}, {5}LL, {6}, {7}, {8}, {9}, "
+                         "{10}, {11}, {12}",
+                         name(o.getParam()), name(o.getGrad()),
+                         hasBuffer ? name(o.getMoments()[0]) : "nullptr",
+                         name(o.getNewParam()),
+                         hasBuffer ? name(o.getNewMoments()[0]) : "nullptr",
+                         count, name(o.getLr()), name(o.getStep()), found,
+                         literal(o.getMomentum()), literal(o.getDampening()),
+                         o.getNesterov(), literal(o.getWeightDecay()))
+                     .str(),
+                 body);
+        } else {
+          launch(op, formatv("ampc::cuda::adamStep<{0}>", t).str(), count,
+                 formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}, {9}, "
+                         "{10}, {11}, {12}, {13}, {14}, {15}",
+                         name(o.getParam()), name(o.getGrad()),
+                         name(o.getMoments()[0]), name(o.getMoments()[1]),
+                         name(o.getNewParam()), name(o.getNewMoments()[0]),
+                         name(o.getNewMoments()[1]), count, name(o.getLr()),
+                         name(o.getStep()), found, literal(o.getBeta1()),
+                         literal(o.getBeta2()), literal(o.getEps()),
+                         literal(o.getWeightDecay()), o.getKind() == "adamw")
+                     .str(),
+                 body);
+        }
+        return success();
+      })
+      .Case([&](ampc::UpdateScaleOp o) {
+        body << formatv(
+            "  ampc::cuda::updateScale<<<1, 1, 0, ctx.stream>>>({0}, {1}, "
+            "reinterpret_cast<const uint8_t *>({2}), {3:e9}f, {4:e9}f, {5}LL, "
+            "{6:e9}f, {7:e9}f, {8}, {9});\n  AMPC_LAUNCHED(ctx, {10});\n",
+            name(o.getScale()), name(o.getGrowthTracker()),
+            name(o.getFoundInf()), o.getGrowthFactor().convertToFloat(),
+            o.getBackoffFactor().convertToFloat(), o.getGrowthInterval(),
+            o.getMinScale().convertToFloat(), o.getMaxScale().convertToFloat(),
+            name(o.getNewScale()), name(o.getNewGrowthTracker()), where(op));
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
+}
+
+LogicalResult CudaEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
+  if (bindStorageOp(op, body))
+    return success();
+  if (fusedIntoGemm.contains(op))
+    return success(); // written by the Gemm's RELU_BIAS epilogue
+  if (auto store = dyn_cast<ampc::StoreOp>(op)) {
+    RankedTensorType t = tensorOf(store.getValue());
+    body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, {1}, {2}ULL, "
+                    "cudaMemcpyDeviceToDevice, ctx.stream), {3});\n",
+                    parameterOffsets.lookup(store.getTarget()),
+                    name(store.getValue()),
+                    t.getNumElements() * storageSize(t.getElementType()),
+                    where(op));
+    return success();
+  }
+  for (OpResult r : op->getResults())
+    if (failed(bind(r, body)))
+      return failure();
+  if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
+          ampc::UpdateScaleOp>(op))
+    return emitTrainingOp(op, body);
+  if (op->hasTrait<ampc::View>())
+    return success(); // same elements, same order, same buffer
+  if (op->hasTrait<ampc::Elementwise>())
+    return emitElementwise({op}, op->getOperands(), op->getOperands(),
+                           op->getResult(0), body);
+  if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
+    SmallVector<Operation *> ops;
+    for (Operation &inner : fusion.getBody().front().without_terminator())
+      ops.push_back(&inner);
+    return emitElementwise(ops, fusion.getInputs(),
+                           fusion.getBody().front().getArguments(),
+                           fusion.getOutput(), body);
+  }
+  auto unsupported = [&]() -> LogicalResult {
+    return op->emitError() << "the CUDA target cannot compile '"
+                           << op->getName() << "' yet (use --target=cpu)";
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ampc::GemmOp, ampc::MatMulOp>(
+          [&](Operation *) { return emitMatmul(op, body); })
+      .Case([&](ampc::TransposeOp t) {
+        ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();
+        SmallVector<int64_t> inStrides = rowMajorStrides(in), strides;
+        for (int64_t p : t.getPerm())
+          strides.push_back(inStrides[p]);
+        emitStrided(op, t.getInput(), t.getOutput(), strides, 0, body);
+        return success();
+      })
+      .Case([&](ampc::SliceOp o) {
+        SmallVector<int64_t> strides;
+        int64_t base = sliceView(tensorOf(o.getInput()).getShape(),
+                                 o.getStarts(), o.getAxes(), o.getSteps(),
+                                 strides);
+        emitStrided(op, o.getInput(), o.getOutput(), strides, base, body);
+        return success();
+      })
+      .Case([&](ampc::SliceGradOp o) {
+        RankedTensorType out = tensorOf(o.getOutput()),
+                         grad = tensorOf(o.getGrad());
+        SmallVector<int64_t> strides;
+        int64_t base = sliceView(out.getShape(), o.getStarts(), o.getAxes(),
+                                 o.getSteps(), strides);
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
+                        "ctx.stream), {2});\n",
+                        name(o.getOutput()),
+                        out.getNumElements() * storageSize(out.getElementType()),
+                        where(op));
+        if (grad.getNumElements())
+          launch(op,
+                 formatv("ampc::cuda::stridedScatter<{0}>",
+                         storageType(grad.getElementType()))
+                     .str(),
+                 grad.getNumElements(),
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(o.getGrad()),
+                         name(o.getOutput()), grad.getNumElements(), base,
+                         strided(grad.getShape(), strides))
+                     .str(),
+                 body);
+        return success();
+      })
+      .Case([&](ampc::ConcatOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        int64_t outer = product(shape.take_front(axis)),
+                inner = product(shape.drop_front(axis + 1)), offset = 0;
+        for (Value in : o.getInputs()) {
+          int64_t block = tensorOf(in).getDimSize(axis) * inner;
+          if (block * outer)
+            launch(op,
+                   formatv("ampc::cuda::concatPart<{0}>",
+                           storageType(elementOf(in)))
+                       .str(),
+                   outer * block,
+                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL", name(in),
+                           name(o.getOutput()), outer, block,
+                           shape[axis] * inner, offset)
+                       .str(),
+                   body);
+          offset += block;
+        }
+        return success();
+      })
+      .Case([&](ampc::GatherOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getData()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        int64_t count = tensorOf(o.getOutput()).getNumElements();
+        if (count)
+          launch(op,
+                 formatv("ampc::cuda::gather<{0}, {1}>",
+                         storageType(elementOf(o.getData())),
+                         storageType(elementOf(o.getIndices())))
+                     .str(),
+                 count,
+                 formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}",
+                         name(o.getData()), name(o.getIndices()),
+                         name(o.getOutput()), product(shape.take_front(axis)),
+                         shape[axis], tensorOf(o.getIndices()).getNumElements(),
+                         product(shape.drop_front(axis + 1)),
+                         deviceError(op, "an index is out of range"))
+                     .str(),
+                 body);
+        return success();
+      })
+      .Case([&](ampc::GatherGradOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        Type t = elementOf(o.getOutput());
+        int64_t count = tensorOf(o.getOutput()).getNumElements();
+        if (count)
+          launch(op,
+                 formatv("ampc::cuda::gatherGrad<{0}, {1}, {2}, {3}, {4}>",
+                         accumulatorType(t), storageType(t),
+                         storageType(elementOf(o.getIndices())), codec(t),
+                         codec(t))
+                     .str(),
+                 count,
+                 formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}",
+                         name(o.getGrad()), name(o.getIndices()),
+                         name(o.getOutput()), product(shape.take_front(axis)),
+                         shape[axis], tensorOf(o.getIndices()).getNumElements(),
+                         product(shape.drop_front(axis + 1)),
+                         deviceError(op, "an index is out of range"))
+                     .str(),
+                 body);
+        return success();
+      })
+      .Case([&](ampc::ShapeOp o) {
+        // Normally folded away; the values are known here anyway: a
+        // constant kept in the state would need a layout, so copy from the
+        // host.
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        int64_t rank = shape.size();
+        auto clampDim = [&](int64_t d) {
+          return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
+        };
+        int64_t start = clampDim(o.getStart());
+        int64_t end = o.getEnd() ? clampDim(*o.getEnd()) : rank;
+        SmallVector<int64_t> dims(
+            shape.slice(start, std::max<int64_t>(end - start, 0)));
+        if (!dims.empty())
+          body << "  { static const int64_t dims[] = " << list(dims)
+               << "; AMPC_CUDA(ctx, cudaMemcpyAsync(" << name(o.getOutput())
+               << ", dims, " << 8 * dims.size()
+               << "ULL, cudaMemcpyHostToDevice, ctx.stream), " << where(op)
+               << "); }\n";
+        return success();
+      })
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
+        Value in = op->getOperand(0), out = op->getResult(0);
+        ArrayRef<int64_t> shape = tensorOf(in).getShape();
+        int64_t axis = *ampc::normalizeAxis(
+            op->getAttrOfType<IntegerAttr>("axis").getInt(), shape.size());
+        int64_t outer = product(shape.take_front(axis)),
+                inner = product(shape.drop_front(axis + 1));
+        Type ti = elementOf(in), to = elementOf(out);
+        StringRef c = ti.isF64() || to.isF64() ? "double" : "float";
+        launch(op,
+               formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(ti),
+                       codec(to))
+                   .str(),
+               outer * inner,
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
+                       name(out), outer, shape[axis], inner,
+                       isa<ampc::LogSoftmaxOp>(op))
+                   .str(),
+               body);
+        return success();
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
+          [&](Operation *) {
+            Value in = op->getOperand(0);
+            ArrayRef<int64_t> shape = tensorOf(in).getShape();
+            auto axes =
+                op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+            SmallVector<bool> reduced(shape.size(), axes.empty());
+            for (int64_t a : axes)
+              reduced[*ampc::normalizeAxis(a, shape.size())] = true;
+            emitReduce(op, shape, reduced, in, op->getResult(0),
+                       isa<ampc::ReduceSumOp>(op)    ? "ReduceSum"
+                       : isa<ampc::ReduceMeanOp>(op) ? "ReduceMean"
+                                                     : "ReduceMax",
+                       body);
+            return success();
+          })
+      .Case([&](ampc::GlobalAveragePoolOp o) {
+        // The mean over the spatial dimensions.
+        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        SmallVector<bool> reduced(shape.size(), true);
+        reduced[0] = reduced[1] = false;
+        emitReduce(op, shape, reduced, o.getInput(), o.getOutput(),
+                   "ReduceMean", body);
+        return success();
+      })
+      .Case([&](ampc::LayerNormalizationOp o) -> LogicalResult {
+        Value x = o.getInput(), y = o.getOutput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        ArrayRef<int64_t> normalized = shape.drop_front(axis);
+        Type stash = elementOf(o.getMean()), p = elementOf(o.getScale());
+        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+        if (o.getBias() && elementOf(o.getBias()) != p)
+          return op->emitError() << "the CUDA target needs Scale and B of one "
+                                    "type";
+        auto at = [&](Value v) {
+          return strided(normalized,
+                         broadcastStrides(tensorOf(v).getShape(), normalized));
+        };
+        launch(op,
+               formatv("ampc::cuda::layerNorm<{0}, {1}, {2}, {3}, {4}>", c,
+                       codec(elementOf(x)), codec(elementOf(y)), codec(stash),
+                       codec(p))
+                   .str(),
+               product(shape.take_front(axis)),
+               formatv("{0}, {1}, {2}, {3}, {4}LL, {5}LL, {6}, {7}, {8}, {9}, "
+                       "{10}({11})",
+                       name(x), name(y), name(o.getMean()),
+                       name(o.getInvStdDev()), product(shape.take_front(axis)),
+                       product(normalized), name(o.getScale()),
+                       at(o.getScale()),
+                       o.getBias() ? name(o.getBias()) : "nullptr",
+                       o.getBias() ? at(o.getBias()) : at(o.getScale()), c,
+                       exactLiteral(o.getEpsilon()))
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::LayerNormGradOp o) {
+        Value x = o.getInput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        ArrayRef<int64_t> normalized = shape.drop_front(axis);
+        Type stash = elementOf(o.getMean());
+        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+        launch(op,
+               formatv("ampc::cuda::layerNormGrad<{0}, {1}, {2}, {3}, {4}>", c,
+                       codec(elementOf(x)), codec(stash),
+                       codec(elementOf(o.getScale())), codec(elementOf(x)))
+                   .str(),
+               product(shape.take_front(axis)),
+               formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}LL",
+                       name(o.getGrad()), name(x), name(o.getScale()),
+                       strided(normalized,
+                               broadcastStrides(
+                                   tensorOf(o.getScale()).getShape(),
+                                   normalized)),
+                       name(o.getMean()), name(o.getInvStdDev()),
+                       name(o.getOutput()), product(shape.take_front(axis)),
+                       product(normalized))
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::DropoutOp o) {
+        RankedTensorType t = tensorOf(o.getOutput());
+        double ratio = o.getRatio().convertToDouble();
+        int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+        if (!o.getTrainingMode() || ratio == 0.0) {
+          body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync({0}, {1}, {2}ULL, "
+                          "cudaMemcpyDeviceToDevice, ctx.stream), {4});\n"
+                          "  AMPC_CUDA(ctx, cudaMemsetAsync({3}, 1, {5}ULL, "
+                          "ctx.stream), {4});\n",
+                          name(o.getOutput()), name(o.getInput()), bytes,
+                          name(o.getMask()), where(op), t.getNumElements());
+          return success();
+        }
+        // The CPU target's masks: the same seed, step and index.
+        uint64_t seed = 0xCBF29CE484222325ULL;
+        if (o.getSeed()) {
+          seed = static_cast<uint64_t>(*o.getSeed());
+        } else {
+          for (char ch : nodeDescription(op))
+            seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ULL;
+        }
+        std::string step = "nullptr";
+        if (parameterOffsets.count(ampc::kStepCount))
+          step = formatv("reinterpret_cast<const int64_t *>(state + {0})",
+                         parameterOffsets.lookup(ampc::kStepCount))
+                     .str();
+        Type e = t.getElementType();
+        launch(op,
+               formatv("ampc::cuda::dropout<{0}, {0}>", codec(e)).str(),
+               t.getNumElements(),
+               formatv("{0}, {1}, reinterpret_cast<uint8_t *>({2}), {3}LL, "
+                       "{4}ULL, {5}, {6:e17}",
+                       name(o.getInput()), name(o.getOutput()),
+                       name(o.getMask()), t.getNumElements(), seed, step, ratio)
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
+        std::optional<int64_t> ignore;
+        if (auto i = o.getIgnoreIndex())
+          ignore = static_cast<int64_t>(*i);
+        emitLoss(op, o.getScores(), o.getLabels(), o.getWeights(),
+                 o.getReduction(), ignore, o.getLogProb(), body);
+        return success();
+      })
+      .Case([&](ampc::NegativeLogLikelihoodLossOp o) {
+        std::optional<int64_t> ignore;
+        if (auto i = o.getIgnoreIndex())
+          ignore = static_cast<int64_t>(*i);
+        emitLoss(op, o.getInput(), o.getTarget(), o.getWeight(),
+                 o.getReduction(), ignore, Value(), body);
+        return success();
+      })
+      .Case([&](ampc::NllLossGradOp o) {
+        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        Type t = elementOf(o.getOutput()), g = elementOf(o.getGrad());
+        StringRef c = t.isF64() || g.isF64() ? "double" : "float";
+        std::optional<uint64_t> ignore = o.getIgnoreIndex();
+        StringRef reduction = o.getReduction();
+        launch(op,
+               formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}>", c,
+                       codec(g),
+                       codec(o.getWeight() ? elementOf(o.getWeight()) : g),
+                       codec(t))
+                   .str(),
+               tensorOf(o.getOutput()).getNumElements(),
+               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
+                       "ampc::cuda::{8}, {9}, {10}",
+                       name(o.getGrad()), name(o.getTarget()),
+                       o.getWeight() ? name(o.getWeight()) : "nullptr",
+                       shape[0], shape[1], product(shape.drop_front(2)),
+                       ignore.has_value(),
+                       static_cast<int64_t>(ignore.value_or(0)),
+                       reduction == "mean"  ? "LossMean"
+                       : reduction == "sum" ? "LossSum"
+                                            : "LossNone",
+                       name(o.getOutput()),
+                       deviceError(op, "a label is out of range"))
+                   .str(),
+               body);
+        return success();
+      })
+      .Default([&](Operation *) { return unsupported(); });
+}
+
+LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
+                                       func::FuncOp trainStep,
+                                       StringRef inferBody,
+                                       StringRef stepBody) {
+  bool training = isTraining(trainStep);
+  os << "// Generated by ampc (CUDA target). Model: " << options.modelName
+     << "\n#include \"ampc/Runtime/CudaKernels.cuh\"\n\n";
+  if (blobBytes) {
+    os << "// The initial state (parameters, training state, constants).\n"
+          "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
+          "asm(\".section .rodata\\n.balign 64\\n"
+          ".type ampc_parameter_blob, @object\\n"
+          "ampc_parameter_blob:\\n.incbin \\\""
+       << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
+  }
+  os << "// Messages of the errors kernels report by code.\n"
+        "static const char *const kDeviceErrors[] = {\n";
+  for (const std::string &m : deviceErrors)
+    os << "  \"" << cString(m) << "\",\n";
+  os << "};\n\n" << kernels;
+  emitCopyTable();
+  os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
+        "  return ampc::cuda::refreshCopies(ampc::cuda::context(raw), kCopies, "
+        "kNumCopies, parameter);\n}\n"
+        "static int32_t copyOut(void *raw, uint64_t offset, void *out, "
+        "uint64_t bytes) {\n"
+        "  return ampc::cuda::copyOut(ampc::cuda::context(raw), offset, out, "
+        "bytes);\n}\n"
+        "static int32_t copyIn(void *raw, uint64_t offset, const void *in, "
+        "uint64_t bytes) {\n"
+        "  return ampc::cuda::copyIn(ampc::cuda::context(raw), offset, in, "
+        "bytes);\n}\n\n";
+  os << formatv("static int32_t init(void *raw, const ampc_abi_config *config) "
+                "{{\n"
+                "  if (int32_t code = ampc::cuda::init(raw, config, {0}ULL, "
+                "{1}, {2}ULL, {3}ULL, kDeviceErrors, {4})) return code;\n"
+                "  if (int32_t code = refreshCopies(raw, -1)) {{\n"
+                "    ampc::cuda::release(raw); return code;\n  }\n"
+                "  return 0;\n}\n\n",
+                stateSize, blobBytes ? "ampc_parameter_blob" : "nullptr",
+                blobBytes, errorOffset, deviceErrors.size());
+  os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
+        "static const char *lastError(void *raw) { return "
+        "ampc::cuda::lastError(raw); }\n\n";
+  // Inference and gradients wait for their outputs; the training step does
+  // not wait.
+  auto function = [&](StringRef name, StringRef body, bool wait) {
+    os << "static int32_t " << name
+       << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
+          "  ampc::cuda::Context &ctx = ampc::cuda::context(raw);\n"
+          "  unsigned char *state = ctx.device;\n"
+          "  (void)state; (void)inputs; (void)outputs;\n"
+       << body
+       << (wait ? "  return ampc::cuda::synchronize(ctx);\n}\n\n"
+                : "  return 0;\n}\n\n");
+  };
+  function("infer", inferBody, true);
+  if (trainStep) {
+    function(training ? "trainStepBody" : "gradients", stepBody, !training);
+    if (failed(emitParameterAccess(trainStep)))
+      return failure();
+  }
+  if (training) {
+    os << "static int32_t trainStep(void *raw, const void *const *inputs, "
+          "void *loss) {\n  void *const outputs[] = {loss};\n"
+          "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
+    emitStateAccess();
+  }
+  emitDescriptor(forward, trainStep, /*hasLastError=*/true,
+                 /*hasRelease=*/true);
+  return success();
+}
+
+} // namespace
+
+LogicalResult ampc::emitCudaSource(ModuleOp module,
+                                   const LibraryOptions &options,
+                                   llvm::raw_ostream &source,
+                                   std::string &blob) {
+  return CudaEmitter(module, options, source, blob).run();
+}
