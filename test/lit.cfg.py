@@ -24,3 +24,7 @@ llvm_config.add_tool_substitutions(
     ["ampc", "ampc-opt", "ampc-embed", "ampc-conformance"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
+
+# The CUDA target's tests compile with nvcc; they need no GPU.
+if os.access(os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"), os.X_OK):
+    config.available_features.add("nvcc")

@@ -1554,6 +1554,8 @@ TEST(RuntimeTraining, StateRoundTripsAndReleasedHandlesAreRefused) {
     ampc_training_info info;
     ASSERT_EQ(ampc_model_training_info(f.model, &info), AMPC_OK);
     EXPECT_EQ(info.num_labels, 1);
+    // A CPU model finishes every call before returning: nothing to wait for.
+    EXPECT_EQ(ampc_model_synchronize(f.model), AMPC_OK);
     stale = f.model;
   }
   float lr = 0;
@@ -1561,4 +1563,6 @@ TEST(RuntimeTraining, StateRoundTripsAndReleasedHandlesAreRefused) {
             AMPC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(ampc_model_train_step(stale, nullptr, 0, nullptr),
             AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_synchronize(stale), AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_synchronize(nullptr), AMPC_ERROR_INVALID_ARGUMENT);
 }

@@ -133,6 +133,9 @@ struct Model {
   int32_t numLabels = 0;
   const unsigned char *onnxModel = nullptr;
   size_t onnxModelSize = 0;
+  /// Waits for an asynchronous library's queued work; null when its calls
+  /// finish before returning.
+  int32_t (*synchronize)(void *) = nullptr;
 
   /// Serializes calls that run the model; the library may assume one call
   /// per state at a time (ModelAbi.h). Guards the pointer arrays below.
@@ -346,6 +349,8 @@ ampc_status readTrainingFields(Model &model) {
     model.onnxModel = abi->onnx_model;
     model.onnxModelSize = abi->onnx_model_size;
   }
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(synchronize))
+    model.synchronize = abi->synchronize;
   if (abi->struct_size < AMPC_ABI_FIELD_END(num_labels) || !abi->train_step) {
     if (model.mode == "train" && !model.gradients)
       return fail(AMPC_ERROR_CORRUPT, kLoad,
@@ -1360,6 +1365,21 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
   std::lock_guard<std::mutex> lock(model->runMutex);
   for (size_t i = 0; i < data.size(); ++i)
     model->writeState(model->state, static_cast<int32_t>(i), data[i].data());
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_synchronize(ampc_model *handle) {
+  constexpr const char *kSynchronize = "ampc_model_synchronize";
+  std::shared_ptr<Model> model = lookup(handle, kSynchronize);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->synchronize)
+    return AMPC_OK;
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  if (int32_t code = model->synchronize(model->state))
+    return fail(AMPC_ERROR_EXECUTION, kSynchronize,
+                format("model '%s' failed: %s", model->name.c_str(),
+                       model->libraryError(code).c_str()));
   return AMPC_OK;
 }
 

@@ -598,6 +598,8 @@ int Trainer::run() {
       check(ampc_model_train_step(model, in.data(), int32_t(in.size()),
                                   &loss.tensor),
             o.library);
+      // A CUDA model's loss is in its buffer once the stream gets there.
+      check(ampc_model_synchronize(model), o.library);
       ++globalStep, ++stepsRun;
       double value = scalarValue(outputInfo[0].dtype, loss.bytes.data());
       if (std::isfinite(value))

@@ -164,6 +164,15 @@ typedef struct ampc_model_abi {
   /// NULL/0 when not embedded.
   const unsigned char *onnx_model;
   size_t onnx_model_size;
+
+  /* Asynchronous targets (appended). */
+
+  /// Waits until everything the library started on `state` has finished
+  /// (a CUDA library's stream: `train_step` returns before the device is
+  /// done, and the loss reaches its buffer when the stream gets there), and
+  /// reports an error a kernel found meanwhile. NULL for a library whose
+  /// functions finish before they return (the CPU target).
+  int32_t (*synchronize)(void *state);
 } ampc_model_abi;
 
 /// Exported by every compiled model library; returns its descriptor.

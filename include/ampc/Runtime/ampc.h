@@ -339,7 +339,10 @@ AMPC_API ampc_status ampc_model_gradients(ampc_model *model,
 /// step whose gradients overflow is skipped: parameters, optimizer state and
 /// step count stay bit-identical, the scale backs off (see
 /// `ampc_model_get_scaler_state`). On the CPU target the loss is valid when
-/// the call returns.
+/// the call returns. On the CUDA target the call returns once the step is
+/// queued on the model's stream, without waiting for the device; `*loss`
+/// holds the loss after `ampc_model_synchronize` (the buffer must stay valid
+/// until then), and every call that reads the model's state waits first.
 /// Errors: AMPC_ERROR_UNSUPPORTED (no optimizer: an inference library or
 /// --optimizer=none), AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
 /// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.
@@ -417,6 +420,13 @@ AMPC_API ampc_status ampc_model_save_checkpoint(const ampc_model *model,
 /// AMPC_ERROR_IO, AMPC_ERROR_CORRUPT.
 AMPC_API ampc_status ampc_model_load_checkpoint(ampc_model *model,
                                                 const char *path);
+
+/// Waits until the model's queued work has finished: after it, the loss of
+/// every `ampc_model_train_step` so far is in its buffer. Reports an error a
+/// device kernel found since the last wait (a label or index out of range).
+/// A no-op for CPU models.
+/// Errors: AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_synchronize(ampc_model *model);
 
 /// Writes the trained model as ONNX to `path`: the original model the
 /// library was compiled from, with every trained initializer replaced by its

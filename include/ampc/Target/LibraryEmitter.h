@@ -125,6 +125,9 @@ protected:
   virtual std::string hostStateSize() const {
     return std::to_string(stateSize) + "ULL";
   }
+  /// The descriptor's `synchronize` function, "nullptr" for a target whose
+  /// functions finish before they return.
+  virtual std::string synchronizeFunction() const { return "nullptr"; }
   /// Copies `v` to function output `index` (host memory).
   virtual void emitReturn(unsigned index, mlir::Value v,
                           llvm::raw_ostream &body) = 0;

@@ -540,6 +540,7 @@ static const ampc_model_abi kModel = {
   {5}, init, infer, {6}, {11},
   {7},
   {9},
+  {12},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
@@ -557,7 +558,7 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
                                 .str()
                           : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
                 trainStep ? "train" : "infer", trainingFields, targetName(),
-                hasRelease ? "release" : "nullptr");
+                hasRelease ? "release" : "nullptr", synchronizeFunction());
 }
 
 LogicalResult LibraryEmitter::run() {

@@ -84,6 +84,9 @@ private:
   std::string hostStateSize() const override {
     return "sizeof(ampc::cuda::Context)";
   }
+  std::string synchronizeFunction() const override {
+    return "synchronizeState";
+  }
   void beginFunction(func::FuncOp f) override {
     inTrainStep = f.getName() == "train_step" && isTraining(f);
     if (errorOffset < 0)
@@ -1017,7 +1020,9 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                 blobBytes, errorOffset, deviceErrors.size());
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "
-        "ampc::cuda::lastError(raw); }\n\n";
+        "ampc::cuda::lastError(raw); }\n"
+        "static int32_t synchronizeState(void *raw) { return "
+        "ampc::cuda::synchronize(ampc::cuda::context(raw)); }\n\n";
   // Inference and gradients wait for their outputs; the training step does
   // not wait.
   auto function = [&](StringRef name, StringRef body, bool wait) {

@@ -165,6 +165,7 @@ def load_runtime(path=None):
         "ampc_model_train_step": (status, [model_p, ctypes.POINTER(_Tensor),
                                            ctypes.c_int32,
                                            ctypes.POINTER(_Tensor)]),
+        "ampc_model_synchronize": (status, [model_p]),
         "ampc_model_training_info": (status, [
             model_p, ctypes.POINTER(_TrainingInfo)]),
         "ampc_model_get_learning_rate": (status, [
@@ -366,6 +367,8 @@ class Model:
         loss = _TensorArray([self._empty(self.outputs[0])])
         self._check(self._lib.ampc_model_train_step(
             self._handle, ins.pointer(), len(ins.arrays), loss.pointer()))
+        # On a CUDA model the loss reaches its buffer with the stream.
+        self._check(self._lib.ampc_model_synchronize(self._handle))
         return loss.arrays[0]
 
     def training_info(self):

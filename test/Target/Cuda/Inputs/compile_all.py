@@ -1,0 +1,67 @@
+"""Compiles every test model for the CUDA target with nvcc (no GPU needed).
+
+For each model: the training library (the default --mode=train); a model
+whose first output cannot take the default loss is compiled with
+--mode=infer. A model ampc cannot compile for the CPU either (an import
+error the test expects) is not counted. Prints one line per model and ends
+with "N compiled, N failed, N unsupported" where unsupported means the CUDA
+target refused an op it does not have yet (the op is named).
+"""
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    errors = [l for l in p.stderr.splitlines() if "error" in l]
+    return p.returncode, errors[0] if errors else p.stderr.strip()
+
+
+def compile_model(ampc, path, arch, out):
+    base = os.path.join(out, os.path.basename(os.path.dirname(path)) + "_" +
+                        os.path.splitext(os.path.basename(path))[0])
+    for mode in ("train", "infer"):
+        rc, err = run([ampc, path, "--mode=" + mode, "--target=cpu",
+                       "--emit=mlir", "-o", os.devnull])
+        if rc != 0:
+            continue  # this mode does not apply to the model
+        rc, err = run([ampc, path, "--mode=" + mode, "--target=cuda",
+                       "--gpu-arch=" + arch, "-o", base + "." + mode + ".so"])
+        if rc == 0:
+            return "compiled", mode, ""
+        if "cannot compile" in err and "CUDA target" in err:
+            return "unsupported", mode, err
+        return "failed", mode, err
+    return "skipped", "", "not compilable for the CPU either"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--ampc", default="ampc")
+    p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("models", nargs="+")
+    args = p.parse_args()
+    counts = {"compiled": 0, "failed": 0, "unsupported": 0, "skipped": 0}
+    with tempfile.TemporaryDirectory() as out:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(
+                lambda m: (m, compile_model(args.ampc, m, args.arch, out)),
+                sorted(args.models)))
+    for model, (status, mode, err) in results:
+        counts[status] += 1
+        name = os.path.relpath(model)
+        print(f"{status.upper()}: {name}" + (f" ({mode})" if mode else "") +
+              (f": {err}" if err and status != "skipped" else ""))
+    print(f"{counts['compiled']} compiled, {counts['failed']} failed, "
+          f"{counts['unsupported']} unsupported")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
