@@ -840,6 +840,308 @@ inline int32_t refreshCopies(Context &ctx, const WeightCopy *copies,
   return synchronize(ctx);
 }
 
+//===----------------------------------------------------------------------===//
+// Windows: convolution (im2col + cuBLASLt), pooling, batch normalisation
+//===----------------------------------------------------------------------===//
+
+/// The spatial geometry of a conv or pool window over one plane (the CPU
+/// target's ampc::cpu::Window, by value).
+struct Window {
+  int rank;
+  int64_t in[8], out[8], kernel[8], stride[8], padBegin[8], padEnd[8],
+      dilation[8];
+  AMPC_HD int64_t size(const int64_t *dims) const {
+    int64_t p = 1;
+    for (int d = 0; d < rank; ++d)
+      p *= dims[d];
+    return p;
+  }
+  AMPC_HD int64_t inSize() const { return size(in); }
+  AMPC_HD int64_t outSize() const { return size(out); }
+  AMPC_HD int64_t kernelSize() const { return size(kernel); }
+  /// Where kernel position `k` of output position `p` reads: the row-major
+  /// offset into the plane (column-major with `columnMajor`), -1 in the
+  /// padding, -2 beyond the padded input (windows ceil_mode adds).
+  AMPC_HD int64_t offset(int64_t k, int64_t p, bool columnMajor = false) const {
+    int64_t kd[8], pd[8];
+    for (int d = rank - 1; d >= 0; --d) {
+      kd[d] = k % kernel[d], k /= kernel[d];
+      pd[d] = p % out[d], p /= out[d];
+    }
+    int64_t at = 0, state = 0;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t pos = pd[d] * stride[d] - padBegin[d] + kd[d] * dilation[d];
+      if (pos >= in[d] + padEnd[d])
+        state = -2;
+      else if ((pos < 0 || pos >= in[d]) && state == 0)
+        state = -1;
+      at = at * in[d] + pos;
+    }
+    if (columnMajor && state == 0) {
+      at = 0;
+      for (int d = rank - 1; d >= 0; --d)
+        at = at * in[d] + (pd[d] * stride[d] - padBegin[d] + kd[d] * dilation[d]);
+    }
+    return state ? state : at;
+  }
+  /// Calls visit(k, p) for every kernel position k and output position p
+  /// that read input position `i` (row-major offset into the plane).
+  template <typename Visit> AMPC_HD void readersOf(int64_t i, Visit visit) const {
+    int64_t id[8];
+    for (int d = rank - 1; d >= 0; --d)
+      id[d] = i % in[d], i /= in[d];
+    const int64_t kernels = kernelSize();
+    for (int64_t k = 0; k < kernels; ++k) {
+      int64_t rest = k, p = 0;
+      int64_t kd[8];
+      for (int d = rank - 1; d >= 0; --d)
+        kd[d] = rest % kernel[d], rest /= kernel[d];
+      bool ok = true;
+      for (int d = 0; d < rank && ok; ++d) {
+        const int64_t num = id[d] + padBegin[d] - kd[d] * dilation[d];
+        if (num < 0 || num % stride[d] != 0 || num / stride[d] >= out[d])
+          ok = false;
+        else
+          p = p * out[d] + num / stride[d];
+      }
+      if (ok)
+        visit(k, p);
+    }
+  }
+};
+
+/// im2col of `n` images of `c` channels: columns[b][g] is the
+/// ((c / group) · kernel) x out matrix of image b and group g, 0 in the
+/// padding.
+template <typename T>
+__global__ void im2col(const T *x, T *columns, int64_t n, int64_t c, Window w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  AMPC_FOR(e, n * c * kernelSize * outSize) {
+    const int64_t p = e % outSize, k = (e / outSize) % kernelSize,
+                  plane = e / (outSize * kernelSize);
+    const int64_t at = w.offset(k, p);
+    columns[e] = at >= 0 ? x[plane * inSize + at] : T(0);
+  }
+}
+
+/// col2im: each input element sums, in C, the column entries that read it,
+/// and is stored once.
+template <typename C, typename S>
+__global__ void col2im(const C *columns, typename S::Storage *dx, int64_t n,
+                       int64_t c, Window w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  AMPC_FOR(e, n * c * inSize) {
+    const int64_t i = e % inSize, plane = e / inSize;
+    C sum = 0;
+    w.readersOf(i, [&](int64_t k, int64_t p) {
+      sum += columns[(plane * kernelSize + k) * outSize + p];
+    });
+    dx[e] = S::store(sum);
+  }
+}
+
+/// Stores C values in S's storage.
+template <typename C, typename S>
+__global__ void convert(const C *in, typename S::Storage *out, int64_t count) {
+  AMPC_FOR(i, count) out[i] = S::store(in[i]);
+}
+
+template <typename C, typename L, typename S>
+__global__ void maxPool(const typename L::Storage *x, typename S::Storage *y,
+                        int64_t *indices, int64_t planes, Window w,
+                        bool columnMajor) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  AMPC_FOR(e, planes * outSize) {
+    const int64_t q = e / outSize, p = e % outSize;
+    C best = 0;
+    int64_t where = -1;
+    for (int64_t k = 0; k < kernelSize; ++k) {
+      const int64_t at = w.offset(k, p);
+      if (at < 0)
+        continue;
+      const C v = static_cast<C>(L::load(x[q * inSize + at]));
+      if (where < 0 || v > best || (v != v && best == best)) {
+        best = v;
+        where = columnMajor ? w.offset(k, p, true) : at;
+      }
+    }
+    y[e] = S::store(where < 0 ? -INFINITY : best);
+    if (indices)
+      indices[e] = where < 0 ? -1 : q * inSize + where;
+  }
+}
+
+/// max_pool_grad: each gradient is added, in C (an atomic add into `acc`,
+/// zeroed before), at the input element its window picked (MaxPool's flat
+/// index; column-major spatial order with `columnMajor`); `convert` then
+/// stores `acc`. Only `w.in` and `w.rank` are read.
+template <typename C, typename L>
+__global__ void maxPoolGrad(const typename L::Storage *grad,
+                            const int64_t *indices, C *acc, int64_t planes,
+                            int64_t outSize, Window w, bool columnMajor) {
+  const int64_t inSize = w.inSize();
+  AMPC_FOR(e, planes * outSize) {
+    int64_t index = indices[e];
+    if (index < 0 || index >= planes * inSize)
+      continue;
+    if (columnMajor) {
+      int64_t rest = index % inSize, offset = 0, coord[8] = {0};
+      for (int d = 0; d < w.rank; ++d)
+        coord[d] = rest % w.in[d], rest /= w.in[d];
+      for (int d = 0; d < w.rank; ++d)
+        offset = offset * w.in[d] + coord[d];
+      index = index - index % inSize + offset;
+    }
+    atomicAdd(acc + index, static_cast<C>(L::load(grad[e])));
+  }
+}
+
+/// The divisor AveragePool uses for output position p.
+AMPC_HD inline int64_t poolCount(const Window &w, int64_t p,
+                                 bool countIncludePad) {
+  int64_t count = 0;
+  for (int64_t k = 0; k < w.kernelSize(); ++k) {
+    const int64_t at = w.offset(k, p);
+    count += at >= 0 || (countIncludePad && at == -1);
+  }
+  return count;
+}
+
+template <typename C, typename L, typename S>
+__global__ void averagePool(const typename L::Storage *x,
+                            typename S::Storage *y, int64_t planes, Window w,
+                            bool countIncludePad) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  AMPC_FOR(e, planes * outSize) {
+    const int64_t q = e / outSize, p = e % outSize;
+    C sum = 0;
+    for (int64_t k = 0; k < kernelSize; ++k) {
+      const int64_t at = w.offset(k, p);
+      if (at >= 0)
+        sum += static_cast<C>(L::load(x[q * inSize + at]));
+    }
+    y[e] = S::store(sum / static_cast<C>(poolCount(w, p, countIncludePad)));
+  }
+}
+
+template <typename C, typename L, typename S>
+__global__ void averagePoolGrad(const typename L::Storage *grad,
+                                typename S::Storage *dx, int64_t planes,
+                                Window w, bool countIncludePad) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize();
+  AMPC_FOR(e, planes * inSize) {
+    const int64_t q = e / inSize, i = e % inSize;
+    C sum = 0;
+    w.readersOf(i, [&](int64_t, int64_t p) {
+      const int64_t count = poolCount(w, p, countIncludePad);
+      if (count)
+        sum += static_cast<C>(L::load(grad[q * outSize + p])) /
+               static_cast<C>(count);
+    });
+    dx[e] = S::store(sum);
+  }
+}
+
+/// Per-channel batch mean and population variance (two passes, pairwise)
+/// of (n, c, inner) data, in C, one thread per channel.
+template <typename C, typename L>
+__global__ void channelStatistics(const typename L::Storage *x, int64_t n,
+                                  int64_t c, int64_t inner, C *mean,
+                                  C *variance) {
+  AMPC_FOR(ch, c) {
+    auto at = [&](int64_t j) {
+      return static_cast<C>(L::load(x[((j / inner) * c + ch) * inner + j % inner]));
+    };
+    const C count = static_cast<C>(n * inner);
+    const C m = pairwiseSum<C>(0, n * inner, at) / count;
+    mean[ch] = m;
+    variance[ch] = pairwiseSum<C>(0, n * inner, [&](int64_t j) {
+                     const C d = at(j) - m;
+                     return d * d;
+                   }) /
+                   count;
+  }
+}
+
+/// BatchNormalization's Y and running statistics. `mean`/`variance` are the
+/// statistics Y uses (the batch's in training, the inputs' otherwise);
+/// parameters are read through their codec P.
+template <typename C, typename L, typename S, typename P, typename R>
+__global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
+                          int64_t n, int64_t c, int64_t inner,
+                          const typename P::Storage *scale,
+                          const typename P::Storage *bias,
+                          const typename P::Storage *inputMean,
+                          const typename P::Storage *inputVar, const C *batchMean,
+                          const C *batchVar, C epsilon, C momentum,
+                          typename R::Storage *runningMean,
+                          typename R::Storage *runningVar) {
+  AMPC_FOR(e, n * c * inner) {
+    const int64_t ch = (e / inner) % c;
+    const C m = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
+    const C v = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
+    const C factor = static_cast<C>(P::load(scale[ch])) / sqrt(v + epsilon);
+    y[e] = S::store((static_cast<C>(L::load(x[e])) - m) * factor +
+                    static_cast<C>(P::load(bias[ch])));
+    if (e < c && runningMean) {
+      const C im = static_cast<C>(P::load(inputMean[e])),
+              iv = static_cast<C>(P::load(inputVar[e]));
+      runningMean[e] = R::store(batchMean ? im * momentum + batchMean[e] * (C(1) - momentum) : im);
+      runningVar[e] = R::store(batchVar ? iv * momentum + batchVar[e] * (C(1) - momentum) : iv);
+    }
+  }
+}
+
+/// batch_norm_grad, one thread per channel (see the CPU target's
+/// batchNormGrad): training mode when `inputMean` is null.
+template <typename C, typename L, typename S, typename P, typename G>
+__global__ void batchNormGrad(const typename L::Storage *grad,
+                              const typename L::Storage *x,
+                              typename S::Storage *dx, int64_t n, int64_t c,
+                              int64_t inner, const typename P::Storage *scale,
+                              const typename P::Storage *inputMean,
+                              const typename P::Storage *inputVar, C epsilon,
+                              typename G::Storage *gradScale,
+                              typename G::Storage *gradBias) {
+  AMPC_FOR(ch, c) {
+    const int64_t count = n * inner;
+    auto at = [&](int64_t j) { return ((j / inner) * c + ch) * inner + j % inner; };
+    auto xv = [&](int64_t j) { return static_cast<C>(L::load(x[at(j)])); };
+    C mu, var;
+    if (inputMean) {
+      mu = static_cast<C>(P::load(inputMean[ch]));
+      var = static_cast<C>(P::load(inputVar[ch]));
+    } else {
+      mu = pairwiseSum<C>(0, count, xv) / static_cast<C>(count);
+      var = pairwiseSum<C>(0, count, [&](int64_t j) {
+              const C d = xv(j) - mu;
+              return d * d;
+            }) /
+            static_cast<C>(count);
+    }
+    const C r = C(1) / sqrt(var + epsilon);
+    auto g = [&](int64_t j) { return static_cast<C>(L::load(grad[at(j)])); };
+    const C sumGrad = pairwiseSum<C>(0, count, g);
+    const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
+      return g(j) * ((xv(j) - mu) * r);
+    });
+    gradBias[ch] = G::store(sumGrad);
+    gradScale[ch] = G::store(sumGradHat);
+    const C factor = static_cast<C>(P::load(scale[ch])) * r;
+    const C meanGrad = sumGrad / static_cast<C>(count);
+    const C meanGradHat = sumGradHat / static_cast<C>(count);
+    for (int64_t j = 0; j < count; ++j) {
+      const C hat = (xv(j) - mu) * r;
+      dx[at(j)] = S::store(inputMean ? factor * g(j)
+                                     : factor * (g(j) - meanGrad - hat * meanGradHat));
+    }
+  }
+}
+
 } // namespace ampc::cuda
 
 #endif // AMPC_RUNTIME_CUDAKERNELS_CUH

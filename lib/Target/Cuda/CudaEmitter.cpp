@@ -133,6 +133,26 @@ private:
                 StringRef reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
   LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
+  /// Convolutions and their adjoints: im2col + cuBLASLt, col2im.
+  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  /// Pooling, batch normalisation and their adjoints.
+  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
+  /// A `ampc::cuda::Window` literal for a window over `inShape` giving
+  /// `outShape`.
+  std::string window(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape,
+                     ArrayRef<int64_t> kernel,
+                     std::optional<ArrayRef<int64_t>> strides,
+                     std::optional<ArrayRef<int64_t>> pads,
+                     std::optional<ArrayRef<int64_t>> dilations);
+  /// `state + kScratch + offset` as a `type *`: the scratch region ops use
+  /// one at a time (the stream runs them in order), sized for the largest.
+  std::string shared(StringRef type, int64_t offset, int64_t bytes) {
+    sharedBytes = std::max(sharedBytes, alignUp(offset + bytes));
+    return formatv("reinterpret_cast<{0} *>(state + kScratch + {1})", type,
+                   offset)
+        .str();
+  }
+  int64_t sharedBytes = 0;
   /// Scratch device memory for the rest of the library's life, reserved in
   /// the state: its offset.
   int64_t scratch(int64_t bytes) { return reserve(bytes); }
@@ -974,7 +994,321 @@ LogicalResult CudaEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
                body);
         return success();
       })
+      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
+            ampc::ConvBackwardWeightOp>(
+          [&](Operation *) { return emitConvolution(op, body); })
+      .Case<ampc::MaxPoolOp, ampc::AveragePoolOp, ampc::MaxPoolGradOp,
+            ampc::AveragePoolGradOp, ampc::BatchNormalizationOp,
+            ampc::BatchNormGradOp>(
+          [&](Operation *) { return emitWindowOp(op, body); })
       .Default([&](Operation *) { return unsupported(); });
+}
+
+std::string CudaEmitter::window(ArrayRef<int64_t> inShape,
+                                ArrayRef<int64_t> outShape,
+                                ArrayRef<int64_t> kernel,
+                                std::optional<ArrayRef<int64_t>> strides,
+                                std::optional<ArrayRef<int64_t>> pads,
+                                std::optional<ArrayRef<int64_t>> dilations) {
+  WindowGeometry g =
+      windowGeometry(inShape, outShape, kernel, strides, pads, dilations);
+  return formatv("ampc::cuda::Window{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+                 g.in.size(), list(g.in), list(g.out), list(g.kernel),
+                 list(g.strides), list(g.padBegin), list(g.padEnd),
+                 list(g.dilations))
+      .str();
+}
+
+LogicalResult CudaEmitter::emitConvolution(Operation *op,
+                                           llvm::raw_ostream &body) {
+  // The forward Conv's X (n, c, in...), W (m, c/group, k...), Y (n, m,
+  // out...) and attributes, whichever op this is.
+  Value x, w, y;
+  int64_t group;
+  std::optional<ArrayRef<int64_t>> strides, pads, dilations;
+  if (auto o = dyn_cast<ampc::ConvOp>(op)) {
+    x = o.getInput(), w = o.getWeight(), y = o.getOutput();
+    group = o.getGroup(), strides = o.getStrides(), pads = o.getPads(),
+    dilations = o.getDilations();
+  } else if (auto o = dyn_cast<ampc::ConvBackwardDataOp>(op)) {
+    x = o.getOutput(), w = o.getWeight(), y = o.getGrad();
+    group = o.getGroup(), strides = o.getStrides(), pads = o.getPads(),
+    dilations = o.getDilations();
+  } else {
+    auto b = cast<ampc::ConvBackwardWeightOp>(op);
+    x = b.getInput(), w = b.getOutput(), y = b.getGrad();
+    group = b.getGroup(), strides = b.getStrides(), pads = b.getPads(),
+    dilations = b.getDilations();
+  }
+  ArrayRef<int64_t> xs = tensorOf(x).getShape(), ws = tensorOf(w).getShape(),
+                    ys = tensorOf(y).getShape();
+  Type t = elementOf(x);
+  if (cudaDataType(t).empty() || elementOf(w) != t || elementOf(y) != t)
+    return op->emitError() << "the CUDA target convolves float tensors of one "
+                              "type only";
+  if (xs.size() - 2 > 8)
+    return op->emitError() << "the CUDA target handles at most 8 spatial "
+                              "dimensions";
+  int64_t n = xs[0], c = xs[1], m = ws[0];
+  int64_t inSize = product(xs.drop_front(2)), outSize = product(ys.drop_front(2)),
+          kernelSize = product(ws.drop_front(2));
+  int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
+  StringRef acc = accumulatorType(t), storage = storageType(t);
+  Type accType = acc == "double" ? Type(Float64Type::get(op->getContext()))
+                                 : Type(Float32Type::get(op->getContext()));
+  int64_t accSize = acc == "double" ? 8 : 4, size = storageSize(t);
+  std::string win = window(xs, ys, ws.drop_front(2), strides, pads, dilations);
+  bool direct = kernelSize == 1 && inSize == outSize &&
+                llvm::all_of(windowGeometry(xs, ys, ws.drop_front(2), strides,
+                                            pads, dilations)
+                                 .strides,
+                             [](int64_t v) { return v == 1; }) &&
+                (!pads || llvm::all_of(*pads, [](int64_t v) { return v == 0; }));
+  // im2col of X for every image (skipped for a 1x1 stride-1 window, where
+  // X is its own column matrix): image stride, group offset.
+  auto columns = [&](int64_t offset) -> std::tuple<std::string, int64_t, int64_t> {
+    if (direct)
+      return {name(x), c * inSize, cg * inSize};
+    std::string cols = shared(storage, offset, n * c * kernelSize * outSize * size);
+    launch(op, formatv("ampc::cuda::im2col<{0}>", storage).str(),
+           n * c * kernelSize * outSize,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(x), cols, n, c, win).str(),
+           body);
+    return {cols, c * kernelSize * outSize, depth * outSize};
+  };
+  if (n == 0)
+    return success();
+  if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
+    auto [cols, imageStride, groupOffset] = columns(0);
+    float beta = 0.0f;
+    if (Value b = conv.getBias()) {
+      if (elementOf(b) != t)
+        return op->emitError() << "the CUDA target needs the bias in the "
+                                  "output's type";
+      // Y starts as the bias broadcast; the GEMMs add to it (one rounding).
+      SmallVector<int64_t> biasStrides(ys.size(), 0);
+      biasStrides[1] = 1;
+      emitStrided(op, b, y, biasStrides, 0, body);
+      beta = 1.0f;
+    }
+    for (int64_t g = 0; g < group; ++g)
+      emitGemm(op, false, false, mg, outSize, depth, n, 0, imageStride,
+               m * outSize, t, t, 1.0f, beta, "DEFAULT",
+               formatv("{0} + {1}", name(w), g * mg * depth).str(),
+               formatv("{0} + {1}", cols, g * groupOffset).str(),
+               formatv("{0} + {1}", name(y), g * mg * outSize).str(), "", body);
+    return success();
+  }
+  if (isa<ampc::ConvBackwardDataOp>(op)) {
+    // Columns (in the accumulator type) = Wᵀ · dY per image and group, then
+    // col2im sums them into dX, rounded once.
+    std::string cols = shared(acc, 0, n * c * kernelSize * outSize * accSize);
+    for (int64_t g = 0; g < group; ++g)
+      emitGemm(op, true, false, depth, outSize, mg, n, 0, m * outSize,
+               c * kernelSize * outSize, t, accType, 1.0f, 0.0f, "DEFAULT",
+               formatv("{0} + {1}", name(w), g * mg * depth).str(),
+               formatv("{0} + {1}", name(y), g * mg * outSize).str(),
+               formatv("{0} + {1}", cols, g * depth * outSize).str(), "", body);
+    launch(op,
+           formatv("ampc::cuda::col2im<{0}, {1}>", acc, codec(t)).str(),
+           n * c * inSize,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}", cols, name(x), n, c, win).str(),
+           body);
+    return success();
+  }
+  // dW (in the accumulator type) = Σ over images of dY · colsᵀ, then
+  // rounded once into W's type.
+  int64_t colsBytes = direct ? 0 : alignUp(n * c * kernelSize * outSize * size);
+  auto [cols, imageStride, groupOffset] = columns(0);
+  std::string sum = shared(acc, colsBytes, m * depth * accSize);
+  for (int64_t g = 0; g < group; ++g) {
+    auto call = [&](StringRef image, float beta) {
+      emitGemm(op, false, true, mg, depth, outSize, 1, 0, 0, 0, t, accType,
+               1.0f, beta, "DEFAULT",
+               formatv("{0} + ({1}) * {2} + {3}", name(y), image, m * outSize,
+                       g * mg * outSize)
+                   .str(),
+               formatv("{0} + ({1}) * {2} + {3}", cols, image, imageStride,
+                       g * groupOffset)
+                   .str(),
+               formatv("{0} + {1}", sum, g * mg * depth).str(), "", body);
+    };
+    call("0", 0.0f);
+    if (n > 1) {
+      body << "  for (int64_t image = 1; image < " << n << "; ++image) {\n";
+      call("image", 1.0f);
+      body << "  }\n";
+    }
+  }
+  launch(op, formatv("ampc::cuda::convert<{0}, {1}>", acc, codec(t)).str(),
+         m * depth,
+         formatv("{0}, {1}, {2}LL", sum, name(w), m * depth).str(), body);
+  return success();
+}
+
+LogicalResult CudaEmitter::emitWindowOp(Operation *op,
+                                        llvm::raw_ostream &body) {
+  auto accOf = [](Type a, Type b) {
+    return a.isF64() || b.isF64() ? "double" : "float";
+  };
+  auto planes = [](ArrayRef<int64_t> s) { return s[0] * s[1]; };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::MaxPoolOp o) {
+        ArrayRef<int64_t> xs = tensorOf(o.getInput()).getShape(),
+                          ys = tensorOf(o.getOutput()).getShape();
+        Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
+        launch(op,
+               formatv("ampc::cuda::maxPool<{0}, {1}, {2}>", accOf(ti, to),
+                       codec(ti), codec(to))
+                   .str(),
+               tensorOf(o.getOutput()).getNumElements(),
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getInput()),
+                       name(o.getOutput()),
+                       o.getIndices() ? name(o.getIndices()) : "nullptr",
+                       planes(xs),
+                       window(xs, ys, o.getKernelShape(), o.getStrides(),
+                              o.getPads(), o.getDilations()),
+                       o.getStorageOrder() != 0)
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::AveragePoolOp o) {
+        ArrayRef<int64_t> xs = tensorOf(o.getInput()).getShape(),
+                          ys = tensorOf(o.getOutput()).getShape();
+        Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
+        launch(op,
+               formatv("ampc::cuda::averagePool<{0}, {1}, {2}>", accOf(ti, to),
+                       codec(ti), codec(to))
+                   .str(),
+               tensorOf(o.getOutput()).getNumElements(),
+               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getInput()),
+                       name(o.getOutput()), planes(xs),
+                       window(xs, ys, o.getKernelShape(), o.getStrides(),
+                              o.getPads(), o.getDilations()),
+                       o.getCountIncludePad() != 0)
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::MaxPoolGradOp o) {
+        ArrayRef<int64_t> xs = tensorOf(o.getOutput()).getShape(),
+                          ys = tensorOf(o.getGrad()).getShape();
+        Type t = elementOf(o.getGrad());
+        SmallVector<int64_t> ones(xs.size() - 2, 1);
+        StringRef acc = accOf(t, t);
+        int64_t count = tensorOf(o.getOutput()).getNumElements();
+        std::string sum = shared(acc, 0, count * (acc == "double" ? 8 : 4));
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
+                        "ctx.stream), {2});\n",
+                        sum, count * (acc == "double" ? 8 : 4), where(op));
+        launch(op,
+               formatv("ampc::cuda::maxPoolGrad<{0}, {1}>", acc, codec(t)).str(),
+               tensorOf(o.getGrad()).getNumElements(),
+               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}, {6}",
+                       name(o.getGrad()), name(o.getIndices()), sum,
+                       planes(xs), product(ys.drop_front(2)),
+                       window(xs, ys, ones, std::nullopt, std::nullopt,
+                              std::nullopt),
+                       o.getStorageOrder() != 0)
+                   .str(),
+               body);
+        launch(op,
+               formatv("ampc::cuda::convert<{0}, {1}>", acc, codec(t)).str(),
+               count, formatv("{0}, {1}, {2}LL", sum, name(o.getOutput()), count).str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::AveragePoolGradOp o) {
+        ArrayRef<int64_t> xs = tensorOf(o.getOutput()).getShape(),
+                          ys = tensorOf(o.getGrad()).getShape();
+        Type t = elementOf(o.getGrad());
+        launch(op,
+               formatv("ampc::cuda::averagePoolGrad<{0}, {1}, {1}>",
+                       accOf(t, t), codec(t))
+                   .str(),
+               tensorOf(o.getOutput()).getNumElements(),
+               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getGrad()),
+                       name(o.getOutput()), planes(xs),
+                       window(xs, ys, o.getKernelShape(), o.getStrides(),
+                              o.getPads(), o.getDilations()),
+                       o.getCountIncludePad() != 0)
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::BatchNormalizationOp o) -> LogicalResult {
+        Value x = o.getInput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        int64_t n = shape[0], c = shape[1], inner = product(shape.drop_front(2));
+        Type p = elementOf(o.getScale());
+        for (Value v : {o.getBias(), o.getInputMean(), o.getInputVar()})
+          if (elementOf(v) != p)
+            return op->emitError() << "the CUDA target needs scale, B, mean "
+                                      "and var of one type";
+        StringRef acc = accOf(elementOf(x), p);
+        std::string mean = "nullptr", var = "nullptr";
+        if (o.getTrainingMode()) {
+          mean = shared(acc, 0, c * 8);
+          var = shared(acc, alignUp(c * 8), c * 8);
+          launch(op,
+                 formatv("ampc::cuda::channelStatistics<{0}, {1}>", acc,
+                         codec(elementOf(x)))
+                     .str(),
+                 c,
+                 formatv("{0}, {1}LL, {2}LL, {3}LL, {4}, {5}", name(x), n, c,
+                         inner, mean, var)
+                     .str(),
+                 body);
+        }
+        launch(op,
+               formatv("ampc::cuda::batchNorm<{0}, {1}, {2}, {3}, {4}>", acc,
+                       codec(elementOf(x)), codec(elementOf(o.getOutput())),
+                       codec(p), codec(elementOf(o.getRunningMean())))
+                   .str(),
+               tensorOf(x).getNumElements(),
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}, {7}, {8}, {9}, "
+                       "{10}, {11}({12}), {11}({13:e17}), {14}, {15}",
+                       name(x), name(o.getOutput()), n, c, inner,
+                       name(o.getScale()), name(o.getBias()),
+                       name(o.getInputMean()), name(o.getInputVar()), mean, var,
+                       acc, exactLiteral(o.getEpsilon()),
+                       o.getMomentum().convertToDouble(),
+                       name(o.getRunningMean()), name(o.getRunningVar()))
+                   .str(),
+               body);
+        return success();
+      })
+      .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
+        Value x = o.getInput();
+        ArrayRef<int64_t> shape = tensorOf(x).getShape();
+        Type p = elementOf(o.getScale());
+        if ((o.getMean() && elementOf(o.getMean()) != p) ||
+            (o.getVar() && elementOf(o.getVar()) != p))
+          return op->emitError() << "the CUDA target needs scale, mean and "
+                                    "var of one type";
+        StringRef acc = accOf(elementOf(x), p);
+        launch(op,
+               formatv("ampc::cuda::batchNormGrad<{0}, {1}, {2}, {3}, {4}>",
+                       acc, codec(elementOf(x)),
+                       codec(elementOf(o.getGradInput())), codec(p),
+                       codec(elementOf(o.getGradScale())))
+                   .str(),
+               shape[1],
+               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                       "{9}({10}), {11}, {12}",
+                       name(o.getGrad()), name(x), name(o.getGradInput()),
+                       shape[0], shape[1], product(shape.drop_front(2)),
+                       name(o.getScale()),
+                       o.getMean() ? name(o.getMean()) : "nullptr",
+                       o.getVar() ? name(o.getVar()) : "nullptr", acc,
+                       exactLiteral(o.getEpsilon()), name(o.getGradScale()),
+                       name(o.getGradBias()))
+                   .str(),
+               body);
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
 }
 
 LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
@@ -997,6 +1331,9 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   for (const std::string &m : deviceErrors)
     os << "  \"" << cString(m) << "\",\n";
   os << "};\n\n" << kernels;
+  // The scratch region ops share (im2col columns, statistics).
+  os << "static constexpr uint64_t kScratch = " << reserve(sharedBytes)
+     << "ULL;\n\n";
   emitCopyTable();
   os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
         "  return ampc::cuda::refreshCopies(ampc::cuda::context(raw), kCopies, "
