@@ -1,10 +1,16 @@
 # The two commands of the README:
 #   make demo    install what is missing, build, run the demo
 #   make check   install what is missing, build, run every test
+# and, for a GPU machine:
+#   make gpu-pack   compile the GPU test's models for CUDA into $(GPU_PACK);
+#                   run $(GPU_PACK)/run.sh on the GPU machine
 BUILD ?= build
 LLVM_PREFIX ?= /usr/lib/llvm-22
 
-.PHONY: all deps configure build demo check clean
+GPU_PACK ?= gpu-pack
+GPU_ARCH ?= sm_80,sm_90a
+
+.PHONY: all deps configure build demo check gpu-pack clean
 
 all: build
 
@@ -29,6 +35,9 @@ demo: build
 check: build
 	ninja -C $(BUILD) check-ampc
 	$(BUILD)/unittests/ampc-unittests --gtest_brief=1
+
+gpu-pack: build
+	/usr/bin/python3 test/gpu/pack.py $(GPU_PACK) --build $(BUILD) --gpu-arch $(GPU_ARCH)
 
 clean:
 	rm -rf $(BUILD)

@@ -16,6 +16,7 @@ llvm_config.use_default_substitutions()
 # whatever python3 comes first on PATH.
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%ampc_src", config.ampc_src_root))
+config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(
     ("%node_tests", "/usr/share/libonnx-testdata/data/node"))
 
