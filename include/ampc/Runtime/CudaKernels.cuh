@@ -100,11 +100,17 @@ struct Context {
   cudaStream_t stream = nullptr;
   bool ownStream = false;
   cublasLtHandle_t lt = nullptr;
-  /// Pinned host memory the loss is copied to before the host callback
-  /// copies it to the caller's buffer.
+  /// Pinned host memory the loss of each queued step is copied to before a
+  /// host function copies it to the caller's buffer: a ring of kLossSlots
+  /// slots, each with the event that says its host function has run.
   unsigned char *pinned = nullptr;
-  void *lossDestination = nullptr;
-  size_t lossBytes = 0;
+  struct LossSlot {
+    unsigned char *pinned;
+    void *destination;
+    size_t bytes;
+    cudaEvent_t done;
+  } slots[64];
+  uint64_t queued = 0;
   /// Offset in the arena of the device error code (int32).
   uint64_t errorOffset = 0;
   const char *const *deviceErrors = nullptr;
@@ -162,6 +168,9 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
       cudaFree(ctx.device);
     if (ctx.pinned)
       cudaFreeHost(ctx.pinned);
+    for (auto &slot : ctx.slots)
+      if (slot.done)
+        cudaEventDestroy(slot.done);
     if (ctx.lt)
       cublasLtDestroy(ctx.lt);
     if (ctx.ownStream && ctx.stream)
@@ -195,9 +204,15 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   if (e != cudaSuccess)
     return undo(fail(ctx, "cudaMalloc", cudaGetErrorString(e), "the model's arena"));
   ctx.workspace = ctx.device + stateAligned;
-  e = cudaMallocHost(&ctx.pinned, 64);
+  e = cudaMallocHost(&ctx.pinned, 64 * 16);
   if (e != cudaSuccess)
     return undo(fail(ctx, "cudaMallocHost", cudaGetErrorString(e), ""));
+  for (int i = 0; i < 64; ++i) {
+    ctx.slots[i] = {ctx.pinned + 16 * i, nullptr, 0, nullptr};
+    e = cudaEventCreateWithFlags(&ctx.slots[i].done, cudaEventDisableTiming);
+    if (e != cudaSuccess)
+      return undo(fail(ctx, "cudaEventCreateWithFlags", cudaGetErrorString(e), ""));
+  }
   cublasStatus_t s = cublasLtCreate(&ctx.lt);
   if (s != CUBLAS_STATUS_SUCCESS)
     return undo(fail(ctx, "cublasLtCreate", cublasLtGetStatusString(s), ""));
@@ -232,6 +247,9 @@ inline void release(void *raw) {
     cudaFree(ctx.device);
   if (ctx.pinned)
     cudaFreeHost(ctx.pinned);
+  for (auto &slot : ctx.slots)
+    if (slot.done)
+      cudaEventDestroy(slot.done);
   if (ctx.ownStream)
     cudaStreamDestroy(ctx.stream);
   ctx.~Context();
@@ -274,21 +292,27 @@ inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t by
   return 0;
 }
 
-/// The loss: copied to pinned memory on the stream, then to the caller's
+/// The loss: copied to a pinned slot on the stream, then to the caller's
 /// buffer by a host function when the stream gets there. The caller's
-/// buffer holds the loss once `synchronize` returns.
+/// buffer holds the loss once `synchronize` returns. A slot is reused 64
+/// steps later, after waiting for its event (long since done in practice).
 inline void CUDART_CB deliverLoss(void *raw) {
-  Context &ctx = context(raw);
-  std::memcpy(ctx.lossDestination, ctx.pinned, ctx.lossBytes);
+  auto *slot = static_cast<Context::LossSlot *>(raw);
+  std::memcpy(slot->destination, slot->pinned, slot->bytes);
 }
-inline int32_t returnLoss(Context &ctx, void *raw, void *destination,
-                          const void *loss, size_t bytes) {
-  ctx.lossDestination = destination;
-  ctx.lossBytes = bytes;
-  AMPC_CUDA(ctx, cudaMemcpyAsync(ctx.pinned, loss, bytes,
+inline int32_t returnLoss(Context &ctx, void *destination, const void *loss,
+                          size_t bytes) {
+  if (bytes > 16)
+    return fail(ctx, "train_step", "the loss is not a scalar", "");
+  Context::LossSlot &slot = ctx.slots[ctx.queued++ % 64];
+  AMPC_CUDA(ctx, cudaEventSynchronize(slot.done), "the loss");
+  slot.destination = destination;
+  slot.bytes = bytes;
+  AMPC_CUDA(ctx, cudaMemcpyAsync(slot.pinned, loss, bytes,
                                  cudaMemcpyDeviceToHost, ctx.stream),
             "the loss");
-  AMPC_CUDA(ctx, cudaLaunchHostFunc(ctx.stream, deliverLoss, raw), "the loss");
+  AMPC_CUDA(ctx, cudaLaunchHostFunc(ctx.stream, deliverLoss, &slot), "the loss");
+  AMPC_CUDA(ctx, cudaEventRecord(slot.done, ctx.stream), "the loss");
   return 0;
 }
 

@@ -207,7 +207,7 @@ void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
   RankedTensorType t = tensorOf(v);
   int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
   if (inTrainStep && index == 0) {
-    body << formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, raw, "
+    body << formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, "
                     "outputs[0], {0}, {1}ULL)) return code;\n",
                     name(v), bytes);
     return;
