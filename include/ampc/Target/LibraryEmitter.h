@@ -116,9 +116,30 @@ protected:
   /// Whether constants live in the instance state (copied from the blob by
   /// `init`) rather than in the library's read-only data.
   virtual bool constantsInState() const { return false; }
-  /// One op of a function body (not func.return).
-  virtual mlir::LogicalResult emitOp(mlir::Operation *op,
-                                     llvm::raw_ostream &body) = 0;
+  /// One op of a function body (not func.return): binds constants, loads
+  /// and results, then hands each kind of op to the hooks below.
+  mlir::LogicalResult emitOp(mlir::Operation *op, llvm::raw_ostream &body);
+  /// A constant kept in the library's data (targets without
+  /// constantsInState).
+  virtual void emitConstant(mlir::Operation *constant,
+                            llvm::raw_ostream &body) {}
+  /// Whether another op's code already computed `op` (a fused epilogue).
+  virtual bool emittedElsewhere(mlir::Operation *op) const { return false; }
+  /// ampc.store: copies the value into its symbol's storage.
+  virtual void emitStore(mlir::Operation *store, llvm::raw_ostream &body) = 0;
+  /// The training ops of AMPCTrainOps.td.
+  virtual mlir::LogicalResult emitTrainingOp(mlir::Operation *op,
+                                             llvm::raw_ostream &body) = 0;
+  /// `ops` (elementwise, in order, the last one computing `output`)
+  /// evaluated per element of `output` from `inputs`, which the ops see as
+  /// `arguments` (a fusion's block arguments; the inputs for a lone op).
+  virtual mlir::LogicalResult emitElementwise(
+      llvm::ArrayRef<mlir::Operation *> ops, mlir::ValueRange inputs,
+      mlir::ValueRange arguments, mlir::Value output,
+      llvm::raw_ostream &body) = 0;
+  /// Every other op, its results bound.
+  virtual mlir::LogicalResult emitKernelOp(mlir::Operation *op,
+                                           llvm::raw_ostream &body) = 0;
   /// Called before the body of each function is written.
   virtual void beginFunction(mlir::func::FuncOp f) {}
   /// The bytes of host state the runtime allocates, as a C++ expression.

@@ -274,6 +274,39 @@ bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
   return false;
 }
 
+LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
+  if (isa<ampc::ConstantOp>(op) && !constantsInState()) {
+    emitConstant(op, body);
+    return success();
+  }
+  if (bindStorageOp(op, body) || emittedElsewhere(op))
+    return success();
+  if (isa<ampc::StoreOp>(op)) {
+    emitStore(op, body);
+    return success();
+  }
+  for (OpResult r : op->getResults())
+    if (failed(bind(r, body)))
+      return failure();
+  if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
+          ampc::UpdateScaleOp>(op))
+    return emitTrainingOp(op, body);
+  if (op->hasTrait<ampc::View>())
+    return success(); // same elements, same order, same buffer
+  if (op->hasTrait<ampc::Elementwise>())
+    return emitElementwise({op}, op->getOperands(), op->getOperands(),
+                           op->getResult(0), body);
+  if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
+    SmallVector<Operation *> ops;
+    for (Operation &inner : fusion.getBody().front().without_terminator())
+      ops.push_back(&inner);
+    return emitElementwise(ops, fusion.getInputs(),
+                           fusion.getBody().front().getArguments(),
+                           fusion.getOutput(), body);
+  }
+  return emitKernelOp(op, body);
+}
+
 void LibraryEmitter::layOut(StringRef symbol, RankedTensorType t,
                             ElementsAttr initial) {
   parameterOffsets[symbol] = stateSize;

@@ -69,19 +69,17 @@ private:
   std::string store(Type t, const std::string &e) const override {
     return ::store(t, e);
   }
-  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body) override;
+  void emitStore(Operation *op, llvm::raw_ostream &body) override;
+  LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
   void emitArgument(unsigned index, BlockArgument arg,
                     llvm::raw_ostream &body) override;
   void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
   LogicalResult emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
                             StringRef inferBody, StringRef stepBody) override;
-  /// One loop over the elements of `output`: `ops` (elementwise, in order,
-  /// the last one computing `output`) evaluated per element from `inputs`,
-  /// whose values the body sees as `arguments` (the fusion's block
-  /// arguments; the inputs themselves for a lone op).
-  LogicalResult emitLoopNest(ArrayRef<Operation *> ops, ValueRange inputs,
-                             ValueRange arguments, Value output,
-                             llvm::raw_ostream &body);
+  /// One loop nest over the elements of `output`.
+  LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
+                                ValueRange arguments, Value output,
+                                llvm::raw_ostream &body) override;
   void emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
                    llvm::raw_ostream &body, int64_t base = 0);
   /// A `const float *w_NAME` holding `v` in FP32 (a widened copy for
@@ -114,9 +112,9 @@ private:
   void emitLoss(Operation *op, Value scores, Value labels, Value weights,
                 StringRef reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
-  void emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body);
-  /// The training ops of AMPCTrainOps.td.
-  LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
+  void emitConstant(Operation *op, llvm::raw_ostream &body) override;
+  LogicalResult emitTrainingOp(Operation *op,
+                               llvm::raw_ostream &body) override;
 
   std::string constants;
   /// Offset in the state of the run-time error message slot, -1 while no
@@ -135,7 +133,7 @@ void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
                   out.getRank(), name(output), name(input), base);
 }
 
-LogicalResult Emitter::emitLoopNest(ArrayRef<Operation *> ops,
+LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
                                     ValueRange inputs, ValueRange arguments,
                                     Value output, llvm::raw_ostream &body) {
   RankedTensorType out = tensorOf(output);
@@ -279,8 +277,8 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   return success();
 }
 
-void Emitter::emitConstant(ampc::ConstantOp op, llvm::raw_ostream &body) {
-  Value v = op.getResult();
+void Emitter::emitConstant(Operation *op, llvm::raw_ostream &body) {
+  Value v = op->getResult(0);
   std::string n = "c" + std::to_string(counter++);
   names[v] = n;
   llvm::raw_string_ostream cs(constants);
@@ -735,39 +733,15 @@ void Emitter::emitLoss(Operation *op, Value scores, Value labels,
        << ";\n  }\n";
 }
 
-LogicalResult Emitter::emitOp(Operation *op, llvm::raw_ostream &body) {
-  if (auto c = dyn_cast<ampc::ConstantOp>(op)) {
-    emitConstant(c, body);
-    return success();
-  }
-  if (bindStorageOp(op, body))
-    return success();
-  if (auto store = dyn_cast<ampc::StoreOp>(op)) {
-    RankedTensorType t = tensorOf(store.getValue());
-    body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
-         << ", " << name(store.getValue()) << ", "
-         << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
-    return success();
-  }
-  for (OpResult r : op->getResults())
-    if (failed(bind(r, body)))
-      return failure();
-  if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
-          ampc::UpdateScaleOp>(op))
-    return emitTrainingOp(op, body);
-  if (op->hasTrait<ampc::View>())
-    return success(); // same elements, same order, same buffer
-  if (op->hasTrait<ampc::Elementwise>())
-    return emitLoopNest({op}, op->getOperands(), op->getOperands(),
-                        op->getResult(0), body);
-  if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
-    SmallVector<Operation *> ops;
-    for (Operation &inner : fusion.getBody().front().without_terminator())
-      ops.push_back(&inner);
-    return emitLoopNest(ops, fusion.getInputs(),
-                        fusion.getBody().front().getArguments(),
-                        fusion.getOutput(), body);
-  }
+void Emitter::emitStore(Operation *op, llvm::raw_ostream &body) {
+  auto store = cast<ampc::StoreOp>(op);
+  RankedTensorType t = tensorOf(store.getValue());
+  body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
+       << ", " << name(store.getValue()) << ", "
+       << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
+}
+
+LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::TransposeOp t) {
         ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();

@@ -92,7 +92,11 @@ private:
     if (errorOffset < 0)
       errorOffset = reserve(8);
   }
-  LogicalResult emitOp(Operation *op, llvm::raw_ostream &body) override;
+  bool emittedElsewhere(Operation *op) const override {
+    return fusedIntoGemm.contains(op); // a Gemm's RELU_BIAS epilogue
+  }
+  void emitStore(Operation *op, llvm::raw_ostream &body) override;
+  LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
   void emitArgument(unsigned index, BlockArgument arg,
                     llvm::raw_ostream &body) override;
   void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
@@ -114,7 +118,7 @@ private:
   /// computing `output`) over the elements of `output`, and its launch.
   LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
                                 ValueRange arguments, Value output,
-                                llvm::raw_ostream &body);
+                                llvm::raw_ostream &body) override;
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
   /// One cuBLASLt call (row-major operands).
   void emitGemm(Operation *op, bool ta, bool tb, int64_t m, int64_t n,
@@ -132,7 +136,8 @@ private:
   void emitLoss(Operation *op, Value scores, Value labels, Value weights,
                 StringRef reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
-  LogicalResult emitTrainingOp(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitTrainingOp(Operation *op,
+                               llvm::raw_ostream &body) override;
   /// Convolutions and their adjoints: im2col + cuBLASLt, col2im.
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
   /// Pooling, batch normalisation and their adjoints.
@@ -638,40 +643,19 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
       .Default([&](Operation *) { return failure(); });
 }
 
-LogicalResult CudaEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
-  if (bindStorageOp(op, body))
-    return success();
-  if (fusedIntoGemm.contains(op))
-    return success(); // written by the Gemm's RELU_BIAS epilogue
-  if (auto store = dyn_cast<ampc::StoreOp>(op)) {
-    RankedTensorType t = tensorOf(store.getValue());
-    body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, {1}, {2}ULL, "
-                    "cudaMemcpyDeviceToDevice, ctx.stream), {3});\n",
-                    parameterOffsets.lookup(store.getTarget()),
-                    name(store.getValue()),
-                    t.getNumElements() * storageSize(t.getElementType()),
-                    where(op));
-    return success();
-  }
-  for (OpResult r : op->getResults())
-    if (failed(bind(r, body)))
-      return failure();
-  if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
-          ampc::UpdateScaleOp>(op))
-    return emitTrainingOp(op, body);
-  if (op->hasTrait<ampc::View>())
-    return success(); // same elements, same order, same buffer
-  if (op->hasTrait<ampc::Elementwise>())
-    return emitElementwise({op}, op->getOperands(), op->getOperands(),
-                           op->getResult(0), body);
-  if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
-    SmallVector<Operation *> ops;
-    for (Operation &inner : fusion.getBody().front().without_terminator())
-      ops.push_back(&inner);
-    return emitElementwise(ops, fusion.getInputs(),
-                           fusion.getBody().front().getArguments(),
-                           fusion.getOutput(), body);
-  }
+void CudaEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
+  auto store = cast<ampc::StoreOp>(op);
+  RankedTensorType t = tensorOf(store.getValue());
+  body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, {1}, {2}ULL, "
+                  "cudaMemcpyDeviceToDevice, ctx.stream), {3});\n",
+                  parameterOffsets.lookup(store.getTarget()),
+                  name(store.getValue()),
+                  t.getNumElements() * storageSize(t.getElementType()),
+                  where(op));
+}
+
+LogicalResult CudaEmitter::emitKernelOp(Operation *op,
+                                        llvm::raw_ostream &body) {
   auto unsupported = [&]() -> LogicalResult {
     return op->emitError() << "the CUDA target cannot compile '"
                            << op->getName() << "' yet (use --target=cpu)";
