@@ -29,6 +29,11 @@ llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 # The CUDA target's tests compile with nvcc; they need no GPU.
 if os.access(os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"), os.X_OK):
     config.available_features.add("nvcc")
-# A CUDA driver: CUDA libraries can run here (given a device).
-if os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+# A CUDA driver: CUDA libraries can run here (given a device). The same
+# test as ampc's default target: libcuda.so.1 loads.
+import ctypes
+try:
+    ctypes.CDLL("libcuda.so.1")
     config.available_features.add("cuda-driver")
+except OSError:
+    pass

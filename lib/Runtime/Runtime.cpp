@@ -1392,7 +1392,8 @@ ampc_status ampc_model_export_onnx(const ampc_model *handle, const char *path) {
   if (!model->onnxModel)
     return fail(AMPC_ERROR_UNSUPPORTED, kExport,
                 format("model '%s' does not carry its ONNX model (compile it "
-                       "with ampc --mode=train from an ONNX file)",
+                       "with ampc --mode=train from an ONNX file, without "
+                       "--embed-model=false)",
                        model->name.c_str()));
   if (!model->readParameter && !model->parameters.empty())
     return fail(AMPC_ERROR_UNSUPPORTED, kExport,

@@ -1,12 +1,33 @@
 #!/bin/bash
-# The GPU test of the CUDA target, run on the GPU machine inside the pack
-# that test/gpu/pack.py built (it needs CUDA's runtime and cuBLASLt, PyTorch
-# with CUDA and numpy; no LLVM/MLIR, no ampc compiler).
-#   ./run.sh                 # prints one line per check, exits 1 on a failure
+# Runs a GPU pack on the GPU machine: the GPU test (check.py, in the pack
+# test/gpu/pack.py builds: one line per check, exit 1 on a failure) or the
+# GPU benchmark (bench.py, in the pack bench/gpu/pack.py builds: the table).
+# Needs CUDA's runtime and cuBLASLt, PyTorch with CUDA and numpy; no
+# LLVM/MLIR, no ampc compiler.
+#   ./run.sh [options of the pack's script]
 set -u
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
-# The libraries must resolve here: report every one that does not.
+# The libraries need CUDA 13's libcudart and libcublasLt: where the loader
+# does not find them, look in CUDA's folder and in the NVIDIA wheels that
+# PyTorch brings.
+unresolved() { for lib in *.so; do ldd "$lib" | grep -q "not found" && return 0; done; return 1; }
+if unresolved; then
+  extra=$("$PYTHON" - <<'PY' 2>/dev/null
+import glob, os
+dirs = ["/usr/local/cuda/lib64", "/usr/local/cuda/lib"]
+try:
+    import nvidia
+    for root in nvidia.__path__:
+        dirs += glob.glob(os.path.join(root, "*", "lib"))
+except ImportError:
+    pass
+print(":".join(d for d in dirs if os.path.isdir(d)))
+PY
+)
+  export LD_LIBRARY_PATH="${extra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+# The libraries must resolve now: report every one that does not.
 missing=0
 for lib in *.so; do
   if ldd "$lib" | grep -q "not found"; then
@@ -19,4 +40,6 @@ if [ "$missing" != 0 ]; then
   echo "loader's path (LD_LIBRARY_PATH)"
   exit 1
 fi
-exec "$PYTHON" check.py "$@"
+script=check.py
+[ -f "$script" ] || script=bench.py
+exec "$PYTHON" "$script" "$@"

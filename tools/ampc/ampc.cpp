@@ -127,6 +127,12 @@ cl::opt<double> momentum("momentum", cl::desc("sgd momentum (default 0)"),
                          cl::init(0.0), cl::cat(trainingCategory));
 cl::opt<double> dampening("dampening", cl::desc("sgd dampening (default 0)"),
                           cl::init(0.0), cl::cat(trainingCategory));
+cl::opt<bool> embedModel(
+    "embed-model",
+    cl::desc("carry the ONNX model in a training library, for "
+             "ampc_model_export_onnx (default true; =false halves the size of "
+             "a library with large weights)"),
+    cl::init(true), cl::cat(trainingCategory));
 cl::opt<bool> nesterov("nesterov", cl::desc("sgd with Nesterov momentum"),
                        cl::cat(trainingCategory));
 cl::opt<double> weightDecay("weight-decay",
@@ -310,7 +316,7 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda,
   // A training library carries its ONNX model, so the runtime can export
   // the trained weights into it (ampc_model_export_onnx).
   std::string onnxBytes;
-  if (mode == Mode::Train) {
+  if (mode == Mode::Train && embedModel) {
     onnx::ModelProto proto;
     if (!ampc::readOnnxModel(inputPath, proto, error))
       return userError(error), false;
@@ -405,8 +411,7 @@ int main(int argc, char **argv) {
     return userError("--emit=cuda is the CUDA target's source; use --emit=cpp");
   bool cuda = emit == Emit::Cuda || target == Target::Cuda ||
               (emit != Emit::Cpp && target == Target::Default &&
-               ampc::cudaToolchainAvailable() &&
-               sys::fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+               ampc::cudaToolchainAvailable() && ampc::cudaDriverAvailable());
   std::vector<std::string> archs;
   for (StringRef arch : llvm::split(gpuArchs.getValue(), ',')) {
     arch = arch.trim();

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <new>
 #include <tuple>
@@ -116,7 +117,7 @@ struct Context {
   const char *const *deviceErrors = nullptr;
   int32_t numDeviceErrors = 0;
   std::map<std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
-                      int64_t, int64_t, int64_t, int, int>,
+                      int64_t, int64_t, int64_t, int, int, int>,
            GemmPlan> *plans = nullptr;
   char message[512] = {0};
 };
@@ -348,13 +349,33 @@ struct Gemm {
   cublasLtEpilogue_t epilogue;
 };
 
+/// The largest power of two up to 256 that divides every address: what
+/// the heuristic is told about alignment (views and group offsets can be
+/// less aligned than the arena's 64 bytes).
+inline int alignmentOf(std::initializer_list<const void *> pointers) {
+  int align = 256;
+  for (const void *p : pointers)
+    if (p)
+      while (reinterpret_cast<uintptr_t>(p) % align)
+        align /= 2;
+  return align;
+}
+
 inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                     const void *a, const void *b, void *d, const void *bias) {
+  // Batches start at multiples of the strides: they bound the alignment too.
+  auto bytes = [](cudaDataType_t t, int64_t n) {
+    const int64_t size = t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2;
+    return reinterpret_cast<const void *>(static_cast<uintptr_t>(n * size));
+  };
+  const int align = alignmentOf({a, b, d, bias, bytes(g.ab, g.strideA),
+                                 bytes(g.ab, g.strideB), bytes(g.d, g.strideD)});
   // Row-major D (m x n) is column-major Dᵀ (n x m) = op(B)ᵀ op(A)ᵀ: cuBLASLt
   // gets B as its first operand and A as its second.
   auto key = std::make_tuple(int(g.transA), int(g.transB), int(g.ab), int(g.d),
                              g.m, g.n, g.k, g.batch, g.strideA, g.strideB,
-                             g.strideD, int(g.epilogue), int(g.beta != 0));
+                             g.strideD, int(g.epilogue), int(g.beta != 0),
+                             align);
   auto found = ctx.plans->find(key);
   if (found == ctx.plans->end()) {
     GemmPlan plan;
@@ -391,6 +412,13 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
     AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&preference), where);
     uint64_t workspace = ctx.workspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    const uint32_t alignBytes = static_cast<uint32_t>(align);
+    for (auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignBytes,
+                                           sizeof alignBytes);
     cublasLtMatmulHeuristicResult_t result;
     int returned = 0;
     cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(

@@ -34,6 +34,10 @@ std::string findNvcc();
 /// header and library beside it.
 bool cudaToolchainAvailable();
 
+/// Whether this machine has a CUDA driver (libcuda.so.1 loads), so that
+/// CUDA libraries built here can run here.
+bool cudaDriverAvailable();
+
 /// Compiles a source written by emitCudaSource into the shared library
 /// `output` for each architecture of `gpuArchs` (e.g. "sm_80", "sm_90a").
 /// On failure sets `error` to one line (nvcc's first error).

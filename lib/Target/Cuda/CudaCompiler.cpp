@@ -15,6 +15,7 @@
 #include "llvm/Support/Program.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 
 using llvm::StringRef;
 
@@ -41,6 +42,16 @@ bool ampc::cudaToolchainAvailable() {
   return llvm::sys::fs::exists(root + "/include/cublasLt.h") &&
          (llvm::sys::fs::exists(root + "/lib64/libcublasLt.so") ||
           llvm::sys::fs::exists(root + "/lib/libcublasLt.so"));
+}
+
+bool ampc::cudaDriverAvailable() {
+  // The driver library is what a CUDA program loads first; finding it is
+  // enough (whether a device answers is the library's init's business).
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver)
+    return false;
+  dlclose(driver);
+  return true;
 }
 
 bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,

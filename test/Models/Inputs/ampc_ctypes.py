@@ -215,12 +215,16 @@ class _TensorArray:
 class Model:
     """One loaded model library (one handle: its own parameters and state)."""
 
-    def __init__(self, path, runtime=None, num_threads=0):
+    def __init__(self, path, runtime=None, num_threads=0, cuda_stream=None):
         self._lib = load_runtime(runtime)
         self._handle = None
+        self._pending = []  # loss buffers of queued steps, kept alive
         options = _ModelOptions()
         self._lib.ampc_model_options_init(ctypes.byref(options))
         options.num_threads = num_threads
+        # A CUDA model runs on this cudaStream_t (an int handle) instead of
+        # its own.
+        options.cuda_stream = cuda_stream
         handle = ctypes.c_void_p()
         self._check(self._lib.ampc_model_load(os.fsencode(path),
                                               ctypes.byref(options),
@@ -361,15 +365,25 @@ class Model:
 
     # --- training ---------------------------------------------------------
 
-    def train_step(self, inputs):
-        """One training step on `inputs` (labels included); the loss."""
+    def train_step(self, inputs, wait=True):
+        """One training step on `inputs` (labels included); the loss. With
+        wait=False on a CUDA model the step is only queued: the returned
+        array holds the loss after `synchronize()`."""
         ins = _TensorArray(self._input_list(inputs))
         loss = _TensorArray([self._empty(self.outputs[0])])
         self._check(self._lib.ampc_model_train_step(
             self._handle, ins.pointer(), len(ins.arrays), loss.pointer()))
         # On a CUDA model the loss reaches its buffer with the stream.
-        self._check(self._lib.ampc_model_synchronize(self._handle))
+        if wait:
+            self.synchronize()
+        else:
+            self._pending.append(loss)
         return loss.arrays[0]
+
+    def synchronize(self):
+        """Waits for the model's queued work (ampc_model_synchronize)."""
+        self._check(self._lib.ampc_model_synchronize(self._handle))
+        self._pending = []
 
     def training_info(self):
         """(optimizer, hyperparameters, loss_scaling, num_labels)."""

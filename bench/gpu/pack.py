@@ -1,0 +1,68 @@
+"""Builds the GPU benchmark's pack (issue 8), here where ampc is built:
+exports the models of models.py, compiles each for CUDA (FP16, dynamic loss
+scaling, AdamW; --embed-model=false, the benchmark exports nothing) and
+copies the libraries, libampc_runtime.so, the ctypes binding, models.py,
+bench.py and run.sh into one folder. The weights travel inside the
+libraries (bench.py loads them into PyTorch from there), so packs stay
+small: resnet18's and the GPT block's are about 50 MB each, so pack them
+one at a time for a machine that takes at most 64 MB per transfer.
+
+    /usr/bin/python3 bench/gpu/pack.py OUT [--models mlp gpt resnet18]
+    # then, on the GPU machine:  OUT/run.sh
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "Models", "Inputs"))
+import models as bm  # noqa: E402
+from export_models import export_onnx  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out")
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--gpu-arch", default="sm_90a")
+    p.add_argument("--models", nargs="+", default=bm.MODELS, choices=bm.MODELS)
+    args = p.parse_args()
+    build = os.path.abspath(args.build)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    for name in args.models:
+        torch.manual_seed(0)
+        m = bm.module(name)
+        x, _ = bm.example(name)
+        onnx = os.path.join(out, name + ".onnx")
+        export_onnx(m, x, onnx, training=True)
+        command = [os.path.join(build, "bin", "ampc"), onnx, "--target=cuda",
+                   "--gpu-arch=" + args.gpu_arch, "--precision=fp16",
+                   "--loss=" + bm.LOSS[name], "--optimizer=adamw",
+                   "--lr=%r" % bm.ADAMW["lr"],
+                   "--weight-decay=%r" % bm.ADAMW["weight_decay"],
+                   "--embed-model=false", "-o",
+                   os.path.join(out, name + ".cuda.train.so")]
+        r = subprocess.run(command, capture_output=True, text=True)
+        if r.returncode:
+            sys.exit("pack: %s failed: %s" % (" ".join(command),
+                                                r.stderr.strip()))
+        os.remove(onnx)
+        print("pack: %s compiled" % name)
+    shutil.copy(os.path.join(build, "lib", "libampc_runtime.so"), out)
+    for f in ("models.py", "bench.py"):
+        shutil.copy(os.path.join(HERE, f), out)
+    shutil.copy(os.path.join(ROOT, "test", "gpu", "run.sh"), out)
+    shutil.copy(os.path.join(ROOT, "test", "Models", "Inputs", "ampc_ctypes.py"),
+                out)
+    print("pack: %s (run %s/run.sh on the GPU machine)" % (out, out))
+
+
+if __name__ == "__main__":
+    main()
