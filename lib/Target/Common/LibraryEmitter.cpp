@@ -606,20 +606,41 @@ LogicalResult LibraryEmitter::run() {
   for (auto p : module.getOps<ampc::ParameterOp>())
     layOut(p.getSymName(), cast<RankedTensorType>(p.getType()),
            p.getInitialValue());
-  // Then the training state (optimizer moments, scaler, counters, copies).
+  // Then the training state that starts non-zero (learning rate, scale),
+  // then, for a target that keeps them there, every constant: the blob
+  // ends here.
+  auto startsAtZero = [](ampc::StateOp s) {
+    // Weight copies are written by `init`; moments and counters start at 0.
+    if (s.getDerivedFromAttr())
+      return true;
+    auto values = cast<DenseElementsAttr>(s.getInitialValue());
+    return values.isSplat() &&
+           (isa<FloatType>(values.getElementType())
+                ? values.getSplatValue<APFloat>().isPosZero()
+                : values.getSplatValue<APInt>().isZero());
+  };
   for (auto s : module.getOps<ampc::StateOp>())
-    layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
-           s.getInitialValue());
-  // Then, for a target that keeps them there, every constant.
+    if (!startsAtZero(s))
+      layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
+             s.getInitialValue());
   if (constantsInState())
     for (func::FuncOp f : {forward, trainStep})
       if (f)
         f.walk([&](ampc::ConstantOp c) {
           constantOffsets[c] = layOutConstant(c);
         });
-  // The blob holds every initial value the state starts with.
   blobBytes = stateSize;
   blob.resize(blobBytes, '\0');
+  // The state that starts at zero (optimizer moments, counters, weight
+  // copies) is not in the blob: the runtime hands out a zeroed state block
+  // (ModelAbi.h) and the CUDA target zeroes its arena.
+  for (auto s : module.getOps<ampc::StateOp>())
+    if (startsAtZero(s)) {
+      auto t = cast<RankedTensorType>(s.getType());
+      parameterOffsets[s.getSymName()] = stateSize;
+      stateSize = alignUp(stateSize +
+                          t.getNumElements() * storageSize(t.getElementType()));
+    }
 
   // Every function runs in the same arena (the runtime never runs two
   // functions on one state at once), sized for the largest plan.
