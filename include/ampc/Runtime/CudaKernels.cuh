@@ -153,6 +153,38 @@ inline int32_t fail(Context &ctx, const char *call, const char *error,
 
 inline const char *lastError(void *raw) { return context(raw).message; }
 
+/// Frees every resource the context holds (GEMM plans, handle, arena,
+/// pinned memory, events, an owned stream) and forgets them.
+inline void freeResources(Context &ctx) {
+  if (ctx.plans)
+    for (auto &entry : *ctx.plans) {
+      cublasLtMatmulDescDestroy(entry.second.op);
+      cublasLtMatrixLayoutDestroy(entry.second.a);
+      cublasLtMatrixLayoutDestroy(entry.second.b);
+      cublasLtMatrixLayoutDestroy(entry.second.c);
+    }
+  delete ctx.plans;
+  ctx.plans = nullptr;
+  if (ctx.lt)
+    cublasLtDestroy(ctx.lt);
+  ctx.lt = nullptr;
+  if (ctx.device)
+    cudaFree(ctx.device);
+  ctx.device = nullptr;
+  if (ctx.pinned)
+    cudaFreeHost(ctx.pinned);
+  ctx.pinned = nullptr;
+  for (auto &slot : ctx.slots) {
+    if (slot.done)
+      cudaEventDestroy(slot.done);
+    slot.done = nullptr;
+  }
+  if (ctx.ownStream && ctx.stream)
+    cudaStreamDestroy(ctx.stream);
+  ctx.stream = nullptr;
+  ctx.ownStream = false;
+}
+
 /// Constructs the context in `raw`, allocates the arena (state + workspace),
 /// copies the blob to its start and zeroes the rest.
 inline int32_t init(void *raw, const ampc_abi_config *config,
@@ -164,20 +196,9 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   ctx.errorOffset = errorOffset;
   ctx.deviceErrors = deviceErrors;
   ctx.numDeviceErrors = numDeviceErrors;
+  // A failed init frees what it took; the context stays, for its message.
   auto undo = [&](int32_t code) {
-    if (ctx.device)
-      cudaFree(ctx.device);
-    if (ctx.pinned)
-      cudaFreeHost(ctx.pinned);
-    for (auto &slot : ctx.slots)
-      if (slot.done)
-        cudaEventDestroy(slot.done);
-    if (ctx.lt)
-      cublasLtDestroy(ctx.lt);
-    if (ctx.ownStream && ctx.stream)
-      cudaStreamDestroy(ctx.stream);
-    delete ctx.plans;
-    ctx.plans = nullptr;
+    freeResources(ctx);
     return code;
   };
   int device = 0;
@@ -234,25 +255,7 @@ inline void release(void *raw) {
   Context &ctx = context(raw);
   if (ctx.stream)
     cudaStreamSynchronize(ctx.stream);
-  if (ctx.plans)
-    for (auto &entry : *ctx.plans) {
-      cublasLtMatmulDescDestroy(entry.second.op);
-      cublasLtMatrixLayoutDestroy(entry.second.a);
-      cublasLtMatrixLayoutDestroy(entry.second.b);
-      cublasLtMatrixLayoutDestroy(entry.second.c);
-    }
-  delete ctx.plans;
-  if (ctx.lt)
-    cublasLtDestroy(ctx.lt);
-  if (ctx.device)
-    cudaFree(ctx.device);
-  if (ctx.pinned)
-    cudaFreeHost(ctx.pinned);
-  for (auto &slot : ctx.slots)
-    if (slot.done)
-      cudaEventDestroy(slot.done);
-  if (ctx.ownStream)
-    cudaStreamDestroy(ctx.stream);
+  freeResources(ctx);
   ctx.~Context();
 }
 

@@ -84,6 +84,10 @@ int64_t sliceView(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
 /// The elements of a constant as C++ initialisers of its storage type
 /// (16-bit floats as their bits).
 std::string constantElements(mlir::Operation *constant);
+/// The seed of a training-mode Dropout's masks: its `seed` attribute, else
+/// FNV-1a of the node's description (the same for the op's copies in
+/// @forward and @train_step, and on every target).
+uint64_t dropoutSeed(mlir::Operation *dropout);
 /// The window of a conv or pool over spatial dimensions: begin/end pads and
 /// strides/dilations defaulted to 0 and 1.
 struct WindowGeometry {

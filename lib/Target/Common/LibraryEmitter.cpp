@@ -191,6 +191,16 @@ std::string constantElements(Operation *constant) {
   return text;
 }
 
+uint64_t dropoutSeed(Operation *dropout) {
+  auto op = cast<ampc::DropoutOp>(dropout);
+  if (op.getSeed())
+    return static_cast<uint64_t>(*op.getSeed());
+  uint64_t seed = 0xCBF29CE484222325ULL;
+  for (char c : nodeDescription(dropout))
+    seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+  return seed;
+}
+
 WindowGeometry windowGeometry(ArrayRef<int64_t> inShape,
                               ArrayRef<int64_t> outShape,
                               ArrayRef<int64_t> kernel,

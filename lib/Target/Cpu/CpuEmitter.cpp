@@ -861,15 +861,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         // A random mask per training step (ampc.step, 0 in a library without
         // an optimizer), distinct per Dropout (its seed, else its name);
         // kept values scaled by 1 / (1 - ratio).
-        // The seed must be the same for the op's copies in @forward and
-        // @train_step: FNV-1a of the ONNX node's description.
-        uint64_t seed = 0xCBF29CE484222325ULL;
-        if (o.getSeed()) {
-          seed = static_cast<uint64_t>(*o.getSeed());
-        } else {
-          for (char c : nodeDescription(op))
-            seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
-        }
+        uint64_t seed = dropoutSeed(op);
         std::string step = "0";
         if (parameterOffsets.count(ampc::kStepCount))
           step = formatv("*reinterpret_cast<const int64_t *>(state + {0})",

@@ -909,13 +909,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
           return success();
         }
         // The CPU target's masks: the same seed, step and index.
-        uint64_t seed = 0xCBF29CE484222325ULL;
-        if (o.getSeed()) {
-          seed = static_cast<uint64_t>(*o.getSeed());
-        } else {
-          for (char ch : nodeDescription(op))
-            seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ULL;
-        }
+        uint64_t seed = dropoutSeed(op);
         std::string step = "nullptr";
         if (parameterOffsets.count(ampc::kStepCount))
           step = formatv("reinterpret_cast<const int64_t *>(state + {0})",
