@@ -402,7 +402,6 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return userError("no input model (see --help)");
-  bool codegen = emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda;
   // --emit picks the target when it names one; otherwise --target, whose
   // default is cuda on a machine that can build and run CUDA libraries.
   if (emit == Emit::Cpp && target == Target::Cuda)

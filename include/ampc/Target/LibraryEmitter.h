@@ -88,6 +88,13 @@ std::string constantElements(mlir::Operation *constant);
 /// FNV-1a of the node's description (the same for the op's copies in
 /// @forward and @train_step, and on every target).
 uint64_t dropoutSeed(mlir::Operation *dropout);
+/// The values an ampc.shape computes (its input's static dimensions from
+/// start to end, negative bounds counting from the end, clamped).
+llvm::SmallVector<int64_t> shapeOpDims(mlir::Operation *shape);
+/// Runs a compiler (`args[0]` is the program) on `sourcePath`; on failure
+/// sets `error` to "`what` failed on SOURCE: <its first error line>".
+bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
+                 llvm::StringRef sourcePath, std::string &error);
 /// The window of a conv or pool over spatial dimensions: begin/end pads and
 /// strides/dilations defaulted to 0 and 1.
 struct WindowGeometry {

@@ -11,7 +11,11 @@
 #include "ampc/Transforms/Training.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 
 using namespace mlir;
 using llvm::formatv;
@@ -189,6 +193,42 @@ std::string constantElements(Operation *constant) {
     }
   }
   return text;
+}
+
+SmallVector<int64_t> shapeOpDims(Operation *shapeOp) {
+  auto o = cast<ampc::ShapeOp>(shapeOp);
+  ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+  int64_t rank = shape.size();
+  auto clampDim = [&](int64_t d) {
+    return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
+  };
+  int64_t start = clampDim(o.getStart());
+  int64_t end = o.getEnd() ? clampDim(*o.getEnd()) : rank;
+  return SmallVector<int64_t>(
+      shape.slice(start, std::max<int64_t>(end - start, 0)));
+}
+
+bool runCompiler(ArrayRef<std::string> args, StringRef what,
+                 StringRef sourcePath, std::string &error) {
+  SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("ampc-compiler", "log", log)) {
+    error = "cannot create a temporary file";
+    return false;
+  }
+  llvm::FileRemover removeLog(log);
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  if (llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects) == 0)
+    return true;
+  error = what.str() + " failed on " + sourcePath.str();
+  if (auto text = llvm::MemoryBuffer::getFile(log))
+    for (StringRef line : llvm::split((*text)->getBuffer(), '\n'))
+      if (line.contains("error")) {
+        error += ": " + line.trim().str();
+        break;
+      }
+  return false;
 }
 
 uint64_t dropoutSeed(Operation *dropout) {

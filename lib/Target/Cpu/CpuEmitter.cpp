@@ -811,15 +811,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
       })
       .Case([&](ampc::ShapeOp o) {
         // Normally folded away; the values are known here anyway.
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
-        int64_t rank = shape.size();
-        auto clampDim = [&](int64_t d) {
-          return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
-        };
-        int64_t start = clampDim(o.getStart());
-        int64_t end = o.getEnd() ? clampDim(*o.getEnd()) : rank;
-        SmallVector<int64_t> dims(
-            shape.slice(start, std::max<int64_t>(end - start, 0)));
+        SmallVector<int64_t> dims = shapeOpDims(op);
         if (!dims.empty())
           body << "  { static const int64_t dims[] = " << list(dims)
                << "; std::memcpy(" << name(o.getOutput()) << ", dims, "
@@ -1129,34 +1121,16 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
     error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
     return false;
   }
-  llvm::SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("ampc-cxx", "log", log)) {
-    error = "cannot create a temporary file";
-    return false;
-  }
-  llvm::FileRemover removeLog(log);
   std::string include = "-I" AMPC_RUNTIME_INCLUDE_DIR;
-  SmallVector<StringRef> args = {*program,  "-O3", "-std=c++17", "-shared",
-                                 "-fPIC", "-fvisibility=hidden", include,
-                                 sourcePath, "-o", output, "-lopenblas"};
+  std::vector<std::string> args = {*program,  "-O3", "-std=c++17", "-shared",
+                                   "-fPIC", "-fvisibility=hidden", include,
+                                   sourcePath.str(), "-o", output.str(),
+                                   "-lopenblas"};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   // Hardware f16 conversions (CpuKernels.h) where this machine has them; a
   // library built here then needs F16C (every x86-64 CPU since 2012).
   if (__builtin_cpu_supports("f16c"))
     args.push_back("-mf16c");
 #endif
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  if (llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects) != 0) {
-    error = "the C++ compiler failed on " + sourcePath.str();
-    if (auto text = llvm::MemoryBuffer::getFile(log)) {
-      for (StringRef line : llvm::split((*text)->getBuffer(), '\n'))
-        if (line.contains("error")) {
-          error += ": " + line.trim().str();
-          break;
-        }
-    }
-    return false;
-  }
-  return true;
+  return runCompiler(args, "the C++ compiler", sourcePath, error);
 }

@@ -63,12 +63,6 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
             "/usr/local/cuda); use --target=cpu";
     return false;
   }
-  llvm::SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("ampc-nvcc", "log", log)) {
-    error = "cannot create a temporary file";
-    return false;
-  }
-  llvm::FileRemover removeLog(log);
   std::vector<std::string> args = {nvcc,
                                    "-O3",
                                    "-std=c++17",
@@ -85,19 +79,5 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
   }
   args.insert(args.end(),
               {sourcePath.str(), "-o", output.str(), "-lcublasLt", "-lcudart"});
-  std::vector<StringRef> refs(args.begin(), args.end());
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  if (llvm::sys::ExecuteAndWait(nvcc, refs, std::nullopt, redirects) != 0) {
-    error = "nvcc failed on " + sourcePath.str();
-    if (auto text = llvm::MemoryBuffer::getFile(log)) {
-      for (StringRef line : llvm::split((*text)->getBuffer(), '\n'))
-        if (line.contains("error")) {
-          error += ": " + line.trim().str();
-          break;
-        }
-    }
-    return false;
-  }
-  return true;
+  return emit::runCompiler(args, "nvcc", sourcePath, error);
 }

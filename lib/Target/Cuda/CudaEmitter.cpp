@@ -770,18 +770,9 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         return success();
       })
       .Case([&](ampc::ShapeOp o) {
-        // Normally folded away; the values are known here anyway: a
-        // constant kept in the state would need a layout, so copy from the
-        // host.
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
-        int64_t rank = shape.size();
-        auto clampDim = [&](int64_t d) {
-          return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank);
-        };
-        int64_t start = clampDim(o.getStart());
-        int64_t end = o.getEnd() ? clampDim(*o.getEnd()) : rank;
-        SmallVector<int64_t> dims(
-            shape.slice(start, std::max<int64_t>(end - start, 0)));
+        // Normally folded away; the values are known here anyway, copied
+        // from the host (a constant in the state would need a layout).
+        SmallVector<int64_t> dims = shapeOpDims(op);
         if (!dims.empty())
           body << "  { static const int64_t dims[] = " << list(dims)
                << "; AMPC_CUDA(ctx, cudaMemcpyAsync(" << name(o.getOutput())
