@@ -89,7 +89,7 @@ cl::opt<Mode> mode("mode", cl::desc("what the output computes"),
                               clEnumValN(Mode::Infer, "infer",
                                          "the forward pass only")),
                    cl::cat(ampcCategory));
-enum class Target { Default, Cpu, Cuda };
+enum class Target { Default, Cpu, Cuda, CudaSim };
 cl::opt<Target> target(
     "target",
     cl::desc("the machine the library runs on (default: cuda where nvcc, "
@@ -98,7 +98,11 @@ cl::opt<Target> target(
     cl::values(clEnumValN(Target::Cpu, "cpu",
                           "C++ compiled by the host compiler, OpenBLAS GEMMs"),
                clEnumValN(Target::Cuda, "cuda",
-                          "CUDA C++ compiled by nvcc, cuBLASLt GEMMs")),
+                          "CUDA C++ compiled by nvcc, cuBLASLt GEMMs"),
+               clEnumValN(Target::CudaSim, "cuda-sim",
+                          "the CUDA target's source compiled by the host "
+                          "compiler against an execution of CUDA and "
+                          "cuBLASLt on the CPU (strict; for testing)")),
     cl::cat(ampcCategory));
 cl::opt<std::string> gpuArchs(
     "gpu-arch",
@@ -282,7 +286,7 @@ bool exportOnnx(mlir::ModuleOp module) {
 
 /// The source (--emit=cpp or --emit=cuda) or the compiled library of the
 /// chosen target.
-bool emitLibrary(mlir::ModuleOp module, bool cuda,
+bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
                  const std::vector<std::string> &archs) {
   ampc::LibraryOptions options;
   options.modelName = sys::path::stem(inputPath).str();
@@ -355,8 +359,9 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda,
   }
   if (!writeFile(base, source))
     return false;
-  if (cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
-           : !ampc::compileCpuLibrary(base, outputPath, error))
+  if (sim ? !ampc::compileCudaSimLibrary(base, outputPath, error)
+      : cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
+             : !ampc::compileCpuLibrary(base, outputPath, error))
     return userError(inputPath + ": " + error), false;
   return true;
 }
@@ -404,11 +409,12 @@ int main(int argc, char **argv) {
     return userError("no input model (see --help)");
   // --emit picks the target when it names one; otherwise --target, whose
   // default is cuda on a machine that can build and run CUDA libraries.
-  if (emit == Emit::Cpp && target == Target::Cuda)
+  if (emit == Emit::Cpp && (target == Target::Cuda || target == Target::CudaSim))
     return userError("--emit=cpp is the CPU target's source; use --emit=cuda");
   if (emit == Emit::Cuda && target == Target::Cpu)
     return userError("--emit=cuda is the CUDA target's source; use --emit=cpp");
-  bool cuda = emit == Emit::Cuda || target == Target::Cuda ||
+  const bool sim = target == Target::CudaSim;
+  bool cuda = emit == Emit::Cuda || target == Target::Cuda || sim ||
               (emit != Emit::Cpp && target == Target::Default &&
                ampc::cudaToolchainAvailable() && ampc::cudaDriverAvailable());
   std::vector<std::string> archs;
@@ -579,7 +585,7 @@ int main(int argc, char **argv) {
       return 1;
   }
   if (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda)
-    return emitLibrary(*module, cuda, archs) ? 0 : 1;
+    return emitLibrary(*module, cuda, sim, archs) ? 0 : 1;
 
   std::string error;
   auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);

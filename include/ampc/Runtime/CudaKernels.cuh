@@ -20,6 +20,12 @@
 #ifndef AMPC_RUNTIME_CUDAKERNELS_CUH
 #define AMPC_RUNTIME_CUDAKERNELS_CUH
 
+// --target=cuda-sim: the same source, compiled by the host compiler against
+// the CUDA execution on the CPU (lib/Runtime/CudaSim).
+#if defined(AMPC_CUDA_SIM)
+#include "ampc/Runtime/CudaSim/CudaSim.h"
+#endif
+
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/TrainMath.h"
 
@@ -36,6 +42,7 @@
 #include <map>
 #include <new>
 #include <tuple>
+#include <utility>
 
 namespace ampc::cuda {
 
@@ -117,7 +124,7 @@ struct Context {
   const char *const *deviceErrors = nullptr;
   int32_t numDeviceErrors = 0;
   std::map<std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
-                      int64_t, int64_t, int64_t, int, int, int>,
+                      int64_t, int64_t, int64_t, int, int, int, int>,
            GemmPlan> *plans = nullptr;
   char message[512] = {0};
 };
@@ -320,6 +327,23 @@ inline int32_t returnLoss(Context &ctx, void *destination, const void *loss,
   return 0;
 }
 
+/// Every kernel launch the target writes, so that nvcc and the host
+/// compiler read the same source: kernel<<<grid, block, shared, stream>>>
+/// under nvcc, the CUDA execution on the CPU (CudaSim.h) otherwise. `name`
+/// is what the execution's messages call the kernel.
+template <typename... Params, typename... Args>
+inline void launch(const char *name, void (*kernel)(Params...), dim3 grid,
+                   dim3 block, size_t sharedBytes, cudaStream_t stream,
+                   Args &&...args) {
+#if defined(AMPC_CUDA_SIM)
+  ::ampc::sim::launch(name, kernel, grid, block, sharedBytes, stream,
+                      std::forward<Args>(args)...);
+#else
+  (void)name;
+  kernel<<<grid, block, sharedBytes, stream>>>(std::forward<Args>(args)...);
+#endif
+}
+
 /// Threads per block and blocks for `n` elements.
 constexpr int kThreads = 256;
 inline unsigned blocks(int64_t n) {
@@ -378,7 +402,7 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
   auto key = std::make_tuple(int(g.transA), int(g.transB), int(g.ab), int(g.d),
                              g.m, g.n, g.k, g.batch, g.strideA, g.strideB,
                              g.strideD, int(g.epilogue), int(g.beta != 0),
-                             align);
+                             align, alignmentOf({bias}));
   auto found = ctx.plans->find(key);
   if (found == ctx.plans->end()) {
     GemmPlan plan;
@@ -396,6 +420,11 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
     if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
       cudaDataType_t biasType = g.d;
       AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof biasType), where);
+      // The heuristic reads the bias pointer's alignment (cublasLt.h), so it
+      // is set before the query, and the plan is keyed by the bias's own
+      // alignment (a plan found for a 128-byte aligned bias may not be used
+      // with a 64-byte aligned one).
+      AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), where);
     }
     // First operand: B, stored k x n (n x k when transposed) row-major.
     uint64_t rowsA = g.transB ? g.k : g.n, colsA = g.transB ? g.n : g.k;
@@ -544,18 +573,54 @@ __global__ void gatherGrad(const G *grad, const I *indices, G *out,
 // Reductions and normalisation (one thread per row or output element)
 //===----------------------------------------------------------------------===//
 
-/// The sum of term(i) for i in [0, n) in C, pairwise over blocks of 64, as
-/// the CPU target sums.
+/// The sum of term(i) for i in [begin, end) in C, pairwise as the CPU
+/// target sums: a range of more than 64 terms is split at its middle and
+/// the halves' sums added, left + right. Written without recursion: device
+/// recursion needs a stack that ptxas cannot size and that the 1 KiB
+/// default per-thread stack does not hold. The walk keeps, per level, the
+/// finished left half's sum and whether it is in the right half; the bounds
+/// of a level are recomputed from the root (ranges of 64·2^58 terms would
+/// be needed to go deeper than kMaxDepth).
+constexpr int kPairwiseMaxDepth = 58;
 template <typename C, typename Term>
 AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
-  if (end - begin <= 64) {
+  auto leaf = [&](int64_t b, int64_t e) {
     C sum = 0;
-    for (int64_t i = begin; i < end; ++i)
+    for (int64_t i = b; i < e; ++i)
       sum += term(i);
     return sum;
+  };
+  if (end - begin <= 64)
+    return leaf(begin, end);
+  C left[kPairwiseMaxDepth];
+  uint64_t right = 0; // bit d: the walk is in the right half at depth d
+  int depth = 0;
+  int64_t b = begin, e = end;
+  while (true) {
+    while (e - b > 64) { // down the left halves
+      right &= ~(uint64_t(1) << depth);
+      e = b + (e - b) / 2;
+      ++depth;
+    }
+    C sum = leaf(b, e);
+    while (depth > 0 && (right >> (depth - 1) & 1)) { // up from right halves
+      --depth;
+      sum = left[depth] + sum;
+    }
+    if (depth == 0)
+      return sum;
+    // A finished left half: keep its sum, go to its right sibling.
+    left[depth - 1] = sum;
+    right |= uint64_t(1) << (depth - 1);
+    b = begin, e = end;
+    for (int d = 0; d < depth; ++d) {
+      const int64_t middle = b + (e - b) / 2;
+      if (right >> d & 1)
+        b = middle;
+      else
+        e = middle;
+    }
   }
-  const int64_t middle = begin + (end - begin) / 2;
-  return pairwiseSum<C>(begin, middle, term) + pairwiseSum<C>(middle, end, term);
 }
 
 template <typename C, typename LI, typename SO>
@@ -887,7 +952,7 @@ inline int32_t refreshCopies(Context &ctx, const WeightCopy *copies,
     const WeightCopy &w = copies[c];
     if (parameter >= 0 && parameter != w.parameter)
       continue;
-    weightCopy<<<blocks(w.count), kThreads, 0, ctx.stream>>>(
+    launch("weightCopy", weightCopy, blocks(w.count), kThreads, 0, ctx.stream,
         reinterpret_cast<const float *>(ctx.device + w.source),
         reinterpret_cast<uint16_t *>(ctx.device + w.copy), w.count, w.bf16);
     AMPC_LAUNCHED(ctx, "a weight copy");

@@ -45,6 +45,23 @@ bool compileCudaLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
                         const std::vector<std::string> &gpuArchs,
                         std::string &error);
 
+/// Compiles a source written by emitCudaSource with the host C++ compiler
+/// against the CUDA execution on the CPU (libampc_cudasim: CUDA's runtime
+/// and cuBLASLt on the CPU, strict where a GPU is; --target=cuda-sim). When
+/// nvcc is found, the source's kernels are first checked as the GPU build
+/// would compile them (checkCudaResources). On failure sets `error`.
+bool compileCudaSimLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
+                           std::string &error);
+
+/// Compiles the source's device code for sm_90a with nvcc and ptxas and
+/// refuses what the library could not run on a GPU although it compiles:
+/// device recursion (a cycle in the PTX call graph; ptxas cannot size the
+/// stack it needs) and a kernel whose stack (ptxas's cumulative stack size)
+/// exceeds the 1 KiB a thread gets by default (cudaLimitStackSize, which
+/// the runtime does not raise). On failure sets `error` to one line naming
+/// the kernel.
+bool checkCudaResources(llvm::StringRef sourcePath, std::string &error);
+
 } // namespace ampc
 
 #endif // AMPC_TARGET_CUDATARGET_H

@@ -284,6 +284,8 @@ LogicalResult LibraryEmitter::bind(OpResult v, llvm::raw_ostream &body) {
   Operation *op = v.getOwner();
   if (ampc::isViewResult(op, v.getResultNumber())) {
     names[v] = name(op->getOperand(0));
+    if (auto it = stateOffsets.find(op->getOperand(0)); it != stateOffsets.end())
+      stateOffsets[v] = it->second;
     return success();
   }
   std::optional<int64_t> offset = ampc::planOffset(v);
@@ -299,9 +301,21 @@ void LibraryEmitter::bindStorage(Value v, StringRef prefix, int64_t offset,
                                  llvm::raw_ostream &body) {
   std::string n = prefix.str() + std::to_string(counter++);
   names[v] = n;
+  stateOffsets[v] = offset;
   StringRef type = storageType(elementOf(v));
   body << "  " << type << " *" << n << " = reinterpret_cast<" << type
        << " *>(state + " << offset << ");\n";
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+LibraryEmitter::stateRange(Value v) const {
+  auto it = stateOffsets.find(v);
+  if (it == stateOffsets.end())
+    return std::nullopt;
+  RankedTensorType t = tensorOf(v);
+  return std::make_pair(it->second,
+                        it->second + t.getNumElements() *
+                                         storageSize(t.getElementType()));
 }
 
 bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {

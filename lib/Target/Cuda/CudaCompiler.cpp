@@ -6,7 +6,10 @@
 
 #include "ampc/Target/CudaTarget.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Demangle/Demangle.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -16,6 +19,7 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <functional>
 
 using llvm::StringRef;
 
@@ -79,5 +83,182 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
   }
   args.insert(args.end(),
               {sourcePath.str(), "-o", output.str(), "-lcublasLt", "-lcudart"});
+  if (!checkCudaResources(sourcePath, error))
+    return false;
   return emit::runCompiler(args, "nvcc", sourcePath, error);
+}
+
+/// Runs `args` and returns what it printed (stdout and stderr), or nothing
+/// with `error` set when it fails.
+static std::optional<std::string> runAndRead(llvm::ArrayRef<std::string> args,
+                                             StringRef what,
+                                             StringRef sourcePath,
+                                             std::string &error) {
+  llvm::SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("ampc-ptxas", "log", log)) {
+    error = "cannot create a temporary file";
+    return std::nullopt;
+  }
+  llvm::FileRemover removeLog(log);
+  llvm::SmallVector<StringRef> refs(args.begin(), args.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects);
+  auto text = llvm::MemoryBuffer::getFile(log);
+  std::string out = text ? (*text)->getBuffer().str() : "";
+  if (rc == 0)
+    return out;
+  error = what.str() + " failed on " + sourcePath.str();
+  for (StringRef line : llvm::split(out, '\n'))
+    if (line.contains("error")) {
+      error += ": " + line.trim().str();
+      break;
+    }
+  return std::nullopt;
+}
+
+/// The cumulative per-thread stack a kernel may use: cudaLimitStackSize's
+/// default, which the CUDA target's runtime leaves as it is.
+static constexpr int64_t kDefaultStackBytes = 1024;
+
+bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
+  std::string nvcc = findNvcc();
+  if (nvcc.empty()) {
+    error = "no nvcc found to check the kernels' stack use (set NVCC)";
+    return false;
+  }
+  llvm::SmallString<128> ptx;
+  if (llvm::sys::fs::createTemporaryFile("ampc-kernels", "ptx", ptx)) {
+    error = "cannot create a temporary file";
+    return false;
+  }
+  llvm::FileRemover removePtx(ptx);
+  if (!runAndRead({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
+                   "-diag-suppress=177,550,20050", "-I" AMPC_RUNTIME_INCLUDE_DIR,
+                   sourcePath.str(), "-o", ptx.str().str()},
+                  "nvcc", sourcePath, error))
+    return false;
+  auto ptxText = llvm::MemoryBuffer::getFile(ptx);
+  if (!ptxText) {
+    error = "cannot read nvcc's PTX of " + sourcePath.str();
+    return false;
+  }
+  // The PTX call graph: `.entry NAME(` and `.func ... NAME(` open a
+  // function, `call... NAME,` or `call... NAME;` name a callee.
+  llvm::StringMap<std::vector<std::string>> calls;
+  std::string currentFunction, pendingCall;
+  for (StringRef line : llvm::split((*ptxText)->getBuffer(), '\n')) {
+    line = line.trim();
+    if (line.starts_with(".visible .entry") || line.starts_with(".entry") ||
+        line.starts_with(".visible .func") || line.starts_with(".func") ||
+        line.starts_with(".weak .func")) {
+      StringRef head = line.take_until([](char c) { return c == '('; });
+      // `.func (.param .b32 r) name(`: the name is the last word before the
+      // parameter list; for a declaration with a return value the first '('
+      // opens the return value, so take the word after the ')'.
+      if (line.contains(".func") && line.contains(") ")) {
+        StringRef rest = line.split(") ").second;
+        head = rest.take_until([](char c) { return c == '(' || c == ';'; });
+      }
+      StringRef name = head.rsplit(' ').second.empty() ? head : head.rsplit(' ').second;
+      if (line.ends_with(";")) // a declaration, not a definition
+        continue;
+      currentFunction = name.trim().str();
+      calls[currentFunction];
+      continue;
+    }
+    // A call statement may span lines (`call.uni (retval0),` then the
+    // callee on the next line): gather it up to its ';'.
+    if (!currentFunction.empty() && (line.starts_with("call") || !pendingCall.empty())) {
+      pendingCall += " " + line.str();
+      if (!line.contains(';'))
+        continue;
+      StringRef rest = StringRef(pendingCall).trim();
+      rest = rest.drop_until([](char c) { return c == ' ' || c == '\t'; }).trim();
+      if (rest.starts_with("("))
+        rest = rest.split("),").second.trim();
+      StringRef callee = rest.take_until(
+          [](char c) { return c == ',' || c == ';' || c == ' ' || c == '('; });
+      if (!callee.empty())
+        calls[currentFunction].push_back(callee.str());
+      pendingCall.clear();
+    }
+  }
+  // A cycle through any function is device recursion.
+  llvm::StringMap<int> state; // 1: on the path, 2: done
+  std::vector<std::string> path;
+  std::function<bool(const std::string &)> visit = [&](const std::string &f) {
+    int &s = state[f];
+    if (s == 2)
+      return false;
+    if (s == 1) {
+      error = "device recursion in " + sourcePath.str() + ": " +
+              llvm::demangle(f) +
+              " calls itself (a GPU thread's stack cannot be sized for it; "
+              "the default is 1 KiB)";
+      return true;
+    }
+    s = 1;
+    auto found = calls.find(f);
+    if (found != calls.end())
+      for (const std::string &callee : found->second)
+        if (visit(callee))
+          return true;
+    state[f] = 2;
+    return false;
+  };
+  for (auto &entry : calls)
+    if (visit(entry.first().str()))
+      return false;
+  // Each kernel's stack, callees included, against the default limit.
+  std::string ptxas = (llvm::sys::path::parent_path(nvcc) + "/ptxas").str();
+  std::optional<std::string> usage =
+      runAndRead({ptxas, "-v", "-arch=sm_90a", ptx.str().str(), "-o", "/dev/null"},
+                 "ptxas", sourcePath, error);
+  if (!usage)
+    return false;
+  std::string entry;
+  for (StringRef line : llvm::split(*usage, '\n')) {
+    if (line.contains("Compiling entry function '")) {
+      entry = line.split("'").second.split("'").first.str();
+      continue;
+    }
+    size_t at = line.find(" bytes cumulative stack size");
+    if (at == StringRef::npos || entry.empty())
+      continue;
+    StringRef number = line.take_front(at).rsplit(' ').second;
+    int64_t bytes = 0;
+    if (!number.getAsInteger(10, bytes) && bytes > kDefaultStackBytes) {
+      error = "kernel " + llvm::demangle(entry) + " in " + sourcePath.str() +
+              " needs " + std::to_string(bytes) +
+              " bytes of stack per thread, more than the " +
+              std::to_string(kDefaultStackBytes) + "-byte default";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
+                                 std::string &error) {
+  // What the GPU build would refuse, the execution refuses too.
+  if (!findNvcc().empty() && !checkCudaResources(sourcePath, error))
+    return false;
+  std::string compiler = "c++";
+  if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
+    compiler = cxx;
+  auto program = llvm::sys::findProgramByName(compiler);
+  if (!program) {
+    error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
+    return false;
+  }
+  std::vector<std::string> args = {
+      *program, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+      "-DAMPC_CUDA_SIM", "-x", "c++", "-w",
+      "-I" AMPC_RUNTIME_INCLUDE_DIR, "-I" AMPC_CUDA_INCLUDE_DIR,
+      sourcePath.str(), "-x", "none", "-o", output.str(),
+      "-L" AMPC_CUDASIM_LIBRARY_DIR, "-Wl,-rpath," AMPC_CUDASIM_LIBRARY_DIR,
+      "-lampc_cudasim"};
+  return emit::runCompiler(args, "the C++ compiler (cuda-sim)", sourcePath,
+                           error);
 }

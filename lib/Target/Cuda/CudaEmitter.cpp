@@ -22,6 +22,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Target/ScalarExpression.h"
+#include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -107,6 +108,26 @@ private:
   std::string where(Operation *op) {
     return "\"" + cString(nodeDescription(op)) + "\"";
   }
+  /// Whether the Relu's planned buffer is apart from every buffer of
+  /// `operands`: the memory plan keeps a Relu's result apart from the
+  /// Relu's operands only, and cuBLASLt's output must not overlap its
+  /// inputs, so a Gemm may write the Relu's buffer (RELU_BIAS) only then.
+  bool reluBufferApart(ampc::ReluOp relu, ArrayRef<Value> operands) {
+    std::optional<int64_t> offset = ampc::planOffset(relu->getResult(0));
+    if (!offset)
+      return false;
+    RankedTensorType t = tensorOf(relu.getResult());
+    const int64_t begin = arenaBase + *offset,
+                  end = begin + t.getNumElements() * storageSize(t.getElementType());
+    for (Value v : operands) {
+      if (isa<BlockArgument>(v)) // inputs are staged outside the arena
+        continue;
+      std::optional<std::pair<int64_t, int64_t>> range = stateRange(v);
+      if (!range || (range->first < end && begin < range->second))
+        return false;
+    }
+    return true;
+  }
   /// A launch of `kernel` over `count` threads (grid-stride) and its check.
   void launch(Operation *op, StringRef kernel, int64_t count,
               const std::string &args, llvm::raw_ostream &body,
@@ -180,8 +201,13 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
   std::string g = grid.empty()
                       ? formatv("ampc::cuda::blocks({0}LL)", count).str()
                       : grid.str();
-  body << "  " << kernel << "<<<" << g
-       << ", ampc::cuda::kThreads, 0, ctx.stream>>>(" << args << ");\n"
+  // ampc::cuda::launch: <<<>>> under nvcc, the CUDA execution on the CPU
+  // under the host compiler (--target=cuda-sim), from one source.
+  StringRef shortName = kernel;
+  shortName.consume_front("ampc::cuda::");
+  body << "  ampc::cuda::launch(\"" << shortName << "\", " << kernel << ", " << g
+       << ", ampc::cuda::kThreads, 0, ctx.stream" << (args.empty() ? "" : ", ")
+       << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");\n";
 }
 
@@ -339,7 +365,8 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
         if (out.hasOneUse())
           if (auto relu = dyn_cast<ampc::ReluOp>(*out.getUsers().begin());
               relu && elementOf(relu.getResult()) == d &&
-              relu->getBlock() == op->getBlock()) {
+              relu->getBlock() == op->getBlock() &&
+              reluBufferApart(relu, {a, b, c})) {
             if (failed(bind(cast<OpResult>(relu.getResult()), body)))
               return failure();
             target = name(relu.getResult());
@@ -496,8 +523,9 @@ void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
   Value loss = op->getResult(0);
   Type weightType = weights ? elementOf(weights) : logpType;
   launch(op,
-         formatv("ampc::cuda::nllLoss<{0}, {1}, {2}, {3}>", c, codec(logpType),
-                 codec(weightType), codec(elementOf(loss)))
+         formatv("ampc::cuda::nllLoss<{0}, {1}, {2}, {3}, {4}>", c,
+                 codec(logpType), codec(weightType), codec(elementOf(loss)),
+                 storageType(elementOf(labels)))
              .str(),
          reduction == "none" ? n * inner : 1,
          formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
@@ -630,7 +658,8 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
       })
       .Case([&](ampc::UpdateScaleOp o) {
         body << formatv(
-            "  ampc::cuda::updateScale<<<1, 1, 0, ctx.stream>>>({0}, {1}, "
+            "  ampc::cuda::launch(\"updateScale\", ampc::cuda::updateScale, 1, "
+            "1, 0, ctx.stream, {0}, {1}, "
             "reinterpret_cast<const uint8_t *>({2}), {3:e9}f, {4:e9}f, {5}LL, "
             "{6:e9}f, {7:e9}f, {8}, {9});\n  AMPC_LAUNCHED(ctx, {10});\n",
             name(o.getScale()), name(o.getGrowthTracker()),
@@ -941,10 +970,10 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         std::optional<uint64_t> ignore = o.getIgnoreIndex();
         StringRef reduction = o.getReduction();
         launch(op,
-               formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}>", c,
+               formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}, {4}>", c,
                        codec(g),
                        codec(o.getWeight() ? elementOf(o.getWeight()) : g),
-                       codec(t))
+                       codec(t), storageType(elementOf(o.getTarget())))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "

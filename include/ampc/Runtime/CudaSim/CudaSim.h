@@ -1,0 +1,212 @@
+//===- CudaSim.h - CUDA device code on the CPU (--target=cuda-sim) -*- C++ -*-===//
+//
+// Included first by CudaKernels.cuh when AMPC_CUDA_SIM is defined, so that
+// the CUDA target's generated source, unchanged, compiles with the host C++
+// compiler against CUDA's own headers (types, enums and the runtime and
+// cuBLASLt declarations) and runs on libampc_cudasim, which defines those
+// functions on the CPU (lib/Runtime/CudaSim).
+//
+// Kernels are plain functions here; every thread of every block runs the
+// body on its own fiber, so __syncthreads, warp shuffles and votes keep
+// CUDA's semantics (a thread waits until every thread it synchronises with
+// arrives). __shared__ variables are function statics: blocks run one after
+// another, so one copy serves each block in turn (a block must not rely on
+// what the previous block left there, as on a GPU). Atomics are plain
+// read-modify-writes: threads switch only at synchronisation points.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_CUDASIM_CUDASIM_H
+#define AMPC_RUNTIME_CUDASIM_CUDASIM_H
+
+// CUDA's host_defines.h keeps these when they are already defined.
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __launch_bounds__(...)
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace ampc::sim {
+
+/// The built-in variables of the simulated thread that runs now.
+struct ThreadIndex {
+  uint3 threadIdx, blockIdx;
+  dim3 blockDim, gridDim;
+  unsigned lane; // linear thread index % 32
+};
+/// Set by the scheduler before it resumes a thread.
+extern ThreadIndex *current;
+
+/// __syncthreads: waits for every thread of the block.
+void syncThreads();
+/// A warp-synchronous step: waits for every lane of `mask` (all in the
+/// caller's warp, the caller among them) and returns the 32 values the
+/// lanes brought (lanes outside the mask: unspecified).
+const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op);
+/// Reports a lane read outside the mask (undefined on a GPU).
+void badLane(const char *op, unsigned mask, int lane);
+
+/// What a launch checks and queues (Execution.cpp).
+struct Launch {
+  const char *name;
+  dim3 grid, block;
+  size_t sharedBytes;
+  cudaStream_t stream;
+  size_t parameterBytes;
+  const void *const *pointers; // the pointer arguments, checked as device memory
+  int numPointers;
+};
+/// Checks the configuration and the pointer arguments and queues the
+/// kernel; the result is what cudaGetLastError returns next.
+void launchKernel(const Launch &launch, void (*body)(void *), void *arguments,
+                  void (*destroy)(void *));
+
+template <typename T> void collectPointer(const T &value, const void **out,
+                                          int &count) {
+  if constexpr (std::is_pointer_v<T>)
+    out[count++] = static_cast<const void *>(value);
+}
+
+/// kernel<<<grid, block, shared, stream>>>(args...): the arguments are
+/// converted to the parameter types and copied, as CUDA does.
+template <typename... P, typename... A>
+void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
+            size_t sharedBytes, cudaStream_t stream, A &&...args) {
+  using Arguments = std::tuple<std::decay_t<P>...>;
+  struct Closure {
+    void (*kernel)(P...);
+    Arguments arguments;
+  };
+  auto *closure =
+      new Closure{kernel, Arguments(static_cast<std::decay_t<P>>(args)...)};
+  const void *pointers[sizeof...(P) + 1] = {};
+  int numPointers = 0;
+  std::apply(
+      [&](const auto &...value) {
+        (collectPointer(value, pointers, numPointers), ...);
+      },
+      closure->arguments);
+  Launch l{name,  grid, block, sharedBytes, stream, (0 + ... + sizeof(P)),
+           pointers, numPointers};
+  launchKernel(
+      l,
+      [](void *raw) {
+        auto *c = static_cast<Closure *>(raw);
+        std::apply(c->kernel, c->arguments);
+      },
+      closure, [](void *raw) { delete static_cast<Closure *>(raw); });
+}
+
+} // namespace ampc::sim
+
+#define threadIdx (::ampc::sim::current->threadIdx)
+#define blockIdx (::ampc::sim::current->blockIdx)
+#define blockDim (::ampc::sim::current->blockDim)
+#define gridDim (::ampc::sim::current->gridDim)
+#ifndef warpSize
+#define warpSize 32
+#endif
+
+inline void __syncthreads() { ::ampc::sim::syncThreads(); }
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+  ::ampc::sim::warpExchange(mask, 0, "__syncwarp");
+}
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
+namespace ampc::sim {
+template <typename T> T shuffle(const char *op, unsigned mask, T value,
+                                int source, bool keepOwn) {
+  static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const uint64_t *lanes = warpExchange(mask, bits, op);
+  if (keepOwn)
+    return value;
+  if (!(mask >> source & 1u))
+    badLane(op, mask, source);
+  T out;
+  std::memcpy(&out, &lanes[source], sizeof(T));
+  return out;
+}
+} // namespace ampc::sim
+
+template <typename T>
+T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {
+  const int lane = static_cast<int>(::ampc::sim::current->lane);
+  const int base = lane & ~(width - 1);
+  return ::ampc::sim::shuffle("__shfl_sync", mask, var,
+                              base + (srcLane & (width - 1)), false);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  const int lane = static_cast<int>(::ampc::sim::current->lane);
+  const int base = lane & ~(width - 1), source = lane - static_cast<int>(delta);
+  return ::ampc::sim::shuffle("__shfl_up_sync", mask, var, source,
+                              source < base);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  const int lane = static_cast<int>(::ampc::sim::current->lane);
+  const int base = lane & ~(width - 1), source = lane + static_cast<int>(delta);
+  return ::ampc::sim::shuffle("__shfl_down_sync", mask, var, source,
+                              source >= base + width);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {
+  const int lane = static_cast<int>(::ampc::sim::current->lane);
+  const int base = lane & ~(width - 1), source = lane ^ laneMask;
+  return ::ampc::sim::shuffle("__shfl_xor_sync", mask, var, source,
+                              source >= base + width || source < base);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  const uint64_t *lanes =
+      ::ampc::sim::warpExchange(mask, predicate != 0, "__ballot_sync");
+  unsigned bits = 0;
+  for (int l = 0; l < 32; ++l)
+    if ((mask >> l & 1u) && lanes[l])
+      bits |= 1u << l;
+  return bits;
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) != 0;
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) == mask;
+}
+
+// Atomics: the threads of the execution switch only where they
+// synchronise, so a read-modify-write cannot be interleaved.
+#define AMPC_SIM_ATOMIC(NAME, EXPR)                                            \
+  template <typename T> inline T NAME(T *address, T value) {                   \
+    T old = *address;                                                          \
+    *address = (EXPR);                                                         \
+    return old;                                                                \
+  }
+AMPC_SIM_ATOMIC(atomicAdd, old + value)
+AMPC_SIM_ATOMIC(atomicSub, old - value)
+AMPC_SIM_ATOMIC(atomicExch, value)
+AMPC_SIM_ATOMIC(atomicMax, old < value ? value : old)
+AMPC_SIM_ATOMIC(atomicMin, value < old ? value : old)
+AMPC_SIM_ATOMIC(atomicAnd, old &value)
+AMPC_SIM_ATOMIC(atomicOr, old | value)
+AMPC_SIM_ATOMIC(atomicXor, old ^ value)
+#undef AMPC_SIM_ATOMIC
+template <typename T> inline T atomicCAS(T *address, T compare, T value) {
+  T old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
+
+#endif // AMPC_RUNTIME_CUDASIM_CUDASIM_H

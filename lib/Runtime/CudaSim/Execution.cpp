@@ -1,0 +1,374 @@
+//===- Execution.cpp - kernels on the CPU, one fiber per CUDA thread ------===//
+//
+// A launch is checked when it is made (the limits a real GPU refuses, and
+// that every pointer argument is live device memory) and queued on its
+// stream. When the stream runs it, every block runs in turn (in reverse
+// order: a kernel must not depend on the order of its blocks), and every
+// thread of the block runs the kernel on its own fiber (boost.context),
+// round-robin until it returns or waits: at __syncthreads for the whole
+// block, at a warp-synchronous op for the lanes of its mask. A barrier only
+// some of the block reaches, or lanes that never meet, fail the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Runtime/CudaSim/CudaSim.h"
+
+#include "Sim.h"
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+// The built-in variables are kernel code's; here they are ThreadIndex's members.
+#undef threadIdx
+#undef blockIdx
+#undef blockDim
+#undef gridDim
+
+namespace ctx = boost::context;
+
+namespace ampc::sim {
+
+ThreadIndex *current = nullptr;
+
+namespace {
+
+// What a real GPU allows (compute capability 8.0 and 9.0 alike).
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};
+constexpr unsigned kMaxGridDim[3] = {0x7FFFFFFFu, 65535, 65535};
+constexpr size_t kMaxSharedBytes = 48 << 10; // without the opt-in attribute
+constexpr size_t kMaxParameterBytes = 32764; // CUDA 12.1+, Volta and later
+
+/// Fiber stacks, reused across threads and launches. Host frames are much
+/// larger than a GPU thread's (no register file), hence 128 KiB; a guard
+/// page below each turns an overflow into a fault.
+class StackPool {
+public:
+  ctx::stack_context allocate() {
+    if (free.empty())
+      return ctx::protected_fixedsize_stack(128 << 10).allocate();
+    ctx::stack_context s = free.back();
+    free.pop_back();
+    return s;
+  }
+  void deallocate(ctx::stack_context &s) { free.push_back(s); }
+
+private:
+  std::vector<ctx::stack_context> free;
+};
+StackPool pool;
+
+struct PooledStack {
+  ctx::stack_context allocate() { return pool.allocate(); }
+  void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
+};
+
+enum class State { Runnable, AtBarrier, AtWarp, Done };
+
+struct Thread {
+  ThreadIndex index;
+  State state = State::Runnable;
+  ctx::fiber fiber;     // the thread, while it is suspended
+  ctx::fiber scheduler; // the scheduler, while the thread runs
+  unsigned mask = 0;    // at a warp op: the lanes it waits for
+  const char *op = nullptr;
+  uint64_t value = 0;
+  uint64_t lanes[32] = {};
+};
+
+/// The block being run, and the thread of it that runs now.
+struct Block {
+  std::vector<Thread> threads;
+  Thread *running = nullptr;
+  std::string error; // a failure found by a thread: the kernel stops
+};
+Block *block = nullptr;
+const char *runningKernel = nullptr;
+
+/// Suspends the running thread until the scheduler resumes it.
+void suspend(State state) {
+  Thread &t = *block->running;
+  t.state = state;
+  t.scheduler = std::move(t.scheduler).resume();
+}
+
+/// Unwinds a thread's fiber when the kernel is abandoned.
+struct Abandon {};
+
+// A fault inside a kernel: say which kernel, then die as the process would.
+void onFault(int signal, siginfo_t *info, void *) {
+  char message[256];
+  int n = std::snprintf(message, sizeof message,
+                        "ampc cuda-sim: kernel %s: invalid memory access at "
+                        "%p (not live device memory)\n",
+                        runningKernel ? runningKernel : "?", info->si_addr);
+  if (n > 0)
+    (void)!write(2, message, static_cast<size_t>(n));
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+void installFaultHandler() {
+  static bool installed = false;
+  if (installed)
+    return;
+  installed = true;
+  static std::vector<char> altStack(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = altStack.data();
+  ss.ss_size = altStack.size();
+  sigaltstack(&ss, nullptr);
+  struct sigaction action {};
+  action.sa_sigaction = onFault;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGBUS, &action, nullptr);
+}
+
+std::string describe(dim3 d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " +
+         std::to_string(d.z) + ")";
+}
+
+/// Releases the threads whose synchronisation is complete; false when
+/// none could be released (the caller decides whether that is the end or
+/// a deadlock).
+bool release(Block &b, unsigned threadsPerBlock) {
+  bool released = false;
+  // Warp ops: every lane of the mask must wait with the same mask.
+  for (unsigned warp = 0; warp * 32 < threadsPerBlock; ++warp) {
+    Thread *lanes[32] = {};
+    for (unsigned l = 0; l < 32 && warp * 32 + l < threadsPerBlock; ++l)
+      lanes[l] = &b.threads[warp * 32 + l];
+    for (unsigned l = 0; l < 32; ++l) {
+      Thread *t = lanes[l];
+      if (!t || t->state != State::AtWarp)
+        continue;
+      bool complete = true;
+      for (unsigned m = 0; m < 32 && complete; ++m)
+        if (t->mask >> m & 1u)
+          complete = lanes[m] && lanes[m]->state == State::AtWarp &&
+                     lanes[m]->mask == t->mask;
+      if (!complete)
+        continue;
+      uint64_t values[32] = {};
+      for (unsigned m = 0; m < 32; ++m)
+        if (t->mask >> m & 1u)
+          values[m] = lanes[m]->value;
+      const unsigned mask = t->mask;
+      for (unsigned m = 0; m < 32; ++m)
+        if (mask >> m & 1u) {
+          std::memcpy(lanes[m]->lanes, values, sizeof values);
+          lanes[m]->state = State::Runnable;
+        }
+      released = true;
+    }
+  }
+  if (released)
+    return true;
+  // __syncthreads: every thread of the block.
+  unsigned atBarrier = 0, done = 0;
+  for (Thread &t : b.threads) {
+    atBarrier += t.state == State::AtBarrier;
+    done += t.state == State::Done;
+  }
+  if (atBarrier && atBarrier + done == threadsPerBlock && done == 0) {
+    for (Thread &t : b.threads)
+      t.state = State::Runnable;
+    return true;
+  }
+  return false;
+}
+
+/// Why the threads of a block cannot go on.
+std::string deadlock(const Block &b) {
+  unsigned atBarrier = 0, done = 0, atWarp = 0;
+  const Thread *warpWaiter = nullptr;
+  for (const Thread &t : b.threads) {
+    atBarrier += t.state == State::AtBarrier;
+    done += t.state == State::Done;
+    if (t.state == State::AtWarp) {
+      ++atWarp;
+      warpWaiter = &t;
+    }
+  }
+  std::string where = " in block " + describe(b.threads[0].index.blockIdx);
+  if (warpWaiter)
+    return std::string(warpWaiter->op) + " with mask 0x" +
+           [&] {
+             char hex[16];
+             std::snprintf(hex, sizeof hex, "%08x", warpWaiter->mask);
+             return std::string(hex);
+           }() +
+           " waits for lanes that never arrive (thread " +
+           describe(warpWaiter->index.threadIdx) + where + "; " +
+           std::to_string(atWarp) + " threads at warp ops, " +
+           std::to_string(atBarrier) + " at __syncthreads, " +
+           std::to_string(done) + " returned)";
+  return "__syncthreads reached by " + std::to_string(atBarrier) + " of " +
+         std::to_string(b.threads.size()) + " threads" + where + " (" +
+         std::to_string(done) +
+         " returned without reaching it: a divergent barrier)";
+}
+
+/// Runs every thread of one block to the end.
+cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
+                     void (*body)(void *), void *arguments) {
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  Block b;
+  b.threads.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
+    Thread &t = b.threads[i];
+    t.index.threadIdx = {i % blockDim.x, (i / blockDim.x) % blockDim.y,
+                         i / (blockDim.x * blockDim.y)};
+    t.index.blockIdx = blockIdx;
+    t.index.blockDim = blockDim;
+    t.index.gridDim = grid;
+    t.index.lane = i % 32;
+    Thread *self = &t;
+    t.fiber = ctx::fiber(std::allocator_arg, PooledStack(),
+                         [self, body, arguments](ctx::fiber &&scheduler) {
+                           self->scheduler = std::move(scheduler);
+                           body(arguments);
+                           self->state = State::Done;
+                           return std::move(self->scheduler);
+                         });
+  }
+  Block *outer = block;
+  block = &b;
+  while (true) {
+    // Threads in reverse order: a kernel must not depend on it.
+    for (unsigned i = n; i-- > 0;) {
+      Thread &t = b.threads[i];
+      if (t.state != State::Runnable)
+        continue;
+      b.running = &t;
+      current = &t.index;
+      t.fiber = std::move(t.fiber).resume();
+      if (!b.error.empty())
+        break;
+    }
+    if (!b.error.empty())
+      break;
+    bool allDone = true;
+    for (Thread &t : b.threads)
+      allDone &= t.state == State::Done;
+    if (allDone)
+      break;
+    if (!release(b, n)) {
+      b.error = deadlock(b);
+      break;
+    }
+  }
+  block = outer;
+  current = nullptr;
+  if (!b.error.empty()) {
+    std::string message = std::string("kernel ") + name + ": " + b.error;
+    b.threads.clear(); // unwinds the suspended fibers
+    return fail(cudaErrorLaunchFailure, message);
+  }
+  return cudaSuccess;
+}
+
+} // namespace
+
+void syncThreads() {
+  if (!block)
+    std::abort();
+  suspend(State::AtBarrier);
+}
+
+const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op) {
+  Thread &t = *block->running;
+  if (!(mask >> t.index.lane & 1u)) {
+    block->error = std::string(op) + ": the calling lane " +
+                   std::to_string(t.index.lane) + " is not in its mask";
+    suspend(State::AtWarp);
+  }
+  t.mask = mask;
+  t.op = op;
+  t.value = value;
+  suspend(State::AtWarp);
+  return t.lanes;
+}
+
+void badLane(const char *op, unsigned mask, int lane) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", mask);
+  block->error = std::string(op) + ": reads lane " + std::to_string(lane) +
+                 ", which is not in the mask 0x" + hex + " (undefined)";
+  suspend(State::AtWarp);
+}
+
+void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
+                  void (*destroy)(void *)) {
+  std::unique_ptr<void, void (*)(void *)> owned(arguments, destroy);
+  const std::string call = std::string("kernel ") + l.name + " launch: ";
+  const unsigned block[3] = {l.block.x, l.block.y, l.block.z};
+  const unsigned grid[3] = {l.grid.x, l.grid.y, l.grid.z};
+  for (int d = 0; d < 3; ++d) {
+    if (block[d] == 0 || block[d] > kMaxBlockDim[d] || grid[d] == 0 ||
+        grid[d] > kMaxGridDim[d]) {
+      fail(cudaErrorInvalidConfiguration,
+           call + "grid " + describe(l.grid) + " x block " +
+               describe(l.block) + " is outside the device's limits (block " +
+               "(1024, 1024, 64), grid (2^31-1, 65535, 65535))");
+      return;
+    }
+  }
+  if (static_cast<uint64_t>(l.block.x) * l.block.y * l.block.z >
+      kMaxThreadsPerBlock) {
+    fail(cudaErrorInvalidConfiguration,
+         call + "block " + describe(l.block) + " has more than 1024 threads");
+    return;
+  }
+  if (l.sharedBytes > kMaxSharedBytes) {
+    fail(cudaErrorInvalidValue,
+         call + std::to_string(l.sharedBytes) +
+             " bytes of dynamic shared memory, more than the 49152 a block "
+             "gets without cudaFuncAttributeMaxDynamicSharedMemorySize");
+    return;
+  }
+  if (l.parameterBytes > kMaxParameterBytes) {
+    fail(cudaErrorInvalidValue,
+         call + std::to_string(l.parameterBytes) +
+             " bytes of kernel parameters, more than the 32764 allowed");
+    return;
+  }
+  for (int i = 0; i < l.numPointers; ++i)
+    if (l.pointers[i] &&
+        !checkDevice(l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
+                     ("pointer argument " + std::to_string(i)).c_str())) {
+      cudaPeekAtLastError();
+      return;
+    }
+  installFaultHandler();
+  std::shared_ptr<void> shared(owned.release(), destroy);
+  const char *name = l.name;
+  dim3 g = l.grid, b = l.block;
+  enqueue(l.stream, name, [=]() -> cudaError_t {
+    runningKernel = name;
+    const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
+    for (uint64_t i = blocks; i-- > 0;) {
+      uint3 blockIdx = {static_cast<unsigned>(i % g.x),
+                        static_cast<unsigned>((i / g.x) % g.y),
+                        static_cast<unsigned>(i / (static_cast<uint64_t>(g.x) * g.y))};
+      if (cudaError_t e = runBlock(name, g, b, blockIdx, body, shared.get())) {
+        runningKernel = nullptr;
+        return e;
+      }
+    }
+    runningKernel = nullptr;
+    return cudaSuccess;
+  });
+}
+
+} // namespace ampc::sim

@@ -1,0 +1,723 @@
+//===- Runtime.cpp - the CUDA runtime API on the CPU ----------------------===//
+//
+// The part of the CUDA runtime the CUDA target uses, defined against CUDA's
+// own declarations (cuda_runtime_api.h), with the documented semantics made
+// as unforgiving as a GPU can be:
+//
+// - Device memory is host memory the execution registers: fresh
+//   allocations are filled with 0xFF bytes (NaN in every float type, -1 in
+//   every integer) so a read before a write shows, and freed memory is
+//   made inaccessible and never reused, so a use after free faults or is
+//   refused by name. Every call checks that its pointers are what its kind
+//   says (device memory, not a host pointer, not freed).
+// - Work on a stream runs later, in stream order, only when a synchronising
+//   call needs it. Streams CUDA leaves unordered stay unordered: the legacy
+//   default stream and a cudaStreamNonBlocking stream never wait for each
+//   other, and work that nothing waits for runs as late as it can. A
+//   host-to-device cudaMemcpy from pageable memory returns after the data
+//   is staged and lands when the legacy stream runs (CUDA's documentation:
+//   "the DMA to final destination may not have completed"); cudaMemset is
+//   asynchronous. Copies from pinned memory read it when they run.
+// - A failure while work runs is sticky, as a fault on a device is: every
+//   later call reports it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Sim.h"
+
+#include <cuda_runtime_api.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ampc::sim {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+thread_local cudaError_t lastError = cudaSuccess;
+cudaError_t stickyError = cudaSuccess;
+std::map<int, std::string> details; // error code -> latest detail
+
+const char *standardName(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorInvalidValue: return "invalid argument";
+  case cudaErrorMemoryAllocation: return "out of memory";
+  case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+  case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+  case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+  case cudaErrorNotReady: return "device not ready";
+  case cudaErrorLaunchFailure: return "unspecified launch failure";
+  case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+  case cudaErrorNotPermitted: return "operation not permitted";
+  case cudaErrorInvalidDevice: return "invalid device ordinal";
+  case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+  case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+  default: return "cuda-sim error";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+struct Allocation {
+  size_t bytes;
+  size_t mapped; // device: the mapping, guard page included
+  bool live;
+  bool device;
+};
+std::map<uintptr_t, Allocation> allocations; // by start address
+std::recursive_mutex mutex;                  // one host thread in at a time
+
+const std::pair<const uintptr_t, Allocation> *find(uintptr_t p) {
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin())
+    return nullptr;
+  --it;
+  // A range may end exactly at the allocation's end (bytes == 0 at the end).
+  if (p > it->first + it->second.bytes)
+    return nullptr;
+  return &*it;
+}
+
+std::string hex(const void *p) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%p", p);
+  return buffer;
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+struct Stream;
+struct Op {
+  std::string what;
+  std::function<cudaError_t()> work; // empty: wait for `stream` to reach `seq`
+  Stream *stream = nullptr;
+  uint64_t seq = 0;
+};
+struct Stream {
+  unsigned flags = 0;
+  bool legacy = false;
+  std::deque<Op> queue;
+  uint64_t enqueued = 0, completed = 0;
+  bool blocking() const { return !(flags & cudaStreamNonBlocking); }
+};
+struct Event {
+  Stream *stream = nullptr;
+  uint64_t seq = 0;
+};
+
+Stream legacyStream{0, true};
+Stream perThreadStream{0, false};
+std::vector<std::unique_ptr<Stream>> streams; // created by the host, live
+std::vector<std::unique_ptr<Event>> events;
+bool inHostFunction = false;
+
+Stream *resolve(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy)
+    return &legacyStream;
+  if (s == cudaStreamPerThread)
+    return &perThreadStream;
+  for (auto &owned : streams)
+    if (owned.get() == reinterpret_cast<Stream *>(s))
+      return owned.get();
+  return nullptr;
+}
+std::vector<Stream *> allStreams() {
+  std::vector<Stream *> all = {&legacyStream, &perThreadStream};
+  for (auto &owned : streams)
+    all.push_back(owned.get());
+  return all;
+}
+
+/// Runs `s`'s work until `seq` ops have completed, first running whatever
+/// that work waits for.
+void drain(Stream &s, uint64_t seq) {
+  while (s.completed < seq && !s.queue.empty()) {
+    Op op = std::move(s.queue.front());
+    s.queue.pop_front();
+    if (op.work) {
+      if (stickyError == cudaSuccess) {
+        cudaError_t e = op.work();
+        if (e != cudaSuccess)
+          stickyError = e;
+      }
+    } else {
+      drain(*op.stream, op.seq);
+    }
+    ++s.completed;
+  }
+}
+void drainAll() {
+  bool more = true;
+  while (more) {
+    more = false;
+    for (Stream *s : allStreams())
+      if (!s->queue.empty()) {
+        drain(*s, s->enqueued);
+        more = true;
+      }
+  }
+}
+
+void push(Stream &s, Op op) {
+  s.queue.push_back(std::move(op));
+  ++s.enqueued;
+}
+
+/// Queues work with CUDA's implicit ordering: the legacy stream waits for
+/// every blocking stream's earlier work, and a blocking stream waits for
+/// the legacy stream's.
+void enqueueOn(Stream &s, const std::string &what,
+               std::function<cudaError_t()> work) {
+  if (s.legacy) {
+    for (Stream *other : allStreams())
+      if (other != &s && other->blocking() && other->completed < other->enqueued)
+        push(s, Op{"implicit wait", nullptr, other, other->enqueued});
+  } else if (s.blocking() && legacyStream.completed < legacyStream.enqueued) {
+    push(s, Op{"implicit wait", nullptr, &legacyStream, legacyStream.enqueued});
+  }
+  push(s, Op{what, std::move(work)});
+}
+
+/// The error a call returns: a sticky error first, else `e`.
+cudaError_t result(cudaError_t e) {
+  if (stickyError != cudaSuccess)
+    return lastError = stickyError;
+  return e;
+}
+
+/// CUDA forbids runtime calls from a host function.
+#define AMPC_SIM_ENTRY(call)                                                   \
+  std::lock_guard<std::recursive_mutex> lock(mutex);                           \
+  if (inHostFunction)                                                          \
+    return fail(cudaErrorNotPermitted,                                         \
+                std::string(call) + ": called from a host function "           \
+                                    "(cudaLaunchHostFunc forbids CUDA calls)")
+
+size_t limitStackSize = 1024; // cudaLimitStackSize's default
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Sim.h
+//===----------------------------------------------------------------------===//
+
+Memory classify(const void *pointer, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  const auto p = reinterpret_cast<uintptr_t>(pointer);
+  const auto *found = find(p);
+  if (!found || p + bytes > found->first + found->second.bytes ||
+      p + bytes < p)
+    return Memory::Host;
+  if (!found->second.device)
+    return found->second.live ? Memory::PinnedHost : Memory::Host;
+  return found->second.live ? Memory::Device : Memory::FreedDevice;
+}
+
+bool checkDevice(const void *pointer, size_t bytes, const char *call,
+                 const char *what) {
+  if (!pointer && bytes == 0)
+    return true;
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  const auto p = reinterpret_cast<uintptr_t>(pointer);
+  const auto *found = find(p);
+  std::string prefix = std::string(call) + ": " + what + " " + hex(pointer);
+  if (!found || !found->second.device) {
+    fail(cudaErrorInvalidDevicePointer,
+         prefix + " is a host pointer, not device memory");
+    return false;
+  }
+  if (!found->second.live) {
+    fail(cudaErrorInvalidDevicePointer,
+         prefix + " is in device memory that cudaFree released (use after free)");
+    return false;
+  }
+  if (p + bytes > found->first + found->second.bytes || p + bytes < p) {
+    fail(cudaErrorInvalidValue,
+         prefix + " + " + std::to_string(bytes) +
+             " bytes runs past the end of its allocation (" +
+             std::to_string(found->second.bytes) + " bytes at " +
+             hex(reinterpret_cast<void *>(found->first)) + ")");
+    return false;
+  }
+  return true;
+}
+
+cudaError_t fail(cudaError_t error, const std::string &message) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  details[error] = std::string(standardName(error)) + ": " + message;
+  std::fprintf(stderr, "ampc cuda-sim: %s\n", message.c_str());
+  lastError = error;
+  return error;
+}
+
+cudaError_t enqueue(cudaStream_t stream, const char *what,
+                    std::function<cudaError_t()> work) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  Stream *s = resolve(stream);
+  if (!s)
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string(what) + ": stream " + hex(stream) +
+                    " is not a live stream");
+  enqueueOn(*s, what, std::move(work));
+  return result(cudaSuccess);
+}
+
+size_t stackLimit() { return limitStackSize; }
+
+} // namespace ampc::sim
+
+using namespace ampc::sim;
+
+//===----------------------------------------------------------------------===//
+// Device, errors
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return result(cudaSuccess);
+}
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0)
+    return fail(cudaErrorInvalidDevice,
+                "cudaSetDevice: device " + std::to_string(device) +
+                    " (the execution has one device, 0)");
+  return result(cudaSuccess);
+}
+
+/// An H100 SXM by default; AMPC_CUDA_SIM_SM=80 describes an A100 instead
+/// (the CUDA target sizes cuBLASLt's workspace by compute capability).
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (device != 0)
+    return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties: device " +
+                                            std::to_string(device));
+  std::memset(prop, 0, sizeof *prop);
+  int sm = 90;
+  if (const char *env = std::getenv("AMPC_CUDA_SIM_SM"))
+    sm = std::atoi(env);
+  std::snprintf(prop->name, sizeof prop->name, "ampc cuda-sim (sm_%d)", sm);
+  prop->major = sm / 10;
+  prop->minor = sm % 10;
+  prop->totalGlobalMem = size_t(80) << 30;
+  prop->sharedMemPerBlock = 48 << 10;
+  prop->sharedMemPerBlockOptin = 227 << 10;
+  prop->regsPerBlock = 65536;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 0x7FFFFFFF;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->multiProcessorCount = sm >= 90 ? 132 : 108;
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->l2CacheSize = sm >= 90 ? 50 << 20 : 40 << 20;
+  prop->totalConstMem = 64 << 10;
+  prop->unifiedAddressing = 1;
+  prop->concurrentKernels = 1;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  AMPC_SIM_ENTRY("cudaDeviceSetLimit");
+  if (limit == cudaLimitStackSize)
+    limitStackSize = value;
+  return result(cudaSuccess);
+}
+cudaError_t cudaDeviceGetLimit(size_t *value, cudaLimit limit) {
+  AMPC_SIM_ENTRY("cudaDeviceGetLimit");
+  *value = limit == cudaLimitStackSize ? limitStackSize : 0;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaGetLastError(void) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  if (stickyError != cudaSuccess)
+    return stickyError;
+  cudaError_t e = lastError;
+  lastError = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError(void) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  return stickyError != cudaSuccess ? stickyError : lastError;
+}
+const char *cudaGetErrorString(cudaError_t error) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  auto it = details.find(error);
+  return it != details.end() ? it->second.c_str() : standardName(error);
+}
+const char *cudaGetErrorName(cudaError_t error) { return standardName(error); }
+
+cudaError_t cudaDeviceSynchronize(void) {
+  AMPC_SIM_ENTRY("cudaDeviceSynchronize");
+  drainAll();
+  return result(cudaSuccess);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  AMPC_SIM_ENTRY("cudaMalloc");
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t rounded = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+  // One inaccessible page after the allocation: a kernel that runs past
+  // the end faults (and Execution.cpp names the kernel).
+  void *p = mmap(nullptr, rounded + page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return fail(cudaErrorMemoryAllocation,
+                "cudaMalloc: " + std::to_string(bytes) + " bytes");
+  mprotect(static_cast<char *>(p) + rounded, page, PROT_NONE);
+  std::memset(p, 0xFF, bytes);
+  allocations[reinterpret_cast<uintptr_t>(p)] = {bytes, rounded + page, true,
+                                                 true};
+  *pointer = p;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaFree(void *pointer) {
+  AMPC_SIM_ENTRY("cudaFree");
+  if (!pointer)
+    return result(cudaSuccess);
+  // cudaFree synchronises the device.
+  drainAll();
+  auto it = allocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == allocations.end() || !it->second.device)
+    return fail(cudaErrorInvalidValue,
+                "cudaFree: " + hex(pointer) + " is not a device allocation");
+  if (!it->second.live)
+    return fail(cudaErrorInvalidValue,
+                "cudaFree: " + hex(pointer) + " was already freed");
+  it->second.live = false;
+  // Kept reserved and inaccessible: the address is never handed out again,
+  // so a stale pointer cannot silently reach a newer allocation.
+  mprotect(pointer, it->second.mapped, PROT_NONE);
+  madvise(pointer, it->second.mapped, MADV_DONTNEED);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
+  AMPC_SIM_ENTRY("cudaMallocHost");
+  void *p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+  if (!p)
+    return fail(cudaErrorMemoryAllocation,
+                "cudaMallocHost: " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0xFF, bytes);
+  allocations[reinterpret_cast<uintptr_t>(p)] = {bytes, 0, true, false};
+  *pointer = p;
+  return result(cudaSuccess);
+}
+cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned int) {
+  return cudaMallocHost(pointer, bytes);
+}
+cudaError_t cudaFreeHost(void *pointer) {
+  AMPC_SIM_ENTRY("cudaFreeHost");
+  if (!pointer)
+    return result(cudaSuccess);
+  drainAll();
+  auto it = allocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == allocations.end() || it->second.device || !it->second.live)
+    return fail(cudaErrorInvalidValue,
+                "cudaFreeHost: " + hex(pointer) + " is not pinned host memory");
+  allocations.erase(it);
+  std::free(pointer);
+  return result(cudaSuccess);
+}
+
+} // extern "C"
+
+namespace {
+
+const char *kindName(cudaMemcpyKind kind) {
+  switch (kind) {
+  case cudaMemcpyHostToHost: return "cudaMemcpyHostToHost";
+  case cudaMemcpyHostToDevice: return "cudaMemcpyHostToDevice";
+  case cudaMemcpyDeviceToHost: return "cudaMemcpyDeviceToHost";
+  case cudaMemcpyDeviceToDevice: return "cudaMemcpyDeviceToDevice";
+  default: return "cudaMemcpyDefault";
+  }
+}
+
+/// Checks the pointers of a copy against its kind and says which way it
+/// goes (cudaMemcpyDefault is resolved from the pointers); false after
+/// recording the failure.
+bool checkCopy(const char *call, void *dst, const void *src, size_t bytes,
+               cudaMemcpyKind &kind) {
+  const bool dstDevice = classify(dst, bytes) == Memory::Device ||
+                         classify(dst, bytes) == Memory::FreedDevice;
+  const bool srcDevice = classify(src, bytes) == Memory::Device ||
+                         classify(src, bytes) == Memory::FreedDevice;
+  if (kind == cudaMemcpyDefault)
+    kind = dstDevice ? (srcDevice ? cudaMemcpyDeviceToDevice
+                                  : cudaMemcpyHostToDevice)
+                     : (srcDevice ? cudaMemcpyDeviceToHost
+                                  : cudaMemcpyHostToHost);
+  const bool wantDst = kind == cudaMemcpyHostToDevice ||
+                       kind == cudaMemcpyDeviceToDevice;
+  const bool wantSrc = kind == cudaMemcpyDeviceToHost ||
+                       kind == cudaMemcpyDeviceToDevice;
+  const std::string name = std::string(call) + " (" + kindName(kind) + ")";
+  if (wantDst ? !checkDevice(dst, bytes, name.c_str(), "destination")
+              : dstDevice) {
+    if (!wantDst)
+      fail(cudaErrorInvalidValue, name + ": destination " + hex(dst) +
+                                      " is device memory, the kind says host");
+    return false;
+  }
+  if (wantSrc ? !checkDevice(src, bytes, name.c_str(), "source") : srcDevice) {
+    if (!wantSrc)
+      fail(cudaErrorInvalidValue, name + ": source " + hex(src) +
+                                      " is device memory, the kind says host");
+    return false;
+  }
+  return true;
+}
+
+/// The copy as queued work. A host source that is not pinned is staged
+/// now (the caller may reuse it when the call returns); pinned memory is
+/// read, and host destinations written, when the work runs.
+std::function<cudaError_t()> copyWork(void *dst, const void *src, size_t bytes,
+                                      cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice &&
+      classify(src, bytes) != Memory::PinnedHost) {
+    auto staged = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char *>(src),
+        static_cast<const unsigned char *>(src) + bytes);
+    return [dst, staged]() {
+      std::memcpy(dst, staged->data(), staged->size());
+      return cudaSuccess;
+    };
+  }
+  return [dst, src, bytes]() {
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+  };
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                       cudaMemcpyKind kind) {
+  AMPC_SIM_ENTRY("cudaMemcpy");
+  if (bytes == 0)
+    return result(cudaSuccess);
+  if (!checkCopy("cudaMemcpy", dst, src, bytes, kind))
+    return cudaErrorInvalidValue;
+  if (kind == cudaMemcpyHostToHost) {
+    std::memmove(dst, src, bytes);
+    return result(cudaSuccess);
+  }
+  // On the legacy default stream. What returns before the copy lands:
+  // pageable host-to-device (staged) and device-to-device.
+  const bool pageable = kind == cudaMemcpyHostToDevice &&
+                        classify(src, bytes) != Memory::PinnedHost;
+  if (pageable)
+    drain(legacyStream, legacyStream.enqueued);
+  enqueueOn(legacyStream, "cudaMemcpy", copyWork(dst, src, bytes, kind));
+  if (!pageable && kind != cudaMemcpyDeviceToDevice)
+    drain(legacyStream, legacyStream.enqueued);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                            cudaMemcpyKind kind, cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaMemcpyAsync");
+  if (bytes == 0)
+    return result(cudaSuccess);
+  if (!checkCopy("cudaMemcpyAsync", dst, src, bytes, kind))
+    return cudaErrorInvalidValue;
+  return enqueue(stream, "cudaMemcpyAsync", copyWork(dst, src, bytes, kind));
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
+                            cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaMemsetAsync");
+  if (!checkDevice(dst, bytes, "cudaMemsetAsync", "destination"))
+    return cudaErrorInvalidValue;
+  return enqueue(stream, "cudaMemsetAsync", [dst, value, bytes]() {
+    std::memset(dst, value, bytes);
+    return cudaSuccess;
+  });
+}
+
+/// Asynchronous with respect to the host (CUDA's documentation), on the
+/// legacy default stream.
+cudaError_t cudaMemset(void *dst, int value, size_t bytes) {
+  AMPC_SIM_ENTRY("cudaMemset");
+  if (!checkDevice(dst, bytes, "cudaMemset", "destination"))
+    return cudaErrorInvalidValue;
+  return enqueue(nullptr, "cudaMemset", [dst, value, bytes]() {
+    std::memset(dst, value, bytes);
+    return cudaSuccess;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Streams, events, host functions
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) {
+  AMPC_SIM_ENTRY("cudaStreamCreateWithFlags");
+  streams.push_back(std::make_unique<Stream>());
+  streams.back()->flags = flags;
+  *stream = reinterpret_cast<cudaStream_t>(streams.back().get());
+  return result(cudaSuccess);
+}
+cudaError_t cudaStreamCreate(cudaStream_t *stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaStreamDestroy");
+  Stream *s = resolve(stream);
+  if (!s || s == &legacyStream || s == &perThreadStream)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamDestroy: " + hex(stream) + " is not a live stream");
+  // Work already queued still runs (CUDA releases the stream afterwards).
+  drain(*s, s->enqueued);
+  for (auto &e : events)
+    if (e->stream == s)
+      e->stream = nullptr;
+  streams.erase(std::find_if(streams.begin(), streams.end(),
+                             [&](auto &owned) { return owned.get() == s; }));
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaStreamSynchronize");
+  Stream *s = resolve(stream);
+  if (!s)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamSynchronize: " + hex(stream) + " is not a live stream");
+  drain(*s, s->enqueued);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaStreamQuery");
+  Stream *s = resolve(stream);
+  if (!s)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamQuery: " + hex(stream) + " is not a live stream");
+  return result(s->completed < s->enqueued ? cudaErrorNotReady : cudaSuccess);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) {
+  AMPC_SIM_ENTRY("cudaEventCreateWithFlags");
+  events.push_back(std::make_unique<Event>());
+  *event = reinterpret_cast<cudaEvent_t>(events.back().get());
+  return result(cudaSuccess);
+}
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+static Event *resolveEvent(cudaEvent_t event) {
+  for (auto &owned : events)
+    if (owned.get() == reinterpret_cast<Event *>(event))
+      return owned.get();
+  return nullptr;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  AMPC_SIM_ENTRY("cudaEventDestroy");
+  Event *e = resolveEvent(event);
+  if (!e)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventDestroy: " + hex(event) + " is not a live event");
+  events.erase(std::find_if(events.begin(), events.end(),
+                            [&](auto &owned) { return owned.get() == e; }));
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaEventRecord");
+  Event *e = resolveEvent(event);
+  Stream *s = resolve(stream);
+  if (!e || !s)
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string("cudaEventRecord: ") +
+                    (!e ? "event " + hex(event) : "stream " + hex(stream)) +
+                    " is not live");
+  e->stream = s;
+  e->seq = s->enqueued;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  AMPC_SIM_ENTRY("cudaEventSynchronize");
+  Event *e = resolveEvent(event);
+  if (!e)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventSynchronize: " + hex(event) + " is not a live event");
+  if (e->stream)
+    drain(*e->stream, e->seq);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  AMPC_SIM_ENTRY("cudaEventQuery");
+  Event *e = resolveEvent(event);
+  if (!e)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventQuery: " + hex(event) + " is not a live event");
+  return result(e->stream && e->stream->completed < e->seq ? cudaErrorNotReady
+                                                           : cudaSuccess);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                unsigned int) {
+  AMPC_SIM_ENTRY("cudaStreamWaitEvent");
+  Event *e = resolveEvent(event);
+  Stream *s = resolve(stream);
+  if (!e || !s)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamWaitEvent: a handle is not live");
+  if (e->stream)
+    push(*s, Op{"cudaStreamWaitEvent", nullptr, e->stream, e->seq});
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
+                               void *userData) {
+  AMPC_SIM_ENTRY("cudaLaunchHostFunc");
+  return enqueue(stream, "cudaLaunchHostFunc", [fn, userData]() {
+    inHostFunction = true;
+    fn(userData);
+    inHostFunction = false;
+    return cudaSuccess;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,65 @@
+//===- Sim.h - the CUDA execution's internal interface ----------*- C++ -*-===//
+//
+// What the parts of the CUDA execution on the CPU (libampc_cudasim: the
+// runtime API in Runtime.cpp, kernel execution in Execution.cpp, cuBLASLt
+// in CublasLt.cpp) share: the device memory registry that the strict checks
+// consult, the streams that order (and defer) work, and the detailed error
+// messages that cudaGetErrorString / cublasLtGetStatusString hand back.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_CUDASIM_SIM_H
+#define AMPC_RUNTIME_CUDASIM_SIM_H
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace ampc::sim {
+
+/// What a pointer is, as the device would see it.
+enum class Memory {
+  Device,      // inside a live cudaMalloc allocation
+  FreedDevice, // inside an allocation that cudaFree released
+  PinnedHost,  // inside a live cudaMallocHost / cudaHostAlloc allocation
+  Host,        // anything else: pageable host memory (or garbage)
+};
+
+/// Classifies [pointer, pointer + bytes): the whole range must lie in one
+/// allocation to be Device or PinnedHost (a range that starts in a device
+/// allocation and runs past its end is reported as Host, i.e. not device
+/// memory).
+Memory classify(const void *pointer, size_t bytes);
+
+/// Checks that [pointer, pointer + bytes) is live device memory; otherwise
+/// records a detailed message ("CALL: WHAT is freed device memory", "... is a
+/// host pointer", "... runs past the end of its allocation") and returns false.
+/// A null pointer with bytes == 0 passes.
+bool checkDevice(const void *pointer, size_t bytes, const char *call,
+                 const char *what);
+
+/// Records `message` as the detail of `error` (what cudaGetErrorString
+/// returns for it until the next failure of the same code), prints it to
+/// stderr prefixed "ampc cuda-sim: ", makes it the last error of the
+/// calling thread (cudaGetLastError) and returns `error`.
+cudaError_t fail(cudaError_t error, const std::string &message);
+
+/// The same for cuBLASLt: the detail cublasLtGetStatusString returns.
+cublasStatus_t failBlas(cublasStatus_t status, const std::string &message);
+
+/// Queues `work` on `stream` (0, cudaStreamLegacy and cudaStreamPerThread
+/// name the legacy default stream). Work runs later, in stream order, when
+/// a synchronising call needs it; work on streams that CUDA leaves unordered
+/// is run as late as possible. `work` returns cudaSuccess or the error it
+/// failed with (after calling fail); an error becomes sticky, as a fault on
+/// a real device does, and every later synchronising call reports it.
+/// Returns cudaErrorInvalidResourceHandle for a destroyed or unknown stream.
+cudaError_t enqueue(cudaStream_t stream, const char *what,
+                    std::function<cudaError_t()> work);
+
+} // namespace ampc::sim
+
+#endif // AMPC_RUNTIME_CUDASIM_SIM_H

@@ -1,0 +1,424 @@
+//===- CudaSimTest.cpp - the CUDA execution on the CPU, tested ------------===//
+//
+// Kernels with known results that need CUDA's semantics (shared memory,
+// __syncthreads, warp shuffles and votes, atomics), the stream and memory
+// rules, and each strict check triggered by a deliberately wrong program.
+// Compiled with AMPC_CUDA_SIM, as a --target=cuda-sim library is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Runtime/CudaKernels.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// A block-wide tree sum in shared memory: correct only if every thread
+/// waits at each __syncthreads for the others.
+__global__ void blockSum(const float *in, float *out, int n) {
+  __shared__ float partial[256];
+  const int t = threadIdx.x;
+  float v = 0;
+  for (int i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x)
+    v += in[i];
+  partial[t] = v;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (t < stride)
+      partial[t] += partial[t + stride];
+    __syncthreads();
+  }
+  if (t == 0)
+    atomicAdd(out, partial[0]);
+}
+
+/// A warp sum with __shfl_down_sync, then lane 0 of each warp adds.
+__global__ void warpSum(const int *in, int *out) {
+  int v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_down_sync(0xFFFFFFFFu, v, offset);
+  if (threadIdx.x % 32 == 0)
+    atomicAdd(out, v);
+}
+
+/// Every shuffle and vote once, per lane.
+__global__ void shuffles(int *out) {
+  const int lane = threadIdx.x % 32;
+  out[lane * 6 + 0] = __shfl_sync(0xFFFFFFFFu, lane * 10, 3);
+  out[lane * 6 + 1] = __shfl_up_sync(0xFFFFFFFFu, lane, 1);
+  out[lane * 6 + 2] = __shfl_xor_sync(0xFFFFFFFFu, lane, 1);
+  out[lane * 6 + 3] = static_cast<int>(__ballot_sync(0xFFFFFFFFu, lane % 2));
+  out[lane * 6 + 4] = __any_sync(0xFFFFFFFFu, lane == 7);
+  out[lane * 6 + 5] = __all_sync(0xFFFFFFFFu, lane < 31);
+}
+
+/// Reverses a block's elements through shared memory: a thread reads what
+/// another wrote before the barrier.
+__global__ void reverseBlock(const int *in, int *out) {
+  __shared__ int tile[128];
+  tile[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];
+  __syncthreads();
+  out[blockIdx.x * 128 + threadIdx.x] = tile[127 - threadIdx.x];
+}
+
+/// A barrier only the even threads reach: undefined on a GPU.
+__global__ void divergentBarrier(int *out) {
+  if (threadIdx.x % 2)
+    return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+/// A shuffle that names a lane outside its mask: undefined on a GPU.
+__global__ void shuffleOutsideMask(int *out) {
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __shfl_sync(0x0000FFFFu, 1, 20);
+}
+
+__global__ void fill(int *out, int value, int n) {
+  AMPC_FOR(i, n) out[i] = value;
+}
+
+__global__ void copyKernel(const float *in, float *out, int n) {
+  AMPC_FOR(i, n) out[i] = in[i];
+}
+
+std::string lastMessage(cudaError_t e) { return cudaGetErrorString(e); }
+
+template <typename T> T *deviceAlloc(size_t count) {
+  void *p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, count * sizeof(T)), cudaSuccess);
+  return static_cast<T *>(p);
+}
+
+//===----------------------------------------------------------------------===//
+// Known results
+//===----------------------------------------------------------------------===//
+
+TEST(CudaSim, SharedMemoryAndSyncthreads) {
+  const int n = 5000;
+  std::vector<float> host(n);
+  for (int i = 0; i < n; ++i)
+    host[i] = static_cast<float>(i % 7);
+  float *in = deviceAlloc<float>(n), *out = deviceAlloc<float>(1);
+  ASSERT_EQ(cudaMemcpy(in, host.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(out, 0, 4), cudaSuccess);
+  ampc::cuda::launch("blockSum", blockSum, 4, 256, 0, nullptr, in, out, n);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  float sum = 0;
+  ASSERT_EQ(cudaMemcpy(&sum, out, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sum, std::accumulate(host.begin(), host.end(), 0.0f));
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(CudaSim, SharedMemoryExchangeBetweenThreads) {
+  std::vector<int> host(256), result(256);
+  std::iota(host.begin(), host.end(), 0);
+  int *in = deviceAlloc<int>(256), *out = deviceAlloc<int>(256);
+  cudaMemcpy(in, host.data(), 1024, cudaMemcpyHostToDevice);
+  ampc::cuda::launch("reverseBlock", reverseBlock, 2, 128, 0, nullptr, in, out);
+  ASSERT_EQ(cudaMemcpy(result.data(), out, 1024, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 128; ++t)
+      EXPECT_EQ(result[b * 128 + t], b * 128 + 127 - t);
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(CudaSim, WarpShuffleSum) {
+  std::vector<int> host(512);
+  std::iota(host.begin(), host.end(), 1);
+  int *in = deviceAlloc<int>(512), *out = deviceAlloc<int>(1);
+  cudaMemcpy(in, host.data(), 2048, cudaMemcpyHostToDevice);
+  cudaMemset(out, 0, 4);
+  ampc::cuda::launch("warpSum", warpSum, 2, 256, 0, nullptr, in, out);
+  int sum = 0;
+  ASSERT_EQ(cudaMemcpy(&sum, out, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sum, 512 * 513 / 2);
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(CudaSim, ShufflesAndVotes) {
+  int *out = deviceAlloc<int>(32 * 6);
+  ampc::cuda::launch("shuffles", shuffles, 1, 32, 0, nullptr, out);
+  std::vector<int> r(32 * 6);
+  ASSERT_EQ(cudaMemcpy(r.data(), out, r.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(r[lane * 6 + 0], 30);
+    EXPECT_EQ(r[lane * 6 + 1], lane == 0 ? 0 : lane - 1); // lane 0 keeps its own
+    EXPECT_EQ(r[lane * 6 + 2], lane ^ 1);
+    EXPECT_EQ(static_cast<unsigned>(r[lane * 6 + 3]), 0xAAAAAAAAu);
+    EXPECT_EQ(r[lane * 6 + 4], 1);
+    EXPECT_EQ(r[lane * 6 + 5], 0);
+  }
+  cudaFree(out);
+}
+
+/// The pairwise sum the reductions use, without recursion, adds in the
+/// CPU target's order (bit for bit) for sizes around the block boundaries.
+TEST(CudaSim, PairwiseSumMatchesRecursiveOrder) {
+  struct Recursive {
+    static float sum(const std::vector<float> &v, int64_t b, int64_t e) {
+      if (e - b <= 64) {
+        float s = 0;
+        for (int64_t i = b; i < e; ++i)
+          s += v[i];
+        return s;
+      }
+      const int64_t m = b + (e - b) / 2;
+      return sum(v, b, m) + sum(v, m, e);
+    }
+  };
+  std::vector<float> v(100000);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(static_cast<float>(i)) * 1000.0f + 1e-3f * i;
+  for (int64_t n : {0, 1, 63, 64, 65, 127, 128, 129, 1000, 4097, 65536, 99999}) {
+    float iterative = ampc::cuda::pairwiseSum<float>(
+        0, n, [&](int64_t i) { return v[i]; });
+    EXPECT_EQ(iterative, Recursive::sum(v, 0, n)) << n;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and memory
+//===----------------------------------------------------------------------===//
+
+TEST(CudaSim, FreshDeviceMemoryIsSignallingNaN) {
+  float *p = deviceAlloc<float>(4), host[4];
+  ASSERT_EQ(cudaMemcpy(host, p, 16, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (float v : host)
+    EXPECT_TRUE(std::isnan(v));
+  cudaFree(p);
+}
+
+/// A pageable host-to-device cudaMemcpy on the legacy stream is unordered
+/// with a non-blocking stream: a kernel there may see the old contents.
+TEST(CudaSim, PageableCopyIsUnorderedWithNonBlockingStream) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  float *a = deviceAlloc<float>(1), *b = deviceAlloc<float>(1);
+  float one = 1, two = 2, result = 0;
+  cudaMemcpy(a, &one, 4, cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();
+  cudaMemcpy(a, &two, 4, cudaMemcpyHostToDevice); // lands late
+  ampc::cuda::launch("copyKernel", copyKernel, 1, 32, 0, s, a, b, 1);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaMemcpyAsync(&result, b, 4, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
+  EXPECT_EQ(result, 1.0f) << "the kernel saw the copy that CUDA does not order before it";
+  // Ordered on the stream, the new value is seen.
+  cudaMemcpyAsync(a, &two, 4, cudaMemcpyHostToDevice, s);
+  ampc::cuda::launch("copyKernel", copyKernel, 1, 32, 0, s, a, b, 1);
+  cudaMemcpyAsync(&result, b, 4, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
+  EXPECT_EQ(result, 2.0f);
+  cudaStreamDestroy(s);
+  cudaFree(a);
+  cudaFree(b);
+}
+
+/// Work runs only when something waits for it: a device-to-host copy into
+/// the caller's buffer has not happened when cudaMemcpyAsync returns.
+TEST(CudaSim, AsyncCopyLandsOnlyAfterSynchronize) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int *d = deviceAlloc<int>(1);
+  ampc::cuda::launch("fill", fill, 1, 32, 0, s, d, 7, 1);
+  int host = 0;
+  cudaMemcpyAsync(&host, d, 4, cudaMemcpyDeviceToHost, s);
+  EXPECT_EQ(host, 0);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  cudaStreamSynchronize(s);
+  EXPECT_EQ(host, 7);
+  cudaStreamDestroy(s);
+  cudaFree(d);
+}
+
+/// Events order work across streams.
+TEST(CudaSim, EventsOrderStreams) {
+  cudaStream_t a, b;
+  cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
+  cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+  cudaEvent_t e;
+  cudaEventCreate(&e);
+  int *d = deviceAlloc<int>(2);
+  ampc::cuda::launch("fill", fill, 1, 32, 0, a, d, 5, 2);
+  cudaEventRecord(e, a);
+  cudaStreamWaitEvent(b, e, 0);
+  int host[2] = {0, 0};
+  cudaMemcpyAsync(host, d, 8, cudaMemcpyDeviceToHost, b);
+  cudaStreamSynchronize(b);
+  EXPECT_EQ(host[0], 5);
+  EXPECT_EQ(host[1], 5);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaFree(d);
+}
+
+void CUDART_CB callsCuda(void *flag) {
+  *static_cast<cudaError_t *>(flag) = cudaDeviceSynchronize();
+}
+
+//===----------------------------------------------------------------------===//
+// Strict checks, each triggered once
+//===----------------------------------------------------------------------===//
+
+// Launch-time failures are not sticky: each test reads its own error.
+
+TEST(CudaSimStrict, BlockOver1024Threads) {
+  int *d = deviceAlloc<int>(1);
+  ampc::cuda::launch("fill", fill, 1, 2048, 0, nullptr, d, 1, 1);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidConfiguration);
+  EXPECT_NE(lastMessage(e).find("fill"), std::string::npos);
+  EXPECT_NE(lastMessage(e).find("outside the device's limits"), std::string::npos);
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, ThreadsPerBlockProduct) {
+  int *d = deviceAlloc<int>(1);
+  ampc::cuda::launch("fill", fill, 1, dim3(64, 32), 0, nullptr, d, 1, 1);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidConfiguration);
+  EXPECT_NE(lastMessage(e).find("more than 1024 threads"), std::string::npos);
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, GridDimensionOverLimit) {
+  int *d = deviceAlloc<int>(1);
+  ampc::cuda::launch("fill", fill, dim3(1, 70000), 32, 0, nullptr, d, 1, 1);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, SharedMemoryOverLimit) {
+  int *d = deviceAlloc<int>(1);
+  ampc::cuda::launch("fill", fill, 1, 32, 64 << 10, nullptr, d, 1, 1);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  EXPECT_NE(lastMessage(e).find("dynamic shared memory"), std::string::npos);
+  cudaFree(d);
+}
+
+struct Huge {
+  char bytes[40000];
+};
+__global__ void hugeParameters(Huge, int *) {}
+
+TEST(CudaSimStrict, KernelParametersOverLimit) {
+  int *d = deviceAlloc<int>(1);
+  static Huge huge;
+  ampc::cuda::launch("hugeParameters", hugeParameters, 1, 32, 0, nullptr, huge, d);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  EXPECT_NE(lastMessage(e).find("kernel parameters"), std::string::npos);
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, HostPointerAsKernelArgument) {
+  std::vector<int> host(4);
+  ampc::cuda::launch("fill", fill, 1, 32, 0, nullptr, host.data(), 1, 4);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidDevicePointer);
+  EXPECT_NE(lastMessage(e).find("host pointer"), std::string::npos);
+  EXPECT_NE(lastMessage(e).find("kernel fill"), std::string::npos);
+}
+
+TEST(CudaSimStrict, UseAfterFree) {
+  int *d = deviceAlloc<int>(4);
+  cudaFree(d);
+  ampc::cuda::launch("fill", fill, 1, 32, 0, nullptr, d, 1, 4);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorInvalidDevicePointer);
+  EXPECT_NE(lastMessage(e).find("use after free"), std::string::npos);
+  int host = 0;
+  e = cudaMemcpy(&host, d, 4, cudaMemcpyDeviceToHost);
+  EXPECT_NE(e, cudaSuccess);
+  cudaGetLastError();
+}
+
+TEST(CudaSimStrict, CopyPastTheEndOfAnAllocation) {
+  int *d = deviceAlloc<int>(4);
+  int host[8] = {};
+  cudaError_t e = cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice);
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  EXPECT_NE(lastMessage(e).find("runs past the end"), std::string::npos);
+  cudaGetLastError();
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, CopyKindContradictsPointers) {
+  int *d = deviceAlloc<int>(4);
+  int host[4] = {};
+  cudaError_t e = cudaMemcpy(host, d, 16, cudaMemcpyHostToDevice);
+  EXPECT_NE(e, cudaSuccess);
+  cudaGetLastError();
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, CudaCallFromHostFunction) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaError_t inside = cudaSuccess;
+  cudaLaunchHostFunc(s, callsCuda, &inside);
+  cudaStreamSynchronize(s);
+  EXPECT_EQ(inside, cudaErrorNotPermitted);
+  cudaGetLastError();
+  cudaStreamDestroy(s);
+}
+
+// Failures while work runs are sticky, as a device fault is: each runs in
+// a child process (a death test), which checks the stickiness and exits 0.
+
+TEST(CudaSimStrictDeathTest, DivergentBarrierIsStickyFailure) {
+  EXPECT_EXIT(
+      {
+        int *d = deviceAlloc<int>(256);
+        ampc::cuda::launch("divergentBarrier", divergentBarrier, 1, 64, 0,
+                           nullptr, d);
+        bool ok = cudaGetLastError() == cudaSuccess; // the launch is fine
+        cudaError_t e = cudaDeviceSynchronize();
+        ok &= e == cudaErrorLaunchFailure &&
+              lastMessage(e).find("divergentBarrier") != std::string::npos;
+        ok &= cudaMemset(d, 0, 4) == cudaErrorLaunchFailure; // sticky
+        ok &= cudaGetLastError() == cudaErrorLaunchFailure;
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "divergent barrier");
+}
+
+TEST(CudaSimStrictDeathTest, ShuffleFromLaneOutsideMask) {
+  EXPECT_EXIT(
+      {
+        int *d = deviceAlloc<int>(32);
+        ampc::cuda::launch("shuffleOutsideMask", shuffleOutsideMask, 1, 32, 0,
+                           nullptr, d);
+        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "reads lane 20, which is not in the mask");
+}
+
+TEST(CudaSimStrictDeathTest, OutOfBoundsAccessNamesTheKernel) {
+  EXPECT_DEATH(
+      {
+        int *d = deviceAlloc<int>(16);
+        // 16 ints, written as 1,000,000: past the allocation's guard page.
+        ampc::cuda::launch("fill", fill, 1, 256, 0, nullptr, d, 1, 1000000);
+        cudaDeviceSynchronize();
+      },
+      "kernel fill: invalid memory access");
+}
+
+} // namespace
