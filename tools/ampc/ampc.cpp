@@ -104,6 +104,12 @@ cl::opt<Target> target(
                           "compiler against an execution of CUDA and "
                           "cuBLASLt on the CPU (strict; for testing)")),
     cl::cat(ampcCategory));
+cl::opt<bool> cudaResourceCheck(
+    "cuda-resource-check",
+    cl::desc("--target=cuda-sim: first check the kernels as nvcc compiles "
+             "them for a GPU (no device recursion, at most 1 KiB of stack "
+             "per thread; --target=cuda always checks)"),
+    cl::init(true), cl::cat(ampcCategory));
 cl::opt<std::string> gpuArchs(
     "gpu-arch",
     cl::desc("GPU architectures of a CUDA library, comma-separated (default "
@@ -359,7 +365,8 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   }
   if (!writeFile(base, source))
     return false;
-  if (sim ? !ampc::compileCudaSimLibrary(base, outputPath, error)
+  if (sim ? !ampc::compileCudaSimLibrary(base, outputPath, cudaResourceCheck,
+                                       error)
       : cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
              : !ampc::compileCpuLibrary(base, outputPath, error))
     return userError(inputPath + ": " + error), false;

@@ -270,12 +270,21 @@ inline void release(void *raw) {
 /// code is cleared so that it is reported once).
 inline int32_t synchronize(Context &ctx) {
   AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "");
+  // Every copy and memset here is on the model's stream: the legacy
+  // default stream (cudaMemcpy, cudaMemset) is unordered with a
+  // non-blocking stream, and a pageable cudaMemcpy may land after it
+  // returns.
   int32_t code = 0;
-  AMPC_CUDA(ctx, cudaMemcpy(&code, ctx.device + ctx.errorOffset, sizeof code,
-                            cudaMemcpyDeviceToHost),
+  AMPC_CUDA(ctx, cudaMemcpyAsync(&code, ctx.device + ctx.errorOffset,
+                                 sizeof code, cudaMemcpyDeviceToHost,
+                                 ctx.stream),
             "");
+  AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "");
   if (code != 0) {
-    AMPC_CUDA(ctx, cudaMemset(ctx.device + ctx.errorOffset, 0, sizeof code), "");
+    AMPC_CUDA(ctx, cudaMemsetAsync(ctx.device + ctx.errorOffset, 0,
+                                   sizeof code, ctx.stream),
+              "");
+    AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "");
     std::snprintf(ctx.message, sizeof ctx.message, "%s",
                   code > 0 && code < ctx.numDeviceErrors
                       ? ctx.deviceErrors[code]
@@ -288,18 +297,22 @@ inline int32_t synchronize(Context &ctx) {
 inline int32_t copyOut(Context &ctx, uint64_t offset, void *out, uint64_t bytes) {
   if (int32_t code = synchronize(ctx))
     return code;
-  AMPC_CUDA(ctx, cudaMemcpy(out, ctx.device + offset, bytes,
-                            cudaMemcpyDeviceToHost),
+  AMPC_CUDA(ctx, cudaMemcpyAsync(out, ctx.device + offset, bytes,
+                                 cudaMemcpyDeviceToHost, ctx.stream),
             "reading the state");
+  AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "reading the state");
   return 0;
 }
 
 inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t bytes) {
   if (int32_t code = synchronize(ctx))
     return code;
-  AMPC_CUDA(ctx, cudaMemcpy(ctx.device + offset, in, bytes,
-                            cudaMemcpyHostToDevice),
+  // On the model's stream, and waited for: the next step must see it, and
+  // the caller may reuse `in` when this returns.
+  AMPC_CUDA(ctx, cudaMemcpyAsync(ctx.device + offset, in, bytes,
+                                 cudaMemcpyHostToDevice, ctx.stream),
             "writing the state");
+  AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "writing the state");
   return 0;
 }
 

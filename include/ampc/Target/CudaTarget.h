@@ -39,7 +39,9 @@ bool cudaToolchainAvailable();
 bool cudaDriverAvailable();
 
 /// Compiles a source written by emitCudaSource into the shared library
-/// `output` for each architecture of `gpuArchs` (e.g. "sm_80", "sm_90a").
+/// `output` for each architecture of `gpuArchs` (e.g. "sm_80", "sm_90a"),
+/// plus PTX of the newest for later GPUs, and refuses the result as
+/// checkCudaResources does (from this build's own PTX and ptxas report).
 /// On failure sets `error` to one line (nvcc's first error).
 bool compileCudaLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
                         const std::vector<std::string> &gpuArchs,
@@ -49,9 +51,10 @@ bool compileCudaLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
 /// against the CUDA execution on the CPU (libampc_cudasim: CUDA's runtime
 /// and cuBLASLt on the CPU, strict where a GPU is; --target=cuda-sim). When
 /// nvcc is found, the source's kernels are first checked as the GPU build
-/// would compile them (checkCudaResources). On failure sets `error`.
+/// would compile them (checkCudaResources), unless `checkResources` is
+/// false. On failure sets `error`.
 bool compileCudaSimLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
-                           std::string &error);
+                           bool checkResources, std::string &error);
 
 /// Compiles the source's device code for sm_90a with nvcc and ptxas and
 /// refuses what the library could not run on a GPU although it compiles:

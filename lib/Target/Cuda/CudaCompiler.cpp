@@ -58,36 +58,6 @@ bool ampc::cudaDriverAvailable() {
   return true;
 }
 
-bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
-                              const std::vector<std::string> &gpuArchs,
-                              std::string &error) {
-  std::string nvcc = findNvcc();
-  if (nvcc.empty()) {
-    error = "no nvcc found (set NVCC, put nvcc on PATH, or install CUDA in "
-            "/usr/local/cuda); use --target=cpu";
-    return false;
-  }
-  std::vector<std::string> args = {nvcc,
-                                   "-O3",
-                                   "-std=c++17",
-                                   "-shared",
-                                   "-Xcompiler",
-                                   "-fPIC,-fvisibility=hidden",
-                                   "-diag-suppress=177,550",
-                                   "-I" AMPC_RUNTIME_INCLUDE_DIR};
-  for (const std::string &arch : gpuArchs) {
-    // sm_90a → arch=compute_90a,code=sm_90a
-    std::string number = arch.substr(arch.find('_') + 1);
-    args.push_back("-gencode");
-    args.push_back("arch=compute_" + number + ",code=sm_" + number);
-  }
-  args.insert(args.end(),
-              {sourcePath.str(), "-o", output.str(), "-lcublasLt", "-lcudart"});
-  if (!checkCudaResources(sourcePath, error))
-    return false;
-  return emit::runCompiler(args, "nvcc", sourcePath, error);
-}
-
 /// Runs `args` and returns what it printed (stdout and stderr), or nothing
 /// with `error` set when it fails.
 static std::optional<std::string> runAndRead(llvm::ArrayRef<std::string> args,
@@ -121,33 +91,16 @@ static std::optional<std::string> runAndRead(llvm::ArrayRef<std::string> args,
 /// default, which the CUDA target's runtime leaves as it is.
 static constexpr int64_t kDefaultStackBytes = 1024;
 
-bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
-  std::string nvcc = findNvcc();
-  if (nvcc.empty()) {
-    error = "no nvcc found to check the kernels' stack use (set NVCC)";
-    return false;
-  }
-  llvm::SmallString<128> ptx;
-  if (llvm::sys::fs::createTemporaryFile("ampc-kernels", "ptx", ptx)) {
-    error = "cannot create a temporary file";
-    return false;
-  }
-  llvm::FileRemover removePtx(ptx);
-  if (!runAndRead({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
-                   "-diag-suppress=177,550,20050", "-I" AMPC_RUNTIME_INCLUDE_DIR,
-                   sourcePath.str(), "-o", ptx.str().str()},
-                  "nvcc", sourcePath, error))
-    return false;
-  auto ptxText = llvm::MemoryBuffer::getFile(ptx);
-  if (!ptxText) {
-    error = "cannot read nvcc's PTX of " + sourcePath.str();
-    return false;
-  }
+/// Refuses device recursion (a cycle in the call graph of `ptx`) and a
+/// kernel whose cumulative stack in ptxas's -v report `ptxasLog` exceeds
+/// the default per-thread stack.
+static bool analyzeResources(StringRef ptxText, StringRef ptxasLog,
+                             StringRef sourcePath, std::string &error) {
   // The PTX call graph: `.entry NAME(` and `.func ... NAME(` open a
   // function, `call... NAME,` or `call... NAME;` name a callee.
   llvm::StringMap<std::vector<std::string>> calls;
   std::string currentFunction, pendingCall;
-  for (StringRef line : llvm::split((*ptxText)->getBuffer(), '\n')) {
+  for (StringRef line : llvm::split(ptxText, '\n')) {
     line = line.trim();
     if (line.starts_with(".visible .entry") || line.starts_with(".entry") ||
         line.starts_with(".visible .func") || line.starts_with(".func") ||
@@ -210,15 +163,8 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
   for (auto &entry : calls)
     if (visit(entry.first().str()))
       return false;
-  // Each kernel's stack, callees included, against the default limit.
-  std::string ptxas = (llvm::sys::path::parent_path(nvcc) + "/ptxas").str();
-  std::optional<std::string> usage =
-      runAndRead({ptxas, "-v", "-arch=sm_90a", ptx.str().str(), "-o", "/dev/null"},
-                 "ptxas", sourcePath, error);
-  if (!usage)
-    return false;
   std::string entry;
-  for (StringRef line : llvm::split(*usage, '\n')) {
+  for (StringRef line : llvm::split(ptxasLog, '\n')) {
     if (line.contains("Compiling entry function '")) {
       entry = line.split("'").second.split("'").first.str();
       continue;
@@ -239,10 +185,108 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
   return true;
 }
 
+bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
+  std::string nvcc = findNvcc();
+  if (nvcc.empty()) {
+    error = "no nvcc found to check the kernels' stack use (set NVCC)";
+    return false;
+  }
+  llvm::SmallString<128> ptx;
+  if (llvm::sys::fs::createTemporaryFile("ampc-kernels", "ptx", ptx)) {
+    error = "cannot create a temporary file";
+    return false;
+  }
+  llvm::FileRemover removePtx(ptx);
+  if (!runAndRead({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
+                   "-diag-suppress=177,550,20050", "-I" AMPC_RUNTIME_INCLUDE_DIR,
+                   sourcePath.str(), "-o", ptx.str().str()},
+                  "nvcc", sourcePath, error))
+    return false;
+  // Each kernel's stack, callees included, against the default limit.
+  std::string ptxas = (llvm::sys::path::parent_path(nvcc) + "/ptxas").str();
+  std::optional<std::string> usage =
+      runAndRead({ptxas, "-v", "-arch=sm_90a", ptx.str().str(), "-o", "/dev/null"},
+                 "ptxas", sourcePath, error);
+  if (!usage)
+    return false;
+  auto ptxText = llvm::MemoryBuffer::getFile(ptx);
+  if (!ptxText) {
+    error = "cannot read nvcc's PTX of " + sourcePath.str();
+    return false;
+  }
+  return analyzeResources((*ptxText)->getBuffer(), *usage, sourcePath, error);
+}
+
+bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
+                              const std::vector<std::string> &gpuArchs,
+                              std::string &error) {
+  std::string nvcc = findNvcc();
+  if (nvcc.empty()) {
+    error = "no nvcc found (set NVCC, put nvcc on PATH, or install CUDA in "
+            "/usr/local/cuda); use --target=cpu";
+    return false;
+  }
+  // The intermediate PTX stays for the resource check (checkCudaResources'
+  // analysis, from this very build: no second compilation).
+  llvm::SmallString<128> keep;
+  if (llvm::sys::fs::createUniqueDirectory("ampc-nvcc", keep)) {
+    error = "cannot create a temporary folder";
+    return false;
+  }
+  struct RemoveFolder {
+    llvm::SmallString<128> &path;
+    ~RemoveFolder() { llvm::sys::fs::remove_directories(path); }
+  } removeKeep{keep};
+  std::vector<std::string> args = {nvcc,
+                                   "-O3",
+                                   "-std=c++17",
+                                   "-shared",
+                                   "-Xcompiler",
+                                   "-fPIC,-fvisibility=hidden",
+                                   "-diag-suppress=177,550,20050",
+                                   "-Xptxas",
+                                   "-v",
+                                   "-keep",
+                                   "-keep-dir",
+                                   keep.str().str(),
+                                   "-I" AMPC_RUNTIME_INCLUDE_DIR};
+  int newest = 0;
+  for (const std::string &arch : gpuArchs) {
+    // sm_90a → arch=compute_90a,code=sm_90a
+    std::string number = arch.substr(arch.find('_') + 1);
+    args.push_back("-gencode");
+    args.push_back("arch=compute_" + number + ",code=sm_" + number);
+    newest = std::max(newest, std::atoi(number.c_str()));
+  }
+  // PTX of the newest architecture (without the arch-specific 'a'
+  // features, which the kernels do not use), so that a GPU newer than the
+  // list can still JIT the library.
+  args.push_back("-gencode");
+  args.push_back("arch=compute_" + std::to_string(newest) +
+                 ",code=compute_" + std::to_string(newest));
+  args.insert(args.end(),
+              {sourcePath.str(), "-o", output.str(), "-lcublasLt", "-lcudart"});
+  std::optional<std::string> log = runAndRead(args, "nvcc", sourcePath, error);
+  if (!log)
+    return false;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(keep, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    if (!StringRef(it->path()).ends_with(".ptx"))
+      continue;
+    auto ptx = llvm::MemoryBuffer::getFile(it->path());
+    if (ptx && !analyzeResources((*ptx)->getBuffer(), *log, sourcePath, error)) {
+      llvm::sys::fs::remove(output);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
-                                 std::string &error) {
+                                 bool checkResources, std::string &error) {
   // What the GPU build would refuse, the execution refuses too.
-  if (!findNvcc().empty() && !checkCudaResources(sourcePath, error))
+  if (checkResources && !checkCudaResources(sourcePath, error))
     return false;
   std::string compiler = "c++";
   if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
