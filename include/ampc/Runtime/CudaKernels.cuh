@@ -133,6 +133,10 @@ inline Context &context(void *raw) { return *static_cast<Context *>(raw); }
 
 inline int32_t fail(Context &ctx, const char *call, const char *error,
                     const char *where) {
+  // A failed runtime call is also CUDA's "last error" until someone reads
+  // it: read it now, or the next launch check (AMPC_LAUNCHED) of any later
+  // call would report this handled failure as its own.
+  (void)cudaGetLastError();
   std::snprintf(ctx.message, sizeof ctx.message, "%s: %s%s%s%s", call, error,
                 where && *where ? " (" : "", where ? where : "",
                 where && *where ? ")" : "");
@@ -418,7 +422,24 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                              align, alignmentOf({bias}));
   auto found = ctx.plans->find(key);
   if (found == ctx.plans->end()) {
-    GemmPlan plan;
+    // Descriptors of a plan that fails half-way are destroyed with it.
+    struct Building {
+      GemmPlan plan;
+      cublasLtMatmulPreference_t preference = nullptr;
+      bool kept = false;
+      ~Building() {
+        if (preference)
+          cublasLtMatmulPreferenceDestroy(preference);
+        if (kept)
+          return;
+        if (plan.op)
+          cublasLtMatmulDescDestroy(plan.op);
+        for (cublasLtMatrixLayout_t l : {plan.a, plan.b, plan.c})
+          if (l)
+            cublasLtMatrixLayoutDestroy(l);
+      }
+    } building;
+    GemmPlan &plan = building.plan;
     const bool f64 = g.ab == CUDA_R_64F;
     const cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
     AMPC_CUBLAS(ctx, cublasLtMatmulDescCreate(&plan.op, f64 ? CUBLAS_COMPUTE_64F
@@ -453,23 +474,20 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
         AMPC_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), where);
       }
     }
-    cublasLtMatmulPreference_t preference;
-    AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&preference), where);
+    AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&building.preference), where);
     uint64_t workspace = ctx.workspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(building.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace), where);
     const uint32_t alignBytes = static_cast<uint32_t>(align);
     for (auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-      cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignBytes,
-                                           sizeof alignBytes);
+      AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(building.preference, attribute, &alignBytes, sizeof alignBytes), where);
     cublasLtMatmulHeuristicResult_t result;
     int returned = 0;
     cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
-        ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, preference, 1, &result,
-        &returned);
-    cublasLtMatmulPreferenceDestroy(preference);
+        ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, building.preference, 1,
+        &result, &returned);
     if (s != CUBLAS_STATUS_SUCCESS || returned == 0)
       return fail(ctx, "cublasLtMatmulAlgoGetHeuristic",
                   s != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(s)
@@ -477,6 +495,7 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                   where);
     plan.algo = result.algo;
     found = ctx.plans->emplace(key, plan).first;
+    building.kept = true;
   }
   GemmPlan &plan = found->second;
   if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)

@@ -385,8 +385,24 @@ cudaError_t cudaDeviceSynchronize(void) {
 // Memory
 //===----------------------------------------------------------------------===//
 
+/// The device's memory: 80 GiB (an H100), or AMPC_CUDA_SIM_MEMORY bytes.
+static size_t deviceMemory() {
+  if (const char *env = std::getenv("AMPC_CUDA_SIM_MEMORY"))
+    return std::strtoull(env, nullptr, 10);
+  return size_t(80) << 30;
+}
+
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   AMPC_SIM_ENTRY("cudaMalloc");
+  size_t live = 0;
+  for (auto &[start, a] : allocations)
+    if (a.device && a.live)
+      live += a.bytes;
+  if (bytes > deviceMemory() || live > deviceMemory() - bytes)
+    return fail(cudaErrorMemoryAllocation,
+                "cudaMalloc: " + std::to_string(bytes) + " bytes with " +
+                    std::to_string(live) + " in use, of the device's " +
+                    std::to_string(deviceMemory()));
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t rounded = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
   // One inaccessible page after the allocation: a kernel that runs past

@@ -545,75 +545,101 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                                           llvm::raw_ostream &body) {
   auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
   // A TensorList of `ins` and `outs` (offsets in the arena), by value.
-  auto tensorList = [&](Operation *op, ValueRange ins, ValueRange outs,
-                        StringRef t) -> FailureOr<std::string> {
-    if (ins.size() > 256)
-      return op->emitError() << "the CUDA target's multi-tensor kernels take "
-                                "256 tensors at most, got "
-                             << ins.size();
-    std::string in, out, size;
-    for (auto [i, o] : llvm::zip(ins, outs)) {
-      in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char *>({0}) "
-                    "- state), ",
-                    name(i))
-                .str();
-      out += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char *>({0}) "
-                     "- state), ",
-                     name(o))
-                 .str();
-      size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
-    }
-    body << formatv("  ampc::cuda::TensorList<{0}> list{1} = {{{2}, {{{3}}, "
-                    "{{{4}}, {{{5}}};\n",
-                    t, counter, ins.size(), in, out, size);
-    return "list" + std::to_string(counter++);
+  // Multi-tensor kernels take lists of one element type and at most
+  // kMaxTensors (256) tensors: the tensors are grouped by type, in order,
+  // and each group split into lists of 256. Each list is written as a
+  // TensorList literal; returns (type, list name, largest tensor, count).
+  struct Chunk {
+    std::string type, list;
+    int64_t largest, count;
   };
-  auto largest = [](ValueRange vs) {
-    int64_t m = 1;
-    for (Value v : vs)
-      m = std::max<int64_t>(m, tensorOf(v).getNumElements());
-    return m;
+  auto tensorLists = [&](ValueRange ins, ValueRange outs,
+                         llvm::function_ref<std::string(Value)> typeOf) {
+    std::vector<std::pair<std::string, SmallVector<std::pair<Value, Value>>>>
+        groups;
+    for (auto [i, o] : llvm::zip(ins, outs)) {
+      std::string type = typeOf(i);
+      auto group = llvm::find_if(groups, [&](auto &g) { return g.first == type; });
+      if (group == groups.end()) {
+        groups.push_back({type, {}});
+        group = std::prev(groups.end());
+      }
+      group->second.push_back({i, o});
+    }
+    SmallVector<Chunk> chunks;
+    for (auto &[type, pairs] : groups)
+      for (size_t begin = 0; begin < pairs.size(); begin += 256) {
+        std::string in, out, size;
+        int64_t largest = 1, count = 0;
+        for (size_t k = begin; k < std::min(pairs.size(), begin + 256); ++k) {
+          auto [i, o] = pairs[k];
+          in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char "
+                        "*>({0}) - state), ",
+                        name(i))
+                    .str();
+          out += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned "
+                         "char *>({0}) - state), ",
+                         name(o))
+                     .str();
+          size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
+          largest = std::max<int64_t>(largest, tensorOf(i).getNumElements());
+          ++count;
+        }
+        body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
+                        "{{{2}, {{{3}}, {{{4}}, {{{5}}};\n",
+                        type, counter, count, in, out, size);
+        chunks.push_back({type, "list" + std::to_string(counter++), largest,
+                          count});
+      }
+    return chunks;
+  };
+  auto grid = [](const Chunk &c) {
+    return formatv("dim3(ampc::cuda::blocks({0}LL), {1})", c.largest, c.count)
+        .str();
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::UnscaleOp o) -> LogicalResult {
-        StringRef t = storageType(elementOf(o.getGrads()[0]));
-        FailureOr<std::string> list =
-            tensorList(op, o.getGrads(), o.getUnscaled(), t);
-        if (failed(list))
-          return failure();
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 1, "
                         "ctx.stream), {1});\n",
                         name(o.getFoundInf()), where(op));
-        launch(op, formatv("ampc::cuda::unscale<{0}>", t).str(), 0,
-               formatv("state, {0}, {1}, {2}", *list, name(o.getScale()),
-                       name(o.getFoundInf()))
-                   .str(),
-               body,
-               formatv("dim3(ampc::cuda::blocks({0}LL), {1})",
-                       largest(o.getGrads()), o.getGrads().size())
-                   .str());
+        for (const Chunk &c :
+             tensorLists(o.getGrads(), o.getUnscaled(), [&](Value v) {
+               return storageType(elementOf(v)).str();
+             }))
+          launch(op, formatv("ampc::cuda::unscale<{0}>", c.type).str(), 0,
+                 formatv("state, {0}, {1}, {2}", c.list, name(o.getScale()),
+                         name(o.getFoundInf()))
+                     .str(),
+                 body, grid(c));
         return success();
       })
       .Case([&](ampc::ClipGradNormOp o) -> LogicalResult {
+        // One norm over every gradient, summed in the first one's compute
+        // type: the gradients are the FP32 (FP64) master gradients.
         StringRef t = computeIn(o.getGrads()[0]);
-        FailureOr<std::string> list =
-            tensorList(op, o.getGrads(), o.getClipped(), t);
-        if (failed(list))
-          return failure();
+        for (Value g : o.getGrads())
+          if (computeIn(g) != t)
+            return op->emitError()
+                   << "the CUDA target clips gradients of one compute type, "
+                      "got "
+                   << t << " and " << computeIn(g);
+        SmallVector<Chunk> chunks = tensorLists(
+            o.getGrads(), o.getClipped(), [&](Value) { return t.str(); });
         int64_t sum = scratch(8);
         std::string sumPtr = formatv("reinterpret_cast<{0} *>(state + {1})", t, sum);
-        std::string grid = formatv("dim3(ampc::cuda::blocks({0}LL), {1})",
-                                   largest(o.getGrads()), o.getGrads().size());
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 8, "
                         "ctx.stream), {1});\n",
                         sumPtr, where(op));
-        launch(op, formatv("ampc::cuda::sumOfSquares<{0}>", t).str(), 0,
-               formatv("state, {0}, {1}", *list, sumPtr).str(), body, grid);
-        launch(op, formatv("ampc::cuda::clipByNorm<{0}>", t).str(), 0,
-               formatv("state, {0}, {1}, {2}({3:e9})", *list, sumPtr, t,
-                       o.getMaxNorm().convertToFloat())
-                   .str(),
-               body, grid);
+        for (const Chunk &c : chunks)
+          launch(op, formatv("ampc::cuda::sumOfSquares<{0}>", t).str(), 0,
+                 formatv("state, {0}, {1}", c.list, sumPtr).str(), body,
+                 grid(c));
+        for (const Chunk &c : chunks)
+          launch(op, formatv("ampc::cuda::clipByNorm<{0}>", t).str(), 0,
+                 formatv("state, {0}, {1}, {2}({3:e9})", c.list, sumPtr, t,
+                         o.getMaxNorm().convertToFloat())
+                     .str(),
+                 body, grid(c));
         return success();
       })
       .Case([&](ampc::OptimizerUpdateOp o) {
@@ -1349,7 +1375,8 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                 "  if (int32_t code = ampc::cuda::init(raw, config, {0}ULL, "
                 "{1}, {2}ULL, {3}ULL, kDeviceErrors, {4})) return code;\n"
                 "  if (int32_t code = refreshCopies(raw, -1)) {{\n"
-                "    ampc::cuda::release(raw); return code;\n  }\n"
+                "    ampc::cuda::freeResources(ampc::cuda::context(raw)); "
+                "return code;\n  }\n"
                 "  return 0;\n}\n\n",
                 stateSize, blobBytes ? "ampc_parameter_blob" : "nullptr",
                 blobBytes, errorOffset, deviceErrors.size());

@@ -1,0 +1,323 @@
+"""Runs each test model's CUDA library under the CUDA execution on the CPU
+(--target=cuda-sim) and compares it with the CPU target, the numerical
+reference.
+
+For every model (a file, or each .onnxtext part of a split-file), with the
+same inputs and the same ampc flags for both targets:
+
+  forward   --mode=infer at fp32: every output
+  gradients --optimizer=none at fp32: the loss and every parameter gradient
+  training  the default library (fp16, dynamic loss scaling, AdamW): the
+            losses of --steps steps, then every parameter and the scaler
+            state
+A model that cannot take the default loss is compared in the forward only.
+With --full (the MLP, CNN and transformer in CI) also: SGD with momentum and
+Adam at fp32 and bf16; the overflow skip (a scale of 3e38 overflows: the
+step must leave parameters, moments and optimizer state bit for bit, back
+off the scale and count the skip); a checkpoint saved after two steps,
+loaded into a fresh instance, and the next step compared; the ONNX export of
+the trained weights.
+
+Tolerance (why not bit for bit): the targets differ only in accumulation
+order (docs/design.md): cuBLASLt's operands reach OpenBLAS transposed (row-
+major mapped onto column-major calls), and the CUDA kernels sum some
+reductions in a different order (atomics, per-thread partial sums). An FP32
+result may differ in its last bits and, where a value is then rounded to
+f16/bf16, by one f16/bf16 unit. So: FP32 values within 1e-5 relative (plus
+1e-6 absolute), values through f16 within 2e-3 relative (bf16: 1.6e-2)
+plus 1e-4 absolute, training at most 4e-3 relative on the losses and
+parameters after --steps steps. The largest differences are printed.
+
+Each model's checks run in a child process: a fault is sticky in a CUDA
+process, and one model's must not poison the next. Prints one line per
+model ("MATCH", "MISMATCH" or "FAILED" with the reason) and ends with
+"N matched, N mismatched, N failed".
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                                "Models", "Inputs"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                                "Training", "Inputs"))
+sys.path.insert(0, os.path.dirname(__file__))
+from compile_all import parts  # noqa: E402
+
+TOLERANCE = {  # (relative, absolute) by the precision the values went through
+    "fp32": (1e-5, 1e-6),
+    "fp64": (1e-12, 1e-14),
+    "fp16": (2e-3, 1e-4),
+    "bf16": (1.6e-2, 1e-3),
+    "train": (4e-3, 1e-5),
+}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    errors = [l for l in p.stderr.splitlines() if "error" in l]
+    return p.returncode, errors[0] if errors else p.stderr.strip()[-300:]
+
+
+def compile_pair(ampc, model, flags, base):
+    """Compiles `model` for the CPU target and for cuda-sim with `flags`;
+    returns (cpu.so, sim.so) or raises RuntimeError with the first error."""
+    out = {}
+    for target in ("cpu", "cuda-sim"):
+        path = base + "." + target + ".so"
+        extra = ["--cuda-resource-check=false"] if target == "cuda-sim" else []
+        rc, err = run([ampc, model, "--target=" + target, "-o", path] + flags +
+                      extra)
+        if rc != 0:
+            raise RuntimeError("%s: %s" % (target, err))
+        out[target] = path
+    return out["cpu"], out["cuda-sim"]
+
+
+def applies(ampc, model, flags):
+    return run([ampc, model, "--target=cpu", "--emit=mlir", "-o", os.devnull] +
+               flags)[0] == 0
+
+
+# ---------------------------------------------------------------------------
+# The child: one model's comparisons, printed as JSON.
+# ---------------------------------------------------------------------------
+
+def inputs_for(model, seed):
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for info in model.inputs:
+        if info.dtype.kind == "f":
+            arrays.append(rng.standard_normal(info.shape).astype(info.dtype))
+        elif info.dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, info.shape).astype(info.dtype))
+        elif info.dtype == np.uint16:  # bf16 bits of N(0, 1) values
+            f = rng.standard_normal(info.shape).astype(np.float32)
+            arrays.append((f.view(np.uint32) >> 16).astype(np.uint16))
+        elif info.name == "label":  # the loss ampc attaches: class 0 exists
+            arrays.append(np.zeros(info.shape, info.dtype))
+        else:  # indices and a model's own labels: 0 or 1 fits every axis
+            arrays.append(rng.integers(0, 2, info.shape).astype(info.dtype))
+    return arrays
+
+
+def as_float(a):
+    a = np.asarray(a)
+    if a.dtype == np.uint16:  # bf16 bits
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+class Differences:
+    def __init__(self):
+        self.worst = {}  # what -> (relative excess, abs diff, rel diff)
+        self.failures = []
+
+    def compare(self, what, cpu, sim, tolerance):
+        rtol, atol = TOLERANCE[tolerance]
+        a, b = as_float(cpu), as_float(sim)
+        if a.shape != b.shape:
+            self.failures.append("%s: shapes %s and %s" % (what, a.shape, b.shape))
+            return
+        if np.issubdtype(np.asarray(cpu).dtype, np.integer) and \
+                np.asarray(cpu).dtype != np.uint16:
+            if not np.array_equal(a, b):
+                self.failures.append("%s: integers differ" % what)
+            return
+        both_nan = np.isnan(a) & np.isnan(b)
+        diff = np.where(both_nan, 0.0, np.abs(a - b))
+        diff = np.where(np.isinf(a) & (a == b), 0.0, diff)
+        bound = atol + rtol * np.abs(a)
+        if diff.size:
+            excess = float(np.nanmax(diff / bound)) if np.all(np.isfinite(diff)) else np.inf
+            scale = np.maximum(np.abs(a), 1e-30)
+            self.worst[what] = (excess, float(np.nanmax(diff)),
+                                float(np.nanmax(diff / scale)))
+            if not excess <= 1.0:
+                i = int(np.nanargmax(diff / bound)) if np.isfinite(excess) else \
+                    int(np.argmax(~np.isfinite(diff)))
+                self.failures.append(
+                    "%s: element %d: cpu %r, cuda-sim %r (tolerance %s)" %
+                    (what, i, a.flat[i], b.flat[i], tolerance))
+
+    def exact(self, what, before, after):
+        if np.asarray(before).tobytes() != np.asarray(after).tobytes():
+            self.failures.append("%s: not bit-identical" % what)
+
+
+def child(args):
+    from ampc_ctypes import Model
+    d = Differences()
+    spec = json.loads(args.child)
+    kind = spec["kind"]
+    with Model(spec["cpu"]) as cpu, Model(spec["sim"]) as sim:
+        x = inputs_for(cpu, 7)
+        if kind == "infer":
+            for i, (a, b) in enumerate(zip(cpu.infer(x), sim.infer(x))):
+                d.compare("output %d" % i, a, b, spec["precision"])
+        elif kind == "gradients":
+            la, ga = cpu.gradients(x)
+            lb, gb = sim.gradients(x)
+            d.compare("loss", la, lb, spec["precision"])
+            for name in ga:
+                d.compare("gradient " + name, ga[name], gb[name], spec["precision"])
+        else:
+            batches = [inputs_for(cpu, 100 + s) for s in range(spec["steps"])]
+            for s, batch in enumerate(batches):
+                d.compare("loss %d" % s, cpu.train_step(batch),
+                          sim.train_step(batch), "train")
+            for p in cpu.parameters:
+                d.compare("parameter " + p.name, cpu.get_parameter(p.name),
+                          sim.get_parameter(p.name), "train")
+            sa, sb = cpu.scaler_state(), sim.scaler_state()
+            if sa != sb:
+                d.failures.append("scaler state: cpu %s, cuda-sim %s" % (sa, sb))
+            if spec["full"]:
+                full_checks(spec, cpu, sim, batches, d)
+    print(json.dumps({"worst": d.worst, "failures": d.failures}))
+
+
+def full_checks(spec, cpu, sim, batches, d):
+    from ampc_ctypes import Model
+    folder = spec["folder"]
+    # A checkpoint after the steps so far, into fresh instances, then one
+    # more step on each: resumed training matches.
+    for name, model in (("cpu", cpu), ("sim", sim)):
+        model.save_checkpoint(os.path.join(folder, name + ".ckpt"))
+    with Model(spec["cpu"]) as cpu2, Model(spec["sim"]) as sim2:
+        cpu2.load_checkpoint(os.path.join(folder, "cpu.ckpt"))
+        sim2.load_checkpoint(os.path.join(folder, "sim.ckpt"))
+        d.compare("resumed loss", cpu2.train_step(batches[0]),
+                  sim2.train_step(batches[0]), "train")
+        for p in cpu.parameters:
+            d.compare("resumed parameter " + p.name, cpu2.get_parameter(p.name),
+                      sim2.get_parameter(p.name), "train")
+    # The ONNX export of the trained weights: the same initializers.
+    for name, model in (("cpu", cpu), ("sim", sim)):
+        model.export_onnx(os.path.join(folder, name + ".onnx"))
+    import onnx
+    from onnx import numpy_helper
+    inits = {}
+    for name in ("cpu", "sim"):
+        m = onnx.load(os.path.join(folder, name + ".onnx"))
+        inits[name] = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    trained = {p.name for p in cpu.parameters}
+    for n in sorted(trained & set(inits["cpu"])):
+        d.compare("exported " + n, inits["cpu"][n], inits["sim"].get(n), "train")
+    # The overflow skip, when the library scales the loss: a scale of 3e38
+    # overflows every gradient; the step must change nothing but the scaler.
+    if sim.training_info()[2] == "dynamic":
+        before = {p.name: sim.get_parameter(p.name) for p in sim.parameters}
+        state = sim.scaler_state()
+        sim.set_scaler_state(3e38, state["growth_tracker"], state["steps"],
+                             state["skipped_steps"])
+        sim.save_checkpoint(os.path.join(folder, "before-skip.ckpt"))
+        sim.train_step(batches[0])
+        after = sim.scaler_state()
+        for n, v in before.items():
+            d.exact("after the skipped step, " + n, v, sim.get_parameter(n))
+        sim.save_checkpoint(os.path.join(folder, "after-skip.ckpt"))
+        if after["skipped_steps"] != state["skipped_steps"] + 1 or \
+                after["scale"] != np.float32(3e38) * np.float32(0.5):
+            d.failures.append("overflow skip: scaler state %s" % after)
+        # Every state tensor (moments, step, learning rate): only the
+        # scaler's own changed.
+        import checkpoint_format
+        _, a = checkpoint_format.read(os.path.join(folder, "before-skip.ckpt"))
+        _, b = checkpoint_format.read(os.path.join(folder, "after-skip.ckpt"))
+        for n in a:
+            if n not in ("ampc.loss_scale", "ampc.growth_tracker",
+                         "ampc.skipped_steps"):
+                d.exact("after the skipped step, state " + n, a[n], b[n])
+
+
+# ---------------------------------------------------------------------------
+# The parent
+# ---------------------------------------------------------------------------
+
+def check(args, model, label, kind, flags, precision, full, out):
+    base = os.path.join(out, label.replace("/", "_") + "." + kind)
+    try:
+        cpu, sim = compile_pair(args.ampc, model, flags, base)
+    except RuntimeError as e:
+        return "FAILED", "%s [%s]: %s" % (label, kind, e), {}
+    folder = base + ".work"
+    os.makedirs(folder, exist_ok=True)
+    spec = {"cpu": cpu, "sim": sim, "kind": kind, "precision": precision,
+            "steps": args.steps, "full": full, "folder": folder}
+    p = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        last = [l for l in p.stderr.splitlines() if l.strip()]
+        return "FAILED", "%s [%s]: %s" % (label, kind,
+                                          last[-1] if last else "crashed"), {}
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    worst = max(result["worst"].items(), key=lambda kv: kv[1][0],
+                default=("-", (0, 0, 0)))
+    summary = "%s [%s]: largest difference %s: abs %.3g, rel %.3g" % (
+        label, kind, worst[0], worst[1][1], worst[1][2])
+    if result["failures"]:
+        return "MISMATCH", summary + "; " + "; ".join(result["failures"][:3]), result
+    return "MATCH", summary, result
+
+
+def plan(args, model, label):
+    """The comparisons that apply to `model`."""
+    jobs = []
+    full = any(label.endswith(f) for f in args.full)
+    if applies(args.ampc, model, ["--mode=infer"]):
+        jobs.append(("infer", ["--mode=infer", "--precision=fp32"], "fp32", False))
+    if applies(args.ampc, model, []):
+        jobs.append(("gradients", ["--optimizer=none", "--precision=fp32"],
+                     "fp32", False))
+        jobs.append(("train", [], "train", full))
+        if full:
+            for opt in (["--optimizer=sgd", "--momentum=0.9", "--precision=fp32"],
+                        ["--optimizer=adam", "--precision=bf16"]):
+                jobs.append(("train " + opt[0][12:] + " " + opt[-1][12:], opt,
+                             "train", False))
+    return [(model, label, kind, flags, precision, full)
+            for kind, flags, precision, full in jobs]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ampc", default="ampc")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--full", action="append", default=[],
+                   help="models (path suffixes) that get every check")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("models", nargs="*")
+    args = p.parse_args()
+    if args.child:
+        return child(args)
+    counts = {"MATCH": 0, "MISMATCH": 0, "FAILED": 0}
+    with tempfile.TemporaryDirectory() as out:
+        work = []
+        for path in sorted(args.models):
+            for m in (parts(path, out) if path.endswith(".onnxtext") else [path]):
+                label = os.path.relpath(m, out) if m.startswith(out) else \
+                    os.path.join(os.path.basename(os.path.dirname(path)),
+                                 os.path.basename(path))
+                work += plan(args, m, label)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            results = pool.map(lambda w: check(args, *w, out), work)
+            for status, line, _ in results:
+                counts[status] += 1
+                print("%s: %s" % (status, line), flush=True)
+    print("%d matched, %d mismatched, %d failed" %
+          (counts["MATCH"], counts["MISMATCH"], counts["FAILED"]))
+    return 0 if counts["MATCH"] and not counts["MISMATCH"] and not counts["FAILED"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
