@@ -267,6 +267,41 @@ TEST(CudaSim, EventsOrderStreams) {
   cudaFree(d);
 }
 
+/// A stream capture replays its work on every launch of the graph.
+TEST(CudaSim, GraphCaptureReplays) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int *d = deviceAlloc<int>(4), *e = deviceAlloc<int>(4);
+  int *pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void **>(&pinned), 16), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ampc::cuda::launch("fill", fill, 1, 32, 0, s, d, 3, 4);
+  cudaMemcpyAsync(e, pinned, 16, cudaMemcpyHostToDevice, s); // pinned: capturable
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  int host[4] = {0, 0, 0, 0};
+  cudaMemcpy(host, d, 16, cudaMemcpyDeviceToHost);
+  EXPECT_NE(host[0], 3) << "captured work ran before the graph was launched";
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 4; ++i)
+      pinned[i] = 10 * round + i;
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    cudaMemcpy(host, e, 16, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(host[3], 10 * round + 3); // read when the replay ran
+    cudaMemcpy(host, d, 16, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(host[0], 3);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
+  cudaFree(d);
+  cudaFree(e);
+}
+
 void CUDART_CB callsCuda(void *flag) {
   *static_cast<cudaError_t *>(flag) = cudaDeviceSynchronize();
 }
@@ -366,6 +401,34 @@ TEST(CudaSimStrict, CopyKindContradictsPointers) {
   EXPECT_NE(e, cudaSuccess);
   cudaGetLastError();
   cudaFree(d);
+}
+
+TEST(CudaSimStrict, PageableCopyInvalidatesCapture) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int *d = deviceAlloc<int>(4);
+  int host[4] = {};
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  cudaError_t e = cudaMemcpyAsync(d, host, 16, cudaMemcpyHostToDevice, s);
+  EXPECT_EQ(e, cudaErrorStreamCaptureUnsupported);
+  EXPECT_NE(lastMessage(e).find("pageable host memory in a stream capture"),
+            std::string::npos);
+  cudaGraph_t graph;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  cudaGetLastError();
+  cudaStreamDestroy(s);
+  cudaFree(d);
+}
+
+TEST(CudaSimStrict, SynchronizeWhileCapturing) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t graph;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  cudaGetLastError();
+  cudaStreamDestroy(s);
 }
 
 TEST(CudaSimStrict, CudaCallFromHostFunction) {

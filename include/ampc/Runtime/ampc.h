@@ -343,6 +343,9 @@ AMPC_API ampc_status ampc_model_gradients(ampc_model *model,
 /// queued on the model's stream, without waiting for the device; `*loss`
 /// holds the loss after `ampc_model_synchronize` (the buffer must stay valid
 /// until then), and every call that reads the model's state waits first.
+/// Inputs in pageable memory are copied before the call returns; inputs in
+/// pinned memory (cudaMallocHost) are read when the step runs on the
+/// device, so they must stay unchanged until `ampc_model_synchronize`.
 /// Errors: AMPC_ERROR_UNSUPPORTED (no optimizer: an inference library or
 /// --optimizer=none), AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
 /// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.

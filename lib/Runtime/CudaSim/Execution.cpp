@@ -347,7 +347,6 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
     if (l.pointers[i] &&
         !checkDevice(l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
                      ("pointer argument " + std::to_string(i)).c_str())) {
-      cudaPeekAtLastError();
       return;
     }
   installFaultHandler();

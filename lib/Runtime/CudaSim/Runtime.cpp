@@ -113,11 +113,18 @@ struct Op {
   Stream *stream = nullptr;
   uint64_t seq = 0;
 };
+struct Graph {
+  std::vector<Op> ops; // captured work, in stream order
+};
 struct Stream {
   unsigned flags = 0;
   bool legacy = false;
   std::deque<Op> queue;
   uint64_t enqueued = 0, completed = 0;
+  /// While capturing: the graph the stream's work goes to; `invalidated`
+  /// once something the capture cannot hold happened.
+  Graph *capturing = nullptr;
+  bool invalidated = false;
   bool blocking() const { return !(flags & cudaStreamNonBlocking); }
 };
 struct Event {
@@ -188,6 +195,10 @@ void push(Stream &s, Op op) {
 /// the legacy stream's.
 void enqueueOn(Stream &s, const std::string &what,
                std::function<cudaError_t()> work) {
+  if (s.capturing) {
+    s.capturing->ops.push_back(Op{what, std::move(work)});
+    return;
+  }
   if (s.legacy) {
     for (Stream *other : allStreams())
       if (other != &s && other->blocking() && other->completed < other->enqueued)
@@ -196,6 +207,20 @@ void enqueueOn(Stream &s, const std::string &what,
     push(s, Op{"implicit wait", nullptr, &legacyStream, legacyStream.enqueued});
   }
   push(s, Op{what, std::move(work)});
+}
+
+/// A call that would wait for a capturing stream: CUDA refuses it and
+/// invalidates the capture.
+cudaError_t refuseWhileCapturing(const char *call) {
+  for (Stream *s : allStreams())
+    if (s->capturing) {
+      s->invalidated = true;
+      return fail(cudaErrorStreamCaptureUnsupported,
+                  std::string(call) +
+                      ": waits for a stream that is being captured (the "
+                      "capture is invalidated)");
+    }
+  return cudaSuccess;
 }
 
 /// The error a call returns: a sticky error first, else `e`.
@@ -377,6 +402,8 @@ const char *cudaGetErrorName(cudaError_t error) { return standardName(error); }
 
 cudaError_t cudaDeviceSynchronize(void) {
   AMPC_SIM_ENTRY("cudaDeviceSynchronize");
+  if (cudaError_t e = refuseWhileCapturing("cudaDeviceSynchronize"))
+    return e;
   drainAll();
   return result(cudaSuccess);
 }
@@ -550,6 +577,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
     return result(cudaSuccess);
   if (!checkCopy("cudaMemcpy", dst, src, bytes, kind))
     return cudaErrorInvalidValue;
+  if (cudaError_t e = refuseWhileCapturing("cudaMemcpy"))
+    return e;
   if (kind == cudaMemcpyHostToHost) {
     std::memmove(dst, src, bytes);
     return result(cudaSuccess);
@@ -573,6 +602,17 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     return result(cudaSuccess);
   if (!checkCopy("cudaMemcpyAsync", dst, src, bytes, kind))
     return cudaErrorInvalidValue;
+  // A capture cannot hold a copy from or to pageable memory: it would be
+  // replayed from a buffer the host may long have reused.
+  if (Stream *s = resolve(stream); s && s->capturing &&
+      ((kind == cudaMemcpyHostToDevice && classify(src, bytes) != Memory::PinnedHost) ||
+       (kind == cudaMemcpyDeviceToHost && classify(dst, bytes) != Memory::PinnedHost))) {
+    s->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported,
+                std::string("cudaMemcpyAsync (") + kindName(kind) +
+                    "): pageable host memory in a stream capture (the "
+                    "capture is invalidated)");
+  }
   return enqueue(stream, "cudaMemcpyAsync", copyWork(dst, src, bytes, kind));
 }
 
@@ -636,6 +676,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (!s)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamSynchronize: " + hex(stream) + " is not a live stream");
+  if (s->capturing) {
+    s->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaStreamSynchronize: the stream is being captured (the "
+                "capture is invalidated)");
+  }
   drain(*s, s->enqueued);
   return result(cudaSuccess);
 }
@@ -734,6 +780,124 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
     inHostFunction = false;
     return cudaSuccess;
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Stream capture and graphs
+//===----------------------------------------------------------------------===//
+
+} // extern "C"
+
+namespace {
+std::vector<std::unique_ptr<Graph>> graphs, graphExecs;
+Graph *resolveGraph(std::vector<std::unique_ptr<Graph>> &list, void *handle) {
+  for (auto &owned : list)
+    if (owned.get() == handle)
+      return owned.get();
+  return nullptr;
+}
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                   enum cudaStreamCaptureMode) {
+  AMPC_SIM_ENTRY("cudaStreamBeginCapture");
+  Stream *s = resolve(stream);
+  if (!s || s->legacy)
+    return fail(s ? cudaErrorStreamCaptureUnsupported
+                  : cudaErrorInvalidResourceHandle,
+                "cudaStreamBeginCapture: " +
+                    std::string(s ? "the legacy default stream cannot be captured"
+                                  : hex(stream) + " is not a live stream"));
+  if (s->capturing)
+    return fail(cudaErrorIllegalState,
+                "cudaStreamBeginCapture: the stream is already capturing");
+  graphs.push_back(std::make_unique<Graph>());
+  s->capturing = graphs.back().get();
+  s->invalidated = false;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *status) {
+  AMPC_SIM_ENTRY("cudaStreamIsCapturing");
+  Stream *s = resolve(stream);
+  if (!s)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamIsCapturing: " + hex(stream) + " is not a live stream");
+  *status = !s->capturing   ? cudaStreamCaptureStatusNone
+            : s->invalidated ? cudaStreamCaptureStatusInvalidated
+                             : cudaStreamCaptureStatusActive;
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  AMPC_SIM_ENTRY("cudaStreamEndCapture");
+  Stream *s = resolve(stream);
+  if (!s || !s->capturing)
+    return fail(cudaErrorIllegalState,
+                "cudaStreamEndCapture: the stream is not capturing");
+  Graph *captured = s->capturing;
+  s->capturing = nullptr;
+  if (s->invalidated) {
+    s->invalidated = false;
+    *graph = nullptr;
+    return fail(cudaErrorStreamCaptureInvalidated,
+                "cudaStreamEndCapture: the capture was invalidated by an "
+                "earlier call");
+  }
+  *graph = reinterpret_cast<cudaGraph_t>(captured);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long) {
+  AMPC_SIM_ENTRY("cudaGraphInstantiate");
+  Graph *g = resolveGraph(graphs, graph);
+  if (!g)
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphInstantiate: " + hex(graph) + " is not a live graph");
+  graphExecs.push_back(std::make_unique<Graph>(*g));
+  *exec = reinterpret_cast<cudaGraphExec_t>(graphExecs.back().get());
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  AMPC_SIM_ENTRY("cudaGraphLaunch");
+  Graph *g = resolveGraph(graphExecs, exec);
+  Stream *s = resolve(stream);
+  if (!g || !s)
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string("cudaGraphLaunch: ") +
+                    (!g ? "graph exec " + hex(exec) : "stream " + hex(stream)) +
+                    " is not live");
+  for (const Op &op : g->ops)
+    enqueueOn(*s, op.what, op.work);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  AMPC_SIM_ENTRY("cudaGraphExecDestroy");
+  auto it = std::find_if(graphExecs.begin(), graphExecs.end(),
+                         [&](auto &owned) { return owned.get() == (void *)exec; });
+  if (it == graphExecs.end())
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphExecDestroy: " + hex(exec) + " is not a live graph exec");
+  // Launched work already queued keeps its own copies of the closures.
+  graphExecs.erase(it);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  AMPC_SIM_ENTRY("cudaGraphDestroy");
+  auto it = std::find_if(graphs.begin(), graphs.end(),
+                         [&](auto &owned) { return owned.get() == (void *)graph; });
+  if (it == graphs.end())
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphDestroy: " + hex(graph) + " is not a live graph");
+  graphs.erase(it);
+  return result(cudaSuccess);
 }
 
 } // extern "C"

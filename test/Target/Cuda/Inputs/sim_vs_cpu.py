@@ -5,7 +5,9 @@ reference.
 For every model (a file, or each .onnxtext part of a split-file), with the
 same inputs and the same ampc flags for both targets:
 
-  forward   --mode=infer at fp32: every output
+  forward   at fp32: every output of the training library's forward (the
+            loss and the model's outputs), and of the --mode=infer library
+            for a model that does not train and for --full models
   gradients --optimizer=none at fp32: the loss and every parameter gradient
   training  the default library (fp16, dynamic loss scaling, AdamW): the
             losses of --steps steps, then every parameter and the scaler
@@ -41,6 +43,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -163,6 +166,10 @@ def child(args):
             for i, (a, b) in enumerate(zip(cpu.infer(x), sim.infer(x))):
                 d.compare("output %d" % i, a, b, spec["precision"])
         elif kind == "gradients":
+            # The forward of a training library: the loss, then the model's
+            # outputs.
+            for i, (a, b) in enumerate(zip(cpu.infer(x), sim.infer(x))):
+                d.compare("forward output %d" % i, a, b, spec["precision"])
             la, ga = cpu.gradients(x)
             lb, gb = sim.gradients(x)
             d.compare("loss", la, lb, spec["precision"])
@@ -243,7 +250,14 @@ def full_checks(spec, cpu, sim, batches, d):
 # ---------------------------------------------------------------------------
 
 def check(args, model, label, kind, flags, precision, full, out):
-    base = os.path.join(out, label.replace("/", "_") + "." + kind)
+    start = time.time()
+    status, line, result = compare(args, model, label, kind, flags, precision,
+                                   full, out)
+    return status, "%s (%.1f s)" % (line, time.time() - start), result
+
+
+def compare(args, model, label, kind, flags, precision, full, out):
+    base = os.path.join(out, label.replace("/", "_") + "." + kind.replace(" ", "_"))
     try:
         cpu, sim = compile_pair(args.ampc, model, flags, base)
     except RuntimeError as e:
@@ -272,9 +286,13 @@ def plan(args, model, label):
     """The comparisons that apply to `model`."""
     jobs = []
     full = any(label.endswith(f) for f in args.full)
-    if applies(args.ampc, model, ["--mode=infer"]):
+    trains = applies(args.ampc, model, [])
+    # A model that trains has its forward compared by the gradients job
+    # (the training library's infer); the inference library only for the
+    # others and for the models that get every check.
+    if (full or not trains) and applies(args.ampc, model, ["--mode=infer"]):
         jobs.append(("infer", ["--mode=infer", "--precision=fp32"], "fp32", False))
-    if applies(args.ampc, model, []):
+    if trains:
         jobs.append(("gradients", ["--optimizer=none", "--precision=fp32"],
                      "fp32", False))
         jobs.append(("train", [], "train", full))

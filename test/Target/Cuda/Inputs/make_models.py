@@ -1,0 +1,106 @@
+"""Writes the models the CUDA execution tests need beyond the checked-in
+ones, with seeded weights, into the folder given:
+
+deep_mlp.onnx     x[8, 64] through three 64-wide Gemm + Relu layers and a
+                  64 -> 10 Gemm: deep enough that the memory plan puts a
+                  Relu's result where an earlier Gemm's input lived (where a
+                  RELU_BIAS epilogue writing the Relu's buffer would overlap
+                  its own A operand).
+cnn_32x32.onnx    a real-sized CNN: x[8, 3, 32, 32], Conv 3->16 (3x3, pad 1)
+                  + BatchNormalization (training) + Relu, MaxPool 2, Conv
+                  16->32 + BatchNormalization + Relu, GlobalAveragePool,
+                  Flatten, Gemm 32->10: the bias gradients and batch
+                  statistics reduce 8,192 and 2,048 elements per channel.
+many_params.onnx  x[4, 4] through 130 Gemm layers of 4x4 with biases: 260
+                  parameters, more than one multi-tensor list (256) holds.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(3)
+
+
+def save(name, nodes, inits, x_shape, out_shape, folder):
+    graph = helper.make_graph(
+        nodes, os.path.splitext(name)[0],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, out_shape)],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, name))
+
+
+def tensor(name, shape, scale):
+    return numpy_helper.from_array(
+        (scale * rng.standard_normal(shape)).astype(np.float32), name)
+
+
+def gemm_chain(widths, relu):
+    nodes, inits, previous = [], [], "x"
+    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
+        inits += [tensor("w%d" % i, (fan_out, fan_in), 1 / np.sqrt(fan_in)),
+                  tensor("b%d" % i, (fan_out,), 0.1)]
+        last = i == len(widths) - 2
+        out = "logits" if last else "g%d" % i
+        nodes.append(helper.make_node("Gemm", [previous, "w%d" % i, "b%d" % i],
+                                      [out], name="Gemm_%d" % i, transB=1))
+        previous = out
+        if relu and not last:
+            nodes.append(helper.make_node("Relu", [out], ["h%d" % i],
+                                          name="Relu_%d" % i))
+            previous = "h%d" % i
+    return nodes, inits
+
+
+def cnn():
+    nodes, inits = [], []
+    previous, channels = "x", 3
+    for i, width in enumerate([16, 32]):
+        inits += [tensor("conv%d.w" % i, (width, channels, 3, 3),
+                         1 / np.sqrt(9 * channels)),
+                  tensor("conv%d.b" % i, (width,), 0.1),
+                  numpy_helper.from_array(np.ones(width, np.float32), "bn%d.s" % i),
+                  numpy_helper.from_array(np.zeros(width, np.float32), "bn%d.b" % i),
+                  numpy_helper.from_array(np.zeros(width, np.float32), "bn%d.m" % i),
+                  numpy_helper.from_array(np.ones(width, np.float32), "bn%d.v" % i)]
+        nodes += [
+            helper.make_node("Conv", [previous, "conv%d.w" % i, "conv%d.b" % i],
+                             ["c%d" % i], name="Conv_%d" % i, pads=[1, 1, 1, 1],
+                             kernel_shape=[3, 3]),
+            helper.make_node("BatchNormalization",
+                             ["c%d" % i, "bn%d.s" % i, "bn%d.b" % i, "bn%d.m" % i,
+                              "bn%d.v" % i],
+                             ["n%d" % i, "bn%d.rm" % i, "bn%d.rv" % i],
+                             name="BatchNormalization_%d" % i, training_mode=1),
+            helper.make_node("Relu", ["n%d" % i], ["r%d" % i], name="Relu_%d" % i)]
+        previous, channels = "r%d" % i, width
+        if i == 0:
+            nodes.append(helper.make_node("MaxPool", [previous], ["p0"],
+                                          name="MaxPool_0", kernel_shape=[2, 2],
+                                          strides=[2, 2]))
+            previous = "p0"
+    inits += [tensor("fc.w", (10, 32), 1 / np.sqrt(32)), tensor("fc.b", (10,), 0.1)]
+    nodes += [helper.make_node("GlobalAveragePool", [previous], ["gap"], name="Gap"),
+              helper.make_node("Flatten", ["gap"], ["flat"], name="Flatten"),
+              helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"],
+                               name="Gemm_fc", transB=1)]
+    return nodes, inits
+
+
+def main():
+    folder = sys.argv[1]
+    save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
+         [8, 64], [8, 10], folder)
+    save("cnn_32x32.onnx", *cnn(), [8, 3, 32, 32], [8, 10], folder)
+    save("many_params.onnx", *gemm_chain([4] * 131, relu=False), [4, 4], [4, 4],
+         folder)
+
+
+if __name__ == "__main__":
+    main()
