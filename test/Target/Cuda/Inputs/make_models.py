@@ -11,8 +11,9 @@ cnn_32x32.onnx    a real-sized CNN: x[8, 3, 32, 32], Conv 3->16 (3x3, pad 1)
                   16->32 + BatchNormalization + Relu, GlobalAveragePool,
                   Flatten, Gemm 32->10: the bias gradients and batch
                   statistics reduce 8,192 and 2,048 elements per channel.
-many_params.onnx  x[4, 4] through 130 Gemm layers of 4x4 with biases: 260
-                  parameters, more than one multi-tensor list (256) holds.
+many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
+                  4x4 Gemm: 262 parameters, more than one multi-tensor list
+                  (256) holds.
 """
 import os
 import sys
@@ -58,6 +59,18 @@ def gemm_chain(widths, relu):
     return nodes, inits
 
 
+def bias_chain(count):
+    nodes, inits, previous = [], [], "x"
+    for i in range(count):
+        inits.append(tensor("bias%d" % i, (4,), 0.1))
+        nodes.append(helper.make_node("Add", [previous, "bias%d" % i],
+                                      ["a%d" % i], name="Add_%d" % i))
+        previous = "a%d" % i
+    more_nodes, more_inits = gemm_chain([4, 4], relu=False)
+    more_nodes[0].input[0] = previous
+    return nodes + more_nodes, inits + more_inits
+
+
 def cnn():
     nodes, inits = [], []
     previous, channels = "x", 3
@@ -98,8 +111,7 @@ def main():
     save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
          [8, 64], [8, 10], folder)
     save("cnn_32x32.onnx", *cnn(), [8, 3, 32, 32], [8, 10], folder)
-    save("many_params.onnx", *gemm_chain([4] * 131, relu=False), [4, 4], [4, 4],
-         folder)
+    save("many_params.onnx", *bias_chain(260), [4, 4], [4, 4], folder)
 
 
 if __name__ == "__main__":

@@ -287,10 +287,13 @@ def plan(args, model, label):
     jobs = []
     full = any(label.endswith(f) for f in args.full)
     trains = applies(args.ampc, model, [])
+    if any(label.endswith(f) for f in args.train_only):
+        return [(model, label, "train", [], "train", False)]
     # A model that trains has its forward compared by the gradients job
     # (the training library's infer); the inference library only for the
     # others and for the models that get every check.
-    if (full or not trains) and applies(args.ampc, model, ["--mode=infer"]):
+    wants_infer = full or not trains or any(label.endswith(f) for f in args.infer)
+    if wants_infer and applies(args.ampc, model, ["--mode=infer"]):
         jobs.append(("infer", ["--mode=infer", "--precision=fp32"], "fp32", False))
     if trains:
         jobs.append(("gradients", ["--optimizer=none", "--precision=fp32"],
@@ -313,6 +316,11 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--full", action="append", default=[],
                    help="models (path suffixes) that get every check")
+    p.add_argument("--infer", action="append", default=[],
+                   help="models (path suffixes) whose inference library is "
+                        "compared although they train")
+    p.add_argument("--train-only", action="append", default=[],
+                   help="models (path suffixes) compared in training only")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("models", nargs="*")
     args = p.parse_args()
