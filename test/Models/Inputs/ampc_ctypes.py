@@ -42,7 +42,8 @@ _NUMPY_OF_DTYPE = {
     11: np.dtype(np.float64),
     16: np.dtype(np.uint16),  # bf16 bits
 }
-_DTYPE_OF_NUMPY = {v: k for k, v in _NUMPY_OF_DTYPE.items() if k != 16}
+# ampc has no uint16 type, so a uint16 array is bf16 bits.
+_DTYPE_OF_NUMPY = {v: k for k, v in _NUMPY_OF_DTYPE.items()}
 
 
 class AmpcError(RuntimeError):
