@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -19,6 +20,9 @@ config.substitutions.append(("%ampc_src", config.ampc_src_root))
 config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(
     ("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+# The lit running this suite, for tests that ask lit what it discovers.
+config.substitutions.append(
+    ("%lit", sys.executable + " " + os.path.abspath(sys.argv[0])))
 
 tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
