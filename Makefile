@@ -31,8 +31,11 @@ build: configure
 demo: build
 	scripts/demo
 
-# lit prints its pass/fail counts, GoogleTest its own; either failing fails.
+# First, that every test in the tree is built and run (a unit-test source
+# missing from unittests/CMakeLists.txt, a RUN file lit does not pick up);
+# then lit prints its pass/fail counts, GoogleTest its own; any failing fails.
 check: build
+	scripts/check-tests-built --unittests unittests --lit-suite $(BUILD)/test --tests test
 	ninja -C $(BUILD) check-ampc
 	$(BUILD)/unittests/ampc-unittests --gtest_brief=1
 

@@ -4,15 +4,20 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
+#include <functional>
+#include <grp.h>
 #include <iterator>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using ampc::runtime::readCheckpoint;
@@ -352,9 +357,60 @@ TEST(CheckpointTest, FailedWriteKeepsTheOldFile) {
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"state.ckpt"});
 }
 
+/// Runs `write` as the owner of `folder`, an unprivileged user: in this
+/// process, or, when this process is root (as CI runs), in a child that
+/// becomes `nobody` after giving `folder` to it, since root ignores a
+/// folder's permissions. The child's result and message come back through
+/// a pipe. A child that cannot drop privileges reports that as the
+/// message, and the write counts as succeeded, so the test fails rather
+/// than skips.
+bool writeAsFolderOwner(const std::string &folder,
+                        const std::function<bool(std::string &)> &write,
+                        std::string &error) {
+  if (::geteuid() != 0)
+    return write(error);
+  const struct passwd *nobody = ::getpwnam("nobody");
+  uid_t uid = nobody ? nobody->pw_uid : 65534;
+  gid_t gid = nobody ? nobody->pw_gid : 65534;
+  int channel[2];
+  if (::chown(folder.c_str(), uid, gid) != 0 || ::pipe(channel) != 0) {
+    error = std::string("chown or pipe: ") + std::strerror(errno);
+    return true;
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(channel[0]);
+    std::string message;
+    char ok = 1;
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 ||
+        ::setuid(uid) != 0)
+      message = std::string("cannot drop root privileges: ") +
+                std::strerror(errno);
+    else
+      ok = write(message) ? 1 : 0;
+    std::string reply = std::string(1, ok) + message;
+    ssize_t written = ::write(channel[1], reply.data(), reply.size());
+    ::_exit(written == static_cast<ssize_t>(reply.size()) ? 0 : 1);
+  }
+  ::close(channel[1]);
+  std::string reply;
+  char buffer[256];
+  ssize_t n;
+  while (child > 0 && (n = ::read(channel[0], buffer, sizeof(buffer))) > 0)
+    reply.append(buffer, static_cast<size_t>(n));
+  ::close(channel[0]);
+  int status = 0;
+  if (child > 0)
+    ::waitpid(child, &status, 0);
+  if (reply.empty()) {
+    error = "the unprivileged writer did not answer";
+    return true;
+  }
+  error = reply.substr(1);
+  return reply[0] != 0;
+}
+
 TEST(CheckpointTest, ReadOnlyFolderKeepsTheOldFile) {
-  if (::geteuid() == 0)
-    GTEST_SKIP() << "root writes into read-only folders";
   TempDir dir;
   State state;
   std::string path = dir.path + "/state.ckpt";
@@ -363,7 +419,13 @@ TEST(CheckpointTest, ReadOnlyFolderKeepsTheOldFile) {
   ASSERT_EQ(0, ::chmod(dir.path.c_str(), 0555));
   state.step = 1;
   std::string error;
-  EXPECT_FALSE(writeCheckpoint(path, "mlp", state.tensors, state.data(), error));
+  EXPECT_FALSE(writeAsFolderOwner(
+      dir.path,
+      [&](std::string &message) {
+        return writeCheckpoint(path, "mlp", state.tensors, state.data(),
+                               message);
+      },
+      error));
   ::chmod(dir.path.c_str(), 0755);
   EXPECT_NE(error.find("Permission denied"), std::string::npos) << error;
   EXPECT_EQ(readFile(path), before);

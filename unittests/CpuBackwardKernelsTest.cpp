@@ -1208,8 +1208,9 @@ TEST(NllLossGradTest, BadLabelReturnsFalse) {
     EXPECT_FALSE(nllLossGrad<float>(grad, target, nullptr, 2, 3, 1, true, 1,
                                     LossSum, out))
         << bad;
-    // The same label as ignore_index is fine.
-    float ok[6];
+    // The same label as ignore_index is fine (and the zeros are written:
+    // the buffer starts non-zero).
+    float ok[6] = {7, 7, 7, 7, 7, 7};
     EXPECT_TRUE(nllLossGrad<float>(grad, target, nullptr, 2, 3, 1, true, bad,
                                    LossSum, ok))
         << bad;

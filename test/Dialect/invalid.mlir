@@ -975,6 +975,14 @@ func.func @max_pool_grad_indices(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x5xi6
 
 // -----
 
+func.func @max_pool_grad_element_type(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
+  // expected-error @+1 {{'ampc.max_pool_grad' op result element type differs from grad's}}
+  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+  return
+}
+
+// -----
+
 func.func @max_pool_grad_channels(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
   // expected-error @+1 {{'ampc.max_pool_grad' op result shape [1, 4, 8, 8] must be (N, C, spatial...) with grad's N, C and rank, got grad [1, 8, 4, 4]}}
   %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x4x8x8xf32>
@@ -1137,6 +1145,17 @@ func.func @fusion_yield_type(%x: tensor<4x8xf32>) -> tensor<4x8xf16> {
 
 // -----
 
+func.func @fusion_no_yield(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.fusion' op body must end in ampc.yield}}
+  %0 = ampc.fusion(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = ampc.exp %a : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 func.func @fusion_argument_type(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'ampc.fusion' op operand 0 has type 'tensor<4x8xf32>' but block argument 0 has type 'tensor<4x8xf16>'}}
   %0 = ampc.fusion(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -1198,5 +1217,102 @@ func.func @adam_one_moment(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32
 func.func @unknown_optimizer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
   // expected-error @+1 {{'ampc.optimizer_update' op 'kind' must be sgd, adam or adamw, got 'lion'}}
   %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "lion"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+ampc.state @s : tensor<f32> = dense<0.0> : tensor<f32>
+func.func @load_state_wrong_type() -> tensor<2xf32> {
+  // expected-error @+1 {{'ampc.load_state' op result type 'tensor<2xf32>' does not match state type 'tensor<f32>'}}
+  %0 = ampc.load_state @s : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @store_unknown_target(%x: tensor<f32>) {
+  // expected-error @+1 {{'ampc.store' op 'nowhere' is not an ampc.parameter or ampc.state}}
+  ampc.store @nowhere, %x : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @unscale_result_count(%s: tensor<f32>, %g0: tensor<3xf32>, %g1: tensor<2xf32>) {
+  // expected-error @+1 {{'ampc.unscale' op expects one result per gradient, got 1 for 2}}
+  %u, %f = ampc.unscale %s, %g0, %g1 : (tensor<f32>, tensor<3xf32>, tensor<2xf32>) -> (tensor<3xf32>, tensor<i1>)
+  return
+}
+
+// -----
+
+func.func @unscale_result_type(%s: tensor<f32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.unscale' op result type 'tensor<3xf16>' does not match gradient type 'tensor<3xf32>'}}
+  %u, %f = ampc.unscale %s, %g : (tensor<f32>, tensor<3xf32>) -> (tensor<3xf16>, tensor<i1>)
+  return
+}
+
+// -----
+
+func.func @unscale_found_inf_vector(%s: tensor<f32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.unscale' op found_inf must be a scalar}}
+  %u, %f = ampc.unscale %s, %g : (tensor<f32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xi1>)
+  return
+}
+
+// -----
+
+func.func @clip_result_count(%g0: tensor<3xf32>, %g1: tensor<2xf32>) {
+  // expected-error @+1 {{'ampc.clip_grad_norm' op expects one result per gradient}}
+  %c = ampc.clip_grad_norm %g0, %g1 {max_norm = 1.0 : f32} : (tensor<3xf32>, tensor<2xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @clip_result_type(%g: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.clip_grad_norm' op result type 'tensor<3xf64>' does not match gradient type 'tensor<3xf32>'}}
+  %c = ampc.clip_grad_norm %g {max_norm = 1.0 : f32} : (tensor<3xf32>) -> tensor<3xf64>
+  return
+}
+
+// -----
+
+func.func @sgd_momentum_without_buffer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op 'sgd' keeps 1 moment(s), got 0}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd", momentum = 0.9 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_gradient_type(%p: tensor<3xf32>, %g: tensor<3xf16>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op gradient type 'tensor<3xf16>' does not match parameter 'tensor<3xf32>'}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd"} : (tensor<3xf32>, tensor<3xf16>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_moment_type(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>, %v: tensor<2xf32>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op moment type 'tensor<2xf32>' does not match parameter 'tensor<3xf32>'}}
+  %np, %nm, %nv = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = "adamw"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<2xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @optimizer_results(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>, %v: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op results must be the new parameter and moments}}
+  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = "adamw"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @optimizer_vector_lr(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<3xf32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op lr, step and found_inf must be scalars}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd"} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<i64>) -> tensor<3xf32>
   return
 }

@@ -572,7 +572,10 @@ def main():
     so = os.path.join(args.workdir, "model.so")
     common = [args.ampc, model_path, "--mode=infer",
               f"--precision={args.precision}"] + bind + args.arg
-    r = subprocess.run(common + ["-o", so], capture_output=True, text=True)
+    # The CPU target by name: on a machine with nvcc and a CUDA driver the
+    # default would be the CUDA target.
+    r = subprocess.run(common + ["--target=cpu", "-o", so], capture_output=True,
+                       text=True)
     if r.returncode != 0:
         print("ampc failed:", r.stderr.strip())
         return 1

@@ -350,6 +350,8 @@ def main():
                         "compared although they train")
     p.add_argument("--train-only", action="append", default=[],
                    help="models (path suffixes) compared in training only")
+    p.add_argument("--list", action="store_true",
+                   help="print the comparisons that would run, and their count")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("models", nargs="*")
     args = p.parse_args()
@@ -364,6 +366,11 @@ def main():
                     os.path.join(os.path.basename(os.path.dirname(path)),
                                  os.path.basename(path))
                 work += plan(args, m, label)
+        if args.list:
+            for w in work:
+                print("%s [%s]" % (w[1], w[2]))
+            print("%d comparisons" % len(work))
+            return 0
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             results = pool.map(lambda w: check(args, *w, out), work)
             for status, line, _ in results:
