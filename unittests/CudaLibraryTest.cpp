@@ -158,8 +158,9 @@ TEST_P(CudaLibrary, QueuedStepsDeliverEveryLoss) {
   ASSERT_EQ(ampc_model_synchronize(model), AMPC_OK);
   for (int i = 0; i < 5; ++i) {
     EXPECT_TRUE(std::isfinite(losses[i])) << i;
-    if (i)
+    if (i) {
       EXPECT_LT(losses[i], losses[i - 1]) << i;
+    }
   }
 }
 
