@@ -299,3 +299,120 @@ TEST(OnnxRewriteTest, RewrittenExampleModelPassesTheFullCheck) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Eval mode (rewriteOnnxEvalMode) and optional replacements
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// x -> BatchNormalization (training_mode 1, three outputs) -> Dropout
+/// (ratio, training_mode inputs) -> y; a Relu in another domain that must
+/// stay as it is.
+onnx::ModelProto trainingModeModel() {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto *graph = model.mutable_graph();
+  onnx::NodeProto *bn = graph->add_node();
+  bn->set_op_type("BatchNormalization");
+  bn->set_name("bn");
+  for (const char *in : {"x", "s", "b", "m", "v"})
+    bn->add_input(in);
+  for (const char *out : {"t", "m_out", "v_out"})
+    bn->add_output(out);
+  onnx::AttributeProto *epsilon = bn->add_attribute();
+  epsilon->set_name("epsilon");
+  epsilon->set_type(onnx::AttributeProto::FLOAT);
+  epsilon->set_f(1e-3f);
+  onnx::AttributeProto *mode = bn->add_attribute();
+  mode->set_name("training_mode");
+  mode->set_type(onnx::AttributeProto::INT);
+  mode->set_i(1);
+  onnx::NodeProto *dropout = graph->add_node();
+  dropout->set_op_type("Dropout");
+  for (const char *in : {"t", "ratio", "training"})
+    dropout->add_input(in);
+  dropout->add_output("y");
+  dropout->add_output("mask");
+  onnx::NodeProto *other = graph->add_node();
+  other->set_op_type("Dropout");
+  other->set_domain("com.example");
+  for (const char *in : {"y", "ratio", "training"})
+    other->add_input(in);
+  other->add_output("z");
+  graph->add_output()->set_name("z");
+  return model;
+}
+
+Rewritten evalMode(const std::string &model) {
+  Rewritten r;
+  r.ok = ampc::runtime::rewriteOnnxEvalMode(
+      reinterpret_cast<const unsigned char *>(model.data()), model.size(),
+      r.bytes, r.error);
+  return r;
+}
+
+} // namespace
+
+TEST(OnnxRewriteTest, EvalModeTurnsOffBatchNormAndDropoutTraining) {
+  Rewritten r = evalMode(serialize(trainingModeModel()));
+  ASSERT_TRUE(r.ok) << r.error;
+  onnx::ModelProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(r.bytes));
+  const onnx::GraphProto &g = parsed.graph();
+  ASSERT_EQ(g.node_size(), 3);
+  const onnx::NodeProto &bn = g.node(0);
+  EXPECT_EQ(bn.name(), "bn");
+  EXPECT_EQ(bn.input_size(), 5);
+  ASSERT_EQ(bn.output_size(), 1);
+  EXPECT_EQ(bn.output(0), "t");
+  ASSERT_EQ(bn.attribute_size(), 2);
+  EXPECT_EQ(bn.attribute(0).name(), "epsilon");
+  EXPECT_FLOAT_EQ(bn.attribute(0).f(), 1e-3f);
+  EXPECT_EQ(bn.attribute(1).name(), "training_mode");
+  EXPECT_EQ(bn.attribute(1).type(), onnx::AttributeProto::INT);
+  EXPECT_EQ(bn.attribute(1).i(), 0);
+  const onnx::NodeProto &dropout = g.node(1);
+  ASSERT_EQ(dropout.input_size(), 2);
+  EXPECT_EQ(dropout.input(1), "ratio");
+  EXPECT_EQ(dropout.output_size(), 2);
+  // Another domain's op of the same name is not ONNX's Dropout.
+  EXPECT_EQ(g.node(2).input_size(), 3);
+  EXPECT_EQ(g.output(0).name(), "z");
+}
+
+TEST(OnnxRewriteTest, EvalModeRefusesRunningStatisticsTheGraphReads) {
+  onnx::ModelProto model = trainingModeModel();
+  model.mutable_graph()->add_output()->set_name("v_out");
+  Rewritten r = evalMode(serialize(model));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "cannot write the eval-mode model: BatchNormalization "
+                     "node 'bn' has its running statistics 'v_out' read by "
+                     "the graph");
+}
+
+TEST(OnnxRewriteTest, EvalModeRefusesMalformedModels) {
+  std::string bytes = serialize(trainingModeModel());
+  Rewritten r = evalMode(bytes.substr(0, bytes.size() - 3));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("malformed ONNX model"), std::string::npos)
+      << r.error;
+}
+
+TEST(OnnxRewriteTest, OptionalReplacementsNeedNoInitializer) {
+  std::string original = serialize(smallModel());
+  std::vector<float> w{-1, -2, -3, -4, -5, -6}, lr{0.5f};
+  NamedTensor missing{"ampc.lr", 1, {}, lr.data(), 4};
+  missing.optional = true;
+  NamedTensor present{"w", 1, {2, 3}, w.data(), w.size() * 4};
+  present.optional = true;
+  Rewritten r = rewrite(original, {missing, present});
+  ASSERT_TRUE(r.ok) << r.error;
+  onnx::ModelProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(r.bytes));
+  EXPECT_EQ(findInitializer(parsed, "w")->raw_data().size(), 24u);
+  EXPECT_EQ(findInitializer(parsed, "ampc.lr"), nullptr);
+  missing.optional = false;
+  EXPECT_FALSE(rewrite(original, {missing}).ok);
+}

@@ -585,6 +585,18 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+double BatchNormalizationOp::runningVarianceFactor() {
+  if (!getUnbiasedRunningVar())
+    return 1.0;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(getInput().getType()).getShape();
+  int64_t count = shape[0];
+  for (int64_t d : shape.drop_front(2))
+    count *= d;
+  return count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1)
+                   : 1.0;
+}
+
 LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *ctx,
                                                      OptLoc loc,
                                                      Adaptor adaptor,

@@ -8,8 +8,10 @@
 // Wire format: a message is a sequence of fields, each a varint key
 // (field number << 3 | wire type) and a value: 0 varint, 1 fixed64,
 // 2 varint length + bytes, 3/4 group start/end (deprecated, skipped),
-// 5 fixed32. The path edited is ModelProto.graph (7) -> GraphProto.initializer
-// (5) -> TensorProto, whose name is field 8.
+// 5 fixed32. The paths edited are ModelProto.graph (7) ->
+// GraphProto.initializer (5) -> TensorProto, whose name is field 8, and
+// GraphProto.node (1) -> NodeProto (input 1, output 2, op_type 4, domain 7,
+// attribute 5 -> AttributeProto: name 1, i 3, type 20).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +39,18 @@ constexpr uint32_t kTensorDims = 1;
 constexpr uint32_t kTensorDataType = 2;
 constexpr uint32_t kTensorName = 8;
 constexpr uint32_t kTensorRawData = 9;
+constexpr uint32_t kGraphNode = 1;
+constexpr uint32_t kGraphOutput = 12;
+constexpr uint32_t kValueInfoName = 1;
+constexpr uint32_t kNodeInput = 1;
+constexpr uint32_t kNodeOutput = 2;
+constexpr uint32_t kNodeOpType = 4;
+constexpr uint32_t kNodeAttribute = 5;
+constexpr uint32_t kNodeDomain = 7;
+constexpr uint32_t kAttributeName = 1;
+constexpr uint32_t kAttributeInt = 3;
+constexpr uint32_t kAttributeType = 20;
+constexpr uint64_t kAttributeTypeInt = 2;
 /// Groups nested deeper than this are refused rather than recursed into.
 constexpr int kMaxGroupDepth = 64;
 
@@ -317,10 +331,193 @@ bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
     putLengthDelimited(result, kModelGraph, graph);
   }
   for (const auto &[name, done] : replaced)
-    if (!done) {
+    if (!done && !byName.at(name)->optional) {
       error = "'" + name + "' is not an initializer of the model's graph";
       return false;
     }
+  out = std::move(result);
+  return true;
+}
+
+namespace {
+
+/// The string in a length-delimited field.
+std::string fieldString(const unsigned char *data, const Field &field) {
+  return std::string(reinterpret_cast<const char *>(data + field.payloadBegin),
+                     field.end - field.payloadBegin);
+}
+
+/// The fields of the message in [begin, end), or false with `error`.
+bool readFields(const unsigned char *data, size_t begin, size_t end,
+                std::vector<Field> &fields, std::string &error) {
+  FieldReader reader(data, begin, end, error);
+  Field field;
+  while (!reader.atEnd()) {
+    if (!reader.next(field))
+      return false;
+    fields.push_back(field);
+  }
+  return true;
+}
+
+bool stringField(const Field &field, const char *what, std::string &error) {
+  if (field.wireType == kLengthDelimited)
+    return true;
+  error = std::string("malformed ONNX model: a node's ") + what +
+          " is not a string";
+  return false;
+}
+
+/// Names the graph reads: node inputs and graph outputs (main graph).
+bool namesRead(const unsigned char *data, const std::vector<Field> &graph,
+               std::map<std::string, bool> &read, std::string &error) {
+  for (const Field &g : graph) {
+    if (g.number != kGraphNode && g.number != kGraphOutput)
+      continue;
+    if (g.wireType != kLengthDelimited) {
+      error = "malformed ONNX model: a node or output is not a message";
+      return false;
+    }
+    std::vector<Field> fields;
+    if (!readFields(data, g.payloadBegin, g.end, fields, error))
+      return false;
+    uint32_t wanted = g.number == kGraphNode ? kNodeInput : kValueInfoName;
+    for (const Field &f : fields)
+      if (f.number == wanted) {
+        if (!stringField(f, "input", error))
+          return false;
+        read[fieldString(data, f)] = true;
+      }
+  }
+  return true;
+}
+
+/// The NodeProto in `node` as it runs in eval mode, appended to `out`.
+bool evalNode(const unsigned char *data, const Field &node,
+              const std::map<std::string, bool> &read, std::string &out,
+              std::string &error) {
+  std::vector<Field> fields;
+  if (!readFields(data, node.payloadBegin, node.end, fields, error))
+    return false;
+  std::string opType, domain, nodeName;
+  for (const Field &f : fields) {
+    if (f.number == kNodeOpType || f.number == kNodeDomain || f.number == 3) {
+      if (!stringField(f, "op_type, domain or name", error))
+        return false;
+      (f.number == kNodeOpType ? opType
+                               : f.number == kNodeDomain ? domain : nodeName) =
+          fieldString(data, f);
+    }
+  }
+  bool batchNorm = opType == "BatchNormalization",
+       dropout = opType == "Dropout";
+  auto copy = [&](const Field &f) {
+    out.append(reinterpret_cast<const char *>(data + f.begin), f.end - f.begin);
+  };
+  if ((!batchNorm && !dropout) || (!domain.empty() && domain != "ai.onnx")) {
+    copy(node);
+    return true;
+  }
+  std::string body;
+  int inputs = 0, outputs = 0;
+  for (const Field &f : fields) {
+    auto keep = [&] {
+      body.append(reinterpret_cast<const char *>(data + f.begin),
+                  f.end - f.begin);
+    };
+    if (f.number == kNodeInput && dropout) {
+      if (!stringField(f, "input", error))
+        return false;
+      if (inputs++ != 2) // Dropout's training_mode goes.
+        keep();
+      continue;
+    }
+    if (f.number == kNodeOutput && batchNorm) {
+      if (!stringField(f, "output", error))
+        return false;
+      std::string name = fieldString(data, f);
+      if (outputs++ == 0) {
+        keep();
+        continue;
+      }
+      if (!name.empty() && read.count(name)) {
+        error = "cannot write the eval-mode model: BatchNormalization node '" +
+                nodeName + "' has its running statistics '" + name +
+                "' read by the graph";
+        return false;
+      }
+      continue;
+    }
+    if (f.number == kNodeAttribute && batchNorm) {
+      if (f.wireType != kLengthDelimited) {
+        error = "malformed ONNX model: a node's attribute is not a message";
+        return false;
+      }
+      std::vector<Field> attribute;
+      if (!readFields(data, f.payloadBegin, f.end, attribute, error))
+        return false;
+      bool trainingMode = false;
+      for (const Field &a : attribute)
+        if (a.number == kAttributeName && a.wireType == kLengthDelimited &&
+            fieldString(data, a) == "training_mode")
+          trainingMode = true;
+      if (trainingMode) {
+        std::string rewritten;
+        putLengthDelimited(rewritten, kAttributeName, "training_mode");
+        putKey(rewritten, kAttributeInt, kVarint);
+        putVarint(rewritten, 0);
+        putKey(rewritten, kAttributeType, kVarint);
+        putVarint(rewritten, kAttributeTypeInt);
+        putLengthDelimited(body, kNodeAttribute, rewritten);
+        continue;
+      }
+    }
+    keep();
+  }
+  putLengthDelimited(out, kGraphNode, body);
+  return true;
+}
+
+} // namespace
+
+bool rewriteOnnxEvalMode(const unsigned char *model, size_t size,
+                         std::string &out, std::string &error) {
+  if (!model && size) {
+    error = "no model data";
+    return false;
+  }
+  std::vector<Field> top;
+  if (!readFields(model, 0, size, top, error))
+    return false;
+  std::string result;
+  result.reserve(size);
+  for (const Field &field : top) {
+    if (field.number != kModelGraph) {
+      result.append(reinterpret_cast<const char *>(model + field.begin),
+                    field.end - field.begin);
+      continue;
+    }
+    if (field.wireType != kLengthDelimited) {
+      error = "malformed ONNX model: the graph is not a message";
+      return false;
+    }
+    std::vector<Field> graph;
+    std::map<std::string, bool> read;
+    if (!readFields(model, field.payloadBegin, field.end, graph, error) ||
+        !namesRead(model, graph, read, error))
+      return false;
+    std::string rewritten;
+    for (const Field &g : graph) {
+      if (g.number == kGraphNode && g.wireType == kLengthDelimited) {
+        if (!evalNode(model, g, read, rewritten, error))
+          return false;
+        continue;
+      }
+      rewritten.append(reinterpret_cast<const char *>(model + g.begin),
+                       g.end - g.begin);
+    }
+    putLengthDelimited(result, kModelGraph, rewritten);
+  }
   out = std::move(result);
   return true;
 }

@@ -25,6 +25,9 @@ struct NamedTensor {
   std::vector<int64_t> shape;
   const void *data = nullptr;
   size_t bytes = 0;
+  /// Replaces the initializer of this name if the graph has one; without
+  /// it, a name the graph lacks is an error.
+  bool optional = false;
 };
 
 /// `model` is a serialized onnx ModelProto. Writes to `out` a copy in which
@@ -38,6 +41,16 @@ struct NamedTensor {
 bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
                              const std::vector<NamedTensor> &replacements,
                              std::string &out, std::string &error);
+
+/// `model` is a serialized onnx ModelProto. Writes to `out` a copy that
+/// runs as PyTorch's `model.eval()`: every BatchNormalization of the main
+/// graph gets `training_mode` 0 and loses its running-statistics outputs,
+/// every Dropout loses its `training_mode` input (so it is the identity);
+/// every other byte is kept. Fails with a one-line `error` for malformed
+/// input, or when a running-statistics output is read by the graph (the
+/// eval-mode node cannot produce it).
+bool rewriteOnnxEvalMode(const unsigned char *model, size_t size,
+                         std::string &out, std::string &error);
 
 } // namespace ampc::runtime
 

@@ -1399,25 +1399,47 @@ ampc_status ampc_model_export_onnx(const ampc_model *handle, const char *path) {
     return fail(AMPC_ERROR_UNSUPPORTED, kExport,
                 format("model '%s' cannot read its parameters",
                        model->name.c_str()));
+  // The parameters, and the state that is part of the model (BatchNorm's
+  // running statistics: state named after the initializer it came from;
+  // optimizer and scaler state match no initializer).
   std::vector<std::vector<unsigned char>> data;
   std::vector<ampc::runtime::NamedTensor> replacements;
+  std::vector<const TensorDesc *> tensors;
+  std::vector<int32_t> stateIndices;
+  for (const TensorDesc &t : model->parameters)
+    tensors.push_back(&t);
+  for (size_t i = model->parameters.size(); i < model->stateTensors.size();
+       ++i) {
+    tensors.push_back(&model->stateTensors[i]);
+    stateIndices.push_back(static_cast<int32_t>(i));
+  }
   {
     std::lock_guard<std::mutex> lock(model->runMutex);
-    for (size_t i = 0; i < model->parameters.size(); ++i) {
-      data.emplace_back(model->parameters[i].byteSize);
-      model->readParameter(model->state, static_cast<int32_t>(i),
-                           data.back().data());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      data.emplace_back(tensors[i]->byteSize);
+      if (i < model->parameters.size())
+        model->readParameter(model->state, static_cast<int32_t>(i),
+                             data.back().data());
+      else
+        model->readState(model->state,
+                         stateIndices[i - model->parameters.size()],
+                         data.back().data());
     }
   }
-  for (size_t i = 0; i < model->parameters.size(); ++i) {
-    const TensorDesc &t = model->parameters[i];
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorDesc &t = *tensors[i];
     replacements.push_back({t.name, static_cast<int32_t>(t.dtype), t.shape,
-                            data[i].data(), t.byteSize});
+                            data[i].data(), t.byteSize,
+                            /*optional=*/i >= model->parameters.size()});
   }
-  std::string bytes, error;
+  // The trained weights in the model as it runs for inference (eval mode).
+  std::string trained, bytes, error;
   if (!ampc::runtime::rewriteOnnxInitializers(model->onnxModel,
                                               model->onnxModelSize,
-                                              replacements, bytes, error))
+                                              replacements, trained, error) ||
+      !ampc::runtime::rewriteOnnxEvalMode(
+          reinterpret_cast<const unsigned char *>(trained.data()),
+          trained.size(), bytes, error))
     return fail(AMPC_ERROR_CORRUPT, kExport, error);
   if (!ampc::runtime::writeFileAtomically(path, {{bytes.data(), bytes.size()}},
                                           "the ONNX model", error))

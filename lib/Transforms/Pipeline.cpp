@@ -52,6 +52,12 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
        return ampc::createAutodiffPass();
      }},
+    {"ampc-eval-forward", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.evalForward)
+         return nullptr;
+       return ampc::createEvalForwardPass();
+     }},
     {"ampc-insert-loss-scaling", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (o.lossScaling.mode == "none")
@@ -63,6 +69,12 @@ const PipelineStep kPipeline[] = {
        if (o.optimizer.kind == "none")
          return nullptr;
        return ampc::createAttachOptimizerPass(o.optimizer);
+     }},
+    {"ampc-running-statistics", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.optimizer.kind == "none")
+         return nullptr;
+       return ampc::createRunningStatisticsPass();
      }},
     {"ampc-optimize-casts", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &) {

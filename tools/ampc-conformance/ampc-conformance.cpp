@@ -223,6 +223,8 @@ Outcome Runner::run(StringRef folder) {
     return fail(folder, "import: " + firstError);
   mlir::PassManager pm(&context);
   ampc::PipelineOptions pipeline;
+  // The node tests check the op as written, training mode included.
+  pipeline.evalForward = false;
   pipeline.precision.dtype = StringSwitch<std::string>(precision)
                                  .Case("fp16", "f16")
                                  .Case("bf16", "bf16")

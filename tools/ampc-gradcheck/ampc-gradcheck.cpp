@@ -329,6 +329,9 @@ ampc::PipelineOptions trainingPipeline() {
   pipeline.widenToF64 = true;
   pipeline.precision.dtype = "f32";
   pipeline.training = true;
+  // The finite differences run `infer`, which must compute the loss exactly
+  // as the gradients' forward does (Dropout and BatchNorm as exported).
+  pipeline.evalForward = false;
   pipeline.loss.loss = loss;
   pipeline.loss.label = label;
   // The gradients themselves, unscaled, with no update applied: the

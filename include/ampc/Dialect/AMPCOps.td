@@ -354,7 +354,12 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
   let description = [{
     ONNX `BatchNormalization` (opset 14/15 form). With `training_mode = 1`
     it normalises with the batch statistics and also returns the updated
-    running mean and variance; otherwise those results equal the inputs.
+    running mean and variance, `input * momentum + batch * (1 - momentum)`;
+    otherwise those results equal the inputs. The batch variance in the
+    running variance is the population variance (ONNX), or with
+    `unbiased_running_var` the unbiased one, count / (count - 1) times it, as
+    torch.nn.BatchNorm keeps it (set by ampc-running-statistics; count is
+    the number of elements per channel).
 
     ```mlir
     %y, %rm, %rv = ampc.batch_normalization %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
@@ -365,12 +370,19 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
                        AMPC_FloatTensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F32Attr, "0.9">:$momentum,
-                       DefaultValuedAttr<I64Attr, "0">:$training_mode);
+                       DefaultValuedAttr<I64Attr, "0">:$training_mode,
+                       UnitAttr:$unbiased_running_var);
   let results = (outs AMPC_FloatTensor:$output,
                       AMPC_FloatTensor:$running_mean,
                       AMPC_FloatTensor:$running_var);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $input_mean `,` "
       "$input_var attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// What the batch variance is multiplied by in the running variance:
+    /// count / (count - 1) with `unbiased_running_var` (1 when a channel
+    /// has one element), else 1.
+    double runningVarianceFactor();
+  }];
 }
 
 def AMPC_DropoutOp : AMPC_Op<"dropout",

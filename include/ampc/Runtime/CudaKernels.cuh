@@ -1221,7 +1221,9 @@ __global__ void channelStatistics(const typename L::Storage *x, int64_t n,
 
 /// BatchNormalization's Y and running statistics. `mean`/`variance` are the
 /// statistics Y uses (the batch's in training, the inputs' otherwise);
-/// parameters are read through their codec P.
+/// parameters are read through their codec P. The running variance takes
+/// the batch variance times `varianceFactor` (1, or count / (count - 1)
+/// for the unbiased estimate).
 template <typename C, typename L, typename S, typename P, typename R>
 __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
                           int64_t n, int64_t c, int64_t inner,
@@ -1230,6 +1232,7 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
                           const typename P::Storage *inputMean,
                           const typename P::Storage *inputVar, const C *batchMean,
                           const C *batchVar, C epsilon, C momentum,
+                          C varianceFactor,
                           typename R::Storage *runningMean,
                           typename R::Storage *runningVar) {
   AMPC_FOR(e, n * c * inner) {
@@ -1243,7 +1246,7 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
       const C im = static_cast<C>(P::load(inputMean[e])),
               iv = static_cast<C>(P::load(inputVar[e]));
       runningMean[e] = R::store(batchMean ? im * momentum + batchMean[e] * (C(1) - momentum) : im);
-      runningVar[e] = R::store(batchVar ? iv * momentum + batchVar[e] * (C(1) - momentum) : iv);
+      runningVar[e] = R::store(batchVar ? iv * momentum + (batchVar[e] * varianceFactor) * (C(1) - momentum) : iv);
     }
   }
 }

@@ -139,7 +139,10 @@ typedef struct ampc_model_abi {
    * `train_step`; the rest describes the state it keeps. */
 
   /// Every tensor of the training state a checkpoint holds, parameters
-  /// first (descriptor order), then optimizer moments ("NAME.exp_avg",
+  /// first (descriptor order), then model state that is not trained
+  /// (BatchNorm running statistics, named after their ONNX initializer:
+  /// infer reads them, train_step updates them, the ONNX export writes
+  /// them), then optimizer moments ("NAME.exp_avg",
   /// "NAME.exp_avg_sq", "NAME.momentum_buffer"), then the scalars
   /// "ampc.lr" (f32), "ampc.step" (i64), and, with loss scaling,
   /// "ampc.loss_scale" (f32), "ampc.growth_tracker" (i32),

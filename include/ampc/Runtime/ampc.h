@@ -243,7 +243,11 @@ typedef struct ampc_tensor {
 } ampc_tensor;
 
 /// Runs the model on `inputs` (in the model's input order) and writes
-/// `outputs` (in its output order) into buffers the caller allocated.
+/// `outputs` (in its output order) into buffers the caller allocated. The
+/// model runs in eval mode, as PyTorch's `model.eval()`: Dropout is the
+/// identity and BatchNormalization uses its running statistics (those a
+/// training library's steps have updated), whatever mode the ONNX model was
+/// exported in.
 /// Before calling the library the runtime checks the counts, that no pointer
 /// is NULL, and each tensor's dtype, rank, shape and size_bytes; output
 /// buffers must not overlap each other or any input. Outputs are left
@@ -405,8 +409,9 @@ AMPC_API ampc_status ampc_model_get_scaler_state(const ampc_model *model,
 AMPC_API ampc_status ampc_model_set_scaler_state(ampc_model *model,
                                                  const ampc_scaler_state *in);
 
-/// Writes every piece of training state (parameters, optimizer moments,
-/// learning rate, scaler state and step counters) to `path`: a versioned,
+/// Writes every piece of training state (parameters, BatchNorm running
+/// statistics, optimizer moments, learning rate, scaler state and step
+/// counters) to `path`: a versioned,
 /// checksummed file, written to a temporary file in the same folder and
 /// renamed over `path`, so a crash never leaves a half-written checkpoint.
 /// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT,
@@ -433,7 +438,11 @@ AMPC_API ampc_status ampc_model_synchronize(ampc_model *model);
 
 /// Writes the trained model as ONNX to `path`: the original model the
 /// library was compiled from, with every trained initializer replaced by its
-/// current FP32 master value (atomic write as for checkpoints).
+/// current FP32 master value and BatchNorm's running statistics by their
+/// current values, in eval mode (BatchNormalization with training_mode 0 and
+/// without its running-statistics outputs, Dropout without its
+/// training_mode input), so it computes what `ampc_model_infer` computes
+/// (atomic write as for checkpoints).
 /// Errors: AMPC_ERROR_UNSUPPORTED (the library does not carry its model),
 /// AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_IO, AMPC_ERROR_CORRUPT.
 AMPC_API ampc_status ampc_model_export_onnx(const ampc_model *model,

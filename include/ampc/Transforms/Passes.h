@@ -35,6 +35,10 @@ struct PipelineOptions {
   /// Builds the training step: ampc-attach-loss and ampc-autodiff run
   /// (docs/design.md, Pipeline); false compiles the forward only.
   bool training = false;
+  /// ampc-eval-forward runs: @forward (infer, evaluation) is the eval-mode
+  /// model. False keeps the model as exported (the ONNX node tests, the
+  /// gradient check's finite differences of `infer`).
+  bool evalForward = true;
   /// ampc-attach-loss: the loss (cross_entropy, mse, none) and label name.
   AttachLossPassOptions loss;
   /// ampc-assign-precision: dtype, propagation, overrides, rules file.

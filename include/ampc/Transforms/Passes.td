@@ -127,6 +127,39 @@ def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def EvalForwardPass : Pass<"ampc-eval-forward", "mlir::ModuleOp"> {
+  let summary = "@forward becomes the eval-mode model";
+  let description = [{
+    Every inference entry of a library (`infer`, ampc-train's evaluation,
+    a `--mode=infer` library) runs `@forward`, so `@forward` must be the
+    model as PyTorch's `model.eval()` runs it: Dropout is the identity and
+    BatchNormalization normalises with its running statistics
+    (`training_mode = 0` on both). Runs after ampc-autodiff has copied the
+    training-mode forward into `@train_step`, which keeps it. Tools that
+    need the model exactly as exported (the ONNX node tests, the gradient
+    check's finite differences) leave this pass out.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def RunningStatisticsPass : Pass<"ampc-running-statistics", "mlir::ModuleOp"> {
+  let summary = "BatchNorm running statistics become state the step updates";
+  let description = [{
+    A training-mode BatchNormalization of `@train_step` whose running mean
+    and variance are parameters (ONNX initializers) updates them on every
+    step as torch.nn.BatchNorm does: `running = running * momentum + batch *
+    (1 - momentum)` (ONNX's momentum, 1 - PyTorch's), the variance's batch
+    term unbiased. The two parameters become `ampc.state` of the same name,
+    type and initial value (no gradient, no optimizer, no low-precision
+    copy; checkpoints hold them, the ONNX export writes them, `@forward`
+    reads them in eval mode), and `@train_step` stores the op's running
+    results at its end, keeping the old values when the loss scaler found
+    an overflow (the whole step is skipped). Runs after
+    ampc-attach-optimizer, which makes the skip flag.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def InsertLossScalingPass : Pass<"ampc-insert-loss-scaling", "mlir::ModuleOp"> {
   let summary = "dynamic loss scaling of @train_step (torch.amp.GradScaler)";
   let description = [{

@@ -669,21 +669,26 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                   c, name(x), name(y), n, channels, inner, m, v,
                   exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
                   storeFn(elementOf(y)));
-  // Running statistics: ONNX updates them with the population variance,
-  // running = input * momentum + batch * (1 - momentum); outside training
-  // they are the inputs.
+  // Running statistics: running = input * momentum + batch * (1 -
+  // momentum), the batch variance times runningVarianceFactor (population
+  // or unbiased); outside training they are the inputs.
   double momentum = op.getMomentum().convertToDouble();
-  auto running = [&](Value out, StringRef input, StringRef batch) {
+  auto running = [&](Value out, StringRef input, StringRef batch,
+                     double factor) {
+    std::string b = (batch + "[i]").str();
+    if (factor != 1.0)
+      b = formatv("({0} * {1}({2:e17}))", b, c, factor).str();
     std::string e = training
-                        ? formatv("{0}[i] * {1}({2:e17}) + {3}[i] * {1}({4:e17})",
-                                  input, c, momentum, batch, 1.0 - momentum)
+                        ? formatv("{0}[i] * {1}({2:e17}) + {3} * {1}({4:e17})",
+                                  input, c, momentum, b, 1.0 - momentum)
                               .str()
                         : (input + "[i]").str();
     body << "    for (int64_t i = 0; i < " << channels << "LL; ++i) "
          << name(out) << "[i] = " << store(elementOf(out), e) << ";\n";
   };
-  running(op.getRunningMean(), "mean", "batchMean");
-  running(op.getRunningVar(), "variance", "batchVariance");
+  running(op.getRunningMean(), "mean", "batchMean", 1.0);
+  running(op.getRunningVar(), "variance", "batchVariance",
+          op.runningVarianceFactor());
   body << "  }\n";
 }
 

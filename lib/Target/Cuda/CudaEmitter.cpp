@@ -1292,13 +1292,15 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                    .str(),
                tensorOf(x).getNumElements(),
                formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}, {7}, {8}, {9}, "
-                       "{10}, {11}({12}), {11}({13:e17}), {14}, {15}",
+                       "{10}, {11}({12}), {11}({13:e17}), {11}({16:e17}), "
+                       "{14}, {15}",
                        name(x), name(o.getOutput()), n, c, inner,
                        name(o.getScale()), name(o.getBias()),
                        name(o.getInputMean()), name(o.getInputVar()), mean, var,
                        acc, exactLiteral(o.getEpsilon()),
                        o.getMomentum().convertToDouble(),
-                       name(o.getRunningMean()), name(o.getRunningVar()))
+                       name(o.getRunningMean()), name(o.getRunningVar()),
+                       o.runningVarianceFactor())
                    .str(),
                body);
         return success();

@@ -1,0 +1,22 @@
+// RUN: ampc-opt %s --ampc-eval-forward | FileCheck %s
+
+// @forward's Dropout and BatchNormalization run in eval mode; @train_step's
+// keep training mode.
+// CHECK-LABEL: func.func @forward
+// CHECK: ampc.batch_normalization %arg0, %arg1, %arg1, %arg1, %arg1 :
+// CHECK: ampc.dropout %{{.+}} {ratio = 2.500000e-01 : f32} :
+// CHECK-LABEL: func.func @train_step
+// CHECK: ampc.batch_normalization {{.*}} {training_mode = 1 : i64}
+// CHECK: ampc.dropout {{.*}} {ratio = 2.500000e-01 : f32, training_mode = 1 : i64}
+module {
+  func.func @forward(%x: tensor<4x2xf32>, %p: tensor<2xf32>) -> tensor<4x2xf32> {
+    %y, %rm, %rv = ampc.batch_normalization %x, %p, %p, %p, %p {training_mode = 1 : i64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %d, %mask = ampc.dropout %y {ratio = 0.25 : f32, training_mode = 1 : i64} : (tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xi1>)
+    return %d : tensor<4x2xf32>
+  }
+  func.func @train_step(%x: tensor<4x2xf32>, %p: tensor<2xf32>) -> tensor<4x2xf32> {
+    %y, %rm, %rv = ampc.batch_normalization %x, %p, %p, %p, %p {training_mode = 1 : i64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %d, %mask = ampc.dropout %y {ratio = 0.25 : f32, training_mode = 1 : i64} : (tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xi1>)
+    return %d : tensor<4x2xf32>
+  }
+}
