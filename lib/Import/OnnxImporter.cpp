@@ -437,6 +437,44 @@ LogicalResult Importer::buildSignature() {
     argTypes.push_back(*type);
     argNames.push_back(info.name());
   }
+  // --batch binds symbolic first dimensions; when there is none, a static
+  // batch that differs is a contradiction the user must hear about (the
+  // library would silently run the exported batch).
+  if (options.batch) {
+    auto isSymbolic = [](const onnx::ValueInfoProto &info) {
+      const auto &tt = info.type().tensor_type();
+      return tt.has_shape() && tt.shape().dim_size() > 0 &&
+             !(tt.shape().dim(0).has_dim_value() &&
+               tt.shape().dim(0).dim_value() >= 0);
+    };
+    bool bound = false;
+    const onnx::ValueInfoProto *contradicting = nullptr;
+    for (const auto &info : graph.input()) {
+      if (initializers.count(info.name()) ||
+          options.shapes.count(info.name()) ||
+          options.constantInputs.count(info.name()) ||
+          !info.type().has_tensor_type())
+        continue;
+      if (isSymbolic(info))
+        bound = true;
+      else if (!contradicting && info.type().tensor_type().has_shape() &&
+               info.type().tensor_type().shape().dim_size() > 0 &&
+               info.type().tensor_type().shape().dim(0).dim_value() !=
+                   *options.batch)
+        contradicting = &info;
+    }
+    if (!bound && contradicting)
+      return error("--batch " + Twine(*options.batch) + ": input '" +
+                   contradicting->name() + "' has a static batch dimension "
+                   "of " +
+                   Twine(contradicting->type().tensor_type().shape().dim(0)
+                             .dim_value()) +
+                   " and no input has a symbolic one; re-export the model "
+                   "with a dynamic batch axis (torch.onnx.export "
+                   "dynamic_axes) or pass --batch " +
+                   Twine(contradicting->type().tensor_type().shape().dim(0)
+                             .dim_value()));
+  }
 
   b.setInsertionPointToEnd(module.getBody());
   // Result types are known only after the body is built.

@@ -66,9 +66,10 @@ Type widest(Type a, Type b) {
 /// layer (torch.nn.functional.linear) as one allow op, bias included, so the
 /// add belongs to the allow list too; a plain Add of an activation and a
 /// parameter promotes.
-bool isLinearBiasAdd(Operation *op) {
+/// Returns the layer's MatMul, or null.
+Operation *linearBiasAddMatMul(Operation *op) {
   if (!isa<ampc::AddOp>(op))
-    return false;
+    return nullptr;
   // Exporters may transpose or reshape the weight first (training-mode
   // exports do not fold it), and earlier decisions may have cast it.
   auto isParameter = [](Value v) {
@@ -86,9 +87,9 @@ bool isLinearBiasAdd(Operation *op) {
     Value bias = op->getOperand(1 - i);
     if (matmul && isParameter(matmul.getRhs()) && isParameter(bias) &&
         cast<ShapedType>(bias.getType()).getRank() == 1)
-      return true;
+      return matmul;
   }
-  return false;
+  return nullptr;
 }
 
 /// An op precision assignment decides, with what the user said about it.
@@ -175,6 +176,7 @@ LogicalResult AssignPrecision::collectCandidates(
       continue;
     }
     Candidate c{&op, *category, "", std::nullopt, ""};
+    bool layerRule = false;
     // Category keys match op types as `op:` rules do.
     auto changed = llvm::find_if(rules.categories, [&](const auto &entry) {
       return ampc::ruleMatchesOpType(entry.getKey(), &op);
@@ -182,9 +184,22 @@ LogicalResult AssignPrecision::collectCandidates(
     if (changed != rules.categories.end()) {
       c.category = changed->second;
       c.categorySource = rules.categoryOrigins.lookup(changed->getKey());
-    } else if (isLinearBiasAdd(&op)) {
+    } else if (Operation *matmul = linearBiasAddMatMul(&op)) {
       c.category = PrecisionCategory::Allow;
       c.categorySource = "allow list (bias add of a linear layer)";
+      // An override of the layer's MatMul covers its bias add, unless a node
+      // rule names the add itself.
+      const OverrideRule *layerKeep =
+          findOverride(matmul, rules.keepFp32, used);
+      const OverrideRule *layerForce =
+          findOverride(matmul, rules.forceLowp, used);
+      bool ownNodeRule = (keep && keep->kind == OverrideRule::Node) ||
+                         (force && force->kind == OverrideRule::Node);
+      if (!ownNodeRule && (layerKeep || layerForce)) {
+        keep = layerKeep;
+        force = layerForce;
+        layerRule = true;
+      }
     } else {
       c.categorySource =
           (ampc::stringifyPrecisionCategory(c.category) + " list").str();
@@ -203,6 +218,8 @@ LogicalResult AssignPrecision::collectCandidates(
       const OverrideRule *rule = keep ? keep : force;
       c.forceLowp = force != nullptr;
       c.overrideSource = "override " + rule->origin + " " + rule->spelling();
+      if (layerRule)
+        c.overrideSource += " (the bias add of that linear layer)";
     }
     candidates.push_back(std::move(c));
   }

@@ -21,6 +21,7 @@
 #include "ampc/Runtime/ampc.h"
 #include "ampc/Target/CpuTarget.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Version.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -369,6 +370,7 @@ Outcome Runner::run(StringRef folder) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  llvm::cl::SetVersionPrinter(ampc::printVersion);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ampc-conformance: runs ONNX node-test folders through the CPU target\n\n"

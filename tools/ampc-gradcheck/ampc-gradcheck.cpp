@@ -27,6 +27,7 @@
 #include "ampc/Runtime/ampc.h"
 #include "ampc/Target/CpuTarget.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -808,6 +809,7 @@ int checkLibrary(ampc_model *model) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  llvm::cl::SetVersionPrinter(ampc::printVersion);
   cl::ParseCommandLineOptions(argc, argv, kOverview);
 
   if (listRules) {

@@ -1,6 +1,7 @@
 //===- ampc-opt.cpp - MlirOptMain with the ampc dialect and passes --------===//
 
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -12,6 +13,7 @@ int main(int argc, char **argv) {
   ampc::registerAMPCPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  llvm::cl::SetVersionPrinter(ampc::printVersion);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "ampc optimizer driver: the ampc dialect and every ampc pass\n",
       registry));

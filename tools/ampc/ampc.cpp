@@ -20,6 +20,7 @@
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Precision.h"
 #include "ampc/Transforms/PrecisionReport.h"
+#include "ampc/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include <cmath>
@@ -217,6 +218,13 @@ cl::opt<std::string> ampRules(
 cl::opt<std::string> reportPath(
     "report", cl::desc("write the per-node precision decisions"),
     cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
+cl::opt<bool> inferTrainingMode(
+    "infer-training-mode",
+    cl::desc("infer runs Dropout and BatchNormalization as the model says "
+             "(training mode, when exported so) instead of in eval mode as "
+             "PyTorch's model.eval(); for checking ops, not for deployment"),
+    cl::cat(ampcCategory));
+
 cl::opt<bool> listOps("list-ops",
                       cl::desc("print the supported ONNX op types and exit"),
                       cl::cat(ampcCategory));
@@ -395,6 +403,7 @@ int main(int argc, char **argv) {
   argv = args.data();
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&ampcCategory, &trainingCategory});
+  llvm::cl::SetVersionPrinter(ampc::printVersion);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ampc: ahead-of-time mixed-precision training compiler\n\n"
@@ -435,7 +444,10 @@ int main(int argc, char **argv) {
                        "' is not an architecture like sm_80 or sm_90a");
     archs.push_back(arch.str());
   }
-  if (!explain && emit == Emit::So && outputPath.empty())
+  // `ampc MODEL --report=FILE` alone writes the report and builds nothing.
+  const bool reportOnly = !explain && !reportPath.empty() &&
+                          outputPath.empty() && !emit.getNumOccurrences();
+  if (!explain && !reportOnly && emit == Emit::So && outputPath.empty())
     return userError("--emit=so needs -o FILE.so");
   if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
     return userError("--emit-after needs --emit=mlir");
@@ -470,6 +482,7 @@ int main(int argc, char **argv) {
   pipeline.precision.forceLowp.assign(forceLowp.begin(), forceLowp.end());
   pipeline.precision.rulesFile = ampRules;
   pipeline.training = mode == Mode::Train;
+  pipeline.evalForward = !inferTrainingMode;
   if (loss != "cross_entropy" && loss != "mse" && loss != "none")
     return userError("--loss must be cross_entropy, mse or none, got '" + loss +
                      "'");
@@ -575,7 +588,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (explain)
+  if (explain || reportOnly)
     return 0;
   if (emit == Emit::Onnx)
     return exportOnnx(*module) ? 0 : 1;

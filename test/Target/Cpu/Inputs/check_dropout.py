@@ -1,5 +1,6 @@
 """Checks ampc's Dropout in training mode (dropout-training.test): the
-inference library's mask and scaling, the gradient library's fixed mask and
+eval-mode library's identity, the training-mode inference library's mask
+and scaling, the gradient library's fixed mask and
 the training library's per-step masks. Usage: check_dropout.py FOLDER
 [--expect-scale S] (S defaults to 1 / (1 - 0.25))."""
 
@@ -25,6 +26,12 @@ def main():
     parser.add_argument("--expect-scale", type=float, default=1.0 / 0.75)
     args = parser.parse_args()
     x = np.random.default_rng(0).uniform(1.0, 2.0, (64, 64)).astype(np.float32)
+
+    # Eval mode (the default): Dropout is the identity.
+    y, mask = ampc_ctypes.Model(os.path.join(args.folder, "eval.so")).infer([x])
+    if not np.array_equal(y, x) or not mask.all():
+        fail("eval: Dropout is not the identity")
+    print("eval: the identity, mask all true")
 
     infer = ampc_ctypes.Model(os.path.join(args.folder, "infer.so"))
     y, mask = infer.infer([x])
