@@ -46,7 +46,7 @@ samples in the .npy files, through the runtime C API.
   --metrics FILE.csv    one row per step: step,epoch,loss,scale,skipped,lr
                         (step counts from 1; scale is the loss scale after
                         the step; skipped counts skipped steps so far); with
-                        an evaluation set two more columns, eval_loss and
+                        an evaluation set eval_loss and (for a classifier)
                         accuracy, filled on the last step of each epoch
   --checkpoint FILE     save the training state after every epoch and at the
                         end (atomically: an interrupted run keeps the last one)
@@ -56,12 +56,14 @@ samples in the .npy files, through the runtime C API.
   --quiet               print only the final line
   --help                print this and exit
 
-Data: each .npy file holds N samples along axis 0 (N >= the batch size, dim 0
-of the library's inputs); every file of a set must have the same N. Each step
-takes one batch of consecutive samples of a shuffled order (reshuffled each
-epoch from --seed); the samples left over that do not fill a whole batch are
-dropped from the epoch. The evaluation set is run whole (the last partial
-batch is padded and the padding ignored). Arrays are converted to the
+Data: each .npy file holds N samples along axis 0 (for training N >= the
+batch size, dim 0 of the library's inputs; an evaluation set may be smaller);
+every file of a set must have the same N. Each step takes one batch of
+consecutive samples of a shuffled order (reshuffled each epoch from --seed);
+the samples left over that do not fill a whole batch are dropped from the
+epoch. The evaluation set is run whole, in eval mode (Dropout off, BatchNorm
+on its running statistics): every sample counts once in the eval loss and
+the accuracy (the last partial batch is padded and the padding taken out). Arrays are converted to the
 library's dtypes when that is lossless or obvious: float64/float16 to
 float32, narrower integers to int64/int32; anything else is an error.
 
@@ -213,9 +215,11 @@ struct DataSet {
 /// Reads `files[k]` for model inputs first..first+files.size() and checks
 /// each against the library's input: dtype convertible, shape (N, rest of
 /// the input's shape).
+/// Loads `files` as the inputs from `firstInput` on. A training set needs
+/// a whole batch; an evaluation set (`whole` false) one sample.
 void loadInputs(const std::string &library, ampc_model *model,
                 int32_t firstInput, const std::vector<std::string> &files,
-                DataSet &set) {
+                DataSet &set, bool wholeBatch) {
   for (size_t k = 0; k < files.size(); ++k) {
     ampc_tensor_info info;
     ampc_model_input_info(model, firstInput + int32_t(k), &info);
@@ -245,10 +249,11 @@ void loadInputs(const std::string &library, ampc_model *model,
     if (k > 0 && n != set.samples)
       die(files[k] + ": " + std::to_string(n) + " samples, " + files[0] +
           " has " + std::to_string(set.samples));
-    if (n < info.shape[0])
-      die(files[k] + ": " + std::to_string(n) +
-          " samples, fewer than the batch size " +
-          std::to_string(info.shape[0]) + " of " + library);
+    if (wholeBatch ? n < info.shape[0] : n < 1)
+      die(files[k] + ": " + std::to_string(n) + " samples, fewer than " +
+          (wholeBatch ? "the batch size " + std::to_string(info.shape[0]) +
+                            " of " + library
+                      : std::string("one")));
     set.samples = n;
     set.sampleBytes.push_back(n ? converted.size() / size_t(n) : 0);
     set.data.push_back(std::move(converted));
@@ -335,15 +340,16 @@ std::vector<int64_t> sampleOrder(int64_t samples, bool shuffle, uint64_t seed,
   return order;
 }
 
+/// Copies samples order[first .. first + count) into the buffers from
+/// `firstBuffer` on, each `repeat` times in a row.
 void gather(const DataSet &set, const std::vector<int64_t> &order,
-            int64_t first, int64_t batch, std::vector<TensorBuffer> &buffers,
-            size_t firstBuffer) {
+            int64_t first, int64_t count, std::vector<TensorBuffer> &buffers,
+            size_t firstBuffer, int64_t repeat = 1) {
   for (size_t k = 0; k < set.data.size(); ++k) {
     size_t sb = set.sampleBytes[k];
     unsigned char *dst = buffers[firstBuffer + k].bytes.data();
-    for (int64_t b = 0; b < batch; ++b) {
-      // Past the end (the padded last evaluation batch) wraps around.
-      int64_t sample = order[size_t((first + b) % int64_t(order.size()))];
+    for (int64_t b = 0; b < count * repeat; ++b) {
+      int64_t sample = order[size_t(first + b / repeat)];
       std::memcpy(dst + size_t(b) * sb, set.data[k].data() + size_t(sample) * sb,
                   sb);
     }
@@ -365,6 +371,17 @@ private:
       die(what + ": " + ampc_last_error());
   }
   EvalResult evaluate();
+  /// Whether the evaluation has an accuracy: logits [B, ..., C] in output 1
+  /// and one integer label input [B, ...] matching its leading dimensions
+  /// (a classifier; a regression has none).
+  bool scoresAccuracy() const {
+    if (outputInfo.size() < 2 || numLabels != 1)
+      return false;
+    const ampc_tensor_info &logits = outputInfo[1], &label = inputInfo.back();
+    return (label.dtype == AMPC_DTYPE_I64 || label.dtype == AMPC_DTYPE_I32) &&
+           logits.rank == label.rank + 1 &&
+           std::equal(label.shape, label.shape + label.rank, logits.shape);
+  }
   void progress(int64_t epoch, int64_t step, int64_t stepsInEpoch,
                 double loss, double scale, double rate);
   void saveCheckpoint();
@@ -387,20 +404,10 @@ EvalResult Trainer::evaluate() {
     outputs.push_back(makeBuffer(t));
   std::vector<ampc_tensor> in, out;
   std::vector<int64_t> order = sampleOrder(eval.samples, false, 0, 0);
-  // Accuracy needs logits [B, ..., C] in output 1 and one integer label
-  // input [B, ...] matching its leading dimensions.
-  bool canScore = outputInfo.size() >= 2 && numLabels == 1;
+  bool canScore = scoresAccuracy();
   const ampc_tensor_info *logits = canScore ? &outputInfo[1] : nullptr;
   const ampc_tensor_info &label = inputInfo.back();
-  if (canScore)
-    canScore = (label.dtype == AMPC_DTYPE_I64 || label.dtype == AMPC_DTYPE_I32) &&
-               logits->rank == label.rank + 1 &&
-               std::equal(label.shape, label.shape + label.rank, logits->shape);
-  double lossSum = 0;
-  int64_t correct = 0, counted = 0, batches = 0;
-  for (int64_t first = 0; first < eval.samples; first += batch) {
-    int64_t valid = std::min(batch, eval.samples - first);
-    gather(eval, order, first, batch, inputs, 0);
+  auto run = [&] {
     in.clear();
     out.clear();
     for (TensorBuffer &b : inputs) {
@@ -414,11 +421,26 @@ EvalResult Trainer::evaluate() {
     check(ampc_model_infer(model, in.data(), int32_t(in.size()), out.data(),
                            int32_t(out.size())),
           o.library);
-    // A padded batch's loss also averages the padding: weight it by the
-    // valid fraction, which is exact for a mean loss.
-    lossSum += scalarValue(outputInfo[0].dtype, outputs[0].bytes.data()) *
-               double(valid) / double(batch);
-    ++batches;
+    return scalarValue(outputInfo[0].dtype, outputs[0].bytes.data());
+  };
+  // The loss output is the batch's mean of per-sample losses, and infer runs
+  // in eval mode, where a sample's loss does not depend on the others. The
+  // last partial batch is padded with copies of its first sample s; a batch
+  // of copies of s alone gives s's loss, which takes the padding out
+  // exactly: sum over the valid samples = B * mean - (B - valid) * loss(s).
+  double lossSum = 0;
+  int64_t correct = 0, counted = 0;
+  for (int64_t first = 0; first < eval.samples; first += batch) {
+    int64_t valid = std::min(batch, eval.samples - first);
+    std::vector<int64_t> rows(size_t(batch), order[size_t(first)]);
+    for (int64_t b = 0; b < valid; ++b)
+      rows[size_t(b)] = order[size_t(first + b)];
+    if (valid < batch) {
+      gather(eval, rows, 0, 1, inputs, 0, /*repeat=*/batch);
+      lossSum -= double(batch - valid) * run();
+    }
+    gather(eval, rows, 0, batch, inputs, 0);
+    lossSum += double(batch) * run();
     if (!canScore)
       continue;
     int64_t classes = logits->shape[logits->rank - 1];
@@ -446,8 +468,7 @@ EvalResult Trainer::evaluate() {
       }
   }
   EvalResult r;
-  double fullBatches = double(eval.samples) / double(batch);
-  r.loss = batches ? lossSum / fullBatches : NAN;
+  r.loss = lossSum / double(eval.samples);
   if (counted)
     r.accuracy = double(correct) / double(counted);
   return r;
@@ -521,8 +542,8 @@ int Trainer::run() {
   batch = inputInfo[0].shape[0];
 
   DataSet labels;
-  loadInputs(o.library, model, 0, o.inputs, train);
-  loadInputs(o.library, model, numData, o.labels, labels);
+  loadInputs(o.library, model, 0, o.inputs, train, true);
+  loadInputs(o.library, model, numData, o.labels, labels, true);
   if (labels.samples != train.samples)
     die(o.labels[0] + ": " + std::to_string(labels.samples) + " samples, " +
         o.inputs[0] + " has " + std::to_string(train.samples));
@@ -534,8 +555,8 @@ int Trainer::run() {
     checkCount("--eval-inputs", o.evalInputs.size(), numData, 0);
     checkCount("--eval-labels", o.evalLabels.size(), numLabels, numData);
     DataSet evalLabels;
-    loadInputs(o.library, model, 0, o.evalInputs, eval);
-    loadInputs(o.library, model, numData, o.evalLabels, evalLabels);
+    loadInputs(o.library, model, 0, o.evalInputs, eval, false);
+    loadInputs(o.library, model, numData, o.evalLabels, evalLabels, false);
     if (evalLabels.samples != eval.samples)
       die(o.evalLabels[0] + ": " + std::to_string(evalLabels.samples) +
           " samples, " + o.evalInputs[0] + " has " +
@@ -564,7 +585,9 @@ int Trainer::run() {
     if (!metrics)
       die(o.metrics + ": cannot write: " + std::strerror(errno));
     std::fprintf(metrics, "step,epoch,loss,scale,skipped,lr%s\n",
-                 eval.samples ? ",eval_loss,accuracy" : "");
+                 !eval.samples      ? ""
+                 : scoresAccuracy() ? ",eval_loss,accuracy"
+                                    : ",eval_loss");
   }
   interactive = !o.quiet && ::isatty(STDOUT_FILENO);
 
@@ -618,11 +641,13 @@ int Trainer::run() {
                      (long long)globalStep, (long long)epoch + 1, value,
                      double(scaler.scale), (long long)scaler.skipped_steps,
                      double(lr));
-        if (eval.samples && epochEnd)
-          std::fprintf(metrics, ",%.9g,%.9g", lastEval.loss,
-                       lastEval.accuracy);
-        else if (eval.samples)
-          std::fprintf(metrics, ",,");
+        if (eval.samples && epochEnd) {
+          std::fprintf(metrics, ",%.9g", lastEval.loss);
+          if (scoresAccuracy())
+            std::fprintf(metrics, ",%.9g", lastEval.accuracy);
+        } else if (eval.samples) {
+          std::fprintf(metrics, scoresAccuracy() ? ",," : ",");
+        }
         std::fputc('\n', metrics);
       }
       double seconds = std::chrono::duration<double>(

@@ -570,7 +570,9 @@ def main():
 
     # Compile, run.
     so = os.path.join(args.workdir, "model.so")
-    common = [args.ampc, model_path, "--mode=infer",
+    # The ops as written: a training-mode Dropout or BatchNormalization (and
+    # a torch model exported in training mode) keeps its mode in `infer`.
+    common = [args.ampc, model_path, "--mode=infer", "--infer-training-mode",
               f"--precision={args.precision}"] + bind + args.arg
     # The CPU target by name: on a machine with nvcc and a CUDA driver the
     # default would be the CUDA target.
