@@ -89,12 +89,14 @@ struct ReadResult {
   bool corrupt = false;
   std::string error;
   std::vector<std::vector<unsigned char>> data;
+  std::vector<bool> present;
 };
 
 ReadResult read(const std::string &path, const State &state,
                 const std::string &model = "mlp") {
   ReadResult r;
-  r.ok = readCheckpoint(path, model, state.tensors, r.data, r.error, r.corrupt);
+  r.ok = readCheckpoint(path, model, state.tensors, r.data, r.present, r.error,
+                        r.corrupt);
   return r;
 }
 
@@ -280,12 +282,15 @@ TEST(CheckpointTest, OtherTensorList) {
                             "'ampc.step' i64 [], this model expects "
                             "'ampc.step' i32 []");
 
+  // The scaler's growth tracker is optional (the model has none: ignored);
+  // the step count is not.
   State fewer;
+  fewer.tensors.pop_back();
   fewer.tensors.pop_back();
   r = read(path, fewer);
   EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has 5 tensors, this "
-                            "model expects 4 (first extra: "
-                            "'ampc.growth_tracker' i32 [])");
+                            "model expects 3 (first extra: "
+                            "'ampc.step' i64 [])");
 
   State more;
   more.tensors.push_back({"ampc.lr", F32, {}, 4});
@@ -293,6 +298,56 @@ TEST(CheckpointTest, OtherTensorList) {
   EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has 5 tensors, this "
                             "model expects 6 (first missing: 'ampc.lr' f32 [])");
   EXPECT_TRUE(r.data.empty());
+}
+
+// A checkpoint moves between precisions of one model: the loss scaler's
+// state may be missing on either side, nothing else may.
+TEST(CheckpointTest, ScalerStateIsOptionalBetweenPrecisions) {
+  TempDir dir;
+  State fp16;
+  float scale = 1024.0f;
+  int64_t skipped = 3;
+  fp16.tensors.push_back({"ampc.loss_scale", F32, {}, 4});
+  fp16.tensors.push_back({"ampc.skipped_steps", I64, {}, 8});
+  std::vector<const void *> data = fp16.data();
+  data.push_back(&scale);
+  data.push_back(&skipped);
+  std::string path16 = dir.path + "/fp16.ckpt", error;
+  ASSERT_TRUE(writeCheckpoint(path16, "mlp", fp16.tensors, data, error))
+      << error;
+
+  // fp16 -> fp32: the model has no scaler; its tensors load, the file's
+  // scaler state is ignored.
+  State fp32;
+  fp32.tensors.pop_back(); // no growth tracker either
+  ReadResult r = read(path16, fp32);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.present, std::vector<bool>(4, true));
+  EXPECT_EQ(0, std::memcmp(r.data[0].data(), fp32.weight.data(), 24));
+  int64_t step = 0;
+  std::memcpy(&step, r.data[3].data(), 8);
+  EXPECT_EQ(step, 42);
+
+  // fp32 -> fp16: the file has no scaler; the model keeps its own.
+  std::string path32 = dir.path + "/fp32.ckpt";
+  ASSERT_TRUE(writeCheckpoint(path32, "mlp", fp32.tensors,
+                              {fp32.weight.data(), fp32.bias.data(),
+                               fp32.moment.data(), &fp32.step},
+                              error))
+      << error;
+  r = read(path32, fp16);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.present, (std::vector<bool>{true, true, true, true, false,
+                                          false, false}));
+
+  // Anything else missing is still refused.
+  State noMoment = fp16;
+  noMoment.tensors.erase(noMoment.tensors.begin() + 2);
+  r = read(path32, noMoment);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, path32 + ": checkpoint of model 'mlp' has tensor "
+                              "'fc1.weight.exp_avg' f32 [2, 3], this model "
+                              "expects 'ampc.step' i64 []");
 }
 
 TEST(CheckpointTest, MissingFileIsAnIoError) {

@@ -21,7 +21,10 @@
 // truncated file is told apart from a corrupted one before the checksum is
 // computed, and the message can name the tensor the file stops in. A reader
 // checks, in order: magic, version, header, size, checksum, then that the
-// file belongs to the model (its name and the exact list of tensors).
+// file belongs to the model: its name and the list of tensors (names,
+// dtypes, shapes, in order), where the loss scaler's state may be missing
+// on either side (isOptionalStateTensor): a model without it ignores the
+// file's, a model with it keeps its own values when the file has none.
 //
 // Files are written atomically: into "PATH.tmp-XXXXXX" (mkstemp, same
 // folder, so rename stays within one file system), fsync, rename over PATH,
@@ -234,16 +237,33 @@ bool parseTable(const unsigned char *header, size_t headerSize,
 
 /// The first difference between what the file holds and what the model
 /// expects, or "" when they are equal.
-std::string compareWithModel(const ParsedHeader &file,
+/// Matches the file's tensors with the model's: fileIndex[j] is the file's
+/// index of model tensor j, or -1 for optional state the file lacks.
+std::string compareWithModel(const ParsedHeader &fileHeader,
                              const std::string &modelName,
-                             const std::vector<StateTensor> &tensors) {
-  std::string prefix = "checkpoint of model '" + file.modelName + "'";
-  if (file.modelName != modelName)
+                             const std::vector<StateTensor> &tensors,
+                             std::vector<int64_t> &fileIndex) {
+  std::string prefix = "checkpoint of model '" + fileHeader.modelName + "'";
+  if (fileHeader.modelName != modelName)
     return prefix + ", this model is '" + modelName + "'";
-  size_t common = std::min(file.tensors.size(), tensors.size());
-  for (size_t i = 0; i < common; ++i) {
-    const StateTensor &have = file.tensors[i];
-    const StateTensor &want = tensors[i];
+  // The lists without the optional tensors the other side lacks.
+  auto has = [](const std::vector<StateTensor> &list, const std::string &n) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const StateTensor &t) { return t.name == n; });
+  };
+  std::vector<size_t> file, model;
+  for (size_t i = 0; i < fileHeader.tensors.size(); ++i)
+    if (!isOptionalStateTensor(fileHeader.tensors[i].name) ||
+        has(tensors, fileHeader.tensors[i].name))
+      file.push_back(i);
+  for (size_t j = 0; j < tensors.size(); ++j)
+    if (!isOptionalStateTensor(tensors[j].name) ||
+        has(fileHeader.tensors, tensors[j].name))
+      model.push_back(j);
+  size_t common = std::min(file.size(), model.size());
+  for (size_t k = 0; k < common; ++k) {
+    const StateTensor &have = fileHeader.tensors[file[k]];
+    const StateTensor &want = tensors[model[k]];
     if (have.name != want.name || have.dtype != want.dtype ||
         have.shape != want.shape)
       return prefix + " has tensor " + describeTensor(have) +
@@ -253,18 +273,27 @@ std::string compareWithModel(const ParsedHeader &file,
              " bytes for tensor " + describeTensor(have) +
              ", this model expects " + std::to_string(want.bytes);
   }
-  if (file.tensors.size() > tensors.size())
-    return prefix + " has " + std::to_string(file.tensors.size()) +
+  if (file.size() > model.size())
+    return prefix + " has " + std::to_string(fileHeader.tensors.size()) +
            " tensors, this model expects " + std::to_string(tensors.size()) +
-           " (first extra: " + describeTensor(file.tensors[common]) + ")";
-  if (file.tensors.size() < tensors.size())
-    return prefix + " has " + std::to_string(file.tensors.size()) +
+           " (first extra: " +
+           describeTensor(fileHeader.tensors[file[common]]) + ")";
+  if (file.size() < model.size())
+    return prefix + " has " + std::to_string(fileHeader.tensors.size()) +
            " tensors, this model expects " + std::to_string(tensors.size()) +
-           " (first missing: " + describeTensor(tensors[common]) + ")";
+           " (first missing: " + describeTensor(tensors[model[common]]) + ")";
+  fileIndex.assign(tensors.size(), -1);
+  for (size_t k = 0; k < common; ++k)
+    fileIndex[model[k]] = static_cast<int64_t>(file[k]);
   return "";
 }
 
 } // namespace
+
+bool isOptionalStateTensor(const std::string &name) {
+  return name == "ampc.loss_scale" || name == "ampc.growth_tracker" ||
+         name == "ampc.skipped_steps";
+}
 
 bool writeCheckpoint(const std::string &path, const std::string &modelName,
                      const std::vector<StateTensor> &tensors,
@@ -354,7 +383,8 @@ bool writeFileAtomically(
 bool readCheckpoint(const std::string &path, const std::string &modelName,
                     const std::vector<StateTensor> &tensors,
                     std::vector<std::vector<unsigned char>> &out,
-                    std::string &error, bool &corrupt) {
+                    std::vector<bool> &present, std::string &error,
+                    bool &corrupt) {
   corrupt = false;
   auto ioError = [&](const std::string &what) {
     error = path + ": " + what + ": " + systemError();
@@ -464,10 +494,17 @@ bool readCheckpoint(const std::string &path, const std::string &modelName,
   if (getU64(trailer) != checksum.value())
     return malformed("checksum mismatch (corrupted)");
 
-  std::string mismatch = compareWithModel(parsed, modelName, tensors);
+  std::vector<int64_t> fileIndex;
+  std::string mismatch = compareWithModel(parsed, modelName, tensors, fileIndex);
   if (!mismatch.empty())
     return malformed(mismatch);
-  out = std::move(data);
+  out.assign(tensors.size(), {});
+  present.assign(tensors.size(), false);
+  for (size_t j = 0; j < tensors.size(); ++j)
+    if (fileIndex[j] >= 0) {
+      out[j] = std::move(data[static_cast<size_t>(fileIndex[j])]);
+      present[j] = true;
+    }
   return true;
 }
 

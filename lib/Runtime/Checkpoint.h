@@ -26,6 +26,13 @@ struct StateTensor {
   size_t bytes = 0;
 };
 
+/// Whether a checkpoint may lack the state tensor `name`, or hold it for a
+/// model that has none: the loss scaler's state ("ampc.loss_scale",
+/// "ampc.growth_tracker", "ampc.skipped_steps"), which only some precisions
+/// of one model keep (fp16 scales by default, bf16 and fp32 do not), so a
+/// checkpoint moves between precisions of the same model.
+bool isOptionalStateTensor(const std::string &name);
+
 /// Writes every tensor (data[i] holds tensors[i].bytes bytes) to `path`
 /// atomically: into a temporary file with a unique name in the same folder,
 /// flushed to disk, then renamed over `path`; the temporary is removed on any
@@ -39,7 +46,9 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
 /// Reads the checkpoint at `path` and checks all of it before returning: the
 /// magic, the format version, the size (truncation), the checksum, and that
 /// it belongs to `modelName` with exactly `tensors` (names, dtypes, shapes,
-/// sizes, in order). On success out[i] holds tensors[i].bytes bytes. On
+/// sizes, in order; optional state may be missing on either side). On
+/// success present[i] says whether the file holds tensors[i], and then
+/// out[i] holds its tensors[i].bytes bytes. On
 /// failure returns false, leaves `out` alone, sets `error` to one line
 /// starting with the file's path and `corrupt` to true when the file is
 /// malformed or belongs to another model, false when it could not be read
@@ -56,7 +65,8 @@ bool writeFileAtomically(
 bool readCheckpoint(const std::string &path, const std::string &modelName,
                     const std::vector<StateTensor> &tensors,
                     std::vector<std::vector<unsigned char>> &out,
-                    std::string &error, bool &corrupt);
+                    std::vector<bool> &present, std::string &error,
+                    bool &corrupt);
 
 } // namespace ampc::runtime
 

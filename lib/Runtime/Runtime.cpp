@@ -390,21 +390,21 @@ ampc_status readTrainingFields(Model &model) {
   model.hyperparameters = abi->hyperparameters;
   model.lossScaling = abi->loss_scaling;
   model.numLabels = abi->num_labels;
+  // The scalars the runtime reads by name; the loss scaler's are optional.
   const struct {
     const char *name;
     ampc_dtype dtype;
-    bool required;
-  } scalars[] = {{"ampc.lr", AMPC_DTYPE_F32, true},
-                 {"ampc.step", AMPC_DTYPE_I64, true},
-                 {"ampc.loss_scale", AMPC_DTYPE_F32, false},
-                 {"ampc.growth_tracker", AMPC_DTYPE_I32, false},
-                 {"ampc.skipped_steps", AMPC_DTYPE_I64, false}};
+  } scalars[] = {{"ampc.lr", AMPC_DTYPE_F32},
+                 {"ampc.step", AMPC_DTYPE_I64},
+                 {"ampc.loss_scale", AMPC_DTYPE_F32},
+                 {"ampc.growth_tracker", AMPC_DTYPE_I32},
+                 {"ampc.skipped_steps", AMPC_DTYPE_I64}};
   for (const auto &scalar : scalars) {
     int32_t found = -1;
     for (size_t i = 0; i < model.stateTensors.size(); ++i)
       if (model.stateTensors[i].name == scalar.name)
         found = static_cast<int32_t>(i);
-    if (found < 0 && !scalar.required)
+    if (found < 0 && ampc::runtime::isOptionalStateTensor(scalar.name))
       continue;
     if (found < 0 || model.stateTensors[found].dtype != scalar.dtype ||
         model.stateTensors[found].rank() != 0)
@@ -1355,16 +1355,20 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoadCheckpoint,
                 "path is NULL or empty");
   std::vector<std::vector<unsigned char>> data;
+  std::vector<bool> present;
   std::string error;
   bool corrupt = false;
   if (!ampc::runtime::readCheckpoint(path, model->name,
-                                     checkpointTensors(*model), data, error,
-                                     corrupt))
+                                     checkpointTensors(*model), data, present,
+                                     error, corrupt))
     return fail(corrupt ? AMPC_ERROR_CORRUPT : AMPC_ERROR_IO, kLoadCheckpoint,
                 error);
+  // State the file lacks (the loss scaler's, from another precision) keeps
+  // its current value.
   std::lock_guard<std::mutex> lock(model->runMutex);
   for (size_t i = 0; i < data.size(); ++i)
-    model->writeState(model->state, static_cast<int32_t>(i), data[i].data());
+    if (present[i])
+      model->writeState(model->state, static_cast<int32_t>(i), data[i].data());
   return AMPC_OK;
 }
 
