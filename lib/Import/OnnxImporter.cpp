@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Import/OnnxImporter.h"
+#include "ampc/Import/MergedInitializers.h"
 #include "ampc/Import/OnnxModel.h"
 
 #include "TensorConversion.h"
@@ -1532,6 +1533,51 @@ bool ampc::parseShapeBinding(StringRef spec, ImportOptions &options,
   return true;
 }
 
+/// For training: unties (or keeps, with a warning) the initializers an
+/// EVAL-mode export merged, and notes the BatchNorms it folded into
+/// convolutions. Every message names the node.
+static void reportExporterChanges(MLIRContext &context, Location fileLoc,
+                                  onnx::ModelProto &model,
+                                  ampc::ImportOptions::MergedInitializers mode) {
+  auto note = [&](Location l) {
+    return context.getDiagEngine().emit(l, DiagnosticSeverity::Note);
+  };
+  auto loc = [&](size_t index) {
+    const onnx::NodeProto &node = model.graph().node(static_cast<int>(index));
+    return NameLoc::get(
+        StringAttr::get(&context, ampc::onnxNodeName(node, index)),
+        FusedLoc::get(&context, {fileLoc},
+                      StringAttr::get(&context, node.op_type())));
+  };
+  for (size_t index : ampc::findFoldedBatchNorms(model))
+    note(loc(index))
+        << "its weight '" << model.graph().node(index).input(1)
+        << "' was computed by the exporter: a BatchNormalization folded into "
+           "this convolution (torch.onnx.export in EVAL mode), which trains "
+           "as a plain convolution; export with "
+           "training=torch.onnx.TrainingMode.TRAINING to train the model as "
+           "written (docs/exporting.md)";
+  bool untie = mode == ampc::ImportOptions::MergedInitializers::Untie;
+  std::vector<Location> locs;
+  for (const ampc::MergedInitializer &m : ampc::findMergedInitializers(model))
+    locs.push_back(loc(m.node));
+  std::vector<ampc::MergedInitializer> merged =
+      untie ? ampc::untieMergedInitializers(model)
+            : ampc::findMergedInitializers(model);
+  for (auto [m, l] : llvm::zip(merged, locs)) {
+    if (untie)
+      note(l) << "the exporter merged initializer '" << m.merged
+                    << "' into '" << m.kept
+                    << "' (equal values at export); ampc trains them as two "
+                       "parameters, as written (--tie-initializers trains "
+                       "them as one)";
+    else
+      emitWarning(l) << "initializer '" << m.merged << "' is '" << m.kept
+                     << "' (merged by the exporter): --tie-initializers "
+                        "trains them as one parameter";
+  }
+}
+
 OwningOpRef<ModuleOp> ampc::importOnnxBuffer(MLIRContext &context,
                                              StringRef contents,
                                              StringRef displayName,
@@ -1545,6 +1591,9 @@ OwningOpRef<ModuleOp> ampc::importOnnxBuffer(MLIRContext &context,
     emitError(fileLoc) << error;
     return nullptr;
   }
+  if (options.mergedInitializers !=
+      ampc::ImportOptions::MergedInitializers::AsExported)
+    reportExporterChanges(context, fileLoc, model, options.mergedInitializers);
   Importer importer(&context, model, displayName, baseDir, options);
   return importer.run();
 }

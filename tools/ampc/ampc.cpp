@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Import/Diagnostics.h"
+#include "ampc/Import/MergedInitializers.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
 #include "ampc/Target/CpuTarget.h"
@@ -218,6 +219,13 @@ cl::opt<std::string> ampRules(
 cl::opt<std::string> reportPath(
     "report", cl::desc("write the per-node precision decisions"),
     cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
+cl::opt<bool> tieInitializers(
+    "tie-initializers",
+    cl::desc("train initializers that an EVAL-mode torch export merged "
+             "(equal values read through Identity nodes) as one parameter, "
+             "as exported, instead of one parameter each as written"),
+    cl::cat(trainingCategory));
+
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",
     cl::desc("infer runs Dropout and BatchNormalization as the model says "
@@ -338,6 +346,9 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
     onnx::ModelProto proto;
     if (!ampc::readOnnxModel(inputPath, proto, error))
       return userError(error), false;
+    // The model as imported: the export writes each untied parameter.
+    if (!tieInitializers)
+      ampc::untieMergedInitializers(proto);
     if (!proto.SerializeToString(&onnxBytes))
       return userError("cannot serialize the model"), false;
     SmallString<128> onnxFile(base);
@@ -535,6 +546,10 @@ int main(int argc, char **argv) {
     if (!ampc::parseInputBinding(spec, options, error))
       return userError(error);
   }
+  if (mode == Mode::Train)
+    options.mergedInitializers =
+        tieInitializers ? ampc::ImportOptions::MergedInitializers::KeepTied
+                        : ampc::ImportOptions::MergedInitializers::Untie;
   if (batch.getNumOccurrences()) {
     if (batch < 1)
       return userError("--batch must be >= 1, got " + Twine(batch.getValue()));

@@ -32,6 +32,13 @@ struct ImportOptions {
   /// files (`--bind-input NAME=FILE.pb`): a static-shape compiler needs the
   /// values of inputs that feed a shape, axes or Range operand.
   llvm::StringMap<std::string> constantInputs;
+  /// Initializers an EVAL-mode torch export merged (MergedInitializers.h).
+  /// AsExported imports the graph as it is (for inference equal values are
+  /// equal). For training, Untie gives each its own parameter with a note,
+  /// KeepTied trains them as one with a warning; both also note the
+  /// convolutions a BatchNormalization was folded into.
+  enum class MergedInitializers { AsExported, Untie, KeepTied };
+  MergedInitializers mergedInitializers = MergedInitializers::AsExported;
 };
 
 /// Parses one `--shape` value, "NAME=2x3x4" (a scalar is "NAME="), into
