@@ -17,6 +17,7 @@
 #include <pwd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -504,3 +505,77 @@ TEST(CheckpointTest, MismatchedDataList) {
 }
 
 } // namespace
+
+namespace {
+
+/// Writes a one-byte checkpoint-like file to `path` atomically.
+bool writeOneByte(const std::string &path, std::string &error) {
+  const char byte = 'x';
+  return ampc::runtime::writeFileAtomically(path, {{&byte, 1}}, "the file",
+                                            error);
+}
+
+} // namespace
+
+// The atomic write replaces regular files only: renaming over a device, a
+// FIFO, a folder or a symbolic link would swap what is there for a file.
+TEST(CheckpointTest, AtomicWriteReplacesOnlyRegularFiles) {
+  TempDir dir;
+  std::string error;
+  std::string fifo = dir.path + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_FALSE(writeOneByte(fifo, error));
+  EXPECT_EQ(error, fifo + ": cannot write the file: it exists and is not a "
+                          "regular file (a device, FIFO or socket); give the "
+                          "path of a file");
+  struct stat info;
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+
+  std::string folder = dir.path + "/sub";
+  ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
+  EXPECT_FALSE(writeOneByte(folder, error));
+  EXPECT_NE(error.find("(a folder)"), std::string::npos) << error;
+  ::rmdir(folder.c_str());
+
+  std::string target = dir.path + "/target", link = dir.path + "/link";
+  writeFile(target, "keep");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(writeOneByte(link, error));
+  EXPECT_NE(error.find("(a symbolic link)"), std::string::npos) << error;
+  EXPECT_EQ(readFile(target), "keep");
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+
+  // /dev/null stays a device (the campaign found it replaced when run as
+  // root).
+  EXPECT_FALSE(writeOneByte("/dev/null", error));
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode));
+  // Nothing was left behind.
+  for (const std::string &entry : dir.entries())
+    EXPECT_EQ(entry.find(".tmp-"), std::string::npos) << entry;
+}
+
+// Temporaries an interrupted earlier write left (PATH.tmp-XXXXXX, older than
+// ten minutes) are removed by the next write of PATH; a recent one (a write
+// in progress) and other files are kept.
+TEST(CheckpointTest, AtomicWriteRemovesStaleTemporaries) {
+  TempDir dir;
+  std::string path = dir.path + "/state.ckpt";
+  std::string stale = path + ".tmp-AbC123", recent = path + ".tmp-XyZ789",
+              other = path + ".tmp-long-name", unrelated = dir.path + "/x";
+  for (const std::string &f : {stale, recent, other, unrelated})
+    writeFile(f, "partial");
+  struct timeval old[2] = {{::time(nullptr) - 3600, 0},
+                           {::time(nullptr) - 3600, 0}};
+  for (const std::string &f : {stale, other, unrelated})
+    ASSERT_EQ(::utimes(f.c_str(), old), 0);
+  std::string error;
+  ASSERT_TRUE(writeOneByte(path, error)) << error;
+  EXPECT_NE(::access(stale.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(recent.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(other.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(unrelated.c_str(), F_OK), 0);
+  EXPECT_EQ(readFile(path), "x");
+}

@@ -508,7 +508,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadDescriptorCase{"negative_dim", AMPC_ERROR_CORRUPT,
                           "input 0 ('x') has dimension 1 of size -3"},
         BadDescriptorCase{"unknown_dtype", AMPC_ERROR_CORRUPT,
-                          "input 0 ('x') has unknown dtype code 42"}),
+                          "input 0 ('x') has unknown dtype code 42"},
+        BadDescriptorCase{"huge_count", AMPC_ERROR_CORRUPT,
+                          "the descriptor has 2147483647 inputs, at most "
+                          "1048576"},
+        BadDescriptorCase{"huge_rank", AMPC_ERROR_CORRUPT,
+                          "input 0 ('x') has rank 100000, at most 16"}),
     [](const ::testing::TestParamInfo<BadDescriptorCase> &info) {
       return std::string(info.param.variant);
     });
@@ -1565,4 +1570,19 @@ TEST(RuntimeTraining, StateRoundTripsAndReleasedHandlesAreRefused) {
             AMPC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(ampc_model_synchronize(stale), AMPC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(ampc_model_synchronize(nullptr), AMPC_ERROR_INVALID_ARGUMENT);
+}
+
+// A library with an optimizer runs train_step and has no gradients entry:
+// the message says so, not that it was compiled for inference.
+TEST(RuntimeTraining, GradientsOfAnOptimizerLibraryNameTheOptimizer) {
+  TrainFixture f;
+  ASSERT_NE(f.model, nullptr);
+  int32_t count = -1;
+  EXPECT_EQ(ampc_model_num_gradients(f.model, &count), AMPC_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(lastErrorHas("has no gradients: its library was compiled with "
+                           "an optimizer"))
+      << ampc_last_error();
+  EXPECT_TRUE(lastErrorHas("compile it with --optimizer=none for gradients"))
+      << ampc_last_error();
+  EXPECT_FALSE(lastErrorHas("inference")) << ampc_last_error();
 }

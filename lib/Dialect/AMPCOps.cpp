@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -745,10 +746,14 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                     " is out of range for rank " + Twine(rank));
   if (axis < 0)
     axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? outer : inner) *= x->getDimSize(i);
-  types.push_back(RankedTensorType::get({outer, inner}, x->getElementType()));
+  std::optional<int64_t> outer =
+      ampc::checkedProduct(x->getShape().take_front(axis));
+  std::optional<int64_t> inner =
+      ampc::checkedProduct(x->getShape().drop_front(axis));
+  if (!outer || !inner)
+    return fail<FlattenOp>(loc, "the input " + formatList(x->getShape()) +
+                                    " has more than 2^63 elements");
+  types.push_back(RankedTensorType::get({*outer, *inner}, x->getElementType()));
   return success();
 }
 

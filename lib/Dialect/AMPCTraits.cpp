@@ -1,6 +1,7 @@
 //===- AMPCTraits.cpp - precision categories ------------------------------===//
 
 #include "ampc/Dialect/AMPCTraits.h"
+#include "ampc/Dialect/TensorSize.h"
 
 
 using namespace mlir;
@@ -55,4 +56,14 @@ ampc::getPrecisionCategory(Operation *op) {
   if (has<PrecisionCategory::Follow>(op))
     return PrecisionCategory::Follow;
   return std::nullopt;
+}
+
+LogicalResult ampc::verifyBoundedTensors(Operation *op) {
+  for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
+                                         op->getResultTypes())) {
+    std::string problem = checkTensorSize(t, kMaxTensorBytes);
+    if (!problem.empty())
+      return op->emitOpError("tensor too large: ") << problem;
+  }
+  return success();
 }

@@ -37,6 +37,27 @@ void collect(Location loc, Where &where) {
 }
 } // namespace
 
+/// `text` with control characters escaped (\n, \t, \xNN), so a node name
+/// from a hostile model cannot break the one-line message or send terminal
+/// escape sequences.
+static std::string escapeControls(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      static const char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    } else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 std::string ampc::formatDiagnostic(Diagnostic &diag) {
   Where where;
   collect(diag.getLocation(), where);
@@ -54,19 +75,19 @@ std::string ampc::formatDiagnostic(Diagnostic &diag) {
     break;
   }
   if (!where.file.empty())
-    os << where.file << ": ";
+    os << escapeControls(where.file) << ": ";
   if (!where.node.empty()) {
-    os << "node '" << where.node << "'";
+    os << "node '" << escapeControls(where.node) << "'";
     if (!where.opType.empty())
-      os << " (" << where.opType << ")";
+      os << " (" << escapeControls(where.opType) << ")";
     os << ": ";
   }
+  // One line whatever an op verifier or a model's names put in the message.
   std::string message = diag.str();
-  // Keep the message on one line whatever an op verifier put in it.
   for (char &c : message)
     if (c == '\n')
       c = ' ';
-  os << message;
+  os << escapeControls(message);
   return out;
 }
 

@@ -12,10 +12,12 @@
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/MergedInitializers.h"
 #include "ampc/Import/OnnxModel.h"
+#include "ampc/Support/Nesting.h"
 
 #include "TensorConversion.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -24,6 +26,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -178,6 +181,8 @@ public:
 
   MLIRContext *ctx;
   OpBuilder b;
+  /// --max-tensor-bytes: the largest tensor a node may make.
+  int64_t maxTensorBytes() const { return options.maxTensorBytes; }
 
 private:
   LogicalResult error(const Twine &message) {
@@ -262,6 +267,14 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
     op->erase();
     return failure();
   }
+  for (Type t : op->getResultTypes())
+    if (std::string problem =
+            ampc::checkTensorSize(t, importer.maxTensorBytes());
+        !problem.empty()) {
+      op->erase();
+      return emitError(loc) << "the result " << problem
+                            << " (--max-tensor-bytes)";
+    }
   // Fold at once when every operand is constant: shape computations become
   // constants before the ops that need their values are reached.
   SmallVector<Attribute> constants;
@@ -435,6 +448,11 @@ LogicalResult Importer::buildSignature() {
     FailureOr<RankedTensorType> type = inputType(info);
     if (failed(type))
       return failure();
+    if (std::string problem =
+            ampc::checkTensorSize(*type, options.maxTensorBytes);
+        !problem.empty())
+      return error("input '" + info.name() + "': " + problem +
+                   " (--max-tensor-bytes)");
     argTypes.push_back(*type);
     argNames.push_back(info.name());
   }
@@ -994,8 +1012,9 @@ FailureOr<Outputs> importReshape(NodeContext &nc) {
     } else if (d < 0) {
       return nc.error("shape " + formatDims(*target) + " has invalid dim " +
                       Twine(d));
-    } else {
-      known *= d;
+    } else if (llvm::MulOverflow(known, d, known)) {
+      return nc.error("shape " + formatDims(*target) + " has more than 2^63 "
+                      "elements");
     }
     shape.push_back(d);
   }
@@ -1157,6 +1176,9 @@ FailureOr<Outputs> importConstantOfShape(NodeContext &nc) {
   for (int64_t d : *shape)
     if (d < 0)
       return nc.error("shape " + formatDims(*shape) + " has a negative dim");
+  if (!ampc::checkedProduct(*shape))
+    return nc.error("shape " + formatDims(*shape) + " has more than 2^63 "
+                    "elements");
   MLIRContext *ctx = nc.b.getContext();
   Attribute element = nc.b.getF32FloatAttr(0.0f);
   if (const auto *a = nc.attr("value")) {
@@ -1391,6 +1413,14 @@ bool ampc::parseOnnxModel(StringRef contents, StringRef displayName,
               head.starts_with("#");
   try {
     if (text) {
+      // The text parser recurses per level: refuse deep nesting first.
+      if (int64_t depth = ampc::nestingDepth(contents, /*hashComments=*/true);
+          depth > ampc::kMaxNesting) {
+        error = "not a valid ONNX text model: brackets nested " +
+                std::to_string(depth) + " deep (at most " +
+                std::to_string(ampc::kMaxNesting) + ")";
+        return false;
+      }
       std::string s = contents.str();
       onnx::Status status = onnx::OnnxParser::Parse(model, s.c_str());
       if (!status.IsOK()) {

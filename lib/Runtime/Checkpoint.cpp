@@ -39,6 +39,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -288,6 +290,29 @@ std::string compareWithModel(const ParsedHeader &fileHeader,
   return "";
 }
 
+/// Removes what an interrupted earlier write of `path` left: regular files
+/// named PATH.tmp-XXXXXX (mkstemp's six characters) not modified for ten
+/// minutes (a write still in progress is younger).
+void removeStaleTemporaries(const std::string &path) {
+  std::string folder = folderOf(path);
+  std::string base = path.substr(path.find_last_of('/') + 1) + ".tmp-";
+  DIR *dir = ::opendir(folder.c_str());
+  if (!dir)
+    return;
+  time_t now = ::time(nullptr);
+  while (dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.size() != base.size() + 6 || name.compare(0, base.size(), base))
+      continue;
+    std::string full = folder + "/" + name;
+    struct stat info;
+    if (::lstat(full.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        now - info.st_mtime > 600)
+      ::unlink(full.c_str());
+  }
+  ::closedir(dir);
+}
+
 } // namespace
 
 bool isOptionalStateTensor(const std::string &name) {
@@ -333,6 +358,19 @@ bool writeFileAtomically(
     const std::vector<std::pair<const void *, size_t>> &pieces,
     const std::string &what, std::string &error) {
   std::string folder = folderOf(path);
+  // Only a regular file is replaced: renaming over /dev/null or a FIFO
+  // would swap a device for a file, over a symbolic link would drop it.
+  struct stat existing;
+  if (::lstat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+    error = path + ": cannot write " + what + ": it exists and is not a " +
+            "regular file (" +
+            (S_ISDIR(existing.st_mode)   ? "a folder"
+             : S_ISLNK(existing.st_mode) ? "a symbolic link"
+                                         : "a device, FIFO or socket") +
+            "); give the path of a file";
+    return false;
+  }
+  removeStaleTemporaries(path);
   std::string temporary = path + ".tmp-XXXXXX";
   FileDescriptor file;
   file.fd = ::mkstemp(&temporary[0]);

@@ -223,6 +223,13 @@ ampc_status readTensors(const Model &model, const char *kind, int32_t count,
   if (count < 0)
     return fail(AMPC_ERROR_CORRUPT, kLoad,
                 format("'%s': the descriptor has %d %ss", path, count, kind));
+  // Bounds before anything is allocated or read: a descriptor is not
+  // trusted to be small.
+  constexpr int32_t kMaxTensors = 1 << 20, kMaxRank = 16;
+  if (count > kMaxTensors)
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': the descriptor has %d %ss, at most %d", path,
+                       count, kind, kMaxTensors));
   if (count > 0 && !tensors)
     return fail(AMPC_ERROR_CORRUPT, kLoad,
                 format("'%s': the descriptor has %s but no %s list", path,
@@ -240,6 +247,10 @@ ampc_status readTensors(const Model &model, const char *kind, int32_t count,
       return fail(AMPC_ERROR_CORRUPT, kLoad,
                   format("'%s': %s has rank %d", path, label.c_str(),
                          tensor.rank));
+    if (tensor.rank > kMaxRank)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': %s has rank %d, at most %d", path,
+                         label.c_str(), tensor.rank, kMaxRank));
     if (tensor.rank > 0 && !tensor.shape)
       return fail(AMPC_ERROR_CORRUPT, kLoad,
                   format("'%s': %s has rank %d but a NULL shape", path,
@@ -696,6 +707,14 @@ ampc_status checkParameterIndex(const char *call, const Model &model,
 /// The error for a call a library compiled without --mode=train lacks.
 ampc_status notATrainingLibrary(const char *call, const Model &model,
                                 const char *what) {
+  // A training library with an optimizer has train_step instead of the
+  // gradients entry: say which library this is.
+  if (model.trainStep)
+    return fail(AMPC_ERROR_UNSUPPORTED, call,
+                format("model '%s' has no %s: its library was compiled with "
+                       "an optimizer (%s), which runs whole training steps; "
+                       "compile it with --optimizer=none for gradients",
+                       model.name.c_str(), what, model.optimizer.c_str()));
   return fail(AMPC_ERROR_UNSUPPORTED, call,
               format("model '%s' has no %s: its library was compiled for "
                      "inference; compile it with --mode=train",
@@ -1363,6 +1382,36 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
                                      error, corrupt))
     return fail(corrupt ? AMPC_ERROR_CORRUPT : AMPC_ERROR_IO, kLoadCheckpoint,
                 error);
+  // The scalars must be what the setters accept: a checkpoint with a valid
+  // checksum can still carry a NaN scale or a negative step count.
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!present[i])
+      continue;
+    const TensorDesc &t = model->stateTensors[i];
+    std::string problem;
+    if (t.name == "ampc.lr" || t.name == "ampc.loss_scale") {
+      float v;
+      std::memcpy(&v, data[i].data(), sizeof v);
+      bool positive = t.name == "ampc.loss_scale";
+      if (!std::isfinite(v) || v < 0 || (positive && v == 0))
+        problem = format("%g, expected a finite value %s", double(v),
+                         positive ? "> 0" : ">= 0");
+    } else if (t.name == "ampc.growth_tracker") {
+      int32_t v;
+      std::memcpy(&v, data[i].data(), sizeof v);
+      if (v < 0)
+        problem = format("%d, expected >= 0", v);
+    } else if (t.name == "ampc.step" || t.name == "ampc.skipped_steps") {
+      int64_t v;
+      std::memcpy(&v, data[i].data(), sizeof v);
+      if (v < 0)
+        problem = format("%lld, expected >= 0", static_cast<long long>(v));
+    }
+    if (!problem.empty())
+      return fail(AMPC_ERROR_CORRUPT, kLoadCheckpoint,
+                  format("%s: '%s' is %s (the model is unchanged)", path,
+                         t.name.c_str(), problem.c_str()));
+  }
   // State the file lacks (the loss scaler's, from another precision) keeps
   // its current value.
   std::lock_guard<std::mutex> lock(model->runMutex);

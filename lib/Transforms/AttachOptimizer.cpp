@@ -15,6 +15,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 namespace ampc {
 #define GEN_PASS_DEF_ATTACHOPTIMIZERPASS
 #include "ampc/Transforms/Passes.h.inc"
@@ -42,14 +44,19 @@ struct AttachOptimizerPass
       return signalPassFailure();
     }
     double decay = weightDecay >= 0 ? weightDecay : kind == "adamw" ? 0.01 : 0;
-    if (!(lr >= 0) || momentum < 0 || dampening < 0 || decay < 0 ||
+    // `!(x >= 0)` also refuses NaN; infinities are refused by name.
+    auto finiteNonNegative = [](double x) {
+      return x >= 0 && std::isfinite(x);
+    };
+    if (!finiteNonNegative(lr) || !finiteNonNegative(momentum) ||
+        !finiteNonNegative(dampening) || !finiteNonNegative(decay) ||
         !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
-        !(eps >= 0) || clipGradNorm < 0 ||
+        !finiteNonNegative(eps) || !finiteNonNegative(clipGradNorm) ||
         (nesterov && (momentum <= 0 || dampening != 0))) {
       module.emitError()
           << "ampc-attach-optimizer: expected lr, momentum, dampening, "
-             "weight-decay, eps, clip-grad-norm >= 0, betas in [0, 1), and "
-             "nesterov only with momentum > 0 and dampening 0";
+             "weight-decay, eps, clip-grad-norm finite and >= 0, betas in "
+             "[0, 1), and nesterov only with momentum > 0 and dampening 0";
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);

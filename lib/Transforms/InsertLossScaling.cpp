@@ -94,26 +94,33 @@ struct InsertLossScalingPass
 
     std::string description = mode == "static" ? "static" : "dynamic";
     module->setAttr(ampc::kLossScalingAttr, b.getStringAttr(description));
-    if (mode == "static")
-      return;
 
-    // The scale update and the skipped-step count, stored at the end.
+    // The scale update (dynamic) and the skipped-step count, stored at the
+    // end; a static scale counts skipped steps too (the host's step position
+    // is steps + skipped steps).
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    Value tracker = ampc::declareState(
-        module, step, ampc::kGrowthTracker,
-        DenseElementsAttr::get(RankedTensorType::get({}, i32), int32_t(0)));
+    Value tracker;
+    if (mode != "static")
+      tracker = ampc::declareState(
+          module, step, ampc::kGrowthTracker,
+          DenseElementsAttr::get(RankedTensorType::get({}, i32), int32_t(0)));
     Value skipped = ampc::declareState(
         module, step, ampc::kSkippedSteps,
         DenseElementsAttr::get(RankedTensorType::get({}, i64), int64_t(0)));
     b.setInsertionPoint(ret);
-    auto update = ampc::UpdateScaleOp::create(
-        b, loc, scale, tracker, foundInf, b.getF32FloatAttr(growthFactor),
-        b.getF32FloatAttr(backoffFactor), b.getI64IntegerAttr(growthInterval),
-        b.getF32FloatAttr(minScale), b.getF32FloatAttr(maxScale));
+    ampc::UpdateScaleOp update;
+    if (tracker)
+      update = ampc::UpdateScaleOp::create(
+          b, loc, scale, tracker, foundInf, b.getF32FloatAttr(growthFactor),
+          b.getF32FloatAttr(backoffFactor),
+          b.getI64IntegerAttr(growthInterval), b.getF32FloatAttr(minScale),
+          b.getF32FloatAttr(maxScale));
     Value counted = ampc::countIf(b, loc, skipped, foundInf, /*when=*/true);
-    ampc::StoreOp::create(b, loc, ampc::kLossScale, update.getNewScale());
-    ampc::StoreOp::create(b, loc, ampc::kGrowthTracker,
-                          update.getNewGrowthTracker());
+    if (update) {
+      ampc::StoreOp::create(b, loc, ampc::kLossScale, update.getNewScale());
+      ampc::StoreOp::create(b, loc, ampc::kGrowthTracker,
+                            update.getNewGrowthTracker());
+    }
     ampc::StoreOp::create(b, loc, ampc::kSkippedSteps, counted);
   }
 };

@@ -84,8 +84,8 @@ const PipelineStep kPipeline[] = {
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
-     [](const ampc::PipelineOptions &) {
-       return ampc::createPlanMemoryPass();
+     [](const ampc::PipelineOptions &o) {
+       return ampc::createPlanMemoryPass({o.maxTensorBytes});
      }},
 };
 } // namespace

@@ -107,7 +107,7 @@ private:
   int64_t top = 0;
 };
 
-void planFunction(func::FuncOp func) {
+LogicalResult planFunction(func::FuncOp func, int64_t maxArenaBytes) {
   Block &block = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(block))
@@ -153,6 +153,11 @@ void planFunction(func::FuncOp func) {
       int64_t bytes = alignUp(std::max<int64_t>(
           type.getNumElements() * ampc::storageBytes(type.getElementType()), 1));
       int64_t offset = arena.allocate(bytes);
+      if (arena.size() > maxArenaBytes)
+        return op.emitError()
+               << "the memory plan of @" << func.getSymName() << " needs "
+               << arena.size() << " bytes here, more than the limit of "
+               << maxArenaBytes << " bytes (--max-tensor-bytes)";
       offsets.push_back(offset);
       releases[lastUse.lookup(r)].push_back({offset, bytes});
       any = true;
@@ -166,13 +171,15 @@ void planFunction(func::FuncOp func) {
   func->setAttr(ampc::kArenaBytesAttr,
                 IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                  arena.size()));
+  return success();
 }
 
 struct PlanMemory : ampc::impl::PlanMemoryPassBase<PlanMemory> {
+  using Base::Base;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal())
-        planFunction(func);
+      if (!func.isExternal() && failed(planFunction(func, maxArenaBytes)))
+        return signalPassFailure();
   }
 };
 

@@ -1,5 +1,6 @@
 //===- PrecisionRules.cpp - overrides, --amp-rules files, decisions -------===//
 
+#include "ampc/Support/Nesting.h"
 #include "ampc/Transforms/Precision.h"
 
 #include "mlir/IR/Builders.h"
@@ -82,6 +83,12 @@ Error ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return makeError(path + ": cannot open: " + buffer.getError().message());
+  // The JSON parser recurses per level: refuse deep nesting first.
+  if (int64_t depth = nestingDepth((*buffer)->getBuffer(),
+                                   /*hashComments=*/false);
+      depth > kMaxNesting)
+    return makeError(path + ": not valid JSON: nested " + Twine(depth) +
+                     " deep (at most " + Twine(kMaxNesting) + ")");
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*buffer)->getBuffer());
   if (!json)

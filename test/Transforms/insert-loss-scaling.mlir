@@ -28,9 +28,13 @@
 
 // A fixed scale: the unscale and found_inf, no update.
 // STATIC: ampc.state @ampc.loss_scale : tensor<f32> = dense<1.280000e+02>
+// STATIC: ampc.state @ampc.skipped_steps : tensor<i64>
 // STATIC-NOT: ampc.state @ampc.growth_tracker
 // STATIC: ampc.unscale
 // STATIC-NOT: ampc.update_scale
+// Skipped steps are counted with a static scale too; the scale never changes.
+// STATIC: %[[SKIPPED:.+]] = ampc.where
+// STATIC-NEXT: ampc.store @ampc.skipped_steps, %[[SKIPPED]]
 // STATIC-NOT: ampc.store
 
 // NONE-NOT: ampc.state

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -103,6 +104,25 @@ int64_t parseCount(const std::string &option, const std::string &value) {
     die("option " + option + ": expected a non-negative integer, got '" +
         value + "'");
   return v;
+}
+
+/// Dies unless `path` can be written: an existing regular file or a new
+/// name in a writable folder (checked before training, not after the first
+/// epoch).
+void checkOutputPath(const std::string &option, const std::string &path) {
+  if (path.empty())
+    return;
+  struct stat info;
+  if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    die(option + " " + path + ": exists and is not a regular file");
+  std::string folder = path.find('/') == std::string::npos
+                           ? "."
+                           : path.substr(0, path.rfind('/') + 1);
+  if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    die(option + " " + path + ": no folder '" + folder + "'");
+  if (::access(folder.c_str(), W_OK) != 0)
+    die(option + " " + path + ": cannot write in '" + folder +
+        "': " + std::strerror(errno));
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -195,6 +215,9 @@ Options parseOptions(int argc, char **argv) {
     die("--eval-inputs and --eval-labels go together");
   if (o.haveEpochs && o.steps >= 0)
     die("--epochs and --steps exclude each other");
+  checkOutputPath("--checkpoint", o.checkpoint);
+  checkOutputPath("--metrics", o.metrics);
+  checkOutputPath("--plot", o.plot);
   return o;
 }
 
@@ -575,8 +598,17 @@ int Trainer::run() {
   check(ampc_model_get_scaler_state(model, &scaler), o.library);
 
   int64_t stepsPerEpoch = train.samples / batch;
-  int64_t globalStep = scaler.steps + scaler.skipped_steps;
-  int64_t lastStep = o.steps >= 0 ? o.steps : o.epochs * stepsPerEpoch;
+  int64_t globalStep, lastStep;
+  if (__builtin_add_overflow(scaler.steps, scaler.skipped_steps, &globalStep))
+    die(o.resume + ": the step count does not fit in 64 bits");
+  if (o.steps >= 0)
+    lastStep = o.steps;
+  else if (__builtin_mul_overflow(o.epochs, stepsPerEpoch, &lastStep) ||
+           lastStep > (int64_t(1) << 62))
+    die("option --epochs: " + std::to_string(o.epochs) + " epochs of " +
+        std::to_string(stepsPerEpoch) + " steps are more than 2^62 steps");
+  if (lastStep > (int64_t(1) << 62))
+    die("option --steps: more than 2^62 steps");
   int64_t totalEpochs = (lastStep + stepsPerEpoch - 1) / stepsPerEpoch;
 
   FILE *metrics = nullptr;

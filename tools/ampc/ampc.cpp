@@ -219,6 +219,13 @@ cl::opt<std::string> ampRules(
 cl::opt<std::string> reportPath(
     "report", cl::desc("write the per-node precision decisions"),
     cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
+cl::opt<int64_t> maxTensorBytes(
+    "max-tensor-bytes",
+    cl::desc("the largest tensor, and the largest memory arena of the "
+             "library, in bytes (default 2^36 = 64 GiB; at most 2^48); a "
+             "model past it is an error naming the node"),
+    cl::init(ampc::kDefaultMaxTensorBytes), cl::cat(ampcCategory));
+
 cl::opt<bool> tieInitializers(
     "tie-initializers",
     cl::desc("train initializers that an EVAL-mode torch export merged "
@@ -508,6 +515,12 @@ int main(int argc, char **argv) {
   pipeline.optimizer.momentum = momentum;
   pipeline.optimizer.dampening = dampening;
   pipeline.optimizer.nesterov = nesterov;
+  // Negative means "the optimizer's default" to the pass; a user's
+  // negative or NaN value is a mistake.
+  if (weightDecay.getNumOccurrences() &&
+      !(weightDecay >= 0 && std::isfinite(weightDecay)))
+    return userError("--weight-decay must be finite and >= 0, got " +
+                     std::to_string(weightDecay.getValue()));
   pipeline.optimizer.weightDecay = weightDecay;
   pipeline.optimizer.beta1 = beta1;
   pipeline.optimizer.beta2 = beta2;
@@ -546,6 +559,12 @@ int main(int argc, char **argv) {
     if (!ampc::parseInputBinding(spec, options, error))
       return userError(error);
   }
+  if (maxTensorBytes < 1 || maxTensorBytes > ampc::kMaxTensorBytes)
+    return userError("--max-tensor-bytes must be between 1 and 2^48 (" +
+                     Twine(ampc::kMaxTensorBytes) + "), got " +
+                     Twine(maxTensorBytes.getValue()));
+  options.maxTensorBytes = maxTensorBytes;
+  pipeline.maxTensorBytes = maxTensorBytes;
   if (mode == Mode::Train)
     options.mergedInitializers =
         tieInitializers ? ampc::ImportOptions::MergedInitializers::KeepTied

@@ -32,8 +32,12 @@ def AMPC_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
+// Every op's tensors are bounded in size (AMPCTraits.h, BoundedTensors).
+def AMPC_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
+  let cppNamespace = "::ampc";
+}
 class AMPC_Op<string mnemonic, list<Trait> traits = []>
-    : Op<AMPC_Dialect, mnemonic, traits>;
+    : Op<AMPC_Dialect, mnemonic, !listconcat(traits, [AMPC_BoundedTensors])>;
 
 // The precision category of an op (include/ampc/Dialect/AMPCTraits.h,
 // docs/precision.md): what ampc-assign-precision does with it under autocast.

@@ -60,6 +60,19 @@ class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 
 /// Ops without a derivative by nature (constants, comparisons, shape
 /// queries): ampc-autodiff treats their results as constants.
+/// Every ampc op: its operand and result tensors are statically shaped and
+/// at most kMaxTensorBytes (include/ampc/Dialect/TensorSize.h), so no size
+/// computed from them overflows.
+mlir::LogicalResult verifyBoundedTensors(mlir::Operation *op);
+template <typename ConcreteType>
+class BoundedTensors
+    : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensors> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyBoundedTensors(op);
+  }
+};
+
 template <typename ConcreteType>
 class NonDifferentiable
     : public mlir::OpTrait::TraitBase<ConcreteType, NonDifferentiable> {};

@@ -11,6 +11,8 @@
 #ifndef AMPC_IMPORT_ONNXIMPORTER_H
 #define AMPC_IMPORT_ONNXIMPORTER_H
 
+#include "ampc/Dialect/TensorSize.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -39,6 +41,9 @@ struct ImportOptions {
   /// convolutions a BatchNormalization was folded into.
   enum class MergedInitializers { AsExported, Untie, KeepTied };
   MergedInitializers mergedInitializers = MergedInitializers::AsExported;
+  /// The largest tensor (bytes) a node, input or initializer may make
+  /// (`--max-tensor-bytes`); larger is an error naming the node.
+  int64_t maxTensorBytes = kDefaultMaxTensorBytes;
 };
 
 /// Parses one `--shape` value, "NAME=2x3x4" (a scalar is "NAME="), into

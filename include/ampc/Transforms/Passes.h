@@ -4,6 +4,7 @@
 #define AMPC_TRANSFORMS_PASSES_H
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/TensorSize.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -39,6 +40,8 @@ struct PipelineOptions {
   /// model. False keeps the model as exported (the ONNX node tests, the
   /// gradient check's finite differences of `infer`).
   bool evalForward = true;
+  /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
+  int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (cross_entropy, mse, none) and label name.
   AttachLossPassOptions loss;
   /// ampc-assign-precision: dtype, propagation, overrides, rules file.

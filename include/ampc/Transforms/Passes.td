@@ -270,8 +270,14 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::ModuleOp"> {
     order, best fit among the free blocks, 64-byte aligned, and freed after
     the last use of the value or of any view of it, never before the op
     that produces it has run, so an op's results never overlap its operands.
-    Function results live to the end.
+    Function results live to the end. An arena larger than
+    `max-arena-bytes` (`--max-tensor-bytes`) is an error.
   }];
+  let options = [
+    Option<"maxArenaBytes", "max-arena-bytes", "int64_t",
+           /*default=*/"ampc::kDefaultMaxTensorBytes",
+           "the largest arena a function may need">,
+  ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 

@@ -25,7 +25,9 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
           .Case([&](ampc::LogOp) { return "std::log(" + x + ")"; })
           .Case([&](ampc::ErfOp) { return "std::erf(" + x + ")"; })
           .Case([&](ampc::ReluOp) {
-            return x + " > 0 ? " + x + " : " + c + "(0)";
+            // NaN stays NaN, as in PyTorch (a NaN batch must not report a
+            // finite loss); -0 becomes +0.
+            return "!(" + x + " <= 0) ? " + x + " : " + c + "(0)";
           })
           .Case([&](ampc::SigmoidOp) {
             return c + "(1) / (" + c + "(1) + std::exp(-" + x + "))";

@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Target/OnnxExport.h"
+
+#include "Checkpoint.h"
 #include "ampc/Import/OnnxModel.h"
 #include "ampc/Runtime/Float16.h"
 
@@ -864,37 +866,15 @@ bool ampc::writeOnnxModel(const onnx::ModelProto &model, StringRef path,
     return false;
   }
 
-  // The temporary file lives in the destination folder so that the rename is
-  // within one file system and therefore atomic.
-  llvm::SmallString<256> folder(path);
-  llvm::sys::path::remove_filename(folder);
-  if (folder.empty())
-    folder = ".";
-  llvm::SmallString<256> pattern(folder);
-  llvm::sys::path::append(pattern, "." + llvm::sys::path::filename(path) +
-                                       ".tmp-%%%%%%%%");
-  int fd;
-  llvm::SmallString<256> temporary;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(pattern, fd, temporary)) {
-    error = "cannot create a temporary file in '" + folder.str().str() +
-            "': " + ec.message();
-    return false;
-  }
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << bytes;
-    os.close();
-    if (os.has_error()) {
-      error = "cannot write: " + os.error().message();
-      os.clear_error();
-      llvm::sys::fs::remove(temporary);
-      return false;
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
-    error = "cannot rename the temporary file over it: " + ec.message();
-    llvm::sys::fs::remove(temporary);
+  // Atomically, as the runtime writes checkpoints and exports: only over a
+  // regular file, through a temporary in the same folder.
+  std::string why;
+  if (!ampc::runtime::writeFileAtomically(path.str(),
+                                          {{bytes.data(), bytes.size()}},
+                                          "the ONNX model", why)) {
+    // The caller names the path; the message starts with it.
+    std::string prefix = path.str() + ": ";
+    error = why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
     return false;
   }
   return true;
