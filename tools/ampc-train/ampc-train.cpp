@@ -64,9 +64,10 @@ consecutive samples of a shuffled order (reshuffled each epoch from --seed);
 the samples left over that do not fill a whole batch are dropped from the
 epoch. The evaluation set is run whole, in eval mode (Dropout off, BatchNorm
 on its running statistics): every sample counts once in the eval loss and
-the accuracy (the last partial batch is padded and the padding taken out). Arrays are converted to the
-library's dtypes when that is lossless or obvious: float64/float16 to
-float32, narrower integers to int64/int32; anything else is an error.
+the accuracy (the last partial batch is padded and the padding taken out).
+Arrays are converted to the library's dtypes when that is lossless or
+obvious: float64/float16 to float32, narrower integers to int64/int32;
+anything else is an error.
 
 Output: on a terminal, a progress bar per epoch; otherwise one line per
 epoch: "epoch 3/10  loss 0.1234  scale 65536  skipped 0  1234.5 samples/s"
