@@ -287,27 +287,17 @@ bool checkReplacement(const NamedTensor &t, std::string &error) {
   return true;
 }
 
-} // namespace
-
-bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
-                             const std::vector<NamedTensor> &replacements,
-                             std::string &out, std::string &error) {
-  std::map<std::string, const NamedTensor *> byName;
-  std::map<std::string, bool> replaced;
-  for (const NamedTensor &t : replacements) {
-    if (!checkReplacement(t, error))
-      return false;
-    if (!byName.emplace(t.name, &t).second) {
-      error = "two replacements for initializer '" + t.name + "'";
-      return false;
-    }
-    replaced[t.name] = false;
-  }
+/// Copies the ModelProto `model` to `out` with its graph (field 7) replaced
+/// by what `rewriteGraph(begin, end, graphOut)` writes for the graph's
+/// payload [begin, end); every other byte is kept.
+template <typename RewriteGraph>
+bool rewriteModelGraph(const unsigned char *model, size_t size,
+                       std::string &out, std::string &error,
+                       RewriteGraph rewriteGraph) {
   if (!model && size) {
     error = "no model data";
     return false;
   }
-
   std::string result;
   result.reserve(size);
   FieldReader reader(model, 0, size, error);
@@ -325,11 +315,37 @@ bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
       return false;
     }
     std::string graph;
-    if (!rewriteGraph(model, field.payloadBegin, field.end, byName, replaced,
-                      graph, error))
+    if (!rewriteGraph(field.payloadBegin, field.end, graph))
       return false;
     putLengthDelimited(result, kModelGraph, graph);
   }
+  out = std::move(result);
+  return true;
+}
+
+} // namespace
+
+bool rewriteOnnxInitializers(const unsigned char *model, size_t size,
+                             const std::vector<NamedTensor> &replacements,
+                             std::string &out, std::string &error) {
+  std::map<std::string, const NamedTensor *> byName;
+  std::map<std::string, bool> replaced;
+  for (const NamedTensor &t : replacements) {
+    if (!checkReplacement(t, error))
+      return false;
+    if (!byName.emplace(t.name, &t).second) {
+      error = "two replacements for initializer '" + t.name + "'";
+      return false;
+    }
+    replaced[t.name] = false;
+  }
+  std::string result;
+  if (!rewriteModelGraph(model, size, result, error,
+                         [&](size_t begin, size_t end, std::string &graph) {
+                           return rewriteGraph(model, begin, end, byName,
+                                               replaced, graph, error);
+                         }))
+    return false;
   for (const auto &[name, done] : replaced)
     if (!done && !byName.at(name)->optional) {
       error = "'" + name + "' is not an initializer of the model's graph";
@@ -482,44 +498,25 @@ bool evalNode(const unsigned char *data, const Field &node,
 
 bool rewriteOnnxEvalMode(const unsigned char *model, size_t size,
                          std::string &out, std::string &error) {
-  if (!model && size) {
-    error = "no model data";
-    return false;
-  }
-  std::vector<Field> top;
-  if (!readFields(model, 0, size, top, error))
-    return false;
-  std::string result;
-  result.reserve(size);
-  for (const Field &field : top) {
-    if (field.number != kModelGraph) {
-      result.append(reinterpret_cast<const char *>(model + field.begin),
-                    field.end - field.begin);
-      continue;
-    }
-    if (field.wireType != kLengthDelimited) {
-      error = "malformed ONNX model: the graph is not a message";
-      return false;
-    }
-    std::vector<Field> graph;
-    std::map<std::string, bool> read;
-    if (!readFields(model, field.payloadBegin, field.end, graph, error) ||
-        !namesRead(model, graph, read, error))
-      return false;
-    std::string rewritten;
-    for (const Field &g : graph) {
-      if (g.number == kGraphNode && g.wireType == kLengthDelimited) {
-        if (!evalNode(model, g, read, rewritten, error))
+  return rewriteModelGraph(
+      model, size, out, error,
+      [&](size_t begin, size_t end, std::string &rewritten) {
+        std::vector<Field> graph;
+        std::map<std::string, bool> read;
+        if (!readFields(model, begin, end, graph, error) ||
+            !namesRead(model, graph, read, error))
           return false;
-        continue;
-      }
-      rewritten.append(reinterpret_cast<const char *>(model + g.begin),
-                       g.end - g.begin);
-    }
-    putLengthDelimited(result, kModelGraph, rewritten);
-  }
-  out = std::move(result);
-  return true;
+        for (const Field &g : graph) {
+          if (g.number == kGraphNode && g.wireType == kLengthDelimited) {
+            if (!evalNode(model, g, read, rewritten, error))
+              return false;
+            continue;
+          }
+          rewritten.append(reinterpret_cast<const char *>(model + g.begin),
+                           g.end - g.begin);
+        }
+        return true;
+      });
 }
 
 } // namespace ampc::runtime
