@@ -363,7 +363,7 @@ TEST(CheckpointTest, MissingFileIsAnIoError) {
   r = read(dir.path, state);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.corrupt);
-  EXPECT_EQ(r.error, dir.path + ": cannot read checkpoint: is a directory");
+  EXPECT_EQ(r.error, dir.path + ": cannot open checkpoint: Is a directory");
 }
 
 TEST(CheckpointTest, WriteIntoMissingFolder) {

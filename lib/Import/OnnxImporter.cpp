@@ -13,6 +13,7 @@
 #include "ampc/Import/MergedInitializers.h"
 #include "ampc/Import/OnnxModel.h"
 #include "ampc/Support/Nesting.h"
+#include "ampc/Support/RegularFile.h"
 
 #include "TensorConversion.h"
 
@@ -340,7 +341,7 @@ LogicalResult Importer::declareInitializers() {
     if (!initializers.try_emplace(t.name(), &t).second)
       return error("initializer '" + t.name() + "' is defined twice");
     std::string message;
-    DenseElementsAttr value = convertTensor(ctx, t, baseDir, message);
+    DenseElementsAttr value = convertTensor(ctx, t, baseDir, options.maxTensorBytes, message);
     if (!value)
       return error(message);
     // Float initializers are the trainable parameters (FP32 masters once
@@ -513,19 +514,18 @@ LogicalResult Importer::buildSignature() {
 
 LogicalResult Importer::bindConstantInput(const onnx::ValueInfoProto &info,
                                           StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
+  std::string contents, reason;
+  if (!ampc::readRegularFile(path.str(), contents, uint64_t(INT_MAX), reason))
     return error("--bind-input " + info.name() + ": cannot open '" + path +
-                 "': " + buffer.getError().message());
+                 "': " + reason);
   onnx::TensorProto tensor;
-  if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
-                             static_cast<int>((*buffer)->getBufferSize())))
+  if (!tensor.ParseFromArray(contents.data(), static_cast<int>(contents.size())))
     return error("--bind-input " + info.name() + ": '" + path +
                  "' is not a serialized ONNX TensorProto");
   std::string message;
   DenseElementsAttr value =
-      convertTensor(ctx, tensor, llvm::sys::path::parent_path(path), message);
+      convertTensor(ctx, tensor, llvm::sys::path::parent_path(path),
+                    options.maxTensorBytes, message);
   if (!value)
     return error("--bind-input " + info.name() + ": " + message);
   if (info.type().has_tensor_type()) {
@@ -1183,7 +1183,7 @@ FailureOr<Outputs> importConstantOfShape(NodeContext &nc) {
   Attribute element = nc.b.getF32FloatAttr(0.0f);
   if (const auto *a = nc.attr("value")) {
     std::string message;
-    DenseElementsAttr v = convertTensor(ctx, a->t(), "", message);
+    DenseElementsAttr v = convertTensor(ctx, a->t(), "", nc.importer.maxTensorBytes(), message);
     if (!v)
       return nc.error(message);
     if (v.getNumElements() != 1)
@@ -1265,7 +1265,7 @@ FailureOr<Outputs> importConstant(NodeContext &nc) {
   OpBuilder &b = nc.b;
   if (a.name() == "value") {
     std::string message;
-    DenseElementsAttr v = convertTensor(ctx, a.t(), "", message);
+    DenseElementsAttr v = convertTensor(ctx, a.t(), "", nc.importer.maxTensorBytes(), message);
     if (!v)
       return nc.error(message);
     return constant(nc, v);
@@ -1503,13 +1503,14 @@ ampc::sortOnnxNodes(const onnx::GraphProto &graph, std::vector<size_t> &order) {
 
 bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,
                          std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = "cannot open: " + buffer.getError().message();
+  // A binary model over 2 GiB is refused by protobuf anyway; a text model
+  // that size is no model either.
+  std::string contents, reason;
+  if (!ampc::readRegularFile(path.str(), contents, uint64_t(INT_MAX), reason)) {
+    error = "cannot open: " + reason;
     return false;
   }
-  return parseOnnxModel((*buffer)->getBuffer(), path, model, error);
+  return parseOnnxModel(contents, path, model, error);
 }
 
 llvm::ArrayRef<int> ampc::compileTimeInputs(StringRef opType) {
@@ -1631,13 +1632,12 @@ OwningOpRef<ModuleOp> ampc::importOnnxBuffer(MLIRContext &context,
 OwningOpRef<ModuleOp> ampc::importOnnxFile(MLIRContext &context,
                                            StringRef path,
                                            const ImportOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
+  std::string contents, reason;
+  if (!ampc::readRegularFile(path.str(), contents, uint64_t(INT_MAX), reason)) {
     emitError(FileLineColLoc::get(&context, path, 0, 0))
-        << "cannot open: " << buffer.getError().message();
+        << "cannot open: " << reason;
     return nullptr;
   }
-  return importOnnxBuffer(context, (*buffer)->getBuffer(), path,
+  return importOnnxBuffer(context, contents, path,
                           llvm::sys::path::parent_path(path), options);
 }

@@ -1,6 +1,8 @@
 //===- TensorConversion.cpp - ONNX TensorProto to MLIR attributes ---------===//
 
 #include "TensorConversion.h"
+#include "ampc/Dialect/TensorSize.h"
+#include "ampc/Support/RegularFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -54,10 +56,12 @@ std::string ampc::detail::onnxTypeName(int dataType) {
 }
 
 namespace {
-/// Reads the bytes of a tensor stored outside the model, refusing locations
-/// that leave the model's folder.
+/// Reads the `expected` bytes of a tensor stored outside the model: the
+/// location must stay inside the model's folder and name a regular file that
+/// holds them at the offset, a declared length must be the tensor's size,
+/// and only those bytes are read (in bounded chunks).
 bool readExternal(const TensorProto &tensor, llvm::StringRef baseDir,
-                  std::string &bytes, std::string &error) {
+                  uint64_t expected, std::string &bytes, std::string &error) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -86,6 +90,12 @@ bool readExternal(const TensorProto &tensor, llvm::StringRef baseDir,
     error = "external data has no 'location'";
     return false;
   }
+  if (length && *length != expected) {
+    error = "external data length " + std::to_string(*length) +
+            " is not the tensor's size of " + std::to_string(expected) +
+            " bytes";
+    return false;
+  }
   if (llvm::sys::path::is_absolute(location)) {
     error = "external data location '" + location +
             "' is absolute; it must be relative to the model's folder";
@@ -105,22 +115,23 @@ bool readExternal(const TensorProto &tensor, llvm::StringRef baseDir,
             "' points outside the model's folder";
     return false;
   }
-  auto buffer = llvm::MemoryBuffer::getFile(fileReal, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = "cannot read external data file '" + location +
-            "': " + buffer.getError().message();
+  ampc::RegularFile data;
+  std::string reason;
+  if (!data.open(fileReal.str().str(), reason)) {
+    error = "cannot read external data file '" + location + "': " + reason;
     return false;
   }
-  uint64_t size = (*buffer)->getBufferSize();
-  uint64_t want = length ? *length : (offset <= size ? size - offset : 0);
-  if (offset > size || want > size - offset) {
+  if (offset > data.size || expected > data.size - offset) {
     error = "external data file '" + location + "' holds " +
-            std::to_string(size) + " bytes, too few for offset " +
-            std::to_string(offset) + " and length " + std::to_string(want);
+            std::to_string(data.size) + " bytes, too few for offset " +
+            std::to_string(offset) + " and length " + std::to_string(expected);
     return false;
   }
-  bytes.assign((*buffer)->getBufferStart() + offset, want);
+  bytes.resize(static_cast<size_t>(expected));
+  if (!data.readAt(offset, bytes.data(), bytes.size(), reason)) {
+    error = "cannot read external data file '" + location + "': " + reason;
+    return false;
+  }
   return true;
 }
 
@@ -140,6 +151,7 @@ std::string packIntegers(const Range &values, unsigned width) {
 DenseElementsAttr ampc::detail::convertTensor(MLIRContext *ctx,
                                               const TensorProto &tensor,
                                               llvm::StringRef baseDir,
+                                              int64_t maxBytes,
                                               std::string &error) {
   Type element = elementTypeFromOnnx(ctx, tensor.data_type());
   if (!element) {
@@ -166,11 +178,18 @@ DenseElementsAttr ampc::detail::convertTensor(MLIRContext *ctx,
   unsigned width = element.isInteger(1)
                        ? 1
                        : (element.getIntOrFloatBitWidth() + 7) / 8;
+  // Before anything is read or allocated: the tensor's size within the
+  // limit (an external file may be sparse, a raw field is already here).
+  if (std::string problem = ampc::checkTensorSize(type, maxBytes);
+      !problem.empty()) {
+    error = "tensor '" + tensor.name() + "' " + problem + " (--max-tensor-bytes)";
+    return {};
+  }
 
   std::string bytes;
   bool raw = false;
   if (tensor.data_location() == TensorProto::EXTERNAL) {
-    if (!readExternal(tensor, baseDir, bytes, error)) {
+    if (!readExternal(tensor, baseDir, uint64_t(count) * width, bytes, error)) {
       error = "tensor '" + tensor.name() + "': " + error;
       return {};
     }

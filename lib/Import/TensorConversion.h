@@ -20,11 +20,12 @@ mlir::Type elementTypeFromOnnx(mlir::MLIRContext *ctx, int dataType);
 std::string onnxTypeName(int dataType);
 
 /// Converts a tensor (inline, typed fields or external data under
-/// `baseDir`). On failure returns null and sets `error`.
+/// `baseDir`) of at most `maxBytes` bytes. On failure returns null and sets
+/// `error`.
 mlir::DenseElementsAttr convertTensor(mlir::MLIRContext *ctx,
                                       const onnx::TensorProto &tensor,
                                       llvm::StringRef baseDir,
-                                      std::string &error);
+                                      int64_t maxBytes, std::string &error);
 
 } // namespace ampc::detail
 

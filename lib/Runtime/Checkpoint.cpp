@@ -35,6 +35,7 @@
 #include "Checkpoint.h"
 
 #include "ampc/Runtime/ampc.h"
+#include "ampc/Support/RegularFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -435,18 +436,14 @@ bool readCheckpoint(const std::string &path, const std::string &modelName,
     return false;
   };
 
-  FileDescriptor file;
-  file.fd = ::open(path.c_str(), O_RDONLY);
-  if (file.fd < 0)
-    return ioError("cannot open checkpoint");
-  struct stat info;
-  if (::fstat(file.fd, &info) != 0)
-    return ioError("cannot read checkpoint");
-  if (S_ISDIR(info.st_mode)) {
-    error = path + ": cannot read checkpoint: is a directory";
+  // Only a regular file: a FIFO would block the open, a device never end.
+  ampc::RegularFile file;
+  std::string reason;
+  if (!file.open(path, reason)) {
+    error = path + ": cannot open checkpoint: " + reason;
     return false;
   }
-  uint64_t actualSize = static_cast<uint64_t>(info.st_size);
+  uint64_t actualSize = file.size;
 
   std::vector<unsigned char> header(kFixedHeaderSize);
   ssize_t got = readAll(file.fd, header.data(), kFixedHeaderSize);

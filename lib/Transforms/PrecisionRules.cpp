@@ -1,6 +1,7 @@
 //===- PrecisionRules.cpp - overrides, --amp-rules files, decisions -------===//
 
 #include "ampc/Support/Nesting.h"
+#include "ampc/Support/RegularFile.h"
 #include "ampc/Transforms/Precision.h"
 
 #include "mlir/IR/Builders.h"
@@ -80,17 +81,18 @@ Error ampc::parseOverrideRules(llvm::ArrayRef<std::string> specs,
 }
 
 Error ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return makeError(path + ": cannot open: " + buffer.getError().message());
+  // A rules file is a few lines: anything past 64 MiB is not one.
+  std::string text, reason;
+  if (!ampc::readRegularFile(path.str(), text, uint64_t(1) << 26, reason))
+    return makeError(path + ": cannot open: " + reason);
   // The JSON parser recurses per level: refuse deep nesting first.
-  if (int64_t depth = nestingDepth((*buffer)->getBuffer(),
+  if (int64_t depth = nestingDepth(text,
                                    /*hashComments=*/false);
       depth > kMaxNesting)
     return makeError(path + ": not valid JSON: nested " + Twine(depth) +
                      " deep (at most " + Twine(kMaxNesting) + ")");
   llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
+      llvm::json::parse(text);
   if (!json)
     return makeError(path + ": not valid JSON: " +
                      llvm::toString(json.takeError()));

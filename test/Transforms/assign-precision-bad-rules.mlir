@@ -82,6 +82,12 @@
 // MISSING: error: {{.*}}missing.json: cannot open: {{.+}}
 // MISSING: exit=1
 //
+// A FIFO is refused without waiting for a writer.
+// RUN: rm -f %t.dir/rules.fifo && mkfifo %t.dir/rules.fifo
+// RUN: (timeout 60 ampc-opt %s --ampc-assign-precision=rules=%t.dir/rules.fifo 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=FIFO
+// FIFO: error: {{.*}}rules.fifo: cannot open: not a regular file (a FIFO)
+// FIFO: exit=1
+//
 // Bad pass options.
 // RUN: (ampc-opt %s --ampc-assign-precision=dtype=f8 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=DTYPE
 // DTYPE: error: ampc-assign-precision: dtype must be f16, bf16 or f32, got 'f8'

@@ -10,12 +10,14 @@
 #include "Npy.h"
 
 #include "ampc/Runtime/Float16.h"
+#include "ampc/Support/RegularFile.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace ampc::train {
 namespace {
@@ -162,18 +164,18 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
     error = path + ": " + what;
     return false;
   };
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.append(buffer, n);
-  bool readError = std::ferror(file);
-  std::fclose(file);
-  if (readError)
-    return fail("cannot read (is it a directory?)");
+  // Only a regular file (a FIFO would block), its size known before reading.
+  ampc::RegularFile file;
+  std::string bytes, reason;
+  if (!file.open(path, reason))
+    return fail("cannot open: " + reason);
+  try {
+    if (!file.readAll(bytes, std::numeric_limits<uint64_t>::max(), reason))
+      return fail("cannot read: " + reason);
+  } catch (const std::bad_alloc &) {
+    return fail("cannot read: no memory for its " + std::to_string(file.size) +
+                " bytes");
+  }
 
   if (bytes.size() < 6 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     return fail("not a .npy file (no \\x93NUMPY magic)");

@@ -14,6 +14,10 @@ external_data says:
   symlink   location=link.bin, a symlink in OUT_DIR to ../outside.bin
   bad-number location=weights.bin, length=twelve
   mismatch  location=weights.bin, but x is float[4, 3]: Add cannot broadcast
+  short     location=weights.bin, which holds 12 bytes only
+  fifo      location=weights.fifo, a FIFO (reading it would wait forever)
+  huge      location=sparse.bin, W float[2^30, 2] (8 GiB) in a sparse file
+            of that size
 """
 
 import os
@@ -47,14 +51,27 @@ def main():
         "symlink": [("location", "link.bin")],
         "bad-number": [("location", "weights.bin"), ("length", "twelve")],
         "mismatch": [("location", "weights.bin")],
+        "short": [("location", "weights.bin")],
+        "fifo": [("location", "weights.fifo")],
+        "huge": [("location", "sparse.bin")],
     }[case]
+    if case == "short":
+        with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
+            f.write(values[:12])
+    if case == "fifo":
+        fifo = os.path.join(out_dir, "weights.fifo")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+    if case == "huge":
+        with open(os.path.join(out_dir, "sparse.bin"), "wb") as f:
+            f.truncate(2**30 * 2 * 4)
     if case == "symlink":
         link = os.path.join(out_dir, "link.bin")
         if os.path.lexists(link):
             os.remove(link)
         os.symlink(outside, link)
 
-    dims = [2, 2] if case == "offset" else [2, 3]
+    dims = {"offset": [2, 2], "huge": [2**30, 2]}.get(case, [2, 3])
     x_dims = [4, 3] if case == "mismatch" else dims
     w = TensorProto()
     w.name = "W"
