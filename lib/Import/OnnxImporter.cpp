@@ -208,6 +208,8 @@ private:
   Value lookup(const std::string &name);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
   LogicalResult checkOutputs(SmallVectorImpl<Value> &results);
+  LogicalResult checkInitializerInput(const onnx::ValueInfoProto &info,
+                                      const onnx::TensorProto &init);
 
   const onnx::ModelProto &model;
   std::string file, baseDir;
@@ -311,9 +313,22 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
 //===----------------------------------------------------------------------===//
 
 LogicalResult Importer::checkOpset() {
+  // The IR version says how to read the rest; 0 is a model that never set it.
+  if (model.ir_version() < 1 || model.ir_version() > ampc::kMaxOnnxIrVersion)
+    return error("ir_version " + Twine(model.ir_version()) +
+                 (model.ir_version() == 0 ? " (unset)" : "") +
+                 " is not an ONNX IR version ampc reads (1 to " +
+                 Twine(ampc::kMaxOnnxIrVersion) + ")");
   bool found = false;
+  llvm::StringMap<int64_t> domains;
   for (const auto &entry : model.opset_import()) {
-    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+    bool isDefault = entry.domain().empty() || entry.domain() == "ai.onnx";
+    StringRef domain = isDefault ? StringRef("ai.onnx") : StringRef(entry.domain());
+    auto [it, inserted] = domains.try_emplace(domain, entry.version());
+    if (!inserted)
+      return error("opset_import names domain '" + domain + "' twice (" +
+                   Twine(it->second) + " and " + Twine(entry.version()) + ")");
+    if (isDefault) {
       opset = entry.version();
       found = true;
     }
@@ -438,8 +453,13 @@ LogicalResult Importer::buildSignature() {
       return error("--bind-input names '" + entry.getKey() +
                    "', which is not a graph input");
   for (const auto &info : graph.input()) {
-    if (initializers.count(info.name()))
-      continue; // an initializer listed as an input (IR version < 4)
+    if (auto it = initializers.find(info.name()); it != initializers.end()) {
+      // An initializer listed as an input (IR version < 4): what the input
+      // declares must be what the initializer holds.
+      if (failed(checkInitializerInput(info, *it->second)))
+        return failure();
+      continue;
+    }
     if (!inputNames.insert(info.name()).second)
       return error("graph input '" + info.name() + "' is declared twice");
     if (options.constantInputs.count(info.name())) {
@@ -598,6 +618,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
     return fail("unsupported opset " + Twine(opset) + " for this op (ampc "
                 "imports " + node.op_type() + " from opset " +
                 Twine(rule->minOpset) + ")");
+  llvm::StringSet<> attributeNames;
+  for (const auto &a : node.attribute())
+    if (!attributeNames.insert(a.name()).second)
+      return fail("attribute '" + a.name() + "' is given twice");
   int numInputs = node.input_size();
   if (numInputs < rule->minInputs || numInputs > rule->maxInputs)
     return fail("expects " +
@@ -663,7 +687,43 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
   return success();
 }
 
+LogicalResult Importer::checkInitializerInput(const onnx::ValueInfoProto &info,
+                                              const onnx::TensorProto &init) {
+  if (!info.type().has_tensor_type())
+    return success();
+  const auto &tt = info.type().tensor_type();
+  auto dims = [](auto range) {
+    std::string text = "[";
+    for (auto d : range)
+      text += (text.size() > 1 ? ", " : "") + std::to_string(d);
+    return text + "]";
+  };
+  if (tt.elem_type() != 0 && tt.elem_type() != init.data_type())
+    return error("input '" + info.name() + "' is declared " +
+                 onnxTypeName(tt.elem_type()) + ", its initializer holds " +
+                 onnxTypeName(init.data_type()));
+  if (!tt.has_shape())
+    return success();
+  bool same = tt.shape().dim_size() == init.dims_size();
+  for (int i = 0; same && i < init.dims_size(); ++i) {
+    const auto &d = tt.shape().dim(i);
+    same = !d.has_dim_value() || d.dim_value() == init.dims(i);
+  }
+  if (!same) {
+    SmallVector<std::string> declared;
+    for (const auto &d : tt.shape().dim())
+      declared.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
+                                           : d.dim_param().empty() ? "?" : d.dim_param());
+    return error("input '" + info.name() + "' is declared with shape [" +
+                 llvm::join(declared, ", ") + "], its initializer has " +
+                 dims(init.dims()));
+  }
+  return success();
+}
+
 LogicalResult Importer::checkOutputs(SmallVectorImpl<Value> &results) {
+  if (model.graph().output_size() == 0)
+    return error("the graph declares no outputs");
   for (const auto &info : model.graph().output()) {
     Value v = lookup(info.name());
     if (!v)

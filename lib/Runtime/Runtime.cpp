@@ -782,49 +782,6 @@ const char *ampc_last_error(void) { return lastError.c_str(); }
 
 uint32_t ampc_runtime_abi_version(void) { return AMPC_ABI_VERSION; }
 
-size_t ampc_dtype_size(ampc_dtype dtype) {
-  switch (dtype) {
-  case AMPC_DTYPE_U8:
-  case AMPC_DTYPE_I8:
-  case AMPC_DTYPE_BOOL:
-    return 1;
-  case AMPC_DTYPE_F16:
-  case AMPC_DTYPE_BF16:
-    return 2;
-  case AMPC_DTYPE_F32:
-  case AMPC_DTYPE_I32:
-    return 4;
-  case AMPC_DTYPE_I64:
-  case AMPC_DTYPE_F64:
-    return 8;
-  }
-  return 0;
-}
-
-const char *ampc_dtype_name(ampc_dtype dtype) {
-  switch (dtype) {
-  case AMPC_DTYPE_F32:
-    return "f32";
-  case AMPC_DTYPE_U8:
-    return "u8";
-  case AMPC_DTYPE_I8:
-    return "i8";
-  case AMPC_DTYPE_I32:
-    return "i32";
-  case AMPC_DTYPE_I64:
-    return "i64";
-  case AMPC_DTYPE_BOOL:
-    return "bool";
-  case AMPC_DTYPE_F16:
-    return "f16";
-  case AMPC_DTYPE_F64:
-    return "f64";
-  case AMPC_DTYPE_BF16:
-    return "bf16";
-  }
-  return "unknown";
-}
-
 void ampc_model_options_init(ampc_model_options *options) {
   if (!options)
     return;

@@ -85,14 +85,17 @@ Error ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules) {
   std::string text, reason;
   if (!ampc::readRegularFile(path.str(), text, uint64_t(1) << 26, reason))
     return makeError(path + ": cannot open: " + reason);
+  return parsePrecisionRules(text, path, rules);
+}
+
+Error ampc::parsePrecisionRules(StringRef text, StringRef path,
+                                PrecisionRules &rules) {
   // The JSON parser recurses per level: refuse deep nesting first.
-  if (int64_t depth = nestingDepth(text,
-                                   /*hashComments=*/false);
+  if (int64_t depth = nestingDepth(text, /*hashComments=*/false);
       depth > kMaxNesting)
     return makeError(path + ": not valid JSON: nested " + Twine(depth) +
                      " deep (at most " + Twine(kMaxNesting) + ")");
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
     return makeError(path + ": not valid JSON: " +
                      llvm::toString(json.takeError()));

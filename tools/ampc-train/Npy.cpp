@@ -177,6 +177,15 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
                 " bytes");
   }
 
+  return parseNpy(bytes, path, array, error);
+}
+
+bool parseNpy(const std::string &bytes, const std::string &path,
+              NpyArray &array, std::string &error) {
+  auto fail = [&](const std::string &what) {
+    error = path + ": " + what;
+    return false;
+  };
   if (bytes.size() < 6 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     return fail("not a .npy file (no \\x93NUMPY magic)");
   if (bytes.size() < 10)

@@ -34,6 +34,10 @@ struct NpyArray {
 /// returns false with `error` = "PATH: what is wrong".
 bool readNpy(const std::string &path, NpyArray &array, std::string &error);
 
+/// The same for a file's bytes already read; `path` names it in messages.
+bool parseNpy(const std::string &bytes, const std::string &path,
+              NpyArray &array, std::string &error);
+
 /// "float64 (1797, 64)": the NumPy dtype name and the shape, for messages.
 std::string describeNpy(const NpyArray &array);
 

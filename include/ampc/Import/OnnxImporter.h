@@ -77,6 +77,8 @@ llvm::ArrayRef<int> compileTimeInputs(llvm::StringRef opType);
 
 /// Highest default-domain opset the importer accepts.
 constexpr int64_t kMaxOnnxOpset = 21;
+/// The newest ONNX IR version the importer reads (ONNX 1.18's).
+constexpr int64_t kMaxOnnxIrVersion = 11;
 
 } // namespace ampc
 

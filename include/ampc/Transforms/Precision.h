@@ -62,6 +62,11 @@ llvm::Error parseOverrideRules(llvm::ArrayRef<std::string> specs,
 /// ...").
 llvm::Error loadPrecisionRules(llvm::StringRef path, PrecisionRules &rules);
 
+/// The same for a rules file's text already read; `path` names it in
+/// messages.
+llvm::Error parsePrecisionRules(llvm::StringRef text, llvm::StringRef path,
+                                PrecisionRules &rules);
+
 /// The ONNX op type an op was imported from (its location's fused metadata),
 /// or the op name in CamelCase for ops written in MLIR ("layer_normalization"
 /// → "LayerNormalization").
