@@ -15,8 +15,19 @@ config.test_exec_root = os.path.join(config.ampc_obj_root, "test")
 
 llvm_config.use_default_substitutions()
 # Debian's torch, onnx and numpy live with /usr/bin/python3, not with
-# whatever python3 comes first on PATH.
-config.substitutions.append(("%python", "/usr/bin/python3"))
+# whatever python3 comes first on PATH. In a sanitized build (scripts/
+# sanitize-check) the runtime a test loads into Python needs the ASan
+# runtime loaded first; Python's own allocations are not ours to leak-check.
+python = "/usr/bin/python3"
+if getattr(config, "ampc_asan_runtime", ""):
+    options = os.environ.get("ASAN_OPTIONS", "")
+    python = "env LD_PRELOAD=%s ASAN_OPTIONS=%s /usr/bin/python3" % (
+        config.ampc_asan_runtime,
+        (options + ":" if options else "") + "detect_leaks=0")
+# (use_default_substitutions already defined %python as lit's own Python,
+# and the first definition would win.)
+config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
+config.substitutions.append(("%python", python))
 config.substitutions.append(("%ampc_src", config.ampc_src_root))
 config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(

@@ -124,14 +124,17 @@ public:
 protected:
   /// "cpu" or "cuda", for messages and the descriptor.
   virtual llvm::StringRef targetName() const = 0;
-  /// Whether constants live in the instance state (copied from the blob by
-  /// `init`) rather than in the library's read-only data.
-  virtual bool constantsInState() const { return false; }
+  /// Whether a constant lives in the instance state (copied from the blob by
+  /// `init`) rather than in the generated source. By default only small
+  /// constants (at most kInlineConstantElements elements) are written into
+  /// the source, so that its size never grows with a tensor's: a folded
+  /// 10^7-element constant is blob data, not 250 MB of C++.
+  virtual bool constantInState(mlir::Operation *constant) const;
+  static constexpr int64_t kInlineConstantElements = 64;
   /// One op of a function body (not func.return): binds constants, loads
   /// and results, then hands each kind of op to the hooks below.
   mlir::LogicalResult emitOp(mlir::Operation *op, llvm::raw_ostream &body);
-  /// A constant kept in the library's data (targets without
-  /// constantsInState).
+  /// A constant written into the generated source (not constantInState).
   virtual void emitConstant(mlir::Operation *constant,
                             llvm::raw_ostream &body) {}
   /// Whether another op's code already computed `op` (a fused epilogue).
@@ -214,7 +217,7 @@ protected:
   /// Offsets in the state of the values bound there (see stateRange).
   llvm::DenseMap<mlir::Value, int64_t> stateOffsets;
   /// Offsets in the state of every parameter, state symbol and (with
-  /// constantsInState) constant op.
+  /// constantInState) constant op.
   llvm::StringMap<int64_t> parameterOffsets;
   llvm::DenseMap<mlir::Operation *, int64_t> constantOffsets;
   int64_t stateSize = 0;

@@ -318,9 +318,14 @@ LibraryEmitter::stateRange(Value v) const {
                                          storageSize(t.getElementType()));
 }
 
+bool LibraryEmitter::constantInState(Operation *constant) const {
+  return tensorOf(constant->getResult(0)).getNumElements() >
+         kInlineConstantElements;
+}
+
 bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
   if (auto c = dyn_cast<ampc::ConstantOp>(op)) {
-    if (!constantsInState())
+    if (!constantInState(op))
       return false;
     bindStorage(c.getResult(), "c", constantOffsets.lookup(op), body);
     return true;
@@ -339,7 +344,7 @@ bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
 }
 
 LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
-  if (isa<ampc::ConstantOp>(op) && !constantsInState()) {
+  if (isa<ampc::ConstantOp>(op) && !constantInState(op)) {
     emitConstant(op, body);
     return success();
   }
@@ -377,13 +382,27 @@ void LibraryEmitter::layOut(StringRef symbol, RankedTensorType t,
   auto values = cast<DenseElementsAttr>(initial);
   blob.resize(stateSize, '\0');
   bool isFloat = isa<FloatType>(t.getElementType());
-  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
-    int64_t at = values.isSplat() ? 0 : i;
+  size_t width = static_cast<size_t>(storageSize(t.getElementType()));
+  auto element = [&](int64_t at) {
     APInt bits = isFloat ? values.getValues<APFloat>()[at].bitcastToAPInt()
                          : values.getValues<APInt>()[at];
-    uint64_t word = bits.getZExtValue();
-    blob.append(reinterpret_cast<const char *>(&word),
-                static_cast<size_t>(storageSize(t.getElementType())));
+    return bits.getZExtValue();
+  };
+  int64_t count = t.getNumElements();
+  blob.reserve(blob.size() + static_cast<size_t>(count) * width);
+  if (values.isSplat()) {
+    uint64_t word = element(0);
+    for (int64_t i = 0; i < count; ++i)
+      blob.append(reinterpret_cast<const char *>(&word), width);
+  } else if (!t.getElementType().isInteger(1) &&
+             values.getRawData().size() == static_cast<size_t>(count) * width) {
+    // Dense storage is already the little-endian storage format.
+    blob.append(values.getRawData().data(), values.getRawData().size());
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t word = element(i);
+      blob.append(reinterpret_cast<const char *>(&word), width);
+    }
   }
   stateSize =
       alignUp(stateSize + t.getNumElements() * storageSize(t.getElementType()));
@@ -671,7 +690,7 @@ LogicalResult LibraryEmitter::run() {
     layOut(p.getSymName(), cast<RankedTensorType>(p.getType()),
            p.getInitialValue());
   // Then the training state that starts non-zero (learning rate, scale),
-  // then, for a target that keeps them there, every constant: the blob
+  // then every constant the target keeps there (constantInState): the blob
   // ends here.
   auto startsAtZero = [](ampc::StateOp s) {
     // Weight copies are written by `init`; moments and counters start at 0.
@@ -687,12 +706,12 @@ LogicalResult LibraryEmitter::run() {
     if (!startsAtZero(s))
       layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
              s.getInitialValue());
-  if (constantsInState())
-    for (func::FuncOp f : {forward, trainStep})
-      if (f)
-        f.walk([&](ampc::ConstantOp c) {
+  for (func::FuncOp f : {forward, trainStep})
+    if (f)
+      f.walk([&](ampc::ConstantOp c) {
+        if (constantInState(c))
           constantOffsets[c] = layOutConstant(c);
-        });
+      });
   blobBytes = stateSize;
   blob.resize(blobBytes, '\0');
   // The state that starts at zero (optimizer moments, counters, weight

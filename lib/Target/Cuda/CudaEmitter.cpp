@@ -70,7 +70,7 @@ public:
 
 private:
   StringRef targetName() const override { return "cuda"; }
-  bool constantsInState() const override { return true; }
+  bool constantInState(Operation *) const override { return true; }
   std::string load(Type t, const std::string &e) const override {
     if (t.isF16()) return "ampc::cuda::loadF16(" + e + ")";
     if (t.isBF16()) return "ampc::cuda::loadBf16(" + e + ")";
