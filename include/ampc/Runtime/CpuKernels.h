@@ -630,6 +630,29 @@ bool nllLoss(const C *logp, const I *labels, const C *weights, int64_t n,
   return true;
 }
 
+/// Fills `count` elements of `width` bytes at `out` with `word` (its low
+/// `width` bytes): a splat constant the library keeps in its state, filled
+/// by init instead of stored in the blob.
+inline void fillWords(unsigned char *out, uint64_t word, int64_t width,
+                      int64_t count) {
+  switch (width) {
+  case 1:
+    std::fill_n(out, count, static_cast<uint8_t>(word));
+    break;
+  case 2:
+    std::fill_n(reinterpret_cast<uint16_t *>(out), count,
+                static_cast<uint16_t>(word));
+    break;
+  case 4:
+    std::fill_n(reinterpret_cast<uint32_t *>(out), count,
+                static_cast<uint32_t>(word));
+    break;
+  default:
+    std::fill_n(reinterpret_cast<uint64_t *>(out), count, word);
+    break;
+  }
+}
+
 } // namespace ampc::cpu
 
 #endif // AMPC_RUNTIME_CPUKERNELS_H

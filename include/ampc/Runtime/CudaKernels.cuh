@@ -976,6 +976,41 @@ __global__ inline void weightCopy(const float *src, uint16_t *dst,
   AMPC_FOR(i, count) dst[i] = bf16 ? storeBf16(src[i]) : storeF16(src[i]);
 }
 
+template <typename W>
+__global__ inline void fillWords(W *out, W word, int64_t count) {
+  AMPC_FOR(i, count) out[i] = word;
+}
+
+/// Fills `count` elements of `width` bytes at `offset` in the state with
+/// `word` (its low `width` bytes): a splat constant kept in the state,
+/// filled by init instead of stored in the blob.
+inline int32_t fillState(Context &ctx, uint64_t offset, uint64_t word,
+                         int64_t width, int64_t count) {
+  unsigned char *at = ctx.device + offset;
+  switch (width) {
+  case 1:
+    launch("fillWords", fillWords<uint8_t>, blocks(count), kThreads, 0,
+           ctx.stream, at, static_cast<uint8_t>(word), count);
+    break;
+  case 2:
+    launch("fillWords", fillWords<uint16_t>, blocks(count), kThreads, 0,
+           ctx.stream, reinterpret_cast<uint16_t *>(at),
+           static_cast<uint16_t>(word), count);
+    break;
+  case 4:
+    launch("fillWords", fillWords<uint32_t>, blocks(count), kThreads, 0,
+           ctx.stream, reinterpret_cast<uint32_t *>(at),
+           static_cast<uint32_t>(word), count);
+    break;
+  default:
+    launch("fillWords", fillWords<uint64_t>, blocks(count), kThreads, 0,
+           ctx.stream, reinterpret_cast<uint64_t *>(at), word, count);
+    break;
+  }
+  AMPC_LAUNCHED(ctx, "a splat constant");
+  return 0;
+}
+
 /// Recomputes the low-precision weight copies of `parameter` (all when
 /// negative), then waits: called from init and the state writers.
 inline int32_t refreshCopies(Context &ctx, const WeightCopy *copies,

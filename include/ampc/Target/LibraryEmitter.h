@@ -220,6 +220,14 @@ protected:
   /// constantInState) constant op.
   llvm::StringMap<int64_t> parameterOffsets;
   llvm::DenseMap<mlir::Operation *, int64_t> constantOffsets;
+  /// A splat constant kept in the state: not in the blob (its size would be
+  /// the tensor's), but after it, filled by `init` with `word` (`width`
+  /// bytes, little-endian) `count` times.
+  struct SplatFill {
+    int64_t offset, count, width;
+    uint64_t word;
+  };
+  std::vector<SplatFill> splatFills;
   int64_t stateSize = 0;
   /// Bytes of the blob `init` copies to the start of the state.
   int64_t blobBytes = 0;

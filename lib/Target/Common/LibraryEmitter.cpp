@@ -706,10 +706,15 @@ LogicalResult LibraryEmitter::run() {
     if (!startsAtZero(s))
       layOut(s.getSymName(), cast<RankedTensorType>(s.getType()),
              s.getInitialValue());
+  SmallVector<ampc::ConstantOp> splats;
   for (func::FuncOp f : {forward, trainStep})
     if (f)
       f.walk([&](ampc::ConstantOp c) {
-        if (constantInState(c))
+        if (!constantInState(c))
+          return;
+        if (cast<DenseElementsAttr>(c.getValue()).isSplat())
+          splats.push_back(c);
+        else
           constantOffsets[c] = layOutConstant(c);
       });
   blobBytes = stateSize;
@@ -724,6 +729,20 @@ LogicalResult LibraryEmitter::run() {
       stateSize = alignUp(stateSize +
                           t.getNumElements() * storageSize(t.getElementType()));
     }
+  // Splat constants after it: `init` fills them (emitted by each target from
+  // splatFills), so neither the blob nor the source grows with them.
+  for (ampc::ConstantOp c : splats) {
+    auto t = cast<RankedTensorType>(c.getType());
+    auto values = cast<DenseElementsAttr>(c.getValue());
+    APInt bits = isa<FloatType>(t.getElementType())
+                     ? values.getSplatValue<APFloat>().bitcastToAPInt()
+                     : values.getSplatValue<APInt>();
+    int64_t width = storageSize(t.getElementType());
+    constantOffsets[c] = stateSize;
+    splatFills.push_back(
+        {stateSize, t.getNumElements(), width, bits.getZExtValue()});
+    stateSize = alignUp(stateSize + t.getNumElements() * width);
+  }
 
   // Every function runs in the same arena (the runtime never runs two
   // functions on one state at once), sized for the largest plan.

@@ -1078,6 +1078,10 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
   os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
   if (blobBytes)
     os << "  std::memcpy(raw, ampc_parameter_blob, " << blobBytes << "ULL);\n";
+  for (const SplatFill &f : splatFills)
+    os << formatv("  ampc::cpu::fillWords(static_cast<unsigned char *>(raw) + "
+                  "{0}, {1}ULL, {2}, {3}LL);\n",
+                  f.offset, f.word, f.width, f.count);
   os << "  return refreshCopies(raw, -1);\n}\n\n";
   auto function = [&](StringRef name, StringRef body) {
     os << "static int32_t " << name

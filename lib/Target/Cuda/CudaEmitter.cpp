@@ -1372,16 +1372,25 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
         "uint64_t bytes) {\n"
         "  return ampc::cuda::copyIn(ampc::cuda::context(raw), offset, in, "
         "bytes);\n}\n\n";
+  std::string fills;
+  for (const SplatFill &f : splatFills)
+    fills += formatv("  if (int32_t code = ampc::cuda::fillState("
+                     "ampc::cuda::context(raw), {0}ULL, {1}ULL, {2}, {3}LL)) "
+                     "{{\n    ampc::cuda::freeResources(ampc::cuda::context("
+                     "raw)); return code;\n  }\n",
+                     f.offset, f.word, f.width, f.count)
+                 .str();
   os << formatv("static int32_t init(void *raw, const ampc_abi_config *config) "
                 "{{\n"
                 "  if (int32_t code = ampc::cuda::init(raw, config, {0}ULL, "
                 "{1}, {2}ULL, {3}ULL, kDeviceErrors, {4})) return code;\n"
+                "{5}"
                 "  if (int32_t code = refreshCopies(raw, -1)) {{\n"
                 "    ampc::cuda::freeResources(ampc::cuda::context(raw)); "
                 "return code;\n  }\n"
                 "  return 0;\n}\n\n",
                 stateSize, blobBytes ? "ampc_parameter_blob" : "nullptr",
-                blobBytes, errorOffset, deviceErrors.size());
+                blobBytes, errorOffset, deviceErrors.size(), fills);
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "
         "ampc::cuda::lastError(raw); }\n"
