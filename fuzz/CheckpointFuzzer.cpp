@@ -80,13 +80,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<unsigned char> file(data, data + size);
   if (size >= 8 && size % 2 == 0) {
-    // FNV-1a 64 of everything before the trailer, little-endian (the
-    // format's checksum, lib/Runtime/Checkpoint.cpp).
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < size - 8; ++i) {
-      hash ^= file[i];
-      hash *= 0x100000001b3ull;
-    }
+    uint64_t hash = ampc::runtime::checkpointChecksum(file.data(), size - 8);
     for (int i = 0; i < 8; ++i)
       file[size - 8 + i] = static_cast<unsigned char>(hash >> (8 * i));
   }

@@ -316,6 +316,12 @@ void removeStaleTemporaries(const std::string &path) {
 
 } // namespace
 
+uint64_t checkpointChecksum(const void *data, size_t size) {
+  Fnv1a64 checksum;
+  checksum.update(data, size);
+  return checksum.value();
+}
+
 bool isOptionalStateTensor(const std::string &name) {
   return name == "ampc.loss_scale" || name == "ampc.growth_tracker" ||
          name == "ampc.skipped_steps";

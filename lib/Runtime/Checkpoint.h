@@ -33,6 +33,10 @@ struct StateTensor {
 /// checkpoint moves between precisions of the same model.
 bool isOptionalStateTensor(const std::string &name);
 
+/// The checkpoint format's checksum (FNV-1a 64) of `size` bytes: a file
+/// ends with it, little-endian, over everything before it.
+uint64_t checkpointChecksum(const void *data, size_t size);
+
 /// Writes every tensor (data[i] holds tensors[i].bytes bytes) to `path`
 /// atomically: into a temporary file with a unique name in the same folder,
 /// flushed to disk, then renamed over `path`; the temporary is removed on any
@@ -42,6 +46,15 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
                      const std::vector<StateTensor> &tensors,
                      const std::vector<const void *> &data,
                      std::string &error);
+
+/// Writes `pieces` one after the other to `path` atomically: a temporary
+/// file in the same folder, fsync, rename over `path`; the temporary is
+/// removed on failure and `error` says what failed ("PATH: cannot write
+/// WHAT: ...").
+bool writeFileAtomically(
+    const std::string &path,
+    const std::vector<std::pair<const void *, size_t>> &pieces,
+    const std::string &what, std::string &error);
 
 /// Reads the checkpoint at `path` and checks all of it before returning: the
 /// magic, the format version, the size (truncation), the checksum, and that
@@ -53,15 +66,6 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
 /// starting with the file's path and `corrupt` to true when the file is
 /// malformed or belongs to another model, false when it could not be read
 /// (missing, unreadable).
-/// Writes `pieces` one after the other to `path` atomically: a temporary
-/// file in the same folder, fsync, rename over `path`; the temporary is
-/// removed on failure and `error` says what failed ("PATH: cannot write
-/// WHAT: ...").
-bool writeFileAtomically(
-    const std::string &path,
-    const std::vector<std::pair<const void *, size_t>> &pieces,
-    const std::string &what, std::string &error);
-
 bool readCheckpoint(const std::string &path, const std::string &modelName,
                     const std::vector<StateTensor> &tensors,
                     std::vector<std::vector<unsigned char>> &out,
