@@ -1,11 +1,13 @@
 /*===- RuntimeHeaderC99.c - the runtime headers compile as strict C99 ------===*
  *
  * Compiled with -std=c99 -pedantic-errors (unittests/CMakeLists.txt), so a
- * C++-ism in ampc.h or ModelAbi.h breaks the build. RuntimeTest compares the
- * struct layouts this C compiler sees with the C++ compiler's.
+ * C++-ism in ampc.h, ModelAbi.h or CudaSim/Counters.h breaks the build.
+ * RuntimeTest compares the struct layouts this C compiler sees with the C++
+ * compiler's.
  *
  *===----------------------------------------------------------------------===*/
 
+#include "ampc/Runtime/CudaSim/Counters.h"
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/ampc.h"
 

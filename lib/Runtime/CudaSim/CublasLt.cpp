@@ -1560,9 +1560,11 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   mm.c = readsC ? C : nullptr;
   mm.d = D;
   mm.bias = bias;
-  const cudaError_t queued = enqueue(stream, call, [mm]() -> cudaError_t {
-    return mm.p.f64 ? execute<double>(mm) : execute<float>(mm);
-  });
+  const cudaError_t queued =
+      enqueue(stream, call, Work::Gemm, epilogueName(p.epilogue),
+              [mm]() -> cudaError_t {
+                return mm.p.f64 ? execute<double>(mm) : execute<float>(mm);
+              });
   if (queued != cudaSuccess)
     return failBlas(CUBLAS_STATUS_EXECUTION_FAILED,
                     prefix + "could not queue the GEMM on stream " +

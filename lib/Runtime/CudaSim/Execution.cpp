@@ -353,7 +353,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   std::shared_ptr<void> shared(owned.release(), destroy);
   const char *name = l.name;
   dim3 g = l.grid, b = l.block;
-  enqueue(l.stream, name, [=]() -> cudaError_t {
+  enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
     runningKernel = name;
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
     for (uint64_t i = blocks; i-- > 0;) {

@@ -20,10 +20,15 @@
 //   asynchronous. Copies from pinned memory read it when they run.
 // - A failure while work runs is sticky, as a fault on a device is: every
 //   later call reports it.
+// - Each piece of work is counted as it runs (Counters.h), by the kind and
+//   name its caller gave enqueue: the launch counts the tests pin are what
+//   the device did, not what was asked of it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Sim.h"
+
+#include "ampc/Runtime/CudaSim/Counters.h"
 
 #include <cuda_runtime_api.h>
 
@@ -112,6 +117,8 @@ struct Op {
   std::function<cudaError_t()> work; // empty: wait for `stream` to reach `seq`
   Stream *stream = nullptr;
   uint64_t seq = 0;
+  Work kind = Work::Kernel; // what `work` counts as when it runs
+  std::string name;
 };
 struct Graph {
   std::vector<Op> ops; // captured work, in stream order
@@ -155,6 +162,9 @@ std::vector<Stream *> allStreams() {
   return all;
 }
 
+/// Counters.h: how often each (kind, name) of work ran since the reset.
+std::map<std::pair<Work, std::string>, uint64_t> counts;
+
 /// Runs `s`'s work until `seq` ops have completed, first running whatever
 /// that work waits for.
 void drain(Stream &s, uint64_t seq) {
@@ -163,6 +173,7 @@ void drain(Stream &s, uint64_t seq) {
     s.queue.pop_front();
     if (op.work) {
       if (stickyError == cudaSuccess) {
+        ++counts[{op.kind, op.name}];
         cudaError_t e = op.work();
         if (e != cudaSuccess)
           stickyError = e;
@@ -193,10 +204,9 @@ void push(Stream &s, Op op) {
 /// Queues work with CUDA's implicit ordering: the legacy stream waits for
 /// every blocking stream's earlier work, and a blocking stream waits for
 /// the legacy stream's.
-void enqueueOn(Stream &s, const std::string &what,
-               std::function<cudaError_t()> work) {
+void enqueueOn(Stream &s, Op op) {
   if (s.capturing) {
-    s.capturing->ops.push_back(Op{what, std::move(work)});
+    s.capturing->ops.push_back(std::move(op));
     return;
   }
   if (s.legacy) {
@@ -206,7 +216,7 @@ void enqueueOn(Stream &s, const std::string &what,
   } else if (s.blocking() && legacyStream.completed < legacyStream.enqueued) {
     push(s, Op{"implicit wait", nullptr, &legacyStream, legacyStream.enqueued});
   }
-  push(s, Op{what, std::move(work)});
+  push(s, std::move(op));
 }
 
 /// A call that would wait for a capturing stream: CUDA refuses it and
@@ -295,15 +305,15 @@ cudaError_t fail(cudaError_t error, const std::string &message) {
   return error;
 }
 
-cudaError_t enqueue(cudaStream_t stream, const char *what,
-                    std::function<cudaError_t()> work) {
+cudaError_t enqueue(cudaStream_t stream, const char *call, Work kind,
+                    std::string name, std::function<cudaError_t()> work) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   Stream *s = resolve(stream);
   if (!s)
     return fail(cudaErrorInvalidResourceHandle,
-                std::string(what) + ": stream " + hex(stream) +
+                std::string(call) + ": stream " + hex(stream) +
                     " is not a live stream");
-  enqueueOn(*s, what, std::move(work));
+  enqueueOn(*s, Op{call, std::move(work), nullptr, 0, kind, std::move(name)});
   return result(cudaSuccess);
 }
 
@@ -589,7 +599,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                         classify(src, bytes) != Memory::PinnedHost;
   if (pageable)
     drain(legacyStream, legacyStream.enqueued);
-  enqueueOn(legacyStream, "cudaMemcpy", copyWork(dst, src, bytes, kind));
+  enqueueOn(legacyStream, Op{"cudaMemcpy", copyWork(dst, src, bytes, kind),
+                             nullptr, 0, Work::Copy, kindName(kind)});
   if (!pageable && kind != cudaMemcpyDeviceToDevice)
     drain(legacyStream, legacyStream.enqueued);
   return result(cudaSuccess);
@@ -613,7 +624,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                     "): pageable host memory in a stream capture (the "
                     "capture is invalidated)");
   }
-  return enqueue(stream, "cudaMemcpyAsync", copyWork(dst, src, bytes, kind));
+  return enqueue(stream, "cudaMemcpyAsync", Work::Copy, kindName(kind),
+                 copyWork(dst, src, bytes, kind));
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
@@ -621,10 +633,11 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
   AMPC_SIM_ENTRY("cudaMemsetAsync");
   if (!checkDevice(dst, bytes, "cudaMemsetAsync", "destination"))
     return cudaErrorInvalidValue;
-  return enqueue(stream, "cudaMemsetAsync", [dst, value, bytes]() {
-    std::memset(dst, value, bytes);
-    return cudaSuccess;
-  });
+  return enqueue(stream, "cudaMemsetAsync", Work::Memset, "cudaMemsetAsync",
+                 [dst, value, bytes]() {
+                   std::memset(dst, value, bytes);
+                   return cudaSuccess;
+                 });
 }
 
 /// Asynchronous with respect to the host (CUDA's documentation), on the
@@ -633,10 +646,11 @@ cudaError_t cudaMemset(void *dst, int value, size_t bytes) {
   AMPC_SIM_ENTRY("cudaMemset");
   if (!checkDevice(dst, bytes, "cudaMemset", "destination"))
     return cudaErrorInvalidValue;
-  return enqueue(nullptr, "cudaMemset", [dst, value, bytes]() {
-    std::memset(dst, value, bytes);
-    return cudaSuccess;
-  });
+  return enqueue(nullptr, "cudaMemset", Work::Memset, "cudaMemset",
+                 [dst, value, bytes]() {
+                   std::memset(dst, value, bytes);
+                   return cudaSuccess;
+                 });
 }
 
 //===----------------------------------------------------------------------===//
@@ -774,12 +788,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
                                void *userData) {
   AMPC_SIM_ENTRY("cudaLaunchHostFunc");
-  return enqueue(stream, "cudaLaunchHostFunc", [fn, userData]() {
-    inHostFunction = true;
-    fn(userData);
-    inHostFunction = false;
-    return cudaSuccess;
-  });
+  return enqueue(stream, "cudaLaunchHostFunc", Work::HostFunction,
+                 "cudaLaunchHostFunc", [fn, userData]() {
+                   inHostFunction = true;
+                   fn(userData);
+                   inHostFunction = false;
+                   return cudaSuccess;
+                 });
 }
 
 //===----------------------------------------------------------------------===//
@@ -873,7 +888,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
                     (!g ? "graph exec " + hex(exec) : "stream " + hex(stream)) +
                     " is not live");
   for (const Op &op : g->ops)
-    enqueueOn(*s, op.what, op.work);
+    enqueueOn(*s, op);
   return result(cudaSuccess);
 }
 
@@ -898,6 +913,36 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
                 "cudaGraphDestroy: " + hex(graph) + " is not a live graph");
   graphs.erase(it);
   return result(cudaSuccess);
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Counters.h
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+void ampc_cudasim_counters_reset(void) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  counts.clear();
+}
+
+size_t ampc_cudasim_counters(char *buffer, size_t size) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  // In the order of Work, which is the order of the map's keys.
+  static const char *const kinds[] = {"kernel", "gemm", "copy", "memset",
+                                      "host_function"};
+  std::string text;
+  for (const auto &[key, count] : counts)
+    text += std::string(kinds[static_cast<int>(key.first)]) + " " +
+            std::to_string(count) + " " + key.second + "\n";
+  if (size) {
+    const size_t n = std::min(text.size(), size - 1);
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+  }
+  return text.size();
 }
 
 } // extern "C"

@@ -50,15 +50,21 @@ cudaError_t fail(cudaError_t error, const std::string &message);
 /// The same for cuBLASLt: the detail cublasLtGetStatusString returns.
 cublasStatus_t failBlas(cublasStatus_t status, const std::string &message);
 
+/// What a piece of queued work is, for the counts of Counters.h.
+enum class Work { Kernel, Gemm, Copy, Memset, HostFunction };
+
 /// Queues `work` on `stream` (0, cudaStreamLegacy and cudaStreamPerThread
 /// name the legacy default stream). Work runs later, in stream order, when
 /// a synchronising call needs it; work on streams that CUDA leaves unordered
 /// is run as late as possible. `work` returns cudaSuccess or the error it
 /// failed with (after calling fail); an error becomes sticky, as a fault on
 /// a real device does, and every later synchronising call reports it.
-/// Returns cudaErrorInvalidResourceHandle for a destroyed or unknown stream.
-cudaError_t enqueue(cudaStream_t stream, const char *what,
-                    std::function<cudaError_t()> work);
+/// `call` names the caller in messages; the work is counted as `kind` and
+/// `name` when it runs (Counters.h), which is why the caller says what it
+/// is. Returns cudaErrorInvalidResourceHandle for a destroyed or unknown
+/// stream.
+cudaError_t enqueue(cudaStream_t stream, const char *call, Work kind,
+                    std::string name, std::function<cudaError_t()> work);
 
 } // namespace ampc::sim
 

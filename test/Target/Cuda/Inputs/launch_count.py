@@ -1,0 +1,187 @@
+"""What one training step of a --target=cuda-sim library runs on the device:
+kernel launches, cuBLASLt GEMMs, copies, memsets and host functions, as the
+CUDA execution on the CPU counts them when they run (include/ampc/Runtime/
+CudaSim/Counters.h).
+
+usage:
+  launch_count.py count LIBRARY [--check-prefix=P] [--full-names]
+  launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
+                  [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
+
+count: loads LIBRARY through the runtime C API (test/Models/Inputs/
+ampc_ctypes.py), runs one warm-up train_step, resets the counters, queues
+exactly one train_step on the inputs sim_vs_cpu.py makes, synchronizes
+(ampc_model_synchronize: that adds the read of the device error code, one
+device-to-host copy) and prints
+
+  launches N gemms N copies N memsets N host_functions N
+  kernel NAME COUNT     one line per kernel, sorted by name
+  gemm EPILOGUE COUNT   one line per cuBLASLt epilogue
+  copy KIND COUNT, memset CALL COUNT, host_function CALL COUNT
+
+A kernel's name is the one ampc::cuda::launch gives it, without its
+template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
+are both stridedCopy), and the generated elementwise kernels (k0, k1, ...)
+count as one name, k<N>; --full-names keeps every name as it is. The
+totals on the first line are the sums of the lines below, so pinning every
+line pins the whole step.
+With --check-prefix=P the lines come out as FileCheck directives ("# P:",
+then "# P-NEXT:"), ready to paste into launch-count.test.
+
+encoder: exports the model issue 21 counted: torch's
+nn.TransformerEncoderLayer (batch_first, ReLU, post-norm, feed-forward 2048
+as torch's default, dropout 0 as the training tests use), the mean over the
+sequence, and a Linear head to --classes; ampc attaches its default
+cross-entropy loss. Exported in training mode, as the training tests export
+(export_models.export_onnx).
+"""
+
+import argparse
+import ctypes
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Models", "Inputs"))
+sys.path.insert(0, HERE)
+
+# The elementwise kernels the CUDA emitter generates, named k0, k1, ... in
+# the order it writes them: one line for all, since the numbers shift with
+# every kernel written before them.
+GENERATED = re.compile(r"k[0-9]+$")
+KINDS = ["kernel", "gemm", "copy", "memset", "host_function"]
+TOTALS = {"kernel": "launches", "gemm": "gemms", "copy": "copies",
+          "memset": "memsets", "host_function": "host_functions"}
+
+
+class Failure(Exception):
+    pass
+
+
+def simulator():
+    """The libampc_cudasim the loaded model library runs on: the one
+    already in the process (RTLD_NOLOAD), never a second copy whose
+    counters nothing would increment."""
+    try:
+        lib = ctypes.CDLL("libampc_cudasim.so",
+                          mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+    except OSError:
+        raise Failure("libampc_cudasim.so is not loaded: not a "
+                      "--target=cuda-sim library")
+    lib.ampc_cudasim_counters_reset.restype = None
+    lib.ampc_cudasim_counters_reset.argtypes = []
+    lib.ampc_cudasim_counters.restype = ctypes.c_size_t
+    lib.ampc_cudasim_counters.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    return lib
+
+
+def read_counters(lib):
+    """{(kind, name): count} from ampc_cudasim_counters' text."""
+    size = lib.ampc_cudasim_counters(None, 0)
+    buffer = ctypes.create_string_buffer(size + 1)
+    if lib.ampc_cudasim_counters(buffer, size + 1) != size:
+        raise Failure("the counters changed while they were read")
+    counts = {}
+    for line in buffer.value.decode().splitlines():
+        kind, count, name = line.split(" ", 2)
+        counts[(kind, name)] = int(count)
+    return counts
+
+
+def one_step(path):
+    """The counts of exactly one train_step of the library at `path`, after
+    a warm-up step."""
+    from ampc_ctypes import AmpcError, Model
+    from sim_vs_cpu import inputs_for
+    try:
+        with Model(path) as model:
+            if model.info.target != "cuda" or model.info.mode != "train":
+                raise Failure("not a CUDA training library (target %s, mode "
+                              "%s)" % (model.info.target, model.info.mode))
+            lib = simulator()
+            inputs = inputs_for(model, 7)
+            model.train_step(inputs)  # waits for it
+            lib.ampc_cudasim_counters_reset()
+            model.train_step(inputs, wait=False)
+            model.synchronize()
+            return read_counters(lib)
+    except (AmpcError, OSError) as e:  # OSError: no runtime library found
+        raise Failure(str(e))
+
+
+def report(counts, full_names):
+    merged = {}
+    for (kind, name), count in counts.items():
+        if kind == "kernel" and not full_names:
+            name = "k<N>" if GENERATED.match(name) else name.split("<")[0]
+        merged[(kind, name)] = merged.get((kind, name), 0) + count
+    unknown = sorted({k for k, _ in merged} - set(KINDS))
+    if unknown:
+        raise Failure("unknown kind of work in the counters: " + unknown[0])
+    totals = " ".join("%s %d" % (TOTALS[kind], sum(
+        c for (k, _), c in merged.items() if k == kind)) for kind in KINDS)
+    lines = [totals]
+    for kind in KINDS:
+        lines += ["%s %s %d" % (kind, name, merged[(kind, name)])
+                  for k, name in sorted(merged) if k == kind]
+    return lines
+
+
+def export_encoder(args):
+    import torch
+    from export_models import export_onnx
+
+    class EncoderClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.TransformerEncoderLayer(
+                args.d_model, args.heads, dim_feedforward=args.feed_forward,
+                dropout=args.dropout, batch_first=True)
+            self.head = torch.nn.Linear(args.d_model, args.classes)
+
+        def forward(self, x):
+            return self.head(self.encoder(x).mean(dim=1))
+
+    torch.manual_seed(0)
+    export_onnx(EncoderClassifier(),
+                torch.randn(args.batch, args.seq, args.d_model), args.out,
+                training=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    count = sub.add_parser("count")
+    count.add_argument("library")
+    count.add_argument("--check-prefix")
+    count.add_argument("--full-names", action="store_true")
+    encoder = sub.add_parser("encoder")
+    encoder.add_argument("out")
+    encoder.add_argument("--d-model", type=int, default=256)
+    encoder.add_argument("--heads", type=int, default=4)
+    encoder.add_argument("--batch", type=int, default=8)
+    encoder.add_argument("--seq", type=int, default=64)
+    encoder.add_argument("--feed-forward", type=int, default=2048)
+    encoder.add_argument("--dropout", type=float, default=0.0)
+    encoder.add_argument("--classes", type=int, default=10)
+    args = parser.parse_args()
+    if args.command == "encoder":
+        export_encoder(args)
+        return 0
+    try:
+        lines = report(one_step(args.library), args.full_names)
+    except Failure as e:
+        print("launch_count.py: error: %s: %s" % (args.library, e),
+              file=sys.stderr)
+        return 1
+    for i, line in enumerate(lines):
+        if args.check_prefix:
+            line = "# %s%s: %s" % (args.check_prefix, "-NEXT" if i else "",
+                                   line)
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
