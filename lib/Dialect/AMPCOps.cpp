@@ -454,6 +454,30 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return success();
 }
 
+LogicalResult GemmOp::verify() {
+  GemmEpilogue epilogue = getEpilogue();
+  if (epilogue != GemmEpilogue::Bias && epilogue != GemmEpilogue::ReluBias)
+    return success();
+  // The bias epilogue adds C once per row: a row vector of the output's
+  // type, beta 1.
+  auto out = cast<RankedTensorType>(getType());
+  int64_t n = out.getDimSize(1);
+  auto c = getC() ? dyn_cast<RankedTensorType>(getC().getType()) : nullptr;
+  bool rowVector =
+      c && ((c.getRank() == 1 && c.getDimSize(0) == n) ||
+            (c.getRank() == 2 && c.getDimSize(0) == 1 && c.getDimSize(1) == n));
+  if (!rowVector || c.getElementType() != out.getElementType())
+    return emitOpError("epilogue '")
+           << stringifyGemmEpilogue(epilogue)
+           << "' needs C as a row vector of " << n << " elements of "
+           << out.getElementType();
+  if (!getBeta().isExactlyValue(1.0))
+    return emitOpError("epilogue '")
+           << stringifyGemmEpilogue(epilogue) << "' needs beta 1, got "
+           << getBeta().convertToFloat();
+  return success();
+}
+
 /// The Conv shape rule, shared with the backward convolutions (which check
 /// their written result type with it). Messages name `OpTy`.
 template <typename OpTy>

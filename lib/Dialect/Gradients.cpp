@@ -420,6 +420,9 @@ LogicalResult MatMulOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
 LogicalResult GemmOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                     ArrayRef<bool> wanted,
                                     MutableArrayRef<Value> dOperands) {
+  if (getEpilogue() != GemmEpilogue::None)
+    return emitOpError("has a fused epilogue and no gradient rule: "
+                       "differentiate before ampc-fuse-epilogues");
   AdjointBuilder ab(b, *this);
   Value dy = dResults[0], a = getA(), m = getB();
   double alpha = getAlpha().convertToDouble();

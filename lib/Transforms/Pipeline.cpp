@@ -81,6 +81,10 @@ const PipelineStep kPipeline[] = {
        return ampc::createOptimizeCastsPass();
      }},
     // The kernel-level form both targets emit from.
+    {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFuseEpiloguesPass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,

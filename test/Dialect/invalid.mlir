@@ -1316,3 +1316,36 @@ func.func @optimizer_vector_lr(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor
   %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd"} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<i64>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @gemm_bias_epilogue_not_row(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) {
+  // expected-error @+1 {{'ampc.gemm' op epilogue 'bias' needs C as a row vector of 4 elements of 'f32'}}
+  %0 = ampc.gemm %a, %b, %c {epilogue = #ampc<epilogue bias>} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_epilogue_no_c(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.gemm' op epilogue 'relu_bias' needs C as a row vector of 4 elements of 'f32'}}
+  %0 = ampc.gemm %a, %b {epilogue = #ampc<epilogue relu_bias>} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_epilogue_beta(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.gemm' op epilogue 'bias' needs beta 1, got 5.000000e-01}}
+  %0 = ampc.gemm %a, %b, %c {beta = 0.5 : f32, epilogue = #ampc<epilogue bias>} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_unknown_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+2 {{expected ::ampc::GemmEpilogue to be one of: none, bias, relu, relu_bias}}
+  // expected-error @+1 {{failed to parse AMPC_GemmEpilogueAttr parameter 'value'}}
+  %0 = ampc.gemm %a, %b {epilogue = #ampc<epilogue gelu>} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}

@@ -280,8 +280,15 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
     `transA`/`transB` is 1; C is optional and broadcasts to the (M, N) result.
 
+    `epilogue` (kernel level, set by ampc-fuse-epilogues after autodiff) is
+    what the GEMM applies while storing: `bias` says C is a row vector added
+    once (beta 1, the output's type), `relu` and `relu_bias` clamp the
+    result at zero (a Relu folded into the Gemm). Only `none` has a
+    gradient rule.
+
     ```mlir
     %y = ampc.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<4x512xf32>
+    %h = ampc.gemm %x, %w, %b {epilogue = #ampc<epilogue relu_bias>, transB = 1 : i64} : (tensor<4x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<4x512xf32>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$a, AMPC_FloatTensor:$b,
@@ -289,10 +296,13 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0">:$beta,
                        DefaultValuedAttr<I64Attr, "0">:$transA,
-                       DefaultValuedAttr<I64Attr, "0">:$transB);
+                       DefaultValuedAttr<I64Attr, "0">:$transB,
+                       DefaultValuedAttr<AMPC_GemmEpilogueAttr,
+                           "::ampc::GemmEpilogue::None">:$epilogue);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` "
                        "functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def AMPC_ConvOp : AMPC_Op<"conv",

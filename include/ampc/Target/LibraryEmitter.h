@@ -137,8 +137,6 @@ protected:
   /// A constant written into the generated source (not constantInState).
   virtual void emitConstant(mlir::Operation *constant,
                             llvm::raw_ostream &body) {}
-  /// Whether another op's code already computed `op` (a fused epilogue).
-  virtual bool emittedElsewhere(mlir::Operation *op) const { return false; }
   /// ampc.store: copies the value into its symbol's storage.
   virtual void emitStore(mlir::Operation *store, llvm::raw_ostream &body) = 0;
   /// The training ops of AMPCTrainOps.td.
@@ -184,10 +182,6 @@ protected:
   /// Names the buffer of result `v`: its planned place in the arena, or
   /// its operand's buffer for a view.
   mlir::LogicalResult bind(mlir::OpResult v, llvm::raw_ostream &body);
-  /// The bytes [begin, end) of the state that `v`'s buffer occupies, when
-  /// it is bound to a place in the state (results, views, parameters, state,
-  /// constants); nothing for values the target keeps elsewhere.
-  std::optional<std::pair<int64_t, int64_t>> stateRange(mlir::Value v) const;
   /// Names a parameter, state or constant read in place at its offset.
   void bindStorage(mlir::Value v, llvm::StringRef prefix, int64_t offset,
                    llvm::raw_ostream &body);
@@ -214,7 +208,8 @@ protected:
   llvm::raw_ostream &os;
   std::string &blob;
   llvm::DenseMap<mlir::Value, std::string> names;
-  /// Offsets in the state of the values bound there (see stateRange).
+  /// Offsets in the state of the values bound there (views take their
+  /// operand's).
   llvm::DenseMap<mlir::Value, int64_t> stateOffsets;
   /// Offsets in the state of every parameter, state symbol and (with
   /// constantInState) constant op.

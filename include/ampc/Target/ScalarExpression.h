@@ -26,6 +26,11 @@ mlir::FailureOr<std::string>
 scalarExpression(mlir::Operation *op, llvm::ArrayRef<std::string> operands,
                  llvm::StringRef computeType);
 
+/// Relu of the C++ expression `x` (a variable: it is read twice), in
+/// `computeType`: the Relu op's expression, and the CPU target's relu
+/// epilogue of a GEMM.
+std::string reluExpression(llvm::StringRef x, llvm::StringRef computeType);
+
 } // namespace ampc
 
 #endif // AMPC_TARGET_SCALAREXPRESSION_H

@@ -244,6 +244,24 @@ def OptimizeCastsPass : Pass<"ampc-optimize-casts", "mlir::ModuleOp"> {
 // Kernel-level form: what the target emitters consume
 //===----------------------------------------------------------------------===//
 
+def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
+  let summary = "decide each GEMM's epilogue: bias, and a Relu folded in";
+  let description = [{
+    The kernel-level decision of what a GEMM library (cuBLASLt's epilogues;
+    the CPU target's store loop) does while it stores a Gemm's result,
+    recorded as the Gemm's `epilogue`. A C that is a row vector of the
+    output's type added once (beta 1, more than one column) is the `bias`
+    epilogue. A Relu that is the Gemm's only user, of the same type, is
+    folded into the Gemm (`relu`, or `relu_bias` with a bias; not when C is
+    added otherwise, since the sum would come after the clamp): its uses
+    take the Gemm's result, so the memory plan, which runs later, keeps the
+    fused output apart from the Gemm's operands like any result. Rounding to
+    a 16-bit type commutes with the clamp, so the results are those of the
+    separate ops bit for bit.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FusePass : Pass<"ampc-fuse", "mlir::ModuleOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{

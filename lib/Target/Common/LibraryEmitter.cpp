@@ -307,17 +307,6 @@ void LibraryEmitter::bindStorage(Value v, StringRef prefix, int64_t offset,
        << " *>(state + " << offset << ");\n";
 }
 
-std::optional<std::pair<int64_t, int64_t>>
-LibraryEmitter::stateRange(Value v) const {
-  auto it = stateOffsets.find(v);
-  if (it == stateOffsets.end())
-    return std::nullopt;
-  RankedTensorType t = tensorOf(v);
-  return std::make_pair(it->second,
-                        it->second + t.getNumElements() *
-                                         storageSize(t.getElementType()));
-}
-
 bool LibraryEmitter::constantInState(Operation *constant) const {
   return tensorOf(constant->getResult(0)).getNumElements() >
          kInlineConstantElements;
@@ -348,7 +337,7 @@ LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
     emitConstant(op, body);
     return success();
   }
-  if (bindStorageOp(op, body) || emittedElsewhere(op))
+  if (bindStorageOp(op, body))
     return success();
   if (isa<ampc::StoreOp>(op)) {
     emitStore(op, body);

@@ -10,6 +10,12 @@
 using namespace mlir;
 using llvm::formatv;
 
+std::string ampc::reluExpression(StringRef x, StringRef computeType) {
+  // NaN stays NaN, as in PyTorch (a NaN batch must not report a finite
+  // loss); -0 becomes +0.
+  return ("!(" + x + " <= 0) ? " + x + " : " + computeType + "(0)").str();
+}
+
 FailureOr<std::string>
 ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                        StringRef computeType) {
@@ -24,11 +30,7 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
           .Case([&](ampc::ExpOp) { return "std::exp(" + x + ")"; })
           .Case([&](ampc::LogOp) { return "std::log(" + x + ")"; })
           .Case([&](ampc::ErfOp) { return "std::erf(" + x + ")"; })
-          .Case([&](ampc::ReluOp) {
-            // NaN stays NaN, as in PyTorch (a NaN batch must not report a
-            // finite loss); -0 becomes +0.
-            return "!(" + x + " <= 0) ? " + x + " : " + c + "(0)";
-          })
+          .Case([&](ampc::ReluOp) { return ampc::reluExpression(x, c); })
           .Case([&](ampc::SigmoidOp) {
             return c + "(1) / (" + c + "(1) + std::exp(-" + x + "))";
           })

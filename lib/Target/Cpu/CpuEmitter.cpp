@@ -272,8 +272,16 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                     list(batch), list(aStrides), list(bStrides), batch.size(), m,
                     n, k, name(a), name(b), m * n, t);
   }
+  // The epilogue's Relu (ampc-fuse-epilogues) clamps before the one
+  // rounding; rounding commutes with it.
+  auto gemm = dyn_cast<ampc::GemmOp>(op);
+  bool relu = gemm && (gemm.getEpilogue() == ampc::GemmEpilogue::Relu ||
+                       gemm.getEpilogue() == ampc::GemmEpilogue::ReluBias);
   body << "    for (int64_t i = 0; i < " << outCount << "LL; ++i) " << name(out)
-       << "[i] = " << store(outType, "acc[i]") << ";\n  }\n";
+       << "[i] = "
+       << store(outType, relu ? "(" + ampc::reluExpression("acc[i]", t) + ")"
+                              : std::string("acc[i]"))
+       << ";\n  }\n";
   return success();
 }
 

@@ -4,9 +4,9 @@
 // writes CUDA C++ for nvcc. The state is laid out as on the CPU target (see
 // LibraryEmitter), but in one device arena the library allocates at init;
 // the host state block holds only the context (CudaKernels.cuh). Per op:
-//  - MatMul and Gemm: cuBLASLt, FP16/BF16 operands with FP32 compute, a
-//    bias epilogue where a Gemm adds a row vector (and RELU_BIAS when that
-//    Gemm's only use is a Relu), strided batches for MatMul;
+//  - MatMul and Gemm: cuBLASLt, FP16/BF16 operands with FP32 compute, the
+//    epilogue ampc-fuse-epilogues chose for a Gemm, strided batches for
+//    MatMul;
 //  - elementwise ops and ampc.fusion: one generated __global__ kernel each,
 //    from the same scalar expressions as the CPU target;
 //  - the rest: the templated kernels of CudaKernels.cuh;
@@ -93,9 +93,6 @@ private:
     if (errorOffset < 0)
       errorOffset = reserve(8);
   }
-  bool emittedElsewhere(Operation *op) const override {
-    return fusedIntoGemm.contains(op); // a Gemm's RELU_BIAS epilogue
-  }
   void emitStore(Operation *op, llvm::raw_ostream &body) override;
   LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
   void emitArgument(unsigned index, BlockArgument arg,
@@ -107,26 +104,6 @@ private:
   /// `where` of the error macros: the node's description.
   std::string where(Operation *op) {
     return "\"" + cString(nodeDescription(op)) + "\"";
-  }
-  /// Whether the Relu's planned buffer is apart from every buffer of
-  /// `operands`: the memory plan keeps a Relu's result apart from the
-  /// Relu's operands only, and cuBLASLt's output must not overlap its
-  /// inputs, so a Gemm may write the Relu's buffer (RELU_BIAS) only then.
-  bool reluBufferApart(ampc::ReluOp relu, ArrayRef<Value> operands) {
-    std::optional<int64_t> offset = ampc::planOffset(relu->getResult(0));
-    if (!offset)
-      return false;
-    RankedTensorType t = tensorOf(relu.getResult());
-    const int64_t begin = arenaBase + *offset,
-                  end = begin + t.getNumElements() * storageSize(t.getElementType());
-    for (Value v : operands) {
-      if (isa<BlockArgument>(v)) // inputs are staged outside the arena
-        continue;
-      std::optional<std::pair<int64_t, int64_t>> range = stateRange(v);
-      if (!range || (range->first < end && begin < range->second))
-        return false;
-    }
-    return true;
   }
   /// A launch of `kernel` over `count` threads (grid-stride) and its check.
   void launch(Operation *op, StringRef kernel, int64_t count,
@@ -187,8 +164,6 @@ private:
   unsigned kernelCount = 0;
   SmallVector<std::string> deviceErrors = {""};
   SmallVector<int64_t> inputOffsets;
-  /// The Relu ops whose result a Gemm's RELU_BIAS epilogue wrote.
-  llvm::DenseSet<Operation *> fusedIntoGemm;
   /// Whether the function being written is the training step (its output 0
   /// is the loss, delivered asynchronously).
   bool inTrainStep = false;
@@ -351,42 +326,31 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     float alpha = gemm.getAlpha().convertToFloat();
     float beta = gemm.getBeta().convertToFloat();
     Value c = gemm.getC();
-    std::string target = name(out), bias;
-    StringRef epilogue = "DEFAULT";
-    if (c) {
-      ArrayRef<int64_t> cs = tensorOf(c).getShape();
-      bool rowVector = (cs.size() == 1 && cs[0] == n) ||
-                       (cs.size() == 2 && cs[0] == 1 && cs[1] == n);
-      if (rowVector && beta == 1.0f && elementOf(c) == d && n > 1) {
-        // D = op(A) op(B) + bias: the BIAS epilogue; RELU_BIAS when the
-        // Gemm's only use is a lone Relu, whose buffer it then writes.
-        bias = name(c);
-        epilogue = "BIAS";
-        if (out.hasOneUse())
-          if (auto relu = dyn_cast<ampc::ReluOp>(*out.getUsers().begin());
-              relu && elementOf(relu.getResult()) == d &&
-              relu->getBlock() == op->getBlock() &&
-              reluBufferApart(relu, {a, b, c})) {
-            if (failed(bind(cast<OpResult>(relu.getResult()), body)))
-              return failure();
-            target = name(relu.getResult());
-            epilogue = "RELU_BIAS";
-            fusedIntoGemm.insert(relu);
-          }
-        beta = 0.0f;
-      } else {
-        if (elementOf(c) != d)
-          return op->emitError() << "the CUDA target adds C of the output's "
-                                    "type only, got "
-                                 << elementOf(c) << " and " << d;
-        // C broadcast into D, then D = alpha op(A) op(B) + beta D.
-        emitStrided(op, c, out, broadcastStrides(cs, {m, n}), 0, body);
-      }
+    std::string bias;
+    ampc::GemmEpilogue epi = gemm.getEpilogue();
+    bool hasBias = epi == ampc::GemmEpilogue::Bias ||
+                   epi == ampc::GemmEpilogue::ReluBias;
+    if (c && hasBias) {
+      // D = op(A) op(B) + bias (ampc-fuse-epilogues checked the form).
+      bias = name(c);
+      beta = 0.0f;
+    } else if (c) {
+      if (elementOf(c) != d)
+        return op->emitError() << "the CUDA target adds C of the output's "
+                                  "type only, got "
+                               << elementOf(c) << " and " << d;
+      // C broadcast into D, then D = alpha op(A) op(B) + beta D.
+      emitStrided(op, c, out, broadcastStrides(tensorOf(c).getShape(), {m, n}),
+                  0, body);
     } else {
       beta = 0.0f;
     }
+    StringRef epilogue = epi == ampc::GemmEpilogue::ReluBias ? "RELU_BIAS"
+                         : epi == ampc::GemmEpilogue::Relu   ? "RELU"
+                         : epi == ampc::GemmEpilogue::Bias   ? "BIAS"
+                                                             : "DEFAULT";
     emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta, epilogue,
-             name(a), name(b), target, bias, body);
+             name(a), name(b), name(out), bias, body);
     return success();
   }
   // MatMul: promote 1-D operands, then broadcast the batch dimensions.

@@ -1,0 +1,14 @@
+// RUN: ampc-opt %s -split-input-file --ampc-autodiff -verify-diagnostics
+
+// Ops that ampc-autodiff refuses to differentiate, at the op (the gradient
+// rules' own messages, lib/Dialect/Gradients.cpp).
+
+// A Gemm whose epilogue is fused (kernel level) has no gradient rule.
+ampc.parameter @w : tensor<3x3xf32> = dense<1.0> : tensor<3x3xf32>
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %w = ampc.load_parameter @w : tensor<3x3xf32>
+  // expected-error @+1 {{has a fused epilogue and no gradient rule: differentiate before ampc-fuse-epilogues}}
+  %y = ampc.gemm %x, %w {epilogue = #ampc<epilogue relu>} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %l = ampc.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
