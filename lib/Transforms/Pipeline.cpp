@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -85,7 +86,15 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createOptimizeCastsPass();
      }},
-    // The kernel-level form both targets emit from.
+    // The kernel-level form both targets emit from. The dialect's folders
+    // first (they compute as the targets round, docs/design.md): constants
+    // the training passes repeat become one, what autodiff left dead goes.
+    // Not CSE: it would merge Dropouts whose masks differ only by their
+    // location's seed.
+    {"canonicalize", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return mlir::createCanonicalizerPass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
@@ -268,30 +277,64 @@ struct PipelineRegistrationOptions
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, adam, adamw or none"),
                                 llvm::cl::init("adamw")};
-  Option<double> lr{*this, "lr", llvm::cl::init(1e-3)};
-  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
-  Option<double> dampening{*this, "dampening", llvm::cl::init(0.0)};
-  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate (default 1e-3)"),
+                    llvm::cl::init(1e-3)};
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("sgd momentum (default 0)"),
+                          llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening",
+                           llvm::cl::desc("sgd dampening (default 0)"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("sgd with Nesterov momentum"),
+                        llvm::cl::init(false)};
   Option<double> weightDecay{
       *this, "weight-decay",
-      llvm::cl::desc("default: 0.01 for adamw, 0 otherwise")};
-  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
-  Option<double> eps{*this, "eps", llvm::cl::init(1e-8)};
-  Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
+      llvm::cl::desc("weight decay (default: 0.01 for adamw, 0 otherwise)")};
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("adam/adamw beta1 (default 0.9)"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("adam/adamw beta2 (default 0.999)"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps",
+                     llvm::cl::desc("adam/adamw eps (default 1e-8)"),
+                     llvm::cl::init(1e-8)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("global L2 norm to clip gradients to (default: none)"),
+      llvm::cl::init(0.0)};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("dynamic, none or VALUE (default: dynamic at fp16, "
                      "none otherwise)")};
-  Option<double> initScale{*this, "init-scale", llvm::cl::init(65536.0)};
-  Option<double> growthFactor{*this, "growth-factor", llvm::cl::init(2.0)};
-  Option<double> backoffFactor{*this, "backoff-factor", llvm::cl::init(0.5)};
-  Option<int64_t> growthInterval{*this, "growth-interval",
-                                 llvm::cl::init(2000)};
-  Option<double> minScale{*this, "min-scale", llvm::cl::init(0.0)};
-  Option<double> maxScale{*this, "max-scale", llvm::cl::init(0.0)};
-  Option<int64_t> maxTensorBytes{*this, "max-tensor-bytes",
-                                 llvm::cl::init(ampc::kDefaultMaxTensorBytes)};
+  Option<double> initScale{
+      *this, "init-scale",
+      llvm::cl::desc("initial dynamic loss scale (default 65536)"),
+      llvm::cl::init(65536.0)};
+  Option<double> growthFactor{*this, "growth-factor",
+                              llvm::cl::desc("scale growth factor (default 2)"),
+                              llvm::cl::init(2.0)};
+  Option<double> backoffFactor{
+      *this, "backoff-factor",
+      llvm::cl::desc("scale backoff factor (default 0.5)"),
+      llvm::cl::init(0.5)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("finite steps before the scale grows (default 2000)"),
+      llvm::cl::init(2000)};
+  Option<double> minScale{
+      *this, "min-scale",
+      llvm::cl::desc("lower bound of the dynamic scale (default: none)"),
+      llvm::cl::init(0.0)};
+  Option<double> maxScale{
+      *this, "max-scale",
+      llvm::cl::desc("upper bound of the dynamic scale (default: none)"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> maxTensorBytes{
+      *this, "max-tensor-bytes",
+      llvm::cl::desc("the largest tensor and arena in bytes (default 2^36)"),
+      llvm::cl::init(ampc::kDefaultMaxTensorBytes)};
   Option<std::string> emitAfter{
       *this, "emit-after",
       llvm::cl::desc("the last pass to run (default: all)")};
