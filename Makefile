@@ -27,7 +27,7 @@ configure: deps
 	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
 
 build: configure
-	ninja -C $(BUILD) ampc ampc-opt ampc-train ampc-unittests
+	ninja -C $(BUILD) ampc ampc-opt ampc-translate ampc-train ampc-unittests
 
 demo: build
 	scripts/demo

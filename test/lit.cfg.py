@@ -38,7 +38,7 @@ config.substitutions.append(
 
 tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["ampc", "ampc-opt", "ampc-embed", "ampc-conformance"], tool_dirs)
+    ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 

@@ -9,9 +9,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/PipelineFlags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -80,7 +86,15 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createOptimizeCastsPass();
      }},
-    // The kernel-level form both targets emit from.
+    // The kernel-level form both targets emit from. The dialect's folders
+    // first (they compute as the targets round, docs/design.md): constants
+    // the training passes repeat become one, what autodiff left dead goes.
+    // Not CSE: it would merge Dropouts whose masks differ only by their
+    // location's seed.
+    {"canonicalize", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return mlir::createCanonicalizerPass();
+     }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createFuseEpiloguesPass();
@@ -153,4 +167,251 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
 
 void ampc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<ampc::AMPCDialect, func::FuncDialect>();
+}
+
+LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
+                                             PipelineOptions &options,
+                                             StringRef flagPrefix,
+                                             std::string &error) {
+  auto fail = [&](const Twine &flag, const Twine &message) {
+    error = (flagPrefix + flag + " " + message).str();
+    return failure();
+  };
+  options.stopAfter = flags.stopAfter;
+  options.precision.dtype = llvm::StringSwitch<std::string>(flags.precision)
+                                .Case("fp16", "f16")
+                                .Case("bf16", "bf16")
+                                .Case("fp32", "f32")
+                                .Case("fp64", "f32")
+                                .Default("");
+  if (options.precision.dtype.empty())
+    return fail("precision", "must be fp16, bf16, fp32 or fp64, got '" +
+                                 flags.precision + "'");
+  options.widenToF64 = flags.precision == "fp64";
+  if (flags.propagation != "autocast" && flags.propagation != "paint")
+    return fail("propagation",
+                "must be autocast or paint, got '" + flags.propagation + "'");
+  options.precision.propagation = flags.propagation;
+  options.precision.keepFp32.assign(flags.keepFp32.begin(),
+                                    flags.keepFp32.end());
+  options.precision.forceLowp.assign(flags.forceLowp.begin(),
+                                     flags.forceLowp.end());
+  options.precision.rulesFile = flags.ampRules;
+  options.training = flags.training;
+  options.evalForward = !flags.inferTrainingMode;
+  if (flags.loss != "cross_entropy" && flags.loss != "mse" &&
+      flags.loss != "none")
+    return fail("loss",
+                "must be cross_entropy, mse or none, got '" + flags.loss + "'");
+  options.loss.loss = flags.loss;
+  options.loss.label = flags.label;
+  if (flags.optimizer != "sgd" && flags.optimizer != "adam" &&
+      flags.optimizer != "adamw" && flags.optimizer != "none")
+    return fail("optimizer", "must be sgd, adam, adamw or none, got '" +
+                                 flags.optimizer + "'");
+  options.optimizer.kind = flags.optimizer;
+  options.optimizer.lr = flags.lr;
+  options.optimizer.momentum = flags.momentum;
+  options.optimizer.dampening = flags.dampening;
+  options.optimizer.nesterov = flags.nesterov;
+  // Negative means "the optimizer's default" to the pass; a user's
+  // negative or NaN value is a mistake.
+  if (flags.weightDecay &&
+      !(*flags.weightDecay >= 0 && std::isfinite(*flags.weightDecay)))
+    return fail("weight-decay", "must be finite and >= 0, got " +
+                                    std::to_string(*flags.weightDecay));
+  options.optimizer.weightDecay = flags.weightDecay.value_or(-1.0);
+  options.optimizer.beta1 = flags.beta1;
+  options.optimizer.beta2 = flags.beta2;
+  options.optimizer.eps = flags.eps;
+  options.optimizer.clipGradNorm = flags.clipGradNorm;
+  // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
+  std::string scaling = flags.lossScale.empty()
+                            ? (flags.precision == "fp16" ? "dynamic" : "none")
+                            : flags.lossScale;
+  options.lossScaling.initScale = flags.initScale;
+  if (scaling != "dynamic" && scaling != "none") {
+    double fixed = 0;
+    if (StringRef(scaling).getAsDouble(fixed) || !(fixed > 0) ||
+        !std::isfinite(fixed))
+      return fail("loss-scale",
+                  "must be dynamic, none or a positive number, got '" +
+                      scaling + "'");
+    options.lossScaling.initScale = fixed;
+    scaling = "static";
+  }
+  options.lossScaling.mode = scaling;
+  options.lossScaling.growthFactor = flags.growthFactor;
+  options.lossScaling.backoffFactor = flags.backoffFactor;
+  options.lossScaling.growthInterval = flags.growthInterval;
+  options.lossScaling.minScale = flags.minScale;
+  options.lossScaling.maxScale = flags.maxScale;
+  if (flags.maxTensorBytes < 1 || flags.maxTensorBytes > kMaxTensorBytes)
+    return fail("max-tensor-bytes", "must be between 1 and 2^48 (" +
+                                        Twine(kMaxTensorBytes) + "), got " +
+                                        Twine(flags.maxTensorBytes));
+  options.maxTensorBytes = flags.maxTensorBytes;
+  return success();
+}
+
+namespace {
+/// The options of `--ampc-pipeline`: the fields of ampc::PipelineFlags,
+/// named as the driver's flags.
+struct PipelineRegistrationOptions
+    : public PassPipelineOptions<PipelineRegistrationOptions> {
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp16, bf16, fp32 or fp64"),
+                                llvm::cl::init("fp16")};
+  Option<std::string> mode{*this, "mode", llvm::cl::desc("train or infer"),
+                           llvm::cl::init("train")};
+  Option<std::string> propagation{*this, "propagation",
+                                  llvm::cl::desc("autocast or paint"),
+                                  llvm::cl::init("autocast")};
+  ListOption<std::string> keepFp32{*this, "keep-fp32",
+                                   llvm::cl::desc("op:TYPE or node:NAME")};
+  ListOption<std::string> forceLowp{*this, "force-lowp",
+                                    llvm::cl::desc("op:TYPE or node:NAME")};
+  Option<std::string> ampRules{*this, "amp-rules",
+                               llvm::cl::desc("a rules file (JSON)")};
+  Option<bool> inferTrainingMode{
+      *this, "infer-training-mode",
+      llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
+                     "exported"),
+      llvm::cl::init(false)};
+  Option<std::string> loss{*this, "loss",
+                           llvm::cl::desc("cross_entropy, mse or none"),
+                           llvm::cl::init("cross_entropy")};
+  Option<std::string> label{*this, "label",
+                            llvm::cl::desc("the label input's name"),
+                            llvm::cl::init("label")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam, adamw or none"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate (default 1e-3)"),
+                    llvm::cl::init(1e-3)};
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("sgd momentum (default 0)"),
+                          llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening",
+                           llvm::cl::desc("sgd dampening (default 0)"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("sgd with Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("weight decay (default: 0.01 for adamw, 0 otherwise)")};
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("adam/adamw beta1 (default 0.9)"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("adam/adamw beta2 (default 0.999)"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps",
+                     llvm::cl::desc("adam/adamw eps (default 1e-8)"),
+                     llvm::cl::init(1e-8)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("global L2 norm to clip gradients to (default: none)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("dynamic, none or VALUE (default: dynamic at fp16, "
+                     "none otherwise)")};
+  Option<double> initScale{
+      *this, "init-scale",
+      llvm::cl::desc("initial dynamic loss scale (default 65536)"),
+      llvm::cl::init(65536.0)};
+  Option<double> growthFactor{*this, "growth-factor",
+                              llvm::cl::desc("scale growth factor (default 2)"),
+                              llvm::cl::init(2.0)};
+  Option<double> backoffFactor{
+      *this, "backoff-factor",
+      llvm::cl::desc("scale backoff factor (default 0.5)"),
+      llvm::cl::init(0.5)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("finite steps before the scale grows (default 2000)"),
+      llvm::cl::init(2000)};
+  Option<double> minScale{
+      *this, "min-scale",
+      llvm::cl::desc("lower bound of the dynamic scale (default: none)"),
+      llvm::cl::init(0.0)};
+  Option<double> maxScale{
+      *this, "max-scale",
+      llvm::cl::desc("upper bound of the dynamic scale (default: none)"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> maxTensorBytes{
+      *this, "max-tensor-bytes",
+      llvm::cl::desc("the largest tensor and arena in bytes (default 2^36)"),
+      llvm::cl::init(ampc::kDefaultMaxTensorBytes)};
+  Option<std::string> emitAfter{
+      *this, "emit-after",
+      llvm::cl::desc("the last pass to run (default: all)")};
+
+  ampc::PipelineFlags flags() const {
+    ampc::PipelineFlags f;
+    f.precision = precision;
+    f.training = mode == "train";
+    f.propagation = propagation;
+    f.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+    f.forceLowp.assign(forceLowp.begin(), forceLowp.end());
+    f.ampRules = ampRules;
+    f.inferTrainingMode = inferTrainingMode;
+    f.loss = loss;
+    f.label = label;
+    f.optimizer = optimizer;
+    f.lr = lr;
+    f.momentum = momentum;
+    f.dampening = dampening;
+    f.nesterov = nesterov;
+    if (weightDecay.hasValue())
+      f.weightDecay = weightDecay;
+    f.beta1 = beta1;
+    f.beta2 = beta2;
+    f.eps = eps;
+    f.clipGradNorm = clipGradNorm;
+    f.lossScale = lossScale;
+    f.initScale = initScale;
+    f.growthFactor = growthFactor;
+    f.backoffFactor = backoffFactor;
+    f.growthInterval = growthInterval;
+    f.minScale = minScale;
+    f.maxScale = maxScale;
+    f.maxTensorBytes = maxTensorBytes;
+    f.stopAfter = emitAfter;
+    return f;
+  }
+};
+} // namespace
+
+void ampc::registerPipeline() {
+  // PassPipelineRegistration's builder cannot fail, and a value found wrong
+  // after parsing (a negative loss scale, mode=eval) must be an error, not
+  // a pipeline built from a guess: register the builder directly.
+  registerPassPipeline(
+      "ampc-pipeline",
+      "the whole ampc pipeline, as the ampc driver runs it (its flags as "
+      "options)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineRegistrationOptions parsed;
+        if (failed(parsed.parseFromString(text)))
+          return failure();
+        auto fail = [&](const Twine &message) {
+          return errorHandler("--ampc-pipeline: " + message);
+        };
+        if (parsed.mode != "train" && parsed.mode != "infer")
+          return fail("mode must be train or infer, got '" + parsed.mode + "'");
+        PipelineOptions options;
+        std::string error;
+        if (failed(
+                pipelineOptionsFromFlags(parsed.flags(), options, "", error)) ||
+            failed(buildPipeline(pm, options, PipelinePart::All, error)))
+          return fail(error);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+        printOptions(PipelineRegistrationOptions());
+      });
 }

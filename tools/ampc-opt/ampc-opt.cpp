@@ -1,6 +1,7 @@
 //===- ampc-opt.cpp - MlirOptMain with the ampc dialect and passes --------===//
 
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/PipelineFlags.h"
 #include "ampc/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -11,10 +12,13 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   ampc::registerAllDialects(registry);
   ampc::registerAMPCPasses();
+  ampc::registerPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   llvm::cl::SetVersionPrinter(ampc::printVersion);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "ampc optimizer driver: the ampc dialect and every ampc pass\n",
+      argc, argv,
+      "ampc optimizer driver: the ampc dialect, every ampc pass and the "
+      "whole pipeline (--ampc-pipeline)\n",
       registry));
 }

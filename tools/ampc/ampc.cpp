@@ -19,19 +19,18 @@
 #include "ampc/Target/CudaTarget.h"
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/PipelineFlags.h"
 #include "ampc/Transforms/Precision.h"
 #include "ampc/Transforms/PrecisionReport.h"
 #include "ampc/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include <cmath>
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FileSystem.h"
@@ -480,73 +479,42 @@ int main(int argc, char **argv) {
     return userError("--report: '" + reportPath +
                      "' must end in .json or .html");
 
+  // The pipeline's options are checked and defaulted where ampc-opt's
+  // --ampc-pipeline checks them, so the two run the same passes.
+  ampc::PipelineFlags flags;
+  flags.stopAfter = emitAfter;
+  flags.precision = precision;
+  flags.propagation = propagation;
+  flags.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  flags.forceLowp.assign(forceLowp.begin(), forceLowp.end());
+  flags.ampRules = ampRules;
+  flags.training = mode == Mode::Train;
+  flags.inferTrainingMode = inferTrainingMode;
+  flags.loss = loss;
+  flags.label = label;
+  flags.optimizer = optimizer;
+  flags.lr = learningRate;
+  flags.momentum = momentum;
+  flags.dampening = dampening;
+  flags.nesterov = nesterov;
+  if (weightDecay.getNumOccurrences())
+    flags.weightDecay = weightDecay;
+  flags.beta1 = beta1;
+  flags.beta2 = beta2;
+  flags.eps = epsilon;
+  flags.clipGradNorm = clipGradNorm;
+  flags.lossScale = lossScale;
+  flags.initScale = initScale;
+  flags.growthFactor = growthFactor;
+  flags.backoffFactor = backoffFactor;
+  flags.growthInterval = growthInterval;
+  flags.minScale = minScale;
+  flags.maxScale = maxScale;
+  flags.maxTensorBytes = maxTensorBytes;
   ampc::PipelineOptions pipeline;
-  pipeline.stopAfter = emitAfter;
-  pipeline.precision.dtype = StringSwitch<std::string>(precision)
-                                 .Case("fp16", "f16")
-                                 .Case("bf16", "bf16")
-                                 .Case("fp32", "f32")
-                                 .Case("fp64", "f32")
-                                 .Default("");
-  if (pipeline.precision.dtype.empty())
-    return userError("--precision must be fp16, bf16, fp32 or fp64, got '" +
-                     precision + "'");
-  pipeline.widenToF64 = precision == "fp64";
-  if (propagation != "autocast" && propagation != "paint")
-    return userError("--propagation must be autocast or paint, got '" +
-                     propagation + "'");
-  pipeline.precision.propagation = propagation;
-  pipeline.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-  pipeline.precision.forceLowp.assign(forceLowp.begin(), forceLowp.end());
-  pipeline.precision.rulesFile = ampRules;
-  pipeline.training = mode == Mode::Train;
-  pipeline.evalForward = !inferTrainingMode;
-  if (loss != "cross_entropy" && loss != "mse" && loss != "none")
-    return userError("--loss must be cross_entropy, mse or none, got '" + loss +
-                     "'");
-  pipeline.loss.loss = loss;
-  pipeline.loss.label = label;
-  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
-      optimizer != "none")
-    return userError("--optimizer must be sgd, adam, adamw or none, got '" +
-                     optimizer + "'");
-  pipeline.optimizer.kind = optimizer;
-  pipeline.optimizer.lr = learningRate;
-  pipeline.optimizer.momentum = momentum;
-  pipeline.optimizer.dampening = dampening;
-  pipeline.optimizer.nesterov = nesterov;
-  // Negative means "the optimizer's default" to the pass; a user's
-  // negative or NaN value is a mistake.
-  if (weightDecay.getNumOccurrences() &&
-      !(weightDecay >= 0 && std::isfinite(weightDecay)))
-    return userError("--weight-decay must be finite and >= 0, got " +
-                     std::to_string(weightDecay.getValue()));
-  pipeline.optimizer.weightDecay = weightDecay;
-  pipeline.optimizer.beta1 = beta1;
-  pipeline.optimizer.beta2 = beta2;
-  pipeline.optimizer.eps = epsilon;
-  pipeline.optimizer.clipGradNorm = clipGradNorm;
-  // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
-  std::string scaling = lossScale.empty()
-                            ? (precision == "fp16" ? "dynamic" : "none")
-                            : lossScale.getValue();
-  pipeline.lossScaling.initScale = initScale;
-  if (scaling != "dynamic" && scaling != "none") {
-    double fixed = 0;
-    if (StringRef(scaling).getAsDouble(fixed) || !(fixed > 0) ||
-        !std::isfinite(fixed))
-      return userError("--loss-scale must be dynamic, none or a positive "
-                       "number, got '" +
-                       scaling + "'");
-    pipeline.lossScaling.initScale = fixed;
-    scaling = "static";
-  }
-  pipeline.lossScaling.mode = scaling;
-  pipeline.lossScaling.growthFactor = growthFactor;
-  pipeline.lossScaling.backoffFactor = backoffFactor;
-  pipeline.lossScaling.growthInterval = growthInterval;
-  pipeline.lossScaling.minScale = minScale;
-  pipeline.lossScaling.maxScale = maxScale;
+  if (std::string error; failed(ampc::pipelineOptionsFromFlags(
+          flags, pipeline, "--", error)))
+    return userError(error);
 
   ampc::ImportOptions options;
   for (const std::string &spec : shapes) {
@@ -559,12 +527,7 @@ int main(int argc, char **argv) {
     if (!ampc::parseInputBinding(spec, options, error))
       return userError(error);
   }
-  if (maxTensorBytes < 1 || maxTensorBytes > ampc::kMaxTensorBytes)
-    return userError("--max-tensor-bytes must be between 1 and 2^48 (" +
-                     Twine(ampc::kMaxTensorBytes) + "), got " +
-                     Twine(maxTensorBytes.getValue()));
-  options.maxTensorBytes = maxTensorBytes;
-  pipeline.maxTensorBytes = maxTensorBytes;
+  options.maxTensorBytes = pipeline.maxTensorBytes;
   if (mode == Mode::Train)
     options.mergedInitializers =
         tieInitializers ? ampc::ImportOptions::MergedInitializers::KeepTied

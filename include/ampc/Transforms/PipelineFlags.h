@@ -1,0 +1,70 @@
+//===- PipelineFlags.h - the pipeline's options as the driver spells them -===//
+//
+// One place where the `ampc` driver's flags become ampc::PipelineOptions:
+// the driver and ampc-opt's registered `--ampc-pipeline` both go through
+// pipelineOptionsFromFlags, so `ampc-opt --ampc-pipeline=...` runs what
+// `ampc` runs (docs/design.md, Pipeline).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TRANSFORMS_PIPELINEFLAGS_H
+#define AMPC_TRANSFORMS_PIPELINEFLAGS_H
+
+#include "ampc/Transforms/Passes.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+/// The pipeline's options as the `ampc` driver spells them (docs/design.md,
+/// Command-line contract), before they are checked and defaulted.
+struct PipelineFlags {
+  /// fp16, bf16, fp32 or fp64.
+  std::string precision = "fp16";
+  /// Build the training step (`--mode=train`) or the forward only.
+  bool training = true;
+  /// autocast or paint.
+  std::string propagation = "autocast";
+  std::vector<std::string> keepFp32, forceLowp;
+  std::string ampRules;
+  /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
+  bool inferTrainingMode = false;
+  /// cross_entropy, mse or none; the label input it adds.
+  std::string loss = "cross_entropy";
+  std::string label = "label";
+  /// sgd, adam, adamw or none, and its hyperparameters.
+  std::string optimizer = "adamw";
+  double lr = 1e-3, momentum = 0, dampening = 0;
+  bool nesterov = false;
+  /// Unset: the optimizer's default (0.01 for adamw, 0 otherwise).
+  std::optional<double> weightDecay;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clipGradNorm = 0;
+  /// dynamic, none or a fixed positive scale; empty: dynamic at fp16, none
+  /// at the other precisions (GradScaler's use).
+  std::string lossScale;
+  double initScale = 65536, growthFactor = 2, backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+  double minScale = 0, maxScale = 0;
+  int64_t maxTensorBytes = kDefaultMaxTensorBytes;
+  /// `--emit-after`: the last pass to run; empty runs them all.
+  std::string stopAfter;
+};
+
+/// Checks `flags` and sets `options` from them. Fails with a one-line
+/// message naming the flag as `flagPrefix` + its name ("--precision must be
+/// fp16, bf16, fp32 or fp64, got 'fp8'" for the driver's "--").
+mlir::LogicalResult pipelineOptionsFromFlags(const PipelineFlags &flags,
+                                             PipelineOptions &options,
+                                             llvm::StringRef flagPrefix,
+                                             std::string &error);
+
+/// Registers `ampc-pipeline` for ampc-opt: the whole pipeline of the `ampc`
+/// driver from the options of PipelineFlags, spelled as pass options
+/// (`--ampc-pipeline="precision=fp16 mode=train optimizer=adamw"`).
+void registerPipeline();
+
+} // namespace ampc
+
+#endif // AMPC_TRANSFORMS_PIPELINEFLAGS_H

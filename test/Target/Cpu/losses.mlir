@@ -1,0 +1,48 @@
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
+
+// The losses on the CPU target. SoftmaxCrossEntropyLoss is a LogSoftmax in
+// FP32 (its second result) then the negative log-likelihood with
+// (log-probabilities, labels, weights, N, classes, inner, has
+// ignore_index, ignore_index, reduction, out); a label out of range fails
+// the call with a message naming the op, through the error slot.
+
+// Mean reduction without weights; then reduction "none" with class weights
+// and ignore_index -100 (4 losses, one per sample).
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK-NEXT:    {
+// CHECK-NEXT:      std::vector<float> logp(40LL);
+// CHECK-NEXT:      ampc::cpu::softmax<float>(in0, logp.data(), 4LL, 10LL, 1LL, true,
+// CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[P]][i] = static_cast<float>(logp[i]);
+// CHECK-NEXT:      std::vector<float> loss(1LL);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, loss.data()))) return ampc::cpu::fail(state + [[SLOT:[0-9]+]], "ampc.softmax_cross_entropy_loss: a label is out of range");
+// CHECK-NEXT:      for (int64_t i = 0; i < 1LL; ++i) [[L]][i] = static_cast<float>(loss[i]);
+// CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 256);
+// CHECK:           std::vector<float> weights = ampc::cpu::convert<float>(in2, 10LL,
+// CHECK-NEXT:      std::vector<float> loss(4LL);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, weights.data(), 4LL, 10LL, 1LL, true, -100LL, ampc::cpu::LossNone, loss.data()))) return ampc::cpu::fail(state + [[SLOT]],
+// CHECK-NEXT:      for (int64_t i = 0; i < 4LL; ++i) [[LN]][i] = static_cast<float>(loss[i]);
+func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<4xf32>) {
+  %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = "none", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  return %0#0, %0#1, %1#0 : tensor<f32>, tensor<4x10xf32>, tensor<4xf32>
+}
+
+// -----
+
+// NegativeLogLikelihoodLoss over a spatial axis (N 2, 10 classes, 5
+// positions, int32 labels) summed; its adjoint scatters the mean's gradient
+// over 4x10.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, nullptr, 2LL, 10LL, 5LL, false, 0LL, ampc::cpu::LossSum, loss.data()))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.negative_log_likelihood_loss: a label is out of range");
+// CHECK:         float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK:           std::vector<float> out(40LL);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLossGrad<float>(grad.data(), in3, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, out.data()))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.nll_loss_grad: a label is out of range");
+// CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[G]][i] = static_cast<float>(out[i]);
+func.func @forward(%s3: tensor<2x10x5xf32>, %l3: tensor<2x5xi32>, %d: tensor<f32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
+  %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = "sum"} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>
+  %1 = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  return %0, %1 : tensor<f32>, tensor<4x10xf32>
+}

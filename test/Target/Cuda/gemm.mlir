@@ -1,0 +1,92 @@
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
+
+// Gemm and MatMul on the CUDA target: one cuBLASLt matmul per
+// ampc::cuda::Gemm = {transA, transB, M, N, K, batch, strideA, strideB,
+// strideD, operand type, result type, alpha, beta, epilogue}, FP32
+// compute, called with (A, B, D, bias).
+
+// A Gemm with a bias row whose only user is a Relu: the RELU_BIAS epilogue
+// writes the Relu's buffer (offset 64, apart from the operands), the Gemm's
+// own buffer (offset 0) is never written and no Relu kernel is launched.
+// FP16 operands and result.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         uint16_t *[[G:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK-NEXT:    uint16_t *[[R:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, true, 4LL, 8LL, 16LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_RELU_BIAS};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.gemm", g, in0, in1, [[R]], in2)) return code; }
+// CHECK-NOT:     launch(
+// CHECK:         cudaMemcpyAsync(outputs[0], [[R]], 64ULL,
+func.func @forward(%x: tensor<4x16xf16>, %w: tensor<8x16xf16>, %b: tensor<8xf16>) -> tensor<4x8xf16> {
+  %0 = ampc.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x16xf16>, tensor<8x16xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+  %1 = ampc.relu %0 : tensor<4x8xf16>
+  return %1 : tensor<4x8xf16>
+}
+
+// -----
+
+// A column C is no bias epilogue: it is broadcast into D (strides {1, 0})
+// by a strided copy, then cuBLASLt computes alpha op(A) B + beta D with
+// transA, alpha 0.5 and beta -2, in FP32.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK-NEXT:    ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, in2, [[Y]], 12LL, 0LL, ampc::cuda::Strided{2, {3LL, 4LL}, {1LL, 0LL}});
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gemm");
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {true, false, 3LL, 4LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 5.000000000e-01f, -2.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.gemm", g, in0, in1, [[Y]], nullptr)) return code; }
+func.func @forward(%a: tensor<5x3xf32>, %b: tensor<5x4xf32>, %c: tensor<3x1xf32>) -> tensor<3x4xf32> {
+  %0 = ampc.gemm %a, %b, %c {transA = 1 : i64, alpha = 0.5 : f32, beta = -2.0 : f32} : (tensor<5x3xf32>, tensor<5x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// A batched MatMul whose batches are evenly spaced is one strided-batch
+// call: 4 batches, A, B and D stepping 15, 30 and 18 elements.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 4LL, 15LL, 30LL, 18LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0, in1, v0, nullptr)) return code; }
+// CHECK-NOT:     ampc::cuda::gemm(
+// CHECK:         return ampc::cuda::synchronize(ctx);
+func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6xf16> {
+  %0 = ampc.matmul %x, %y : (tensor<4x3x5xf16>, tensor<4x5x6xf16>) -> tensor<4x3x6xf16>
+  return %0 : tensor<4x3x6xf16>
+}
+
+// -----
+
+// Broadcast batch dimensions (2x1 against 4) are not evenly spaced: one
+// call per batch, in order, A moving by 15 elements every fourth call, B by
+// 30 each call, D by 18.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 0, v0 + 0, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 30, v0 + 18, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 60, v0 + 36, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 90, v0 + 54, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 0, v0 + 72, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 30, v0 + 90, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 60, v0 + 108, nullptr)) return code; }
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 90, v0 + 126, nullptr)) return code; }
+// CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[0], v0, 576ULL,
+func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32> {
+  %0 = ampc.matmul %x, %y : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32>
+  return %0 : tensor<2x4x3x6xf32>
+}
+
+// -----
+
+// A 1-D right operand in bf16: a 3x1x5 product, BF16 operands and result.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 1LL, 5LL, 1LL, 0LL, 0LL, 3LL, CUDA_R_16BF, CUDA_R_16BF, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
+  %0 = ampc.matmul %x, %v : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3xbf16>
+  return %0 : tensor<3xbf16>
+}
