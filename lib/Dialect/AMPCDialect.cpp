@@ -3,14 +3,23 @@
 #include "ampc/Dialect/AMPCDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace ampc;
 
 #include "ampc/Dialect/AMPCOpsDialect.cpp.inc"
 #include "ampc/Dialect/AMPCInterfaces.cpp.inc"
+#include "ampc/Dialect/AMPCEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "ampc/Dialect/AMPCAttrs.cpp.inc"
 
 void AMPCDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ampc/Dialect/AMPCAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "ampc/Dialect/AMPCOps.cpp.inc"

@@ -133,8 +133,14 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
       continue;
     }
     if (part == PipelinePart::All || step.part == part)
-      if (std::unique_ptr<Pass> pass = step.create(options))
-        pm.addPass(std::move(pass));
+      if (std::unique_ptr<Pass> pass = step.create(options)) {
+        // A pass declared on functions runs on each function (in parallel
+        // where the context allows); the others see the whole module.
+        if (pass->getOpName() == func::FuncOp::getOperationName())
+          pm.addNestedPass<func::FuncOp>(std::move(pass));
+        else
+          pm.addPass(std::move(pass));
+      }
     if (step.name == options.stopAfter)
       break;
   }

@@ -16,6 +16,9 @@
 
 #include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/AMPCOpsDialect.h.inc"
+#include "ampc/Dialect/AMPCEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "ampc/Dialect/AMPCAttrs.h.inc"
 #include "ampc/Dialect/AMPCInterfaces.h.inc"
 
 #define GET_OP_CLASSES

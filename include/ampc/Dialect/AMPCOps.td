@@ -15,6 +15,7 @@
 #define AMPC_OPS_TD
 
 include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -30,7 +31,31 @@ def AMPC_Dialect : Dialect {
     parameters as module-level `ampc.parameter` symbols.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
+
+//===----------------------------------------------------------------------===//
+// Enum attributes: choices an op or a pass makes, typed instead of strings.
+// Each prints as `#ampc<NAME value>`.
+//===----------------------------------------------------------------------===//
+
+class AMPC_EnumAttr<EnumAttrInfo info, string name>
+    : EnumAttr<AMPC_Dialect, info, name> {
+  let assemblyFormat = "$value";
+}
+
+// What a GEMM applies to its result while storing it (cuBLASLt's
+// epilogues), decided by ampc-fuse-epilogues. `bias` adds the row vector C;
+// `relu` clamps at zero (NaN stays NaN), after the bias when there is one.
+def AMPC_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "a GEMM's epilogue", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Bias", 1, "bias">,
+    I32EnumAttrCase<"Relu", 2, "relu">,
+    I32EnumAttrCase<"ReluBias", 3, "relu_bias">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_GemmEpilogueAttr : AMPC_EnumAttr<AMPC_GemmEpilogue, "epilogue">;
 
 // Every op's tensors are bounded in size (AMPCTraits.h, BoundedTensors).
 def AMPC_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
