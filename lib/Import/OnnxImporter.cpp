@@ -140,8 +140,17 @@ struct NodeContext {
   NamedAttribute ints(StringRef name, ArrayRef<int64_t> v) const {
     return b.getNamedAttr(name, b.getDenseI64ArrayAttr(v));
   }
-  NamedAttribute str(StringRef name, StringRef v) const {
-    return b.getNamedAttr(name, b.getStringAttr(v));
+  /// String attribute `name` (default `dflt`) as the enum attribute AttrT of
+  /// the case of E it spells (ONNX and AMPCOps.td spell them alike); any
+  /// other word is an error at the node.
+  template <typename E, typename AttrT>
+  FailureOr<NamedAttribute> enumAttr(StringRef name, StringRef dflt) const {
+    std::string word = getString(name, dflt);
+    std::optional<E> value = ampc::symbolizeEnum<E>(word);
+    if (!value)
+      return error("'" + name + "' must be " + ampc::enumChoices<E>() +
+                   ", got '" + word + "'");
+    return b.getNamedAttr(name, AttrT::get(b.getContext(), *value));
   }
 };
 
@@ -834,8 +843,12 @@ FailureOr<Outputs> importLeakyRelu(NodeContext &nc) {
 }
 
 FailureOr<Outputs> importGelu(NodeContext &nc) {
-  return buildSame(nc, "ampc.gelu",
-                   {nc.str("approximate", nc.getString("approximate", "none"))});
+  FailureOr<NamedAttribute> approximate =
+      nc.enumAttr<ampc::GeluApproximate, ampc::GeluApproximateAttr>(
+          "approximate", "none");
+  if (failed(approximate))
+    return failure();
+  return buildSame(nc, "ampc.gelu", {*approximate});
 }
 
 FailureOr<Outputs> importCast(NodeContext &nc) {
@@ -1353,20 +1366,29 @@ FailureOr<Outputs> importConstant(NodeContext &nc) {
 }
 
 /// Both ONNX losses take the same attributes.
-SmallVector<NamedAttribute> lossAttributes(NodeContext &nc) {
-  SmallVector<NamedAttribute> attrs = {
-      nc.str("reduction", nc.getString("reduction", "mean"))};
+FailureOr<SmallVector<NamedAttribute>> lossAttributes(NodeContext &nc) {
+  FailureOr<NamedAttribute> reduction =
+      nc.enumAttr<ampc::Reduction, ampc::ReductionAttr>("reduction", "mean");
+  if (failed(reduction))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {*reduction};
   if (nc.attr("ignore_index"))
     attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
   return attrs;
 }
 
 FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc) {
-  return buildSame(nc, "ampc.softmax_cross_entropy_loss", lossAttributes(nc), 2);
+  FailureOr<SmallVector<NamedAttribute>> attrs = lossAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  return buildSame(nc, "ampc.softmax_cross_entropy_loss", *attrs, 2);
 }
 
 FailureOr<Outputs> importNegativeLogLikelihoodLoss(NodeContext &nc) {
-  return buildSame(nc, "ampc.negative_log_likelihood_loss", lossAttributes(nc));
+  FailureOr<SmallVector<NamedAttribute>> attrs = lossAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  return buildSame(nc, "ampc.negative_log_likelihood_loss", *attrs);
 }
 
 constexpr AttrKind I = AttrKind::Int, F = AttrKind::Float, S = AttrKind::String,

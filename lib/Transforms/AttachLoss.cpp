@@ -123,7 +123,7 @@ FailureOr<RankedTensorType> AttachLoss::labelType(Value output) {
     return report("the first output of @forward must be float to attach a "
                   "loss",
                   "");
-  if (loss == "mse")
+  if (loss == ampc::LossFunction::Mse)
     return type.clone(type.getElementType().isF64()
                           ? type.getElementType()
                           : Float32Type::get(&getContext()));
@@ -148,14 +148,14 @@ FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
       logSoftmax && classAxis(logSoftmax, logSoftmax.getAxis()))
     return Value(ampc::NegativeLogLikelihoodLossOp::create(
         b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), label,
-        Value(), "mean", IntegerAttr()));
+        Value(), ampc::Reduction::Mean, IntegerAttr()));
   Value scores = output;
   if (auto softmax = output.getDefiningOp<ampc::SoftmaxOp>();
       softmax && classAxis(softmax, softmax.getAxis()))
     scores = softmax.getInput();
   auto sce = ampc::SoftmaxCrossEntropyLossOp::create(
       b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores), label, Value(),
-      "mean", IntegerAttr());
+      ampc::Reduction::Mean, IntegerAttr());
   return sce.getLoss();
 }
 
@@ -169,12 +169,8 @@ Value AttachLoss::meanSquaredError(OpBuilder &b, Value output, Value label) {
 
 void AttachLoss::runOnOperation() {
   ModuleOp module = getOperation();
-  if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
-    emitError(module.getLoc()) << "ampc-attach-loss: loss must be "
-                                  "cross_entropy, mse or none, got '"
-                               << loss << "'";
+  if (failed(ampc::checkEnumOption(loss, module.getLoc(), getArgument())))
     return signalPassFailure();
-  }
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal() || !forward.getBody().hasOneBlock()) {
     emitError(module.getLoc())
@@ -211,7 +207,7 @@ void AttachLoss::runOnOperation() {
       return signalPassFailure();
     return;
   }
-  if (loss == "none")
+  if (loss == ampc::LossFunction::None)
     return;
   if (ret->getNumOperands() == 0) {
     forward.emitError("ampc-attach-loss: @forward has no output to attach a "
@@ -246,7 +242,7 @@ void AttachLoss::runOnOperation() {
   forward.setArgAttr(index, "ampc.label", b.getUnitAttr());
 
   Value lossValue;
-  if (loss == "mse") {
+  if (loss == ampc::LossFunction::Mse) {
     lossValue = meanSquaredError(b, output, labelValue);
   } else {
     FailureOr<Value> ce = crossEntropy(b, output, labelValue);

@@ -60,19 +60,19 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-insert-loss-scaling", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.lossScaling.mode == "none")
+       if (o.lossScaling.mode == ampc::LossScalingMode::None)
          return nullptr;
        return ampc::createInsertLossScalingPass(o.lossScaling);
      }},
     {"ampc-attach-optimizer", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.optimizer.kind == "none")
+       if (o.optimizer.kind == ampc::OptimizerKind::None)
          return nullptr;
        return ampc::createAttachOptimizerPass(o.optimizer);
      }},
     {"ampc-running-statistics", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.optimizer.kind == "none")
+       if (o.optimizer.kind == ampc::OptimizerKind::None)
          return nullptr;
        return ampc::createRunningStatisticsPass();
      }},

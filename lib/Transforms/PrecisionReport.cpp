@@ -227,7 +227,7 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
     n.compute = dtypeName(decision->compute);
     for (Value result : op.getResults())
       n.outputs.push_back(dtypeName(result.getType()));
-    n.category = decision->category;
+    n.category = stringifyPrecisionCategory(decision->category).str();
     n.rule = decision->rule;
     int to = static_cast<int>(r.nodes.size());
     index[&op] = to;

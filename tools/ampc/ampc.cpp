@@ -282,6 +282,17 @@ int userError(const Twine &message) {
   return 1;
 }
 
+/// The case of E (AMPCOps.td) that `option` spells; nothing, after a
+/// one-line error that names the option and the cases, when it spells none.
+template <typename E>
+std::optional<E> parseChoice(const cl::opt<std::string> &option) {
+  std::optional<E> value = ampc::symbolizeEnum<E>(option.getValue());
+  if (!value)
+    userError("--" + option.ArgStr + " must be " + ampc::enumChoices<E>() +
+              ", got '" + option.getValue() + "'");
+  return value;
+}
+
 /// --emit=onnx: the original model with the decisions of `module` applied.
 bool exportOnnx(mlir::ModuleOp module) {
   ampc::NodePrecisions decisions;
@@ -482,35 +493,39 @@ int main(int argc, char **argv) {
 
   ampc::PipelineOptions pipeline;
   pipeline.stopAfter = emitAfter;
-  pipeline.precision.dtype = StringSwitch<std::string>(precision)
-                                 .Case("fp16", "f16")
-                                 .Case("bf16", "bf16")
-                                 .Case("fp32", "f32")
-                                 .Case("fp64", "f32")
-                                 .Default("");
-  if (pipeline.precision.dtype.empty())
+  using LowPrecisionType = ampc::LowPrecisionType;
+  std::optional<LowPrecisionType> dtype =
+      StringSwitch<std::optional<LowPrecisionType>>(precision)
+          .Case("fp16", LowPrecisionType::F16)
+          .Case("bf16", LowPrecisionType::BF16)
+          .Cases({"fp32", "fp64"}, LowPrecisionType::F32)
+          .Default(std::nullopt);
+  if (!dtype)
     return userError("--precision must be fp16, bf16, fp32 or fp64, got '" +
                      precision + "'");
+  pipeline.precision.dtype = *dtype;
   pipeline.widenToF64 = precision == "fp64";
-  if (propagation != "autocast" && propagation != "paint")
-    return userError("--propagation must be autocast or paint, got '" +
-                     propagation + "'");
-  pipeline.precision.propagation = propagation;
+  std::optional<ampc::Propagation> propagationChoice =
+      parseChoice<ampc::Propagation>(propagation);
+  if (!propagationChoice)
+    return 1;
+  pipeline.precision.propagation = *propagationChoice;
   pipeline.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   pipeline.precision.forceLowp.assign(forceLowp.begin(), forceLowp.end());
   pipeline.precision.rulesFile = ampRules;
   pipeline.training = mode == Mode::Train;
   pipeline.evalForward = !inferTrainingMode;
-  if (loss != "cross_entropy" && loss != "mse" && loss != "none")
-    return userError("--loss must be cross_entropy, mse or none, got '" + loss +
-                     "'");
-  pipeline.loss.loss = loss;
+  std::optional<ampc::LossFunction> lossChoice =
+      parseChoice<ampc::LossFunction>(loss);
+  if (!lossChoice)
+    return 1;
+  pipeline.loss.loss = *lossChoice;
   pipeline.loss.label = label;
-  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
-      optimizer != "none")
-    return userError("--optimizer must be sgd, adam, adamw or none, got '" +
-                     optimizer + "'");
-  pipeline.optimizer.kind = optimizer;
+  std::optional<ampc::OptimizerKind> optimizerChoice =
+      parseChoice<ampc::OptimizerKind>(optimizer);
+  if (!optimizerChoice)
+    return 1;
+  pipeline.optimizer.kind = *optimizerChoice;
   pipeline.optimizer.lr = learningRate;
   pipeline.optimizer.momentum = momentum;
   pipeline.optimizer.dampening = dampening;
@@ -527,19 +542,23 @@ int main(int argc, char **argv) {
   pipeline.optimizer.eps = epsilon;
   pipeline.optimizer.clipGradNorm = clipGradNorm;
   // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
-  std::string scaling = lossScale.empty()
-                            ? (precision == "fp16" ? "dynamic" : "none")
-                            : lossScale.getValue();
+  using LossScalingMode = ampc::LossScalingMode;
+  LossScalingMode scaling =
+      precision == "fp16" ? LossScalingMode::Dynamic : LossScalingMode::None;
   pipeline.lossScaling.initScale = initScale;
-  if (scaling != "dynamic" && scaling != "none") {
+  if (lossScale == "dynamic") {
+    scaling = LossScalingMode::Dynamic;
+  } else if (lossScale == "none") {
+    scaling = LossScalingMode::None;
+  } else if (!lossScale.empty()) {
     double fixed = 0;
-    if (StringRef(scaling).getAsDouble(fixed) || !(fixed > 0) ||
+    if (StringRef(lossScale).getAsDouble(fixed) || !(fixed > 0) ||
         !std::isfinite(fixed))
       return userError("--loss-scale must be dynamic, none or a positive "
                        "number, got '" +
-                       scaling + "'");
+                       lossScale + "'");
     pipeline.lossScaling.initScale = fixed;
-    scaling = "static";
+    scaling = LossScalingMode::Static;
   }
   pipeline.lossScaling.mode = scaling;
   pipeline.lossScaling.growthFactor = growthFactor;
@@ -600,7 +619,7 @@ int main(int argc, char **argv) {
   }
 
   if (explain || !reportPath.empty()) {
-    StringRef lowp = pipeline.precision.dtype;
+    StringRef lowp = ampc::stringifyEnum(pipeline.precision.dtype);
     ampc::PrecisionReport report =
         ampc::buildPrecisionReport(*module, inputPath, lowp, castsBefore);
     if (explain)

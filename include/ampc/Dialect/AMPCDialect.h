@@ -16,7 +16,7 @@
 
 #include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/AMPCOpsDialect.h.inc"
-#include "ampc/Dialect/AMPCEnums.h.inc"
+#include "ampc/Dialect/AMPCEnums.h"
 #define GET_ATTRDEF_CLASSES
 #include "ampc/Dialect/AMPCAttrs.h.inc"
 #include "ampc/Dialect/AMPCInterfaces.h.inc"

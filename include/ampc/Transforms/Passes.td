@@ -5,6 +5,10 @@
 
 include "mlir/Pass/PassBase.td"
 
+// Options that take one of a fixed set of words are typed by an enum of
+// AMPCOps.td (ampc::OptimizerKind, ...): the enum's spellings are the
+// option's values (EnumOption.h).
+
 def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::ModuleOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{
@@ -55,7 +59,8 @@ def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
     located at node "ampc.loss".
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+    Option<"loss", "loss", "ampc::LossFunction",
+           /*default=*/"ampc::LossFunction::CrossEntropy",
            "cross_entropy, mse or none">,
     Option<"label", "label", "std::string", /*default=*/"\"label\"",
            "name of the label input the loss adds">,
@@ -82,10 +87,11 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
     their types. docs/precision.md has the details.
   }];
   let options = [
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+    Option<"dtype", "dtype", "ampc::LowPrecisionType",
+           /*default=*/"ampc::LowPrecisionType::F16",
            "low-precision dtype: f16, bf16, or f32 (nothing is lowered)">,
-    Option<"propagation", "propagation", "std::string",
-           /*default=*/"\"autocast\"", "autocast or paint">,
+    Option<"propagation", "propagation", "ampc::Propagation",
+           /*default=*/"ampc::Propagation::Autocast", "autocast or paint">,
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "ops kept in FP32: op:TYPE or node:NAME">,
     ListOption<"forceLowp", "force-lowp", "std::string",
@@ -175,7 +181,8 @@ def InsertLossScalingPass : Pass<"ampc-insert-loss-scaling", "mlir::ModuleOp"> {
     chooses dynamic for fp16 and none otherwise unless `--loss-scale` says.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+    Option<"mode", "mode", "ampc::LossScalingMode",
+           /*default=*/"ampc::LossScalingMode::Dynamic",
            "dynamic, static or none">,
     Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
            "the initial (or, static, the fixed) scale">,
@@ -207,7 +214,8 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     `kind=none` leaves @train_step returning the gradients.
   }];
   let options = [
-    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
+    Option<"kind", "kind", "ampc::OptimizerKind",
+           /*default=*/"ampc::OptimizerKind::Adamw",
            "sgd, adam, adamw or none">,
     Option<"lr", "lr", "double", /*default=*/"1.0e-3", "learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0", "sgd">,

@@ -21,8 +21,9 @@
 
 namespace ampc {
 
-/// Discardable attribute on every op precision assignment decided:
-/// {compute = f16, category = "allow", rule = "allow list"}.
+/// Discardable attribute on every op precision assignment decided: a
+/// PrecisionDecisionAttr,
+/// `#ampc.precision<category = allow, compute = f16, rule = "allow list">`.
 constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
 // kAutocastAttr, the mark of compiler-inserted casts, is in AMPCDialect.h:
 // the gradient rules insert casts too.
@@ -79,10 +80,11 @@ std::string onnxNodeName(mlir::Operation *op);
 /// compared case-insensitively and ignoring underscores.
 bool ruleMatchesOpType(llvm::StringRef ruleName, mlir::Operation *op);
 
-/// The decision recorded on an op by ampc-assign-precision.
+/// The decision recorded on an op by ampc-assign-precision (as a
+/// PrecisionDecisionAttr, `ampc.precision`).
 struct PrecisionDecision {
-  mlir::Type compute;
-  std::string category;
+  mlir::FloatType compute;
+  PrecisionCategory category;
   std::string rule;
 };
 std::optional<PrecisionDecision> getPrecisionDecision(mlir::Operation *op);

@@ -95,6 +95,18 @@ std::string exactLiteral(const APFloat &value) {
   return formatv("{0:e17}", value.convertToDouble()).str();
 }
 
+StringRef lossReductionName(ampc::Reduction reduction) {
+  switch (reduction) {
+  case ampc::Reduction::None:
+    return "LossNone";
+  case ampc::Reduction::Sum:
+    return "LossSum";
+  case ampc::Reduction::Mean:
+    return "LossMean";
+  }
+  llvm_unreachable("unknown loss reduction");
+}
+
 std::string nodeDescription(Operation *op) {
   std::string node, opType;
   Location loc = op->getLoc();
@@ -621,10 +633,13 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   // The training fields: state, the step, its description, the labels and
   // the embedded ONNX model.
   bool training = isTraining(trainStep);
-  auto text = [&](StringRef attr) {
-    auto s = module->getAttrOfType<StringAttr>(attr);
-    return "\"" + cString(s ? s.getValue() : "") + "\"";
-  };
+  auto quoted = [](StringRef s) { return "\"" + cString(s) + "\""; };
+  auto hyperparameters =
+      module->getAttrOfType<StringAttr>(ampc::kHyperparametersAttr);
+  auto optimizer = module->getAttrOfType<ampc::OptimizerKindAttr>(
+      ampc::kOptimizerAttr);
+  auto lossScaling = module->getAttrOfType<ampc::LossScalingModeAttr>(
+      ampc::kLossScalingAttr);
   int32_t numLabels = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
@@ -640,9 +655,14 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   std::string trainingFields =
       training ? formatv("kNumStateTensors, stateTensors, readState, "
                          "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
-                         text(ampc::kOptimizerAttr),
-                         text(ampc::kHyperparametersAttr),
-                         text(ampc::kLossScalingAttr), numLabels, onnx)
+                         quoted(optimizer ? stringifyEnum(optimizer.getValue())
+                                          : ""),
+                         quoted(hyperparameters ? hyperparameters.getValue()
+                                                : ""),
+                         quoted(lossScaling
+                                    ? stringifyEnum(lossScaling.getValue())
+                                    : ""),
+                         numLabels, onnx)
                      .str()
                : formatv("0, nullptr, nullptr, nullptr, nullptr, nullptr, "
                          "nullptr, nullptr, {0}, {1}",
