@@ -531,7 +531,7 @@ LogicalResult Importer::buildSignature() {
                               b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "ampc.name", b.getStringAttr(name));
+    func.setArgAttr(i, ampc::kNameAttr, b.getStringAttr(name));
     values[name] = entry->getArgument(i);
   }
   b.setInsertionPointToStart(entry);
@@ -798,7 +798,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   func.setFunctionType(
       b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [i, info] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "ampc.name", b.getStringAttr(info.name()));
+    func.setResultAttr(i, ampc::kNameAttr, b.getStringAttr(info.name()));
   // Parameters that no node reads are dropped with a clean module.
   for (auto param : llvm::make_early_inc_range(module.getOps<ampc::ParameterOp>()))
     if (!values.count(param.getSymName()))

@@ -192,7 +192,7 @@ void AttachLoss::runOnOperation() {
       else if (auto nll = dyn_cast<ampc::NegativeLogLikelihoodLossOp>(op))
         labels = nll.getTarget();
       if (auto arg = dyn_cast_or_null<BlockArgument>(labels))
-        forward.setArgAttr(arg.getArgNumber(), "ampc.label",
+        forward.setArgAttr(arg.getArgNumber(), ampc::kLabelAttr,
                            UnitAttr::get(forward.getContext()));
     });
     if (i == 0)
@@ -216,7 +216,7 @@ void AttachLoss::runOnOperation() {
   }
 
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (auto name = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    if (auto name = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
         name && name.getValue() == label) {
       forward.emitError("ampc-attach-loss: @forward already has an input "
                         "named '")
@@ -231,7 +231,7 @@ void AttachLoss::runOnOperation() {
   OpBuilder b(ret);
   auto nameAttr = [&](StringRef name) {
     return b.getDictionaryAttr(
-        b.getNamedAttr("ampc.name", b.getStringAttr(name)));
+        b.getNamedAttr(ampc::kNameAttr, b.getStringAttr(name)));
   };
   unsigned index = forward.getNumArguments();
   // Located like the importer's inputs: the name around the model.
@@ -239,7 +239,7 @@ void AttachLoss::runOnOperation() {
   if (failed(forward.insertArgument(index, *type, nameAttr(label), labelLoc)))
     return signalPassFailure();
   Value labelValue = forward.getArgument(index);
-  forward.setArgAttr(index, "ampc.label", b.getUnitAttr());
+  forward.setArgAttr(index, ampc::kLabelAttr, b.getUnitAttr());
 
   Value lossValue;
   if (loss == ampc::LossFunction::Mse) {

@@ -87,7 +87,7 @@ struct AttachOptimizerPass
     for (unsigned i : gradientResults) {
       grads.push_back(ret.getOperand(i));
       params.push_back(
-          step.getResultAttrOfType<FlatSymbolRefAttr>(i, "ampc.gradient_of"));
+          step.getResultAttrOfType<FlatSymbolRefAttr>(i, ampc::kGradientOfAttr));
     }
 
     // Weights the forward reads in f16/bf16 read a copy the step keeps.

@@ -32,6 +32,11 @@ def AMPC_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The discardable `ampc.*` attributes the passes write (AMPCDialect.h)
+  // are checked like op attributes.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//

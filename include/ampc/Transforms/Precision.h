@@ -21,12 +21,10 @@
 
 namespace ampc {
 
-/// Discardable attribute on every op precision assignment decided: a
-/// PrecisionDecisionAttr,
-/// `#ampc.precision<category = allow, compute = f16, rule = "allow list">`.
-constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
-// kAutocastAttr, the mark of compiler-inserted casts, is in AMPCDialect.h:
-// the gradient rules insert casts too.
+// kPrecisionAttr, the decision on every op precision assignment decided,
+// and kAutocastAttr, the mark of compiler-inserted casts, are in
+// AMPCDialect.h: the dialect verifies them, and the gradient rules insert
+// casts too.
 
 /// `op:TYPE` or `node:NAME`, as written on the command line.
 struct OverrideRule {

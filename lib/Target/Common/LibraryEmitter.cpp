@@ -507,7 +507,7 @@ LogicalResult LibraryEmitter::emitParameterAccess(func::FuncOp trainStep) {
   std::string gradientParameters;
   for (unsigned r = 1; r < trainStep.getNumResults(); ++r) {
     auto of = trainStep.getResultAttrOfType<FlatSymbolRefAttr>(
-        r, "ampc.gradient_of");
+        r, ampc::kGradientOfAttr);
     auto *it = of ? llvm::find(params, of.getValue()) : params.end();
     if (it == params.end())
       return trainStep.emitError() << "result " << r
@@ -616,11 +616,11 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
     os << "static const ampc_abi_tensor " << kind << "s[] = {\n" << entries << "};\n";
   };
   tensors("input", forward.getArgumentTypes(), [&](unsigned i) {
-    auto n = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    auto n = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
     return n ? n.str() : "input" + std::to_string(i);
   });
   tensors("output", forward.getResultTypes(), [&](unsigned i) {
-    auto n = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
+    auto n = forward.getResultAttrOfType<StringAttr>(i, ampc::kNameAttr);
     return n ? n.str() : "output" + std::to_string(i);
   });
   SmallVector<Type> paramTypes;
@@ -642,7 +642,7 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
       ampc::kLossScalingAttr);
   int32_t numLabels = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
+    numLabels += forward.getArgAttr(i, ampc::kLabelAttr) != nullptr;
   if (!options.onnxFile.empty())
     os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
           "asm(\".section .rodata\\n.balign 64\\n"
