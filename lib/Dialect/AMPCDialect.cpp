@@ -1,9 +1,13 @@
 //===- AMPCDialect.cpp - the ampc dialect ---------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/TensorSize.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -32,6 +36,173 @@ Operation *AMPCDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// The discardable attributes of the passes (AMPCDialect.h)
+//===----------------------------------------------------------------------===//
+
+/// `ampc.offsets` on `op`: one entry per result, each -1 or an aligned
+/// offset, and, once the function has its arena, inside it.
+static LogicalResult verifyOffsets(Operation *op, Attribute value) {
+  auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
+  if (!offsets)
+    return op->emitOpError("'ampc.offsets' must be an array<i64>, got ")
+           << value;
+  if (offsets.size() != static_cast<int64_t>(op->getNumResults()))
+    return op->emitOpError("'ampc.offsets' must have one entry per result (")
+           << op->getNumResults() << "), got " << offsets.size();
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto arena = func ? func->getAttrOfType<IntegerAttr>(kArenaBytesAttr)
+                    : IntegerAttr();
+  for (auto [i, offset] : llvm::enumerate(offsets.asArrayRef())) {
+    if (offset == -1)
+      continue;
+    if (offset < 0 || offset % kBufferAlignment != 0)
+      return op->emitOpError("'ampc.offsets' entries must be -1 or a "
+                             "non-negative multiple of ")
+             << kBufferAlignment << ", got " << offset << " for result #"
+             << i;
+    auto type = dyn_cast<ShapedType>(op->getResult(i).getType());
+    std::optional<int64_t> bytes =
+        type ? checkedByteSize(type) : std::optional<int64_t>();
+    // Tensors are at most kMaxTensorBytes (BoundedTensors), so the sum of
+    // two of them cannot overflow.
+    if (arena && bytes && offset > arena.getInt() - *bytes)
+      return op->emitOpError("'ampc.offsets' puts result #")
+             << i << " (" << *bytes << " bytes at offset " << offset
+             << ") past the arena of @" << func.getSymName() << " ("
+             << arena.getInt() << " bytes)";
+  }
+  return success();
+}
+
+LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  auto isModule = isa<ModuleOp>(op);
+  if (name == kAutocastAttr) {
+    if (!isa<UnitAttr>(value) || !isa<CastOp>(op))
+      return op->emitOpError("'ampc.autocast' must be a unit attribute on an "
+                             "ampc.cast");
+    return success();
+  }
+  if (name == kLossSeedAttr) {
+    if (!isa<UnitAttr>(value) || !isa<ConstantOp>(op))
+      return op->emitOpError("'ampc.loss_seed' must be a unit attribute on "
+                             "an ampc.constant");
+    return success();
+  }
+  if (name == kFrozenAttr) {
+    if (!isa<UnitAttr>(value) || !isa<ParameterOp>(op))
+      return op->emitOpError("'ampc.frozen' must be a unit attribute on an "
+                             "ampc.parameter");
+    return success();
+  }
+  if (name == kPrecisionAttr) {
+    if (!isa<PrecisionDecisionAttr>(value))
+      return op->emitOpError("'ampc.precision' must be a precision decision "
+                             "(#ampc.precision<...>), got ")
+             << value;
+    return success();
+  }
+  if (name == kOffsetsAttr)
+    return verifyOffsets(op, value);
+  if (name == kArenaBytesAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(value);
+    if (!isa<func::FuncOp>(op) || !bytes || !bytes.getType().isInteger(64) ||
+        bytes.getInt() < 0)
+      return op->emitOpError("'ampc.arena_bytes' must be a non-negative i64 "
+                             "on a function, got ")
+             << value;
+    return success();
+  }
+  if (name == kLossScalingAttr) {
+    if (!isModule || !isa<LossScalingModeAttr>(value))
+      return op->emitOpError("'ampc.loss_scaling' must be a loss-scaling "
+                             "mode (#ampc<loss_scaling ...>) on the module, "
+                             "got ")
+             << value;
+    return success();
+  }
+  if (name == kOptimizerAttr) {
+    auto kind = dyn_cast<OptimizerKindAttr>(value);
+    if (!isModule || !kind || kind.getValue() == OptimizerKind::None)
+      return op->emitOpError("'ampc.optimizer' must be sgd, adam or adamw "
+                             "(#ampc<optimizer ...>) on the module, got ")
+             << value;
+    return success();
+  }
+  if (name == kHyperparametersAttr) {
+    if (!isModule || !isa<StringAttr>(value))
+      return op->emitOpError("'ampc.hyperparameters' must be a string on "
+                             "the module, got ")
+             << value;
+    return success();
+  }
+  if (name == kNameAttr || name == kLabelAttr || name == kGradientOfAttr)
+    return op->emitOpError("has the function argument or result attribute '")
+           << name << "' as an attribute of its own";
+  return op->emitOpError("has an unknown attribute '")
+         << name << "' in the ampc namespace";
+}
+
+/// `ampc.name` on a function argument or result: the ONNX name.
+static LogicalResult verifyName(Operation *op, Attribute value,
+                                StringRef where, unsigned index) {
+  if (!isa<StringAttr>(value))
+    return op->emitOpError("'ampc.name' must be a string, got ")
+           << value << " on " << where << " #" << index;
+  return success();
+}
+
+LogicalResult AMPCDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  if (name == kNameAttr)
+    return verifyName(op, value, "argument", argIndex);
+  if (name == kLabelAttr) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError("'ampc.label' must be a unit attribute, got ")
+             << value << " on argument #" << argIndex;
+    return success();
+  }
+  return op->emitOpError("has an unknown argument attribute '")
+         << name << "' on argument #" << argIndex;
+}
+
+LogicalResult AMPCDialect::verifyRegionResultAttribute(
+    Operation *op, unsigned regionIndex, unsigned resultIndex,
+    NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  if (name == kNameAttr)
+    return verifyName(op, value, "result", resultIndex);
+  if (name == kGradientOfAttr) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+    if (!ref)
+      return op->emitOpError("'ampc.gradient_of' must name a parameter "
+                             "(@name), got ")
+             << value << " on result #" << resultIndex;
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, ref);
+    if (!param)
+      return op->emitOpError("'ampc.gradient_of' names no ampc.parameter: ")
+             << ref << " on result #" << resultIndex;
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (function && resultIndex < function.getNumResults() &&
+        function.getResultTypes()[resultIndex] != param.getType())
+      return op->emitOpError("'ampc.gradient_of' needs the parameter's type: ")
+             << ref << " is " << param.getType() << ", result #"
+             << resultIndex << " is "
+             << function.getResultTypes()[resultIndex];
+    return success();
+  }
+  return op->emitOpError("has an unknown result attribute '")
+         << name << "' on result #" << resultIndex;
 }
 
 std::optional<int64_t> ampc::normalizeAxis(int64_t axis, int64_t rank) {

@@ -298,14 +298,10 @@ AMPC_SAME_TYPE_INFERENCE(IdentityOp)
 AMPC_SAME_TYPE_INFERENCE(LeakyReluOp)
 #undef AMPC_SAME_TYPE_INFERENCE
 
-LogicalResult GeluOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+// `approximate` is a GeluApproximate: the attribute's parser and type
+// admit only its cases.
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                        Adaptor adaptor, Types &types) {
-  adaptor = withDefaults<GeluOp>(ctx, adaptor);
-  StringRef approximate = adaptor.getApproximate();
-  if (approximate != "none" && approximate != "tanh")
-    return fail<GeluOp>(loc, "'approximate' must be \"none\" or \"tanh\", "
-                             "got \"" +
-                                 approximate + "\"");
   return inferSameType<GeluOp>(loc, adaptor.getInput(), types);
 }
 
@@ -1110,11 +1106,7 @@ LogicalResult GlobalAveragePoolOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 template <typename OpTy>
 static FailureOr<RankedTensorType>
 inferLoss(OptLoc loc, Value scores, Value labels, Value weights,
-          StringRef reduction) {
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    return fail<OpTy>(loc, "'reduction' must be \"none\", \"sum\" or "
-                           "\"mean\", got \"" +
-                               reduction + "\"");
+          Reduction reduction) {
   auto s = rankedType<OpTy>(loc, scores, "scores");
   auto l = rankedType<OpTy>(loc, labels, "labels");
   if (failed(s) || failed(l))
@@ -1138,7 +1130,7 @@ inferLoss(OptLoc loc, Value scores, Value labels, Value weights,
                                  Twine(s->getDimSize(1)) + "], got " +
                                  formatList(w->getShape()));
   }
-  if (reduction == "none")
+  if (reduction == Reduction::None)
     return RankedTensorType::get(expected, s->getElementType());
   return RankedTensorType::get({}, s->getElementType());
 }
@@ -1193,13 +1185,6 @@ static LogicalResult checkForwardType(OpTy op,
     return op.emitOpError("grad has type ")
            << grad.getType() << ", but " << forwardOp << " on "
            << op.getOutput().getType() << " gives " << *forward;
-  return success();
-}
-
-LogicalResult GeluGradOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError("'approximate' must be \"none\" or \"tanh\", got \"")
-           << getApproximate() << "\"";
   return success();
 }
 

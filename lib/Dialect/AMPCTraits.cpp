@@ -3,45 +3,14 @@
 #include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/TensorSize.h"
 
-
 using namespace mlir;
 
 namespace {
-constexpr ampc::PrecisionCategory kCategories[] = {
-    ampc::PrecisionCategory::Allow,      ampc::PrecisionCategory::Deny,
-    ampc::PrecisionCategory::Fp32Output, ampc::PrecisionCategory::Promote,
-    ampc::PrecisionCategory::Follow,
-};
-
 template <ampc::PrecisionCategory C>
 bool has(Operation *op) {
   return op->hasTrait<ampc::PrecisionCategoryTrait<C>::template Impl>();
 }
 } // namespace
-
-StringRef ampc::stringifyPrecisionCategory(PrecisionCategory category) {
-  switch (category) {
-  case PrecisionCategory::Allow:
-    return "allow";
-  case PrecisionCategory::Deny:
-    return "deny";
-  case PrecisionCategory::Fp32Output:
-    return "fp32_output";
-  case PrecisionCategory::Promote:
-    return "promote";
-  case PrecisionCategory::Follow:
-    return "follow";
-  }
-  return "";
-}
-
-std::optional<ampc::PrecisionCategory>
-ampc::symbolizePrecisionCategory(StringRef name) {
-  for (PrecisionCategory c : kCategories)
-    if (stringifyPrecisionCategory(c) == name)
-      return c;
-  return std::nullopt;
-}
 
 std::optional<ampc::PrecisionCategory>
 ampc::getPrecisionCategory(Operation *op) {

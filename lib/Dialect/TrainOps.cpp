@@ -81,17 +81,25 @@ LogicalResult ClipGradNormOp::verify() {
 }
 
 LogicalResult OptimizerUpdateOp::verify() {
-  StringRef kind = getKind();
+  OptimizerKind kind = getKind();
   size_t moments = getMoments().size();
-  size_t expected = kind == "sgd" ? (getMomentum().isZero() ? 0 : 1)
-                    : kind == "adam" || kind == "adamw" ? 2
-                                                        : ~size_t(0);
-  if (expected == ~size_t(0))
+  size_t expected = 0;
+  switch (kind) {
+  case OptimizerKind::Sgd:
+    expected = getMomentum().isZero() ? 0 : 1;
+    break;
+  case OptimizerKind::Adam:
+  case OptimizerKind::Adamw:
+    expected = 2;
+    break;
+  case OptimizerKind::None:
+    // `none` means no optimizer to ampc-attach-optimizer; no update has it.
     return emitOpError("'kind' must be sgd, adam or adamw, got '")
-           << kind << "'";
+           << stringifyOptimizerKind(kind) << "'";
+  }
   if (moments != expected)
-    return emitOpError("'") << kind << "' keeps " << expected
-                            << " moment(s), got " << moments;
+    return emitOpError("'") << stringifyOptimizerKind(kind) << "' keeps "
+                            << expected << " moment(s), got " << moments;
   Type t = getParam().getType();
   if (getGrad().getType() != t)
     return emitOpError("gradient type ") << getGrad().getType()

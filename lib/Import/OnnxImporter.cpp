@@ -140,8 +140,17 @@ struct NodeContext {
   NamedAttribute ints(StringRef name, ArrayRef<int64_t> v) const {
     return b.getNamedAttr(name, b.getDenseI64ArrayAttr(v));
   }
-  NamedAttribute str(StringRef name, StringRef v) const {
-    return b.getNamedAttr(name, b.getStringAttr(v));
+  /// String attribute `name` (default `dflt`) as the enum attribute AttrT of
+  /// the case of E it spells (ONNX and AMPCOps.td spell them alike); any
+  /// other word is an error at the node.
+  template <typename E, typename AttrT>
+  FailureOr<NamedAttribute> enumAttr(StringRef name, StringRef dflt) const {
+    std::string word = getString(name, dflt);
+    std::optional<E> value = ampc::symbolizeEnum<E>(word);
+    if (!value)
+      return error("'" + name + "' must be " + ampc::enumChoices<E>() +
+                   ", got '" + word + "'");
+    return b.getNamedAttr(name, AttrT::get(b.getContext(), *value));
   }
 };
 
@@ -522,7 +531,7 @@ LogicalResult Importer::buildSignature() {
                               b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "ampc.name", b.getStringAttr(name));
+    func.setArgAttr(i, ampc::kNameAttr, b.getStringAttr(name));
     values[name] = entry->getArgument(i);
   }
   b.setInsertionPointToStart(entry);
@@ -789,7 +798,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   func.setFunctionType(
       b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [i, info] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "ampc.name", b.getStringAttr(info.name()));
+    func.setResultAttr(i, ampc::kNameAttr, b.getStringAttr(info.name()));
   // Parameters that no node reads are dropped with a clean module.
   for (auto param : llvm::make_early_inc_range(module.getOps<ampc::ParameterOp>()))
     if (!values.count(param.getSymName()))
@@ -834,8 +843,12 @@ FailureOr<Outputs> importLeakyRelu(NodeContext &nc) {
 }
 
 FailureOr<Outputs> importGelu(NodeContext &nc) {
-  return buildSame(nc, "ampc.gelu",
-                   {nc.str("approximate", nc.getString("approximate", "none"))});
+  FailureOr<NamedAttribute> approximate =
+      nc.enumAttr<ampc::GeluApproximate, ampc::GeluApproximateAttr>(
+          "approximate", "none");
+  if (failed(approximate))
+    return failure();
+  return buildSame(nc, "ampc.gelu", {*approximate});
 }
 
 FailureOr<Outputs> importCast(NodeContext &nc) {
@@ -1353,20 +1366,29 @@ FailureOr<Outputs> importConstant(NodeContext &nc) {
 }
 
 /// Both ONNX losses take the same attributes.
-SmallVector<NamedAttribute> lossAttributes(NodeContext &nc) {
-  SmallVector<NamedAttribute> attrs = {
-      nc.str("reduction", nc.getString("reduction", "mean"))};
+FailureOr<SmallVector<NamedAttribute>> lossAttributes(NodeContext &nc) {
+  FailureOr<NamedAttribute> reduction =
+      nc.enumAttr<ampc::Reduction, ampc::ReductionAttr>("reduction", "mean");
+  if (failed(reduction))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {*reduction};
   if (nc.attr("ignore_index"))
     attrs.push_back(nc.i64("ignore_index", nc.getInt("ignore_index", 0)));
   return attrs;
 }
 
 FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc) {
-  return buildSame(nc, "ampc.softmax_cross_entropy_loss", lossAttributes(nc), 2);
+  FailureOr<SmallVector<NamedAttribute>> attrs = lossAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  return buildSame(nc, "ampc.softmax_cross_entropy_loss", *attrs, 2);
 }
 
 FailureOr<Outputs> importNegativeLogLikelihoodLoss(NodeContext &nc) {
-  return buildSame(nc, "ampc.negative_log_likelihood_loss", lossAttributes(nc));
+  FailureOr<SmallVector<NamedAttribute>> attrs = lossAttributes(nc);
+  if (failed(attrs))
+    return failure();
+  return buildSame(nc, "ampc.negative_log_likelihood_loss", *attrs);
 }
 
 constexpr AttrKind I = AttrKind::Int, F = AttrKind::Float, S = AttrKind::String,

@@ -121,7 +121,7 @@ private:
                        &decisions) const;
   LogicalResult apply(Operation *op, const ampc::PrecisionDecision &decision);
 
-  Type lowp;
+  FloatType lowp;
 };
 
 LogicalResult AssignPrecision::loadRules(ampc::PrecisionRules &rules) {
@@ -228,8 +228,8 @@ LogicalResult AssignPrecision::collectCandidates(
 
 ampc::PrecisionDecision
 AssignPrecision::decideAutocast(const Candidate &c) const {
-  std::string category = ampc::stringifyPrecisionCategory(c.category).str();
-  Type f32 = Float32Type::get(c.op->getContext());
+  PrecisionCategory category = c.category;
+  FloatType f32 = Float32Type::get(c.op->getContext());
   if (c.forceLowp)
     return {*c.forceLowp ? lowp : f32, category, c.overrideSource};
   switch (c.category) {
@@ -259,7 +259,7 @@ AssignPrecision::decideAutocast(const Candidate &c) const {
                            ? "widest input is "
                            : "input is ") +
                       ampc::dtypeName(compute);
-    return {compute, category, why};
+    return {cast<FloatType>(compute), category, why};
   }
   }
   llvm_unreachable("unknown precision category");
@@ -381,9 +381,9 @@ void AssignPrecision::decidePaint(
            why[j] = "paint: follow op next to allow ops";
          });
 
-  Type f32 = Float32Type::get(lowp.getContext());
+  FloatType f32 = Float32Type::get(lowp.getContext());
   for (auto [i, c] : llvm::enumerate(candidates)) {
-    std::string category = ampc::stringifyPrecisionCategory(c.category).str();
+    PrecisionCategory category = c.category;
     if (allow.contains(i))
       decisions[c.op] = {lowp, category, why[i]};
     else if (deny.contains(i))
@@ -440,23 +440,20 @@ LogicalResult AssignPrecision::apply(Operation *op,
 void AssignPrecision::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
-  if (dtype == "f16")
+  if (failed(ampc::checkEnumOption(dtype, module.getLoc(), getArgument())) ||
+      failed(ampc::checkEnumOption(propagation, module.getLoc(),
+                                   getArgument())))
+    return signalPassFailure();
+  switch (dtype) {
+  case ampc::LowPrecisionType::F16:
     lowp = Float16Type::get(ctx);
-  else if (dtype == "bf16")
+    break;
+  case ampc::LowPrecisionType::BF16:
     lowp = BFloat16Type::get(ctx);
-  else if (dtype == "f32")
+    break;
+  case ampc::LowPrecisionType::F32:
     lowp = Float32Type::get(ctx);
-  else {
-    emitError(module.getLoc()) << "ampc-assign-precision: dtype must be f16, "
-                                  "bf16 or f32, got '"
-                               << dtype << "'";
-    return signalPassFailure();
-  }
-  if (propagation != "autocast" && propagation != "paint") {
-    emitError(module.getLoc()) << "ampc-assign-precision: propagation must be "
-                                  "autocast or paint, got '"
-                               << propagation << "'";
-    return signalPassFailure();
+    break;
   }
   ampc::PrecisionRules rules;
   if (failed(loadRules(rules)))
@@ -469,13 +466,14 @@ void AssignPrecision::runOnOperation() {
       return signalPassFailure();
 
     llvm::DenseMap<Operation *, ampc::PrecisionDecision> painted;
-    if (propagation == "paint")
+    bool paint = propagation == ampc::Propagation::Paint;
+    if (paint)
       decidePaint(candidates, painted);
     // Program order: an autocast decision depends on the dtypes that the
     // ops before it produce.
     for (const Candidate &c : candidates) {
       ampc::PrecisionDecision decision =
-          propagation == "paint" ? painted.lookup(c.op) : decideAutocast(c);
+          paint ? painted.lookup(c.op) : decideAutocast(c);
       if (failed(apply(c.op, decision)))
         return signalPassFailure();
     }

@@ -123,7 +123,7 @@ FailureOr<RankedTensorType> AttachLoss::labelType(Value output) {
     return report("the first output of @forward must be float to attach a "
                   "loss",
                   "");
-  if (loss == "mse")
+  if (loss == ampc::LossFunction::Mse)
     return type.clone(type.getElementType().isF64()
                           ? type.getElementType()
                           : Float32Type::get(&getContext()));
@@ -148,14 +148,14 @@ FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
       logSoftmax && classAxis(logSoftmax, logSoftmax.getAxis()))
     return Value(ampc::NegativeLogLikelihoodLossOp::create(
         b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), label,
-        Value(), "mean", IntegerAttr()));
+        Value(), ampc::Reduction::Mean, IntegerAttr()));
   Value scores = output;
   if (auto softmax = output.getDefiningOp<ampc::SoftmaxOp>();
       softmax && classAxis(softmax, softmax.getAxis()))
     scores = softmax.getInput();
   auto sce = ampc::SoftmaxCrossEntropyLossOp::create(
       b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores), label, Value(),
-      "mean", IntegerAttr());
+      ampc::Reduction::Mean, IntegerAttr());
   return sce.getLoss();
 }
 
@@ -169,12 +169,8 @@ Value AttachLoss::meanSquaredError(OpBuilder &b, Value output, Value label) {
 
 void AttachLoss::runOnOperation() {
   ModuleOp module = getOperation();
-  if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
-    emitError(module.getLoc()) << "ampc-attach-loss: loss must be "
-                                  "cross_entropy, mse or none, got '"
-                               << loss << "'";
+  if (failed(ampc::checkEnumOption(loss, module.getLoc(), getArgument())))
     return signalPassFailure();
-  }
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal() || !forward.getBody().hasOneBlock()) {
     emitError(module.getLoc())
@@ -196,7 +192,7 @@ void AttachLoss::runOnOperation() {
       else if (auto nll = dyn_cast<ampc::NegativeLogLikelihoodLossOp>(op))
         labels = nll.getTarget();
       if (auto arg = dyn_cast_or_null<BlockArgument>(labels))
-        forward.setArgAttr(arg.getArgNumber(), "ampc.label",
+        forward.setArgAttr(arg.getArgNumber(), ampc::kLabelAttr,
                            UnitAttr::get(forward.getContext()));
     });
     if (i == 0)
@@ -211,7 +207,7 @@ void AttachLoss::runOnOperation() {
       return signalPassFailure();
     return;
   }
-  if (loss == "none")
+  if (loss == ampc::LossFunction::None)
     return;
   if (ret->getNumOperands() == 0) {
     forward.emitError("ampc-attach-loss: @forward has no output to attach a "
@@ -220,7 +216,7 @@ void AttachLoss::runOnOperation() {
   }
 
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (auto name = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    if (auto name = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
         name && name.getValue() == label) {
       forward.emitError("ampc-attach-loss: @forward already has an input "
                         "named '")
@@ -235,7 +231,7 @@ void AttachLoss::runOnOperation() {
   OpBuilder b(ret);
   auto nameAttr = [&](StringRef name) {
     return b.getDictionaryAttr(
-        b.getNamedAttr("ampc.name", b.getStringAttr(name)));
+        b.getNamedAttr(ampc::kNameAttr, b.getStringAttr(name)));
   };
   unsigned index = forward.getNumArguments();
   // Located like the importer's inputs: the name around the model.
@@ -243,10 +239,10 @@ void AttachLoss::runOnOperation() {
   if (failed(forward.insertArgument(index, *type, nameAttr(label), labelLoc)))
     return signalPassFailure();
   Value labelValue = forward.getArgument(index);
-  forward.setArgAttr(index, "ampc.label", b.getUnitAttr());
+  forward.setArgAttr(index, ampc::kLabelAttr, b.getUnitAttr());
 
   Value lossValue;
-  if (loss == "mse") {
+  if (loss == ampc::LossFunction::Mse) {
     lossValue = meanSquaredError(b, output, labelValue);
   } else {
     FailureOr<Value> ce = crossEntropy(b, output, labelValue);

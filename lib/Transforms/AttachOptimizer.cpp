@@ -35,15 +35,14 @@ struct AttachOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (kind == "none")
-      return;
-    if (kind != "sgd" && kind != "adam" && kind != "adamw") {
-      module.emitError() << "ampc-attach-optimizer: kind must be sgd, adam, "
-                            "adamw or none, got '"
-                         << kind << "'";
+    if (failed(ampc::checkEnumOption(kind, module.getLoc(), getArgument())))
       return signalPassFailure();
-    }
-    double decay = weightDecay >= 0 ? weightDecay : kind == "adamw" ? 0.01 : 0;
+    if (kind == ampc::OptimizerKind::None)
+      return;
+    bool sgd = kind == ampc::OptimizerKind::Sgd;
+    double decay = weightDecay >= 0                      ? weightDecay
+                   : kind == ampc::OptimizerKind::Adamw ? 0.01
+                                                         : 0;
     // `!(x >= 0)` also refuses NaN; infinities are refused by name.
     auto finiteNonNegative = [](double x) {
       return x >= 0 && std::isfinite(x);
@@ -88,7 +87,7 @@ struct AttachOptimizerPass
     for (unsigned i : gradientResults) {
       grads.push_back(ret.getOperand(i));
       params.push_back(
-          step.getResultAttrOfType<FlatSymbolRefAttr>(i, "ampc.gradient_of"));
+          step.getResultAttrOfType<FlatSymbolRefAttr>(i, ampc::kGradientOfAttr));
     }
 
     // Weights the forward reads in f16/bf16 read a copy the step keeps.
@@ -132,11 +131,10 @@ struct AttachOptimizerPass
       grads.assign(clip.getClipped().begin(), clip.getClipped().end());
     }
 
-    unsigned numMoments =
-        kind == "sgd" ? (momentum > 0 ? 1 : 0) : 2;
+    unsigned numMoments = sgd ? (momentum > 0 ? 1 : 0) : 2;
     SmallVector<StringRef> momentNames =
-        kind == "sgd" ? SmallVector<StringRef>{".momentum_buffer"}
-                      : SmallVector<StringRef>{".exp_avg", ".exp_avg_sq"};
+        sgd ? SmallVector<StringRef>{".momentum_buffer"}
+            : SmallVector<StringRef>{".exp_avg", ".exp_avg_sq"};
     for (auto [param, grad] : llvm::zip(params, grads)) {
       auto type = cast<RankedTensorType>(grad.getType());
       auto zero = DenseElementsAttr::get(
@@ -152,7 +150,8 @@ struct AttachOptimizerPass
       SmallVector<Type> resultTypes(1 + numMoments, type);
       auto update = ampc::OptimizerUpdateOp::create(
           b, loc, resultTypes, master, grad, learningRate, stepCount, foundInf,
-          moments, b.getStringAttr(kind), b.getF32FloatAttr(momentum),
+          moments, ampc::OptimizerKindAttr::get(ctx, kind),
+          b.getF32FloatAttr(momentum),
           b.getF32FloatAttr(dampening), b.getBoolAttr(nesterov),
           b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
           b.getF32FloatAttr(eps), b.getF32FloatAttr(decay));
@@ -193,8 +192,7 @@ struct AttachOptimizerPass
     }
 
     std::string hyper =
-        kind == "sgd"
-            ? llvm::formatv("lr={0} momentum={1} dampening={2} nesterov={3} "
+        sgd ? llvm::formatv("lr={0} momentum={1} dampening={2} nesterov={3} "
                             "weight_decay={4}",
                             lr, momentum, dampening, nesterov ? 1 : 0, decay)
                   .str()
@@ -204,10 +202,13 @@ struct AttachOptimizerPass
                   .str();
     if (clipGradNorm > 0)
       hyper += llvm::formatv(" clip_grad_norm={0}", clipGradNorm).str();
-    module->setAttr(ampc::kOptimizerAttr, b.getStringAttr(kind));
+    module->setAttr(ampc::kOptimizerAttr,
+                    ampc::OptimizerKindAttr::get(ctx, kind));
     module->setAttr(ampc::kHyperparametersAttr, b.getStringAttr(hyper));
     if (!module->hasAttr(ampc::kLossScalingAttr))
-      module->setAttr(ampc::kLossScalingAttr, b.getStringAttr("none"));
+      module->setAttr(ampc::kLossScalingAttr,
+                      ampc::LossScalingModeAttr::get(
+                          ctx, ampc::LossScalingMode::None));
   }
 };
 } // namespace

@@ -26,11 +26,6 @@ using namespace mlir;
 
 namespace {
 
-/// Unit attribute on an ampc.parameter that training must not change.
-constexpr llvm::StringLiteral kFrozenAttr = "ampc.frozen";
-/// Result attribute of @train_step naming the parameter a gradient is for.
-constexpr llvm::StringLiteral kGradientOfAttr = "ampc.gradient_of";
-
 bool isFloatTensor(Value v) {
   return isa<FloatType>(getElementTypeOrSelf(v.getType()));
 }
@@ -154,7 +149,7 @@ LogicalResult Autodiff::buildBackward(OpBuilder &b, ArrayRef<Operation *> ops,
       b, lossLoc,
       DenseElementsAttr::get(
           lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
-  adjoints[loss].getDefiningOp()->setAttr("ampc.loss_seed", b.getUnitAttr());
+  adjoints[loss].getDefiningOp()->setAttr(ampc::kLossSeedAttr, b.getUnitAttr());
 
   for (Operation *op : llvm::reverse(ops)) {
     auto rule = dyn_cast<ampc::GradientOpInterface>(op);
@@ -238,7 +233,7 @@ void Autodiff::runOnOperation() {
   SymbolTable symbols(module);
   auto trainable = [&](ampc::LoadParameterOp load) {
     auto param = symbols.lookup<ampc::ParameterOp>(load.getParameter());
-    return param && !param->hasAttr(kFrozenAttr);
+    return param && !param->hasAttr(ampc::kFrozenAttr);
   };
   Activity activity(ops, loss, trainable);
   if (failed(checkRules(ops, activity)))
@@ -285,14 +280,14 @@ void Autodiff::runOnOperation() {
 
   SmallVector<Value> results = {lossOut};
   SmallVector<Attribute> resultAttrs = {
-      b.getDictionaryAttr(b.getNamedAttr("ampc.name", b.getStringAttr("loss")))};
+      b.getDictionaryAttr(b.getNamedAttr(ampc::kNameAttr, b.getStringAttr("loss")))};
   for (auto param : module.getOps<ampc::ParameterOp>()) {
     Value gradient = gradientOf.lookup(param.getSymNameAttr());
     if (!gradient)
       continue;
     results.push_back(gradient);
     resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-        kGradientOfAttr, FlatSymbolRefAttr::get(param.getSymNameAttr()))));
+        ampc::kGradientOfAttr, FlatSymbolRefAttr::get(param.getSymNameAttr()))));
   }
   func::ReturnOp::create(b, ret->getLoc(), results);
   ret->erase();

@@ -24,8 +24,8 @@ struct EvalForwardPass : ampc::impl::EvalForwardPassBase<EvalForwardPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    auto forward = getOperation().lookupSymbol<func::FuncOp>("forward");
-    if (!forward)
+    func::FuncOp forward = getOperation();
+    if (forward.getSymName() != "forward")
       return;
     Builder b(&getContext());
     IntegerAttr eval = b.getI64IntegerAttr(0);

@@ -92,23 +92,22 @@ void buildFusion(Operation *root, ArrayRef<Operation *> group) {
 
 struct Fuse : ampc::impl::FusePassBase<Fuse> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal())
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    Block &block = func.getBody().front();
+    llvm::DenseSet<Operation *> taken;
+    SmallVector<std::pair<Operation *, SmallVector<Operation *>>> groups;
+    for (Operation &op : llvm::reverse(block)) {
+      if (!isFusible(&op) || taken.contains(&op))
         continue;
-      Block &block = func.getBody().front();
-      llvm::DenseSet<Operation *> taken;
-      SmallVector<std::pair<Operation *, SmallVector<Operation *>>> groups;
-      for (Operation &op : llvm::reverse(block)) {
-        if (!isFusible(&op) || taken.contains(&op))
-          continue;
-        llvm::SetVector<Operation *> group = growGroup(&op, taken);
-        taken.insert(group.begin(), group.end());
-        if (group.size() > 1)
-          groups.push_back({&op, SmallVector<Operation *>(group.getArrayRef())});
-      }
-      for (auto &[root, group] : groups)
-        buildFusion(root, group);
+      llvm::SetVector<Operation *> group = growGroup(&op, taken);
+      taken.insert(group.begin(), group.end());
+      if (group.size() > 1)
+        groups.push_back({&op, SmallVector<Operation *>(group.getArrayRef())});
     }
+    for (auto &[root, group] : groups)
+      buildFusion(root, group);
   }
 };
 

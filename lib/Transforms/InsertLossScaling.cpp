@@ -27,14 +27,10 @@ struct InsertLossScalingPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (mode == "none")
-      return;
-    if (mode != "dynamic" && mode != "static") {
-      module.emitError() << "ampc-insert-loss-scaling: mode must be dynamic, "
-                            "static or none, got '"
-                         << mode << "'";
+    if (failed(ampc::checkEnumOption(mode, module.getLoc(), getArgument())))
       return signalPassFailure();
-    }
+    if (mode == ampc::LossScalingMode::None)
+      return;
     if (!(initScale > 0) || !std::isfinite(initScale) ||
         !(growthFactor > 1) || !(backoffFactor > 0 && backoffFactor < 1) ||
         growthInterval < 1 || minScale < 0 || maxScale < 0 ||
@@ -92,15 +88,15 @@ struct InsertLossScalingPass
       ret.setOperand(i, unscale.getUnscaled()[k]);
     Value foundInf = unscale.getFoundInf();
 
-    std::string description = mode == "static" ? "static" : "dynamic";
-    module->setAttr(ampc::kLossScalingAttr, b.getStringAttr(description));
+    module->setAttr(ampc::kLossScalingAttr,
+                    ampc::LossScalingModeAttr::get(ctx, mode));
 
     // The scale update (dynamic) and the skipped-step count, stored at the
     // end; a static scale counts skipped steps too (the host's step position
     // is steps + skipped steps).
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     Value tracker;
-    if (mode != "static")
+    if (mode == ampc::LossScalingMode::Dynamic)
       tracker = ampc::declareState(
           module, step, ampc::kGrowthTracker,
           DenseElementsAttr::get(RankedTensorType::get({}, i32), int32_t(0)));

@@ -72,55 +72,53 @@ struct OptimizeCasts : ampc::impl::OptimizeCastsPassBase<OptimizeCasts> {
   }
 
   void runOnOperation() override {
-    getOperation().walk([&](func::FuncOp func) {
-      for (Block &block : func.getBody()) {
-        // Round trips and identities first: they expose more casts of the
-        // same value to the same dtype.
-        bool changed = true;
-        while (changed) {
-          changed = false;
-          for (auto cast : block.getOps<ampc::CastOp>()) {
-            if (!ampc::isAutocast(cast) || cast.use_empty())
-              continue;
-            if (cast.getInput().getType() == cast.getType()) {
-              cast.replaceAllUsesWith(cast.getInput());
-              changed = true;
-            } else if (Value folded = foldConstant(cast)) {
-              cast.replaceAllUsesWith(folded);
-              changed = true;
-            } else {
-              changed |= foldRoundTrip(cast);
-            }
+    for (Block &block : getOperation().getBody()) {
+      // Round trips and identities first: they expose more casts of the
+      // same value to the same dtype.
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (auto cast : block.getOps<ampc::CastOp>()) {
+          if (!ampc::isAutocast(cast) || cast.use_empty())
+            continue;
+          if (cast.getInput().getType() == cast.getType()) {
+            cast.replaceAllUsesWith(cast.getInput());
+            changed = true;
+          } else if (Value folded = foldConstant(cast)) {
+            cast.replaceAllUsesWith(folded);
+            changed = true;
+          } else {
+            changed |= foldRoundTrip(cast);
           }
         }
-        // One cast per (value, dtype): in a block, the first cast of a value
-        // comes before the users of every later one.
-        llvm::DenseMap<std::pair<Value, Type>, ampc::CastOp> first;
-        for (auto cast : block.getOps<ampc::CastOp>()) {
-          if (cast.use_empty() && ampc::isAutocast(cast))
-            continue;
-          auto [it, inserted] =
-              first.try_emplace({cast.getInput(), cast.getType()}, cast);
-          if (!inserted && ampc::isAutocast(cast))
-            cast.replaceAllUsesWith(it->second.getOutput());
-        }
-        // Backwards, so that a cast whose only user was a folded cast is
-        // seen after that user is gone.
-        llvm::SetVector<Operation *> constants;
-        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
-          auto cast = dyn_cast<ampc::CastOp>(op);
-          if (!cast || !ampc::isAutocast(cast) || !cast.use_empty())
-            continue;
-          if (auto constant = cast.getInput().getDefiningOp<ampc::ConstantOp>())
-            constants.insert(constant);
-          cast.erase();
-        }
-        // A constant whose casts all folded is dead now.
-        for (Operation *constant : constants)
-          if (constant->use_empty())
-            constant->erase();
       }
-    });
+      // One cast per (value, dtype): in a block, the first cast of a value
+      // comes before the users of every later one.
+      llvm::DenseMap<std::pair<Value, Type>, ampc::CastOp> first;
+      for (auto cast : block.getOps<ampc::CastOp>()) {
+        if (cast.use_empty() && ampc::isAutocast(cast))
+          continue;
+        auto [it, inserted] =
+            first.try_emplace({cast.getInput(), cast.getType()}, cast);
+        if (!inserted && ampc::isAutocast(cast))
+          cast.replaceAllUsesWith(it->second.getOutput());
+      }
+      // Backwards, so that a cast whose only user was a folded cast is
+      // seen after that user is gone.
+      llvm::SetVector<Operation *> constants;
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
+        auto cast = dyn_cast<ampc::CastOp>(op);
+        if (!cast || !ampc::isAutocast(cast) || !cast.use_empty())
+          continue;
+        if (auto constant = cast.getInput().getDefiningOp<ampc::ConstantOp>())
+          constants.insert(constant);
+        cast.erase();
+      }
+      // A constant whose casts all folded is dead now.
+      for (Operation *constant : constants)
+        if (constant->use_empty())
+          constant->erase();
+    }
   }
 };
 } // namespace

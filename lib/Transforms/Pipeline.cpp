@@ -66,19 +66,19 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-insert-loss-scaling", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.lossScaling.mode == "none")
+       if (o.lossScaling.mode == ampc::LossScalingMode::None)
          return nullptr;
        return ampc::createInsertLossScalingPass(o.lossScaling);
      }},
     {"ampc-attach-optimizer", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.optimizer.kind == "none")
+       if (o.optimizer.kind == ampc::OptimizerKind::None)
          return nullptr;
        return ampc::createAttachOptimizerPass(o.optimizer);
      }},
     {"ampc-running-statistics", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       if (o.optimizer.kind == "none")
+       if (o.optimizer.kind == ampc::OptimizerKind::None)
          return nullptr;
        return ampc::createRunningStatisticsPass();
      }},
@@ -178,20 +178,23 @@ LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     return failure();
   };
   options.stopAfter = flags.stopAfter;
-  options.precision.dtype = llvm::StringSwitch<std::string>(flags.precision)
-                                .Case("fp16", "f16")
-                                .Case("bf16", "bf16")
-                                .Case("fp32", "f32")
-                                .Case("fp64", "f32")
-                                .Default("");
-  if (options.precision.dtype.empty())
+  std::optional<LowPrecisionType> dtype =
+      llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
+          .Case("fp16", LowPrecisionType::F16)
+          .Case("bf16", LowPrecisionType::BF16)
+          .Cases({"fp32", "fp64"}, LowPrecisionType::F32)
+          .Default(std::nullopt);
+  if (!dtype)
     return fail("precision", "must be fp16, bf16, fp32 or fp64, got '" +
                                  flags.precision + "'");
+  options.precision.dtype = *dtype;
   options.widenToF64 = flags.precision == "fp64";
-  if (flags.propagation != "autocast" && flags.propagation != "paint")
-    return fail("propagation",
-                "must be autocast or paint, got '" + flags.propagation + "'");
-  options.precision.propagation = flags.propagation;
+  std::optional<Propagation> propagation =
+      symbolizeEnum<Propagation>(flags.propagation);
+  if (!propagation)
+    return fail("propagation", "must be " + enumChoices<Propagation>() +
+                                   ", got '" + flags.propagation + "'");
+  options.precision.propagation = *propagation;
   options.precision.keepFp32.assign(flags.keepFp32.begin(),
                                     flags.keepFp32.end());
   options.precision.forceLowp.assign(flags.forceLowp.begin(),
@@ -199,17 +202,18 @@ LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.precision.rulesFile = flags.ampRules;
   options.training = flags.training;
   options.evalForward = !flags.inferTrainingMode;
-  if (flags.loss != "cross_entropy" && flags.loss != "mse" &&
-      flags.loss != "none")
-    return fail("loss",
-                "must be cross_entropy, mse or none, got '" + flags.loss + "'");
-  options.loss.loss = flags.loss;
+  std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
+  if (!loss)
+    return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
+                            flags.loss + "'");
+  options.loss.loss = *loss;
   options.loss.label = flags.label;
-  if (flags.optimizer != "sgd" && flags.optimizer != "adam" &&
-      flags.optimizer != "adamw" && flags.optimizer != "none")
-    return fail("optimizer", "must be sgd, adam, adamw or none, got '" +
-                                 flags.optimizer + "'");
-  options.optimizer.kind = flags.optimizer;
+  std::optional<OptimizerKind> optimizer =
+      symbolizeEnum<OptimizerKind>(flags.optimizer);
+  if (!optimizer)
+    return fail("optimizer", "must be " + enumChoices<OptimizerKind>() +
+                                 ", got '" + flags.optimizer + "'");
+  options.optimizer.kind = *optimizer;
   options.optimizer.lr = flags.lr;
   options.optimizer.momentum = flags.momentum;
   options.optimizer.dampening = flags.dampening;
@@ -226,19 +230,22 @@ LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.optimizer.eps = flags.eps;
   options.optimizer.clipGradNorm = flags.clipGradNorm;
   // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
-  std::string scaling = flags.lossScale.empty()
-                            ? (flags.precision == "fp16" ? "dynamic" : "none")
-                            : flags.lossScale;
+  LossScalingMode scaling = flags.precision == "fp16" ? LossScalingMode::Dynamic
+                                                     : LossScalingMode::None;
   options.lossScaling.initScale = flags.initScale;
-  if (scaling != "dynamic" && scaling != "none") {
+  if (flags.lossScale == "dynamic") {
+    scaling = LossScalingMode::Dynamic;
+  } else if (flags.lossScale == "none") {
+    scaling = LossScalingMode::None;
+  } else if (!flags.lossScale.empty()) {
     double fixed = 0;
-    if (StringRef(scaling).getAsDouble(fixed) || !(fixed > 0) ||
+    if (StringRef(flags.lossScale).getAsDouble(fixed) || !(fixed > 0) ||
         !std::isfinite(fixed))
       return fail("loss-scale",
                   "must be dynamic, none or a positive number, got '" +
-                      scaling + "'");
+                      flags.lossScale + "'");
     options.lossScaling.initScale = fixed;
-    scaling = "static";
+    scaling = LossScalingMode::Static;
   }
   options.lossScaling.mode = scaling;
   options.lossScaling.growthFactor = flags.growthFactor;

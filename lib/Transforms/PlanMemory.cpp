@@ -177,9 +177,9 @@ LogicalResult planFunction(func::FuncOp func, int64_t maxArenaBytes) {
 struct PlanMemory : ampc::impl::PlanMemoryPassBase<PlanMemory> {
   using Base::Base;
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(planFunction(func, maxArenaBytes)))
-        return signalPassFailure();
+    func::FuncOp func = getOperation();
+    if (!func.isExternal() && failed(planFunction(func, maxArenaBytes)))
+      signalPassFailure();
   }
 };
 

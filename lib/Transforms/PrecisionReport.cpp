@@ -175,11 +175,11 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
 
   llvm::DenseMap<Operation *, int> index;
   for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
-    auto name = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    auto name = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
     r.inputs.push_back(name ? name.str() : "input" + std::to_string(i));
   }
   for (unsigned i = 0; i < forward.getNumResults(); ++i) {
-    auto name = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
+    auto name = forward.getResultAttrOfType<StringAttr>(i, ampc::kNameAttr);
     r.outputs.push_back(name ? name.str() : "output" + std::to_string(i));
   }
   auto addEdges = [&](Operation *user, int to) {
@@ -227,7 +227,7 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
     n.compute = dtypeName(decision->compute);
     for (Value result : op.getResults())
       n.outputs.push_back(dtypeName(result.getType()));
-    n.category = decision->category;
+    n.category = stringifyPrecisionCategory(decision->category).str();
     n.rule = decision->rule;
     int to = static_cast<int>(r.nodes.size());
     index[&op] = to;

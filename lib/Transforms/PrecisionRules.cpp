@@ -42,7 +42,7 @@ Error parseOneRule(StringRef spec, StringRef origin, StringRef where,
 }
 
 std::string categoryList() {
-  return "allow, deny, fp32_output, promote, follow";
+  return llvm::join(ampc::enumSpellings<ampc::PrecisionCategory>(), ", ");
 }
 
 /// Reads a JSON array of rule strings at `key`.
@@ -181,26 +181,18 @@ bool ampc::ruleMatchesOpType(StringRef ruleName, Operation *op) {
 
 std::optional<ampc::PrecisionDecision>
 ampc::getPrecisionDecision(Operation *op) {
-  auto dict = op->getAttrOfType<DictionaryAttr>(kPrecisionAttr);
-  if (!dict)
+  auto decision = op->getAttrOfType<PrecisionDecisionAttr>(kPrecisionAttr);
+  if (!decision)
     return std::nullopt;
-  auto compute = dict.getAs<TypeAttr>("compute");
-  auto category = dict.getAs<StringAttr>("category");
-  auto rule = dict.getAs<StringAttr>("rule");
-  if (!compute || !category || !rule)
-    return std::nullopt;
-  return PrecisionDecision{compute.getValue(), category.str(), rule.str()};
+  return PrecisionDecision{decision.getCompute(), decision.getCategory(),
+                           decision.getRule().str()};
 }
 
 void ampc::setPrecisionDecision(Operation *op,
                                 const PrecisionDecision &decision) {
-  Builder b(op->getContext());
   op->setAttr(kPrecisionAttr,
-              b.getDictionaryAttr({
-                  b.getNamedAttr("category", b.getStringAttr(decision.category)),
-                  b.getNamedAttr("compute", TypeAttr::get(decision.compute)),
-                  b.getNamedAttr("rule", b.getStringAttr(decision.rule)),
-              }));
+              PrecisionDecisionAttr::get(op->getContext(), decision.category,
+                                         decision.compute, decision.rule));
 }
 
 bool ampc::isAutocast(Operation *op) {

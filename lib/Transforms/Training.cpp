@@ -9,7 +9,7 @@ using namespace mlir;
 ampc::Seed ampc::findLossSeed(func::FuncOp step) {
   Seed seed;
   step.walk([&](ampc::ConstantOp c) {
-    if (c->hasAttr("ampc.loss_seed"))
+    if (c->hasAttr(ampc::kLossSeedAttr))
       seed.op = c;
   });
   return seed;
@@ -18,7 +18,7 @@ ampc::Seed ampc::findLossSeed(func::FuncOp step) {
 SmallVector<unsigned> ampc::gradientResults(func::FuncOp step) {
   SmallVector<unsigned> results;
   for (unsigned i = 0; i < step.getNumResults(); ++i)
-    if (step.getResultAttr(i, "ampc.gradient_of"))
+    if (step.getResultAttr(i, ampc::kGradientOfAttr))
       results.push_back(i);
   return results;
 }

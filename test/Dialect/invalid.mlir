@@ -76,10 +76,20 @@ func.func @sqrt_of_integers(%x: tensor<4xi64>) {
 
 // -----
 
+// Enum attributes: the attribute parser knows the words, the op the enum.
 func.func @gelu_bad_approximate(%x: tensor<4x8xf32>) {
-  // expected-error @+2 {{ampc.gelu: 'approximate' must be "none" or "tanh", got "fast"}}
-  // expected-error @+1 {{'ampc.gelu' op failed to infer returned types}}
-  %0 = ampc.gelu %x {approximate = "fast"} : tensor<4x8xf32>
+  // expected-error @+2 {{expected ::ampc::GeluApproximate to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse AMPC_GeluApproximateAttr parameter 'value'}}
+  %0 = ampc.gelu %x {approximate = #ampc<approximate fast>} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// The string form of the attribute, before it was an enum.
+func.func @gelu_approximate_string(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'ampc.gelu' op attribute 'approximate' failed to satisfy constraint: a Gelu approximation}}
+  %0 = ampc.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
   return
 }
 
@@ -853,18 +863,17 @@ func.func @global_average_pool_rank(%x: tensor<2x512xf32>) {
 //===----------------------------------------------------------------------===//
 
 func.func @loss_bad_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
-  // expected-error @+2 {{ampc.softmax_cross_entropy_loss: 'reduction' must be "none", "sum" or "mean", got "avg"}}
-  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
-  %0:2 = ampc.softmax_cross_entropy_loss %s, %l {reduction = "avg"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  // expected-error @+2 {{expected ::ampc::Reduction to be one of: none, sum, mean}}
+  // expected-error @+1 {{failed to parse AMPC_ReductionAttr parameter 'value'}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %l {reduction = #ampc<reduction avg>} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
   return
 }
 
 // -----
 
-func.func @nll_bad_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
-  // expected-error @+2 {{ampc.negative_log_likelihood_loss: 'reduction' must be "none", "sum" or "mean", got "Mean"}}
-  // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op failed to infer returned types}}
-  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "Mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+func.func @nll_reduction_string(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
+  // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op attribute 'reduction' failed to satisfy constraint: a loss reduction}}
+  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
 
@@ -909,7 +918,7 @@ func.func @loss_weights_shape(%s: tensor<4x10xf32>, %l: tensor<4xi64>, %w: tenso
 func.func @loss_none_reduction_result(%s: tensor<4x10xf32>, %l: tensor<4xi64>) {
   // expected-error @+2 {{'ampc.negative_log_likelihood_loss' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
   // expected-error @+1 {{'ampc.negative_log_likelihood_loss' op failed to infer returned types}}
-  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = "none"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  %0 = ampc.negative_log_likelihood_loss %s, %l {reduction = #ampc<reduction none>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
 
@@ -927,9 +936,10 @@ func.func @relu_grad_types(%dy: tensor<4xf16>, %x: tensor<4xf32>) {
 
 // -----
 
+// An enum attribute of another enum.
 func.func @gelu_grad_approximate(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
-  // expected-error @+1 {{'ampc.gelu_grad' op 'approximate' must be "none" or "tanh", got "fast"}}
-  %0 = ampc.gelu_grad %dy, %x {approximate = "fast"} : tensor<4xf32>
+  // expected-error @+1 {{'ampc.gelu_grad' op attribute 'approximate' failed to satisfy constraint: a Gelu approximation}}
+  %0 = ampc.gelu_grad %dy, %x {approximate = #ampc<reduction sum>} : tensor<4xf32>
   return
 }
 
@@ -1062,7 +1072,7 @@ func.func @layer_norm_grad_scale(%dy: tensor<2x16x64xf32>, %g: tensor<32xf32>, %
 
 func.func @nll_loss_grad_reduction(%d: tensor<f32>, %t: tensor<4xi64>) {
   // expected-error @+1 {{'ampc.nll_loss_grad' op grad has type 'tensor<f32>', but NegativeLogLikelihoodLoss on 'tensor<4x10xf32>' gives 'tensor<4xf32>'}}
-  %0 = ampc.nll_loss_grad %d, %t {reduction = "none"} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  %0 = ampc.nll_loss_grad %d, %t {reduction = #ampc<reduction none>} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
   return
 }
 
@@ -1208,15 +1218,25 @@ func.func @clip_negative(%g: tensor<3xf32>) {
 
 func.func @adam_one_moment(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>) {
   // expected-error @+1 {{'ampc.optimizer_update' op 'adam' keeps 2 moment(s), got 1}}
-  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m {kind = "adam"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m {kind = #ampc<optimizer adam>} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return
 }
 
 // -----
 
 func.func @unknown_optimizer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
-  // expected-error @+1 {{'ampc.optimizer_update' op 'kind' must be sgd, adam or adamw, got 'lion'}}
-  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "lion"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  // expected-error @+2 {{expected ::ampc::OptimizerKind to be one of: sgd, adam, adamw, none}}
+  // expected-error @+1 {{failed to parse AMPC_OptimizerKindAttr parameter 'value'}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = #ampc<optimizer lion>} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// `none` is a choice of ampc-attach-optimizer (no optimizer), not an update.
+func.func @optimizer_none(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'ampc.optimizer_update' op 'kind' must be sgd, adam or adamw, got 'none'}}
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = #ampc<optimizer none>} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
   return
 }
 
@@ -1281,7 +1301,7 @@ func.func @clip_result_type(%g: tensor<3xf32>) {
 
 func.func @sgd_momentum_without_buffer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
   // expected-error @+1 {{'ampc.optimizer_update' op 'sgd' keeps 1 moment(s), got 0}}
-  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd", momentum = 0.9 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = #ampc<optimizer sgd>, momentum = 0.9 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
   return
 }
 
@@ -1289,7 +1309,7 @@ func.func @sgd_momentum_without_buffer(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr
 
 func.func @optimizer_gradient_type(%p: tensor<3xf32>, %g: tensor<3xf16>, %lr: tensor<f32>, %step: tensor<i64>) {
   // expected-error @+1 {{'ampc.optimizer_update' op gradient type 'tensor<3xf16>' does not match parameter 'tensor<3xf32>'}}
-  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd"} : (tensor<3xf32>, tensor<3xf16>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = #ampc<optimizer sgd>} : (tensor<3xf32>, tensor<3xf16>, tensor<f32>, tensor<i64>) -> tensor<3xf32>
   return
 }
 
@@ -1297,7 +1317,7 @@ func.func @optimizer_gradient_type(%p: tensor<3xf32>, %g: tensor<3xf16>, %lr: te
 
 func.func @optimizer_moment_type(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>, %v: tensor<2xf32>) {
   // expected-error @+1 {{'ampc.optimizer_update' op moment type 'tensor<2xf32>' does not match parameter 'tensor<3xf32>'}}
-  %np, %nm, %nv = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = "adamw"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<2xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<2xf32>)
+  %np, %nm, %nv = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = #ampc<optimizer adamw>} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<2xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<2xf32>)
   return
 }
 
@@ -1305,7 +1325,7 @@ func.func @optimizer_moment_type(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tens
 
 func.func @optimizer_results(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<3xf32>, %v: tensor<3xf32>) {
   // expected-error @+1 {{'ampc.optimizer_update' op results must be the new parameter and moments}}
-  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = "adamw"} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %np, %nm = ampc.optimizer_update %p, %g, %lr, %step moments %m, %v {kind = #ampc<optimizer adamw>} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return
 }
 
@@ -1313,7 +1333,7 @@ func.func @optimizer_results(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<f
 
 func.func @optimizer_vector_lr(%p: tensor<3xf32>, %g: tensor<3xf32>, %lr: tensor<3xf32>, %step: tensor<i64>) {
   // expected-error @+1 {{'ampc.optimizer_update' op lr, step and found_inf must be scalars}}
-  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = "sgd"} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<i64>) -> tensor<3xf32>
+  %np = ampc.optimizer_update %p, %g, %lr, %step {kind = #ampc<optimizer sgd>} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<i64>) -> tensor<3xf32>
   return
 }
 

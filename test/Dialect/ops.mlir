@@ -50,7 +50,7 @@ func.func @constant() -> (tensor<2xi64>, tensor<f32>, tensor<2x2xi1>) {
 // CHECK-NEXT: ampc.relu %[[I]] : tensor<4xi64>
 // CHECK-NEXT: ampc.gelu %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT: ampc.gelu %[[X]] : tensor<4x8xf32>
-// CHECK-NEXT: ampc.gelu %[[X]] {approximate = "tanh"} : tensor<4x8xf32>
+// CHECK-NEXT: ampc.gelu %[[X]] {approximate = #ampc<approximate tanh>} : tensor<4x8xf32>
 // CHECK-NEXT: return
 func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi64>) {
   %0 = ampc.neg %x : tensor<4x8xf32>
@@ -68,8 +68,8 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi64>) {
   %12 = ampc.neg %i : tensor<4xi64>
   %13 = ampc.relu %i : tensor<4xi64>
   %14 = ampc.gelu %x : tensor<4x8xf32>
-  %15 = ampc.gelu %x {approximate = "none"} : tensor<4x8xf32>
-  %16 = ampc.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
+  %15 = ampc.gelu %x {approximate = #ampc<approximate none>} : tensor<4x8xf32>
+  %16 = ampc.gelu %x {approximate = #ampc<approximate tanh>} : tensor<4x8xf32>
   return
 }
 
@@ -245,20 +245,20 @@ func.func @reductions_and_pooling(%x: tensor<4x8xf32>,
 // CHECK-LABEL: func.func @losses
 // CHECK-SAME: (%[[S:[^:]+]]: tensor<4x10xf32>, %[[L:[^:]+]]: tensor<4xi64>, %[[W:[^:]+]]: tensor<10xf32>, %[[S3:[^:]+]]: tensor<2x10x5xf32>, %[[L3:[^:]+]]: tensor<2x5xi32>)
 // CHECK-NEXT: %{{.+}}, %{{.+}} = ampc.softmax_cross_entropy_loss %[[S]], %[[L]] : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
-// CHECK-NEXT: ampc.softmax_cross_entropy_loss %[[S]], %[[L]], %[[W]] {ignore_index = -100 : i64, reduction = "none"} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
-// CHECK-NEXT: ampc.softmax_cross_entropy_loss %[[S3]], %[[L3]] {reduction = "sum"} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> (tensor<f32>, tensor<2x10x5xf32>)
-// CHECK-NEXT: ampc.negative_log_likelihood_loss %[[S]], %[[L]] {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
-// CHECK-NEXT: ampc.negative_log_likelihood_loss %[[S3]], %[[L3]], %[[W]] {ignore_index = 0 : i64, reduction = "none"} : (tensor<2x10x5xf32>, tensor<2x5xi32>, tensor<10xf32>) -> tensor<2x5xf32>
+// CHECK-NEXT: ampc.softmax_cross_entropy_loss %[[S]], %[[L]], %[[W]] {ignore_index = -100 : i64, reduction = #ampc<reduction none>} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
+// CHECK-NEXT: ampc.softmax_cross_entropy_loss %[[S3]], %[[L3]] {reduction = #ampc<reduction sum>} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> (tensor<f32>, tensor<2x10x5xf32>)
+// CHECK-NEXT: ampc.negative_log_likelihood_loss %[[S]], %[[L]] {reduction = #ampc<reduction sum>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+// CHECK-NEXT: ampc.negative_log_likelihood_loss %[[S3]], %[[L3]], %[[W]] {ignore_index = 0 : i64, reduction = #ampc<reduction none>} : (tensor<2x10x5xf32>, tensor<2x5xi32>, tensor<10xf32>) -> tensor<2x5xf32>
 // CHECK-NEXT: ampc.negative_log_likelihood_loss %[[S]], %[[L]] : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
 // CHECK-NEXT: return
 func.func @losses(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>,
                   %w: tensor<10xf32>, %s3: tensor<2x10x5xf32>,
                   %l3: tensor<2x5xi32>) {
-  %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = "mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
-  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = "none", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
-  %2:2 = ampc.softmax_cross_entropy_loss %s3, %l3 {reduction = "sum"} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> (tensor<f32>, tensor<2x10x5xf32>)
-  %3 = ampc.negative_log_likelihood_loss %scores, %labels {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
-  %4 = ampc.negative_log_likelihood_loss %s3, %l3, %w {reduction = "none", ignore_index = 0 : i64} : (tensor<2x10x5xf32>, tensor<2x5xi32>, tensor<10xf32>) -> tensor<2x5xf32>
+  %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = #ampc<reduction mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = #ampc<reduction none>, ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  %2:2 = ampc.softmax_cross_entropy_loss %s3, %l3 {reduction = #ampc<reduction sum>} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> (tensor<f32>, tensor<2x10x5xf32>)
+  %3 = ampc.negative_log_likelihood_loss %scores, %labels {reduction = #ampc<reduction sum>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  %4 = ampc.negative_log_likelihood_loss %s3, %l3, %w {reduction = #ampc<reduction none>, ignore_index = 0 : i64} : (tensor<2x10x5xf32>, tensor<2x5xi32>, tensor<10xf32>) -> tensor<2x5xf32>
   %5 = ampc.negative_log_likelihood_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
@@ -271,13 +271,13 @@ func.func @losses(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>,
 // CHECK-NEXT: ampc.relu_grad %[[DY]], %[[Y]] : tensor<4x8xf16>
 // CHECK-NEXT: ampc.relu_grad %[[DY]], %[[Y]] {alpha = 1.000000e-01 : f32} : tensor<4x8xf16>
 // CHECK-NEXT: ampc.gelu_grad %[[DY]], %[[Y]] : tensor<4x8xf16>
-// CHECK-NEXT: ampc.gelu_grad %[[DY]], %[[Y]] {approximate = "tanh"} : tensor<4x8xf16>
+// CHECK-NEXT: ampc.gelu_grad %[[DY]], %[[Y]] {approximate = #ampc<approximate tanh>} : tensor<4x8xf16>
 // CHECK-NEXT: return
 func.func @elementwise_backward(%dy: tensor<4x8xf16>, %y: tensor<4x8xf16>) {
   %0 = ampc.relu_grad %dy, %y : tensor<4x8xf16>
   %1 = ampc.relu_grad %dy, %y {alpha = 0.1 : f32} : tensor<4x8xf16>
-  %2 = ampc.gelu_grad %dy, %y {approximate = "none"} : tensor<4x8xf16>
-  %3 = ampc.gelu_grad %dy, %y {approximate = "tanh"} : tensor<4x8xf16>
+  %2 = ampc.gelu_grad %dy, %y {approximate = #ampc<approximate none>} : tensor<4x8xf16>
+  %3 = ampc.gelu_grad %dy, %y {approximate = #ampc<approximate tanh>} : tensor<4x8xf16>
   return
 }
 
@@ -326,8 +326,8 @@ func.func @normalization_backward(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8
 // CHECK-LABEL: func.func @loss_and_data_backward
 // CHECK-SAME: (%[[D:[^:]+]]: tensor<f32>, %[[T:[^:]+]]: tensor<4xi64>, %[[W:[^:]+]]: tensor<10xf32>, %[[DN:[^:]+]]: tensor<2x5xf32>, %[[T3:[^:]+]]: tensor<2x5xi32>, %[[DG:[^:]+]]: tensor<4x16x64xf32>, %[[IDS:[^:]+]]: tensor<4x16xi64>, %[[DS:[^:]+]]: tensor<2x4xf32>, %[[IDS1:[^:]+]]: tensor<16xi64>)
 // CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]] : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
-// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]], %[[W]] {ignore_index = -100 : i64, reduction = "sum"} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
-// CHECK-NEXT: ampc.nll_loss_grad %[[DN]], %[[T3]] {reduction = "none"} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
+// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]], %[[W]] {ignore_index = -100 : i64, reduction = #ampc<reduction sum>} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
+// CHECK-NEXT: ampc.nll_loss_grad %[[DN]], %[[T3]] {reduction = #ampc<reduction none>} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
 // CHECK-NEXT: ampc.gather_grad %[[DG]], %[[IDS]] : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x64xf32>
 // CHECK-NEXT: ampc.gather_grad %[[DG]], %[[IDS1]] {axis = 1 : i64} : (tensor<4x16x64xf32>, tensor<16xi64>) -> tensor<4x7x64xf32>
 // CHECK-NEXT: ampc.slice_grad %[[DS]] {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
@@ -337,9 +337,9 @@ func.func @loss_and_data_backward(%d: tensor<f32>, %t: tensor<4xi64>, %w: tensor
                                   %dn: tensor<2x5xf32>, %t3: tensor<2x5xi32>,
                                   %dg: tensor<4x16x64xf32>, %ids: tensor<4x16xi64>,
                                   %ds: tensor<2x4xf32>, %ids1: tensor<16xi64>) {
-  %0 = ampc.nll_loss_grad %d, %t {reduction = "mean"} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
-  %1 = ampc.nll_loss_grad %d, %t, %w {reduction = "sum", ignore_index = -100 : i64} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
-  %2 = ampc.nll_loss_grad %dn, %t3 {reduction = "none"} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
+  %0 = ampc.nll_loss_grad %d, %t {reduction = #ampc<reduction mean>} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  %1 = ampc.nll_loss_grad %d, %t, %w {reduction = #ampc<reduction sum>, ignore_index = -100 : i64} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>) -> tensor<4x10xf32>
+  %2 = ampc.nll_loss_grad %dn, %t3 {reduction = #ampc<reduction none>} : (tensor<2x5xf32>, tensor<2x5xi32>) -> tensor<2x10x5xf32>
   %3 = ampc.gather_grad %dg, %ids {axis = 0 : i64} : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x64xf32>
   %4 = ampc.gather_grad %dg, %ids1 {axis = 1 : i64} : (tensor<4x16x64xf32>, tensor<16xi64>) -> tensor<4x7x64xf32>
   %5 = ampc.slice_grad %ds {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>

@@ -89,13 +89,13 @@
 // FIFO: exit=1
 //
 // Bad pass options.
-// RUN: (ampc-opt %s --ampc-assign-precision=dtype=f8 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=DTYPE
+// RUN: (ampc-opt %s --ampc-assign-precision=dtype=f8 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=DTYPE --implicit-check-not="Cannot find option"
 // DTYPE: error: ampc-assign-precision: dtype must be f16, bf16 or f32, got 'f8'
 // DTYPE: exit=1
 // RUN: (ampc-opt %s --ampc-assign-precision=dtype=fp16 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=DTYPE-FP16
 // DTYPE-FP16: error: ampc-assign-precision: dtype must be f16, bf16 or f32, got 'fp16'
 // DTYPE-FP16: exit=1
-// RUN: (ampc-opt %s --ampc-assign-precision=propagation=foo 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=PROPAGATION
+// RUN: (ampc-opt %s --ampc-assign-precision=propagation=foo 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=PROPAGATION --implicit-check-not="Cannot find option"
 // PROPAGATION: error: ampc-assign-precision: propagation must be autocast or paint, got 'foo'
 // PROPAGATION: exit=1
 // RUN: (ampc-opt %s --ampc-assign-precision=keep-fp32=Softmax 2>&1; echo "exit=$?") | FileCheck %s --check-prefix=KEEP-OPTION
@@ -108,8 +108,8 @@
 // A good file next to these, to show the model itself is fine: exit 0.
 // RUN: echo '{"categories": {"Softmax": "follow"}, "keep_fp32": [], "force_lowp": ["op:Exp"]}' > %t.dir/good.json
 // RUN: ampc-opt %s --ampc-assign-precision=rules=%t.dir/good.json | FileCheck %s --check-prefix=GOOD
-// GOOD: ampc.softmax %{{.+}} {ampc.precision = {category = "follow", compute = f16, rule = "{{.*}}good.json categories.Softmax: input is f16"}} : tensor<4x4xf16>
-// GOOD: ampc.exp %{{.+}} {ampc.precision = {category = "deny", compute = f16, rule = "override {{.*}}good.json force_lowp[0] op:Exp"}} : tensor<4x4xf16>
+// GOOD: ampc.softmax %{{.+}} {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "{{.*}}good.json categories.Softmax: input is f16">} : tensor<4x4xf16>
+// GOOD: ampc.exp %{{.+}} {ampc.precision = #ampc.precision<category = deny, compute = f16, rule = "override {{.*}}good.json force_lowp[0] op:Exp">} : tensor<4x4xf16>
 
 func.func @model(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %m = ampc.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>

@@ -51,12 +51,12 @@
 // type) in f32; nothing downstream is low precision, so no cast at all.
 // KEEP-OP-LABEL: func.func @model
 // KEEP-OP-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// KEEP-OP-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 op:MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// KEEP-OP-NEXT: %[[N:.+]] = ampc.matmul %[[M]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 op:MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// KEEP-OP-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}} : tensor<4x4xf32>
-// KEEP-OP-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<4x4xf32>
-// KEEP-OP-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[M]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// KEEP-OP-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 op:MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[N:.+]] = ampc.matmul %[[M]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 op:MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">} : tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[M]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// KEEP-OP-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<4x4xf32>
 // KEEP-OP-NEXT: return %[[R]] : tensor<4x4xf32>
 
 // force-lowp=op:softmax (lower case matches Softmax) and node:/exp run an
@@ -65,13 +65,13 @@
 // FORCE-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
 // FORCE-NEXT: ampc.cast %[[X]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // FORCE-NEXT: ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// FORCE-NEXT: %[[M:.+]] = ampc.matmul {{.+}} {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}}
+// FORCE-NEXT: %[[M:.+]] = ampc.matmul {{.+}} {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">}
 // FORCE-NEXT: ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// FORCE-NEXT: %[[N:.+]] = ampc.matmul %[[M]], {{.+}} {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}}
-// FORCE-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = {category = "fp32_output", compute = f16, rule = "override --force-lowp op:softmax"}} : tensor<4x4xf16>
-// FORCE-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = {category = "deny", compute = f16, rule = "override --force-lowp node:/exp"}} : tensor<4x4xf16>
-// FORCE-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[M]] {ampc.precision = {category = "promote", compute = f16, rule = "promote list: widest input is f16"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
-// FORCE-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}} : tensor<4x4xf16>
+// FORCE-NEXT: %[[N:.+]] = ampc.matmul %[[M]], {{.+}} {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">}
+// FORCE-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f16, rule = "override --force-lowp op:softmax">} : tensor<4x4xf16>
+// FORCE-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = #ampc.precision<category = deny, compute = f16, rule = "override --force-lowp node:/exp">} : tensor<4x4xf16>
+// FORCE-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[M]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "promote list: widest input is f16">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// FORCE-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">} : tensor<4x4xf16>
 // FORCE-NEXT: %[[R32:.+]] = ampc.cast %[[R]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
 // FORCE-NEXT: return %[[R32]] : tensor<4x4xf32>
 
@@ -79,60 +79,60 @@
 // the second matmul, and force-lowp=op:Softmax loses to keep-fp32=node:/sm.
 // PREC-LABEL: func.func @model
 // PREC-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// PREC-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 op:MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PREC-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 op:MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // PREC-NEXT: %[[MH:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // PREC-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// PREC-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "override --force-lowp node:/head/MatMul"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// PREC-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "override --force-lowp node:/head/MatMul">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // PREC-NEXT: %[[NF:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// PREC-NEXT: %[[S:.+]] = ampc.softmax %[[NF]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "override --keep-fp32 node:/sm"}} : tensor<4x4xf32>
+// PREC-NEXT: %[[S:.+]] = ampc.softmax %[[NF]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "override --keep-fp32 node:/sm">} : tensor<4x4xf32>
 
 // The rules file: keep_fp32 node:/enc/MatMul, Softmax changed to follow (it
 // follows the f16 of /head/MatMul), force_lowp op:Exp.
 // FILE-LABEL: func.func @model
 // FILE-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// FILE-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override {{.*}}rules.json keep_fp32[0] node:/enc/MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// FILE-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override {{.*}}rules.json keep_fp32[0] node:/enc/MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // FILE-NEXT: %[[MH:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // FILE-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// FILE-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
-// FILE-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = {category = "follow", compute = f16, rule = "{{.*}}rules.json categories.Softmax: input is f16"}} : tensor<4x4xf16>
-// FILE-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = {category = "deny", compute = f16, rule = "override {{.*}}rules.json force_lowp[0] op:Exp"}} : tensor<4x4xf16>
+// FILE-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// FILE-NEXT: %[[S:.+]] = ampc.softmax %[[N]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "{{.*}}rules.json categories.Softmax: input is f16">} : tensor<4x4xf16>
+// FILE-NEXT: %[[E:.+]] = ampc.exp %[[S]] {ampc.precision = #ampc.precision<category = deny, compute = f16, rule = "override {{.*}}rules.json force_lowp[0] op:Exp">} : tensor<4x4xf16>
 // FILE-NEXT: %[[EF:.+]] = ampc.cast %[[E]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// FILE-NEXT: %[[A:.+]] = ampc.add %[[EF]], %[[M]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// FILE-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<4x4xf32>
+// FILE-NEXT: %[[A:.+]] = ampc.add %[[EF]], %[[M]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// FILE-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<4x4xf32>
 // FILE-NEXT: return %[[R]] : tensor<4x4xf32>
 
 // A command-line node rule beats the file's op rule.
 // FILE-CLI-LABEL: func.func @model
-// FILE-CLI: ampc.softmax %{{.+}} {ampc.precision = {category = "follow", compute = f16, rule = "{{.*}}rules.json categories.Softmax: input is f16"}} : tensor<4x4xf16>
+// FILE-CLI: ampc.softmax %{{.+}} {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "{{.*}}rules.json categories.Softmax: input is f16">} : tensor<4x4xf16>
 // FILE-CLI-NEXT: %[[SF:.+]] = ampc.cast %{{.+}} {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// FILE-CLI-NEXT: ampc.exp %[[SF]] {ampc.precision = {category = "deny", compute = f32, rule = "override --keep-fp32 node:/exp"}} : tensor<4x4xf32>
+// FILE-CLI-NEXT: ampc.exp %[[SF]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "override --keep-fp32 node:/exp">} : tensor<4x4xf32>
 
 // In paint mode overrides seed the colouring: the kept matmul is deny and
 // its deny spreads forward into the add; the forced exp is allow.
 // PAINT-LABEL: func.func @model
 // PAINT-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// PAINT-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 node:/enc/MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PAINT-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 node:/enc/MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // PAINT-NEXT: %[[MH:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // PAINT-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// PAINT-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// PAINT-NEXT: %[[N:.+]] = ampc.matmul %[[MH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // PAINT-NEXT: %[[NF:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// PAINT-NEXT: %[[S:.+]] = ampc.softmax %[[NF]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "paint: fp32_output list"}} : tensor<4x4xf32>
+// PAINT-NEXT: %[[S:.+]] = ampc.softmax %[[NF]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "paint: fp32_output list">} : tensor<4x4xf32>
 // PAINT-NEXT: %[[SH:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// PAINT-NEXT: %[[E:.+]] = ampc.exp %[[SH]] {ampc.precision = {category = "deny", compute = f16, rule = "override --force-lowp op:Exp"}} : tensor<4x4xf16>
+// PAINT-NEXT: %[[E:.+]] = ampc.exp %[[SH]] {ampc.precision = #ampc.precision<category = deny, compute = f16, rule = "override --force-lowp op:Exp">} : tensor<4x4xf16>
 // PAINT-NEXT: %[[EF:.+]] = ampc.cast %[[E]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// PAINT-NEXT: %[[A:.+]] = ampc.add %[[EF]], %[[M]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: deny spreads forward"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// PAINT-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: not painted, stays f32"}} : tensor<4x4xf32>
+// PAINT-NEXT: %[[A:.+]] = ampc.add %[[EF]], %[[M]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: deny spreads forward">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PAINT-NEXT: %[[R:.+]] = ampc.relu %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: not painted, stays f32">} : tensor<4x4xf32>
 // PAINT-NEXT: return %[[R]] : tensor<4x4xf32>
 
 // force-lowp under dtype=bf16 means bf16.
 // BF16-LABEL: func.func @model
-// BF16: ampc.softmax %{{.+}} {ampc.precision = {category = "fp32_output", compute = bf16, rule = "override --force-lowp op:Softmax"}} : tensor<4x4xbf16>
+// BF16: ampc.softmax %{{.+}} {ampc.precision = #ampc.precision<category = fp32_output, compute = bf16, rule = "override --force-lowp op:Softmax">} : tensor<4x4xbf16>
 
 // Both matmuls take the changed category: deny, f32, no casts.
 // CATEGORIES-LABEL: func.func @model
 // CATEGORIES-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// CATEGORIES-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "deny", compute = f32, rule = "{{.*}}rules-categories.json categories.MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// CATEGORIES-NEXT: %[[N:.+]] = ampc.matmul %[[M]], %[[W]] {ampc.precision = {category = "deny", compute = f32, rule = "{{.*}}rules-categories.json categories.MatMul"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CATEGORIES-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "{{.*}}rules-categories.json categories.MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CATEGORIES-NEXT: %[[N:.+]] = ampc.matmul %[[M]], %[[W]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "{{.*}}rules-categories.json categories.MatMul">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 func.func @model(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %m = ampc.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("/enc/MatMul")
   %n = ampc.matmul %m, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("/head/MatMul"(fused<"MatMul">["m.onnx":0:0]))
@@ -149,31 +149,31 @@ func.func @model(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // op name (log_softmax matches LogSoftmax).
 
 // KEEP-OP-LABEL: func.func @promote_follow
-// KEEP-OP: ampc.add %{{.+}}, %{{.+}} {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// KEEP-OP: ampc.add %{{.+}}, %{{.+}} {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 
 // FORCE-LABEL: func.func @promote_follow
 // FORCE-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %[[Y:.+]]: tensor<4x4xf32>)
 // FORCE: %[[YH:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// FORCE-NEXT: %[[L:.+]] = ampc.log_softmax %[[YH]] {ampc.precision = {category = "fp32_output", compute = f16, rule = "override --force-lowp op:log_softmax"}} : tensor<4x4xf16>
+// FORCE-NEXT: %[[L:.+]] = ampc.log_softmax %[[YH]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f16, rule = "override --force-lowp op:log_softmax">} : tensor<4x4xf16>
 
 // keep-fp32 on a promote op whose inputs are both f16 casts both up;
 // force-lowp on a follow op whose input is f32 casts it down.
 // PREC-LABEL: func.func @promote_follow
 // PREC-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %[[Y:.+]]: tensor<4x4xf32>)
-// PREC-NEXT: %[[A:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 op:MatMul"}}
-// PREC-NEXT: %[[B:.+]] = ampc.matmul %[[W]], %[[X]] {ampc.precision = {category = "allow", compute = f32, rule = "override --keep-fp32 op:MatMul"}}
-// PREC-NEXT: %[[C:.+]] = ampc.add %[[A]], %[[B]] {ampc.precision = {category = "promote", compute = f32, rule = "override --keep-fp32 node:/add2"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PREC-NEXT: %[[A:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 op:MatMul">}
+// PREC-NEXT: %[[B:.+]] = ampc.matmul %[[W]], %[[X]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "override --keep-fp32 op:MatMul">}
+// PREC-NEXT: %[[C:.+]] = ampc.add %[[A]], %[[B]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "override --keep-fp32 node:/add2">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // PREC-NEXT: %[[YH:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// PREC-NEXT: %[[T:.+]] = ampc.tanh %[[YH]] {ampc.precision = {category = "follow", compute = f16, rule = "override --force-lowp node:/tanh"}} : tensor<4x4xf16>
+// PREC-NEXT: %[[T:.+]] = ampc.tanh %[[YH]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "override --force-lowp node:/tanh">} : tensor<4x4xf16>
 
 // Without keep-fp32 on the matmuls, /add2 really does see two f16 inputs.
 // FILE-LABEL: func.func @promote_follow
 // FILE: %[[A:.+]] = ampc.matmul {{.+}} -> tensor<4x4xf16>
 // FILE: %[[B:.+]] = ampc.matmul {{.+}} -> tensor<4x4xf16>
-// FILE-NEXT: ampc.add %[[A]], %[[B]] {ampc.precision = {category = "promote", compute = f16, rule = "promote list: widest input is f16"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// FILE-NEXT: ampc.add %[[A]], %[[B]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "promote list: widest input is f16">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 
 // CATEGORIES-LABEL: func.func @promote_follow
-// CATEGORIES: ampc.log_softmax %{{.+}} {ampc.precision = {category = "follow", compute = f32, rule = "{{.*}}rules-categories.json categories.LogSoftmax: input is f32"}} : tensor<4x4xf32>
+// CATEGORIES: ampc.log_softmax %{{.+}} {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "{{.*}}rules-categories.json categories.LogSoftmax: input is f32">} : tensor<4x4xf32>
 func.func @promote_follow(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
   %a = ampc.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("/a/MatMul")
   %b = ampc.matmul %w, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("/b/MatMul")

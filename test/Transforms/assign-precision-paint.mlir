@@ -22,16 +22,16 @@
 // the trailing infer op is not painted.
 // CHECK-LABEL: func.func @deny_spreads_forward
 // CHECK-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[R:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X]] {ampc.precision = {category = "deny", compute = f32, rule = "paint: deny list"}} : tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: deny spreads forward"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.+]] = ampc.relu %[[A]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: deny spreads forward"}} : tensor<4x4xf32>
-// CHECK-NEXT: %[[C:.+]] = ampc.mul %[[B]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: deny spreads forward"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "paint: deny list">} : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.+]] = ampc.add %[[E]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: deny spreads forward">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.+]] = ampc.relu %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: deny spreads forward">} : tensor<4x4xf32>
+// CHECK-NEXT: %[[C:.+]] = ampc.mul %[[B]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: deny spreads forward">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: %[[CH:.+]] = ampc.cast %[[C]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[D:.+]] = ampc.tanh %[[CH]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}} : tensor<4x4xf16>
+// CHECK-NEXT: %[[D:.+]] = ampc.tanh %[[CH]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">} : tensor<4x4xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[D]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[D]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[M32:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[S:.+]] = ampc.sub %[[M32]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: not painted, stays f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[S:.+]] = ampc.sub %[[M32]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: not painted, stays f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: return %[[S]] : tensor<4x4xf32>
 func.func @deny_spreads_forward(%x: tensor<4x4xf32>, %r: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %e = ampc.exp %x : tensor<4x4xf32>
@@ -51,14 +51,14 @@ func.func @deny_spreads_forward(%x: tensor<4x4xf32>, %r: tensor<4x4xf32>, %w: te
 // allow next to the matmul; sigmoid (feeding nothing) is not painted.
 // CHECK-LABEL: func.func @deny_through_clear
 // CHECK-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[R:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>)
-// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X]] {ampc.precision = {category = "deny", compute = f32, rule = "paint: deny list"}} : tensor<4x4xf32>
-// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[E]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: deny spreads forward"}} : tensor<4x4xf32>
-// CHECK-NEXT: %[[B:.+]] = ampc.add %[[A]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: deny spreads forward"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "paint: deny list">} : tensor<4x4xf32>
+// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[E]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: deny spreads forward">} : tensor<4x4xf32>
+// CHECK-NEXT: %[[B:.+]] = ampc.add %[[A]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: deny spreads forward">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: %[[E1:.+]] = ampc.cast %[[E]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[T:.+]] = ampc.tanh %[[E1]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}} : tensor<4x4xf16>
+// CHECK-NEXT: %[[T:.+]] = ampc.tanh %[[E1]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">} : tensor<4x4xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[T]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
-// CHECK-NEXT: %[[S:.+]] = ampc.sigmoid %[[E]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: not painted, stays f32"}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[T]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[S:.+]] = ampc.sigmoid %[[E]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: not painted, stays f32">} : tensor<4x4xf32>
 // CHECK-NEXT: %[[N32:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
 // CHECK-NEXT: return %[[B]], %[[N32]], %[[S]]
 func.func @deny_through_clear(%x: tensor<4x4xf32>, %r: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
@@ -80,19 +80,19 @@ func.func @deny_through_clear(%x: tensor<4x4xf32>, %r: tensor<4x4xf32>, %w: tens
 // CHECK-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %[[R:.+]]: tensor<4x4xf32>)
 // CHECK-NEXT: ampc.cast %[[X]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M:.+]] = ampc.matmul {{.+}} {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}}
-// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[M]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: between allow ops"}} : tensor<4x4xf16>
+// CHECK-NEXT: %[[M:.+]] = ampc.matmul {{.+}} {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">}
+// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[M]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: between allow ops">} : tensor<4x4xf16>
 // CHECK-NEXT: %[[RH:.+]] = ampc.cast %[[R]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[B:.+]] = ampc.add %[[A]], %[[RH]] {ampc.precision = {category = "promote", compute = f16, rule = "paint: between allow ops"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
-// CHECK-NEXT: %[[C:.+]] = ampc.transpose %[[B]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: between allow ops"}, perm = array<i64: 1, 0>} : (tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[B:.+]] = ampc.add %[[A]], %[[RH]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "paint: between allow ops">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[C:.+]] = ampc.transpose %[[B]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: between allow ops">, perm = array<i64: 1, 0>} : (tensor<4x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[WH2:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[C]], %[[WH2]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}}
+// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[C]], %[[WH2]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">}
 // CHECK-NEXT: %[[N32:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[D:.+]] = ampc.mul %[[N32]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "paint: not painted, stays f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[D]] {ampc.precision = {category = "deny", compute = f32, rule = "paint: deny list"}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[D:.+]] = ampc.mul %[[N32]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "paint: not painted, stays f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[D]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "paint: deny list">} : tensor<4x4xf32>
 // CHECK-NEXT: %[[EH:.+]] = ampc.cast %[[E]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: %[[WH3:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[O:.+]] = ampc.matmul %[[EH]], %[[WH3]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}}
+// CHECK-NEXT: %[[O:.+]] = ampc.matmul %[[EH]], %[[WH3]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">}
 // CHECK-NEXT: %[[O32:.+]] = ampc.cast %[[O]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
 // CHECK-NEXT: return %[[O32]] : tensor<4x4xf32>
 func.func @between_allow_ops(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %r: tensor<4x4xf32>) -> tensor<4x4xf32> {
@@ -115,12 +115,12 @@ func.func @between_allow_ops(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %r: tenso
 // CHECK-LABEL: func.func @allow_through_clear
 // CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<4x4xf32>) -> tensor<16xf32>
 // CHECK-NEXT: %[[XH:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x8xf32> to tensor<4x8xf16>
-// CHECK-NEXT: %[[T:.+]] = ampc.transpose %[[XH]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}, perm = array<i64: 1, 0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
-// CHECK-NEXT: %[[S:.+]] = ampc.slice %[[T]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}, {{.+}}} : (tensor<8x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[T:.+]] = ampc.transpose %[[XH]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">, perm = array<i64: 1, 0>} : (tensor<4x8xf16>) -> tensor<8x4xf16>
+// CHECK-NEXT: %[[S:.+]] = ampc.slice %[[T]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">, {{.+}}} : (tensor<8x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[S]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
-// CHECK-NEXT: %[[R:.+]] = ampc.reshape %[[M]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}} : tensor<4x4xf16> to tensor<16xf16>
-// CHECK-NEXT: %[[G:.+]] = ampc.gelu %[[R]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}} : tensor<16xf16>
+// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[S]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[R:.+]] = ampc.reshape %[[M]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">} : tensor<4x4xf16> to tensor<16xf16>
+// CHECK-NEXT: %[[G:.+]] = ampc.gelu %[[R]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">} : tensor<16xf16>
 // CHECK-NEXT: %[[G32:.+]] = ampc.cast %[[G]] {ampc.autocast} : tensor<16xf16> to tensor<16xf32>
 // CHECK-NEXT: return %[[G32]] : tensor<16xf32>
 
@@ -128,7 +128,7 @@ func.func @between_allow_ops(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %r: tenso
 // in front of the matmul instead.
 // AUTO-LABEL: func.func @allow_through_clear
 // AUTO-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<4x4xf32>) -> tensor<16xf32>
-// AUTO-NEXT: %[[T:.+]] = ampc.transpose %[[X]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}, perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+// AUTO-NEXT: %[[T:.+]] = ampc.transpose %[[X]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">, perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
 // AUTO-NEXT: %[[S:.+]] = ampc.slice %[[T]] {{.+}} : (tensor<8x4xf32>) -> tensor<4x4xf32>
 // AUTO-NEXT: %[[SH:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 func.func @allow_through_clear(%x: tensor<4x8xf32>, %w: tensor<4x4xf32>) -> tensor<16xf32> {
@@ -148,11 +148,11 @@ func.func @allow_through_clear(%x: tensor<4x8xf32>, %w: tensor<4x4xf32>) -> tens
 // CHECK-LABEL: func.func @fp32_output_is_deny
 // CHECK: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<4x4xf16>
 // CHECK-NEXT: %[[M32:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[M32]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "paint: fp32_output list"}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[M32]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "paint: fp32_output list">} : tensor<4x4xf32>
 // CHECK-NEXT: %[[SH:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[SH]] {ampc.precision = {category = "follow", compute = f16, rule = "paint: follow op next to allow ops"}} : tensor<4x4xf16>
+// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[SH]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "paint: follow op next to allow ops">} : tensor<4x4xf16>
 // CHECK-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[A]], %{{.+}} {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}}
+// CHECK-NEXT: %[[N:.+]] = ampc.matmul %[[A]], %{{.+}} {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">}
 func.func @fp32_output_is_deny(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %m = ampc.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %s = ampc.softmax %m : tensor<4x4xf32>
@@ -170,16 +170,16 @@ func.func @fp32_output_is_deny(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tens
 // CHECK-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %[[H:.+]]: tensor<4x4xf16>)
 // CHECK: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<4x4xf16>
 // CHECK-NEXT: %[[U:.+]] = ampc.cast %[[M]] : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[R:.+]] = ampc.relu %[[U]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: not painted, stays f32"}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[R:.+]] = ampc.relu %[[U]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: not painted, stays f32">} : tensor<4x4xf32>
 // CHECK-NEXT: %[[H32:.+]] = ampc.cast %[[H]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[N:.+]] = ampc.neg %[[H32]] {ampc.precision = {category = "follow", compute = f32, rule = "paint: not painted, stays f32"}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[N:.+]] = ampc.neg %[[H32]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "paint: not painted, stays f32">} : tensor<4x4xf32>
 // CHECK-NEXT: %[[NH:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: return %[[R]], %[[NH]] : tensor<4x4xf32>, tensor<4x4xf16>
 
 // Autocast lets neg follow its f16 input.
 // AUTO-LABEL: func.func @boundaries
 // AUTO-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %[[H:.+]]: tensor<4x4xf16>)
-// AUTO: %[[N:.+]] = ampc.neg %[[H]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}} : tensor<4x4xf16>
+// AUTO: %[[N:.+]] = ampc.neg %[[H]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">} : tensor<4x4xf16>
 // AUTO-NEXT: return %{{.+}}, %[[N]] : tensor<4x4xf32>, tensor<4x4xf16>
 func.func @boundaries(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %h: tensor<4x4xf16>) -> (tensor<4x4xf32>, tensor<4x4xf16>) {
   %m = ampc.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -200,13 +200,13 @@ func.func @boundaries(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %h: tensor<4x4xf
 // CHECK-SAME: (%[[X:.+]]: tensor<4x4xf32>, %[[W1:.+]]: tensor<4x4xf32>, %[[W2:.+]]: tensor<4x4xf32>, %[[W3:.+]]: tensor<4x4xf32>)
 // CHECK-NEXT: %[[X1:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: %[[W1H:.+]] = ampc.cast %[[W1]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M1:.+]] = ampc.matmul %[[X1]], %[[W1H]] {ampc.precision = {category = "allow", compute = f16, rule = "paint: allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[M1:.+]] = ampc.matmul %[[X1]], %[[W1H]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "paint: allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[X2:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[A1:.+]] = ampc.add %[[M1]], %[[X2]] {ampc.precision = {category = "promote", compute = f16, rule = "paint: between allow ops"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[A1:.+]] = ampc.add %[[M1]], %[[X2]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "paint: between allow ops">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[W2H:.+]] = ampc.cast %[[W2]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: %[[M2:.+]] = ampc.matmul %[[A1]], %[[W2H]] {{.+}} -> tensor<4x4xf16>
 // CHECK-NEXT: %[[X3:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[M2]], %[[X3]] {ampc.precision = {category = "promote", compute = f16, rule = "paint: between allow ops"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[M2]], %[[X3]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "paint: between allow ops">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
 // CHECK-NEXT: %[[W3H:.+]] = ampc.cast %[[W3]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK-NEXT: %[[M3:.+]] = ampc.matmul %[[A2]], %[[W3H]] {{.+}} -> tensor<4x4xf16>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[M3]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
@@ -218,12 +218,12 @@ func.func @boundaries(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %h: tensor<4x4xf
 // AUTO-NEXT: %[[W1H:.+]] = ampc.cast %[[W1]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // AUTO-NEXT: %[[M1:.+]] = ampc.matmul %[[X1]], %[[W1H]] {{.+}} -> tensor<4x4xf16>
 // AUTO-NEXT: %[[M1U:.+]] = ampc.cast %[[M1]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// AUTO-NEXT: %[[A1:.+]] = ampc.add %[[M1U]], %[[X]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// AUTO-NEXT: %[[A1:.+]] = ampc.add %[[M1U]], %[[X]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // AUTO-NEXT: %[[A1D:.+]] = ampc.cast %[[A1]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // AUTO-NEXT: %[[W2H:.+]] = ampc.cast %[[W2]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // AUTO-NEXT: %[[M2:.+]] = ampc.matmul %[[A1D]], %[[W2H]] {{.+}} -> tensor<4x4xf16>
 // AUTO-NEXT: %[[M2U:.+]] = ampc.cast %[[M2]] {ampc.autocast} : tensor<4x4xf16> to tensor<4x4xf32>
-// AUTO-NEXT: %[[A2:.+]] = ampc.add %[[M2U]], %[[X]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// AUTO-NEXT: %[[A2:.+]] = ampc.add %[[M2U]], %[[X]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // AUTO-NEXT: %[[A2D:.+]] = ampc.cast %[[A2]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // AUTO-NEXT: %[[W3H:.+]] = ampc.cast %[[W3]] {ampc.autocast} : tensor<4x4xf32> to tensor<4x4xf16>
 // AUTO-NEXT: %[[M3:.+]] = ampc.matmul %[[A2D]], %[[W3H]] {{.+}} -> tensor<4x4xf16>

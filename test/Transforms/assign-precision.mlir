@@ -17,7 +17,7 @@
 // CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[XH:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x8xf32> to tensor<2x8xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<8x4xf32> to tensor<8x4xf16>
-// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}} : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
+// CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">} : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: return %[[R]] : tensor<2x4xf32>
 
@@ -25,14 +25,14 @@
 // BF16-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8x4xf32>) -> tensor<2x4xf32>
 // BF16-NEXT: %[[XH:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x8xf32> to tensor<2x8xbf16>
 // BF16-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<8x4xf32> to tensor<8x4xbf16>
-// BF16-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = {category = "allow", compute = bf16, rule = "allow list"}} : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
+// BF16-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = bf16, rule = "allow list">} : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
 // BF16-NEXT: %[[R:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xbf16> to tensor<2x4xf32>
 // BF16-NEXT: return %[[R]] : tensor<2x4xf32>
 
 // dtype=f32 lowers nothing: no casts at all, the decision still recorded.
 // F32-LABEL: func.func @allow_matmul
 // F32-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8x4xf32>) -> tensor<2x4xf32>
-// F32-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = f32, rule = "allow list"}} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+// F32-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "allow list">} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
 // F32-NEXT: return %[[M]] : tensor<2x4xf32>
 func.func @allow_matmul(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> tensor<2x4xf32> {
   %m = ampc.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
@@ -47,7 +47,7 @@ func.func @allow_matmul(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> tensor<2x4x
 // CHECK-NEXT: %[[AH:.+]] = ampc.cast %[[A]] {ampc.autocast} : tensor<4x8xf32> to tensor<4x8xf16>
 // CHECK-NEXT: %[[BH:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<16x8xf32> to tensor<16x8xf16>
 // CHECK-NEXT: %[[CH:.+]] = ampc.cast %[[C]] {ampc.autocast} : tensor<16xf32> to tensor<16xf16>
-// CHECK-NEXT: %[[Y:.+]] = ampc.gemm %[[AH]], %[[BH]], %[[CH]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}, transB = 1 : i64} : (tensor<4x8xf16>, tensor<16x8xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+// CHECK-NEXT: %[[Y:.+]] = ampc.gemm %[[AH]], %[[BH]], %[[CH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">, transB = 1 : i64} : (tensor<4x8xf16>, tensor<16x8xf16>, tensor<16xf16>) -> tensor<4x16xf16>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<4x16xf16> to tensor<4x16xf32>
 // CHECK-NEXT: return %[[R]] : tensor<4x16xf32>
 
@@ -55,7 +55,7 @@ func.func @allow_matmul(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> tensor<2x4x
 // BF16: ampc.cast %{{.+}} {ampc.autocast} : tensor<4x8xf32> to tensor<4x8xbf16>
 // BF16-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<16x8xf32> to tensor<16x8xbf16>
 // BF16-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<16xf32> to tensor<16xbf16>
-// BF16-NEXT: %[[Y:.+]] = ampc.gemm {{.+}} {ampc.precision = {category = "allow", compute = bf16, rule = "allow list"}, transB = 1 : i64} : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+// BF16-NEXT: %[[Y:.+]] = ampc.gemm {{.+}} {ampc.precision = #ampc.precision<category = allow, compute = bf16, rule = "allow list">, transB = 1 : i64} : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
 // BF16-NEXT: %[[R:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<4x16xbf16> to tensor<4x16xf32>
 // BF16-NEXT: return %[[R]]
 func.func @allow_gemm_bias(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %c: tensor<16xf32>) -> tensor<4x16xf32> {
@@ -71,7 +71,7 @@ func.func @allow_gemm_bias(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %c: tensor
 // CHECK-NEXT: %[[XH:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<1x3x8x8xf32> to tensor<1x3x8x8xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<16x3x3x3xf32> to tensor<16x3x3x3xf16>
 // CHECK-NEXT: %[[BH:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<16xf32> to tensor<16xf16>
-// CHECK-NEXT: %[[Y:.+]] = ampc.conv %[[XH]], %[[WH]], %[[BH]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>, tensor<16xf16>) -> tensor<1x16x4x4xf16>
+// CHECK-NEXT: %[[Y:.+]] = ampc.conv %[[XH]], %[[WH]], %[[BH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>, tensor<16xf16>) -> tensor<1x16x4x4xf16>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<1x16x4x4xf16> to tensor<1x16x4x4xf32>
 // CHECK-NEXT: return %[[R]] : tensor<1x16x4x4xf32>
 func.func @allow_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x4x4xf32> {
@@ -86,22 +86,22 @@ func.func @allow_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: ten
 // CHECK-LABEL: func.func @deny_elementwise
 // CHECK-SAME: (%[[X:.+]]: tensor<2x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[X1:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X1]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[X1]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<2x4xf32>
 // CHECK-NEXT: %[[X2:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[L:.+]] = ampc.log %[[X2]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<2x4xf32>
-// CHECK-NEXT: %[[P:.+]] = ampc.pow %[[E]], %[[L]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[Q:.+]] = ampc.reciprocal %[[P]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[L:.+]] = ampc.log %[[X2]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<2x4xf32>
+// CHECK-NEXT: %[[P:.+]] = ampc.pow %[[E]], %[[L]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[Q:.+]] = ampc.reciprocal %[[P]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<2x4xf32>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[Q]] {ampc.autocast} : tensor<2x4xf32> to tensor<2x4xf16>
 // CHECK-NEXT: return %[[R]] : tensor<2x4xf16>
 
 // Under bf16 the rules are the same: deny means f32.
 // BF16-LABEL: func.func @deny_elementwise
 // BF16-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// BF16-NEXT: ampc.exp %{{.+}} {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<2x4xf32>
+// BF16-NEXT: ampc.exp %{{.+}} {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<2x4xf32>
 
 // F32-LABEL: func.func @deny_elementwise
 // F32-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// F32-NEXT: ampc.exp %{{.+}} {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : tensor<2x4xf32>
+// F32-NEXT: ampc.exp %{{.+}} {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : tensor<2x4xf32>
 func.func @deny_elementwise(%x: tensor<2x4xf16>) -> tensor<2x4xf16> {
   %e = ampc.exp %x : tensor<2x4xf16>
   %l = ampc.log %x : tensor<2x4xf16>
@@ -119,7 +119,7 @@ func.func @deny_elementwise(%x: tensor<2x4xf16>) -> tensor<2x4xf16> {
 // CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf16>, %[[G:.+]]: tensor<64xf32>, %[[B:.+]]: tensor<64xf16>)
 // CHECK-NEXT: %[[X32:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x16x64xf16> to tensor<2x16x64xf32>
 // CHECK-NEXT: %[[B32:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<64xf16> to tensor<64xf32>
-// CHECK-NEXT: %[[Y:.+]], %{{.+}}, %{{.+}} = ampc.layer_normalization %[[X32]], %[[G]], %[[B32]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+// CHECK-NEXT: %[[Y:.+]], %{{.+}}, %{{.+}} = ampc.layer_normalization %[[X32]], %[[G]], %[[B32]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<2x16x64xf32> to tensor<2x16x64xf16>
 // CHECK-NEXT: return %[[R]] : tensor<2x16x64xf16>
 func.func @deny_layer_norm(%x: tensor<2x16x64xf16>, %g: tensor<64xf32>, %b: tensor<64xf16>) -> tensor<2x16x64xf16> {
@@ -135,14 +135,14 @@ func.func @deny_layer_norm(%x: tensor<2x16x64xf16>, %g: tensor<64xf32>, %b: tens
 // CHECK-SAME: (%[[S:.+]]: tensor<4x10xf16>, %[[L:.+]]: tensor<4xi64>, %[[W:.+]]: tensor<10xf16>)
 // CHECK-NEXT: %[[S32:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<4x10xf16> to tensor<4x10xf32>
 // CHECK-NEXT: %[[W32:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<10xf16> to tensor<10xf32>
-// CHECK-NEXT: %[[LOSS:.+]], %[[LOGP:.+]] = ampc.softmax_cross_entropy_loss %[[S32]], %[[L]], %[[W32]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>)
-// CHECK-NEXT: %[[NLL:.+]] = ampc.negative_log_likelihood_loss %[[LOGP]], %[[L]] {ampc.precision = {category = "deny", compute = f32, rule = "deny list"}, reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+// CHECK-NEXT: %[[LOSS:.+]], %[[LOGP:.+]] = ampc.softmax_cross_entropy_loss %[[S32]], %[[L]], %[[W32]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>)
+// CHECK-NEXT: %[[NLL:.+]] = ampc.negative_log_likelihood_loss %[[LOGP]], %[[L]] {ampc.precision = #ampc.precision<category = deny, compute = f32, rule = "deny list">, reduction = #ampc<reduction sum>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
 // CHECK-NEXT: %[[R1:.+]] = ampc.cast %[[LOSS]] {ampc.autocast} : tensor<f32> to tensor<f16>
 // CHECK-NEXT: %[[R2:.+]] = ampc.cast %[[NLL]] {ampc.autocast} : tensor<f32> to tensor<f16>
 // CHECK-NEXT: return %[[R1]], %[[R2]] : tensor<f16>, tensor<f16>
 func.func @deny_losses(%s: tensor<4x10xf16>, %l: tensor<4xi64>, %w: tensor<10xf16>) -> (tensor<f16>, tensor<f16>) {
   %loss, %logp = ampc.softmax_cross_entropy_loss %s, %l, %w : (tensor<4x10xf16>, tensor<4xi64>, tensor<10xf16>) -> (tensor<f16>, tensor<4x10xf16>)
-  %nll = ampc.negative_log_likelihood_loss %logp, %l {reduction = "sum"} : (tensor<4x10xf16>, tensor<4xi64>) -> tensor<f16>
+  %nll = ampc.negative_log_likelihood_loss %logp, %l {reduction = #ampc<reduction sum>} : (tensor<4x10xf16>, tensor<4xi64>) -> tensor<f16>
   return %loss, %nll : tensor<f16>, tensor<f16>
 }
 
@@ -153,11 +153,11 @@ func.func @deny_losses(%s: tensor<4x10xf16>, %l: tensor<4xi64>, %w: tensor<10xf1
 // CHECK-LABEL: func.func @fp32_output
 // CHECK-SAME: (%[[X:.+]]: tensor<4x10xf16>) -> (tensor<4x10xf16>, tensor<4x10xf16>, tensor<4xf16>)
 // CHECK-NEXT: %[[C1:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x10xf16> to tensor<4x10xf32>
-// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[C1]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}} : tensor<4x10xf32>
+// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[C1]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">} : tensor<4x10xf32>
 // CHECK-NEXT: %[[C2:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x10xf16> to tensor<4x10xf32>
-// CHECK-NEXT: %[[L:.+]] = ampc.log_softmax %[[C2]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}} : tensor<4x10xf32>
+// CHECK-NEXT: %[[L:.+]] = ampc.log_softmax %[[C2]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">} : tensor<4x10xf32>
 // CHECK-NEXT: %[[C3:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<4x10xf16> to tensor<4x10xf32>
-// CHECK-NEXT: %[[R:.+]] = ampc.reduce_sum %[[C3]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}, axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x10xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[R:.+]] = ampc.reduce_sum %[[C3]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">, axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x10xf32>) -> tensor<4xf32>
 // CHECK-NEXT: %[[S16:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<4x10xf32> to tensor<4x10xf16>
 // CHECK-NEXT: %[[L16:.+]] = ampc.cast %[[L]] {ampc.autocast} : tensor<4x10xf32> to tensor<4x10xf16>
 // CHECK-NEXT: %[[R16:.+]] = ampc.cast %[[R]] {ampc.autocast} : tensor<4xf32> to tensor<4xf16>
@@ -165,7 +165,7 @@ func.func @deny_losses(%s: tensor<4x10xf16>, %l: tensor<4xi64>, %w: tensor<10xf1
 
 // BF16-LABEL: func.func @fp32_output
 // BF16-NEXT: ampc.cast %{{.+}} {ampc.autocast} : tensor<4x10xf16> to tensor<4x10xf32>
-// BF16-NEXT: ampc.softmax %{{.+}} {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}} : tensor<4x10xf32>
+// BF16-NEXT: ampc.softmax %{{.+}} {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">} : tensor<4x10xf32>
 func.func @fp32_output(%x: tensor<4x10xf16>) -> (tensor<4x10xf16>, tensor<4x10xf16>, tensor<4xf16>) {
   %s = ampc.softmax %x : tensor<4x10xf16>
   %l = ampc.log_softmax %x : tensor<4x10xf16>
@@ -185,24 +185,24 @@ func.func @fp32_output(%x: tensor<4x10xf16>) -> (tensor<4x10xf16>, tensor<4x10xf
 // CHECK-NEXT: ampc.cast %[[W]] {ampc.autocast} : tensor<8x4xf32> to tensor<8x4xf16>
 // CHECK-NEXT: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[M1:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[A:.+]] = ampc.add %[[M1]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.+]] = ampc.add %[[M1]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[M2:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[WH:.+]] = ampc.where %[[C]], %[[M2]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xi1>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[WH:.+]] = ampc.where %[[C]], %[[M2]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xi1>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[M3:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[CC:.+]] = ampc.concat %[[R]], %[[M3]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}, axis = 0 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[CC:.+]] = ampc.concat %[[R]], %[[M3]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">, axis = 0 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: %[[M4:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[EQ:.+]] = ampc.equal %[[M4]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+// CHECK-NEXT: %[[EQ:.+]] = ampc.equal %[[M4]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
 // CHECK-NEXT: return %[[A]], %[[WH]], %[[CC]], %[[EQ]] : tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<2x4xi1>
 
 // BF16-LABEL: func.func @promote_mixed
 // BF16: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xbf16>
 // BF16-NEXT: %[[M1:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xbf16> to tensor<2x4xf32>
-// BF16-NEXT: ampc.add %[[M1]], %{{.+}} {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// BF16-NEXT: ampc.add %[[M1]], %{{.+}} {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 
 // F32-LABEL: func.func @promote_mixed
 // F32-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8x4xf32>, %[[R:.+]]: tensor<2x4xf32>, %[[C:.+]]: tensor<2x4xi1>)
 // F32-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {{.+}} -> tensor<2x4xf32>
-// F32-NEXT: ampc.add %[[M]], %[[R]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// F32-NEXT: ampc.add %[[M]], %[[R]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // F32-NOT: ampc.cast
 // F32: return
 func.func @promote_mixed(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %r: tensor<2x4xf32>, %c: tensor<2x4xi1>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<2x4xi1>) {
@@ -220,12 +220,12 @@ func.func @promote_mixed(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %r: tensor<2x
 // CHECK-LABEL: func.func @promote_same
 // CHECK: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
 // CHECK: %[[N:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
-// CHECK-NEXT: %[[S:.+]] = ampc.sub %[[M]], %[[N]] {ampc.precision = {category = "promote", compute = f16, rule = "promote list: widest input is f16"}} : (tensor<2x4xf16>, tensor<2x4xf16>) -> tensor<2x4xf16>
+// CHECK-NEXT: %[[S:.+]] = ampc.sub %[[M]], %[[N]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "promote list: widest input is f16">} : (tensor<2x4xf16>, tensor<2x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: return %[[R]]
 
 // BF16-LABEL: func.func @promote_same
-// BF16: ampc.sub %{{.+}}, %{{.+}} {ampc.precision = {category = "promote", compute = bf16, rule = "promote list: widest input is bf16"}} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<2x4xbf16>
+// BF16: ampc.sub %{{.+}}, %{{.+}} {ampc.precision = #ampc.precision<category = promote, compute = bf16, rule = "promote list: widest input is bf16">} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<2x4xbf16>
 func.func @promote_same(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %v: tensor<8x4xf32>) -> tensor<2x4xf32> {
   %m = ampc.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
   %n = ampc.matmul %x, %v : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
@@ -244,7 +244,7 @@ func.func @promote_same(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %v: tensor<8x4
 // CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[M32:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: %[[B32:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<2x4xbf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[P:.+]] = ampc.mul %[[M32]], %[[B32]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[P:.+]] = ampc.mul %[[M32]], %[[B32]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[P]] {ampc.autocast} : tensor<2x4xf32> to tensor<2x4xbf16>
 // CHECK-NEXT: return %[[R]] : tensor<2x4xbf16>
 
@@ -252,8 +252,8 @@ func.func @promote_same(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %v: tensor<8x4
 // stays bf16: no cast anywhere.
 // BF16-LABEL: func.func @promote_f16_bf16
 // BF16-SAME: (%[[X:.+]]: tensor<2x8xbf16>, %[[W:.+]]: tensor<8x4xbf16>, %[[B:.+]]: tensor<2x4xbf16>) -> tensor<2x4xbf16>
-// BF16-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = {category = "allow", compute = bf16, rule = "allow list"}} : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
-// BF16-NEXT: %[[P:.+]] = ampc.mul %[[M]], %[[B]] {ampc.precision = {category = "promote", compute = bf16, rule = "promote list: widest input is bf16"}} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<2x4xbf16>
+// BF16-NEXT: %[[M:.+]] = ampc.matmul %[[X]], %[[W]] {ampc.precision = #ampc.precision<category = allow, compute = bf16, rule = "allow list">} : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
+// BF16-NEXT: %[[P:.+]] = ampc.mul %[[M]], %[[B]] {ampc.precision = #ampc.precision<category = promote, compute = bf16, rule = "promote list: widest input is bf16">} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<2x4xbf16>
 // BF16-NEXT: return %[[P]] : tensor<2x4xbf16>
 
 // Under dtype=f32 the bf16 inputs of the matmul go up to f32.
@@ -261,7 +261,7 @@ func.func @promote_same(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %v: tensor<8x4
 // F32-SAME: (%[[X:.+]]: tensor<2x8xbf16>, %[[W:.+]]: tensor<8x4xbf16>, %[[B:.+]]: tensor<2x4xbf16>) -> tensor<2x4xbf16>
 // F32-NEXT: %[[X32:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x8xbf16> to tensor<2x8xf32>
 // F32-NEXT: %[[W32:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<8x4xbf16> to tensor<8x4xf32>
-// F32-NEXT: %[[M:.+]] = ampc.matmul %[[X32]], %[[W32]] {ampc.precision = {category = "allow", compute = f32, rule = "allow list"}} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+// F32-NEXT: %[[M:.+]] = ampc.matmul %[[X32]], %[[W32]] {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "allow list">} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
 // F32-NEXT: %[[B32:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<2x4xbf16> to tensor<2x4xf32>
 // F32-NEXT: %[[P:.+]] = ampc.mul %[[M]], %[[B32]] {{.+}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // F32-NEXT: %[[R:.+]] = ampc.cast %[[P]] {ampc.autocast} : tensor<2x4xf32> to tensor<2x4xbf16>
@@ -284,18 +284,18 @@ func.func @promote_f16_bf16(%x: tensor<2x8xbf16>, %w: tensor<8x4xbf16>, %b: tens
 // CHECK-NEXT: ampc.cast %[[W]] {ampc.autocast}
 // CHECK-NEXT: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[SH:.+]] = ampc.cast %[[S]] {ampc.autocast} : tensor<f32> to tensor<f16>
-// CHECK-NEXT: %[[Y:.+]] = ampc.div %[[M]], %[[SH]] {ampc.precision = {category = "promote", compute = f16, rule = "promote list: widest input is f16"}} : (tensor<2x4xf16>, tensor<f16>) -> tensor<2x4xf16>
+// CHECK-NEXT: %[[Y:.+]] = ampc.div %[[M]], %[[SH]] {ampc.precision = #ampc.precision<category = promote, compute = f16, rule = "promote list: widest input is f16">} : (tensor<2x4xf16>, tensor<f16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[V1:.+]] = ampc.cast %[[V]] {ampc.autocast} : tensor<8xf32> to tensor<8xf16>
 // CHECK-NEXT: %[[V2:.+]] = ampc.cast %[[V]] {ampc.autocast} : tensor<8xf32> to tensor<8xf16>
 // CHECK-NEXT: %[[D:.+]] = ampc.matmul %[[V1]], %[[V2]] {{.+}} : (tensor<8xf16>, tensor<8xf16>) -> tensor<f16>
 // CHECK-NEXT: %[[D32:.+]] = ampc.cast %[[D]] {ampc.autocast} : tensor<f16> to tensor<f32>
-// CHECK-NEXT: %[[Z:.+]] = ampc.add %[[D32]], %[[S]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[Z:.+]] = ampc.add %[[D32]], %[[S]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // CHECK-NEXT: %[[YR:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: return %[[YR]], %[[Z]] : tensor<2x4xf32>, tensor<f32>
 
 // BF16-LABEL: func.func @promote_scalar
 // BF16: %[[SH:.+]] = ampc.cast %{{.+}} {ampc.autocast} : tensor<f32> to tensor<bf16>
-// BF16-NEXT: ampc.div %{{.+}}, %[[SH]] {ampc.precision = {category = "promote", compute = bf16, rule = "promote list: widest input is bf16"}} : (tensor<2x4xbf16>, tensor<bf16>) -> tensor<2x4xbf16>
+// BF16-NEXT: ampc.div %{{.+}}, %[[SH]] {ampc.precision = #ampc.precision<category = promote, compute = bf16, rule = "promote list: widest input is bf16">} : (tensor<2x4xbf16>, tensor<bf16>) -> tensor<2x4xbf16>
 func.func @promote_scalar(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %s: tensor<f32>, %v: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<f32>) {
   %m = ampc.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
   %y = ampc.div %m, %s : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
@@ -311,16 +311,16 @@ func.func @promote_scalar(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %s: tensor<f
 // dropout mask stays i1.
 // CHECK-LABEL: func.func @follow_after_allow
 // CHECK: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
-// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[M]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}} : tensor<2x4xf16>
-// CHECK-NEXT: %[[B:.+]] = ampc.reshape %[[A]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}} : tensor<2x4xf16> to tensor<8xf16>
-// CHECK-NEXT: %[[C:.+]] = ampc.unsqueeze %[[B]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}, axes = array<i64: 0>} : (tensor<8xf16>) -> tensor<1x8xf16>
-// CHECK-NEXT: %[[D:.+]], %[[MASK:.+]] = ampc.dropout %[[C]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}, ratio = 1.000000e-01 : f32, training_mode = 1 : i64} : (tensor<1x8xf16>) -> (tensor<1x8xf16>, tensor<1x8xi1>)
+// CHECK-NEXT: %[[A:.+]] = ampc.relu %[[M]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">} : tensor<2x4xf16>
+// CHECK-NEXT: %[[B:.+]] = ampc.reshape %[[A]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">} : tensor<2x4xf16> to tensor<8xf16>
+// CHECK-NEXT: %[[C:.+]] = ampc.unsqueeze %[[B]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">, axes = array<i64: 0>} : (tensor<8xf16>) -> tensor<1x8xf16>
+// CHECK-NEXT: %[[D:.+]], %[[MASK:.+]] = ampc.dropout %[[C]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">, ratio = 1.000000e-01 : f32, training_mode = 1 : i64} : (tensor<1x8xf16>) -> (tensor<1x8xf16>, tensor<1x8xi1>)
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[D]] {ampc.autocast} : tensor<1x8xf16> to tensor<1x8xf32>
 // CHECK-NEXT: return %[[R]], %[[MASK]] : tensor<1x8xf32>, tensor<1x8xi1>
 
 // BF16-LABEL: func.func @follow_after_allow
 // BF16: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xbf16>
-// BF16-NEXT: ampc.relu %[[M]] {ampc.precision = {category = "follow", compute = bf16, rule = "follow list: input is bf16"}} : tensor<2x4xbf16>
+// BF16-NEXT: ampc.relu %[[M]] {ampc.precision = #ampc.precision<category = follow, compute = bf16, rule = "follow list: input is bf16">} : tensor<2x4xbf16>
 // BF16-NEXT: ampc.reshape %{{.+}} : tensor<2x4xbf16> to tensor<8xbf16>
 func.func @follow_after_allow(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> (tensor<1x8xf32>, tensor<1x8xi1>) {
   %m = ampc.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
@@ -336,13 +336,13 @@ func.func @follow_after_allow(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> (tens
 // Follow after an f32 value: nothing to cast, the op stays f32.
 // CHECK-LABEL: func.func @follow_after_f32
 // CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>)
-// CHECK-NEXT: %[[A:.+]] = ampc.tanh %[[X]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[A:.+]] = ampc.tanh %[[X]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<2x4xf32>
 // CHECK-NEXT: %[[B:.+]] = ampc.exp %[[A]] {{.+}} : tensor<2x4xf32>
-// CHECK-NEXT: %[[C:.+]] = ampc.sigmoid %[[B]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[C:.+]] = ampc.sigmoid %[[B]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<2x4xf32>
 // CHECK-NEXT: return %[[C]] : tensor<2x4xf32>
 
 // BF16-LABEL: func.func @follow_after_f32
-// BF16-NEXT: ampc.tanh %{{.+}} {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<2x4xf32>
+// BF16-NEXT: ampc.tanh %{{.+}} {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<2x4xf32>
 func.func @follow_after_f32(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %a = ampc.tanh %x : tensor<2x4xf32>
   %b = ampc.exp %a : tensor<2x4xf32>
@@ -358,7 +358,7 @@ func.func @follow_after_f32(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 // CHECK-SAME: (%[[X:.+]]: tensor<2x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[C:.+]] = ampc.cast %[[X]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: %[[E:.+]] = ampc.exp %[[C]] {{.+}} : tensor<2x4xf32>
-// CHECK-NEXT: %[[N:.+]] = ampc.neg %[[E]] {ampc.precision = {category = "follow", compute = f32, rule = "follow list: input is f32"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[N:.+]] = ampc.neg %[[E]] {ampc.precision = #ampc.precision<category = follow, compute = f32, rule = "follow list: input is f32">} : tensor<2x4xf32>
 // CHECK-NEXT: %[[R:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<2x4xf32> to tensor<2x4xf16>
 // CHECK-NEXT: return %[[R]] : tensor<2x4xf16>
 func.func @follow_after_deny(%x: tensor<2x4xf16>) -> tensor<2x4xf16> {
@@ -403,7 +403,7 @@ func.func @untouched(%i: tensor<4xi64>, %b: tensor<4xi1>, %d: tensor<4x4xf64>, %
 // CHECK-LABEL: func.func @gather_indices
 // CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8x4xf32>, %[[IDS:.+]]: tensor<3xi64>)
 // CHECK: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
-// CHECK-NEXT: %[[G:.+]] = ampc.gather %[[M]], %[[IDS]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}, axis = 1 : i64} : (tensor<2x4xf16>, tensor<3xi64>) -> tensor<2x3xf16>
+// CHECK-NEXT: %[[G:.+]] = ampc.gather %[[M]], %[[IDS]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">, axis = 1 : i64} : (tensor<2x4xf16>, tensor<3xi64>) -> tensor<2x3xf16>
 func.func @gather_indices(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %ids: tensor<3xi64>) -> tensor<2x3xf32> {
   %m = ampc.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
   %g = ampc.gather %m, %ids {axis = 1 : i64} : (tensor<2x4xf32>, tensor<3xi64>) -> tensor<2x3xf32>
@@ -420,7 +420,7 @@ func.func @gather_indices(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %ids: tensor
 // CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>)
 // CHECK-NEXT: %[[U:.+]] = ampc.cast %[[X]] : tensor<2x4xf32> to tensor<2x4xf16>
 // CHECK-NEXT: %[[C:.+]] = ampc.cast %[[U]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[C]] {ampc.precision = {category = "fp32_output", compute = f32, rule = "fp32_output list"}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[S:.+]] = ampc.softmax %[[C]] {ampc.precision = #ampc.precision<category = fp32_output, compute = f32, rule = "fp32_output list">} : tensor<2x4xf32>
 // CHECK-NEXT: %[[V:.+]] = ampc.cast %[[S]] : tensor<2x4xf32> to tensor<2x4xf16>
 // CHECK-NEXT: return %[[V]] : tensor<2x4xf16>
 func.func @user_cast(%x: tensor<2x4xf32>) -> tensor<2x4xf16> {
@@ -440,7 +440,7 @@ func.func @user_cast(%x: tensor<2x4xf32>) -> tensor<2x4xf16> {
 // CHECK-NEXT: ampc.cast %[[X]] {ampc.autocast}
 // CHECK-NEXT: ampc.cast %[[W]] {ampc.autocast}
 // CHECK-NEXT: %[[C:.+]] = ampc.conv {{.+}} -> tensor<2x16x8x8xf16>
-// CHECK-NEXT: %[[Y:.+]], %[[RM:.+]], %[[RV:.+]] = ampc.batch_normalization %[[C]], %[[S]], %[[B]], %[[M]], %[[V]] {ampc.precision = {category = "follow", compute = f16, rule = "follow list: input is f16"}, training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %[[Y:.+]], %[[RM:.+]], %[[RV:.+]] = ampc.batch_normalization %[[C]], %[[S]], %[[B]], %[[M]], %[[V]] {ampc.precision = #ampc.precision<category = follow, compute = f16, rule = "follow list: input is f16">, training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
 // CHECK-NEXT: %[[YR:.+]] = ampc.cast %[[Y]] {ampc.autocast} : tensor<2x16x8x8xf16> to tensor<2x16x8x8xf32>
 // CHECK-NEXT: return %[[YR]], %[[RM]], %[[RV]] : tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>
 
@@ -465,18 +465,18 @@ func.func @batch_norm_stats(%x: tensor<2x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<8x4xf32> to tensor<8x4xf16>
 // CHECK-NEXT: %[[M:.+]] = ampc.matmul %[[XH]], %[[WH]] {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[BH:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<4xf32> to tensor<4xf16>
-// CHECK-NEXT: %[[A:.+]] = ampc.add %[[M]], %[[BH]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list (bias add of a linear layer)"}} : (tensor<2x4xf16>, tensor<4xf16>) -> tensor<2x4xf16>
+// CHECK-NEXT: %[[A:.+]] = ampc.add %[[M]], %[[BH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list (bias add of a linear layer)">} : (tensor<2x4xf16>, tensor<4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[BH2:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<4xf32> to tensor<4xf16>
-// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[BH2]], %[[M]] {ampc.precision = {category = "allow", compute = f16, rule = "allow list (bias add of a linear layer)"}} : (tensor<4xf16>, tensor<2x4xf16>) -> tensor<2x4xf16>
+// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[BH2]], %[[M]] {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list (bias add of a linear layer)">} : (tensor<4xf16>, tensor<2x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: %[[R1:.+]] = ampc.cast %[[A]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: %[[R2:.+]] = ampc.cast %[[A2]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
 // CHECK-NEXT: return %[[R1]], %[[R2]]
 
 // BF16-LABEL: func.func @linear_bias_add
-// BF16: ampc.add %{{.+}}, %{{.+}} {ampc.precision = {category = "allow", compute = bf16, rule = "allow list (bias add of a linear layer)"}} : (tensor<2x4xbf16>, tensor<4xbf16>) -> tensor<2x4xbf16>
+// BF16: ampc.add %{{.+}}, %{{.+}} {ampc.precision = #ampc.precision<category = allow, compute = bf16, rule = "allow list (bias add of a linear layer)">} : (tensor<2x4xbf16>, tensor<4xbf16>) -> tensor<2x4xbf16>
 
 // F32-LABEL: func.func @linear_bias_add
-// F32: ampc.add %{{.+}}, %{{.+}} {ampc.precision = {category = "allow", compute = f32, rule = "allow list (bias add of a linear layer)"}} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// F32: ampc.add %{{.+}}, %{{.+}} {ampc.precision = #ampc.precision<category = allow, compute = f32, rule = "allow list (bias add of a linear layer)">} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 module {
   ampc.parameter @w : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
   ampc.parameter @b : tensor<4xf32> = dense<1.0> : tensor<4xf32>
@@ -504,17 +504,17 @@ module {
 // CHECK-NEXT: ampc.cast %[[W]] {ampc.autocast}
 // CHECK-NEXT: %[[M:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[M1:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[A1:.+]] = ampc.add %[[M1]], %[[B2]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[A1:.+]] = ampc.add %[[M1]], %[[B2]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[M2:.+]] = ampc.cast %[[M]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[M2]], %[[ARG_B]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[M2]], %[[ARG_B]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: ampc.cast %[[X]] {ampc.autocast}
 // CHECK-NEXT: ampc.cast %[[ARG_W]] {ampc.autocast}
 // CHECK-NEXT: %[[N:.+]] = ampc.matmul {{.+}} -> tensor<2x4xf16>
 // CHECK-NEXT: %[[N1:.+]] = ampc.cast %[[N]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[A3:.+]] = ampc.add %[[N1]], %[[B]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[A3:.+]] = ampc.add %[[N1]], %[[B]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[RL:.+]] = ampc.relu %[[M]] {{.+}} : tensor<2x4xf16>
 // CHECK-NEXT: %[[RL1:.+]] = ampc.cast %[[RL]] {ampc.autocast} : tensor<2x4xf16> to tensor<2x4xf32>
-// CHECK-NEXT: %[[A4:.+]] = ampc.add %[[RL1]], %[[B]] {ampc.precision = {category = "promote", compute = f32, rule = "promote list: widest input is f32"}} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[A4:.+]] = ampc.add %[[RL1]], %[[B]] {ampc.precision = #ampc.precision<category = promote, compute = f32, rule = "promote list: widest input is f32">} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: return %[[A1]], %[[A2]], %[[A3]], %[[A4]]
 module {
   ampc.parameter @w : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>

@@ -1,5 +1,5 @@
 // RUN: ampc-opt %s --split-input-file --ampc-attach-loss -verify-diagnostics
-// RUN: not ampc-opt %s --split-input-file --ampc-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: not ampc-opt %s --split-input-file --ampc-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=OPTION --implicit-check-not="Cannot find option"
 
 // OPTION: error: ampc-attach-loss: loss must be cross_entropy, mse or none, got 'hinge'
 

@@ -22,14 +22,14 @@
 // CHECK-NEXT: %[[SCALE:.+]] = ampc.load_parameter @scale : tensor<8xf32>
 // CHECK-NEXT: %[[XH:.+]] = ampc.cast %{{.+}} {ampc.autocast} : tensor<2x8xf32> to tensor<2x8xf16>
 // CHECK-NEXT: %[[WH:.+]] = ampc.cast %[[W]] {ampc.autocast} : tensor<8x8xf32> to tensor<8x8xf16>
-// CHECK-NEXT: %[[H:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = {category = "allow", compute = f16, {{.+}}}} : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+// CHECK-NEXT: %[[H:.+]] = ampc.matmul %[[XH]], %[[WH]] {ampc.precision = #ampc.precision<category = allow, compute = f16, {{.+}}>} : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
 // CHECK-NEXT: %[[A:.+]] = ampc.relu %[[H]]
 // CHECK-NEXT: %[[O:.+]] = ampc.matmul %[[A]], %[[WH]]
 // CHECK-NEXT: %[[BH:.+]] = ampc.cast %[[B]] {ampc.autocast} : tensor<8xf32> to tensor<8xf16>
 // CHECK-NEXT: %[[OB:.+]] = ampc.add %[[O]], %[[BH]]
 // CHECK-NEXT: %[[OB32:.+]] = ampc.cast %[[OB]] {ampc.autocast} : tensor<2x8xf16> to tensor<2x8xf32>
-// CHECK-NEXT: %[[S:.+]] = ampc.mul %[[OB32]], %[[SCALE]] {ampc.precision = {category = "promote", compute = f32, {{.+}}}} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
-// CHECK-NEXT: %[[LOSS:.+]], %[[LOGP:.+]] = ampc.softmax_cross_entropy_loss %[[S]], %{{.+}} {ampc.precision = {category = "deny", compute = f32, {{.+}}}}
+// CHECK-NEXT: %[[S:.+]] = ampc.mul %[[OB32]], %[[SCALE]] {ampc.precision = #ampc.precision<category = promote, compute = f32, {{.+}}>} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %[[LOSS:.+]], %[[LOGP:.+]] = ampc.softmax_cross_entropy_loss %[[S]], %{{.+}} {ampc.precision = #ampc.precision<category = deny, compute = f32, {{.+}}>}
 // The loss and the Mul's backward in f32.
 // CHECK-NEXT: ampc.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT: ampc.nll_loss_grad {{.+}} -> tensor<2x8xf32>

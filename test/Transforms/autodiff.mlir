@@ -185,7 +185,7 @@ func.func @forward(%x: tensor<2x3x8x8xf32>, %label: tensor<2xi64>) -> tensor<f32
 // CHECK-NEXT: %[[DH:.+]] = ampc.reshape %[[DHF]] : tensor<6x4xf32> to tensor<2x3x4xf32>
 // CHECK-NEXT: %[[DVM:.+]] = ampc.gemm %[[HF]], %[[GF]] {transA = 1 : i64} : (tensor<6x4xf32>, tensor<6x1xf32>) -> tensor<4x1xf32>
 // CHECK-NEXT: %[[DV:.+]] = ampc.reshape %[[DVM]] : tensor<4x1xf32> to tensor<4xf32>
-// CHECK-NEXT: %[[DR:.+]] = ampc.gelu_grad %[[DH]], %[[R]] {approximate = "tanh"}
+// CHECK-NEXT: %[[DR:.+]] = ampc.gelu_grad %[[DH]], %[[R]] {approximate = #ampc<approximate tanh>}
 // p @ y, both batched: dp = dr @ y^T, dy = p^T @ dr.
 // CHECK-NEXT: %[[YT:.+]] = ampc.transpose %[[Y]] {perm = array<i64: 0, 2, 1>}
 // CHECK-NEXT: %[[DP:.+]] = ampc.matmul %[[DR]], %[[YT]]
@@ -241,7 +241,7 @@ func.func @forward(%ids: tensor<2x3xi64>, %keep: tensor<2x3x3xi1>) -> tensor<1xf
   %p = ampc.softmax %masked {axis = -1 : i64} : tensor<2x3x3xf32>
   %o = ampc.matmul %p, %y : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   %r = ampc.add %o, %x : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
-  %h = ampc.gelu %r {approximate = "tanh"} : tensor<2x3x4xf32>
+  %h = ampc.gelu %r {approximate = #ampc<approximate tanh>} : tensor<2x3x4xf32>
   %score = ampc.matmul %h, %v : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
   %loss = ampc.reduce_sum %score {axes = array<i64>} : (tensor<2x3xf32>) -> tensor<1x1xf32>
   %l1 = ampc.reshape %loss : tensor<1x1xf32> to tensor<1xf32>

@@ -1,4 +1,9 @@
 // RUN: ampc-opt %s --ampc-eval-forward | FileCheck %s
+// The pass is declared on functions: it runs nested in func.func (as
+// buildPipeline nests it), and a module pipeline does not take it.
+// RUN: ampc-opt %s --pass-pipeline="builtin.module(func.func(ampc-eval-forward))" | FileCheck %s
+// RUN: not ampc-opt %s --pass-pipeline="builtin.module(ampc-eval-forward)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
+// NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
 
 // @forward's Dropout and BatchNormalization run in eval mode; @train_step's
 // keep training mode.

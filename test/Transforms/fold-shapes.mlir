@@ -1,4 +1,9 @@
 // RUN: ampc-opt %s --ampc-fold-shapes --split-input-file | FileCheck %s
+// The pass is declared on functions: it runs nested in func.func (as
+// buildPipeline nests it), and a module pipeline does not take it.
+// RUN: ampc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ampc-fold-shapes))" | FileCheck %s
+// RUN: not ampc-opt %s --split-input-file --pass-pipeline="builtin.module(ampc-fold-shapes)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
+// NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
 
 // ampc-fold-shapes folds the small integer subgraphs that compute reshape
 // targets to ampc.constant and erases whatever becomes dead. Expected values

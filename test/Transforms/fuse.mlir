@@ -1,4 +1,9 @@
 // RUN: ampc-opt %s --split-input-file --ampc-fuse | FileCheck %s
+// The pass is declared on functions: it runs nested in func.func (as
+// buildPipeline nests it), and a module pipeline does not take it.
+// RUN: ampc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ampc-fuse))" | FileCheck %s
+// RUN: not ampc-opt %s --split-input-file --pass-pipeline="builtin.module(ampc-fuse)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
+// NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
 
 // ampc-fuse groups elementwise chains into ampc.fusion ops: a producer
 // joins when it is elementwise, has the group's result shape and all its

@@ -1,4 +1,9 @@
 // RUN: ampc-opt %s --split-input-file --ampc-optimize-casts | FileCheck %s
+// The pass is declared on functions: it runs nested in func.func (as
+// buildPipeline nests it), and a module pipeline does not take it.
+// RUN: ampc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ampc-optimize-casts))" | FileCheck %s
+// RUN: not ampc-opt %s --split-input-file --pass-pipeline="builtin.module(ampc-optimize-casts)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
+// NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
 
 // ampc-optimize-casts rewrites only the casts marked ampc.autocast (those
 // ampc-assign-precision inserted): one cast per value and type, round trips

@@ -1,4 +1,9 @@
 // RUN: ampc-opt %s --split-input-file --ampc-plan-memory | FileCheck %s
+// The pass is declared on functions: it runs nested in func.func (as
+// buildPipeline nests it), and a module pipeline does not take it.
+// RUN: ampc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ampc-plan-memory))" | FileCheck %s
+// RUN: not ampc-opt %s --split-input-file --pass-pipeline="builtin.module(ampc-plan-memory)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
+// NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
 
 // ampc-plan-memory gives each buffer an offset in one arena (64-byte
 // aligned, best fit) and reuses a buffer once its value and every view of

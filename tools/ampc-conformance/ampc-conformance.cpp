@@ -226,10 +226,11 @@ Outcome Runner::run(StringRef folder) {
   ampc::PipelineOptions pipeline;
   // The node tests check the op as written, training mode included.
   pipeline.evalForward = false;
-  pipeline.precision.dtype = StringSwitch<std::string>(precision)
-                                 .Case("fp16", "f16")
-                                 .Case("bf16", "bf16")
-                                 .Default("f32");
+  pipeline.precision.dtype =
+      StringSwitch<ampc::LowPrecisionType>(precision)
+          .Case("fp16", ampc::LowPrecisionType::F16)
+          .Case("bf16", ampc::LowPrecisionType::BF16)
+          .Default(ampc::LowPrecisionType::F32);
   if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error)) ||
       failed(pm.run(*module)))
     return fail(folder, "pipeline: " + firstError + error);

@@ -328,17 +328,18 @@ private:
 ampc::PipelineOptions trainingPipeline() {
   ampc::PipelineOptions pipeline;
   pipeline.widenToF64 = true;
-  pipeline.precision.dtype = "f32";
+  pipeline.precision.dtype = ampc::LowPrecisionType::F32;
   pipeline.training = true;
   // The finite differences run `infer`, which must compute the loss exactly
   // as the gradients' forward does (Dropout and BatchNorm as exported).
   pipeline.evalForward = false;
-  pipeline.loss.loss = loss;
+  // main checked the spelling.
+  pipeline.loss.loss = *ampc::symbolizeEnum<ampc::LossFunction>(loss);
   pipeline.loss.label = label;
   // The gradients themselves, unscaled, with no update applied: the
   // library's gradients entry.
-  pipeline.lossScaling.mode = "none";
-  pipeline.optimizer.kind = "none";
+  pipeline.lossScaling.mode = ampc::LossScalingMode::None;
+  pipeline.optimizer.kind = ampc::OptimizerKind::None;
   return pipeline;
 }
 
@@ -822,8 +823,9 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return usageError("no model given (see --help)");
-  if (loss != "cross_entropy" && loss != "mse" && loss != "none")
-    return usageError("--loss must be cross_entropy, mse or none, got '" +
+  if (!ampc::symbolizeEnum<ampc::LossFunction>(loss))
+    return usageError("--loss must be " +
+                      ampc::enumChoices<ampc::LossFunction>() + ", got '" +
                       loss + "'");
   if (label.empty())
     return usageError("--label must not be empty");

@@ -563,7 +563,7 @@ int main(int argc, char **argv) {
   }
 
   if (explain || !reportPath.empty()) {
-    StringRef lowp = pipeline.precision.dtype;
+    StringRef lowp = ampc::stringifyEnum(pipeline.precision.dtype);
     ampc::PrecisionReport report =
         ampc::buildPrecisionReport(*module, inputPath, lowp, castsBefore);
     if (explain)

@@ -16,7 +16,7 @@
 
 #include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/AMPCOpsDialect.h.inc"
-#include "ampc/Dialect/AMPCEnums.h.inc"
+#include "ampc/Dialect/AMPCEnums.h"
 #define GET_ATTRDEF_CLASSES
 #include "ampc/Dialect/AMPCAttrs.h.inc"
 #include "ampc/Dialect/AMPCInterfaces.h.inc"
@@ -26,10 +26,46 @@
 
 namespace ampc {
 
+//===----------------------------------------------------------------------===//
+// Discardable attributes. The passes record facts on ops, functions and the
+// module under these names; AMPCDialect::verifyOperationAttribute (and the
+// region argument/result verifiers) check every `ampc.*` attribute, so a
+// misspelt or malformed one is an error wherever the IR comes from.
+//===----------------------------------------------------------------------===//
+
 /// Unit attribute on the casts the compiler inserted (by precision
 /// assignment, or as the adjoint of a cast in the backward pass); a user's
 /// own ONNX Cast never carries it and is never removed.
 constexpr llvm::StringLiteral kAutocastAttr = "ampc.autocast";
+/// On every op precision assignment decided: a PrecisionDecisionAttr,
+/// `#ampc.precision<category = allow, compute = f16, rule = "allow list">`.
+constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
+/// Unit attribute on the constant ampc-autodiff seeds the backward with.
+constexpr llvm::StringLiteral kLossSeedAttr = "ampc.loss_seed";
+/// Unit attribute on an `ampc.parameter` that gets no gradient.
+constexpr llvm::StringLiteral kFrozenAttr = "ampc.frozen";
+/// Op attribute (ampc-plan-memory): `array<i64>`, one arena offset per
+/// result, -1 for results without a buffer of their own.
+constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";
+/// Function attribute (ampc-plan-memory): the arena's size in bytes (i64).
+constexpr llvm::StringLiteral kArenaBytesAttr = "ampc.arena_bytes";
+/// Buffers of the memory plan start at multiples of this many bytes.
+constexpr int64_t kBufferAlignment = 64;
+/// Module attributes the target emitters describe the step with: the
+/// LossScalingModeAttr, the OptimizerKindAttr (never `none`) and the
+/// hyperparameters as "name=value ..." text.
+constexpr llvm::StringLiteral kLossScalingAttr = "ampc.loss_scaling";
+constexpr llvm::StringLiteral kOptimizerAttr = "ampc.optimizer";
+constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
+/// Function argument and result attribute: the ONNX name of an input or
+/// output (a string).
+constexpr llvm::StringLiteral kNameAttr = "ampc.name";
+/// Unit attribute on the function arguments that are labels.
+constexpr llvm::StringLiteral kLabelAttr = "ampc.label";
+/// Function result attribute (ampc-autodiff): the `ampc.parameter` whose
+/// gradient the result is (a flat symbol reference; the result has the
+/// parameter's type).
+constexpr llvm::StringLiteral kGradientOfAttr = "ampc.gradient_of";
 
 /// Normalises an ONNX axis (negative counts from the end) into [0, rank);
 /// returns std::nullopt when it is out of range.

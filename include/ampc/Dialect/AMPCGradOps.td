@@ -54,20 +54,20 @@ def AMPC_GeluGradOp : AMPC_Op<"gelu_grad",
     f64) and rounded once: `output = grad * gelu'(input)` where `input` is
     Gelu's input and
 
-    - `approximate = "none"`: gelu'(x) = Φ(x) + x·φ(x), with
+    - `approximate = #ampc<approximate none>`: gelu'(x) = Φ(x) + x·φ(x), with
       Φ(x) = 0.5·(1 + erf(x/√2)) and φ(x) = exp(−x²/2)/√(2π);
-    - `approximate = "tanh"`: with u = √(2/π)·(x + 0.044715·x³) and
+    - `approximate = #ampc<approximate tanh>`: with u = √(2/π)·(x + 0.044715·x³) and
       t = tanh(u), gelu'(x) = 0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)·(1 + 3·0.044715·x²).
 
     ```mlir
-    %dx = ampc.gelu_grad %dy, %x {approximate = "tanh"} : tensor<2x16x128xf32>
+    %dx = ampc.gelu_grad %dy, %x {approximate = #ampc<approximate tanh>} : tensor<2x16x128xf32>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_FloatTensor:$input,
-                       DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
+                       DefaultValuedAttr<AMPC_GeluApproximateAttr,
+                                         "::ampc::GeluApproximate::None">:$approximate);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($output)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -301,7 +301,7 @@ def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [Pure]> {
   let summary = "adjoint of NegativeLogLikelihoodLoss with respect to its input";
   let description = [{
     `grad` is the adjoint of the loss (shape (N, D...) for
-    `reduction = "none"`, a scalar otherwise), `target` the integer class
+    reduction `none`, a scalar otherwise), `target` the integer class
     ids (N, D...), `weight` the optional class weights (C); the attributes
     are the loss op's. The result type is the type of the loss's input
     (N, C, D...), written out; `grad`, `weight` and the result share one
@@ -309,10 +309,10 @@ def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [Pure]> {
 
         w_s = 0                               if t == ignore_index
               weight[t] (1 without weights)   otherwise
-        W   = Σ_s w_s                        (only for "mean")
-        f_s = w_s · grad[s]   ("none")
-              w_s · grad      ("sum")
-              w_s · grad / W  ("mean"; f_s = 0 for every s when W == 0)
+        W   = Σ_s w_s                        (only for mean)
+        f_s = w_s · grad[s]   (none)
+              w_s · grad      (sum)
+              w_s · grad / W  (mean; f_s = 0 for every s when W == 0)
         output[n, c, d...] = −f_s if c == t, else 0
 
     A target outside [0, C) that is not ignore_index is an error at run
@@ -320,12 +320,13 @@ def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [Pure]> {
     LogSoftmax's adjoint (the loss is NLL of LogSoftmax along axis 1).
 
     ```mlir
-    %dlogp = ampc.nll_loss_grad %dloss, %t {reduction = "mean"} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+    %dlogp = ampc.nll_loss_grad %dloss, %t {reduction = #ampc<reduction mean>} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_IndexTensor:$target,
                        Optional<AMPC_FloatTensor>:$weight,
-                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       DefaultValuedAttr<AMPC_ReductionAttr,
+                                         "::ampc::Reduction::Mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad `,` $target (`,` $weight^)? attr-dict `:` "

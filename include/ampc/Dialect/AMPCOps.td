@@ -32,6 +32,11 @@ def AMPC_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The discardable `ampc.*` attributes the passes write (AMPCDialect.h)
+  // are checked like op attributes.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -56,6 +61,125 @@ def AMPC_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "a GEMM's epilogue", [
   let genSpecializedAttr = 0;
 }
 def AMPC_GemmEpilogueAttr : AMPC_EnumAttr<AMPC_GemmEpilogue, "epilogue">;
+
+// How an ONNX loss reduces its per-sample losses (the loss ops and
+// ampc.nll_loss_grad): `none` keeps them, `sum` adds them, `mean` divides
+// the sum by the total weight of the samples.
+def AMPC_Reduction : I32EnumAttr<"Reduction", "a loss reduction", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Sum", 1, "sum">,
+    I32EnumAttrCase<"Mean", 2, "mean">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_ReductionAttr : AMPC_EnumAttr<AMPC_Reduction, "reduction">;
+
+// ONNX Gelu's `approximate`: `none` is the erf form, `tanh` the tanh
+// approximation (ampc.gelu and ampc.gelu_grad).
+def AMPC_GeluApproximate : I32EnumAttr<"GeluApproximate",
+    "a Gelu approximation", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Tanh", 1, "tanh">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_GeluApproximateAttr : AMPC_EnumAttr<AMPC_GeluApproximate,
+                                             "approximate">;
+
+// The torch.optim rule of ampc.optimizer_update and of the step
+// (`ampc.optimizer` on the module, ampc-attach-optimizer's `kind`). `none`
+// is a choice of the pass only: no optimizer, the step returns gradients.
+def AMPC_OptimizerKind : I32EnumAttr<"OptimizerKind", "an optimizer", [
+    I32EnumAttrCase<"Sgd", 0, "sgd">,
+    I32EnumAttrCase<"Adam", 1, "adam">,
+    I32EnumAttrCase<"Adamw", 2, "adamw">,
+    I32EnumAttrCase<"None", 3, "none">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_OptimizerKindAttr : AMPC_EnumAttr<AMPC_OptimizerKind, "optimizer">;
+
+// Loss scaling of the step (ampc-insert-loss-scaling's `mode`, and
+// `ampc.loss_scaling` on the module): a scale that adapts (GradScaler), a
+// fixed one, or none.
+def AMPC_LossScalingMode : I32EnumAttr<"LossScalingMode",
+    "a loss-scaling mode", [
+    I32EnumAttrCase<"Dynamic", 0, "dynamic">,
+    I32EnumAttrCase<"Static", 1, "static">,
+    I32EnumAttrCase<"None", 2, "none">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_LossScalingModeAttr : AMPC_EnumAttr<AMPC_LossScalingMode,
+                                             "loss_scaling">;
+
+// How an op's compute dtype is chosen under autocast (docs/precision.md,
+// REFERENCE.md 1): the category traits below (AMPC_Allow, ...) carry one,
+// rules files name them, and every decision records the one it used.
+def AMPC_PrecisionCategory : I32EnumAttr<"PrecisionCategory",
+    "a precision category", [
+    // Low-precision inputs and outputs, FP32 accumulation (GEMM-like).
+    I32EnumAttrCase<"Allow", 0, "allow">,
+    // FP32 inputs and outputs (numerically sensitive).
+    I32EnumAttrCase<"Deny", 1, "deny">,
+    // Computed and returned in FP32 whatever the input dtype.
+    I32EnumAttrCase<"Fp32Output", 2, "fp32_output">,
+    // Mixed float inputs are all cast to the widest of them.
+    I32EnumAttrCase<"Promote", 3, "promote">,
+    // Runs in the dtype of its (data) input.
+    I32EnumAttrCase<"Follow", 4, "follow">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+
+// Choices of pass options only (Passes.td), never in the IR: the enums give
+// them one spelling each (symbolize/stringify), which the option parser and
+// the messages use.
+def AMPC_LossFunction : I32EnumAttr<"LossFunction",
+    "the loss ampc-attach-loss adds", [
+    I32EnumAttrCase<"CrossEntropy", 0, "cross_entropy">,
+    I32EnumAttrCase<"Mse", 1, "mse">,
+    I32EnumAttrCase<"None", 2, "none">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_LowPrecisionType : I32EnumAttr<"LowPrecisionType",
+    "the low-precision dtype of ampc-assign-precision", [
+    I32EnumAttrCase<"F16", 0, "f16">,
+    I32EnumAttrCase<"BF16", 1, "bf16">,
+    I32EnumAttrCase<"F32", 2, "f32">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_Propagation : I32EnumAttr<"Propagation",
+    "how ampc-assign-precision propagates decisions", [
+    I32EnumAttrCase<"Autocast", 0, "autocast">,
+    I32EnumAttrCase<"Paint", 1, "paint">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+// The decision ampc-assign-precision records on every op it decides
+// (`ampc.precision`), which the report, `ampc explain` and the ONNX export
+// read: the category it applied, the compute dtype, and the rule that
+// decided, in words.
+def AMPC_PrecisionDecisionAttr : AttrDef<AMPC_Dialect, "PrecisionDecision"> {
+  let mnemonic = "precision";
+  let summary = "the precision decision for an op";
+  let description = [{
+    ```mlir
+    %y = ampc.matmul %x, %w {ampc.precision = #ampc.precision<category = allow, compute = f16, rule = "allow list">} : ...
+    ```
+  }];
+  let parameters = (ins EnumParameter<AMPC_PrecisionCategory>:$category,
+                        "::mlir::FloatType":$compute,
+                        StringRefParameter<"what decided">:$rule);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
 
 // Every op's tensors are bounded in size (AMPCTraits.h, BoundedTensors).
 def AMPC_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
@@ -188,8 +312,17 @@ def AMPC_LeakyReluOp : AMPC_UnaryOp<"leaky_relu", AMPC_FloatTensor, "LeakyRelu",
 }
 
 def AMPC_GeluOp : AMPC_UnaryOp<"gelu", AMPC_FloatTensor, "Gelu", [AMPC_Follow, AMPC_Gradient]> {
+  let description = [{
+    ONNX `Gelu`, elementwise; `approximate` is `none` (the erf form) or
+    `tanh`.
+
+    ```mlir
+    %y = ampc.gelu %x {approximate = #ampc<approximate tanh>} : tensor<4x8xf32>
+    ```
+  }];
   let arguments = (ins AMPC_FloatTensor:$input,
-                       DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
+                       DefaultValuedAttr<AMPC_GeluApproximateAttr,
+                                         "::ampc::GeluApproximate::None">:$approximate);
 }
 
 // Binary ops broadcast their operands numpy-style (ONNX multidirectional
@@ -694,15 +827,16 @@ def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
   let description = [{
     ONNX `SoftmaxCrossEntropyLoss`: scores (N, C, D...), integer labels
     (N, D...), optional class weights (C). Results: the loss (a scalar unless
-    `reduction = "none"`) and the log-probabilities.
+    `reduction = #ampc<reduction none>`) and the log-probabilities.
 
     ```mlir
-    %loss, %logp = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = "mean"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+    %loss, %logp = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = #ampc<reduction mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$scores, AMPC_IndexTensor:$labels,
                        Optional<AMPC_FloatTensor>:$weights,
-                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       DefaultValuedAttr<AMPC_ReductionAttr,
+                                         "::ampc::Reduction::Mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs AMPC_FloatTensor:$loss, AMPC_FloatTensor:$log_prob);
   let assemblyFormat = "$scores `,` $labels (`,` $weights^)? attr-dict `:` "
@@ -720,12 +854,13 @@ def AMPC_NegativeLogLikelihoodLossOp
     targets (N, D...), optional class weights (C).
 
     ```mlir
-    %loss = ampc.negative_log_likelihood_loss %logp, %t {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    %loss = ampc.negative_log_likelihood_loss %logp, %t {reduction = #ampc<reduction sum>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$input, AMPC_IndexTensor:$target,
                        Optional<AMPC_FloatTensor>:$weight,
-                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       DefaultValuedAttr<AMPC_ReductionAttr,
+                                         "::ampc::Reduction::Mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs AMPC_FloatTensor:$loss);
   let assemblyFormat = "$input `,` $target (`,` $weight^)? attr-dict `:` "

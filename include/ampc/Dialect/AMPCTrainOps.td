@@ -107,7 +107,7 @@ def AMPC_OptimizerUpdateOp : AMPC_Op<"optimizer_update",
     [Pure, AttrSizedOperandSegments]> {
   let summary = "one optimizer step on one FP32 master weight";
   let description = [{
-    The update of torch.optim's `kind` ("sgd", "adam", "adamw") for one
+    The update of torch.optim's `kind` (sgd, adam, adamw) for one
     parameter, in FP32 (FP64 for f64): `param` and `grad` have one type,
     `moments` are the optimizer's state for it (SGD with momentum: the
     momentum buffer; Adam/AdamW: exp_avg and exp_avg_sq), `lr` the learning
@@ -127,14 +127,14 @@ def AMPC_OptimizerUpdateOp : AMPC_Op<"optimizer_update",
                param −= lr/(1 − β1^t) · m / (√v / √(1 − β2^t) + eps), t = step + 1
 
     ```mlir
-    %p, %m, %v = ampc.optimizer_update %w, %g, %lr, %step, %found_inf, %m0, %v0 {kind = "adamw", beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : ...
+    %p, %m, %v = ampc.optimizer_update %w, %g, %lr, %step, %found_inf, %m0, %v0 {kind = #ampc<optimizer adamw>, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : ...
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$param, AMPC_FloatTensor:$grad,
                        AMPC_FloatTensor:$lr, AMPC_I64Tensor:$step,
                        Optional<AMPC_BoolTensor>:$found_inf,
                        Variadic<AMPC_FloatTensor>:$moments,
-                       StrAttr:$kind,
+                       AMPC_OptimizerKindAttr:$kind,
                        DefaultValuedAttr<F32Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F32Attr, "0.0">:$dampening,
                        DefaultValuedAttr<BoolAttr, "false">:$nesterov,

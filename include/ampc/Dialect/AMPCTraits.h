@@ -9,6 +9,8 @@
 #ifndef AMPC_DIALECT_AMPCTRAITS_H
 #define AMPC_DIALECT_AMPCTRAITS_H
 
+#include "ampc/Dialect/AMPCEnums.h"
+
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -16,23 +18,8 @@
 
 namespace ampc {
 
-/// How an op's compute dtype is chosen under autocast (REFERENCE.md 1).
-enum class PrecisionCategory {
-  /// Low-precision inputs and outputs, FP32 accumulation (GEMM-like).
-  Allow,
-  /// FP32 inputs and outputs (numerically sensitive).
-  Deny,
-  /// Computed and returned in FP32 whatever the input dtype.
-  Fp32Output,
-  /// Mixed float inputs are all cast to the widest of them.
-  Promote,
-  /// Runs in the dtype of its (data) input.
-  Follow,
-};
-
-/// "allow", "deny", "fp32_output", "promote", "follow".
-llvm::StringRef stringifyPrecisionCategory(PrecisionCategory category);
-std::optional<PrecisionCategory> symbolizePrecisionCategory(llvm::StringRef);
+// PrecisionCategory (allow, deny, fp32_output, promote, follow) is an enum
+// of AMPCOps.td, with stringifyPrecisionCategory/symbolizePrecisionCategory.
 
 /// Trait carrying an op's default precision category.
 template <PrecisionCategory Category>

@@ -16,6 +16,8 @@
 #ifndef AMPC_TARGET_LIBRARYEMITTER_H
 #define AMPC_TARGET_LIBRARYEMITTER_H
 
+#include "ampc/Dialect/AMPCEnums.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -66,6 +68,9 @@ llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape,
                                             llvm::ArrayRef<int64_t> out);
 /// The exact value of a float attribute as a C++ double literal.
 std::string exactLiteral(const llvm::APFloat &value);
+/// The name of a loss reduction in both targets' kernels (`LossReduction`
+/// in CpuKernels.h and CudaKernels.cuh): LossNone, LossSum, LossMean.
+llvm::StringRef lossReductionName(ampc::Reduction reduction);
 /// "node 'NAME' (OpType)" for the ONNX node an op came from; the ampc op
 /// name where the location says nothing.
 std::string nodeDescription(mlir::Operation *op);

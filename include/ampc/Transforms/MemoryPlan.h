@@ -8,6 +8,8 @@
 #ifndef AMPC_TRANSFORMS_MEMORYPLAN_H
 #define AMPC_TRANSFORMS_MEMORYPLAN_H
 
+#include "ampc/Dialect/AMPCDialect.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/StringRef.h"
@@ -16,13 +18,9 @@
 
 namespace ampc {
 
-/// Op attribute: `array<i64>`, one arena offset per result, -1 for results
-/// without a buffer of their own.
-constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";
-/// Function attribute: the arena's size in bytes (i64).
-constexpr llvm::StringLiteral kArenaBytesAttr = "ampc.arena_bytes";
-/// Buffers start at multiples of this many bytes.
-constexpr int64_t kBufferAlignment = 64;
+// The plan's attributes (kOffsetsAttr on ops, kArenaBytesAttr on
+// functions) and its alignment (kBufferAlignment) are in AMPCDialect.h: the
+// dialect verifies them.
 
 /// Bytes one element of `type` takes in memory (i1 takes a byte, f16 and
 /// bf16 two); 0 for types code generation cannot store.

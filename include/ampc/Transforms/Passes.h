@@ -5,6 +5,8 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/TensorSize.h"
+#include "ampc/Transforms/EnumOption.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -42,15 +44,16 @@ struct PipelineOptions {
   bool evalForward = true;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
-  /// ampc-attach-loss: the loss (cross_entropy, mse, none) and label name.
+  /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.
   AttachLossPassOptions loss;
-  /// ampc-assign-precision: dtype, propagation, overrides, rules file.
+  /// ampc-assign-precision: dtype (ampc::LowPrecisionType), propagation
+  /// (ampc::Propagation), overrides, rules file.
   AssignPrecisionPassOptions precision;
-  /// ampc-insert-loss-scaling: mode (dynamic, static, none) and the
-  /// scaler's constants.
+  /// ampc-insert-loss-scaling: mode (ampc::LossScalingMode; `None` leaves
+  /// the pass out) and the scaler's constants.
   InsertLossScalingPassOptions lossScaling;
-  /// ampc-attach-optimizer: kind (sgd, adam, adamw, none) and
-  /// hyperparameters.
+  /// ampc-attach-optimizer: kind (ampc::OptimizerKind; `None` leaves the
+  /// pass out) and hyperparameters.
   AttachOptimizerPassOptions optimizer;
 };
 

@@ -5,7 +5,16 @@
 
 include "mlir/Pass/PassBase.td"
 
-def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::ModuleOp"> {
+// Passes declared on `mlir::func::FuncOp` work on one function at a time and
+// touch nothing outside it; buildPipeline (Pipeline.cpp) nests them, so they
+// run on the functions in parallel. The others change symbols or several
+// functions and see the whole module.
+//
+// Options that take one of a fixed set of words are typed by an enum of
+// AMPCOps.td (ampc::OptimizerKind, ...): the enum's spellings are the
+// option's values (EnumOption.h).
+
+def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{
     Once every shape is static, the integer subgraphs that exported models
@@ -13,7 +22,9 @@ def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::ModuleOp"> {
     arithmetic, where, cast, ...) are constants. This pass folds them and
     erases whatever becomes dead, so no shape computation survives into
     precision assignment or code generation. The importer folds as it
-    builds; this pass is what guarantees the result for any module.
+    builds; this pass is what guarantees the result for any module. It
+    works on each function alone (shape ops and their constants live in
+    functions; the module's parameters fold nothing).
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
@@ -55,7 +66,8 @@ def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
     located at node "ampc.loss".
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+    Option<"loss", "loss", "ampc::LossFunction",
+           /*default=*/"ampc::LossFunction::CrossEntropy",
            "cross_entropy, mse or none">,
     Option<"label", "label", "std::string", /*default=*/"\"label\"",
            "name of the label input the loss adds">,
@@ -79,13 +91,15 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
     deny op stays in FP32. Overrides (`keep-fp32`, `force-lowp`, a `rules`
     file) beat the lists. Integer and boolean tensors, float64 tensors and a
     user's own casts are never changed; function arguments and results keep
-    their types. docs/precision.md has the details.
+    their types. docs/precision.md has the details. A module pass: an
+    override that names nothing in any function is reported once.
   }];
   let options = [
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+    Option<"dtype", "dtype", "ampc::LowPrecisionType",
+           /*default=*/"ampc::LowPrecisionType::F16",
            "low-precision dtype: f16, bf16, or f32 (nothing is lowered)">,
-    Option<"propagation", "propagation", "std::string",
-           /*default=*/"\"autocast\"", "autocast or paint">,
+    Option<"propagation", "propagation", "ampc::Propagation",
+           /*default=*/"ampc::Propagation::Autocast", "autocast or paint">,
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "ops kept in FP32: op:TYPE or node:NAME">,
     ListOption<"forceLowp", "force-lowp", "std::string",
@@ -127,7 +141,7 @@ def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
-def EvalForwardPass : Pass<"ampc-eval-forward", "mlir::ModuleOp"> {
+def EvalForwardPass : Pass<"ampc-eval-forward", "mlir::func::FuncOp"> {
   let summary = "@forward becomes the eval-mode model";
   let description = [{
     Every inference entry of a library (`infer`, ampc-train's evaluation,
@@ -137,7 +151,8 @@ def EvalForwardPass : Pass<"ampc-eval-forward", "mlir::ModuleOp"> {
     (`training_mode = 0` on both). Runs after ampc-autodiff has copied the
     training-mode forward into `@train_step`, which keeps it. Tools that
     need the model exactly as exported (the ONNX node tests, the gradient
-    check's finite differences) leave this pass out.
+    check's finite differences) leave this pass out. It runs on each
+    function and changes `@forward` only.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
@@ -175,7 +190,8 @@ def InsertLossScalingPass : Pass<"ampc-insert-loss-scaling", "mlir::ModuleOp"> {
     chooses dynamic for fp16 and none otherwise unless `--loss-scale` says.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+    Option<"mode", "mode", "ampc::LossScalingMode",
+           /*default=*/"ampc::LossScalingMode::Dynamic",
            "dynamic, static or none">,
     Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
            "the initial (or, static, the fixed) scale">,
@@ -207,7 +223,8 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     `kind=none` leaves @train_step returning the gradients.
   }];
   let options = [
-    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
+    Option<"kind", "kind", "ampc::OptimizerKind",
+           /*default=*/"ampc::OptimizerKind::Adamw",
            "sgd, adam, adamw or none">,
     Option<"lr", "lr", "double", /*default=*/"1.0e-3", "learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0", "sgd">,
@@ -225,7 +242,7 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
-def OptimizeCastsPass : Pass<"ampc-optimize-casts", "mlir::ModuleOp"> {
+def OptimizeCastsPass : Pass<"ampc-optimize-casts", "mlir::func::FuncOp"> {
   let summary = "one cast per value and dtype, no round trips";
   let description = [{
     Cleans up the casts that ampc-assign-precision inserted (those marked
@@ -262,7 +279,7 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
-def FusePass : Pass<"ampc-fuse", "mlir::ModuleOp"> {
+def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{
     Groups chains of elementwise ops (AMPC_Elementwise in AMPCOps.td) into
@@ -277,7 +294,7 @@ def FusePass : Pass<"ampc-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
-def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::ModuleOp"> {
+def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "give every intermediate tensor an offset in one arena";
   let description = [{
     The static memory plan. In each function, every result of a top-level

@@ -21,11 +21,10 @@
 
 namespace ampc {
 
-/// Discardable attribute on every op precision assignment decided:
-/// {compute = f16, category = "allow", rule = "allow list"}.
-constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
-// kAutocastAttr, the mark of compiler-inserted casts, is in AMPCDialect.h:
-// the gradient rules insert casts too.
+// kPrecisionAttr, the decision on every op precision assignment decided,
+// and kAutocastAttr, the mark of compiler-inserted casts, are in
+// AMPCDialect.h: the dialect verifies them, and the gradient rules insert
+// casts too.
 
 /// `op:TYPE` or `node:NAME`, as written on the command line.
 struct OverrideRule {
@@ -79,10 +78,11 @@ std::string onnxNodeName(mlir::Operation *op);
 /// compared case-insensitively and ignoring underscores.
 bool ruleMatchesOpType(llvm::StringRef ruleName, mlir::Operation *op);
 
-/// The decision recorded on an op by ampc-assign-precision.
+/// The decision recorded on an op by ampc-assign-precision (as a
+/// PrecisionDecisionAttr, `ampc.precision`).
 struct PrecisionDecision {
-  mlir::Type compute;
-  std::string category;
+  mlir::FloatType compute;
+  PrecisionCategory category;
   std::string rule;
 };
 std::optional<PrecisionDecision> getPrecisionDecision(mlir::Operation *op);

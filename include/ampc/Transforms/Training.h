@@ -21,10 +21,8 @@ constexpr llvm::StringLiteral kGrowthTracker = "ampc.growth_tracker";
 constexpr llvm::StringLiteral kSkippedSteps = "ampc.skipped_steps";
 constexpr llvm::StringLiteral kLearningRate = "ampc.lr";
 constexpr llvm::StringLiteral kStepCount = "ampc.step";
-/// Module attributes the target emitters describe the step with.
-constexpr llvm::StringLiteral kLossScalingAttr = "ampc.loss_scaling";
-constexpr llvm::StringLiteral kOptimizerAttr = "ampc.optimizer";
-constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
+// The module attributes that describe the step (kLossScalingAttr,
+// kOptimizerAttr, kHyperparametersAttr) are in AMPCDialect.h.
 
 /// The constant ampc-autodiff seeds the backward with (marked
 /// `ampc.loss_seed`), or null.

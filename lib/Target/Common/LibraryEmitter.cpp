@@ -95,6 +95,18 @@ std::string exactLiteral(const APFloat &value) {
   return formatv("{0:e17}", value.convertToDouble()).str();
 }
 
+StringRef lossReductionName(ampc::Reduction reduction) {
+  switch (reduction) {
+  case ampc::Reduction::None:
+    return "LossNone";
+  case ampc::Reduction::Sum:
+    return "LossSum";
+  case ampc::Reduction::Mean:
+    return "LossMean";
+  }
+  llvm_unreachable("unknown loss reduction");
+}
+
 std::string nodeDescription(Operation *op) {
   std::string node, opType;
   Location loc = op->getLoc();
@@ -484,7 +496,7 @@ LogicalResult LibraryEmitter::emitParameterAccess(func::FuncOp trainStep) {
   std::string gradientParameters;
   for (unsigned r = 1; r < trainStep.getNumResults(); ++r) {
     auto of = trainStep.getResultAttrOfType<FlatSymbolRefAttr>(
-        r, "ampc.gradient_of");
+        r, ampc::kGradientOfAttr);
     auto *it = of ? llvm::find(params, of.getValue()) : params.end();
     if (it == params.end())
       return trainStep.emitError() << "result " << r
@@ -593,11 +605,11 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
     os << "static const ampc_abi_tensor " << kind << "s[] = {\n" << entries << "};\n";
   };
   tensors("input", forward.getArgumentTypes(), [&](unsigned i) {
-    auto n = forward.getArgAttrOfType<StringAttr>(i, "ampc.name");
+    auto n = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
     return n ? n.str() : "input" + std::to_string(i);
   });
   tensors("output", forward.getResultTypes(), [&](unsigned i) {
-    auto n = forward.getResultAttrOfType<StringAttr>(i, "ampc.name");
+    auto n = forward.getResultAttrOfType<StringAttr>(i, ampc::kNameAttr);
     return n ? n.str() : "output" + std::to_string(i);
   });
   SmallVector<Type> paramTypes;
@@ -610,13 +622,16 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   // The training fields: state, the step, its description, the labels and
   // the embedded ONNX model.
   bool training = isTraining(trainStep);
-  auto text = [&](StringRef attr) {
-    auto s = module->getAttrOfType<StringAttr>(attr);
-    return "\"" + cString(s ? s.getValue() : "") + "\"";
-  };
+  auto quoted = [](StringRef s) { return "\"" + cString(s) + "\""; };
+  auto hyperparameters =
+      module->getAttrOfType<StringAttr>(ampc::kHyperparametersAttr);
+  auto optimizer = module->getAttrOfType<ampc::OptimizerKindAttr>(
+      ampc::kOptimizerAttr);
+  auto lossScaling = module->getAttrOfType<ampc::LossScalingModeAttr>(
+      ampc::kLossScalingAttr);
   int32_t numLabels = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    numLabels += forward.getArgAttr(i, "ampc.label") != nullptr;
+    numLabels += forward.getArgAttr(i, ampc::kLabelAttr) != nullptr;
   if (!options.onnxFile.empty())
     os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
           "asm(\".section .rodata\\n.balign 64\\n"
@@ -629,9 +644,14 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   std::string trainingFields =
       training ? formatv("kNumStateTensors, stateTensors, readState, "
                          "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
-                         text(ampc::kOptimizerAttr),
-                         text(ampc::kHyperparametersAttr),
-                         text(ampc::kLossScalingAttr), numLabels, onnx)
+                         quoted(optimizer ? stringifyEnum(optimizer.getValue())
+                                          : ""),
+                         quoted(hyperparameters ? hyperparameters.getValue()
+                                                : ""),
+                         quoted(lossScaling
+                                    ? stringifyEnum(lossScaling.getValue())
+                                    : ""),
+                         numLabels, onnx)
                      .str()
                : formatv("0, nullptr, nullptr, nullptr, nullptr, nullptr, "
                          "nullptr, nullptr, {0}, {1}",

@@ -42,7 +42,7 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                 .str();
           })
           .Case([&](ampc::GeluOp o) {
-            if (o.getApproximate() == "tanh")
+            if (o.getApproximate() == ampc::GeluApproximate::Tanh)
               return formatv("{1}(0.5) * {0} * ({1}(1) + std::tanh("
                              "{1}(0.7978845608028654) * ({0} + {1}(0.044715) "
                              "* {0} * {0} * {0})))",
@@ -61,7 +61,7 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
           .Case([&](ampc::GeluGradOp o) {
             // gelu'(v) from the forward input v = arg(1), times the adjoint.
             std::string v = arg(1);
-            if (o.getApproximate() == "tanh")
+            if (o.getApproximate() == ampc::GeluApproximate::Tanh)
               return formatv(
                          "{0} * [&] {{ const {1} u = {1}(0.7978845608028654) * "
                          "({2} + {1}(0.044715) * {2} * {2} * {2}); const {1} t "

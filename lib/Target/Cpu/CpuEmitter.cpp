@@ -110,7 +110,7 @@ private:
   void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
   void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
   void emitLoss(Operation *op, Value scores, Value labels, Value weights,
-                StringRef reduction, std::optional<int64_t> ignoreIndex,
+                ampc::Reduction reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
   void emitConstant(Operation *op, llvm::raw_ostream &body) override;
   LogicalResult emitTrainingOp(Operation *op,
@@ -524,7 +524,6 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
           converted("weights", c, o.getWeight());
         body << formatv("    std::vector<{0}> out({1}LL);\n", c,
                         tensorOf(o.getOutput()).getNumElements());
-        StringRef reduction = o.getReduction();
         std::optional<uint64_t> ignore = o.getIgnoreIndex();
         std::string call =
             formatv("ampc::cpu::nllLossGrad<{0}>(grad.data(), {1}, {2}, "
@@ -534,9 +533,7 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
                     o.getWeight() ? "weights.data()" : "nullptr", shape[0],
                     shape[1], product(shape.drop_front(2)), ignore.has_value(),
                     static_cast<int64_t>(ignore.value_or(0)),
-                    reduction == "mean"  ? "LossMean"
-                    : reduction == "sum" ? "LossSum"
-                                         : "LossNone")
+                    lossReductionName(o.getReduction()))
                 .str();
         body << "  " << failUnless(op, call, "a label is out of range");
         storeAll("out", o.getOutput());
@@ -701,7 +698,7 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
 }
 
 void Emitter::emitLoss(Operation *op, Value scores, Value labels,
-                       Value weights, StringRef reduction,
+                       Value weights, ampc::Reduction reduction,
                        std::optional<int64_t> ignoreIndex, Value logProb,
                        llvm::raw_ostream &body) {
   // SoftmaxCrossEntropyLoss (with logProb) is LogSoftmax over axis 1 and
@@ -736,9 +733,7 @@ void Emitter::emitLoss(Operation *op, Value scores, Value labels,
               "{5}LL, {6}, {7}LL, ampc::cpu::{8}, loss.data())",
               c, name(labels), weights ? "weights.data()" : "nullptr", n,
               classes, inner, ignoreIndex.has_value(), ignoreIndex.value_or(0),
-              reduction == "mean"  ? "LossMean"
-              : reduction == "sum" ? "LossSum"
-                                   : "LossNone")
+              lossReductionName(reduction))
           .str();
   body << "  " << failUnless(op, call, "a label is out of range");
   body << "    for (int64_t i = 0; i < " << lossCount << "LL; ++i) "
@@ -1001,7 +996,7 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
           body << formatv("    std::memcpy({0}, {1}, {2}ULL);\n", name(nm),
                           name(m), bytes);
         body << "  } else {\n";
-        if (o.getKind() == "sgd") {
+        if (o.getKind() == ampc::OptimizerKind::Sgd) {
           bool hasBuffer = !o.getMoments().empty();
           body << formatv(
               "    ampc::cpu::sgdStep<{0}>({1}, {2}, {3}, {4}, {5}, {6}LL, "
@@ -1022,7 +1017,7 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
               name(o.getNewMoments()[1]), count, lr, step,
               literal(o.getBeta1()), literal(o.getBeta2()),
               literal(o.getEps()), literal(o.getWeightDecay()),
-              o.getKind() == "adamw");
+              o.getKind() == ampc::OptimizerKind::Adamw);
         }
         body << "  }\n";
         return success();

@@ -132,7 +132,7 @@ private:
                   ArrayRef<bool> reduced, Value in, Value out, StringRef kind,
                   llvm::raw_ostream &body);
   void emitLoss(Operation *op, Value scores, Value labels, Value weights,
-                StringRef reduction, std::optional<int64_t> ignoreIndex,
+                ampc::Reduction reduction, std::optional<int64_t> ignoreIndex,
                 Value logProb, llvm::raw_ostream &body);
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
@@ -447,7 +447,7 @@ void CudaEmitter::emitReduce(Operation *op, ArrayRef<int64_t> shape,
 }
 
 void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
-                           Value weights, StringRef reduction,
+                           Value weights, ampc::Reduction reduction,
                            std::optional<int64_t> ignoreIndex, Value logProb,
                            llvm::raw_ostream &body) {
   // SoftmaxCrossEntropyLoss is LogSoftmax over axis 1 into its log_prob
@@ -491,15 +491,12 @@ void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
                  codec(logpType), codec(weightType), codec(elementOf(loss)),
                  storageType(elementOf(labels)))
              .str(),
-         reduction == "none" ? n * inner : 1,
+         reduction == ampc::Reduction::None ? n * inner : 1,
          formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
                  "ampc::cuda::{8}, {9}, {10}",
                  logp, name(labels), weights ? name(weights) : "nullptr", n,
                  classes, inner, ignoreIndex.has_value(),
-                 ignoreIndex.value_or(0),
-                 reduction == "mean"  ? "LossMean"
-                 : reduction == "sum" ? "LossSum"
-                                      : "LossNone",
+                 ignoreIndex.value_or(0), lossReductionName(reduction),
                  name(loss), deviceError(op, "a label is out of range"))
              .str(),
          body);
@@ -616,7 +613,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                                 ? "reinterpret_cast<const uint8_t *>(" +
                                       name(o.getFoundInf()) + ")"
                                 : "nullptr";
-        if (o.getKind() == "sgd") {
+        if (o.getKind() == ampc::OptimizerKind::Sgd) {
           bool hasBuffer = !o.getMoments().empty();
           launch(op, formatv("ampc::cuda::sgdStep<{0}>", t).str(), count,
                  formatv("{0}, {1}, {2}, {3}, {4}, {5}LL, {6}, {7}, {8}, {9}, "
@@ -640,7 +637,8 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                          name(o.getNewMoments()[1]), count, name(o.getLr()),
                          name(o.getStep()), found, literal(o.getBeta1()),
                          literal(o.getBeta2()), literal(o.getEps()),
-                         literal(o.getWeightDecay()), o.getKind() == "adamw")
+                         literal(o.getWeightDecay()),
+                         o.getKind() == ampc::OptimizerKind::Adamw)
                      .str(),
                  body);
         }
@@ -958,7 +956,6 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         Type t = elementOf(o.getOutput()), g = elementOf(o.getGrad());
         StringRef c = t.isF64() || g.isF64() ? "double" : "float";
         std::optional<uint64_t> ignore = o.getIgnoreIndex();
-        StringRef reduction = o.getReduction();
         launch(op,
                formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}, {4}>", c,
                        codec(g),
@@ -973,9 +970,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                        shape[0], shape[1], product(shape.drop_front(2)),
                        ignore.has_value(),
                        static_cast<int64_t>(ignore.value_or(0)),
-                       reduction == "mean"  ? "LossMean"
-                       : reduction == "sum" ? "LossSum"
-                                            : "LossNone",
+                       lossReductionName(o.getReduction()),
                        name(o.getOutput()),
                        deviceError(op, "a label is out of range"))
                    .str(),

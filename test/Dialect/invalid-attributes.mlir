@@ -1,0 +1,223 @@
+// RUN: ampc-opt %s -split-input-file -verify-diagnostics
+
+// The discardable `ampc.*` attributes the passes write are checked by the
+// dialect (AMPCDialect::verifyOperationAttribute and the function argument
+// and result verifiers): each message once, with the attribute on the wrong
+// op, of the wrong kind, or in the old string form the dialect no longer
+// reads. attributes.mlir has the well-formed ones.
+
+func.func @autocast_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.autocast' must be a unit attribute on an ampc.cast}}
+  %0 = ampc.relu %x {ampc.autocast} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @loss_seed_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.loss_seed' must be a unit attribute on an ampc.constant}}
+  %0 = ampc.relu %x {ampc.loss_seed} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'ampc.parameter' op 'ampc.frozen' must be a unit attribute on an ampc.parameter}}
+ampc.parameter @w {ampc.frozen = 1 : i64} : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+
+// -----
+
+// The dictionary that ampc.precision was before it had its own attribute.
+func.func @precision_as_a_dictionary(%a: tensor<4x4xf16>) {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.precision' must be a precision decision (#ampc.precision<...>), got}}
+  %0 = ampc.matmul %a, %a {ampc.precision = {category = "allow", compute = f16, rule = "allow list"}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
+func.func @precision_category_unknown(%a: tensor<4x4xf16>) {
+  // expected-error @+2 {{expected ::ampc::PrecisionCategory to be one of: allow, deny, fp32_output, promote, follow}}
+  // expected-error @+1 {{failed to parse AMPC_PrecisionDecisionAttr parameter 'category'}}
+  %0 = ampc.matmul %a, %a {ampc.precision = #ampc.precision<category = lowp, compute = f16, rule = "allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
+func.func @precision_compute_not_a_float(%a: tensor<4x4xf16>) {
+  // expected-error @+2 {{invalid kind of type specified}}
+  // expected-error @+1 {{failed to parse AMPC_PrecisionDecisionAttr parameter 'compute' which is to be a `::mlir::FloatType`}}
+  %0 = ampc.matmul %a, %a {ampc.precision = #ampc.precision<category = allow, compute = i16, rule = "allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
+func.func @offsets_not_an_array(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.offsets' must be an array<i64>, got [0]}}
+  %0 = ampc.exp %x {ampc.offsets = [0]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @offsets_per_result(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.offsets' must have one entry per result (1), got 2}}
+  %0 = ampc.exp %x {ampc.offsets = array<i64: 0, 64>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @offsets_unaligned(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.offsets' entries must be -1 or a non-negative multiple of 64, got 32 for result #0}}
+  %0 = ampc.exp %x {ampc.offsets = array<i64: 32>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @offsets_negative(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.offsets' entries must be -1 or a non-negative multiple of 64, got -64 for result #0}}
+  %0 = ampc.exp %x {ampc.offsets = array<i64: -64>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// 4x8 f32 is 128 bytes; at 0 it ends past an arena of 64.
+func.func @offsets_past_the_arena(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {ampc.arena_bytes = 64 : i64} {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.offsets' puts result #0 (128 bytes at offset 0) past the arena of @offsets_past_the_arena (64 bytes)}}
+  %0 = ampc.exp %x {ampc.offsets = array<i64: 0>} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.arena_bytes' must be a non-negative i64 on a function, got -64 : i64}}
+func.func @arena_negative() attributes {ampc.arena_bytes = -64 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'ampc.arena_bytes' must be a non-negative i64 on a function, got 64 : i32}}
+func.func @arena_i32() attributes {ampc.arena_bytes = 64 : i32} {
+  return
+}
+
+// -----
+
+func.func @arena_on_an_op(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.arena_bytes' must be a non-negative i64 on a function, got 64 : i64}}
+  %0 = ampc.exp %x {ampc.arena_bytes = 64 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The string that ampc.loss_scaling was before it was an enum.
+// expected-error @+1 {{'builtin.module' op 'ampc.loss_scaling' must be a loss-scaling mode (#ampc<loss_scaling ...>) on the module, got "dynamic"}}
+module attributes {ampc.loss_scaling = "dynamic"} {
+}
+
+// -----
+
+func.func @loss_scaling_on_a_function() attributes {ampc.loss_scaling = #ampc<loss_scaling dynamic>} {
+  // expected-error @-1 {{'func.func' op 'ampc.loss_scaling' must be a loss-scaling mode (#ampc<loss_scaling ...>) on the module, got #ampc<loss_scaling dynamic>}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'ampc.optimizer' must be sgd, adam or adamw (#ampc<optimizer ...>) on the module, got #ampc<optimizer none>}}
+module attributes {ampc.optimizer = #ampc<optimizer none>} {
+}
+
+// -----
+
+// expected-error @+1 {{'ampc.optimizer' must be sgd, adam or adamw (#ampc<optimizer ...>) on the module, got "adamw"}}
+module attributes {ampc.optimizer = "adamw"} {
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'ampc.hyperparameters' must be a string on the module, got 1 : i64}}
+module attributes {ampc.hyperparameters = 1 : i64} {
+}
+
+// -----
+
+func.func @name_on_an_op(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op has the function argument or result attribute 'ampc.name' as an attribute of its own}}
+  %0 = ampc.relu %x {ampc.name = "y"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @misspelt(%a: tensor<4x4xf16>) {
+  // expected-error @+1 {{'ampc.matmul' op has an unknown attribute 'ampc.precison' in the ampc namespace}}
+  %0 = ampc.matmul %a, %a {ampc.precison = #ampc.precision<category = allow, compute = f16, rule = "allow list">} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.name' must be a string, got 1 : i64 on argument #0}}
+func.func @name_not_a_string(%x: tensor<4xf32> {ampc.name = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'ampc.name' must be a string, got 2 : i64 on result #0}}
+func.func @result_name_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {ampc.name = 2}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.label' must be a unit attribute, got true on argument #1}}
+func.func @label_not_unit(%x: tensor<4xf32>, %l: tensor<4xi64> {ampc.label = true}) {
+  return
+}
+
+// -----
+
+ampc.parameter @w : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+// expected-error @+1 {{'func.func' op has an unknown argument attribute 'ampc.gradient_of' on argument #0}}
+func.func @gradient_of_an_argument(%x: tensor<4xf32> {ampc.gradient_of = @w}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.gradient_of' must name a parameter (@name), got "w" on result #0}}
+func.func @gradient_of_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {ampc.gradient_of = "w"}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+ampc.state @w : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+// expected-error @+1 {{'func.func' op 'ampc.gradient_of' names no ampc.parameter: @w on result #0}}
+func.func @gradient_of_a_state(%x: tensor<4xf32>) -> (tensor<4xf32> {ampc.gradient_of = @w}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+ampc.parameter @w : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+// expected-error @+1 {{'func.func' op 'ampc.gradient_of' needs the parameter's type: @w is 'tensor<4xf32>', result #0 is 'tensor<4xf16>'}}
+func.func @gradient_of_another_type(%x: tensor<4xf16>) -> (tensor<4xf16> {ampc.gradient_of = @w}) {
+  return %x : tensor<4xf16>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op has an unknown result attribute 'ampc.label' on result #0}}
+func.func @label_on_a_result(%x: tensor<4xf32>) -> (tensor<4xf32> {ampc.label}) {
+  return %x : tensor<4xf32>
+}
