@@ -483,6 +483,49 @@ TEST(CudaSimCublasLt, BatchesWithBroadcastOperand) {
             std::vector<double>(got.begin() + 32, got.end()));
 }
 
+TEST(CudaSimCublasLt, LeadingDimensionsAndInterleavedBatches) {
+  // Column-major, as cuBLASLt sees ampc's folded transposes: the batches of
+  // A and D interleave (batch stride m, ld 2m: batch 1's columns sit
+  // between batch 0's), B's rows are padded (ld k + 1).
+  Spec s;
+  s.m = 3;
+  s.n = 4;
+  s.k = 2;
+  s.batch = 2;
+  const int64_t lda = 2 * s.m, ldb = s.k + 1, ldd = 2 * s.m;
+  s.strideA = s.strideC = s.strideD = s.m;
+  s.strideB = ldb * s.n;
+  Plan plan(s);
+  for (auto [layout, ld] : {std::pair{plan.a, lda}, {plan.b, ldb},
+                            {plan.c, ldd}, {plan.d, ldd}})
+    ASSERT_EQ(cublasLtMatrixLayoutSetAttribute(
+                  layout, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld),
+              CUBLAS_STATUS_SUCCESS);
+  plan.setAlignment(4);
+  ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+  const size_t elementsA = lda * s.k, elementsB = s.batch * s.strideB,
+               elementsD = ldd * s.n;
+  std::vector<double> A = integers(elementsA, -3, 3, 11);
+  std::vector<double> B = integers(elementsB, -3, 3, 12);
+  DeviceBuffer a(elementsA * 4), b(elementsB * 4), d(elementsD * 4);
+  a.upload(A, s.ab);
+  b.upload(B, s.ab);
+  d.upload(std::vector<double>(elementsD, -100), s.cd);
+  ASSERT_EQ(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+            CUBLAS_STATUS_SUCCESS);
+  std::vector<double> got = d.download(elementsD, s.cd);
+  for (int64_t batch = 0; batch < s.batch; ++batch)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double sum = 0;
+        for (int64_t l = 0; l < s.k; ++l)
+          sum += A[batch * s.strideA + i + l * lda] *
+                 B[batch * s.strideB + l + j * ldb];
+        EXPECT_EQ(got[batch * s.strideD + i + j * ldd], sum)
+            << "batch " << batch << " (" << i << ", " << j << ")";
+      }
+}
+
 TEST(CudaSimCublasLt, LargeOutputsAreMadeInColumnBlocks) {
   // 2048 x 2100: more than the 4M-element product block, so op(B)'s columns
   // come in two blocks (2048, then 52), from B or from B transposed.

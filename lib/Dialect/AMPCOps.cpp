@@ -474,6 +474,92 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
+/// One operand's strided matrices: `batch` matrices of rows x cols, element
+/// (r, c) of matrix i at i * stride + r * ld + c.
+struct MatrixLayout {
+  StringRef name;
+  int64_t rows, cols, ld, stride;
+};
+
+/// Checks that `layout` addresses only elements of `type` (`elements`
+/// elements): ld covers a row, strides are not negative, the last element
+/// is inside.
+static LogicalResult verifyMatrixLayout(BatchedGemmOp op,
+                                        const MatrixLayout &l, int64_t batch,
+                                        int64_t elements) {
+  if (l.ld < std::max<int64_t>(l.cols, 1))
+    return op.emitOpError("ld") << l.name.lower() << " " << l.ld
+                                << " is less than the " << l.cols
+                                << " columns " << l.name << " is stored with";
+  if (l.stride < 0)
+    return op.emitOpError("stride")
+           << l.name << " must not be negative, got " << l.stride;
+  if (l.rows == 0 || l.cols == 0)
+    return success();
+  int64_t last = (batch - 1) * l.stride + (l.rows - 1) * l.ld + l.cols - 1;
+  if (last >= elements)
+    return op.emitOpError() << l.name << "'s layout reaches element " << last
+                            << ", past its " << elements << " elements";
+  return success();
+}
+
+LogicalResult BatchedGemmOp::verify() {
+  int64_t m = getM(), n = getN(), k = getK(), batch = getBatch();
+  if (m < 0 || n < 0 || k < 0 || batch < 1)
+    return emitOpError("needs m, n, k >= 0 and batch >= 1, got m ")
+           << m << ", n " << n << ", k " << k << ", batch " << batch;
+  auto a = cast<RankedTensorType>(getA().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("needs A and B of one element type, got ")
+           << a.getElementType() << " and " << b.getElementType();
+  GemmEpilogue epilogue = getEpilogue();
+  bool wantsBias =
+      epilogue == GemmEpilogue::Bias || epilogue == GemmEpilogue::ReluBias;
+  if (wantsBias != static_cast<bool>(getBias()))
+    return emitOpError("epilogue '")
+           << stringifyGemmEpilogue(epilogue) << "' "
+           << (wantsBias ? "needs a" : "takes no") << " bias operand";
+  if (auto bias = getBias() ? cast<RankedTensorType>(getBias().getType())
+                            : nullptr;
+      bias && (bias.getNumElements() != n ||
+               bias.getElementType() != out.getElementType()))
+    return emitOpError("the bias must be ")
+           << n << " elements of " << out.getElementType() << ", got "
+           << bias;
+  MatrixLayout layouts[] = {
+      {"A", getTransA() ? k : m, getTransA() ? m : k, getLda(), getStrideA()},
+      {"B", getTransB() ? n : k, getTransB() ? k : n, getLdb(), getStrideB()},
+      {"D", m, n, getLdd(), getStrideD()}};
+  int64_t elements[] = {a.getNumElements(), b.getNumElements(),
+                        out.getNumElements()};
+  for (int i = 0; i < 3; ++i)
+    if (failed(verifyMatrixLayout(*this, layouts[i], batch, elements[i])))
+      return failure();
+  // D is the whole result, each element written once: as many elements as
+  // the result, none written twice (the layout's dimensions, smallest
+  // stride first, each step past the extent of the ones before).
+  if (batch * m * n != out.getNumElements())
+    return emitOpError("writes ")
+           << batch << " x " << m << " x " << n
+           << " elements, but the result has " << out.getNumElements();
+  std::pair<int64_t, int64_t> dims[] = {
+      {1, n}, {getLdd(), m}, {getStrideD(), batch}};
+  llvm::sort(dims);
+  int64_t extent = 0;
+  for (auto [stride, size] : dims) {
+    if (size == 1)
+      continue;
+    if (stride <= extent)
+      return emitOpError("D's layout (ldd ")
+             << getLdd() << ", strideD " << getStrideD()
+             << ") writes some elements more than once";
+    extent += (size - 1) * stride;
+  }
+  return success();
+}
+
 /// The Conv shape rule, shared with the backward convolutions (which check
 /// their written result type with it). Messages name `OpTy`.
 template <typename OpTy>

@@ -99,6 +99,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createFuseEpiloguesPass();
      }},
+    {"ampc-fold-transposes", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFoldTransposesPass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,

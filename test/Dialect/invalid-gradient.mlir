@@ -12,3 +12,16 @@ func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
   %l = ampc.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A GEMM reading its operands through matrix layouts (ampc-fold-transposes,
+// kernel level) has no gradient rule either.
+ampc.parameter @w : tensor<3x3xf32> = dense<1.0> : tensor<3x3xf32>
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %w = ampc.load_parameter @w : tensor<3x3xf32>
+  // expected-error @+1 {{reads its operands through matrix layouts and has no gradient rule: differentiate before ampc-fold-transposes}}
+  %y = ampc.batched_gemm %x, %w {m = 2 : i64, n = 3 : i64, k = 3 : i64, transB = true, lda = 3 : i64, ldb = 3 : i64, ldd = 3 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %l = ampc.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

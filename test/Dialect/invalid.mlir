@@ -1369,3 +1369,56 @@ func.func @gemm_unknown_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
   %0 = ampc.gemm %a, %b {epilogue = #ampc<epilogue gelu>} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+// ampc.batched_gemm: every access inside its operand, D written once.
+
+func.func @batched_gemm_ld_too_small(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op lda 4 is less than the 8 columns A is stored with}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 4 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_past_operand(%a: tensor<2x4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op A's layout reaches element 71, past its 64 elements}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, batch = 2 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64, strideA = 40 : i64, strideD = 16 : i64} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_transposed_past_operand(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // transB reads B as 4 x 8 rows of ldb 8: 32 elements, B has them, but
+  // ldb 9 runs past.
+  // expected-error @+1 {{'ampc.batched_gemm' op B's layout reaches element 34, past its 32 elements}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, transB = true, lda = 8 : i64, ldb = 9 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_d_overlaps(%a: tensor<2x4x8xf32>, %b: tensor<8x4xf32>) {
+  // Batches 4 elements apart with rows 4 apart write each other's rows.
+  // expected-error @+1 {{'ampc.batched_gemm' op D's layout (ldd 4, strideD 4) writes some elements more than once}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, batch = 2 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64, strideA = 32 : i64, strideD = 4 : i64} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_d_size(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op writes 1 x 4 x 4 elements, but the result has 32}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_bias_without_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op epilogue 'none' takes no bias operand}}
+  %0 = ampc.batched_gemm %a, %b, %c {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  return
+}

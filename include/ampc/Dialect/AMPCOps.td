@@ -438,6 +438,46 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
   let hasVerifier = 1;
 }
 
+def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm",
+    [Pure, AMPC_Allow, AMPC_Gradient]> {
+  let summary = "strided batched GEMM (kernel level)";
+  let description = [{
+    `batch` row-major GEMMs, `D_i = alpha op(A_i) op(B_i)` (+ the bias row
+    and Relu of `epilogue`, as on ampc.gemm), each operand read and the
+    result written through a matrix layout: element (r, c) of matrix i of
+    A is `A[i * strideA + r * lda + c]` (A stored m x k, or k x m when
+    `transA`; likewise B stored k x n or n x k, D m x n). This is the
+    layout cuBLASLt takes (leading dimension and
+    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET) and cblas takes (lda,
+    ldb), so a transpose feeding a GEMM, or consuming its result, need not
+    be copied: ampc-fold-transposes creates this op after autodiff (it has
+    no gradient rule). The verifier checks that every access stays inside
+    its operand and that D's layout writes each element of the result once.
+
+    ```mlir
+    // Q K^T of attention, K read as [B*H, S, D] through transB.
+    %s = ampc.batched_gemm %q, %k {m = 64 : i64, n = 64 : i64, k = 16 : i64, batch = 8 : i64, transB = true, lda = 16 : i64, ldb = 16 : i64, ldd = 64 : i64, strideA = 1024 : i64, strideB = 1024 : i64, strideD = 4096 : i64} : (tensor<8x64x16xf32>, tensor<8x64x16xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$a, AMPC_FloatTensor:$b,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       I64Attr:$m, I64Attr:$n, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "1">:$batch,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB,
+                       I64Attr:$lda, I64Attr:$ldb, I64Attr:$ldd,
+                       DefaultValuedAttr<I64Attr, "0">:$strideA,
+                       DefaultValuedAttr<I64Attr, "0">:$strideB,
+                       DefaultValuedAttr<I64Attr, "0">:$strideD,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<AMPC_GemmEpilogueAttr,
+                           "::ampc::GemmEpilogue::None">:$epilogue);
+  let results = (outs AMPC_FloatTensor:$output);
+  let assemblyFormat = "$a `,` $b (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def AMPC_ConvOp : AMPC_Op<"conv",
     [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "Conv";

@@ -131,25 +131,35 @@ inline void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n,
 }
 } // namespace detail
 
-/// C (M x N) = alpha * op(A) * op(B) + beta * C, row-major, in T: float
+/// C (M x N) = alpha * op(A) * op(B) + beta * C, row-major with leading
+/// dimensions lda, ldb, ldc (elements between rows as stored), in T: float
 /// (cblas_sgemm; FP32 accumulation whatever the storage type) or double
 /// (cblas_dgemm, for f64 models).
 template <typename T>
 inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 T alpha, const T *a, const T *b, T beta, T *c) {
+                 T alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
+                 T beta, T *c, int64_t ldc) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i)
-      c[i] = beta == T(0) ? T(0) : beta * c[i];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
   detail::blasGemm(transA ? CblasTrans : CblasNoTrans,
                    transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
                    static_cast<int>(n), static_cast<int>(k), alpha, a,
-                   static_cast<int>(transA ? m : k), b,
-                   static_cast<int>(transB ? k : n), beta, c,
-                   static_cast<int>(n));
+                   static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+                   static_cast<int>(ldc));
+}
+
+/// The same with packed rows.
+template <typename T>
+inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 T alpha, const T *a, const T *b, T beta, T *c) {
+  gemm<T>(transA, transB, m, n, k, alpha, a, transA ? m : k, b,
+          transB ? k : n, beta, c, n);
 }
 
 /// A scratch FP32 copy of `count` elements of any float storage type.

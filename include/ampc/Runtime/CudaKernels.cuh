@@ -124,7 +124,8 @@ struct Context {
   const char *const *deviceErrors = nullptr;
   int32_t numDeviceErrors = 0;
   std::map<std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
-                      int64_t, int64_t, int64_t, int, int, int, int>,
+                      int64_t, int64_t, int64_t, int, int, int, int,
+                      int64_t, int64_t, int64_t>,
            GemmPlan> *plans = nullptr;
   char message[512] = {0};
 };
@@ -383,7 +384,9 @@ __device__ inline void raise(int32_t *error, int32_t code) {
 /// One row-major GEMM, D = alpha op(A) op(B) + beta C, `batch` times with
 /// the given element strides between batches (0: broadcast), with an
 /// optional bias epilogue (D += bias[j] per column j, then ReLU/GELU when
-/// asked). Types are cudaDataType; compute is FP32 (FP64 for f64).
+/// asked). Types are cudaDataType; compute is FP32 (FP64 for f64). The
+/// leading dimensions (elements between rows of A, B and D as stored;
+/// ampc.batched_gemm) are last, and 0 means packed rows.
 struct Gemm {
   bool transA, transB;
   int64_t m, n, k;
@@ -391,6 +394,7 @@ struct Gemm {
   cudaDataType_t ab, d;
   float alpha, beta;
   cublasLtEpilogue_t epilogue;
+  int64_t lda = 0, ldb = 0, ldd = 0;
 };
 
 /// The largest power of two up to 256 that divides every address: what
@@ -407,19 +411,26 @@ inline int alignmentOf(std::initializer_list<const void *> pointers) {
 
 inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                     const void *a, const void *b, void *d, const void *bias) {
-  // Batches start at multiples of the strides: they bound the alignment too.
   auto bytes = [](cudaDataType_t t, int64_t n) {
     const int64_t size = t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2;
     return reinterpret_cast<const void *>(static_cast<uintptr_t>(n * size));
   };
+  // Row-major A is m x k (k x m when transposed), B k x n (n x k), D m x n.
+  const int64_t lda = g.lda ? g.lda : g.transA ? g.m : g.k;
+  const int64_t ldb = g.ldb ? g.ldb : g.transB ? g.k : g.n;
+  const int64_t ldd = g.ldd ? g.ldd : g.n;
+  // Batches and rows start at multiples of the strides and leading
+  // dimensions: they bound the alignment too.
   const int align = alignmentOf({a, b, d, bias, bytes(g.ab, g.strideA),
-                                 bytes(g.ab, g.strideB), bytes(g.d, g.strideD)});
+                                 bytes(g.ab, g.strideB), bytes(g.d, g.strideD),
+                                 bytes(g.ab, lda), bytes(g.ab, ldb),
+                                 bytes(g.d, ldd)});
   // Row-major D (m x n) is column-major Dᵀ (n x m) = op(B)ᵀ op(A)ᵀ: cuBLASLt
   // gets B as its first operand and A as its second.
   auto key = std::make_tuple(int(g.transA), int(g.transB), int(g.ab), int(g.d),
                              g.m, g.n, g.k, g.batch, g.strideA, g.strideB,
                              g.strideD, int(g.epilogue), int(g.beta != 0),
-                             align, alignmentOf({bias}));
+                             align, alignmentOf({bias}), lda, ldb, ldd);
   auto found = ctx.plans->find(key);
   if (found == ctx.plans->end()) {
     // Descriptors of a plan that fails half-way are destroyed with it.
@@ -463,9 +474,9 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
     // First operand: B, stored k x n (n x k when transposed) row-major.
     uint64_t rowsA = g.transB ? g.k : g.n, colsA = g.transB ? g.n : g.k;
     uint64_t rowsB = g.transA ? g.m : g.k, colsB = g.transA ? g.k : g.m;
-    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.a, g.ab, rowsA, colsA, rowsA), where);
-    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.b, g.ab, rowsB, colsB, rowsB), where);
-    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.c, g.d, g.n, g.m, g.n), where);
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.a, g.ab, rowsA, colsA, ldb), where);
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.b, g.ab, rowsB, colsB, lda), where);
+    AMPC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&plan.c, g.d, g.n, g.m, ldd), where);
     if (g.batch > 1) {
       int32_t count = static_cast<int32_t>(g.batch);
       int64_t sa = g.strideB, sb = g.strideA, sd = g.strideD;

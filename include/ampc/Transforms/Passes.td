@@ -279,6 +279,27 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FoldTransposesPass : Pass<"ampc-fold-transposes", "mlir::func::FuncOp"> {
+  let summary = "read and write GEMM operands through matrix layouts "
+                "instead of copying transposes";
+  let description = [{
+    A transpose, with the reshapes around it, that only feeds GEMM operands
+    (ampc.matmul, ampc.gemm; A and B) is a matrix layout the GEMM can read
+    in place: a transpose flag, a leading dimension and one batch stride.
+    Likewise a chain of reshapes and transposes that is a GEMM result's only
+    user is a layout the GEMM can write in place (torch's attention writes
+    [B*H, S, D] and transposes it to [S, B*H, D]). Each such GEMM becomes an
+    ampc.batched_gemm reading the transpose's input (writing its result);
+    the transposes left unused go. Not folded: a transpose with another
+    user (its copy is needed anyway), batch dimensions that no single
+    stride describes, a reshape that would split a transposed dimension
+    across strides, a Gemm whose C is added other than as a bias, a
+    result the GEMM would have to write transposed. Runs after autodiff:
+    the new op has no gradient rule.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{

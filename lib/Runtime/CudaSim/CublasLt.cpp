@@ -684,6 +684,28 @@ uint64_t matrixElements(const Layout &l) {
              : (l.cols - 1) * static_cast<uint64_t>(l.ld) + l.rows;
 }
 
+/// Whether no two elements of a layout's batches share an address. Batches
+/// may interleave (a batch stride less than one matrix, with ld spanning
+/// every batch's column) as long as they do not collide: taken smallest
+/// stride first, each dimension must step past all the ones before it.
+bool writesOnce(const Layout &l) {
+  std::pair<uint64_t, uint64_t> dims[] = {
+      {1, l.rows},
+      {static_cast<uint64_t>(l.ld), l.cols},
+      {static_cast<uint64_t>(l.batchStride),
+       static_cast<uint64_t>(l.batchCount)}};
+  std::sort(std::begin(dims), std::end(dims));
+  uint64_t extent = 0;
+  for (auto [stride, size] : dims) {
+    if (size <= 1)
+      continue;
+    if (stride <= extent)
+      return false;
+    extent += (size - 1) * stride;
+  }
+  return true;
+}
+
 /// How two layouts differ ("" if they do not), e.g. "ld: 4 and 3".
 std::string layoutDifference(const Layout &x, const Layout &y) {
   auto differs = [](const char *field, int64_t a, int64_t b) {
@@ -856,12 +878,11 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
                           " but Ddesc has " + std::to_string(d.batchCount) +
                           " (set the count on every layout; stride 0 "
                           "broadcasts)");
-  if (d.batchCount > 1 && matrixElements(d) > 0 &&
-      static_cast<uint64_t>(d.batchStride) < matrixElements(d))
+  if (d.batchCount > 1 && matrixElements(d) > 0 && !writesOnce(d))
     return invalidValue("Ddesc: batch stride " + std::to_string(d.batchStride) +
-                        " is less than one matrix (" +
-                        std::to_string(matrixElements(d)) +
-                        " elements): the batches would write over each other");
+                        " with ld " + std::to_string(d.ld) + " and " +
+                        shape(d) +
+                        " matrices: the batches would write over each other");
 
   p.f64 = f64;
   p.computeType = compute;

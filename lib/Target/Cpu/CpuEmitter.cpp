@@ -218,7 +218,10 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   // T: the GEMM's type, double for f64 and float otherwise.
   StringRef t = accumulatorType(outType);
   auto widen = [&](Value v) { return widenFloat(v); };
-  body << "  {\n    " << widen(a) << "    " << widen(b);
+  // A GEMM of a matrix with itself (folded transposes) widens it once.
+  body << "  {\n    " << widen(a);
+  if (b != a)
+    body << "    " << widen(b);
   int64_t outCount = tensorOf(out).getNumElements();
   body << "    std::vector<" << t << "> acc(" << outCount << "LL);\n";
   if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
@@ -242,6 +245,27 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                     ta, tb, m, n, k,
                     llvm::formatv("{0:e9}", gemm.getAlpha().convertToFloat()),
                     name(a), name(b), gemm.getC() ? "1" : "0", t);
+  } else if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {
+    // acc is laid out as the result, which D's layout covers exactly once
+    // (the op's verifier): the bias goes in first, as for a Gemm's C.
+    int64_t strideD = bg.getStrideD(), ldd = bg.getLdd();
+    if (Value bias = bg.getBias())
+      body << "    " << widen(bias)
+           << formatv("    for (int64_t p = 0; p < {0}LL; ++p) for (int64_t "
+                      "i = 0; i < {1}LL; ++i) for (int64_t j = 0; j < {2}LL; "
+                      "++j) acc[p * {3}LL + i * {4}LL + j] = w_{5}[j];\n",
+                      bg.getBatch(), bg.getM(), bg.getN(), strideD, ldd,
+                      name(bias));
+    body << formatv(
+        "    for (int64_t p = 0; p < {0}LL; ++p) ampc::cpu::gemm<{1}>({2}, "
+        "{3}, {4}LL, {5}LL, {6}LL, {1}({7}), w_{8} + p * {9}LL, {10}LL, "
+        "w_{11} + p * {12}LL, {13}LL, {1}({14}), acc.data() + p * {15}LL, "
+        "{16}LL);\n",
+        bg.getBatch(), t, bg.getTransA(), bg.getTransB(), bg.getM(),
+        bg.getN(), bg.getK(),
+        llvm::formatv("{0:e9}", bg.getAlpha().convertToFloat()), name(a),
+        bg.getStrideA(), bg.getLda(), name(b), bg.getStrideB(), bg.getLdb(),
+        bg.getBias() ? "1" : "0", strideD, ldd);
   } else {
     // Promote 1-D operands to matrices, then loop over the broadcast batch.
     SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
@@ -274,9 +298,13 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   }
   // The epilogue's Relu (ampc-fuse-epilogues) clamps before the one
   // rounding; rounding commutes with it.
-  auto gemm = dyn_cast<ampc::GemmOp>(op);
-  bool relu = gemm && (gemm.getEpilogue() == ampc::GemmEpilogue::Relu ||
-                       gemm.getEpilogue() == ampc::GemmEpilogue::ReluBias);
+  std::optional<ampc::GemmEpilogue> epilogue;
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op))
+    epilogue = gemm.getEpilogue();
+  if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op))
+    epilogue = bg.getEpilogue();
+  bool relu = epilogue == ampc::GemmEpilogue::Relu ||
+              epilogue == ampc::GemmEpilogue::ReluBias;
   body << "    for (int64_t i = 0; i < " << outCount << "LL; ++i) " << name(out)
        << "[i] = "
        << store(outType, relu ? "(" + ampc::reluExpression("acc[i]", t) + ")"
@@ -761,7 +789,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         emitStrided(t.getInput(), t.getOutput(), strides, body);
         return success();
       })
-      .Case<ampc::GemmOp, ampc::MatMulOp>(
+      .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
       .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
         Value in = op->getOperand(0), out = op->getResult(0);

@@ -118,13 +118,18 @@ private:
                                 ValueRange arguments, Value output,
                                 llvm::raw_ostream &body) override;
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  /// Leading dimensions of row-major A, B and D as stored
+  /// (ampc.batched_gemm); 0: packed rows.
+  struct LeadingDims {
+    int64_t a, b, d;
+  };
   /// One cuBLASLt call (row-major operands).
   void emitGemm(Operation *op, bool ta, bool tb, int64_t m, int64_t n,
                 int64_t k, int64_t batch, int64_t strideA, int64_t strideB,
                 int64_t strideD, Type ab, Type d, float alpha, float beta,
                 StringRef epilogue, const std::string &a, const std::string &b,
                 const std::string &out, const std::string &bias,
-                llvm::raw_ostream &body);
+                llvm::raw_ostream &body, LeadingDims ld = {0, 0, 0});
   void emitStrided(Operation *op, Value input, Value output,
                    ArrayRef<int64_t> strides, int64_t base,
                    llvm::raw_ostream &body);
@@ -300,15 +305,28 @@ void CudaEmitter::emitGemm(Operation *op, bool ta, bool tb, int64_t m,
                            Type ab, Type d, float alpha, float beta,
                            StringRef epilogue, const std::string &a,
                            const std::string &b, const std::string &out,
-                           const std::string &bias, llvm::raw_ostream &body) {
+                           const std::string &bias, llvm::raw_ostream &body,
+                           LeadingDims ld) {
+  // Packed operands leave the leading dimensions to their default (0).
+  std::string lds;
+  if (ld.a || ld.b || ld.d)
+    lds = formatv(", {0}LL, {1}LL, {2}LL", ld.a, ld.b, ld.d).str();
   body << formatv("  {{ static const ampc::cuda::Gemm g = {{{0}, {1}, {2}LL, "
                   "{3}LL, {4}LL, {5}LL, {6}LL, {7}LL, {8}LL, {9}, {10}, "
-                  "{11:e9}f, {12:e9}f, CUBLASLT_EPILOGUE_{13}};\n"
+                  "{11:e9}f, {12:e9}f, CUBLASLT_EPILOGUE_{13}{19}};\n"
                   "    if (int32_t code = ampc::cuda::gemm(ctx, {14}, g, {15}, "
                   "{16}, {17}, {18})) return code; }\n",
                   ta, tb, m, n, k, batch, strideA, strideB, strideD,
                   cudaDataType(ab), cudaDataType(d), alpha, beta, epilogue,
-                  where(op), a, b, out, bias.empty() ? "nullptr" : bias);
+                  where(op), a, b, out, bias.empty() ? "nullptr" : bias, lds);
+}
+
+/// cuBLASLt's name of a GEMM epilogue (after CUBLASLT_EPILOGUE_).
+static StringRef cublasEpilogue(ampc::GemmEpilogue epi) {
+  return epi == ampc::GemmEpilogue::ReluBias ? "RELU_BIAS"
+         : epi == ampc::GemmEpilogue::Relu   ? "RELU"
+         : epi == ampc::GemmEpilogue::Bias   ? "BIAS"
+                                             : "DEFAULT";
 }
 
 LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
@@ -345,12 +363,18 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     } else {
       beta = 0.0f;
     }
-    StringRef epilogue = epi == ampc::GemmEpilogue::ReluBias ? "RELU_BIAS"
-                         : epi == ampc::GemmEpilogue::Relu   ? "RELU"
-                         : epi == ampc::GemmEpilogue::Bias   ? "BIAS"
-                                                             : "DEFAULT";
-    emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta, epilogue,
-             name(a), name(b), name(out), bias, body);
+    emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta,
+             cublasEpilogue(epi), name(a), name(b), name(out), bias, body);
+    return success();
+  }
+  if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {
+    // The layouts are the op's (ampc-fold-transposes); D is written whole.
+    emitGemm(op, bg.getTransA(), bg.getTransB(), bg.getM(), bg.getN(),
+             bg.getK(), bg.getBatch(), bg.getStrideA(), bg.getStrideB(),
+             bg.getStrideD(), ab, d, bg.getAlpha().convertToFloat(), 0.0f,
+             cublasEpilogue(bg.getEpilogue()), name(a), name(b), name(out),
+             bg.getBias() ? name(bg.getBias()) : "", body,
+             {bg.getLda(), bg.getLdb(), bg.getLdd()});
     return success();
   }
   // MatMul: promote 1-D operands, then broadcast the batch dimensions.
@@ -678,7 +702,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                            << op->getName() << "' yet (use --target=cpu)";
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ampc::GemmOp, ampc::MatMulOp>(
+      .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
       .Case([&](ampc::TransposeOp t) {
         ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // Gemm and MatMul on the CPU target: 16-bit operands are widened to FP32
