@@ -1422,3 +1422,27 @@ func.func @batched_gemm_bias_without_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x
   %0 = ampc.batched_gemm %a, %b, %c {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @batched_gemm_no_batch(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op needs m, n, k >= 0 and batch >= 1, got m 4, n 4, k 8, batch 0}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, batch = 0 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_mixed_types(%a: tensor<4x8xf16>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op needs A and B of one element type, got 'f16' and 'f32'}}
+  %0 = ampc.batched_gemm %a, %b {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64} : (tensor<4x8xf16>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_gemm_bias_length(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.batched_gemm' op the bias must be 4 elements of 'f32', got 'tensor<8xf32>'}}
+  %0 = ampc.batched_gemm %a, %b, %c {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64, epilogue = #ampc<epilogue bias>} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<4x4xf32>
+  return
+}

@@ -95,3 +95,39 @@ func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
   %0 = ampc.matmul %x, %v : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3xbf16>
   return %0 : tensor<3xbf16>
 }
+
+// -----
+
+// ampc-fold-transposes: the heads [S, B*H, D] transposed to [B*H, S, D]
+// and the attention output transposed back: one cblas GEMM per batch
+// reading x with lda 32 from batch offset p * 16 and accumulating into
+// acc, laid out as the result, with ldc 32 (no transpose copies).
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         uint16_t *[[O:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK-NEXT:    {
+// CHECK-NEXT:      std::vector<float> wv_in0 = ampc::cpu::widen(in0, 128LL, ampc::cpu::loadF16); const float *w_in0 = wv_in0.data();
+// CHECK-NEXT:      std::vector<float> wv_in1 = ampc::cpu::widen(in1, 512LL, ampc::cpu::loadF16); const float *w_in1 = wv_in1.data();
+// CHECK-NEXT:      std::vector<float> acc(128LL);
+// CHECK-NEXT:      for (int64_t p = 0; p < 2LL; ++p) ampc::cpu::gemm<float>(false, false, 4LL, 16LL, 16LL, float(1.000000000e+00), w_in0 + p * 16LL, 32LL, w_in1 + p * 256LL, 16LL, float(0), acc.data() + p * 16LL, 32LL);
+// CHECK-NEXT:      for (int64_t i = 0; i < 128LL; ++i) [[O]][i] = ampc::cpu::storeF16(acc[i]);
+func.func @forward(%x: tensor<4x32xf16>, %p: tensor<2x16x16xf16>) -> tensor<4x32xf16> {
+  %h = ampc.reshape %x : tensor<4x32xf16> to tensor<4x2x16xf16>
+  %t = ampc.transpose %h {perm = array<i64: 1, 0, 2>} : (tensor<4x2x16xf16>) -> tensor<2x4x16xf16>
+  %a = ampc.matmul %t, %p : (tensor<2x4x16xf16>, tensor<2x16x16xf16>) -> tensor<2x4x16xf16>
+  %o = ampc.transpose %a {perm = array<i64: 1, 0, 2>} : (tensor<2x4x16xf16>) -> tensor<4x2x16xf16>
+  %r = ampc.reshape %o : tensor<4x2x16xf16> to tensor<4x32xf16>
+  return %r : tensor<4x32xf16>
+}
+
+// -----
+
+// A transposed input of a Gemm with a bias: the bias goes into acc first
+// (as a Gemm's C), then the GEMM adds with transA, lda 4.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         for (int64_t p = 0; p < 1LL; ++p) for (int64_t i = 0; i < 4LL; ++i) for (int64_t j = 0; j < 8LL; ++j) acc[p * 0LL + i * 8LL + j] = w_in2[j];
+// CHECK-NEXT:    for (int64_t p = 0; p < 1LL; ++p) ampc::cpu::gemm<float>(true, true, 4LL, 8LL, 16LL, float(1.000000000e+00), w_in0 + p * 0LL, 4LL, w_in1 + p * 0LL, 16LL, float(1), acc.data() + p * 0LL, 8LL);
+func.func @forward(%x: tensor<16x4xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %t = ampc.transpose %x {perm = array<i64: 1, 0>} : (tensor<16x4xf32>) -> tensor<4x16xf32>
+  %g = ampc.gemm %t, %w, %b {transB = 1 : i64, epilogue = #ampc<epilogue bias>} : (tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}

@@ -90,3 +90,38 @@ func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
   %0 = ampc.matmul %x, %v : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3xbf16>
   return %0 : tensor<3xbf16>
 }
+
+// -----
+
+// ampc-fold-transposes: the heads [S, B*H, D] transposed to [B*H, S, D]
+// and the attention output transposed back are no copies: one batched
+// GEMM reads x with lda 32 (rows B*H*D apart) and batch stride 16, and
+// writes the transposed result with ldd 32 and batch stride 16; the
+// leading dimensions (A, B, D) end the Gemm description.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         uint16_t *[[O:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 4LL, 16LL, 16LL, 2LL, 16LL, 256LL, 16LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT, 32LL, 16LL, 32LL};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.batched_gemm", g, in0, in1, [[O]], nullptr)) return code; }
+// CHECK-NOT:     stridedCopy
+// CHECK:         cudaMemcpyAsync(outputs[0], [[O]], 256ULL,
+func.func @forward(%x: tensor<4x32xf16>, %p: tensor<2x16x16xf16>) -> tensor<4x32xf16> {
+  %h = ampc.reshape %x : tensor<4x32xf16> to tensor<4x2x16xf16>
+  %t = ampc.transpose %h {perm = array<i64: 1, 0, 2>} : (tensor<4x2x16xf16>) -> tensor<2x4x16xf16>
+  %a = ampc.matmul %t, %p : (tensor<2x4x16xf16>, tensor<2x16x16xf16>) -> tensor<2x4x16xf16>
+  %o = ampc.transpose %a {perm = array<i64: 1, 0, 2>} : (tensor<2x4x16xf16>) -> tensor<4x2x16xf16>
+  %r = ampc.reshape %o : tensor<4x2x16xf16> to tensor<4x32xf16>
+  return %r : tensor<4x32xf16>
+}
+
+// -----
+
+// A transposed input of a Gemm with a bias: transA, A read as stored
+// (16 x 4, lda 4), the bias epilogue kept.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         { static const ampc::cuda::Gemm g = {true, true, 4LL, 8LL, 16LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_BIAS, 4LL, 16LL, 8LL};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.batched_gemm", g, in0, in1, {{v[0-9]+}}, in2)) return code; }
+func.func @forward(%x: tensor<16x4xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %t = ampc.transpose %x {perm = array<i64: 1, 0>} : (tensor<16x4xf32>) -> tensor<4x16xf32>
+  %g = ampc.gemm %t, %w, %b {transB = 1 : i64, epilogue = #ampc<epilogue bias>} : (tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
