@@ -130,3 +130,34 @@ func.func @gemm_with_c(%x: tensor<4x16xf32>, %w: tensor<8x16xf32>, %c: tensor<4x
   %g = ampc.gemm %x, %t, %c {beta = 2.0 : f32} : (tensor<4x16xf32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// -----
+
+// Autocast's cast between a transposed weight and its GEMM moves before
+// the transpose, which the GEMM then absorbs.
+// CHECK-LABEL: func.func @cast_between
+// CHECK-NEXT: %[[C:.+]] = ampc.cast %arg1 : tensor<8x16xf32> to tensor<8x16xf16>
+// CHECK-NEXT: ampc.batched_gemm %arg0, %[[C]] {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 8 : i64, m = 4 : i64, n = 8 : i64, transB = true}
+func.func @cast_between(%x: tensor<4x16xf16>, %w: tensor<8x16xf32>) -> tensor<4x8xf16> {
+  %t = ampc.transpose %w {perm = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %c = ampc.cast %t : tensor<16x8xf32> to tensor<16x8xf16>
+  %g = ampc.gemm %x, %c : (tensor<4x16xf16>, tensor<16x8xf16>) -> tensor<4x8xf16>
+  return %g : tensor<4x8xf16>
+}
+
+// -----
+
+// A weight gradient cast and transposed back: the transpose moves before
+// the cast, and the GEMM writes D^T = B^T A^T (operands swapped, flags
+// flipped) into the transposed tensor.
+// CHECK-LABEL: func.func @transposed_result
+// CHECK-NEXT: %[[G:.+]] = ampc.batched_gemm %arg1, %arg0 {k = 4 : i64, lda = 16 : i64, ldb = 8 : i64, ldd = 8 : i64, m = 16 : i64, n = 8 : i64, transA = true}
+// CHECK-SAME: -> tensor<16x8xf16>
+// CHECK-NEXT: %[[C:.+]] = ampc.cast %[[G]] : tensor<16x8xf16> to tensor<16x8xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @transposed_result(%a: tensor<4x8xf16>, %b: tensor<4x16xf16>) -> tensor<16x8xf32> {
+  %g = ampc.gemm %a, %b {transA = 1 : i64} : (tensor<4x8xf16>, tensor<4x16xf16>) -> tensor<8x16xf16>
+  %c = ampc.cast %g : tensor<8x16xf16> to tensor<8x16xf32>
+  %t = ampc.transpose %c {perm = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
