@@ -411,15 +411,6 @@ LogicalResult MatMulOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
-// A kernel-level op: ampc-fold-transposes makes it after autodiff.
-LogicalResult BatchedGemmOp::buildGradient(OpBuilder &, ArrayRef<Value>,
-                                           ArrayRef<bool>,
-                                           MutableArrayRef<Value>) {
-  return emitOpError("reads its operands through matrix layouts and has no "
-                     "gradient rule: differentiate before "
-                     "ampc-fold-transposes");
-}
-
 // keeps: A (for B's adjoint) and B (for A's adjoint).
 // Y = alpha * op(A) op(B) + beta * C, so
 //   dA = alpha * dY op(B)^T   (transA = 0)   or  alpha * op(B) dY^T (transA = 1)

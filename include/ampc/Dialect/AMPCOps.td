@@ -438,8 +438,7 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
   let hasVerifier = 1;
 }
 
-def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm",
-    [Pure, AMPC_Allow, AMPC_Gradient]> {
+def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm", [Pure, AMPC_Allow]> {
   let summary = "strided batched GEMM (kernel level)";
   let description = [{
     `batch` row-major GEMMs, `D_i = alpha op(A_i) op(B_i)` (+ the bias row
@@ -450,8 +449,8 @@ def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm",
     layout cuBLASLt takes (leading dimension and
     CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET) and cblas takes (lda,
     ldb), so a transpose feeding a GEMM, or consuming its result, need not
-    be copied: ampc-fold-transposes creates this op after autodiff (it has
-    no gradient rule). The verifier checks that every access stays inside
+    be copied: ampc-fold-transposes creates this op after autodiff, and
+    ampc-autodiff refuses it (no gradient rule). The verifier checks that every access stays inside
     its operand and that D's layout writes each element of the result once.
 
     ```mlir
