@@ -26,7 +26,7 @@
 // CHECK-NEXT:      for (int64_t i = 0; i < 4LL; ++i) [[LN]][i] = static_cast<float>(loss[i]);
 func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<4xf32>) {
   %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
-  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = "none", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = #ampc<reduction none>, ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
   return %0#0, %0#1, %1#0 : tensor<f32>, tensor<4x10xf32>, tensor<4xf32>
 }
 
@@ -42,7 +42,7 @@ func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor
 // CHECK-NEXT:      if (!(ampc::cpu::nllLossGrad<float>(grad.data(), in3, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, out.data()))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.nll_loss_grad: a label is out of range");
 // CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[G]][i] = static_cast<float>(out[i]);
 func.func @forward(%s3: tensor<2x10x5xf32>, %l3: tensor<2x5xi32>, %d: tensor<f32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
-  %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = "sum"} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>
+  %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = #ampc<reduction sum>} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>
   %1 = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
   return %0, %1 : tensor<f32>, tensor<4x10xf32>
 }

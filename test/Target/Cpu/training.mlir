@@ -91,7 +91,7 @@
 // CHECK-NEXT:  static const uint64_t kStateBytes[] = {48ULL, 12ULL, 4ULL, 4ULL, 4ULL, 8ULL, 48ULL, 48ULL, 12ULL, 0};
 // CHECK:       "model", "cpu", "fp16", "train",
 // CHECK:       kNumStateTensors, stateTensors, readState, writeState, trainStep, "adamw", "lr=1.000000e-03", "dynamic",
-module attributes {ampc.optimizer = "adamw", ampc.hyperparameters = "lr=1.000000e-03", ampc.loss_scaling = "dynamic"} {
+module attributes {ampc.optimizer = #ampc<optimizer adamw>, ampc.hyperparameters = "lr=1.000000e-03", ampc.loss_scaling = #ampc<loss_scaling dynamic>} {
   ampc.parameter @w : tensor<4x3xf32> = dense<5.000000e-01> : tensor<4x3xf32>
   ampc.parameter @b : tensor<3xf32> = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
   ampc.state @ampc.loss_scale : tensor<f32> = dense<6.553600e+04> : tensor<f32>
@@ -126,8 +126,8 @@ module attributes {ampc.optimizer = "adamw", ampc.hyperparameters = "lr=1.000000
     %gb = ampc.reduce_sum %dy {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>
     %u:2, %found = ampc.unscale %s, %gw, %gb : (tensor<f32>, tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<i1>)
     %c:2 = ampc.clip_grad_norm %u#0, %u#1 {max_norm = 1.0 : f32} : (tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
-    %nw, %nm:2 = ampc.optimizer_update %w, %c#0, %lr, %step found_inf %found moments %m, %v {kind = "adamw", weight_decay = 0.01 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<i1>, tensor<4x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
-    %nb, %nbm = ampc.optimizer_update %b, %c#1, %lr, %step found_inf %found moments %bm {kind = "sgd", momentum = 0.9 : f32, nesterov = true} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<i1>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+    %nw, %nm:2 = ampc.optimizer_update %w, %c#0, %lr, %step found_inf %found moments %m, %v {kind = #ampc<optimizer adamw>, weight_decay = 0.01 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<i1>, tensor<4x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+    %nb, %nbm = ampc.optimizer_update %b, %c#1, %lr, %step found_inf %found moments %bm {kind = #ampc<optimizer sgd>, momentum = 0.9 : f32, nesterov = true} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<i1>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
     %ns, %nt = ampc.update_scale %s, %t, %found {growth_interval = 100 : i64} : tensor<f32>, tensor<i32>, tensor<i1>
     %one = ampc.constant dense<1> : tensor<i64>
     %step1 = ampc.add %step, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>

@@ -86,7 +86,7 @@ func.func @forward(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xbf16>, 
   %e = ampc.exp %x : tensor<16xf32>
   %c = ampc.equal %e, %y : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xi1>
   %w = ampc.where %c, %e, %y : (tensor<16xi1>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-  %g = ampc.gelu %w {approximate = "tanh"} : tensor<16xf32>
+  %g = ampc.gelu %w {approximate = #ampc<approximate tanh>} : tensor<16xf32>
   %h = ampc.cast %g : tensor<16xf32> to tensor<16xbf16>
   return %h, %e : tensor<16xbf16>, tensor<16xf32>
 }

@@ -25,7 +25,7 @@
 // CHECK:         ampc::cuda::launch("nllLoss<{{.*}}, int64_t>", ampc::cuda::nllLoss<{{.*}}, int64_t>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, 4LL, 10LL, 1LL, true, -100LL, ampc::cuda::LossNone, [[LN]], reinterpret_cast<int32_t *>(state + [[SLOT]]), 2);
 func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<4xf32>) {
   %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
-  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = "none", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  %1:2 = ampc.softmax_cross_entropy_loss %scores, %labels, %w {reduction = #ampc<reduction none>, ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> (tensor<4xf32>, tensor<4x10xf32>)
   return %0#0, %0#1, %1#0 : tensor<f32>, tensor<4x10xf32>, tensor<4xf32>
 }
 
@@ -42,7 +42,7 @@ func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor
 // CHECK:         float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    ampc::cuda::launch("nllLossGrad<{{.*}}, int64_t>", ampc::cuda::nllLossGrad<{{.*}}, int64_t>, ampc::cuda::blocks(40LL), ampc::cuda::kThreads, 0, ctx.stream, in2, in3, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cuda::LossMean, [[G]], reinterpret_cast<int32_t *>(state + [[SLOT]]), 2);
 func.func @forward(%s3: tensor<2x10x5xf32>, %l3: tensor<2x5xi32>, %d: tensor<f32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
-  %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = "sum"} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>
+  %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = #ampc<reduction sum>} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>
   %1 = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
   return %0, %1 : tensor<f32>, tensor<4x10xf32>
 }
