@@ -113,20 +113,20 @@ def main():
     model.close()
     checks = [
         all(np.array_equal(before[k], after[k]) for k in before),
-        skipped.scale == state.scale * 0.5,
-        skipped.skipped_steps == state.skipped_steps + 1,
-        skipped.steps == state.steps,
+        skipped["scale"] == state["scale"] * 0.5,
+        skipped["skipped_steps"] == state["skipped_steps"] + 1,
+        skipped["steps"] == state["steps"],
         any(not np.array_equal(after[k], moved[k]) for k in after),
-        final.steps == state.steps + 1,
+        final["steps"] == state["steps"] + 1,
     ]
     ok = all(checks)
     results.append(ok)
     print("%s: scaler overflow skip on the device: scale %g -> %g, skipped "
           "%d -> %d, steps %d -> %d -> %d, parameters unchanged %s, then "
           "trained %s" % (
-              "PASS" if ok else "FAIL", state.scale, skipped.scale,
-              state.skipped_steps, skipped.skipped_steps,
-              state.steps, skipped.steps, final.steps, checks[0],
+              "PASS" if ok else "FAIL", state["scale"], skipped["scale"],
+              state["skipped_steps"], skipped["skipped_steps"],
+              state["steps"], skipped["steps"], final["steps"], checks[0],
               checks[4]))
     print("%d passed, %d failed" % (results.count(True), results.count(False)))
     return 0 if all(results) else 1
