@@ -35,6 +35,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "utils", "python"))
+
 LINEAR_RATIO = 2.0
 
 MODES = {
@@ -46,38 +49,13 @@ MODES = {
 
 def write_mlp(path, layers, width, batch):
     import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from ampc_testing import write_mlp_onnx
 
     rng = np.random.default_rng(layers)
     scale = 1.0 / np.sqrt(width)
-    inits, nodes = [], []
-    x = "x"
-    for i in range(layers):
-        w = rng.uniform(-scale, scale, (width, width)).astype(np.float32)
-        b = np.zeros(width, np.float32)
-        inits += [numpy_helper.from_array(w, f"fc{i}_weight"),
-                  numpy_helper.from_array(b, f"fc{i}_bias")]
-        nodes += [helper.make_node("Gemm", [x, f"fc{i}_weight", f"fc{i}_bias"],
-                                   [f"fc{i}"], name=f"/fc{i}/Gemm", transB=1),
-                  helper.make_node("Relu", [f"fc{i}"], [f"relu{i}"],
-                                   name=f"/relu{i}/Relu")]
-        x = f"relu{i}"
-    w = rng.uniform(-scale, scale, (10, width)).astype(np.float32)
-    inits += [numpy_helper.from_array(w, "head_weight"),
-              numpy_helper.from_array(np.zeros(10, np.float32), "head_bias")]
-    nodes.append(helper.make_node("Gemm", [x, "head_weight", "head_bias"],
-                                  ["logits"], name="/head/Gemm", transB=1))
-    graph = helper.make_graph(
-        nodes, f"mlp{layers}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, width])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       [batch, 10])],
-        inits)
-    model = helper.make_model(graph, producer_name="ampc bench",
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
+    write_mlp_onnx(path, batch, [width] * (layers + 1) + [10],
+                   lambda rows, cols: rng.uniform(-scale, scale, (rows, cols)),
+                   name="mlp%d" % layers)
 
 
 def time_ampc(cmd, runs):

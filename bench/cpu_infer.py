@@ -15,13 +15,13 @@ median and the ratio ampc/torch (below 1: ampc is faster), and how far the
 library's output is from torch's (max |diff| / max |torch|).
 """
 import argparse
-import ctypes
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "utils", "python"))
 
 
 def main():
@@ -40,6 +40,8 @@ def main():
     import numpy as np
     import torch
     import torchvision
+    from ampc_ctypes import Model
+    from ampc_testing import median_times
     torch.set_num_threads(args.threads)
 
     build = os.path.abspath(args.build)
@@ -51,20 +53,7 @@ def main():
     torch.onnx.export(model, x, onnx_path, opset_version=17,
                       input_names=["x"], output_names=["y"])
 
-    rt = ctypes.CDLL(os.path.join(build, "lib", "libampc_runtime.so"))
-    rt.ampc_last_error.restype = ctypes.c_char_p
-
-    class Tensor(ctypes.Structure):
-        _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
-                    ("shape", ctypes.POINTER(ctypes.c_int64)),
-                    ("data", ctypes.c_void_p), ("size_bytes", ctypes.c_size_t)]
-
-    def tensor(array):
-        shape = (ctypes.c_int64 * array.ndim)(*array.shape)
-        t = Tensor(1, array.ndim, shape, array.ctypes.data, array.nbytes)
-        t._keep = shape
-        return t
-
+    runtime = os.path.join(build, "lib", "libampc_runtime.so")
     with torch.inference_mode():
         want = model(x).numpy()
     xin = np.ascontiguousarray(x.numpy())
@@ -74,34 +63,18 @@ def main():
         subprocess.run([os.path.join(build, "bin", "ampc"), onnx_path,
                         "--mode=infer", "--target=cpu",
                         f"--precision={precision}", "-o", so], check=True)
-        handle = ctypes.c_void_p()
-        if rt.ampc_model_load(so.encode(), None, ctypes.byref(handle)):
-            sys.exit(f"load: {rt.ampc_last_error().decode()}")
+        library = Model(so, runtime=runtime)
         got = np.empty(want.shape, np.float32)
-        ins, outs = tensor(xin), tensor(got)
-
-        def run_ampc():
-            if rt.ampc_model_infer(handle, ctypes.byref(ins), 1,
-                                   ctypes.byref(outs), 1):
-                sys.exit(f"infer: {rt.ampc_last_error().decode()}")
+        run_ampc = library.bind_infer([xin], [got])
 
         def run_torch():
             with torch.inference_mode():
                 model(x)
 
-        for _ in range(3):
-            run_ampc()
-            run_torch()
-        ta, tt = [], []
-        for _ in range(args.runs):
-            for fn, times in ((run_ampc, ta), (run_torch, tt)):
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
+        ta, tt = median_times([run_ampc, run_torch], 3, args.runs)
         diff = float(np.abs(got - want).max() / np.abs(want).max())
-        rows.append((precision, statistics.median(ta), statistics.median(tt),
-                     diff))
-        rt.ampc_model_release(handle)
+        rows.append((precision, ta, tt, diff))
+        library.close()
 
     print(f"resnet18, batch {args.batch}, 3x{args.size}x{args.size}, "
           f"{args.threads} thread(s), median of {args.runs} runs; "

@@ -31,13 +31,13 @@ ampc is faster). "loss1 rel diff" compares the first step's loss (same
 weights, same batch), a check that both sides train the same model.
 """
 import argparse
-import ctypes
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "utils", "python"))
 
 MODELS = {"mlp784": ([784, 512, 512, 10], 128),
           "digits": ([64, 128, 128, 10], 64)}
@@ -59,6 +59,8 @@ def main():
         os.environ[var] = str(args.threads)
     import numpy as np
     import torch
+    from ampc_ctypes import Model
+    from ampc_testing import median_times
     torch.set_num_threads(args.threads)
 
     sizes, default_batch = MODELS[args.model]
@@ -85,39 +87,20 @@ def main():
     y_np = rng.integers(0, sizes[-1], size=batch, dtype=np.int64)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
 
-    rt = ctypes.CDLL(os.path.join(build, "lib", "libampc_runtime.so"))
-    rt.ampc_last_error.restype = ctypes.c_char_p
-
-    class Tensor(ctypes.Structure):
-        _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
-                    ("shape", ctypes.POINTER(ctypes.c_int64)),
-                    ("data", ctypes.c_void_p), ("size_bytes", ctypes.c_size_t)]
-
-    def tensor(array, dtype):
-        shape = (ctypes.c_int64 * array.ndim)(*array.shape)
-        t = Tensor(dtype, array.ndim, shape, array.ctypes.data, array.nbytes)
-        t._keep = shape
-        return t
-
-    F32, I64 = 1, 7
+    runtime = os.path.join(build, "lib", "libampc_runtime.so")
     rows = []
     for precision in args.precision:
         so = os.path.join(work, f"{args.model}_{precision}.so")
         subprocess.run([os.path.join(build, "bin", "ampc"), onnx_path,
                         "--batch", str(batch), f"--precision={precision}",
                         "-o", so], check=True)
-        handle = ctypes.c_void_p()
-        if rt.ampc_model_load(so.encode(), None, ctypes.byref(handle)):
-            sys.exit(f"load: {rt.ampc_last_error().decode()}")
-        inputs = (Tensor * 2)(tensor(x_np, F32), tensor(y_np, I64))
+        library = Model(so, runtime=runtime)
         loss_np = np.zeros((), np.float32)
-        loss_t = tensor(loss_np, F32)
+        step = library.bind_train_step([x_np, y_np], loss_np)
         ampc_losses = []
 
         def run_ampc():
-            if rt.ampc_model_train_step(handle, inputs, 2,
-                                        ctypes.byref(loss_t)):
-                sys.exit(f"train_step: {rt.ampc_last_error().decode()}")
+            step()
             ampc_losses.append(float(loss_np))
 
         # A fresh torch model and optimizer from the same weights per row.
@@ -132,19 +115,10 @@ def main():
             opt.zero_grad()
             torch_losses.append(loss.item())
 
-        for _ in range(args.warmup):
-            run_ampc()
-            run_torch()
-        ta, tt = [], []
-        for _ in range(args.steps):
-            for fn, times in ((run_ampc, ta), (run_torch, tt)):
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
+        ta, tt = median_times([run_ampc, run_torch], args.warmup, args.steps)
         diff = abs(ampc_losses[0] - torch_losses[0]) / abs(torch_losses[0])
-        rows.append((precision, statistics.median(ta), statistics.median(tt),
-                     diff))
-        rt.ampc_model_release(handle)
+        rows.append((precision, ta, tt, diff))
+        library.close()
 
     dims = "-".join(map(str, sizes))
     print(f"MLP {dims} ({args.model}), batch {batch}, AdamW, "

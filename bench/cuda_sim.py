@@ -16,55 +16,32 @@ touch; the GEMMs go through OpenBLAS on both. Figures are for CI planning
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "test", "Models", "Inputs"))
+sys.path.insert(0, os.path.join(HERE, "..", "utils", "python"))
+from ampc_ctypes import Model  # noqa: E402
+from ampc_testing import median_times, write_mlp_onnx  # noqa: E402
 
 
 def write_mlp(path, batch, inputs, hidden, outputs):
     rng = np.random.default_rng(0)
-    inits = [
-        numpy_helper.from_array((rng.standard_normal((hidden, inputs)) /
-                                 np.sqrt(inputs)).astype(np.float32), "w1"),
-        numpy_helper.from_array(np.zeros(hidden, np.float32), "b1"),
-        numpy_helper.from_array((rng.standard_normal((outputs, hidden)) /
-                                 np.sqrt(hidden)).astype(np.float32), "w2"),
-        numpy_helper.from_array(np.zeros(outputs, np.float32), "b2")]
-    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
-             helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "w2", "b2"], ["logits"], transB=1)]
-    graph = helper.make_graph(
-        nodes, "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, inputs])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       [batch, outputs])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
+    write_mlp_onnx(path, batch, [inputs, hidden, outputs],
+                   lambda rows, cols: rng.standard_normal((rows, cols)) /
+                   np.sqrt(cols))
 
 
 def time_steps(library, runtime, batch, inputs, outputs, steps):
-    from ampc_ctypes import Model
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, inputs)).astype(np.float32)
     y = rng.integers(0, outputs, batch).astype(np.int64)
-    times = []
     with Model(library, runtime=runtime) as model:
-        for step in range(steps + 2):
-            start = time.perf_counter()
-            model.train_step([x, y])  # waits for the device (synchronize)
-            if step >= 2:
-                times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        # train_step waits for the device (synchronize).
+        return median_times([lambda: model.train_step([x, y])], 2, steps)[0]
 
 
 def main():

@@ -41,6 +41,11 @@ llvm_config.add_tool_substitutions(
     ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
+# The Python modules shared by the tests' scripts and the benchmarks
+# (ampc_testing, ampc_ctypes): every script imports them from here.
+llvm_config.with_environment(
+    "PYTHONPATH", os.path.join(config.ampc_src_root, "utils", "python"),
+    append_path=True)
 
 # The CUDA target's tests compile with nvcc; they need no GPU. Without nvcc
 # they fail (ampc: "no nvcc found"), they are never skipped: "every test

@@ -17,8 +17,9 @@ import os
 import statistics
 import sys
 
+# The pack has this script, models.py, ampc_testing.py and ampc_ctypes.py in
+# one folder.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 
 def timed(step, stream, warmup, steps):
@@ -43,6 +44,7 @@ def main():
     import torch
     import models as bm
     from ampc_ctypes import Model
+    from ampc_testing import amp_step
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models", nargs="+", default=None)
@@ -96,12 +98,7 @@ def main():
             forward = torch.compile(m, mode="reduce-overhead") if compiled else m
 
             def step():
-                opt.zero_grad(set_to_none=True)
-                with torch.autocast("cuda", dtype=torch.float16):
-                    loss = bm.loss_fn(name, forward(xd), yd)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
+                amp_step(forward, opt, scaler, xd, yd, bm.LOSS[name])
 
             torch.cuda.reset_peak_memory_stats()
             with torch.cuda.stream(stream):

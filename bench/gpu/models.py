@@ -75,12 +75,6 @@ def example(name, generator=None):
             torch.randint(0, 1000, (64,), generator=g))
 
 
-def loss_fn(name, y, label):
-    if LOSS[name] == "mse":
-        return ((y.float() - label) ** 2).mean()
-    return torch.nn.functional.cross_entropy(y.float(), label)
-
-
 def step_flops(name, m):
     """Model FLOPs of one training step (3x the forward's multiply-adds x 2),
     counting the GEMMs and convolutions (attention's two batched GEMMs

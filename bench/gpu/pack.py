@@ -1,8 +1,9 @@
 """Builds the GPU benchmark's pack (issue 8), here where ampc is built:
 exports the models of models.py, compiles each for CUDA (FP16, dynamic loss
 scaling, AdamW; --embed-model=false, the benchmark exports nothing) and
-copies the libraries, libampc_runtime.so, the ctypes binding, models.py,
-bench.py and run.sh into one folder. The weights travel inside the
+copies the libraries, libampc_runtime.so, models.py, bench.py, run.sh and
+the Python modules bench.py imports (utils/python's ampc_testing.py and
+ampc_ctypes.py) into one folder. The weights travel inside the
 libraries (bench.py loads them into PyTorch from there), so packs stay
 small: resnet18's and the GPT block's are about 50 MB each, so pack them
 one at a time for a machine that takes at most 64 MB per transfer.
@@ -20,10 +21,10 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "test", "Models", "Inputs"))
+PYTHON_UTILS = os.path.join(ROOT, "utils", "python")
+sys.path.insert(0, PYTHON_UTILS)
 import models as bm  # noqa: E402
-from export_models import export_onnx  # noqa: E402
+from ampc_testing import export_onnx  # noqa: E402
 
 
 def main():
@@ -59,8 +60,8 @@ def main():
     for f in ("models.py", "bench.py"):
         shutil.copy(os.path.join(HERE, f), out)
     shutil.copy(os.path.join(ROOT, "test", "gpu", "run.sh"), out)
-    shutil.copy(os.path.join(ROOT, "test", "Models", "Inputs", "ampc_ctypes.py"),
-                out)
+    for f in ("ampc_testing.py", "ampc_ctypes.py"):
+        shutil.copy(os.path.join(PYTHON_UTILS, f), out)
     print("pack: %s (run %s/run.sh on the GPU machine)" % (out, out))
 
 

@@ -13,23 +13,22 @@ Tolerances (largest relative difference, max|a - b| / max|b|):
 - CUDA vs PyTorch AMP, loss of every step: 2e-2 (autocast rounds in places
   ampc's lists do not, and the other way round).
 """
+import functools
 import os
 import sys
 
 import numpy as np
 
+# The pack has this script, gpu_models.py, ampc_testing.py and ampc_ctypes.py
+# in one folder.
+from ampc_testing import amp_step, relative_difference
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = os.path.join(HERE, "libampc_runtime.so")
-sys.path.insert(0, HERE)
 
 TOL_LOSS_CPU, TOL_GRAD_CPU, TOL_LOSS_TORCH = 5e-3, 1e-2, 2e-2
 
-
-def relative(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    scale = np.max(np.abs(b)) if b.size else 0.0
-    return float(np.max(np.abs(a - b)) / scale) if scale else float(
-        np.max(np.abs(a - b), initial=0.0))
+relative = functools.partial(relative_difference, absolute_at_zero=True)
 
 
 def main():
@@ -85,12 +84,7 @@ def main():
         for s in range(gm.STEPS):
             xb = torch.from_numpy(x[s]).cuda()
             yb = torch.from_numpy(y[s]).cuda()
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.float16):
-                loss = gm.loss_fn(name, m(xb), yb)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+            loss = amp_step(m, opt, scaler, xb, yb, gm.LOSS[name])
             torch_losses.append(float(loss))
         print("%s: torch AMP losses %s" % (name, " ".join(
             "%.5f" % v for v in torch_losses)))
@@ -119,20 +113,21 @@ def main():
     model.close()
     checks = [
         all(np.array_equal(before[k], after[k]) for k in before),
-        skipped.scale == state.scale * 0.5,
-        skipped.skipped_steps == state.skipped_steps + 1,
-        skipped.steps == state.steps,
+        skipped["scale"] == state["scale"] * 0.5,
+        skipped["skipped_steps"] == state["skipped_steps"] + 1,
+        skipped["steps"] == state["steps"],
         any(not np.array_equal(after[k], moved[k]) for k in after),
-        final.steps == state.steps + 1,
+        final["steps"] == state["steps"] + 1,
     ]
     ok = all(checks)
     results.append(ok)
     print("%s: scaler overflow skip on the device: scale %g -> %g, skipped "
           "%d -> %d, steps %d -> %d -> %d, parameters unchanged %s, then "
-          "trained %s" % ("PASS" if ok else "FAIL", state.scale, skipped.scale,
-                          state.skipped_steps, skipped.skipped_steps,
-                          state.steps, skipped.steps, final.steps, checks[0],
-                          checks[4]))
+          "trained %s" % (
+              "PASS" if ok else "FAIL", state["scale"], skipped["scale"],
+              state["skipped_steps"], skipped["skipped_steps"],
+              state["steps"], skipped["steps"], final["steps"], checks[0],
+              checks[4]))
     print("%d passed, %d failed" % (results.count(True), results.count(False)))
     return 0 if all(results) else 1
 

@@ -1,6 +1,7 @@
 """The models, data and settings of the GPU test (test/gpu), shared by the
 pack builder (pack.py, on the machine with ampc) and the check (check.py,
-on the GPU machine). Needs torch and numpy only.
+on the GPU machine). Needs torch and numpy only, and ampc_testing (the pack
+copies it).
 
 - mlp: Linear(20, 64), ReLU, Linear(64, 10), batches of 32, cross-entropy;
 - cnn: Conv(3, 8, 3) BatchNorm ReLU MaxPool Conv(8, 16, 3) ReLU
@@ -12,6 +13,8 @@ All train with AdamW (lr 2e-3, weight decay 0.01) at FP16 with dynamic loss
 scaling (GradScaler's defaults).
 """
 import torch
+
+from ampc_testing import small_encoder, small_mlp
 
 STEPS = 20
 SEED = 1
@@ -34,13 +37,10 @@ class Cnn(torch.nn.Module):
 
 def module(name):
     if name == "mlp":
-        return torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(),
-                                   torch.nn.Linear(64, 10))
+        return small_mlp()
     if name == "cnn":
         return Cnn()
-    return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4,
-                                            dim_feedforward=64, dropout=0.0,
-                                            batch_first=True)
+    return small_encoder()
 
 
 LOSS = {"mlp": "cross_entropy", "cnn": "cross_entropy", "transformer": "mse"}
@@ -62,9 +62,3 @@ def batches(name, count, seed=SEED):
         else:
             out.append((x, (x.mean(dim=(2, 3)) @ teacher).argmax(dim=1)))
     return out
-
-
-def loss_fn(name, y, label):
-    if LOSS[name] == "mse":
-        return ((y.float() - label) ** 2).mean()
-    return torch.nn.functional.cross_entropy(y.float(), label)

@@ -4,7 +4,9 @@ gradients-only library, FP16, --gpu-arch as given), runs the same libraries
 compiled for the CPU target to record the reference (losses over the steps,
 gradients of step 1), and copies what the GPU machine needs: the CUDA
 libraries, libampc_runtime.so (the only ampc library the check loads, through
-ctypes), the data, the initial weights, check.py and run.sh.
+ctypes), the data, the initial weights, check.py, run.sh and the Python
+modules the check imports (gpu_models.py, utils/python's ampc_testing.py and
+ampc_ctypes.py).
 
     /usr/bin/python3 test/gpu/pack.py OUT [--build build] [--gpu-arch sm_90a]
     # then, on the GPU machine:  OUT/run.sh
@@ -12,39 +14,20 @@ ctypes), the data, the initial weights, check.py and run.sh.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "Models", "Inputs"))
+PYTHON_UTILS = os.path.join(HERE, "..", "..", "utils", "python")
+sys.path.insert(0, PYTHON_UTILS)
 import gpu_models as gm  # noqa: E402
 from ampc_ctypes import Model  # noqa: E402
-from export_models import export_onnx  # noqa: E402
+from ampc_testing import export_onnx, run_commands  # noqa: E402
 
 FLAGS = ["--precision=fp16", "--lr=%r" % gm.ADAMW["lr"],
          "--weight-decay=%r" % gm.ADAMW["weight_decay"]]
-
-
-def compile_all(ampc, jobs):
-    running = []
-    for command in jobs:
-        running.append((command, subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-        if len(running) == 2:
-            wait(running.pop(0))
-    for r in running:
-        wait(r)
-
-
-def wait(entry):
-    command, process = entry
-    _, err = process.communicate()
-    if process.returncode:
-        sys.exit("pack: %s failed: %s" % (" ".join(command), err.strip()))
 
 
 def main():
@@ -79,7 +62,10 @@ def main():
             jobs.append([ampc, onnx, "--target=" + target, "-o",
                          base + ".grads.so", "--optimizer=none"] + FLAGS +
                         loss + arch)
-    compile_all(ampc, jobs)
+    try:
+        run_commands(jobs)
+    except RuntimeError as e:
+        sys.exit("pack: %s" % e)
     # The CPU target's reference: losses of every step, gradients of step 1.
     for name in gm.MODELS:
         x = np.load(os.path.join(out, name + ".x.npy"))
@@ -98,8 +84,8 @@ def main():
     shutil.copy(runtime, out)
     for f in ("check.py", "run.sh", "gpu_models.py"):
         shutil.copy(os.path.join(HERE, f), out)
-    shutil.copy(os.path.join(HERE, "..", "Models", "Inputs", "ampc_ctypes.py"),
-                out)
+    for f in ("ampc_testing.py", "ampc_ctypes.py"):
+        shutil.copy(os.path.join(PYTHON_UTILS, f), out)
     print("pack: %s (%d models; run %s/run.sh on the GPU machine)" %
           (out, len(gm.MODELS), out))
 

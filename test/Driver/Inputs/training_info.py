@@ -8,9 +8,7 @@ per library:
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "Models", "Inputs"))
-from ampc_ctypes import Model  # noqa: E402
+from ampc_ctypes import Model
 
 for path in sys.argv[1:]:
     with Model(path) as model:

@@ -71,8 +71,6 @@ def make(work):
 
 
 def check(work, lib):
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                    "Models", "Inputs"))
     from ampc_ctypes import Model
     model = Model(lib)
     names = [p.name for p in model.parameters]

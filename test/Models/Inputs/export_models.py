@@ -8,9 +8,8 @@ running-statistics outputs) and encoder.onnx / encoder_train.onnx
 (nn.TransformerEncoderLayer in eval and training mode), all at opset 17 with
 a static batch, the way a user would call torch.onnx.export; and for each
 NAME, NAME_input.npy (a fresh random input) and NAME_output.npy (torch's
-float32 output on it, in the mode of the export).
-
-Other tests import `export_onnx` to export their own models the same way.
+float32 output on it, in the mode of the export). The export is
+ampc_testing.export_onnx, which the other tests use for their own models.
 """
 import os
 import sys
@@ -19,20 +18,9 @@ import warnings
 import numpy as np
 import torch
 
+from ampc_testing import export_onnx
+
 warnings.filterwarnings("ignore")
-
-
-def export_onnx(model, example, path, training):
-    """torch.onnx.export as the tests do: opset 17, one input "input" and
-    one output "output", static shapes; in training mode nothing is
-    constant-folded, so every parameter stays an initializer named after
-    it."""
-    mode = (torch.onnx.TrainingMode.TRAINING if training
-            else torch.onnx.TrainingMode.EVAL)
-    model.train(training)
-    torch.onnx.export(model, example, path, opset_version=17, training=mode,
-                      do_constant_folding=not training,
-                      input_names=["input"], output_names=["output"])
 
 
 def export(out, name, model, example, training):

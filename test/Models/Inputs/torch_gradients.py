@@ -7,7 +7,7 @@ usage: torch_gradients.py WORKDIR [--models NAME...] [--perturb]
 For each model (mlp: 20 -> 64 -> ReLU -> 10 logits with cross-entropy on
 int64 class ids; encoder: nn.TransformerEncoderLayer(32, 4 heads, 64,
 dropout 0, batch_first) with MSE against a random target), exports it with
-torch.onnx.export in training mode (export_models.export_onnx: opset 17,
+torch.onnx.export in training mode (ampc_testing.export_onnx: opset 17,
 parameters kept as initializers named after them), compiles it with
 
     ampc NAME.onnx --mode=train --precision=fp32 --optimizer=none --target=cpu --loss=L
@@ -53,50 +53,37 @@ import numpy as np
 import onnx
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ampc_ctypes import Model  # noqa: E402
-from export_models import export_onnx  # noqa: E402
+from ampc_ctypes import Model
+from ampc_testing import (export_onnx, relative_difference, report_failures,
+                          small_encoder, small_mlp, torch_loss)
 
 warnings.filterwarnings("ignore")
 
 
 def mlp_case():
-    model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 10))
+    model = small_mlp()
     x = torch.randn(32, 20)
     label = torch.randint(0, 10, (32,))
-    return model, x, label, "cross_entropy", torch.nn.functional.cross_entropy
+    return model, x, label, "cross_entropy"
 
 
 def encoder_case():
-    model = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4,
-                                             dim_feedforward=64, dropout=0.0,
-                                             batch_first=True)
+    model = small_encoder()
     x = torch.randn(2, 8, 32)
     target = torch.randn(2, 8, 32)
-    return model, x, target, "mse", lambda y, t: ((y - t) ** 2).mean()
+    return model, x, target, "mse"
 
 
 CASES = {"mlp": mlp_case, "encoder": encoder_case}
 
 
-def relative_difference(got, want):
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    error = np.abs(got - want).max(initial=0.0)
-    scale = np.abs(want).max(initial=0.0)
-    if scale == 0.0:
-        return 0.0 if error == 0.0 else float("inf")
-    return error / scale
-
-
-def torch_gradients(module, x, label, loss_fn, dtype):
+def torch_gradients(module, x, label, loss_kind, dtype):
     """The loss and {parameter name: gradient} of `module` (a copy, in
     `dtype`) on the batch, in training mode."""
     module = copy.deepcopy(module).to(dtype).train()
     if label.is_floating_point():
         label = label.to(dtype)
-    loss = loss_fn(module(x.to(dtype)), label)
+    loss = torch_loss(loss_kind, module(x.to(dtype)), label)
     loss.backward()
     grads = {name: p.grad.numpy() for name, p in module.named_parameters()
              if p.grad is not None}
@@ -107,7 +94,7 @@ def check(name, workdir, args):
     """Prints the comparison for one model; returns None when it passes,
     otherwise why it fails."""
     torch.manual_seed(0)
-    module, x, label, loss_kind, loss_fn = CASES[name]()
+    module, x, label, loss_kind = CASES[name]()
     onnx_path = os.path.join(workdir, name + ".onnx")
     library = os.path.join(workdir, name + ".so")
     export_onnx(module, x, onnx_path, training=True)
@@ -138,13 +125,13 @@ def check(name, workdir, args):
         first = next(iter(grads))
         grads[first].flat[0] += 1e-4 * np.abs(grads[first]).max()
         print("%s: perturbed %s[0] by 1e-4 of its max |g|" % (name, first))
-    torch_loss, torch_grads = torch_gradients(module, x, label, loss_fn,
-                                              torch.float32)
-    _, grads64 = torch_gradients(module, x, label, loss_fn, torch.float64)
+    want_loss, torch_grads = torch_gradients(module, x, label, loss_kind,
+                                             torch.float32)
+    _, grads64 = torch_gradients(module, x, label, loss_kind, torch.float64)
 
-    results = [("loss", relative_difference(loss, torch_loss))]
+    results = [("loss", relative_difference(loss, want_loss))]
     print("%s: loss ampc %.8g torch %.8g: %.2g" % (
-        name, float(loss), float(torch_loss), results[0][1]))
+        name, float(loss), float(want_loss), results[0][1]))
     for grad_name, grad in grads.items():
         if grad_name not in torch_grads:
             continue
@@ -200,11 +187,7 @@ def main():
         failure = check(name, args.workdir, args)
         if failure:
             failures.append("%s: %s" % (name, failure))
-    if failures:
-        print("FAILED: " + "; ".join(failures))
-        return 1
-    print("PASSED")
-    return 0
+    return report_failures(failures, separator="; ")
 
 
 if __name__ == "__main__":

@@ -77,9 +77,9 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import checkpoint_format  # noqa: E402
-import training_common as tc  # noqa: E402
+import checkpoint_format
+import training_common as tc
+from ampc_testing import relative_difference, report_failures, round_bf16
 
 F32 = np.float32
 
@@ -90,11 +90,6 @@ F32 = np.float32
 
 def round_f16(x):
     return np.asarray(x, F32).astype(np.float16).astype(F32)
-
-
-def round_bf16(x):
-    t = torch.from_numpy(np.ascontiguousarray(x, F32))
-    return t.to(torch.bfloat16).to(torch.float32).numpy()
 
 
 def neighbours(x, nearest, precision):
@@ -280,7 +275,7 @@ def regressor_batches(count, seed):
 Model = collections.namedtuple(
     "Model", "module batches loss step parameters")
 MODELS = {
-    "mlp": Model(tc.mlp_module, tc.mlp_batches, "cross_entropy", mlp_step,
+    "mlp": Model(tc.small_mlp, tc.mlp_batches, "cross_entropy", mlp_step,
                  ("0.weight", "0.bias", "2.weight", "2.bias")),
     "regressor": Model(regressor_module, regressor_batches, "mse",
                        regressor_step, ("0.weight", "0.bias", "2.weight",
@@ -447,14 +442,6 @@ def ampc_run(library, params, batches):
     return losses, checkpoint_format.read(path)[1], scales, skipped
 
 
-def relative(got, want):
-    """max|got - want| / max|want| (the difference itself when want is 0)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    diff = np.max(np.abs(got - want))
-    scale = np.max(np.abs(want))
-    return 0.0 if diff == 0 else diff / (scale if scale else 1.0)
-
-
 def identical(a, b):
     return np.array_equal(np.asarray(a, F32).view(np.uint32),
                           np.asarray(b, F32).view(np.uint32))
@@ -471,9 +458,12 @@ def compare(label, steps, ampc, reference, tolerance):
         print("%s: %4d  %-12.9g  %-14.9g  %-8g  %s" % (
             label, k, got[k], want[k], got_scales[k],
             "yes" if got_skipped[k] else "no"))
-    loss_diffs = [relative(a, b) for a, b in zip(got, want)]
+    # A relative difference, the difference itself where the reference is 0.
+    loss_diffs = [relative_difference(a, b, absolute_at_zero=True)
+                  for a, b in zip(got, want)]
     worst_step = int(np.argmax(loss_diffs))
-    tensor_diffs = {n: relative(got_tensors[n], want_tensors[n])
+    tensor_diffs = {n: relative_difference(got_tensors[n], want_tensors[n],
+                                           absolute_at_zero=True)
                     for n in want_tensors}
     worst_tensor = max(tensor_diffs, key=tensor_diffs.get)
     losses_same = all(identical(a, b) for a, b in zip(got, want))
@@ -563,11 +553,7 @@ def main():
         ampc = ampc_run(library, initial, batches)
         if not compare(label, args.steps, ampc, reference, args.tolerance):
             failures.append(label)
-    if failures:
-        print("FAILED: " + ", ".join(failures))
-        return 1
-    print("PASSED")
-    return 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

@@ -44,9 +44,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import checkpoint_format as cf  # noqa: E402
-import training_common as tc  # noqa: E402
+import checkpoint_format as cf
+import training_common as tc
+from ampc_testing import report_failures
 
 SCALER_TENSORS = {"ampc.loss_scale", "ampc.growth_tracker",
                   "ampc.skipped_steps"}
@@ -179,11 +179,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     failures = [c for c in args.cases
                 if run_case(c, args.workdir, args.perturb)]
-    if failures:
-        print("FAILED: " + ", ".join(failures))
-        return 1
-    print("PASSED")
-    return 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

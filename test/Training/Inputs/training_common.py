@@ -1,7 +1,7 @@
 """Shared pieces of the training tests (test/Training): the two torch
 models, their data, compiling them with ampc, and the measures.
 
-Models (exported with export_models.export_onnx in training mode, opset 17,
+Models (exported with ampc_testing.export_onnx in training mode, opset 17,
 parameters kept as initializers named after torch's named_parameters()):
 - mlp: Linear(20, 64), ReLU, Linear(64, 10) on 32x20 batches with ampc's
   default --loss=cross_entropy against int64 class ids that a fixed random
@@ -13,32 +13,14 @@ Batch k of a run is the k-th draw of a torch.Generator seeded with `seed`,
 so every process sees the same batches.
 """
 import os
-import subprocess
-import sys
 import warnings
 
-import numpy as np
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "Models", "Inputs"))
-from ampc_ctypes import AmpcError, Model  # noqa: E402,F401
-from export_models import export_onnx  # noqa: E402
-# max|got - want| / max|want| (0 when both are zero), as the gradient test.
-from torch_gradients import relative_difference  # noqa: E402,F401
+from ampc_ctypes import AmpcError, Model  # noqa: F401
+from ampc_testing import export_onnx, run_commands, small_encoder, small_mlp
 
 warnings.filterwarnings("ignore")
-
-
-def mlp_module():
-    return torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(),
-                               torch.nn.Linear(64, 10))
-
-
-def encoder_module():
-    return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4,
-                                            dim_feedforward=64, dropout=0.0,
-                                            batch_first=True)
 
 
 def mlp_batches(count, seed):
@@ -60,18 +42,10 @@ def encoder_batches(count, seed):
     return batches
 
 
-def cross_entropy(y, label):
-    return torch.nn.functional.cross_entropy(y, label)
-
-
-def mse(y, label):
-    return ((y - label) ** 2).mean()
-
-
-# name: (module factory, batch factory, ampc --loss, torch loss)
+# name: (module factory, batch factory, ampc --loss)
 CASES = {
-    "mlp": (mlp_module, mlp_batches, "cross_entropy", cross_entropy),
-    "encoder": (encoder_module, encoder_batches, "mse", mse),
+    "mlp": (small_mlp, mlp_batches, "cross_entropy"),
+    "encoder": (small_encoder, encoder_batches, "mse"),
 }
 
 # Optimizer settings shared by ampc's flags and torch.optim.
@@ -117,21 +91,9 @@ def make_model(name, workdir, seed=0):
 def compile_commands(jobs):
     """Runs `ampc` for every (onnx, library, flags) in `jobs` two at a time
     (the machine has two cores); raises with ampc's message on a failure."""
-    pending = list(jobs)
-    running = []
-    while pending or running:
-        while pending and len(running) < 2:
-            onnx_path, library, flags = pending.pop(0)
-            command = ["ampc", onnx_path, "--mode=train", "--target=cpu",
-                       "-o", library] + list(flags)
-            running.append((command, subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)))
-        command, process = running.pop(0)
-        _, err = process.communicate()
-        if process.returncode != 0:
-            raise RuntimeError("%s exited with %d: %s" % (
-                " ".join(command), process.returncode, err.strip()))
+    run_commands([["ampc", onnx_path, "--mode=train", "--target=cpu", "-o",
+                   library] + list(flags)
+                  for onnx_path, library, flags in jobs])
 
 
 def inputs_of(batch):

@@ -43,13 +43,13 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import training_common as tc  # noqa: E402
+import training_common as tc
+from ampc_testing import relative_difference, report_failures, torch_loss
 
 SHOWN_STEPS = (0, 1, 2, 5, 10, 20, 30, 40)
 
 
-def torch_run(module, kind, batches, loss_fn, dtype=torch.float32):
+def torch_run(module, kind, batches, loss_kind, dtype=torch.float32):
     """torch's losses and final parameters (as float32 arrays) when a copy
     of `module` in `dtype` trains on `batches`."""
     module = copy.deepcopy(module).to(dtype).train()
@@ -60,7 +60,7 @@ def torch_run(module, kind, batches, loss_fn, dtype=torch.float32):
         if label.is_floating_point():
             label = label.to(dtype)
         optimizer.zero_grad()
-        loss = loss_fn(module(x), label)
+        loss = torch_loss(loss_kind, module(x), label)
         losses.append(float(loss))
         loss.backward()
         optimizer.step()
@@ -130,9 +130,9 @@ def main():
 
     failures = []
     for name, module, kind, library in cases:
-        _, make_batches, _, loss_fn = tc.CASES[name]
+        _, make_batches, loss_kind = tc.CASES[name]
         batches = make_batches(args.steps, args.seed)
-        want, want_params = torch_run(module, kind, batches, loss_fn)
+        want, want_params = torch_run(module, kind, batches, loss_kind)
         got, got_params, state = ampc_run(library, module, batches)
         label = "%s %s %s" % (name, kind, args.precision)
         differences = [abs(a - t) / abs(t) for a, t in zip(got, want)]
@@ -148,12 +148,12 @@ def main():
         # rounding noise alone, which AdamW normalises into full-size steps;
         # there torch's float32 run is no closer to its own float64 run, and
         # ampc is held to 4x that distance instead.
-        _, params64 = torch_run(module, kind, batches, loss_fn,
+        _, params64 = torch_run(module, kind, batches, loss_kind,
                                 torch.float64)
         param_ok, worst_param, worst_excess = True, None, -1.0
         for n in want_params:
-            d = tc.relative_difference(got_params[n], want_params[n])
-            d64 = tc.relative_difference(want_params[n], params64[n])
+            d = relative_difference(got_params[n], want_params[n])
+            d64 = relative_difference(want_params[n], params64[n])
             allowed = max(args.param_tolerance, 4 * d64)
             if d > args.param_tolerance:
                 print("%s: parameter %s: %.2e, torch fp32 against fp64 %.2e"
@@ -177,11 +177,7 @@ def main():
                   "ok" if ok else "FAILED"))
         if not ok:
             failures.append(label)
-    if failures:
-        print("FAILED: " + ", ".join(failures))
-        return 1
-    print("PASSED")
-    return 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
-                                "Models", "Inputs"))
-import ampc_ctypes  # noqa: E402
+import ampc_ctypes
 
 
 def fail(message):

@@ -6,7 +6,7 @@ usage: mlp_reference.py MODEL.onnxtext INPUT.npy EMBED_OUTPUT.txt fp32|fp16|bf16
 The reference computes Gemm -> Relu -> Gemm the way ampc's CPU target must:
 fp32 in float32; fp16 with inputs and weights rounded to float16, products
 accumulated in float32 and every stored activation rounded to float16 (bf16
-likewise, rounding to nearest even by bit manipulation). Prints the largest
+likewise, ampc_testing.round_bf16: to nearest, ties to even). Prints the largest
 relative error and "ok", or the mismatches and exits 1.
 """
 import sys
@@ -16,11 +16,7 @@ import onnx
 import onnx.numpy_helper
 import onnx.parser
 
-
-def round_bf16(x):
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32)
+from ampc_testing import round_bf16
 
 
 def main():

@@ -49,6 +49,8 @@ import onnx.numpy_helper
 import onnx.parser
 import onnx.shape_inference
 
+from ampc_testing import round_bf16
+
 torch = F = None
 
 
@@ -71,15 +73,6 @@ NUMPY = {T.FLOAT: np.float32, T.DOUBLE: np.float64, T.FLOAT16: np.float16,
          T.INT8: np.int8, T.UINT8: np.uint8, T.BOOL: np.bool_}
 
 
-def round_bf16(x):
-    f = np.atleast_1d(np.asarray(x, np.float32))
-    bits = f.view(np.uint32).astype(np.uint64)
-    bits = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) \
-        & np.uint64(0xFFFF0000)
-    out = bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    return np.where(np.isnan(f), np.nan, out).reshape(np.shape(x))
-
-
 def F32(value):
     """An ONNX float attribute's default: the float32 nearest `value`."""
     return float(np.float32(value))
@@ -98,7 +91,7 @@ def round_to(x, dtype):
     if dtype == T.FLOAT16:
         return x.astype(np.float16).astype(np.float64)
     if dtype == T.BFLOAT16:
-        return round_bf16(x)
+        return round_bf16(x).astype(np.float64)
     if dtype == T.DOUBLE:
         return x.astype(np.float64)
     if dtype == T.BOOL:

@@ -8,7 +8,7 @@ usage:
   launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
                   [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
 
-count: loads LIBRARY through the runtime C API (test/Models/Inputs/
+count: loads LIBRARY through the runtime C API (utils/python/
 ampc_ctypes.py), runs one warm-up train_step, resets the counters, queues
 exactly one train_step on the inputs sim_vs_cpu.py makes, synchronizes
 (ampc_model_synchronize: that adds the read of the device error code, one
@@ -43,7 +43,6 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Models", "Inputs"))
 sys.path.insert(0, HERE)
 
 # The elementwise kernels the CUDA emitter generates, named k0, k1, ... in
@@ -130,7 +129,7 @@ def report(counts, full_names):
 
 def export_encoder(args):
     import torch
-    from export_models import export_onnx
+    from ampc_testing import export_onnx
 
     class EncoderClassifier(torch.nn.Module):
         def __init__(self):

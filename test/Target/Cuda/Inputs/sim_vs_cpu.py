@@ -50,8 +50,6 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
-                                "Models", "Inputs"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Training", "Inputs"))
 sys.path.insert(0, os.path.dirname(__file__))
 from compile_all import parts  # noqa: E402

@@ -8,6 +8,7 @@ Loads libampc_runtime.so and wraps one compiled model library in a `Model`:
         loss, grads = model.gradients([x, label])      # {name: array}
         w = model.get_parameter("fc.weight")
         model.set_parameter("fc.weight", w * 0.5)
+        step = model.bind_train_step([x, label], loss)  # for timing loops
 
 Every call that returns a status other than AMPC_OK raises `AmpcError`
 carrying the status and `ampc_last_error()`. Tensors travel as numpy arrays;
@@ -219,7 +220,7 @@ class Model:
     def __init__(self, path, runtime=None, num_threads=0, cuda_stream=None):
         self._lib = load_runtime(runtime)
         self._handle = None
-        self._pending = []  # loss buffers of queued steps, kept alive
+        self._pending = []  # queued steps, their buffers kept alive
         options = _ModelOptions()
         self._lib.ampc_model_options_init(ctypes.byref(options))
         options.num_threads = num_threads
@@ -324,12 +325,30 @@ class Model:
     def infer(self, inputs):
         """The model's outputs on `inputs` (a list in input order, or a dict
         by name), as a list of numpy arrays."""
+        outputs = [self._empty(o) for o in self.outputs]
+        self.bind_infer(inputs, outputs)()
+        return outputs
+
+    def bind_infer(self, inputs, outputs):
+        """ampc_model_infer on fixed arrays, as a function of no arguments
+        that writes `outputs` (C-contiguous arrays, one per model output) in
+        place: the runtime call alone, for a benchmark's timing loop."""
         ins = _TensorArray(self._input_list(inputs))
-        outs = _TensorArray([self._empty(o) for o in self.outputs])
-        self._check(self._lib.ampc_model_infer(
-            self._handle, ins.pointer(), len(ins.arrays), outs.pointer(),
-            len(outs.arrays)))
-        return outs.arrays
+        outs = _TensorArray(self._in_place(outputs))
+
+        def run():
+            self._check(self._lib.ampc_model_infer(
+                self._handle, ins.pointer(), len(ins.arrays), outs.pointer(),
+                len(outs.arrays)))
+        return run
+
+    @staticmethod
+    def _in_place(arrays):
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                raise ValueError("an array the runtime writes must be "
+                                 "C-contiguous")
+        return arrays
 
     def get_parameter(self, parameter):
         """The current value of a parameter (index or name)."""
@@ -370,16 +389,28 @@ class Model:
         """One training step on `inputs` (labels included); the loss. With
         wait=False on a CUDA model the step is only queued: the returned
         array holds the loss after `synchronize()`."""
-        ins = _TensorArray(self._input_list(inputs))
-        loss = _TensorArray([self._empty(self.outputs[0])])
-        self._check(self._lib.ampc_model_train_step(
-            self._handle, ins.pointer(), len(ins.arrays), loss.pointer()))
+        loss = self._empty(self.outputs[0])
+        step = self.bind_train_step(inputs, loss)
+        step()
         # On a CUDA model the loss reaches its buffer with the stream.
         if wait:
             self.synchronize()
         else:
-            self._pending.append(loss)
-        return loss.arrays[0]
+            self._pending.append(step)
+        return loss
+
+    def bind_train_step(self, inputs, loss):
+        """ampc_model_train_step on fixed arrays, as a function of no
+        arguments that writes the loss into `loss` (a C-contiguous array of
+        the loss's shape) and does not wait for a CUDA model's stream: the
+        runtime call alone, for a benchmark's timing loop."""
+        ins = _TensorArray(self._input_list(inputs))
+        out = _TensorArray(self._in_place([loss]))
+
+        def run():
+            self._check(self._lib.ampc_model_train_step(
+                self._handle, ins.pointer(), len(ins.arrays), out.pointer()))
+        return run
 
     def synchronize(self):
         """Waits for the model's queued work (ampc_model_synchronize)."""
