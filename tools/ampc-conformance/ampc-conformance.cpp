@@ -231,7 +231,7 @@ Outcome Runner::run(StringRef folder) {
           .Case("fp16", ampc::LowPrecisionType::F16)
           .Case("bf16", ampc::LowPrecisionType::BF16)
           .Default(ampc::LowPrecisionType::F32);
-  if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error)) ||
+  if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error) ||
       failed(pm.run(*module)))
     return fail(folder, "pipeline: " + firstError + error);
 
