@@ -33,6 +33,8 @@
 #include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 #include <onnx/onnx_pb.h>
 
 #include <deque>
@@ -1548,8 +1550,87 @@ std::string ampc::onnxNodeName(const onnx::NodeProto &node, size_t index) {
                              : node.name();
 }
 
+static bool parseModel(StringRef contents, StringRef displayName,
+                       onnx::ModelProto &model, std::string &error);
+
+/// Models from older exporters use ops at opsets below the ones the
+/// importer reads (Softmax before 13, BatchNormalization with `spatial`,
+/// Add with `broadcast`): when every node is an op the importer knows and
+/// some are too old, the whole model is brought to the lowest opset that
+/// covers them by libonnx's version converter, whose adapters know each
+/// op's changes, rather than by rules of our own. A model with ops the
+/// importer does not know is left as it is, for the importer to name them
+/// all.
+static bool bringForward(onnx::ModelProto &model, std::string &error) {
+  int64_t opset = 0;
+  unsigned defaults = 0;
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      opset = entry.version();
+      ++defaults;
+    }
+  // Missing, repeated or out-of-range opsets are the importer's to report.
+  if (defaults != 1 || opset < 1 || opset > ampc::kMaxOnnxOpset ||
+      !model.has_graph())
+    return true;
+  int64_t target = opset;
+  int firstOld = -1;
+  int64_t firstOldFrom = 0;
+  const onnx::GraphProto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return true;
+    const OpRule *rule = nullptr;
+    for (const OpRule &r : rules())
+      if (node.op_type() == r.opType)
+        rule = &r;
+    if (!rule)
+      return true;
+    if (rule->minOpset > opset && firstOld < 0) {
+      firstOld = i;
+      firstOldFrom = rule->minOpset;
+    }
+    target = std::max(target, rule->minOpset);
+  }
+  if (target == opset)
+    return true;
+  std::string why;
+  try {
+    // Some adapters (Softmax 12 to 13) need the shapes of their inputs.
+    onnx::ModelProto typed = model;
+    onnx::shape_inference::InferShapes(typed);
+    onnx::ModelProto converted =
+        onnx::version_conversion::ConvertVersion(typed, target);
+    model = std::move(converted);
+    return true;
+  } catch (const std::exception &e) {
+    why = e.what();
+  } catch (...) {
+    why = "unknown failure";
+  }
+  // libonnx's messages start with its source position and the assertion.
+  StringRef reason = StringRef(why).trim();
+  if (size_t at = reason.find("failed: "); at != StringRef::npos)
+    reason = reason.drop_front(at + 8);
+  const onnx::NodeProto &node = graph.node(firstOld);
+  error = "node '" + ampc::onnxNodeName(node, firstOld) + "' (" +
+          node.op_type() + "): ampc imports " + node.op_type() +
+          " from opset " + std::to_string(firstOldFrom) +
+          " and the model is at opset " + std::to_string(opset) +
+          "; the ONNX version converter cannot bring it to opset " +
+          std::to_string(target) + ": " + reason.str();
+  return false;
+}
+
 bool ampc::parseOnnxModel(StringRef contents, StringRef displayName,
                           onnx::ModelProto &model, std::string &error) {
+  return parseModel(contents, displayName, model, error) &&
+         bringForward(model, error);
+}
+
+static bool parseModel(StringRef contents, StringRef displayName,
+                       onnx::ModelProto &model, std::string &error) {
   // No binary ModelProto starts with '<' or '#' (neither is a valid first
   // field tag), so those mean the textual syntax whatever the file is called.
   StringRef head = contents.ltrim();
