@@ -24,6 +24,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -32,6 +33,8 @@
 #include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 #include <onnx/onnx_pb.h>
 
 #include <deque>
@@ -208,6 +211,7 @@ private:
   }
 
   LogicalResult checkOpset();
+  LogicalResult checkSupportedOps();
   LogicalResult declareInitializers();
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult buildSignature();
@@ -607,26 +611,86 @@ FailureOr<std::vector<size_t>> Importer::topologicalOrder() {
   return order;
 }
 
+/// The rule that imports `node`, or why there is none: one line naming the
+/// domain, the op or the opset; `unknownOp` says whether the op type is one
+/// the importer has no rule for.
+static const OpRule *findRule(const onnx::NodeProto &node, int64_t opset,
+                              std::string &why, bool &unknownOp) {
+  unknownOp = false;
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    why = "unsupported op domain '" + node.domain() + "'";
+    return nullptr;
+  }
+  for (const OpRule &r : rules()) {
+    if (node.op_type() != r.opType)
+      continue;
+    if (opset >= r.minOpset)
+      return &r;
+    why = ("unsupported opset " + Twine(opset) + " for this op (ampc imports " +
+           node.op_type() + " from opset " + Twine(r.minOpset) + ")")
+              .str();
+    return nullptr;
+  }
+  why = ("unsupported op '" + node.op_type() + "' (opset " + Twine(opset) + ")")
+            .str();
+  unknownOp = true;
+  return nullptr;
+}
+
+LogicalResult Importer::checkSupportedOps() {
+  // Every node is looked at before any is imported, so a model with several
+  // unsupported ops is answered once: one line per distinct reason (op
+  // type, domain or opset), at the first node it applies to, with a count.
+  struct Refusal {
+    size_t first;
+    unsigned count;
+    bool unknownOp;
+  };
+  llvm::MapVector<StringRef, Refusal, llvm::StringMap<unsigned>> refusals;
+  std::deque<std::string> reasons; // what the keys of `refusals` point into
+  const onnx::GraphProto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    std::string why;
+    bool unknownOp;
+    if (findRule(graph.node(i), opset, why, unknownOp))
+      continue;
+    auto it = refusals.find(why);
+    if (it == refusals.end())
+      it = refusals
+               .insert({reasons.emplace_back(std::move(why)),
+                        Refusal{size_t(i), 0, unknownOp}})
+               .first;
+    ++it->second.count;
+  }
+  if (refusals.empty())
+    return success();
+  // The supported ops are listed once, on the last line of an unknown op.
+  const Refusal *listAt = nullptr;
+  for (const auto &[why, refusal] : refusals)
+    if (refusal.unknownOp)
+      listAt = &refusal;
+  for (const auto &[why, refusal] : refusals) {
+    InFlightDiagnostic d =
+        emitError(nodeLoc(graph.node(refusal.first), refusal.first)) << why;
+    if (refusal.count > 1)
+      d << ": " << refusal.count << " nodes, this is the first";
+    if (&refusal == listAt)
+      d << "; ampc supports: " << llvm::join(ampc::supportedOnnxOps(), ", ");
+  }
+  return failure();
+}
+
 LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
   Location loc = nodeLoc(node, index);
   auto fail = [&](const Twine &message) {
     emitError(loc) << message;
     return failure();
   };
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return fail("unsupported op domain '" + node.domain() + "'");
-  const auto &all = rules();
-  const OpRule *rule = nullptr;
-  for (const OpRule &r : all)
-    if (node.op_type() == r.opType)
-      rule = &r;
+  std::string why;
+  bool unknownOp;
+  const OpRule *rule = findRule(node, opset, why, unknownOp);
   if (!rule)
-    return fail("unsupported op '" + node.op_type() + "' (opset " +
-                Twine(opset) + "); ampc supports: " + llvm::join(ampc::supportedOnnxOps(), ", "));
-  if (opset < rule->minOpset)
-    return fail("unsupported opset " + Twine(opset) + " for this op (ampc "
-                "imports " + node.op_type() + " from opset " +
-                Twine(rule->minOpset) + ")");
+    return fail(why);
   llvm::StringSet<> attributeNames;
   for (const auto &a : node.attribute())
     if (!attributeNames.insert(a.name()).second)
@@ -777,7 +841,7 @@ OwningOpRef<ModuleOp> Importer::run() {
       (void)error("not an ONNX model: it has no graph");
       return nullptr;
     }
-  if (failed(checkOpset()))
+  if (failed(checkOpset()) || failed(checkSupportedOps()))
     return nullptr;
   OwningOpRef<ModuleOp> owned = ModuleOp::create(fileLoc);
   module = *owned;
@@ -1486,8 +1550,87 @@ std::string ampc::onnxNodeName(const onnx::NodeProto &node, size_t index) {
                              : node.name();
 }
 
+static bool parseModel(StringRef contents, StringRef displayName,
+                       onnx::ModelProto &model, std::string &error);
+
+/// Models from older exporters use ops at opsets below the ones the
+/// importer reads (Softmax before 13, BatchNormalization with `spatial`,
+/// Add with `broadcast`): when every node is an op the importer knows and
+/// some are too old, the whole model is brought to the lowest opset that
+/// covers them by libonnx's version converter, whose adapters know each
+/// op's changes, rather than by rules of our own. A model with ops the
+/// importer does not know is left as it is, for the importer to name them
+/// all.
+static bool bringForward(onnx::ModelProto &model, std::string &error) {
+  int64_t opset = 0;
+  unsigned defaults = 0;
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      opset = entry.version();
+      ++defaults;
+    }
+  // Missing, repeated or out-of-range opsets are the importer's to report.
+  if (defaults != 1 || opset < 1 || opset > ampc::kMaxOnnxOpset ||
+      !model.has_graph())
+    return true;
+  int64_t target = opset;
+  int firstOld = -1;
+  int64_t firstOldFrom = 0;
+  const onnx::GraphProto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return true;
+    const OpRule *rule = nullptr;
+    for (const OpRule &r : rules())
+      if (node.op_type() == r.opType)
+        rule = &r;
+    if (!rule)
+      return true;
+    if (rule->minOpset > opset && firstOld < 0) {
+      firstOld = i;
+      firstOldFrom = rule->minOpset;
+    }
+    target = std::max(target, rule->minOpset);
+  }
+  if (target == opset)
+    return true;
+  std::string why;
+  try {
+    // Some adapters (Softmax 12 to 13) need the shapes of their inputs.
+    onnx::ModelProto typed = model;
+    onnx::shape_inference::InferShapes(typed);
+    onnx::ModelProto converted =
+        onnx::version_conversion::ConvertVersion(typed, target);
+    model = std::move(converted);
+    return true;
+  } catch (const std::exception &e) {
+    why = e.what();
+  } catch (...) {
+    why = "unknown failure";
+  }
+  // libonnx's messages start with its source position and the assertion.
+  StringRef reason = StringRef(why).trim();
+  if (size_t at = reason.find("failed: "); at != StringRef::npos)
+    reason = reason.drop_front(at + 8);
+  const onnx::NodeProto &node = graph.node(firstOld);
+  error = "node '" + ampc::onnxNodeName(node, firstOld) + "' (" +
+          node.op_type() + "): ampc imports " + node.op_type() +
+          " from opset " + std::to_string(firstOldFrom) +
+          " and the model is at opset " + std::to_string(opset) +
+          "; the ONNX version converter cannot bring it to opset " +
+          std::to_string(target) + ": " + reason.str();
+  return false;
+}
+
 bool ampc::parseOnnxModel(StringRef contents, StringRef displayName,
                           onnx::ModelProto &model, std::string &error) {
+  return parseModel(contents, displayName, model, error) &&
+         bringForward(model, error);
+}
+
+static bool parseModel(StringRef contents, StringRef displayName,
+                       onnx::ModelProto &model, std::string &error) {
   // No binary ModelProto starts with '<' or '#' (neither is a valid first
   // field tag), so those mean the textual syntax whatever the file is called.
   StringRef head = contents.ltrim();

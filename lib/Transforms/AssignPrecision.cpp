@@ -126,19 +126,14 @@ private:
 
 LogicalResult AssignPrecision::loadRules(ampc::PrecisionRules &rules) {
   ModuleOp module = getOperation();
-  auto report = [&](llvm::Error error) {
-    emitError(module.getLoc()) << llvm::toString(std::move(error));
-    return failure();
-  };
-  if (!rulesFile.empty())
-    if (llvm::Error e = ampc::loadPrecisionRules(rulesFile, rules))
-      return report(std::move(e));
-  if (llvm::Error e =
-          ampc::parseOverrideRules(keepFp32, "--keep-fp32", rules.keepFp32))
-    return report(std::move(e));
-  if (llvm::Error e =
-          ampc::parseOverrideRules(forceLowp, "--force-lowp", rules.forceLowp))
-    return report(std::move(e));
+  std::string error;
+  if ((!rulesFile.empty() &&
+       !ampc::loadPrecisionRules(rulesFile, rules, error)) ||
+      !ampc::parseOverrideRules(keepFp32, "--keep-fp32", rules.keepFp32,
+                                error) ||
+      !ampc::parseOverrideRules(forceLowp, "--force-lowp", rules.forceLowp,
+                                error))
+    return emitError(module.getLoc()) << error;
   return success();
 }
 

@@ -135,22 +135,21 @@ bool ampc::pipelineStopsBefore(PipelinePart part,
   return false;
 }
 
-LogicalResult ampc::buildPipeline(OpPassManager &pm,
-                                  const PipelineOptions &options,
-                                  PipelinePart part, std::string &error) {
+bool ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options,
+                         PipelinePart part, std::string &error) {
   if (!options.stopAfter.empty() &&
       !llvm::is_contained(pipelinePassNames(), options.stopAfter)) {
     error = "--emit-after: '" + options.stopAfter +
             "' is not a pass of the pipeline (" +
             llvm::join(pipelinePassNames(), ", ") + ")";
-    return failure();
+    return false;
   }
   for (const PipelineStep &step : kPipeline) {
     if (step.trainingOnly && !options.training) {
       if (step.name == options.stopAfter) {
         error = "--emit-after: '" + options.stopAfter +
                 "' runs only when training (--mode=train)";
-        return failure();
+        return false;
       }
       continue;
     }
@@ -166,20 +165,19 @@ LogicalResult ampc::buildPipeline(OpPassManager &pm,
     if (step.name == options.stopAfter)
       break;
   }
-  return success();
+  return true;
 }
 
 void ampc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<ampc::AMPCDialect, func::FuncDialect>();
 }
 
-LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
-                                             PipelineOptions &options,
-                                             StringRef flagPrefix,
-                                             std::string &error) {
+bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
+                                    PipelineOptions &options,
+                                    StringRef flagPrefix, std::string &error) {
   auto fail = [&](const Twine &flag, const Twine &message) {
     error = (flagPrefix + flag + " " + message).str();
-    return failure();
+    return false;
   };
   options.stopAfter = flags.stopAfter;
   std::optional<LowPrecisionType> dtype =
@@ -262,7 +260,7 @@ LogicalResult ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                                         Twine(kMaxTensorBytes) + "), got " +
                                         Twine(flags.maxTensorBytes));
   options.maxTensorBytes = flags.maxTensorBytes;
-  return success();
+  return true;
 }
 
 namespace {
@@ -416,9 +414,8 @@ void ampc::registerPipeline() {
           return fail("mode must be train or infer, got '" + parsed.mode + "'");
         PipelineOptions options;
         std::string error;
-        if (failed(
-                pipelineOptionsFromFlags(parsed.flags(), options, "", error)) ||
-            failed(buildPipeline(pm, options, PipelinePart::All, error)))
+        if (!pipelineOptionsFromFlags(parsed.flags(), options, "", error) ||
+            !buildPipeline(pm, options, PipelinePart::All, error))
           return fail(error);
         return success();
       },

@@ -294,14 +294,15 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }
 
-llvm::Error ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
-                                     std::string &warning) {
+bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
+                              std::string &warning, std::string &error) {
   std::string svg = renderSvg(buildDot(r), warning);
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write " + path.str() + ": " +
-                                           ec.message());
+  if (ec) {
+    error = "cannot write " + path.str() + ": " + ec.message();
+    return false;
+  }
   os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>"
      << escapeHtml(r.model) << " precision</title>\n<style>\n"
      << "body{font-family:Helvetica,Arial,sans-serif;margin:1.5em}"
@@ -330,5 +331,11 @@ llvm::Error ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
        << join(n.outputs) << "</td><td>" << n.category << "</td><td>"
        << escapeHtml(n.rule) << "</td></tr>\n";
   os << "</table>\n</body></html>\n";
-  return llvm::Error::success();
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write " + path.str() + ": " + os.error().message();
+    os.clear_error();
+    return false;
+  }
+  return true;
 }

@@ -11,18 +11,20 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
-using llvm::Error;
 using llvm::StringRef;
 
 namespace {
-Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+/// Sets `error` to `message` and fails: the convention of docs/design.md
+/// ("Errors").
+bool fail(std::string &error, const llvm::Twine &message) {
+  error = message.str();
+  return false;
 }
 
 /// `origin` names the rule's source in reports ("--keep-fp32",
 /// "rules.json keep_fp32[0]"); `where` prefixes error messages.
-Error parseOneRule(StringRef spec, StringRef origin, StringRef where,
-                   std::vector<ampc::OverrideRule> &rules) {
+bool parseOneRule(StringRef spec, StringRef origin, StringRef where,
+                  std::vector<ampc::OverrideRule> &rules, std::string &error) {
   spec = spec.trim();
   ampc::OverrideRule rule{ampc::OverrideRule::Op, "", origin.str()};
   if (spec.consume_front("op:"))
@@ -30,15 +32,15 @@ Error parseOneRule(StringRef spec, StringRef origin, StringRef where,
   else if (spec.consume_front("node:"))
     rule.kind = ampc::OverrideRule::Node;
   else
-    return makeError(where + ": '" + spec +
+    return fail(error, where + ": '" + spec +
                      "' is not a rule (expected op:TYPE or node:NAME)");
   if (spec.empty())
-    return makeError(where + ": a rule needs a name after '" +
+    return fail(error, where + ": a rule needs a name after '" +
                      (rule.kind == ampc::OverrideRule::Op ? "op:" : "node:") +
                      "'");
   rule.name = spec.str();
   rules.push_back(std::move(rule));
-  return Error::success();
+  return true;
 }
 
 std::string categoryList() {
@@ -46,97 +48,100 @@ std::string categoryList() {
 }
 
 /// Reads a JSON array of rule strings at `key`.
-Error readRuleArray(const llvm::json::Value &value, StringRef file,
-                    StringRef key, std::vector<ampc::OverrideRule> &rules) {
+bool readRuleArray(const llvm::json::Value &value, StringRef file,
+                   StringRef key, std::vector<ampc::OverrideRule> &rules,
+                   std::string &error) {
   const llvm::json::Array *array = value.getAsArray();
   if (!array)
-    return makeError(file + ": key '" + key +
+    return fail(error, file + ": key '" + key +
                      "': expected an array of \"op:TYPE\" / \"node:NAME\" "
                      "strings");
   for (auto [i, item] : llvm::enumerate(*array)) {
     std::string where = (file + ": key '" + key + "[" + llvm::Twine(i) + "]'").str();
     std::optional<StringRef> text = item.getAsString();
     if (!text)
-      return makeError(where + ": expected a string");
+      return fail(error, where + ": expected a string");
     std::string origin = (file + " " + key + "[" + llvm::Twine(i) + "]").str();
-    if (Error e = parseOneRule(*text, origin, where, rules))
-      return e;
+    if (!parseOneRule(*text, origin, where, rules, error))
+      return false;
   }
-  return Error::success();
+  return true;
 }
 } // namespace
 
-Error ampc::parseOverrideRules(llvm::ArrayRef<std::string> specs,
-                               StringRef origin,
-                               std::vector<OverrideRule> &rules) {
+bool ampc::parseOverrideRules(llvm::ArrayRef<std::string> specs,
+                              StringRef origin,
+                              std::vector<OverrideRule> &rules,
+                              std::string &error) {
   for (const std::string &spec : specs) {
     // Options may arrive unsplit ("op:A,node:B") from pass pipelines.
     llvm::SmallVector<StringRef> parts;
     StringRef(spec).split(parts, ',', -1, /*KeepEmpty=*/false);
     for (StringRef part : parts)
-      if (Error e = parseOneRule(part, origin, origin, rules))
-        return e;
+      if (!parseOneRule(part, origin, origin, rules, error))
+        return false;
   }
-  return Error::success();
+  return true;
 }
 
-Error ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules) {
+bool ampc::loadPrecisionRules(StringRef path, PrecisionRules &rules,
+                              std::string &error) {
   // A rules file is a few lines: anything past 64 MiB is not one.
   std::string text, reason;
   if (!ampc::readRegularFile(path.str(), text, uint64_t(1) << 26, reason))
-    return makeError(path + ": cannot open: " + reason);
-  return parsePrecisionRules(text, path, rules);
+    return fail(error, path + ": cannot open: " + reason);
+  return parsePrecisionRules(text, path, rules, error);
 }
 
-Error ampc::parsePrecisionRules(StringRef text, StringRef path,
-                                PrecisionRules &rules) {
+bool ampc::parsePrecisionRules(StringRef text, StringRef path,
+                               PrecisionRules &rules, std::string &error) {
   // The JSON parser recurses per level: refuse deep nesting first.
   if (int64_t depth = nestingDepth(text, /*hashComments=*/false);
       depth > kMaxNesting)
-    return makeError(path + ": not valid JSON: nested " + Twine(depth) +
+    return fail(error, path + ": not valid JSON: nested " + Twine(depth) +
                      " deep (at most " + Twine(kMaxNesting) + ")");
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
-    return makeError(path + ": not valid JSON: " +
+    return fail(error, path + ": not valid JSON: " +
                      llvm::toString(json.takeError()));
   const llvm::json::Object *top = json->getAsObject();
   if (!top)
-    return makeError(path + ": expected a JSON object with keys categories, "
+    return fail(error, path + ": expected a JSON object with keys categories, "
                             "keep_fp32, force_lowp");
   for (const auto &[key, value] : *top) {
     StringRef name = key;
     if (name == "keep_fp32") {
-      if (Error e = readRuleArray(value, path, name, rules.keepFp32))
-        return e;
+      if (!readRuleArray(value, path, name, rules.keepFp32, error))
+        return false;
     } else if (name == "force_lowp") {
-      if (Error e = readRuleArray(value, path, name, rules.forceLowp))
-        return e;
+      if (!readRuleArray(value, path, name, rules.forceLowp, error))
+        return false;
     } else if (name == "categories") {
       const llvm::json::Object *map = value.getAsObject();
       if (!map)
-        return makeError(path + ": key 'categories': expected an object "
+        return fail(error, path + ": key 'categories': expected an object "
                                 "mapping ONNX op types to categories");
       for (const auto &[op, cat] : *map) {
         std::string where = (path + ": key 'categories." + StringRef(op) + "'").str();
         std::optional<StringRef> text = cat.getAsString();
         if (!text)
-          return makeError(where + ": expected a string (" + categoryList() +
+          return fail(error, where + ": expected a string (" + categoryList() +
                            ")");
         std::optional<PrecisionCategory> category =
             symbolizePrecisionCategory(*text);
         if (!category)
-          return makeError(where + ": unknown category '" + *text +
+          return fail(error, where + ": unknown category '" + *text +
                            "' (expected " + categoryList() + ")");
         rules.categories[StringRef(op)] = *category;
         rules.categoryOrigins[StringRef(op)] =
             (path + " categories." + StringRef(op)).str();
       }
     } else {
-      return makeError(path + ": unknown key '" + name +
+      return fail(error, path + ": unknown key '" + name +
                        "' (expected categories, keep_fp32, force_lowp)");
     }
   }
-  return Error::success();
+  return true;
 }
 
 std::string ampc::onnxOpType(Operation *op) {

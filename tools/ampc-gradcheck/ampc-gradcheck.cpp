@@ -384,8 +384,7 @@ bool compileModel(mlir::MLIRContext &context, StringRef folder,
   std::string error;
   ampc::PipelineOptions pipeline = trainingPipeline();
   pipeline.foldShapes = !isMlir;
-  if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All,
-                                 error)))
+  if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error))
     return modelError(error), false;
   std::set<std::string> exercised;
   if (printOps || printOpsOnly)

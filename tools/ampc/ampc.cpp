@@ -512,8 +512,8 @@ int main(int argc, char **argv) {
   flags.maxScale = maxScale;
   flags.maxTensorBytes = maxTensorBytes;
   ampc::PipelineOptions pipeline;
-  if (std::string error; failed(ampc::pipelineOptionsFromFlags(
-          flags, pipeline, "--", error)))
+  if (std::string error;
+      !ampc::pipelineOptionsFromFlags(flags, pipeline, "--", error))
     return userError(error);
 
   ampc::ImportOptions options;
@@ -554,8 +554,7 @@ int main(int argc, char **argv) {
   if (emitAfter != "import") {
     mlir::PassManager pm(&context);
     std::string error;
-    if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Graph,
-                                   error)))
+    if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Graph, error))
       return userError(error);
     pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
     if (failed(pm.run(*module)))
@@ -577,9 +576,9 @@ int main(int argc, char **argv) {
         return userError("cannot write " + reportPath + ": " + ec.message());
       ampc::writePrecisionJson(report, os);
     } else {
-      std::string warning;
-      if (Error e = ampc::writePrecisionHtml(report, reportPath, warning))
-        return userError(toString(std::move(e)));
+      std::string warning, error;
+      if (!ampc::writePrecisionHtml(report, reportPath, warning, error))
+        return userError(error);
       if (!warning.empty())
         errs() << "warning: " << reportPath << ": " << warning << "\n";
     }
@@ -596,9 +595,9 @@ int main(int argc, char **argv) {
       !ampc::pipelineStopsBefore(ampc::PipelinePart::Kernel, pipeline)) {
     mlir::PassManager pm(&context);
     std::string error;
-    if (failed(ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Kernel,
-                                   error)) ||
-        failed(pm.run(*module)))
+    if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Kernel, error))
+      return userError(error);
+    if (failed(pm.run(*module)))
       return 1;
   }
   if (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda)

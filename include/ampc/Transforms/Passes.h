@@ -61,11 +61,10 @@ struct PipelineOptions {
 llvm::ArrayRef<llvm::StringRef> pipelinePassNames();
 
 /// Builds `part` of the ampc pipeline (docs/design.md, Pipeline) into `pm`,
-/// up to `options.stopAfter`. Fails with a message when `options.stopAfter`
+/// up to `options.stopAfter`. False with `error` set when `options.stopAfter`
 /// names no pass of the pipeline.
-mlir::LogicalResult buildPipeline(mlir::OpPassManager &pm,
-                                  const PipelineOptions &options,
-                                  PipelinePart part, std::string &error);
+bool buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
+                   PipelinePart part, std::string &error);
 
 /// Whether `options.stopAfter` names a pass that runs before `part`.
 bool pipelineStopsBefore(PipelinePart part, const PipelineOptions &options);

@@ -52,13 +52,13 @@ struct PipelineFlags {
   std::string stopAfter;
 };
 
-/// Checks `flags` and sets `options` from them. Fails with a one-line
-/// message naming the flag as `flagPrefix` + its name ("--precision must be
-/// fp16, bf16, fp32 or fp64, got 'fp8'" for the driver's "--").
-mlir::LogicalResult pipelineOptionsFromFlags(const PipelineFlags &flags,
-                                             PipelineOptions &options,
-                                             llvm::StringRef flagPrefix,
-                                             std::string &error);
+/// Checks `flags` and sets `options` from them. False with a one-line
+/// message in `error` naming the flag as `flagPrefix` + its name
+/// ("--precision must be fp16, bf16, fp32 or fp64, got 'fp8'" for the
+/// driver's "--").
+bool pipelineOptionsFromFlags(const PipelineFlags &flags,
+                              PipelineOptions &options,
+                              llvm::StringRef flagPrefix, std::string &error);
 
 /// Registers `ampc-pipeline` for ampc-opt: the whole pipeline of the `ampc`
 /// driver from the options of PipelineFlags, spelled as pass options

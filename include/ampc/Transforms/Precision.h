@@ -13,7 +13,6 @@
 #include "ampc/Dialect/AMPCDialect.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -49,22 +48,24 @@ struct PrecisionRules {
 };
 
 /// Parses "op:Softmax,node:/encoder/MatMul_3" (already split on commas by the
-/// option parser) into `rules`. `origin` names the option in messages.
-llvm::Error parseOverrideRules(llvm::ArrayRef<std::string> specs,
-                               llvm::StringRef origin,
-                               std::vector<OverrideRule> &rules);
+/// option parser) into `rules`. `origin` names the option in messages. False
+/// with `error` set on a malformed rule.
+bool parseOverrideRules(llvm::ArrayRef<std::string> specs,
+                        llvm::StringRef origin,
+                        std::vector<OverrideRule> &rules, std::string &error);
 
 /// Reads an --amp-rules file into `rules`:
 ///   {"categories": {"Softmax": "follow"},
 ///    "keep_fp32": ["node:/head/MatMul"], "force_lowp": ["op:Add"]}
 /// Errors name the file and the offending key ("key 'categories.Softmax':
-/// ...").
-llvm::Error loadPrecisionRules(llvm::StringRef path, PrecisionRules &rules);
+/// ..."); false with `error` set.
+bool loadPrecisionRules(llvm::StringRef path, PrecisionRules &rules,
+                        std::string &error);
 
 /// The same for a rules file's text already read; `path` names it in
 /// messages.
-llvm::Error parsePrecisionRules(llvm::StringRef text, llvm::StringRef path,
-                                PrecisionRules &rules);
+bool parsePrecisionRules(llvm::StringRef text, llvm::StringRef path,
+                         PrecisionRules &rules, std::string &error);
 
 /// The ONNX op type an op was imported from (its location's fused metadata),
 /// or the op name in CamelCase for ops written in MLIR ("layer_normalization"

@@ -10,7 +10,6 @@
 #define AMPC_TRANSFORMS_PRECISIONREPORT_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -63,9 +62,10 @@ void writePrecisionJson(const PrecisionReport &report, llvm::raw_ostream &os);
 
 /// A self-contained page: the graph drawn by Graphviz `dot` (inline SVG, no
 /// network needed), the legend, the table and the summary. Without `dot` the
-/// page has the table only and `warning` says so.
-llvm::Error writePrecisionHtml(const PrecisionReport &report,
-                               llvm::StringRef path, std::string &warning);
+/// page has the table only and `warning` says so. False with `error` set when
+/// the page cannot be written.
+bool writePrecisionHtml(const PrecisionReport &report, llvm::StringRef path,
+                        std::string &warning, std::string &error);
 
 } // namespace ampc
 
