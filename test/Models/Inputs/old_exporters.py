@@ -30,7 +30,6 @@ from onnx import TensorProto, helper, numpy_helper
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ampc_ctypes import Model  # noqa: E402
 
 warnings.filterwarnings("ignore")
