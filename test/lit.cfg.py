@@ -32,6 +32,10 @@ config.substitutions.append(("%ampc_src", config.ampc_src_root))
 config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(
     ("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+# Models torch exported at opset 6 with ONNX IR version 3 (initializers
+# listed as graph inputs), from libonnx-testdata.
+config.substitutions.append(
+    ("%old_torch_tests", "/usr/share/libonnx-testdata/data"))
 # The lit running this suite, for tests that ask lit what it discovers.
 config.substitutions.append(
     ("%lit", sys.executable + " " + os.path.abspath(sys.argv[0])))
