@@ -152,26 +152,6 @@ std::string list(ArrayRef<int64_t> values) {
 RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 Type elementOf(Value v) { return tensorOf(v).getElementType(); }
 
-int64_t sliceView(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
-                  ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
-                  SmallVectorImpl<int64_t> &strides) {
-  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
-  strides.assign(inStrides.begin(), inStrides.end());
-  int64_t base = 0;
-  for (auto [i, a] : llvm::enumerate(axes)) {
-    int64_t axis = *ampc::normalizeAxis(a, shape.size());
-    int64_t dim = shape[axis], step = steps[i];
-    int64_t start = starts[i];
-    if (start < 0)
-      start += dim;
-    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
-                     : std::clamp<int64_t>(start, 0, dim - 1);
-    base += start * inStrides[axis];
-    strides[axis] = inStrides[axis] * step;
-  }
-  return base;
-}
-
 std::string constantElements(Operation *constant) {
   auto op = cast<ampc::ConstantOp>(constant);
   Type t = elementOf(op.getResult());
@@ -251,33 +231,6 @@ uint64_t dropoutSeed(Operation *dropout) {
   for (char c : nodeDescription(dropout))
     seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
   return seed;
-}
-
-WindowGeometry windowGeometry(ArrayRef<int64_t> inShape,
-                              ArrayRef<int64_t> outShape,
-                              ArrayRef<int64_t> kernel,
-                              std::optional<ArrayRef<int64_t>> strides,
-                              std::optional<ArrayRef<int64_t>> pads,
-                              std::optional<ArrayRef<int64_t>> dilations) {
-  WindowGeometry g;
-  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
-  size_t n = in.size();
-  g.in.assign(in.begin(), in.end());
-  g.out.assign(out.begin(), out.end());
-  g.kernel.assign(kernel.begin(), kernel.end());
-  g.strides.assign(n, 1);
-  g.dilations.assign(n, 1);
-  g.padBegin.assign(n, 0);
-  g.padEnd.assign(n, 0);
-  if (strides)
-    g.strides.assign(strides->begin(), strides->end());
-  if (dilations)
-    g.dilations.assign(dilations->begin(), dilations->end());
-  if (pads) {
-    g.padBegin.assign(pads->begin(), pads->begin() + n);
-    g.padEnd.assign(pads->begin() + n, pads->end());
-  }
-  return g;
 }
 
 } // namespace ampc::emit
