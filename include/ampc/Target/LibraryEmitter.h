@@ -165,6 +165,22 @@ protected:
                                           llvm::StringRef stepBody) = 0;
 
   std::string name(mlir::Value v) { return names.lookup(v); }
+  /// The statements of an elementwise loop body after the inputs' loads:
+  /// `ops` evaluated on `scalars` (the names their operands have), each
+  /// intermediate a local rounded to its type as if it had been stored, the
+  /// last op's value stored to `destination`; every line starts with
+  /// `indent`.
+  mlir::LogicalResult
+  emitScalarOps(llvm::ArrayRef<mlir::Operation *> ops,
+                llvm::DenseMap<mlir::Value, std::string> &scalars,
+                llvm::StringRef destination, llvm::StringRef indent,
+                llvm::raw_ostream &body);
+  /// The `.incbin` of the parameter blob (LibraryOptions::parameterFile)
+  /// as `ampc_parameter_blob`, after `comment`; nothing without a blob.
+  void emitParameterBlob(llvm::StringRef comment);
+  /// `trainStep` over the generated `trainStepBody`, and the state access
+  /// (a library that trains).
+  void emitTrainStepEntry();
   /// Names the buffer of result `v`: its planned place in the arena, or
   /// its operand's buffer for a view.
   mlir::LogicalResult bind(mlir::OpResult v, llvm::raw_ostream &body);

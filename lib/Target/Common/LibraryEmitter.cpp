@@ -7,6 +7,7 @@
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 
@@ -238,6 +239,48 @@ uint64_t dropoutSeed(Operation *dropout) {
 using namespace ampc::emit;
 
 namespace ampc {
+
+LogicalResult LibraryEmitter::emitScalarOps(
+    ArrayRef<Operation *> ops, llvm::DenseMap<Value, std::string> &scalars,
+    StringRef destination, StringRef indent, llvm::raw_ostream &body) {
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    SmallVector<std::string> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(scalars.lookup(v));
+    Type t = elementOf(op->getResult(0));
+    FailureOr<std::string> e =
+        ampc::scalarExpression(op, operands, computeType(t));
+    if (failed(e))
+      return failure();
+    if (i + 1 == ops.size()) {
+      body << indent << destination << " = " << store(t, *e) << ";\n";
+      break;
+    }
+    std::string tmp = "t" + std::to_string(i);
+    scalars[op->getResult(0)] = tmp;
+    body << indent << "const " << computeType(t) << " " << tmp << " = "
+         << load(t, store(t, *e)) << ";\n";
+  }
+  return success();
+}
+
+void LibraryEmitter::emitParameterBlob(StringRef comment) {
+  if (!blobBytes)
+    return;
+  os << "// " << comment
+     << "\nextern \"C\" const unsigned char ampc_parameter_blob[];\n"
+        "asm(\".section .rodata\\n.balign 64\\n"
+        ".type ampc_parameter_blob, @object\\n"
+        "ampc_parameter_blob:\\n.incbin \\\""
+     << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
+}
+
+void LibraryEmitter::emitTrainStepEntry() {
+  os << "static int32_t trainStep(void *raw, const void *const *inputs, "
+        "void *loss) {\n  void *const outputs[] = {loss};\n"
+        "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
+  emitStateAccess();
+}
 
 int64_t LibraryEmitter::reserve(int64_t bytes) {
   int64_t at = stateSize;

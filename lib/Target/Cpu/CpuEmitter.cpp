@@ -153,24 +153,8 @@ LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
          << load(elementOf(in), name(in) + "[i" + std::to_string(i) + "]")
          << ";\n";
   }
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    SmallVector<std::string> operands;
-    for (Value v : op->getOperands())
-      operands.push_back(scalars.lookup(v));
-    Type t = elementOf(op->getResult(0));
-    FailureOr<std::string> e =
-        ampc::scalarExpression(op, operands, computeType(t));
-    if (failed(e))
-      return failure();
-    if (i + 1 == ops.size()) {
-      body << "      " << name(output) << "[o] = " << store(t, *e) << ";\n";
-      break;
-    }
-    std::string tmp = "t" + std::to_string(i);
-    scalars[op->getResult(0)] = tmp;
-    body << "      const " << computeType(t) << " " << tmp << " = "
-         << load(t, store(t, *e)) << ";\n";
-  }
+  if (failed(emitScalarOps(ops, scalars, name(output) + "[o]", "      ", body)))
+    return failure();
   body << "    }); }\n";
   return success();
 }
@@ -883,15 +867,8 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
      << "\n#include \"ampc/Runtime/CpuBackwardKernels.h\"\n"
         "#include \"ampc/Runtime/CpuTrainKernels.h\"\n"
         "#include \"ampc/Runtime/ModelAbi.h\"\n\n";
-  if (blobBytes) {
-    os << "// The parameters' initial values, laid out as in the state.\n"
-          "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
-          "asm(\".section .rodata\\n.balign 64\\n"
-          ".type ampc_parameter_blob, @object\\n"
-          "ampc_parameter_blob:\\n.incbin \\\""
-       << cString(options.parameterFile)
-       << "\\\"\\n.previous\\n\");\n\n";
-  }
+  emitParameterBlob(
+      "The parameters' initial values, laid out as in the state.");
   emitCopyTable();
   os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
         "  ampc::cpu::refreshCopies(static_cast<unsigned char *>(raw), kCopies, "
@@ -926,12 +903,8 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
     if (failed(emitParameterAccess(trainStep)))
       return failure();
   }
-  if (training) {
-    os << "static int32_t trainStep(void *raw, const void *const *inputs, "
-          "void *loss) {\n  void *const outputs[] = {loss};\n"
-          "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
-    emitStateAccess();
-  }
+  if (training)
+    emitTrainStepEntry();
   if (errorSlot >= 0)
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
