@@ -19,6 +19,7 @@
 #define AMPC_RUNTIME_CPUKERNELS_H
 
 #include "ampc/Runtime/Float16.h"
+#include "ampc/Runtime/KernelMath.h"
 
 #include <cblas.h>
 
@@ -212,19 +213,8 @@ template <typename T> T lowest() {
     return std::numeric_limits<T>::lowest();
 }
 
-/// The sum of term(i) for i in [begin, end) in `C`, pairwise over blocks of
-/// 64 (the error grows with log n, as in a GPU tree reduction, not with n).
-template <typename C, typename Term>
-C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
-  if (end - begin <= 64) {
-    C sum = 0;
-    for (int64_t i = begin; i < end; ++i)
-      sum += term(i);
-    return sum;
-  }
-  const int64_t middle = begin + (end - begin) / 2;
-  return pairwiseSum<C>(begin, middle, term) + pairwiseSum<C>(middle, end, term);
-}
+// Sums pairwise over blocks of 64, as the CUDA kernels do (KernelMath.h).
+using math::pairwiseSum;
 
 /// The message infer's caller reads after a non-zero return; kept in the
 /// instance state (`slot`), pointing to a string literal.
@@ -379,18 +369,11 @@ void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
 template <typename C, typename In, typename Load>
 void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
                        C *mean, C *variance, Load load) {
-  const C count = static_cast<C>(n * inner);
   for (int64_t ch = 0; ch < c; ++ch) {
     auto at = [&](int64_t j) {
       return static_cast<C>(load(x[((j / inner) * c + ch) * inner + j % inner]));
     };
-    const C m = pairwiseSum<C>(0, n * inner, at) / count;
-    mean[ch] = m;
-    variance[ch] = pairwiseSum<C>(0, n * inner, [&](int64_t j) {
-                     const C d = at(j) - m;
-                     return d * d;
-                   }) /
-                   count;
+    math::meanAndVariance<C>(n * inner, at, mean[ch], variance[ch]);
   }
 }
 

@@ -616,55 +616,8 @@ __global__ void gatherGrad(const G *grad, const I *indices, G *out,
 // Reductions and normalisation (one thread per row or output element)
 //===----------------------------------------------------------------------===//
 
-/// The sum of term(i) for i in [begin, end) in C, pairwise as the CPU
-/// target sums: a range of more than 64 terms is split at its middle and
-/// the halves' sums added, left + right. Written without recursion: device
-/// recursion needs a stack that ptxas cannot size and that the 1 KiB
-/// default per-thread stack does not hold. The walk keeps, per level, the
-/// finished left half's sum and whether it is in the right half; the bounds
-/// of a level are recomputed from the root (ranges of 64·2^58 terms would
-/// be needed to go deeper than kMaxDepth).
-constexpr int kPairwiseMaxDepth = 58;
-template <typename C, typename Term>
-AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
-  auto leaf = [&](int64_t b, int64_t e) {
-    C sum = 0;
-    for (int64_t i = b; i < e; ++i)
-      sum += term(i);
-    return sum;
-  };
-  if (end - begin <= 64)
-    return leaf(begin, end);
-  C left[kPairwiseMaxDepth];
-  uint64_t right = 0; // bit d: the walk is in the right half at depth d
-  int depth = 0;
-  int64_t b = begin, e = end;
-  while (true) {
-    while (e - b > 64) { // down the left halves
-      right &= ~(uint64_t(1) << depth);
-      e = b + (e - b) / 2;
-      ++depth;
-    }
-    C sum = leaf(b, e);
-    while (depth > 0 && (right >> (depth - 1) & 1)) { // up from right halves
-      --depth;
-      sum = left[depth] + sum;
-    }
-    if (depth == 0)
-      return sum;
-    // A finished left half: keep its sum, go to its right sibling.
-    left[depth - 1] = sum;
-    right |= uint64_t(1) << (depth - 1);
-    b = begin, e = end;
-    for (int d = 0; d < depth; ++d) {
-      const int64_t middle = b + (e - b) / 2;
-      if (right >> d & 1)
-        b = middle;
-      else
-        e = middle;
-    }
-  }
-}
+// Sums pairwise as the CPU kernels do (KernelMath.h).
+using math::pairwiseSum;
 
 template <typename C, typename LI, typename SO>
 __global__ void softmax(const typename LI::Storage *in,
@@ -1254,14 +1207,7 @@ __global__ void channelStatistics(const typename L::Storage *x, int64_t n,
     auto at = [&](int64_t j) {
       return static_cast<C>(L::load(x[((j / inner) * c + ch) * inner + j % inner]));
     };
-    const C count = static_cast<C>(n * inner);
-    const C m = pairwiseSum<C>(0, n * inner, at) / count;
-    mean[ch] = m;
-    variance[ch] = pairwiseSum<C>(0, n * inner, [&](int64_t j) {
-                     const C d = at(j) - m;
-                     return d * d;
-                   }) /
-                   count;
+    math::meanAndVariance<C>(n * inner, at, mean[ch], variance[ch]);
   }
 }
 
@@ -1317,12 +1263,7 @@ __global__ void batchNormGrad(const typename L::Storage *grad,
       mu = static_cast<C>(P::load(inputMean[ch]));
       var = static_cast<C>(P::load(inputVar[ch]));
     } else {
-      mu = pairwiseSum<C>(0, count, xv) / static_cast<C>(count);
-      var = pairwiseSum<C>(0, count, [&](int64_t j) {
-              const C d = xv(j) - mu;
-              return d * d;
-            }) /
-            static_cast<C>(count);
+      math::meanAndVariance<C>(count, xv, mu, var);
     }
     const C r = C(1) / sqrt(var + epsilon);
     auto g = [&](int64_t j) { return static_cast<C>(L::load(grad[at(j)])); };

@@ -10,14 +10,10 @@
 #ifndef AMPC_RUNTIME_TRAINMATH_H
 #define AMPC_RUNTIME_TRAINMATH_H
 
+#include "ampc/Runtime/KernelMath.h"
+
 #include <cmath>
 #include <cstdint>
-
-#if defined(__CUDACC__)
-#define AMPC_HD __host__ __device__
-#else
-#define AMPC_HD
-#endif
 
 namespace ampc {
 

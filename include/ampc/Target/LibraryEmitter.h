@@ -24,7 +24,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <optional>
 #include <string>
 
 namespace ampc {
@@ -80,12 +79,6 @@ std::string cString(llvm::StringRef text);
 std::string list(llvm::ArrayRef<int64_t> values);
 mlir::RankedTensorType tensorOf(mlir::Value v);
 mlir::Type elementOf(mlir::Value v);
-/// A Slice of a tensor of `shape` as a strided view: returns the first
-/// element's offset and sets `strides` to the input stride times the step
-/// per dimension (negative for negative steps).
-int64_t sliceView(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
-                  llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps,
-                  llvm::SmallVectorImpl<int64_t> &strides);
 /// The elements of a constant as C++ initialisers of its storage type
 /// (16-bit floats as their bits).
 std::string constantElements(mlir::Operation *constant);
@@ -100,18 +93,6 @@ llvm::SmallVector<int64_t> shapeOpDims(mlir::Operation *shape);
 /// sets `error` to "`what` failed on SOURCE: <its first error line>".
 bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
                  llvm::StringRef sourcePath, std::string &error);
-/// The window of a conv or pool over spatial dimensions: begin/end pads and
-/// strides/dilations defaulted to 0 and 1.
-struct WindowGeometry {
-  llvm::SmallVector<int64_t> in, out, kernel, strides, padBegin, padEnd,
-      dilations;
-};
-WindowGeometry windowGeometry(llvm::ArrayRef<int64_t> inShape,
-                              llvm::ArrayRef<int64_t> outShape,
-                              llvm::ArrayRef<int64_t> kernel,
-                              std::optional<llvm::ArrayRef<int64_t>> strides,
-                              std::optional<llvm::ArrayRef<int64_t>> pads,
-                              std::optional<llvm::ArrayRef<int64_t>> dilations);
 
 } // namespace emit
 
@@ -184,6 +165,22 @@ protected:
                                           llvm::StringRef stepBody) = 0;
 
   std::string name(mlir::Value v) { return names.lookup(v); }
+  /// The statements of an elementwise loop body after the inputs' loads:
+  /// `ops` evaluated on `scalars` (the names their operands have), each
+  /// intermediate a local rounded to its type as if it had been stored, the
+  /// last op's value stored to `destination`; every line starts with
+  /// `indent`.
+  mlir::LogicalResult
+  emitScalarOps(llvm::ArrayRef<mlir::Operation *> ops,
+                llvm::DenseMap<mlir::Value, std::string> &scalars,
+                llvm::StringRef destination, llvm::StringRef indent,
+                llvm::raw_ostream &body);
+  /// The `.incbin` of the parameter blob (LibraryOptions::parameterFile)
+  /// as `ampc_parameter_blob`, after `comment`; nothing without a blob.
+  void emitParameterBlob(llvm::StringRef comment);
+  /// `trainStep` over the generated `trainStepBody`, and the state access
+  /// (a library that trains).
+  void emitTrainStepEntry();
   /// Names the buffer of result `v`: its planned place in the arena, or
   /// its operand's buffer for a view.
   mlir::LogicalResult bind(mlir::OpResult v, llvm::raw_ostream &body);

@@ -7,6 +7,7 @@
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 
@@ -152,26 +153,6 @@ std::string list(ArrayRef<int64_t> values) {
 RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 Type elementOf(Value v) { return tensorOf(v).getElementType(); }
 
-int64_t sliceView(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
-                  ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
-                  SmallVectorImpl<int64_t> &strides) {
-  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
-  strides.assign(inStrides.begin(), inStrides.end());
-  int64_t base = 0;
-  for (auto [i, a] : llvm::enumerate(axes)) {
-    int64_t axis = *ampc::normalizeAxis(a, shape.size());
-    int64_t dim = shape[axis], step = steps[i];
-    int64_t start = starts[i];
-    if (start < 0)
-      start += dim;
-    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
-                     : std::clamp<int64_t>(start, 0, dim - 1);
-    base += start * inStrides[axis];
-    strides[axis] = inStrides[axis] * step;
-  }
-  return base;
-}
-
 std::string constantElements(Operation *constant) {
   auto op = cast<ampc::ConstantOp>(constant);
   Type t = elementOf(op.getResult());
@@ -253,38 +234,53 @@ uint64_t dropoutSeed(Operation *dropout) {
   return seed;
 }
 
-WindowGeometry windowGeometry(ArrayRef<int64_t> inShape,
-                              ArrayRef<int64_t> outShape,
-                              ArrayRef<int64_t> kernel,
-                              std::optional<ArrayRef<int64_t>> strides,
-                              std::optional<ArrayRef<int64_t>> pads,
-                              std::optional<ArrayRef<int64_t>> dilations) {
-  WindowGeometry g;
-  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
-  size_t n = in.size();
-  g.in.assign(in.begin(), in.end());
-  g.out.assign(out.begin(), out.end());
-  g.kernel.assign(kernel.begin(), kernel.end());
-  g.strides.assign(n, 1);
-  g.dilations.assign(n, 1);
-  g.padBegin.assign(n, 0);
-  g.padEnd.assign(n, 0);
-  if (strides)
-    g.strides.assign(strides->begin(), strides->end());
-  if (dilations)
-    g.dilations.assign(dilations->begin(), dilations->end());
-  if (pads) {
-    g.padBegin.assign(pads->begin(), pads->begin() + n);
-    g.padEnd.assign(pads->begin() + n, pads->end());
-  }
-  return g;
-}
-
 } // namespace ampc::emit
 
 using namespace ampc::emit;
 
 namespace ampc {
+
+LogicalResult LibraryEmitter::emitScalarOps(
+    ArrayRef<Operation *> ops, llvm::DenseMap<Value, std::string> &scalars,
+    StringRef destination, StringRef indent, llvm::raw_ostream &body) {
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    SmallVector<std::string> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(scalars.lookup(v));
+    Type t = elementOf(op->getResult(0));
+    FailureOr<std::string> e =
+        ampc::scalarExpression(op, operands, computeType(t));
+    if (failed(e))
+      return failure();
+    if (i + 1 == ops.size()) {
+      body << indent << destination << " = " << store(t, *e) << ";\n";
+      break;
+    }
+    std::string tmp = "t" + std::to_string(i);
+    scalars[op->getResult(0)] = tmp;
+    body << indent << "const " << computeType(t) << " " << tmp << " = "
+         << load(t, store(t, *e)) << ";\n";
+  }
+  return success();
+}
+
+void LibraryEmitter::emitParameterBlob(StringRef comment) {
+  if (!blobBytes)
+    return;
+  os << "// " << comment
+     << "\nextern \"C\" const unsigned char ampc_parameter_blob[];\n"
+        "asm(\".section .rodata\\n.balign 64\\n"
+        ".type ampc_parameter_blob, @object\\n"
+        "ampc_parameter_blob:\\n.incbin \\\""
+     << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
+}
+
+void LibraryEmitter::emitTrainStepEntry() {
+  os << "static int32_t trainStep(void *raw, const void *const *inputs, "
+        "void *loss) {\n  void *const outputs[] = {loss};\n"
+        "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
+  emitStateAccess();
+}
 
 int64_t LibraryEmitter::reserve(int64_t bytes) {
   int64_t at = stateSize;

@@ -12,6 +12,7 @@
 
 #include "ampc/Target/CpuTarget.h"
 
+#include "ampc/Target/KernelGeometry.h"
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
@@ -80,8 +81,8 @@ private:
   LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
                                 ValueRange arguments, Value output,
                                 llvm::raw_ostream &body) override;
-  void emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
-                   llvm::raw_ostream &body, int64_t base = 0);
+  /// Transpose, Slice: a copy through the op's strided view.
+  void emitStrided(Operation *op, llvm::raw_ostream &body);
   /// A `const float *w_NAME` holding `v` in FP32 (a widened copy for
   /// f16/bf16).
   std::string widenFloat(Value v);
@@ -89,29 +90,20 @@ private:
   std::string failUnless(Operation *op, const std::string &condition,
                          StringRef what);
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
-  LogicalResult emitConv(ampc::ConvOp op, llvm::raw_ostream &body);
-  LogicalResult emitWindow(Operation *op, ArrayRef<int64_t> kernel,
-                           std::optional<ArrayRef<int64_t>> strides,
-                           std::optional<ArrayRef<int64_t>> pads,
-                           std::optional<ArrayRef<int64_t>> dilations,
+  /// Conv and its adjoints.
+  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  /// `g` as a `static const ampc::cpu::Window win`.
+  LogicalResult emitWindow(Operation *op, const WindowGeometry &g,
                            llvm::raw_ostream &body);
-  /// The same for a window whose forward input and output shapes (N, C,
-  /// spatial...) are given: the backward ops read the forward's geometry.
-  LogicalResult emitWindow(Operation *op, ArrayRef<int64_t> inShape,
-                           ArrayRef<int64_t> outShape, ArrayRef<int64_t> kernel,
-                           std::optional<ArrayRef<int64_t>> strides,
-                           std::optional<ArrayRef<int64_t>> pads,
-                           std::optional<ArrayRef<int64_t>> dilations,
-                           llvm::raw_ostream &body);
+  /// MaxPool, AveragePool and their adjoints.
+  LogicalResult emitPool(Operation *op, llvm::raw_ostream &body);
   /// The gradient ops of AMPCGradOps.td that are not elementwise.
   LogicalResult emitGradientOp(Operation *op, llvm::raw_ostream &body);
-  void emitSlice(ampc::SliceOp op, llvm::raw_ostream &body);
-  void emitReduce(Operation *op, StringRef kind, llvm::raw_ostream &body);
+  void emitReduce(Operation *op, llvm::raw_ostream &body);
   void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
   void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
-  void emitLoss(Operation *op, Value scores, Value labels, Value weights,
-                ampc::Reduction reduction, std::optional<int64_t> ignoreIndex,
-                Value logProb, llvm::raw_ostream &body);
+  /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
+  void emitLoss(Operation *op, llvm::raw_ostream &body);
   void emitConstant(Operation *op, llvm::raw_ostream &body) override;
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
@@ -122,15 +114,15 @@ private:
   int64_t errorSlot = -1;
 };
 
-void Emitter::emitStrided(Value input, Value output, ArrayRef<int64_t> strides,
-                          llvm::raw_ostream &body, int64_t base) {
-  RankedTensorType out = tensorOf(output);
+void Emitter::emitStrided(Operation *op, llvm::raw_ostream &body) {
+  Value input = op->getOperand(0), output = op->getResult(0);
+  StridedView view = stridedView(op);
   body << formatv("  {{ static const int64_t dims[] = {0}; static const int64_t "
                   "s0[] = {1}; const int64_t *strides[] = {{s0};\n",
-                  list(out.getShape()), list(strides));
+                  list(view.dims), list(view.strides));
   body << formatv("    ampc::cpu::forEach<1>({0}, dims, strides, [&](int64_t o, "
                   "int64_t a) {{ {1}[o] = {2}[{3}LL + a]; }); }\n",
-                  out.getRank(), name(output), name(input), base);
+                  view.dims.size(), name(output), name(input), view.offset);
 }
 
 LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
@@ -161,24 +153,8 @@ LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
          << load(elementOf(in), name(in) + "[i" + std::to_string(i) + "]")
          << ";\n";
   }
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    SmallVector<std::string> operands;
-    for (Value v : op->getOperands())
-      operands.push_back(scalars.lookup(v));
-    Type t = elementOf(op->getResult(0));
-    FailureOr<std::string> e =
-        ampc::scalarExpression(op, operands, computeType(t));
-    if (failed(e))
-      return failure();
-    if (i + 1 == ops.size()) {
-      body << "      " << name(output) << "[o] = " << store(t, *e) << ";\n";
-      break;
-    }
-    std::string tmp = "t" + std::to_string(i);
-    scalars[op->getResult(0)] = tmp;
-    body << "      const " << computeType(t) << " " << tmp << " = "
-         << load(t, store(t, *e)) << ";\n";
-  }
+  if (failed(emitScalarOps(ops, scalars, name(output) + "[o]", "      ", body)))
+    return failure();
   body << "    }); }\n";
   return success();
 }
@@ -323,32 +299,13 @@ void Emitter::emitConstant(Operation *op, llvm::raw_ostream &body) {
   (void)body;
 }
 
-/// The window geometry of a conv or pool op over its input's spatial
-/// dimensions, as a `static const ampc::cpu::Window win`.
-LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> kernel,
-                                  std::optional<ArrayRef<int64_t>> strides,
-                                  std::optional<ArrayRef<int64_t>> pads,
-                                  std::optional<ArrayRef<int64_t>> dilations,
+LogicalResult Emitter::emitWindow(Operation *op, const WindowGeometry &g,
                                   llvm::raw_ostream &body) {
-  return emitWindow(op, tensorOf(op->getOperand(0)).getShape(),
-                    tensorOf(op->getResult(0)).getShape(), kernel, strides,
-                    pads, dilations, body);
-}
-
-LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> inShape,
-                                  ArrayRef<int64_t> outShape,
-                                  ArrayRef<int64_t> kernel,
-                                  std::optional<ArrayRef<int64_t>> strides,
-                                  std::optional<ArrayRef<int64_t>> pads,
-                                  std::optional<ArrayRef<int64_t>> dilations,
-                                  llvm::raw_ostream &body) {
-  size_t n = inShape.size() - 2;
+  size_t n = g.rank();
   if (n > 8)
     return op->emitError() << "the CPU target handles at most 8 spatial "
                               "dimensions, got "
                            << n;
-  WindowGeometry g =
-      windowGeometry(inShape, outShape, kernel, strides, pads, dilations);
   body << formatv("    static const ampc::cpu::Window win = {{{0}, {1}, {2}, "
                   "{3}, {4}, {5}, {6}, {7}};\n",
                   n, list(g.in), list(g.out), list(g.kernel), list(g.strides),
@@ -356,30 +313,39 @@ LogicalResult Emitter::emitWindow(Operation *op, ArrayRef<int64_t> inShape,
   return success();
 }
 
-LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
+LogicalResult Emitter::emitConvolution(Operation *op,
+                                       llvm::raw_ostream &body) {
   // im2col + GEMM: 16-bit operands widened to FP32, FP32 accumulation, one
   // rounding when storing; f64 in double.
-  Value x = op.getInput(), w = op.getWeight(), b = op.getBias(),
-        out = op.getOutput();
+  ConvGeometry g = convGeometry(op);
+  // The kernel's two operands, in its argument order, and Conv's bias.
+  Value lhs = g.input, rhs = g.weight, bias;
+  StringRef kernel = "conv";
+  if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
+    bias = conv.getBias();
+  } else if (isa<ampc::ConvBackwardDataOp>(op)) {
+    kernel = "convBackwardData", lhs = g.output;
+  } else {
+    kernel = "convBackwardWeight", rhs = g.output;
+  }
+  Value out = op->getResult(0);
   Type outType = elementOf(out);
-  ArrayRef<int64_t> xs = tensorOf(x).getShape();
-  body << "  {\n    " << widenFloat(x) << "    " << widenFloat(w);
-  if (b)
-    body << "    " << widenFloat(b);
-  if (failed(emitWindow(op, tensorOf(w).getShape().drop_front(2),
-                        op.getStrides(), op.getPads(), op.getDilations(),
-                        body)))
+  body << "  {\n    " << widenFloat(lhs) << "    " << widenFloat(rhs);
+  if (bias)
+    body << "    " << widenFloat(bias);
+  if (failed(emitWindow(op, g.window, body)))
     return failure();
   int64_t count = tensorOf(out).getNumElements();
   bool direct = outType.isF32() || outType.isF64();
   if (!direct)
     body << "    std::vector<float> acc(" << count << "LL);\n";
-  body << formatv("    ampc::cpu::conv<{8}>(w_{0}, w_{1}, {2}, {3}, {4}LL, "
-                  "{5}LL, {6}LL, {7}LL, win);\n",
-                  name(x), name(w), b ? "w_" + name(b) : "nullptr",
-                  direct ? name(out) : "acc.data()", xs[0], xs[1],
-                  tensorOf(w).getDimSize(0), op.getGroup(),
-                  accumulatorType(outType));
+  body << formatv("    ampc::cpu::{0}<{1}>(w_{2}, w_{3}, {4}{5}, {6}LL, {7}LL, "
+                  "{8}LL, {9}LL, win);\n",
+                  kernel, accumulatorType(outType), name(lhs), name(rhs),
+                  kernel == "conv" ? (bias ? "w_" + name(bias) : "nullptr") + ", "
+                                   : "",
+                  direct ? name(out) : "acc.data()", g.n, g.channels,
+                  g.filters, g.group);
   if (!direct)
     body << "    for (int64_t i = 0; i < " << count << "LL; ++i) " << name(out)
          << "[i] = " << store(outType, "acc[i]") << ";\n";
@@ -387,14 +353,38 @@ LogicalResult Emitter::emitConv(ampc::ConvOp op, llvm::raw_ostream &body) {
   return success();
 }
 
-void Emitter::emitSlice(ampc::SliceOp op, llvm::raw_ostream &body) {
-  Value in = op.getInput(), out = op.getOutput();
-  if (tensorOf(out).getNumElements() == 0)
-    return;
-  SmallVector<int64_t> strides;
-  int64_t base = sliceView(tensorOf(in).getShape(), op.getStarts(),
-                           op.getAxes(), op.getSteps(), strides);
-  emitStrided(in, out, strides, body, base);
+LogicalResult Emitter::emitPool(Operation *op, llvm::raw_ostream &body) {
+  // The kernel, the buffers before the plane count, the flag after the
+  // window, the types it loads and stores.
+  StringRef kernel;
+  std::string buffers;
+  bool flag;
+  Type in = elementOf(op->getOperand(0)), out = elementOf(op->getResult(0));
+  if (auto o = dyn_cast<ampc::MaxPoolOp>(op)) {
+    kernel = "maxPool", flag = o.getStorageOrder() != 0;
+    buffers = name(o.getInput()) + ", " + name(o.getOutput()) + ", " +
+              name(o.getIndices());
+  } else if (auto o = dyn_cast<ampc::AveragePoolOp>(op)) {
+    kernel = "averagePool", flag = o.getCountIncludePad() != 0;
+    buffers = name(o.getInput()) + ", " + name(o.getOutput());
+  } else if (auto o = dyn_cast<ampc::MaxPoolGradOp>(op)) {
+    kernel = "maxPoolGrad", flag = o.getStorageOrder() != 0, out = in;
+    buffers = name(o.getGrad()) + ", " + name(o.getIndices()) + ", " +
+              name(o.getOutput());
+  } else {
+    auto g = cast<ampc::AveragePoolGradOp>(op);
+    kernel = "averagePoolGrad", flag = g.getCountIncludePad() != 0, out = in;
+    buffers = name(g.getGrad()) + ", " + name(g.getOutput());
+  }
+  WindowGeometry g = windowGeometry(op);
+  body << "  {\n";
+  if (failed(emitWindow(op, g, body)))
+    return failure();
+  body << formatv("    ampc::cpu::{0}<{1}>({2}, {3}LL, win, {4}, {5}, {6});\n"
+                  "  }\n",
+                  kernel, accumulatorType(in), buffers, g.planes, flag,
+                  loadFn(in), storeFn(out));
+  return success();
 }
 
 LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
@@ -413,87 +403,15 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
          << "LL; ++i) " << name(out) << "[i] = "
          << store(elementOf(out), (acc + "[i]").str()) << ";\n";
   };
-  // Convolution adjoints: GEMMs on FP32 copies (double for f64).
-  auto convolution = [&](bool data, Value lhs, Value rhs, Value out,
-                         ArrayRef<int64_t> xShape, ArrayRef<int64_t> yShape,
-                         ArrayRef<int64_t> kernel, int64_t m, int64_t group,
-                         std::optional<ArrayRef<int64_t>> strides,
-                         std::optional<ArrayRef<int64_t>> pads,
-                         std::optional<ArrayRef<int64_t>> dilations) {
-    Type t = elementOf(out);
-    body << "  {\n    " << widenFloat(lhs) << "    " << widenFloat(rhs);
-    if (failed(emitWindow(op, xShape, yShape, kernel, strides, pads,
-                          dilations, body)))
-      return failure();
-    bool direct = t.isF32() || t.isF64();
-    if (!direct)
-      body << "    std::vector<float> acc(" << tensorOf(out).getNumElements()
-           << "LL);\n";
-    body << formatv("    ampc::cpu::{0}<{1}>(w_{2}, w_{3}, {4}, {5}LL, {6}LL, "
-                    "{7}LL, {8}LL, win);\n",
-                    data ? "convBackwardData" : "convBackwardWeight",
-                    accumulatorType(t), name(lhs), name(rhs),
-                    direct ? name(out) : "acc.data()", xShape[0], xShape[1], m,
-                    group);
-    if (!direct)
-      storeAll("acc", out);
-    body << "  }\n";
-    return success();
-  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ampc::ConvBackwardDataOp o) {
-        ArrayRef<int64_t> w = tensorOf(o.getWeight()).getShape();
-        return convolution(true, o.getGrad(), o.getWeight(), o.getOutput(),
-                           tensorOf(o.getOutput()).getShape(),
-                           tensorOf(o.getGrad()).getShape(), w.drop_front(2),
-                           w[0], o.getGroup(), o.getStrides(), o.getPads(),
-                           o.getDilations());
-      })
-      .Case([&](ampc::ConvBackwardWeightOp o) {
-        ArrayRef<int64_t> w = tensorOf(o.getOutput()).getShape();
-        return convolution(false, o.getInput(), o.getGrad(), o.getOutput(),
-                           tensorOf(o.getInput()).getShape(),
-                           tensorOf(o.getGrad()).getShape(), w.drop_front(2),
-                           w[0], o.getGroup(), o.getStrides(), o.getPads(),
-                           o.getDilations());
-      })
-      .Case([&](ampc::MaxPoolGradOp o) -> LogicalResult {
-        Type t = elementOf(o.getGrad());
-        ArrayRef<int64_t> x = tensorOf(o.getOutput()).getShape();
-        SmallVector<int64_t> ones(x.size() - 2, 1);
-        body << "  {\n";
-        if (failed(emitWindow(op, x, tensorOf(o.getGrad()).getShape(), ones,
-                              std::nullopt, std::nullopt, std::nullopt, body)))
-          return failure();
-        body << formatv("    ampc::cpu::maxPoolGrad<{0}>({1}, {2}, {3}, {4}LL, "
-                        "win, {5}, {6}, {7});\n  }\n",
-                        accumulatorType(t), name(o.getGrad()),
-                        name(o.getIndices()), name(o.getOutput()), x[0] * x[1],
-                        o.getStorageOrder() != 0, loadFn(t), storeFn(t));
-        return success();
-      })
-      .Case([&](ampc::AveragePoolGradOp o) -> LogicalResult {
-        Type t = elementOf(o.getGrad());
-        ArrayRef<int64_t> x = tensorOf(o.getOutput()).getShape();
-        body << "  {\n";
-        if (failed(emitWindow(op, x, tensorOf(o.getGrad()).getShape(),
-                              o.getKernelShape(), o.getStrides(), o.getPads(),
-                              o.getDilations(), body)))
-          return failure();
-        body << formatv("    ampc::cpu::averagePoolGrad<{0}>({1}, {2}, {3}LL, "
-                        "win, {4}, {5}, {6});\n  }\n",
-                        accumulatorType(t), name(o.getGrad()),
-                        name(o.getOutput()), x[0] * x[1],
-                        o.getCountIncludePad() != 0, loadFn(t), storeFn(t));
-        return success();
-      })
+      .Case<ampc::ConvBackwardDataOp, ampc::ConvBackwardWeightOp>(
+          [&](Operation *) { return emitConvolution(op, body); })
+      .Case<ampc::MaxPoolGradOp, ampc::AveragePoolGradOp>(
+          [&](Operation *) { return emitPool(op, body); })
       .Case([&](ampc::BatchNormGradOp o) {
         Value x = o.getInput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
-        int64_t n = shape[0], channels = shape[1],
-                inner = product(shape.drop_front(2));
-        bool wide = elementOf(x).isF64() || elementOf(o.getScale()).isF64();
-        StringRef c = wide ? "double" : "float";
+        BatchNormGeometry g = batchNormGeometry(op);
+        StringRef c = g.compute;
         body << "  {\n";
         converted("scale", c, o.getScale());
         if (o.getMean()) {
@@ -501,13 +419,13 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
           converted("variance", c, o.getVar());
         }
         body << formatv("    std::vector<{0}> gradScale({1}LL), gradBias({1}LL);\n",
-                        c, channels);
+                        c, g.channels);
         body << formatv(
             "    ampc::cpu::batchNormGrad<{0}>({1}, {2}, {3}, {4}LL, {5}LL, "
             "{6}LL, scale.data(), {7}, {8}, {0}({9}), gradScale.data(), "
             "gradBias.data(), {10}, {11});\n",
-            c, name(o.getGrad()), name(x), name(o.getGradInput()), n, channels,
-            inner, o.getMean() ? "mean.data()" : "nullptr",
+            c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
+            g.channels, g.inner, o.getMean() ? "mean.data()" : "nullptr",
             o.getMean() ? "variance.data()" : "nullptr",
             exactLiteral(o.getEpsilon()), loadFn(elementOf(x)),
             storeFn(elementOf(o.getGradInput())));
@@ -518,11 +436,8 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
       })
       .Case([&](ampc::LayerNormGradOp o) {
         Value x = o.getInput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
-        ArrayRef<int64_t> normalized = shape.drop_front(axis);
         Type stash = elementOf(o.getMean());
-        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+        LayerNormGeometry g = layerNormGeometry(op);
         body << formatv(
             "  {{ static const int64_t dims[] = {0};\n"
             "    static const int64_t scaleStrides[] = {1};\n"
@@ -530,38 +445,30 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
             "dims, scaleStrides, {5});\n"
             "    ampc::cpu::layerNormGrad<{2}>({6}, {7}, scale.data(), {8}, {9}, "
             "{10}, {11}LL, {12}LL, {13}, {14}, {15}); }\n",
-            list(normalized),
-            list(broadcastStrides(tensorOf(o.getScale()).getShape(),
-                                  normalized)),
-            c, name(o.getScale()), normalized.size(),
+            list(g.normalized), list(g.scaleStrides), g.compute,
+            name(o.getScale()), g.normalized.size(),
             loadFn(elementOf(o.getScale())), name(o.getGrad()), name(x),
             name(o.getMean()), name(o.getInvStdDev()), name(o.getOutput()),
-            product(shape.take_front(axis)), product(normalized),
-            loadFn(elementOf(x)), loadFn(stash), storeFn(elementOf(x)));
+            g.outer, g.size, loadFn(elementOf(x)), loadFn(stash),
+            storeFn(elementOf(x)));
         return success();
       })
       .Case([&](ampc::NllLossGradOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
-        StringRef c = elementOf(o.getOutput()).isF64() ||
-                              elementOf(o.getGrad()).isF64()
-                          ? "double"
-                          : "float";
+        LossGeometry g = lossGeometry(op);
+        StringRef c = g.compute;
         body << "  {\n";
         converted("grad", c, o.getGrad());
         if (o.getWeight())
           converted("weights", c, o.getWeight());
         body << formatv("    std::vector<{0}> out({1}LL);\n", c,
                         tensorOf(o.getOutput()).getNumElements());
-        std::optional<uint64_t> ignore = o.getIgnoreIndex();
         std::string call =
             formatv("ampc::cpu::nllLossGrad<{0}>(grad.data(), {1}, {2}, "
                     "{3}LL, {4}LL, {5}LL, {6}, {7}LL, ampc::cpu::{8}, "
                     "out.data())",
-                    c, name(o.getTarget()),
-                    o.getWeight() ? "weights.data()" : "nullptr", shape[0],
-                    shape[1], product(shape.drop_front(2)), ignore.has_value(),
-                    static_cast<int64_t>(ignore.value_or(0)),
-                    lossReductionName(o.getReduction()))
+                    c, name(g.labels), g.weights ? "weights.data()" : "nullptr",
+                    g.n, g.classes, g.inner, g.ignoreIndex.has_value(),
+                    g.ignoreIndex.value_or(0), lossReductionName(g.reduction))
                 .str();
         body << "  " << failUnless(op, call, "a label is out of range");
         storeAll("out", o.getOutput());
@@ -569,8 +476,7 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         return success();
       })
       .Case([&](ampc::GatherGradOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        GatherGeometry g = gatherGeometry(op);
         StringRef c = accumulatorType(elementOf(o.getOutput()));
         body << "  {\n";
         converted("grad", c, o.getGrad());
@@ -579,9 +485,8 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         std::string call =
             formatv("ampc::cpu::gatherGrad<{0}>(grad.data(), {1}, out.data(), "
                     "{2}LL, {3}LL, {4}LL, {5}LL)",
-                    c, name(o.getIndices()), product(shape.take_front(axis)),
-                    shape[axis], tensorOf(o.getIndices()).getNumElements(),
-                    product(shape.drop_front(axis + 1)))
+                    c, name(o.getIndices()), g.data.outer, g.data.size,
+                    g.indexCount, g.data.inner)
                 .str();
         body << "  " << failUnless(op, call, "an index is out of range");
         storeAll("out", o.getOutput());
@@ -589,18 +494,15 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         return success();
       })
       .Case([&](ampc::SliceGradOp o) {
-        RankedTensorType out = tensorOf(o.getOutput()),
-                         grad = tensorOf(o.getGrad());
-        SmallVector<int64_t> strides;
-        int64_t base = sliceView(out.getShape(), o.getStarts(), o.getAxes(),
-                                 o.getSteps(), strides);
+        StridedView view = stridedView(op);
         body << formatv("  {{ static const int64_t dims[] = {0}; static const "
                         "int64_t strides[] = {1};\n"
                         "    ampc::cpu::sliceGrad({2}, {3}, {4}LL, {5}, dims, "
                         "strides, {6}LL); }\n",
-                        list(grad.getShape()), list(strides), name(o.getGrad()),
-                        name(o.getOutput()), out.getNumElements(),
-                        grad.getRank(), base);
+                        list(view.dims), list(view.strides), name(o.getGrad()),
+                        name(o.getOutput()),
+                        tensorOf(o.getOutput()).getNumElements(),
+                        view.dims.size(), view.offset);
         return success();
       })
       .Default([&](Operation *) {
@@ -610,76 +512,57 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
       });
 }
 
-void Emitter::emitReduce(Operation *op, StringRef kind,
-                         llvm::raw_ostream &body) {
+void Emitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
   Value in = op->getOperand(0), out = op->getResult(0);
-  ArrayRef<int64_t> shape = tensorOf(in).getShape();
-  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-  SmallVector<bool> reduced(shape.size(), axes.empty());
-  for (int64_t a : axes)
-    reduced[*ampc::normalizeAxis(a, shape.size())] = true;
-  // Kept dimensions in output order (keepdims does not change the layout)
-  // and reduced ones, each with its input strides.
-  SmallVector<int64_t> strides = rowMajorStrides(shape);
-  SmallVector<int64_t> keptDims, keptStrides, reducedDims, reducedStrides;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    (reduced[d] ? reducedDims : keptDims).push_back(shape[d]);
-    (reduced[d] ? reducedStrides : keptStrides).push_back(strides[d]);
-  }
   Type ti = elementOf(in), to = elementOf(out);
   if (tensorOf(out).getNumElements() == 0)
     return;
+  ReduceGeometry g = reduceGeometry(op);
   body << formatv("  {{ static const int64_t kept[] = {0}; static const int64_t "
                   "keptStrides[] = {1};\n"
                   "    static const int64_t reduced[] = {2}; static const "
                   "int64_t reducedStrides[] = {3};\n"
                   "    ampc::cpu::reduce<{4}>({5}, {6}, {7}, kept, keptStrides, "
                   "{8}, reduced, reducedStrides, ampc::cpu::{9}, {10}, {11}); }\n",
-                  list(keptDims), list(keptStrides), list(reducedDims),
-                  list(reducedStrides), accumulatorType(ti), name(in),
-                  name(out), keptDims.size(), reducedDims.size(), kind,
+                  list(g.keptDims), list(g.keptStrides), list(g.reducedDims),
+                  list(g.reducedStrides), accumulatorType(ti), name(in),
+                  name(out), g.keptDims.size(), g.reducedDims.size(), g.kind,
                   loadFn(ti), storeFn(to));
 }
 
 void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
                             llvm::raw_ostream &body) {
   Value x = op.getInput(), y = op.getOutput();
-  ArrayRef<int64_t> shape = tensorOf(x).getShape();
-  int64_t axis = *ampc::normalizeAxis(op.getAxis(), shape.size());
-  ArrayRef<int64_t> normalized = shape.drop_front(axis);
   Type stash = elementOf(op.getMean());
-  StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
-  body << "  { static const int64_t dims[] = " << list(normalized) << ";\n";
+  LayerNormGeometry g = layerNormGeometry(op);
+  StringRef c = g.compute;
+  body << "  { static const int64_t dims[] = " << list(g.normalized) << ";\n";
   // Scale and bias broadcast to the normalised shape, in the compute type.
-  auto operand = [&](StringRef what, Value v) {
+  auto operand = [&](StringRef what, Value v, ArrayRef<int64_t> strides) {
     body << formatv("    static const int64_t {0}Strides[] = {1};\n"
                     "    std::vector<{2}> {0} = ampc::cpu::broadcast<{2}>({3}, "
                     "{4}, dims, {0}Strides, {5});\n",
-                    what,
-                    list(broadcastStrides(tensorOf(v).getShape(), normalized)),
-                    c, name(v), normalized.size(), loadFn(elementOf(v)));
+                    what, list(strides), c, name(v), g.normalized.size(),
+                    loadFn(elementOf(v)));
   };
-  operand("scale", op.getScale());
+  operand("scale", op.getScale(), g.scaleStrides);
   if (op.getBias())
-    operand("bias", op.getBias());
+    operand("bias", op.getBias(), g.biasStrides);
   body << formatv("    ampc::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}LL, "
                   "{6}LL, scale.data(), {7}, {0}({8}), {9}, {10}, {11}); }\n",
                   c, name(x), name(y), name(op.getMean()),
-                  name(op.getInvStdDev()), product(shape.take_front(axis)),
-                  product(normalized), op.getBias() ? "bias.data()" : "nullptr",
+                  name(op.getInvStdDev()), g.outer, g.size,
+                  op.getBias() ? "bias.data()" : "nullptr",
                   exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
                   storeFn(elementOf(y)), storeFn(stash));
 }
 
 void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                             llvm::raw_ostream &body) {
-  // Statistics in the compute type whatever their storage (under autocast
-  // the data is f16/bf16 and the statistics FP32).
   Value x = op.getInput(), y = op.getOutput();
-  ArrayRef<int64_t> shape = tensorOf(x).getShape();
-  int64_t n = shape[0], channels = shape[1], inner = product(shape.drop_front(2));
-  bool wide = elementOf(x).isF64() || elementOf(op.getInputMean()).isF64();
-  StringRef c = wide ? "double" : "float";
+  BatchNormGeometry g = batchNormGeometry(op);
+  StringRef c = g.compute;
+  int64_t n = g.n, channels = g.channels, inner = g.inner;
   body << "  {\n";
   for (auto [what, v] : {std::pair<StringRef, Value>{"scale", op.getScale()},
                          {"bias", op.getBias()},
@@ -725,18 +608,16 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
   body << "  }\n";
 }
 
-void Emitter::emitLoss(Operation *op, Value scores, Value labels,
-                       Value weights, ampc::Reduction reduction,
-                       std::optional<int64_t> ignoreIndex, Value logProb,
-                       llvm::raw_ostream &body) {
+void Emitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   // SoftmaxCrossEntropyLoss (with logProb) is LogSoftmax over axis 1 and
   // NegativeLogLikelihoodLoss; both compute in float (double for f64).
-  ArrayRef<int64_t> shape = tensorOf(scores).getShape();
-  int64_t n = shape[0], classes = shape[1], inner = product(shape.drop_front(2));
+  LossGeometry g = lossGeometry(op);
+  Value scores = g.scores, weights = g.weights, logProb = g.logProb;
+  int64_t n = g.n, classes = g.classes, inner = g.inner;
   int64_t count = tensorOf(scores).getNumElements();
   Type t = elementOf(scores);
   Value loss = op->getResult(0);
-  StringRef c = t.isF64() ? "double" : "float";
+  StringRef c = g.compute;
   body << "  {\n";
   if (logProb) {
     body << formatv("    std::vector<{0}> logp({1}LL);\n"
@@ -759,9 +640,9 @@ void Emitter::emitLoss(Operation *op, Value scores, Value labels,
   std::string call =
       formatv("ampc::cpu::nllLoss<{0}>(logp.data(), {1}, {2}, {3}LL, {4}LL, "
               "{5}LL, {6}, {7}LL, ampc::cpu::{8}, loss.data())",
-              c, name(labels), weights ? "weights.data()" : "nullptr", n,
-              classes, inner, ignoreIndex.has_value(), ignoreIndex.value_or(0),
-              lossReductionName(reduction))
+              c, name(g.labels), weights ? "weights.data()" : "nullptr", n,
+              classes, inner, g.ignoreIndex.has_value(),
+              g.ignoreIndex.value_or(0), lossReductionName(g.reduction))
           .str();
   body << "  " << failUnless(op, call, "a label is out of range");
   body << "    for (int64_t i = 0; i < " << lossCount << "LL; ++i) "
@@ -779,69 +660,45 @@ void Emitter::emitStore(Operation *op, llvm::raw_ostream &body) {
 
 LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ampc::TransposeOp t) {
-        ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();
-        SmallVector<int64_t> inStrides(in.size(), 1), strides;
-        for (int64_t d = static_cast<int64_t>(in.size()) - 2; d >= 0; --d)
-          inStrides[d] = inStrides[d + 1] * in[d + 1];
-        for (int64_t p : t.getPerm())
-          strides.push_back(inStrides[p]);
-        emitStrided(t.getInput(), t.getOutput(), strides, body);
+      .Case([&](ampc::TransposeOp) {
+        emitStrided(op, body);
         return success();
       })
       .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
       .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
         Value in = op->getOperand(0), out = op->getResult(0);
-        ArrayRef<int64_t> shape = tensorOf(in).getShape();
-        int64_t axis = *ampc::normalizeAxis(
-            op->getAttrOfType<IntegerAttr>("axis").getInt(), shape.size());
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= shape[d];
-        for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
-          inner *= shape[d];
+        AxisSplit g = softmaxGeometry(op);
         Type ti = elementOf(in), to = elementOf(out);
         body << formatv("  ampc::cpu::softmax<{8}>({0}, {1}, {2}LL, {3}LL, {4}LL, "
                         "{5}, {6}, {7});\n",
-                        name(in), name(out), outer, shape[axis], inner,
+                        name(in), name(out), g.outer, g.size, g.inner,
                         isa<ampc::LogSoftmaxOp>(op), loadFn(ti), storeFn(to),
-                        accumulatorType(ti).str() == "double" ||
-                                accumulatorType(to).str() == "double"
-                            ? "double"
-                            : "float");
+                        floatComputeType({ti, to}));
         return success();
       })
       .Case([&](ampc::SliceOp o) {
-        emitSlice(o, body);
+        if (tensorOf(o.getOutput()).getNumElements())
+          emitStrided(op, body);
         return success();
       })
       .Case([&](ampc::ConcatOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
-        int64_t outer = product(shape.take_front(axis)),
-                inner = product(shape.drop_front(axis + 1)), offset = 0;
-        for (Value in : o.getInputs()) {
-          int64_t block = tensorOf(in).getDimSize(axis) * inner;
+        ConcatGeometry g = concatGeometry(op);
+        for (const ConcatPart &part : g.parts)
           body << formatv("  ampc::cpu::concatPart({0}, {1}, {2}LL, {3}LL, "
                           "{4}LL, {5}LL);\n",
-                          name(in), name(o.getOutput()), outer, block,
-                          shape[axis] * inner, offset);
-          offset += block;
-        }
+                          name(part.input), name(o.getOutput()), g.outer,
+                          part.block, g.row, part.offset);
         return success();
       })
       .Case([&](ampc::GatherOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getData()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        GatherGeometry g = gatherGeometry(op);
         body << failUnless(
             op,
             formatv("ampc::cpu::gather({0}, {1}, {2}, {3}LL, {4}LL, {5}LL, "
                     "{6}LL)",
                     name(o.getData()), name(o.getIndices()), name(o.getOutput()),
-                    product(shape.take_front(axis)), shape[axis],
-                    tensorOf(o.getIndices()).getNumElements(),
-                    product(shape.drop_front(axis + 1))),
+                    g.data.outer, g.data.size, g.indexCount, g.data.inner),
             "an index is out of range");
         return success();
       })
@@ -854,18 +711,11 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
                << 8 * dims.size() << "ULL); }\n";
         return success();
       })
-      .Case([&](ampc::ReduceSumOp) {
-        emitReduce(op, "ReduceSum", body);
-        return success();
-      })
-      .Case([&](ampc::ReduceMeanOp) {
-        emitReduce(op, "ReduceMean", body);
-        return success();
-      })
-      .Case([&](ampc::ReduceMaxOp) {
-        emitReduce(op, "ReduceMax", body);
-        return success();
-      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
+          [&](Operation *) {
+            emitReduce(op, body);
+            return success();
+          })
       .Case([&](ampc::LayerNormalizationOp o) {
         emitLayerNorm(o, body);
         return success();
@@ -913,62 +763,22 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
                                .str()));
         return success();
       })
-      .Case([&](ampc::MaxPoolOp o) -> LogicalResult {
-        Type t = elementOf(o.getInput());
-        body << "  {\n";
-        if (failed(emitWindow(op, o.getKernelShape(), o.getStrides(),
-                              o.getPads(), o.getDilations(), body)))
-          return failure();
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
-        body << formatv("    ampc::cpu::maxPool<{0}>({1}, {2}, {3}, {4}LL, win, "
-                        "{5}, {6}, {7});\n  }\n",
-                        accumulatorType(t), name(o.getInput()),
-                        name(o.getOutput()), name(o.getIndices()),
-                        shape[0] * shape[1], o.getStorageOrder() != 0,
-                        loadFn(t), storeFn(elementOf(o.getOutput())));
-        return success();
-      })
-      .Case([&](ampc::AveragePoolOp o) -> LogicalResult {
-        Type t = elementOf(o.getInput());
-        body << "  {\n";
-        if (failed(emitWindow(op, o.getKernelShape(), o.getStrides(),
-                              o.getPads(), o.getDilations(), body)))
-          return failure();
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
-        body << formatv("    ampc::cpu::averagePool<{0}>({1}, {2}, {3}LL, win, "
-                        "{4}, {5}, {6});\n  }\n",
-                        accumulatorType(t), name(o.getInput()),
-                        name(o.getOutput()), shape[0] * shape[1],
-                        o.getCountIncludePad() != 0, loadFn(t),
-                        storeFn(elementOf(o.getOutput())));
-        return success();
-      })
+      .Case<ampc::MaxPoolOp, ampc::AveragePoolOp>(
+          [&](Operation *) { return emitPool(op, body); })
       .Case([&](ampc::GlobalAveragePoolOp o) {
         Type t = elementOf(o.getInput());
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
+        ReduceGeometry g = reduceGeometry(op);
         body << formatv("  ampc::cpu::globalAveragePool<{0}>({1}, {2}, {3}LL, "
                         "{4}LL, {5}, {6});\n",
                         accumulatorType(t), name(o.getInput()),
-                        name(o.getOutput()), shape[0] * shape[1],
-                        product(shape.drop_front(2)), loadFn(t),
-                        storeFn(elementOf(o.getOutput())));
+                        name(o.getOutput()), g.keptCount(), g.reducedCount(),
+                        loadFn(t), storeFn(elementOf(o.getOutput())));
         return success();
       })
-      .Case([&](ampc::ConvOp o) { return emitConv(o, body); })
-      .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
-        std::optional<int64_t> ignore;
-        if (auto i = o.getIgnoreIndex())
-          ignore = static_cast<int64_t>(*i);
-        emitLoss(op, o.getScores(), o.getLabels(), o.getWeights(),
-                 o.getReduction(), ignore, o.getLogProb(), body);
-        return success();
-      })
-      .Case([&](ampc::NegativeLogLikelihoodLossOp o) {
-        std::optional<int64_t> ignore;
-        if (auto i = o.getIgnoreIndex())
-          ignore = static_cast<int64_t>(*i);
-        emitLoss(op, o.getInput(), o.getTarget(), o.getWeight(),
-                 o.getReduction(), ignore, Value(), body);
+      .Case([&](ampc::ConvOp) { return emitConvolution(op, body); })
+      .Case<ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp>([&](Operation *) {
+        emitLoss(op, body);
         return success();
       })
       .Default([&](Operation *) { return emitGradientOp(op, body); });
@@ -1085,15 +895,8 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
      << "\n#include \"ampc/Runtime/CpuBackwardKernels.h\"\n"
         "#include \"ampc/Runtime/CpuTrainKernels.h\"\n"
         "#include \"ampc/Runtime/ModelAbi.h\"\n\n";
-  if (blobBytes) {
-    os << "// The parameters' initial values, laid out as in the state.\n"
-          "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
-          "asm(\".section .rodata\\n.balign 64\\n"
-          ".type ampc_parameter_blob, @object\\n"
-          "ampc_parameter_blob:\\n.incbin \\\""
-       << cString(options.parameterFile)
-       << "\\\"\\n.previous\\n\");\n\n";
-  }
+  emitParameterBlob(
+      "The parameters' initial values, laid out as in the state.");
   emitCopyTable();
   os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
         "  ampc::cpu::refreshCopies(static_cast<unsigned char *>(raw), kCopies, "
@@ -1128,12 +931,8 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
     if (failed(emitParameterAccess(trainStep)))
       return failure();
   }
-  if (training) {
-    os << "static int32_t trainStep(void *raw, const void *const *inputs, "
-          "void *loss) {\n  void *const outputs[] = {loss};\n"
-          "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
-    emitStateAccess();
-  }
+  if (training)
+    emitTrainStepEntry();
   if (errorSlot >= 0)
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "

@@ -21,7 +21,7 @@
 #include "ampc/Target/CudaTarget.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/ScalarExpression.h"
+#include "ampc/Target/KernelGeometry.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 
@@ -133,25 +133,18 @@ private:
   void emitStrided(Operation *op, Value input, Value output,
                    ArrayRef<int64_t> strides, int64_t base,
                    llvm::raw_ostream &body);
-  void emitReduce(Operation *op, ArrayRef<int64_t> shape,
-                  ArrayRef<bool> reduced, Value in, Value out, StringRef kind,
-                  llvm::raw_ostream &body);
-  void emitLoss(Operation *op, Value scores, Value labels, Value weights,
-                ampc::Reduction reduction, std::optional<int64_t> ignoreIndex,
-                Value logProb, llvm::raw_ostream &body);
+  /// The reductions and GlobalAveragePool.
+  void emitReduce(Operation *op, llvm::raw_ostream &body);
+  /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
+  void emitLoss(Operation *op, llvm::raw_ostream &body);
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
   /// Convolutions and their adjoints: im2col + cuBLASLt, col2im.
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
   /// Pooling, batch normalisation and their adjoints.
   LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
-  /// A `ampc::cuda::Window` literal for a window over `inShape` giving
-  /// `outShape`.
-  std::string window(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape,
-                     ArrayRef<int64_t> kernel,
-                     std::optional<ArrayRef<int64_t>> strides,
-                     std::optional<ArrayRef<int64_t>> pads,
-                     std::optional<ArrayRef<int64_t>> dilations);
+  /// `g` as a `ampc::cuda::Window` literal.
+  std::string window(const WindowGeometry &g);
   /// `state + kScratch + offset` as a `type *`: the scratch region ops use
   /// one at a time (the stream runs them in order), sized for the largest.
   std::string shared(StringRef type, int64_t offset, int64_t bytes) {
@@ -275,25 +268,8 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
        << load(elementOf(in), "a" + std::to_string(i) + "[" + at + "]")
        << ";\n";
   }
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    SmallVector<std::string> operands;
-    for (Value v : op->getOperands())
-      operands.push_back(scalars.lookup(v));
-    Type t = elementOf(op->getResult(0));
-    FailureOr<std::string> e =
-        ampc::scalarExpression(op, operands, computeType(t));
-    if (failed(e))
-      return failure();
-    if (i + 1 == ops.size()) {
-      ks << "    out[o] = " << store(t, *e) << ";\n";
-      break;
-    }
-    // Each intermediate is rounded to its dtype as if it had been stored.
-    std::string tmp = "t" + std::to_string(i);
-    scalars[op->getResult(0)] = tmp;
-    ks << "    const " << computeType(t) << " " << tmp << " = "
-       << load(t, store(t, *e)) << ";\n";
-  }
+  if (failed(emitScalarOps(ops, scalars, "out[o]", "    ", ks)))
+    return failure();
   ks << "  }\n}\n\n";
   launch(ops.back(), k, count, args, body);
   return success();
@@ -444,18 +420,12 @@ void CudaEmitter::emitStrided(Operation *op, Value input, Value output,
          body);
 }
 
-void CudaEmitter::emitReduce(Operation *op, ArrayRef<int64_t> shape,
-                             ArrayRef<bool> reduced, Value in, Value out,
-                             StringRef kind, llvm::raw_ostream &body) {
-  SmallVector<int64_t> strides = rowMajorStrides(shape);
-  SmallVector<int64_t> keptDims, keptStrides, reducedDims, reducedStrides;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    (reduced[d] ? reducedDims : keptDims).push_back(shape[d]);
-    (reduced[d] ? reducedStrides : keptStrides).push_back(strides[d]);
-  }
+void CudaEmitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
+  Value in = op->getOperand(0), out = op->getResult(0);
   int64_t outCount = tensorOf(out).getNumElements();
   if (outCount == 0)
     return;
+  ReduceGeometry g = reduceGeometry(op);
   Type ti = elementOf(in), to = elementOf(out);
   launch(op,
          formatv("ampc::cuda::reduce<{0}, {1}, {2}>", accumulatorType(ti),
@@ -463,23 +433,21 @@ void CudaEmitter::emitReduce(Operation *op, ArrayRef<int64_t> shape,
              .str(),
          outCount,
          formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL, ampc::cuda::{6}", name(in),
-                 name(out), outCount, strided(keptDims, keptStrides),
-                 strided(reducedDims, reducedStrides), product(reducedDims),
-                 kind)
+                 name(out), outCount, strided(g.keptDims, g.keptStrides),
+                 strided(g.reducedDims, g.reducedStrides), g.reducedCount(),
+                 g.kind)
              .str(),
          body);
 }
 
-void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
-                           Value weights, ampc::Reduction reduction,
-                           std::optional<int64_t> ignoreIndex, Value logProb,
-                           llvm::raw_ostream &body) {
+void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   // SoftmaxCrossEntropyLoss is LogSoftmax over axis 1 into its log_prob
   // output (or scratch) and NegativeLogLikelihoodLoss.
-  ArrayRef<int64_t> shape = tensorOf(scores).getShape();
-  int64_t n = shape[0], classes = shape[1], inner = product(shape.drop_front(2));
+  LossGeometry g = lossGeometry(op);
+  Value scores = g.scores, weights = g.weights, logProb = g.logProb;
+  int64_t n = g.n, classes = g.classes, inner = g.inner;
   Type t = elementOf(scores);
-  StringRef c = accumulatorType(t);
+  StringRef c = g.compute;
   std::string logp = name(scores);
   Type logpType = t;
   if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
@@ -513,14 +481,14 @@ void CudaEmitter::emitLoss(Operation *op, Value scores, Value labels,
   launch(op,
          formatv("ampc::cuda::nllLoss<{0}, {1}, {2}, {3}, {4}>", c,
                  codec(logpType), codec(weightType), codec(elementOf(loss)),
-                 storageType(elementOf(labels)))
+                 storageType(elementOf(g.labels)))
              .str(),
-         reduction == ampc::Reduction::None ? n * inner : 1,
+         g.reduction == ampc::Reduction::None ? n * inner : 1,
          formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
                  "ampc::cuda::{8}, {9}, {10}",
-                 logp, name(labels), weights ? name(weights) : "nullptr", n,
-                 classes, inner, ignoreIndex.has_value(),
-                 ignoreIndex.value_or(0), lossReductionName(reduction),
+                 logp, name(g.labels), weights ? name(weights) : "nullptr", n,
+                 classes, inner, g.ignoreIndex.has_value(),
+                 g.ignoreIndex.value_or(0), lossReductionName(g.reduction),
                  name(loss), deviceError(op, "a label is out of range"))
              .str(),
          body);
@@ -704,28 +672,16 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
-      .Case([&](ampc::TransposeOp t) {
-        ArrayRef<int64_t> in = tensorOf(t.getInput()).getShape();
-        SmallVector<int64_t> inStrides = rowMajorStrides(in), strides;
-        for (int64_t p : t.getPerm())
-          strides.push_back(inStrides[p]);
-        emitStrided(op, t.getInput(), t.getOutput(), strides, 0, body);
-        return success();
-      })
-      .Case([&](ampc::SliceOp o) {
-        SmallVector<int64_t> strides;
-        int64_t base = sliceView(tensorOf(o.getInput()).getShape(),
-                                 o.getStarts(), o.getAxes(), o.getSteps(),
-                                 strides);
-        emitStrided(op, o.getInput(), o.getOutput(), strides, base, body);
+      .Case<ampc::TransposeOp, ampc::SliceOp>([&](Operation *) {
+        StridedView view = stridedView(op);
+        emitStrided(op, op->getOperand(0), op->getResult(0), view.strides,
+                    view.offset, body);
         return success();
       })
       .Case([&](ampc::SliceGradOp o) {
         RankedTensorType out = tensorOf(o.getOutput()),
                          grad = tensorOf(o.getGrad());
-        SmallVector<int64_t> strides;
-        int64_t base = sliceView(out.getShape(), o.getStarts(), o.getAxes(),
-                                 o.getSteps(), strides);
+        StridedView view = stridedView(op);
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
                         "ctx.stream), {2});\n",
                         name(o.getOutput()),
@@ -738,37 +694,30 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                      .str(),
                  grad.getNumElements(),
                  formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(o.getGrad()),
-                         name(o.getOutput()), grad.getNumElements(), base,
-                         strided(grad.getShape(), strides))
+                         name(o.getOutput()), grad.getNumElements(),
+                         view.offset, strided(view.dims, view.strides))
                      .str(),
                  body);
         return success();
       })
       .Case([&](ampc::ConcatOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
-        int64_t outer = product(shape.take_front(axis)),
-                inner = product(shape.drop_front(axis + 1)), offset = 0;
-        for (Value in : o.getInputs()) {
-          int64_t block = tensorOf(in).getDimSize(axis) * inner;
-          if (block * outer)
+        ConcatGeometry g = concatGeometry(op);
+        for (const ConcatPart &part : g.parts)
+          if (part.block * g.outer != 0)
             launch(op,
                    formatv("ampc::cuda::concatPart<{0}>",
-                           storageType(elementOf(in)))
+                           storageType(elementOf(part.input)))
                        .str(),
-                   outer * block,
-                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL", name(in),
-                           name(o.getOutput()), outer, block,
-                           shape[axis] * inner, offset)
+                   g.outer * part.block,
+                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL",
+                           name(part.input), name(o.getOutput()), g.outer,
+                           part.block, g.row, part.offset)
                        .str(),
                    body);
-          offset += block;
-        }
         return success();
       })
       .Case([&](ampc::GatherOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getData()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        GatherGeometry g = gatherGeometry(op);
         int64_t count = tensorOf(o.getOutput()).getNumElements();
         if (count)
           launch(op,
@@ -779,17 +728,15 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                  count,
                  formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}",
                          name(o.getData()), name(o.getIndices()),
-                         name(o.getOutput()), product(shape.take_front(axis)),
-                         shape[axis], tensorOf(o.getIndices()).getNumElements(),
-                         product(shape.drop_front(axis + 1)),
+                         name(o.getOutput()), g.data.outer, g.data.size,
+                         g.indexCount, g.data.inner,
                          deviceError(op, "an index is out of range"))
                      .str(),
                  body);
         return success();
       })
       .Case([&](ampc::GatherGradOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
+        GatherGeometry g = gatherGeometry(op);
         Type t = elementOf(o.getOutput());
         int64_t count = tensorOf(o.getOutput()).getNumElements();
         if (count)
@@ -802,9 +749,8 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                  count,
                  formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}",
                          name(o.getGrad()), name(o.getIndices()),
-                         name(o.getOutput()), product(shape.take_front(axis)),
-                         shape[axis], tensorOf(o.getIndices()).getNumElements(),
-                         product(shape.drop_front(axis + 1)),
+                         name(o.getOutput()), g.data.outer, g.data.size,
+                         g.indexCount, g.data.inner,
                          deviceError(op, "an index is out of range"))
                      .str(),
                  body);
@@ -824,105 +770,67 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
       })
       .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
         Value in = op->getOperand(0), out = op->getResult(0);
-        ArrayRef<int64_t> shape = tensorOf(in).getShape();
-        int64_t axis = *ampc::normalizeAxis(
-            op->getAttrOfType<IntegerAttr>("axis").getInt(), shape.size());
-        int64_t outer = product(shape.take_front(axis)),
-                inner = product(shape.drop_front(axis + 1));
+        AxisSplit g = softmaxGeometry(op);
         Type ti = elementOf(in), to = elementOf(out);
-        StringRef c = ti.isF64() || to.isF64() ? "double" : "float";
         launch(op,
-               formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(ti),
-                       codec(to))
+               formatv("ampc::cuda::softmax<{0}, {1}, {2}>",
+                       floatComputeType({ti, to}), codec(ti), codec(to))
                    .str(),
-               outer * inner,
+               g.outer * g.inner,
                formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
-                       name(out), outer, shape[axis], inner,
+                       name(out), g.outer, g.size, g.inner,
                        isa<ampc::LogSoftmaxOp>(op))
                    .str(),
                body);
         return success();
       })
-      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
-          [&](Operation *) {
-            Value in = op->getOperand(0);
-            ArrayRef<int64_t> shape = tensorOf(in).getShape();
-            auto axes =
-                op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-            SmallVector<bool> reduced(shape.size(), axes.empty());
-            for (int64_t a : axes)
-              reduced[*ampc::normalizeAxis(a, shape.size())] = true;
-            emitReduce(op, shape, reduced, in, op->getResult(0),
-                       isa<ampc::ReduceSumOp>(op)    ? "ReduceSum"
-                       : isa<ampc::ReduceMeanOp>(op) ? "ReduceMean"
-                                                     : "ReduceMax",
-                       body);
-            return success();
-          })
-      .Case([&](ampc::GlobalAveragePoolOp o) {
-        // The mean over the spatial dimensions.
-        ArrayRef<int64_t> shape = tensorOf(o.getInput()).getShape();
-        SmallVector<bool> reduced(shape.size(), true);
-        reduced[0] = reduced[1] = false;
-        emitReduce(op, shape, reduced, o.getInput(), o.getOutput(),
-                   "ReduceMean", body);
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::GlobalAveragePoolOp>([&](Operation *) {
+        emitReduce(op, body);
         return success();
       })
       .Case([&](ampc::LayerNormalizationOp o) -> LogicalResult {
         Value x = o.getInput(), y = o.getOutput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
-        ArrayRef<int64_t> normalized = shape.drop_front(axis);
         Type stash = elementOf(o.getMean()), p = elementOf(o.getScale());
-        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
         if (o.getBias() && elementOf(o.getBias()) != p)
           return op->emitError() << "the CUDA target needs Scale and B of one "
                                     "type";
-        auto at = [&](Value v) {
-          return strided(normalized,
-                         broadcastStrides(tensorOf(v).getShape(), normalized));
-        };
+        LayerNormGeometry g = layerNormGeometry(op);
+        std::string scale = strided(g.normalized, g.scaleStrides);
         launch(op,
-               formatv("ampc::cuda::layerNorm<{0}, {1}, {2}, {3}, {4}>", c,
-                       codec(elementOf(x)), codec(elementOf(y)), codec(stash),
-                       codec(p))
+               formatv("ampc::cuda::layerNorm<{0}, {1}, {2}, {3}, {4}>",
+                       g.compute, codec(elementOf(x)), codec(elementOf(y)),
+                       codec(stash), codec(p))
                    .str(),
-               product(shape.take_front(axis)),
+               g.outer,
                formatv("{0}, {1}, {2}, {3}, {4}LL, {5}LL, {6}, {7}, {8}, {9}, "
                        "{10}({11})",
                        name(x), name(y), name(o.getMean()),
-                       name(o.getInvStdDev()), product(shape.take_front(axis)),
-                       product(normalized), name(o.getScale()),
-                       at(o.getScale()),
+                       name(o.getInvStdDev()), g.outer, g.size,
+                       name(o.getScale()), scale,
                        o.getBias() ? name(o.getBias()) : "nullptr",
-                       o.getBias() ? at(o.getBias()) : at(o.getScale()), c,
-                       exactLiteral(o.getEpsilon()))
+                       o.getBias() ? strided(g.normalized, g.biasStrides)
+                                   : scale,
+                       g.compute, exactLiteral(o.getEpsilon()))
                    .str(),
                body);
         return success();
       })
       .Case([&](ampc::LayerNormGradOp o) {
         Value x = o.getInput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
-        int64_t axis = *ampc::normalizeAxis(o.getAxis(), shape.size());
-        ArrayRef<int64_t> normalized = shape.drop_front(axis);
         Type stash = elementOf(o.getMean());
-        StringRef c = elementOf(x).isF64() || stash.isF64() ? "double" : "float";
+        LayerNormGeometry g = layerNormGeometry(op);
         launch(op,
-               formatv("ampc::cuda::layerNormGrad<{0}, {1}, {2}, {3}, {4}>", c,
-                       codec(elementOf(x)), codec(stash),
+               formatv("ampc::cuda::layerNormGrad<{0}, {1}, {2}, {3}, {4}>",
+                       g.compute, codec(elementOf(x)), codec(stash),
                        codec(elementOf(o.getScale())), codec(elementOf(x)))
                    .str(),
-               product(shape.take_front(axis)),
+               g.outer,
                formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}LL",
                        name(o.getGrad()), name(x), name(o.getScale()),
-                       strided(normalized,
-                               broadcastStrides(
-                                   tensorOf(o.getScale()).getShape(),
-                                   normalized)),
+                       strided(g.normalized, g.scaleStrides),
                        name(o.getMean()), name(o.getInvStdDev()),
-                       name(o.getOutput()), product(shape.take_front(axis)),
-                       product(normalized))
+                       name(o.getOutput()), g.outer, g.size)
                    .str(),
                body);
         return success();
@@ -959,42 +867,28 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                body);
         return success();
       })
-      .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
-        std::optional<int64_t> ignore;
-        if (auto i = o.getIgnoreIndex())
-          ignore = static_cast<int64_t>(*i);
-        emitLoss(op, o.getScores(), o.getLabels(), o.getWeights(),
-                 o.getReduction(), ignore, o.getLogProb(), body);
-        return success();
-      })
-      .Case([&](ampc::NegativeLogLikelihoodLossOp o) {
-        std::optional<int64_t> ignore;
-        if (auto i = o.getIgnoreIndex())
-          ignore = static_cast<int64_t>(*i);
-        emitLoss(op, o.getInput(), o.getTarget(), o.getWeight(),
-                 o.getReduction(), ignore, Value(), body);
+      .Case<ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp>([&](Operation *) {
+        emitLoss(op, body);
         return success();
       })
       .Case([&](ampc::NllLossGradOp o) {
-        ArrayRef<int64_t> shape = tensorOf(o.getOutput()).getShape();
+        LossGeometry l = lossGeometry(op);
         Type t = elementOf(o.getOutput()), g = elementOf(o.getGrad());
-        StringRef c = t.isF64() || g.isF64() ? "double" : "float";
-        std::optional<uint64_t> ignore = o.getIgnoreIndex();
         launch(op,
-               formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}, {4}>", c,
-                       codec(g),
-                       codec(o.getWeight() ? elementOf(o.getWeight()) : g),
-                       codec(t), storageType(elementOf(o.getTarget())))
+               formatv("ampc::cuda::nllLossGrad<{0}, {1}, {2}, {3}, {4}>",
+                       l.compute, codec(g),
+                       codec(l.weights ? elementOf(l.weights) : g), codec(t),
+                       storageType(elementOf(l.labels)))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
                        "ampc::cuda::{8}, {9}, {10}",
-                       name(o.getGrad()), name(o.getTarget()),
-                       o.getWeight() ? name(o.getWeight()) : "nullptr",
-                       shape[0], shape[1], product(shape.drop_front(2)),
-                       ignore.has_value(),
-                       static_cast<int64_t>(ignore.value_or(0)),
-                       lossReductionName(o.getReduction()),
+                       name(o.getGrad()), name(l.labels),
+                       l.weights ? name(l.weights) : "nullptr", l.n, l.classes,
+                       l.inner, l.ignoreIndex.has_value(),
+                       l.ignoreIndex.value_or(0),
+                       lossReductionName(l.reduction),
                        name(o.getOutput()),
                        deviceError(op, "a label is out of range"))
                    .str(),
@@ -1011,14 +905,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
       .Default([&](Operation *) { return unsupported(); });
 }
 
-std::string CudaEmitter::window(ArrayRef<int64_t> inShape,
-                                ArrayRef<int64_t> outShape,
-                                ArrayRef<int64_t> kernel,
-                                std::optional<ArrayRef<int64_t>> strides,
-                                std::optional<ArrayRef<int64_t>> pads,
-                                std::optional<ArrayRef<int64_t>> dilations) {
-  WindowGeometry g =
-      windowGeometry(inShape, outShape, kernel, strides, pads, dilations);
+std::string CudaEmitter::window(const WindowGeometry &g) {
   return formatv("ampc::cuda::Window{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
                  g.in.size(), list(g.in), list(g.out), list(g.kernel),
                  list(g.strides), list(g.padBegin), list(g.padEnd),
@@ -1029,26 +916,12 @@ std::string CudaEmitter::window(ArrayRef<int64_t> inShape,
 LogicalResult CudaEmitter::emitConvolution(Operation *op,
                                            llvm::raw_ostream &body) {
   // The forward Conv's X (n, c, in...), W (m, c/group, k...), Y (n, m,
-  // out...) and attributes, whichever op this is.
-  Value x, w, y;
-  int64_t group;
-  std::optional<ArrayRef<int64_t>> strides, pads, dilations;
-  if (auto o = dyn_cast<ampc::ConvOp>(op)) {
-    x = o.getInput(), w = o.getWeight(), y = o.getOutput();
-    group = o.getGroup(), strides = o.getStrides(), pads = o.getPads(),
-    dilations = o.getDilations();
-  } else if (auto o = dyn_cast<ampc::ConvBackwardDataOp>(op)) {
-    x = o.getOutput(), w = o.getWeight(), y = o.getGrad();
-    group = o.getGroup(), strides = o.getStrides(), pads = o.getPads(),
-    dilations = o.getDilations();
-  } else {
-    auto b = cast<ampc::ConvBackwardWeightOp>(op);
-    x = b.getInput(), w = b.getOutput(), y = b.getGrad();
-    group = b.getGroup(), strides = b.getStrides(), pads = b.getPads(),
-    dilations = b.getDilations();
-  }
-  ArrayRef<int64_t> xs = tensorOf(x).getShape(), ws = tensorOf(w).getShape(),
-                    ys = tensorOf(y).getShape();
+  // out...), whichever op this is.
+  ConvGeometry geometry = convGeometry(op);
+  const WindowGeometry &shape = geometry.window;
+  Value x = geometry.input, w = geometry.weight, y = geometry.output;
+  int64_t group = geometry.group;
+  ArrayRef<int64_t> xs = tensorOf(x).getShape(), ys = tensorOf(y).getShape();
   Type t = elementOf(x);
   if (cudaDataType(t).empty() || elementOf(w) != t || elementOf(y) != t)
     return op->emitError() << "the CUDA target convolves float tensors of one "
@@ -1056,21 +929,20 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   if (xs.size() - 2 > 8)
     return op->emitError() << "the CUDA target handles at most 8 spatial "
                               "dimensions";
-  int64_t n = xs[0], c = xs[1], m = ws[0];
-  int64_t inSize = product(xs.drop_front(2)), outSize = product(ys.drop_front(2)),
-          kernelSize = product(ws.drop_front(2));
+  int64_t n = geometry.n, c = geometry.channels, m = geometry.filters;
+  int64_t inSize = product(shape.in), outSize = product(shape.out),
+          kernelSize = product(shape.kernel);
   int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   StringRef acc = accumulatorType(t), storage = storageType(t);
   Type accType = acc == "double" ? Type(Float64Type::get(op->getContext()))
                                  : Type(Float32Type::get(op->getContext()));
   int64_t accSize = acc == "double" ? 8 : 4, size = storageSize(t);
-  std::string win = window(xs, ys, ws.drop_front(2), strides, pads, dilations);
-  bool direct = kernelSize == 1 && inSize == outSize &&
-                llvm::all_of(windowGeometry(xs, ys, ws.drop_front(2), strides,
-                                            pads, dilations)
-                                 .strides,
-                             [](int64_t v) { return v == 1; }) &&
-                (!pads || llvm::all_of(*pads, [](int64_t v) { return v == 0; }));
+  std::string win = window(shape);
+  auto all = [](ArrayRef<int64_t> values, int64_t v) {
+    return llvm::all_of(values, [&](int64_t e) { return e == v; });
+  };
+  bool direct = kernelSize == 1 && inSize == outSize && all(shape.strides, 1) &&
+                all(shape.padBegin, 0) && all(shape.padEnd, 0);
   // im2col of X for every image (skipped for a 1x1 stride-1 window, where
   // X is its own column matrix): image stride, group offset.
   auto columns = [&](int64_t offset) -> std::tuple<std::string, int64_t, int64_t> {
@@ -1155,55 +1027,44 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
 
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                         llvm::raw_ostream &body) {
-  auto accOf = [](Type a, Type b) {
-    return a.isF64() || b.isF64() ? "double" : "float";
-  };
-  auto planes = [](ArrayRef<int64_t> s) { return s[0] * s[1]; };
+  // The pools' window; batch normalisation has none.
+  WindowGeometry pool;
+  if (!isa<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(op))
+    pool = windowGeometry(op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::MaxPoolOp o) {
-        ArrayRef<int64_t> xs = tensorOf(o.getInput()).getShape(),
-                          ys = tensorOf(o.getOutput()).getShape();
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
-               formatv("ampc::cuda::maxPool<{0}, {1}, {2}>", accOf(ti, to),
-                       codec(ti), codec(to))
+               formatv("ampc::cuda::maxPool<{0}, {1}, {2}>",
+                       floatComputeType({ti, to}), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getInput()),
                        name(o.getOutput()),
                        o.getIndices() ? name(o.getIndices()) : "nullptr",
-                       planes(xs),
-                       window(xs, ys, o.getKernelShape(), o.getStrides(),
-                              o.getPads(), o.getDilations()),
+                       pool.planes, window(pool),
                        o.getStorageOrder() != 0)
                    .str(),
                body);
         return success();
       })
       .Case([&](ampc::AveragePoolOp o) {
-        ArrayRef<int64_t> xs = tensorOf(o.getInput()).getShape(),
-                          ys = tensorOf(o.getOutput()).getShape();
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
-               formatv("ampc::cuda::averagePool<{0}, {1}, {2}>", accOf(ti, to),
-                       codec(ti), codec(to))
+               formatv("ampc::cuda::averagePool<{0}, {1}, {2}>",
+                       floatComputeType({ti, to}), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getInput()),
-                       name(o.getOutput()), planes(xs),
-                       window(xs, ys, o.getKernelShape(), o.getStrides(),
-                              o.getPads(), o.getDilations()),
+                       name(o.getOutput()), pool.planes, window(pool),
                        o.getCountIncludePad() != 0)
                    .str(),
                body);
         return success();
       })
       .Case([&](ampc::MaxPoolGradOp o) {
-        ArrayRef<int64_t> xs = tensorOf(o.getOutput()).getShape(),
-                          ys = tensorOf(o.getGrad()).getShape();
         Type t = elementOf(o.getGrad());
-        SmallVector<int64_t> ones(xs.size() - 2, 1);
-        StringRef acc = accOf(t, t);
+        StringRef acc = floatComputeType(t);
         int64_t count = tensorOf(o.getOutput()).getNumElements();
         std::string sum = shared(acc, 0, count * (acc == "double" ? 8 : 4));
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
@@ -1214,9 +1075,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                tensorOf(o.getGrad()).getNumElements(),
                formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}, {6}",
                        name(o.getGrad()), name(o.getIndices()), sum,
-                       planes(xs), product(ys.drop_front(2)),
-                       window(xs, ys, ones, std::nullopt, std::nullopt,
-                              std::nullopt),
+                       pool.planes, product(pool.out), window(pool),
                        o.getStorageOrder() != 0)
                    .str(),
                body);
@@ -1227,18 +1086,14 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         return success();
       })
       .Case([&](ampc::AveragePoolGradOp o) {
-        ArrayRef<int64_t> xs = tensorOf(o.getOutput()).getShape(),
-                          ys = tensorOf(o.getGrad()).getShape();
         Type t = elementOf(o.getGrad());
         launch(op,
                formatv("ampc::cuda::averagePoolGrad<{0}, {1}, {1}>",
-                       accOf(t, t), codec(t))
+                       floatComputeType(t), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getGrad()),
-                       name(o.getOutput()), planes(xs),
-                       window(xs, ys, o.getKernelShape(), o.getStrides(),
-                              o.getPads(), o.getDilations()),
+                       name(o.getOutput()), pool.planes, window(pool),
                        o.getCountIncludePad() != 0)
                    .str(),
                body);
@@ -1246,14 +1101,14 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
       })
       .Case([&](ampc::BatchNormalizationOp o) -> LogicalResult {
         Value x = o.getInput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
-        int64_t n = shape[0], c = shape[1], inner = product(shape.drop_front(2));
         Type p = elementOf(o.getScale());
         for (Value v : {o.getBias(), o.getInputMean(), o.getInputVar()})
           if (elementOf(v) != p)
             return op->emitError() << "the CUDA target needs scale, B, mean "
                                       "and var of one type";
-        StringRef acc = accOf(elementOf(x), p);
+        BatchNormGeometry g = batchNormGeometry(op);
+        int64_t n = g.n, c = g.channels, inner = g.inner;
+        StringRef acc = g.compute;
         std::string mean = "nullptr", var = "nullptr";
         if (o.getTrainingMode()) {
           mean = shared(acc, 0, c * 8);
@@ -1290,24 +1145,24 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
       })
       .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
         Value x = o.getInput();
-        ArrayRef<int64_t> shape = tensorOf(x).getShape();
         Type p = elementOf(o.getScale());
         if ((o.getMean() && elementOf(o.getMean()) != p) ||
             (o.getVar() && elementOf(o.getVar()) != p))
           return op->emitError() << "the CUDA target needs scale, mean and "
                                     "var of one type";
-        StringRef acc = accOf(elementOf(x), p);
+        BatchNormGeometry g = batchNormGeometry(op);
+        StringRef acc = g.compute;
         launch(op,
                formatv("ampc::cuda::batchNormGrad<{0}, {1}, {2}, {3}, {4}>",
                        acc, codec(elementOf(x)),
                        codec(elementOf(o.getGradInput())), codec(p),
                        codec(elementOf(o.getGradScale())))
                    .str(),
-               shape[1],
+               g.channels,
                formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
                        "{9}({10}), {11}, {12}",
-                       name(o.getGrad()), name(x), name(o.getGradInput()),
-                       shape[0], shape[1], product(shape.drop_front(2)),
+                       name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
+                       g.channels, g.inner,
                        name(o.getScale()),
                        o.getMean() ? name(o.getMean()) : "nullptr",
                        o.getVar() ? name(o.getVar()) : "nullptr", acc,
@@ -1327,14 +1182,8 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   bool training = isTraining(trainStep);
   os << "// Generated by ampc (CUDA target). Model: " << options.modelName
      << "\n#include \"ampc/Runtime/CudaKernels.cuh\"\n\n";
-  if (blobBytes) {
-    os << "// The initial state (parameters, training state, constants).\n"
-          "extern \"C\" const unsigned char ampc_parameter_blob[];\n"
-          "asm(\".section .rodata\\n.balign 64\\n"
-          ".type ampc_parameter_blob, @object\\n"
-          "ampc_parameter_blob:\\n.incbin \\\""
-       << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
-  }
+  emitParameterBlob(
+      "The initial state (parameters, training state, constants).");
   os << "// Messages of the errors kernels report by code.\n"
         "static const char *const kDeviceErrors[] = {\n";
   for (const std::string &m : deviceErrors)
@@ -1397,12 +1246,8 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
     if (failed(emitParameterAccess(trainStep)))
       return failure();
   }
-  if (training) {
-    os << "static int32_t trainStep(void *raw, const void *const *inputs, "
-          "void *loss) {\n  void *const outputs[] = {loss};\n"
-          "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
-    emitStateAccess();
-  }
+  if (training)
+    emitTrainStepEntry();
   emitDescriptor(forward, trainStep, /*hasLastError=*/true,
                  /*hasRelease=*/true);
   return success();

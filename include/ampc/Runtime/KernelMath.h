@@ -1,0 +1,91 @@
+//===- KernelMath.h - numerics the CPU and CUDA kernels share ---*- C++ -*-===//
+//
+// Summation and statistics written once for the CPU kernels (CpuKernels.h,
+// CpuBackwardKernels.h) and the CUDA kernels (CudaKernels.cuh), so the two
+// targets add the same terms in the same order. Under nvcc every function
+// here is __host__ __device__.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_KERNELMATH_H
+#define AMPC_RUNTIME_KERNELMATH_H
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define AMPC_HD __host__ __device__
+#else
+#define AMPC_HD
+#endif
+
+namespace ampc::math {
+
+/// The sum of term(i) for i in [begin, end) in C, pairwise: a range of more
+/// than 64 terms is split at its middle and the halves' sums added, left +
+/// right (the error grows with log n, as in a GPU tree reduction, not with
+/// n). Written without recursion: device recursion needs a stack that ptxas
+/// cannot size and that the 1 KiB default per-thread stack does not hold.
+/// The walk keeps, per level, the finished left half's sum and whether it
+/// is in the right half; the bounds of a level are recomputed from the root
+/// (ranges of 64·2^58 terms would be needed to go deeper than
+/// kPairwiseMaxDepth).
+constexpr int kPairwiseMaxDepth = 58;
+template <typename C, typename Term>
+AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
+  auto leaf = [&](int64_t b, int64_t e) {
+    C sum = 0;
+    for (int64_t i = b; i < e; ++i)
+      sum += term(i);
+    return sum;
+  };
+  if (end - begin <= 64)
+    return leaf(begin, end);
+  C left[kPairwiseMaxDepth];
+  uint64_t right = 0; // bit d: the walk is in the right half at depth d
+  int depth = 0;
+  int64_t b = begin, e = end;
+  while (true) {
+    while (e - b > 64) { // down the left halves
+      right &= ~(uint64_t(1) << depth);
+      e = b + (e - b) / 2;
+      ++depth;
+    }
+    C sum = leaf(b, e);
+    while (depth > 0 && (right >> (depth - 1) & 1)) { // up from right halves
+      --depth;
+      sum = left[depth] + sum;
+    }
+    if (depth == 0)
+      return sum;
+    // A finished left half: keep its sum, go to its right sibling.
+    left[depth - 1] = sum;
+    right |= uint64_t(1) << (depth - 1);
+    b = begin, e = end;
+    for (int d = 0; d < depth; ++d) {
+      const int64_t middle = b + (e - b) / 2;
+      if (right >> d & 1)
+        b = middle;
+      else
+        e = middle;
+    }
+  }
+}
+
+/// The mean and population variance of value(j) for j in [0, count), in C:
+/// two pairwise passes (BatchNormalization's batch statistics).
+template <typename C, typename Value>
+AMPC_HD void meanAndVariance(int64_t count, const Value &value, C &mean,
+                             C &variance) {
+  const C n = static_cast<C>(count);
+  const C m = pairwiseSum<C>(0, count, value) / n;
+  mean = m;
+  variance = pairwiseSum<C>(0, count, [&](int64_t j) {
+               const C d = value(j) - m;
+               return d * d;
+             }) /
+             n;
+}
+
+} // namespace ampc::math
+
+#endif // AMPC_RUNTIME_KERNELMATH_H

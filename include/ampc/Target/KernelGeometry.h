@@ -1,0 +1,139 @@
+//===- KernelGeometry.h - op geometry for both targets' kernels -*- C++ -*-===//
+//
+// The numbers a kernel call needs besides its buffers: sizes, strides,
+// windows, kept and reduced dimensions, the outer/axis/inner split of a
+// softmax or a normalisation, the parts of a Concat, a loss's operands. The
+// CPU and CUDA kernels take the same geometry, so it is computed here once
+// per op, from the op, and the emitters only print it. Matrix
+// multiplication (Gemm, MatMul) is not described here: its emitters decide
+// their own layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_TARGET_KERNELGEOMETRY_H
+#define AMPC_TARGET_KERNELGEOMETRY_H
+
+#include "ampc/Dialect/AMPCEnums.h"
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace ampc::emit {
+
+/// "double" when any of `types` is f64, else "float": what the softmax,
+/// normalisation and loss kernels compute in.
+llvm::StringRef floatComputeType(llvm::ArrayRef<mlir::Type> types);
+
+/// A shape seen as outer x size x inner around one axis.
+struct AxisSplit {
+  int64_t outer, size, inner;
+};
+AxisSplit splitAt(llvm::ArrayRef<int64_t> shape, int64_t axis);
+/// Softmax and LogSoftmax: their input split at their axis.
+AxisSplit softmaxGeometry(mlir::Operation *op);
+
+/// Elements read (or written) at `offset + Σ index[d] * strides[d]` for
+/// each multi-index of `dims`.
+struct StridedView {
+  llvm::SmallVector<int64_t> dims, strides;
+  int64_t offset = 0;
+};
+/// Transpose: its output's elements in its input. Slice: its output's
+/// elements in its input (a negative step is a negative stride).
+/// SliceGrad: where its gradient's elements go in its output.
+StridedView stridedView(mlir::Operation *op);
+
+/// A reduction's dimensions split into those kept (in output order) and
+/// those reduced, each with its input strides. ReduceSum, ReduceMean,
+/// ReduceMax (no axes: all), and GlobalAveragePool (a mean over the
+/// spatial dimensions).
+struct ReduceGeometry {
+  llvm::SmallVector<int64_t> keptDims, keptStrides, reducedDims,
+      reducedStrides;
+  /// The kernels' name of the reduction: ReduceSum, ReduceMean, ReduceMax.
+  llvm::StringRef kind;
+  int64_t keptCount() const;
+  int64_t reducedCount() const;
+};
+ReduceGeometry reduceGeometry(mlir::Operation *op);
+
+/// The window of a conv or pool over spatial dimensions (N, C, spatial...)
+/// of the forward op, whichever op of the family this is: begin/end pads
+/// and strides/dilations defaulted to 0 and 1. `planes` is N * C of the
+/// forward input.
+struct WindowGeometry {
+  llvm::SmallVector<int64_t> in, out, kernel, strides, padBegin, padEnd,
+      dilations;
+  int64_t planes = 0;
+  size_t rank() const { return in.size(); }
+};
+/// Conv, ConvBackwardData, ConvBackwardWeight, MaxPool, AveragePool,
+/// MaxPoolGrad (a window of ones over its indices), AveragePoolGrad.
+WindowGeometry windowGeometry(mlir::Operation *op);
+
+/// A convolution or one of its adjoints in the forward Conv's terms: X (n,
+/// c, in...), W (m, c/group, kernel...), Y (n, m, out...), whichever of
+/// them the op reads or writes.
+struct ConvGeometry {
+  mlir::Value input, weight, output;
+  int64_t n, channels, filters, group;
+  WindowGeometry window;
+};
+ConvGeometry convGeometry(mlir::Operation *op);
+
+/// Concat: each input is a block of `block` elements per outer index, at
+/// `offset` within the output's row of `row` elements.
+struct ConcatPart {
+  mlir::Value input;
+  int64_t block, offset;
+};
+struct ConcatGeometry {
+  int64_t outer, row;
+  llvm::SmallVector<ConcatPart> parts;
+};
+ConcatGeometry concatGeometry(mlir::Operation *op);
+
+/// Gather and GatherGrad: the data split at the axis, and the number of
+/// indices.
+struct GatherGeometry {
+  AxisSplit data;
+  int64_t indexCount;
+};
+GatherGeometry gatherGeometry(mlir::Operation *op);
+
+/// LayerNormalization and LayerNormGrad: `outer` rows of `size` normalised
+/// elements of shape `normalized`; Scale and B broadcast to it.
+struct LayerNormGeometry {
+  int64_t outer, size;
+  llvm::SmallVector<int64_t> normalized, scaleStrides, biasStrides;
+  llvm::StringRef compute;
+};
+LayerNormGeometry layerNormGeometry(mlir::Operation *op);
+
+/// BatchNormalization and BatchNormGrad: (n, channels, inner) data and the
+/// type the statistics are computed in.
+struct BatchNormGeometry {
+  int64_t n, channels, inner;
+  llvm::StringRef compute;
+};
+BatchNormGeometry batchNormGeometry(mlir::Operation *op);
+
+/// SoftmaxCrossEntropyLoss (log-softmax over the classes, then the NLL),
+/// NegativeLogLikelihoodLoss and NllLossGrad: `scores` of shape (n,
+/// classes, inner...) are the scores, the log-probabilities, or for the
+/// gradient its output; `logProb` is SoftmaxCrossEntropyLoss's optional
+/// output.
+struct LossGeometry {
+  mlir::Value scores, labels, weights, logProb;
+  ampc::Reduction reduction;
+  std::optional<int64_t> ignoreIndex;
+  int64_t n, classes, inner;
+  llvm::StringRef compute;
+};
+LossGeometry lossGeometry(mlir::Operation *op);
+
+} // namespace ampc::emit
+
+#endif // AMPC_TARGET_KERNELGEOMETRY_H

@@ -1,0 +1,309 @@
+//===- KernelGeometry.cpp - op geometry both targets' kernels take -------===//
+//
+// See include/ampc/Target/KernelGeometry.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Target/KernelGeometry.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/LibraryEmitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using llvm::ArrayRef;
+using llvm::SmallVector;
+using llvm::StringRef;
+
+namespace ampc::emit {
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
+
+int64_t axisOf(int64_t axis, ArrayRef<int64_t> shape) {
+  return *ampc::normalizeAxis(axis, shape.size());
+}
+
+/// A Slice of a tensor of `shape` as a strided view of it: the input
+/// stride times the step along each sliced axis, the first element's
+/// offset.
+StridedView sliceOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> viewDims,
+                    ArrayRef<int64_t> starts, ArrayRef<int64_t> axes,
+                    ArrayRef<int64_t> steps) {
+  StridedView view;
+  view.dims.assign(viewDims.begin(), viewDims.end());
+  SmallVector<int64_t> inStrides = rowMajorStrides(shape);
+  view.strides = inStrides;
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    int64_t axis = axisOf(a, shape);
+    int64_t dim = shape[axis], step = steps[i];
+    int64_t start = starts[i];
+    if (start < 0)
+      start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                     : std::clamp<int64_t>(start, 0, dim - 1);
+    view.offset += start * inStrides[axis];
+    view.strides[axis] = inStrides[axis] * step;
+  }
+  return view;
+}
+
+WindowGeometry window(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape,
+                      ArrayRef<int64_t> kernel,
+                      std::optional<ArrayRef<int64_t>> strides,
+                      std::optional<ArrayRef<int64_t>> pads,
+                      std::optional<ArrayRef<int64_t>> dilations) {
+  WindowGeometry g;
+  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
+  size_t n = in.size();
+  g.in.assign(in.begin(), in.end());
+  g.out.assign(out.begin(), out.end());
+  g.kernel.assign(kernel.begin(), kernel.end());
+  g.strides.assign(n, 1);
+  g.dilations.assign(n, 1);
+  g.padBegin.assign(n, 0);
+  g.padEnd.assign(n, 0);
+  if (strides)
+    g.strides.assign(strides->begin(), strides->end());
+  if (dilations)
+    g.dilations.assign(dilations->begin(), dilations->end());
+  if (pads) {
+    g.padBegin.assign(pads->begin(), pads->begin() + n);
+    g.padEnd.assign(pads->begin() + n, pads->end());
+  }
+  g.planes = inShape[0] * inShape[1];
+  return g;
+}
+
+/// The windows of the ops that carry their attributes under the ONNX
+/// names: over `in` (the forward input) giving `out`.
+template <typename Op>
+WindowGeometry attributeWindow(Op op, Value in, Value out,
+                               ArrayRef<int64_t> kernel) {
+  return window(shapeOf(in), shapeOf(out), kernel, op.getStrides(),
+                op.getPads(), op.getDilations());
+}
+
+} // namespace
+
+StringRef floatComputeType(ArrayRef<Type> types) {
+  return llvm::any_of(types, [](Type t) { return t.isF64(); }) ? "double"
+                                                               : "float";
+}
+
+AxisSplit splitAt(ArrayRef<int64_t> shape, int64_t axis) {
+  return {product(shape.take_front(axis)), shape[axis],
+          product(shape.drop_front(axis + 1))};
+}
+
+AxisSplit softmaxGeometry(Operation *op) {
+  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  return splitAt(
+      shape, axisOf(op->getAttrOfType<IntegerAttr>("axis").getInt(), shape));
+}
+
+StridedView stridedView(Operation *op) {
+  return llvm::TypeSwitch<Operation *, StridedView>(op)
+      .Case([](ampc::TransposeOp t) {
+        StridedView view;
+        ArrayRef<int64_t> out = shapeOf(t.getOutput());
+        view.dims.assign(out.begin(), out.end());
+        SmallVector<int64_t> inStrides = rowMajorStrides(shapeOf(t.getInput()));
+        for (int64_t p : t.getPerm())
+          view.strides.push_back(inStrides[p]);
+        return view;
+      })
+      .Case([](ampc::SliceOp s) {
+        return sliceOf(shapeOf(s.getInput()), shapeOf(s.getOutput()),
+                       s.getStarts(), s.getAxes(), s.getSteps());
+      })
+      .Case([](ampc::SliceGradOp s) {
+        return sliceOf(shapeOf(s.getOutput()), shapeOf(s.getGrad()),
+                       s.getStarts(), s.getAxes(), s.getSteps());
+      })
+      .Default([](Operation *) -> StridedView {
+        llvm_unreachable("not a strided view");
+      });
+}
+
+int64_t ReduceGeometry::keptCount() const { return product(keptDims); }
+int64_t ReduceGeometry::reducedCount() const { return product(reducedDims); }
+
+ReduceGeometry reduceGeometry(Operation *op) {
+  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  ReduceGeometry g;
+  SmallVector<bool> reduced;
+  if (isa<ampc::GlobalAveragePoolOp>(op)) {
+    reduced.assign(shape.size(), true);
+    reduced[0] = reduced[1] = false;
+    g.kind = "ReduceMean";
+  } else {
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+    reduced.assign(shape.size(), axes.empty());
+    for (int64_t a : axes)
+      reduced[axisOf(a, shape)] = true;
+    g.kind = isa<ampc::ReduceSumOp>(op)    ? "ReduceSum"
+             : isa<ampc::ReduceMeanOp>(op) ? "ReduceMean"
+                                           : "ReduceMax";
+  }
+  // Kept dimensions in output order (keepdims does not change the layout).
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (reduced[d] ? g.reducedDims : g.keptDims).push_back(shape[d]);
+    (reduced[d] ? g.reducedStrides : g.keptStrides).push_back(strides[d]);
+  }
+  return g;
+}
+
+WindowGeometry windowGeometry(Operation *op) {
+  if (isa<ampc::ConvOp, ampc::ConvBackwardDataOp, ampc::ConvBackwardWeightOp>(
+          op))
+    return convGeometry(op).window;
+  return llvm::TypeSwitch<Operation *, WindowGeometry>(op)
+      .Case([](ampc::MaxPoolOp o) {
+        return attributeWindow(o, o.getInput(), o.getOutput(),
+                               o.getKernelShape());
+      })
+      .Case([](ampc::AveragePoolOp o) {
+        return attributeWindow(o, o.getInput(), o.getOutput(),
+                               o.getKernelShape());
+      })
+      .Case([](ampc::AveragePoolGradOp o) {
+        return attributeWindow(o, o.getOutput(), o.getGrad(),
+                               o.getKernelShape());
+      })
+      .Case([](ampc::MaxPoolGradOp o) {
+        // The forward's argmax indices say where each gradient goes: a
+        // window of one element.
+        ArrayRef<int64_t> x = shapeOf(o.getOutput());
+        SmallVector<int64_t> ones(x.size() - 2, 1);
+        return window(x, shapeOf(o.getGrad()), ones, std::nullopt,
+                      std::nullopt, std::nullopt);
+      })
+      .Default([](Operation *) -> WindowGeometry {
+        llvm_unreachable("not a window op");
+      });
+}
+
+ConvGeometry convGeometry(Operation *op) {
+  ConvGeometry g;
+  auto fill = [&](auto o, Value x, Value w, Value y) {
+    g.input = x, g.weight = w, g.output = y;
+    g.group = o.getGroup();
+    g.window = attributeWindow(o, x, y, shapeOf(w).drop_front(2));
+  };
+  if (auto o = dyn_cast<ampc::ConvOp>(op))
+    fill(o, o.getInput(), o.getWeight(), o.getOutput());
+  else if (auto o = dyn_cast<ampc::ConvBackwardDataOp>(op))
+    fill(o, o.getOutput(), o.getWeight(), o.getGrad());
+  else {
+    auto b = cast<ampc::ConvBackwardWeightOp>(op);
+    fill(b, b.getInput(), b.getOutput(), b.getGrad());
+  }
+  ArrayRef<int64_t> xs = shapeOf(g.input);
+  g.n = xs[0], g.channels = xs[1], g.filters = shapeOf(g.weight)[0];
+  return g;
+}
+
+ConcatGeometry concatGeometry(Operation *op) {
+  auto concat = cast<ampc::ConcatOp>(op);
+  ArrayRef<int64_t> shape = shapeOf(concat.getOutput());
+  int64_t axis = axisOf(concat.getAxis(), shape);
+  AxisSplit split = splitAt(shape, axis);
+  ConcatGeometry g{split.outer, split.size * split.inner, {}};
+  int64_t offset = 0;
+  for (Value in : concat.getInputs()) {
+    int64_t block = shapeOf(in)[axis] * split.inner;
+    g.parts.push_back({in, block, offset});
+    offset += block;
+  }
+  return g;
+}
+
+GatherGeometry gatherGeometry(Operation *op) {
+  Value data, indices;
+  int64_t axis;
+  if (auto gather = dyn_cast<ampc::GatherOp>(op)) {
+    data = gather.getData(), indices = gather.getIndices();
+    axis = gather.getAxis();
+  } else {
+    auto grad = cast<ampc::GatherGradOp>(op);
+    data = grad.getOutput(), indices = grad.getIndices();
+    axis = grad.getAxis();
+  }
+  ArrayRef<int64_t> shape = shapeOf(data);
+  return {splitAt(shape, axisOf(axis, shape)),
+          tensorOf(indices).getNumElements()};
+}
+
+LayerNormGeometry layerNormGeometry(Operation *op) {
+  Value x, scale, bias, mean;
+  int64_t axis;
+  if (auto o = dyn_cast<ampc::LayerNormalizationOp>(op)) {
+    x = o.getInput(), scale = o.getScale(), bias = o.getBias();
+    mean = o.getMean(), axis = o.getAxis();
+  } else {
+    auto g = cast<ampc::LayerNormGradOp>(op);
+    x = g.getInput(), scale = g.getScale(), mean = g.getMean();
+    axis = g.getAxis();
+  }
+  ArrayRef<int64_t> shape = shapeOf(x);
+  axis = axisOf(axis, shape);
+  ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  LayerNormGeometry g;
+  g.outer = product(shape.take_front(axis));
+  g.size = product(normalized);
+  g.normalized.assign(normalized.begin(), normalized.end());
+  g.scaleStrides = broadcastStrides(shapeOf(scale), normalized);
+  if (bias)
+    g.biasStrides = broadcastStrides(shapeOf(bias), normalized);
+  g.compute = floatComputeType({elementOf(x), elementOf(mean)});
+  return g;
+}
+
+BatchNormGeometry batchNormGeometry(Operation *op) {
+  // Statistics in the compute type whatever their storage (under autocast
+  // the data is f16/bf16 and the statistics FP32).
+  Value x, statistics;
+  if (auto norm = dyn_cast<ampc::BatchNormalizationOp>(op)) {
+    x = norm.getInput(), statistics = norm.getInputMean();
+  } else {
+    auto grad = cast<ampc::BatchNormGradOp>(op);
+    x = grad.getInput(), statistics = grad.getScale();
+  }
+  AxisSplit split = splitAt(shapeOf(x), 1);
+  return {split.outer, split.size, split.inner,
+          floatComputeType({elementOf(x), elementOf(statistics)})};
+}
+
+LossGeometry lossGeometry(Operation *op) {
+  LossGeometry g;
+  std::optional<uint64_t> ignore;
+  SmallVector<Type, 2> computed;
+  if (auto o = dyn_cast<ampc::SoftmaxCrossEntropyLossOp>(op)) {
+    g.scores = o.getScores(), g.labels = o.getLabels();
+    g.weights = o.getWeights(), g.logProb = o.getLogProb();
+    g.reduction = o.getReduction(), ignore = o.getIgnoreIndex();
+  } else if (auto o = dyn_cast<ampc::NegativeLogLikelihoodLossOp>(op)) {
+    g.scores = o.getInput(), g.labels = o.getTarget();
+    g.weights = o.getWeight();
+    g.reduction = o.getReduction(), ignore = o.getIgnoreIndex();
+  } else {
+    auto grad = cast<ampc::NllLossGradOp>(op);
+    g.scores = grad.getOutput(), g.labels = grad.getTarget();
+    g.weights = grad.getWeight();
+    g.reduction = grad.getReduction(), ignore = grad.getIgnoreIndex();
+    computed.push_back(elementOf(grad.getGrad()));
+  }
+  computed.push_back(elementOf(g.scores));
+  if (ignore)
+    g.ignoreIndex = static_cast<int64_t>(*ignore);
+  AxisSplit split = splitAt(shapeOf(g.scores), 1);
+  g.n = split.outer, g.classes = split.size, g.inner = split.inner;
+  g.compute = floatComputeType(computed);
+  return g;
+}
+
+} // namespace ampc::emit
