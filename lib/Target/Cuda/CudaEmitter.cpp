@@ -350,7 +350,8 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
              bg.getStrideD(), ab, d, bg.getAlpha().convertToFloat(), 0.0f,
              cublasEpilogue(bg.getEpilogue()), name(a), name(b), name(out),
              bg.getBias() ? name(bg.getBias()) : "", body,
-             {bg.getLda(), bg.getLdb(), bg.getLdd()});
+             {static_cast<int64_t>(bg.getLda()), static_cast<int64_t>(bg.getLdb()),
+              static_cast<int64_t>(bg.getLdd())});
     return success();
   }
   // MatMul: promote 1-D operands, then broadcast the batch dimensions.
