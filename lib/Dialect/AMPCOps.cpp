@@ -528,10 +528,15 @@ LogicalResult BatchedGemmOp::verify() {
     return emitOpError("the bias must be ")
            << n << " elements of " << out.getElementType() << ", got "
            << bias;
+  // The attributes are unsigned; a value past INT64_MAX becomes negative
+  // here and is refused below.
+  auto i64 = [](uint64_t v) { return static_cast<int64_t>(v); };
   MatrixLayout layouts[] = {
-      {"A", getTransA() ? k : m, getTransA() ? m : k, getLda(), getStrideA()},
-      {"B", getTransB() ? n : k, getTransB() ? k : n, getLdb(), getStrideB()},
-      {"D", m, n, getLdd(), getStrideD()}};
+      {"A", getTransA() ? k : m, getTransA() ? m : k, i64(getLda()),
+       i64(getStrideA())},
+      {"B", getTransB() ? n : k, getTransB() ? k : n, i64(getLdb()),
+       i64(getStrideB())},
+      {"D", m, n, i64(getLdd()), i64(getStrideD())}};
   int64_t elements[] = {a.getNumElements(), b.getNumElements(),
                         out.getNumElements()};
   for (int i = 0; i < 3; ++i)
