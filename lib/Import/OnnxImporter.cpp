@@ -1595,6 +1595,23 @@ static bool bringForward(onnx::ModelProto &model, std::string &error) {
   }
   if (target == opset)
     return true;
+  // libonnx's converter assumes a well-formed graph (it dereferences the
+  // producer of every graph output); a malformed one is left unconverted
+  // for the importer to refuse with its own message.
+  std::vector<size_t> order;
+  if (ampc::sortOnnxNodes(graph, order))
+    return true;
+  llvm::StringSet<> defined;
+  for (const auto &in : graph.input())
+    defined.insert(in.name());
+  for (const auto &t : graph.initializer())
+    defined.insert(t.name());
+  for (const auto &node : graph.node())
+    for (const std::string &out : node.output())
+      defined.insert(out);
+  for (const auto &out : graph.output())
+    if (out.name().empty() || !defined.contains(out.name()))
+      return true;
   std::string why;
   try {
     // Some adapters (Softmax 12 to 13) need the shapes of their inputs.
