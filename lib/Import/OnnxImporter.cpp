@@ -182,6 +182,14 @@ struct OpRule {
 
 const std::vector<OpRule> &rules();
 
+/// The importer's rule for a default-domain op type, or null.
+const OpRule *ruleFor(StringRef opType) {
+  for (const OpRule &r : rules())
+    if (opType == r.opType)
+      return &r;
+  return nullptr;
+}
+
 class Importer {
 public:
   Importer(MLIRContext *ctx, const onnx::ModelProto &model, StringRef file,
@@ -621,13 +629,11 @@ static const OpRule *findRule(const onnx::NodeProto &node, int64_t opset,
     why = "unsupported op domain '" + node.domain() + "'";
     return nullptr;
   }
-  for (const OpRule &r : rules()) {
-    if (node.op_type() != r.opType)
-      continue;
-    if (opset >= r.minOpset)
-      return &r;
+  if (const OpRule *r = ruleFor(node.op_type())) {
+    if (opset >= r->minOpset)
+      return r;
     why = ("unsupported opset " + Twine(opset) + " for this op (ampc imports " +
-           node.op_type() + " from opset " + Twine(r.minOpset) + ")")
+           node.op_type() + " from opset " + Twine(r->minOpset) + ")")
               .str();
     return nullptr;
   }
@@ -1581,10 +1587,7 @@ static bool bringForward(onnx::ModelProto &model, std::string &error) {
     const onnx::NodeProto &node = graph.node(i);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return true;
-    const OpRule *rule = nullptr;
-    for (const OpRule &r : rules())
-      if (node.op_type() == r.opType)
-        rule = &r;
+    const OpRule *rule = ruleFor(node.op_type());
     if (!rule)
       return true;
     if (rule->minOpset > opset && firstOld < 0) {
@@ -1756,10 +1759,8 @@ bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,
 }
 
 llvm::ArrayRef<int> ampc::compileTimeInputs(StringRef opType) {
-  for (const OpRule &r : rules())
-    if (opType == r.opType)
-      return r.compileTimeInputs;
-  return {};
+  const OpRule *rule = ruleFor(opType);
+  return rule ? ArrayRef<int>(rule->compileTimeInputs) : ArrayRef<int>();
 }
 
 llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {
