@@ -26,6 +26,22 @@ using namespace ampc::cpu;
 
 namespace {
 
+/// The scratch the kernels take (a block of the memory plan's arena in a
+/// library): ample for the small shapes of these tests, one buffer per
+/// slot index so that two slots of one call never alias.
+int64_t *scratchIndices(int slot) {
+  static std::vector<int64_t> buffers[2] = {std::vector<int64_t>(1 << 16),
+                                            std::vector<int64_t>(1 << 16)};
+  return buffers[slot].data();
+}
+template <typename T>
+T *scratchValues(int slot) {
+  static std::vector<T> buffers[2] = {std::vector<T>(1 << 16),
+                                      std::vector<T>(1 << 16)};
+  return buffers[slot].data();
+}
+
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
@@ -293,7 +309,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 2);
     const float grad[] = {1, 2}, weight[] = {3, 4};
     float dx[3] = {-7, -7, -7};
-    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w);
+    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
     EXPECT_EQ(dx[0], 3);
     EXPECT_EQ(dx[1], 10);
     EXPECT_EQ(dx[2], 8);
@@ -304,7 +320,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 3);
     const double grad[] = {1, 2, 3}, weight[] = {1, 10, 100};
     double dx[5] = {-7, -7, -7, -7, -7};
-    convBackwardData<double>(grad, weight, dx, 1, 1, 1, 1, w);
+    convBackwardData<double>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<double>(0));
     const double want[] = {10, 102, 20, 203, 30};
     for (int i = 0; i < 5; ++i)
       EXPECT_EQ(dx[i], want[i]) << i;
@@ -315,7 +331,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 2);
     const float grad[] = {1, 2}, weight[] = {5, 7};
     float dx[6] = {9, 9, 9, 9, 9, 9};
-    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w);
+    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
     const float want[] = {5, 7, 0, 10, 14, 0};
     for (int i = 0; i < 6; ++i)
       EXPECT_EQ(dx[i], want[i]) << i;
@@ -335,14 +351,14 @@ template <typename T> void checkConvBackwardDataRandom() {
     auto weight = randomVector<T>(rng, cc.m * cg * w.kernelSize());
     std::vector<T> dx(cc.n * cc.c * w.inSize(), T(123));
     convBackwardData<T>(grad.data(), weight.data(), dx.data(), cc.n, cc.c,
-                        cc.m, cc.group, w);
+                        cc.m, cc.group, w, scratchIndices(0), scratchValues<T>(0));
     EXPECT_TRUE(allClose(dx, convDataReference(grad, weight, cc, w),
                          tolerance<T>()));
     // Adjoint of the forward conv: <conv(x, W), grad> = <x, dx>.
     auto x = randomVector<T>(rng, cc.n * cc.c * w.inSize());
     std::vector<T> y(grad.size());
     conv<T>(x.data(), weight.data(), nullptr, y.data(), cc.n, cc.c, cc.m,
-            cc.group, w);
+            cc.group, w, scratchIndices(0), scratchValues<T>(0));
     EXPECT_NEAR(dot(y, grad), dot(x, dx), 100 * tolerance<T>());
   }
 }
@@ -357,7 +373,7 @@ TEST(ConvBackwardWeightTest, HandComputed) {
   const Window w = makeWindow({3}, {2});
   const float x[] = {1, 2, 3, 1, 1, 1}, grad[] = {1, 2, 1, 1};
   float dw[2] = {-9, -9};
-  convBackwardWeight<float>(x, grad, dw, 2, 1, 1, 1, w);
+  convBackwardWeight<float>(x, grad, dw, 2, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
   EXPECT_EQ(dw[0], 5 + 2);
   EXPECT_EQ(dw[1], 8 + 2);
   // Padding contributes nothing: pads 1/1, kernel 3 over 2 inputs.
@@ -365,13 +381,13 @@ TEST(ConvBackwardWeightTest, HandComputed) {
   ASSERT_EQ(p.out[0], 2);
   const double xp[] = {10, 100}, gp[] = {1, 2};
   double dwp[3] = {-9, -9, -9};
-  convBackwardWeight<double>(xp, gp, dwp, 1, 1, 1, 1, p);
+  convBackwardWeight<double>(xp, gp, dwp, 1, 1, 1, 1, p, scratchIndices(0), scratchValues<double>(0));
   EXPECT_EQ(dwp[0], 2 * 10);         // o=1 reads x[0] at k=0
   EXPECT_EQ(dwp[1], 10 + 2 * 100);   // k=1 reads x[o]
   EXPECT_EQ(dwp[2], 100);            // o=0 reads x[1] at k=2
   // No images: zeros.
   float none[2] = {5, 5};
-  convBackwardWeight<float>(x, grad, none, 0, 1, 1, 1, w);
+  convBackwardWeight<float>(x, grad, none, 0, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
   EXPECT_EQ(none[0], 0);
   EXPECT_EQ(none[1], 0);
 }
@@ -388,14 +404,14 @@ template <typename T> void checkConvBackwardWeightRandom() {
     auto grad = randomVector<T>(rng, cc.n * cc.m * w.outSize());
     std::vector<T> dw(cc.m * cg * w.kernelSize(), T(55));
     convBackwardWeight<T>(x.data(), grad.data(), dw.data(), cc.n, cc.c, cc.m,
-                          cc.group, w);
+                          cc.group, w, scratchIndices(0), scratchValues<T>(0));
     EXPECT_TRUE(
         allClose(dw, convWeightReference(x, grad, cc, w), tolerance<T>()));
     // Adjoint of the forward conv in W: <conv(x, W), grad> = <W, dW>.
     auto weight = randomVector<T>(rng, dw.size());
     std::vector<T> y(grad.size());
     conv<T>(x.data(), weight.data(), nullptr, y.data(), cc.n, cc.c, cc.m,
-            cc.group, w);
+            cc.group, w, scratchIndices(0), scratchValues<T>(0));
     EXPECT_NEAR(dot(y, grad), dot(weight, dw), 100 * tolerance<T>());
   }
 }
@@ -451,13 +467,13 @@ TEST(MaxPoolGradTest, HandComputed) {
   const float grad[] = {1, 2, 4};
   const int64_t indices[] = {1, 1, 2};
   float dx[4] = {9, 9, 9, 9};
-  maxPoolGrad<float>(grad, indices, dx, 1, w, false, identityF, identityF);
+  maxPoolGrad<float>(grad, indices, dx, 1, w, false, identityF, identityF, scratchValues<float>(0));
   const float want[] = {0, 3, 4, 0};
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(dx[i], want[i]) << i;
   // -1 (a window wholly in the padding) adds nothing.
   const int64_t withHole[] = {1, -1, 2};
-  maxPoolGrad<float>(grad, withHole, dx, 1, w, false, identityF, identityF);
+  maxPoolGrad<float>(grad, withHole, dx, 1, w, false, identityF, identityF, scratchValues<float>(0));
   const float want2[] = {0, 1, 4, 0};
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(dx[i], want2[i]) << i;
@@ -478,7 +494,7 @@ TEST(MaxPoolGradTest, ColumnMajorIndicesHandComputed) {
   indices[7] = 6 + 1; // plane 1, column-major 1
   std::vector<double> dx(12, -1);
   maxPoolGrad<double>(grad.data(), indices.data(), dx.data(), 2, w, true,
-                      identityD, identityD);
+                      identityD, identityD, scratchValues<double>(0));
   std::vector<double> want(12, 0.0);
   want[3] = 1;
   want[1] = 10;
@@ -509,7 +525,7 @@ template <typename T> void checkMaxPoolGradRandomIndices(bool columnMajor) {
     }
     std::vector<T> dx(want.size(), T(-5));
     maxPoolGrad<T>(grad.data(), indices.data(), dx.data(), planes, w,
-                   columnMajor, [](T v) { return v; }, [](T v) { return v; });
+                   columnMajor, [](T v) { return v; }, [](T v) { return v; }, scratchValues<T>(0));
     EXPECT_TRUE(allClose(dx, want, tolerance<T>()));
   }
 }
@@ -539,7 +555,7 @@ TEST(MaxPoolGradTest, RoutesThroughForwardMaxPoolIndices) {
       std::vector<float> y(grad.size());
       std::vector<int64_t> indices(grad.size());
       maxPool<float>(x.data(), y.data(), indices.data(), planes, w,
-                     columnMajor, identityF, identityF);
+                     columnMajor, identityF, identityF, scratchIndices(0), scratchIndices(1));
       std::vector<double> want(planes * inSize, 0.0);
       for (int64_t q = 0; q < planes; ++q)
         for (int64_t o = 0; o < outSize; ++o) {
@@ -555,7 +571,7 @@ TEST(MaxPoolGradTest, RoutesThroughForwardMaxPoolIndices) {
         }
       std::vector<float> dx(want.size());
       maxPoolGrad<float>(grad.data(), indices.data(), dx.data(), planes, w,
-                         columnMajor, identityF, identityF);
+                         columnMajor, identityF, identityF, scratchValues<float>(0));
       EXPECT_TRUE(allClose(dx, want, 1e-6)) << "columnMajor " << columnMajor;
     }
 }
@@ -569,7 +585,7 @@ TEST(MaxPoolGradTest, F16RoundsOnceAtTheEnd) {
   const uint16_t grad[] = {one, small, small, small, small};
   const int64_t indices[] = {3, 3, 3, 3, 3};
   uint16_t dx[5] = {1, 1, 1, 1, 1};
-  maxPoolGrad<float>(grad, indices, dx, 1, w, false, loadF16, storeF16);
+  maxPoolGrad<float>(grad, indices, dx, 1, w, false, loadF16, storeF16, scratchValues<float>(0));
   EXPECT_EQ(dx[3], storeF16(1.0f + std::ldexp(1.0f, -10)));
   EXPECT_EQ(dx[3], 0x3C01u);
   EXPECT_EQ(dx[0], 0u);
@@ -584,15 +600,15 @@ TEST(MaxPoolGradTest, F16RoundsOnceAtTheEnd) {
     std::vector<uint16_t> y(planes * pw.outSize());
     std::vector<int64_t> idx(y.size());
     maxPool<float>(x.data(), y.data(), idx.data(), planes, pw, false, loadF16,
-                   storeF16);
+                   storeF16, scratchIndices(0), scratchIndices(1));
     auto g = randomF16(rng, y.size());
     std::vector<uint16_t> dx16(x.size());
     maxPoolGrad<float>(g.data(), idx.data(), dx16.data(), planes, pw, false,
-                       loadF16, storeF16);
+                       loadF16, storeF16, scratchValues<float>(0));
     auto gw = widened(g, loadF16);
     std::vector<float> dx32(x.size());
     maxPoolGrad<float>(gw.data(), idx.data(), dx32.data(), planes, pw, false,
-                       identityF, identityF);
+                       identityF, identityF, scratchValues<float>(0));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16));
   }
 }
@@ -625,11 +641,11 @@ TEST(AveragePoolGradTest, HandComputed) {
   ASSERT_EQ(w.out[0], 4);
   const float grad[] = {1, 2, 4, 8};
   float dx[3];
-  averagePoolGrad<float>(grad, dx, 1, w, false, identityF, identityF);
+  averagePoolGrad<float>(grad, dx, 1, w, false, identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   EXPECT_EQ(dx[0], 1 / 1.f + 2 / 2.f);
   EXPECT_EQ(dx[1], 2 / 2.f + 4 / 2.f);
   EXPECT_EQ(dx[2], 4 / 2.f + 8 / 1.f);
-  averagePoolGrad<float>(grad, dx, 1, w, true, identityF, identityF);
+  averagePoolGrad<float>(grad, dx, 1, w, true, identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   EXPECT_EQ(dx[0], 0.5f + 1);
   EXPECT_EQ(dx[1], 1.f + 2);
   EXPECT_EQ(dx[2], 2.f + 4);
@@ -644,7 +660,7 @@ TEST(AveragePoolGradTest, CeilModePositionsNeverCount) {
   const double grad[] = {2, 4, 6};
   for (bool includePad : {false, true}) {
     double dx[5];
-    averagePoolGrad<double>(grad, dx, 1, w, includePad, identityD, identityD);
+    averagePoolGrad<double>(grad, dx, 1, w, includePad, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
     const double want[] = {1, 1, 2, 2, 6};
     for (int i = 0; i < 5; ++i)
       EXPECT_EQ(dx[i], want[i]) << i << " includePad " << includePad;
@@ -654,9 +670,9 @@ TEST(AveragePoolGradTest, CeilModePositionsNeverCount) {
   const Window p = makeWindow({5}, {2}, {2}, {0}, {1}, {1}, true);
   ASSERT_EQ(p.out[0], 3);
   double dx[5];
-  averagePoolGrad<double>(grad, dx, 1, p, true, identityD, identityD);
+  averagePoolGrad<double>(grad, dx, 1, p, true, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
   EXPECT_EQ(dx[4], 3);
-  averagePoolGrad<double>(grad, dx, 1, p, false, identityD, identityD);
+  averagePoolGrad<double>(grad, dx, 1, p, false, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
   EXPECT_EQ(dx[4], 6);
 }
 
@@ -669,7 +685,7 @@ template <typename T> void checkAveragePoolGradRandom() {
       const int64_t planes = 3;
       auto grad = randomVector<T>(rng, planes * w.outSize());
       std::vector<T> dx(planes * w.inSize(), T(-3));
-      averagePoolGrad<T>(grad.data(), dx.data(), planes, w, includePad, id, id);
+      averagePoolGrad<T>(grad.data(), dx.data(), planes, w, includePad, id, id, scratchIndices(0), scratchIndices(1), scratchValues<T>(0));
       EXPECT_TRUE(allClose(dx,
                            averagePoolGradReference(grad, planes, w, includePad),
                            tolerance<T>()))
@@ -677,7 +693,7 @@ template <typename T> void checkAveragePoolGradRandom() {
       // The divisor is the forward's: <averagePool(x), grad> = <x, dx>.
       auto x = randomVector<T>(rng, dx.size());
       std::vector<T> y(grad.size());
-      averagePool<T>(x.data(), y.data(), planes, w, includePad, id, id);
+      averagePool<T>(x.data(), y.data(), planes, w, includePad, id, id, scratchIndices(0));
       EXPECT_NEAR(dot(y, grad), dot(x, dx), 10 * tolerance<T>());
     }
 }
@@ -698,7 +714,7 @@ TEST(AveragePoolGradTest, F16RoundsOnceAtTheEnd) {
   const uint16_t one = storeF16(3.0f), small = storeF16(std::ldexp(3.0f, -11));
   const uint16_t grad[] = {0, 0, one, small, small, small, small};
   uint16_t dx[5];
-  averagePoolGrad<float>(grad, dx, 1, w, true, loadF16, storeF16);
+  averagePoolGrad<float>(grad, dx, 1, w, true, loadF16, storeF16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   const float exact = 1.0f + 2 * std::ldexp(1.0f, -11);
   EXPECT_EQ(dx[2], storeF16(exact));
   EXPECT_EQ(dx[2], 0x3C01u);
@@ -711,11 +727,11 @@ TEST(AveragePoolGradTest, F16RoundsOnceAtTheEnd) {
       auto g = randomF16(rng, planes * pw.outSize());
       std::vector<uint16_t> dx16(planes * pw.inSize());
       averagePoolGrad<float>(g.data(), dx16.data(), planes, pw, includePad,
-                             loadF16, storeF16);
+                             loadF16, storeF16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       auto gw = widened(g, loadF16);
       std::vector<float> dx32(dx16.size());
       averagePoolGrad<float>(gw.data(), dx32.data(), planes, pw, includePad,
-                             identityF, identityF);
+                             identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16));
       // bf16 likewise.
       std::vector<uint16_t> b16(planes * pw.outSize());
@@ -723,9 +739,9 @@ TEST(AveragePoolGradTest, F16RoundsOnceAtTheEnd) {
         b16[i] = storeBf16(gw[i]);
       auto bw = widened(b16, loadBf16);
       averagePoolGrad<float>(b16.data(), dx16.data(), planes, pw, includePad,
-                             loadBf16, storeBf16);
+                             loadBf16, storeBf16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       averagePoolGrad<float>(bw.data(), dx32.data(), planes, pw, includePad,
-                             identityF, identityF);
+                             identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16));
     }
 }
@@ -794,7 +810,7 @@ TEST(BatchNormGradTest, HandComputed) {
   const double x[] = {-1, 0, 1}, grad[] = {1, 2, 6}, scale[] = {2};
   double dx[3], gs, gb;
   batchNormGrad<double>(grad, x, dx, 1, 1, 3, scale, nullptr, nullptr,
-                        1.0 / 3, &gs, &gb, identityD, identityD);
+                        1.0 / 3, &gs, &gb, identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
   EXPECT_NEAR(gb, 9, 1e-14);
   EXPECT_NEAR(gs, 5, 1e-14);
   EXPECT_NEAR(dx[0], 2 * (1 - 3 + 5.0 / 3), 1e-14);
@@ -803,7 +819,7 @@ TEST(BatchNormGradTest, HandComputed) {
   // Inference with mean 0.5, variance 3, epsilon 1: r = 1/2.
   const double mean[] = {0.5}, var[] = {3};
   batchNormGrad<double>(grad, x, dx, 1, 1, 3, scale, mean, var, 1.0, &gs, &gb,
-                        identityD, identityD);
+                        identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
   EXPECT_EQ(gb, 9);
   EXPECT_EQ(gs, 0.5 * (1 * -1.5 + 2 * -0.5 + 6 * 0.5));
   EXPECT_EQ(dx[0], 1);
@@ -827,7 +843,7 @@ template <typename T> void checkBatchNormGradRandom() {
       std::vector<T> dx(x.size(), T(7)), gs(s.c, T(7)), gb(s.c, T(7));
       batchNormGrad<T>(grad.data(), x.data(), dx.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, gs.data(), gb.data(), id, id);
+                       variance.data(), epsilon, gs.data(), gb.data(), id, id, scratchValues<T>(0), scratchValues<T>(1));
       auto md = toDouble(mean), vd = toDouble(variance);
       auto ref = batchNormGradReference(
           grad, x, s.n, s.c, s.inner, toDouble(scale),
@@ -840,7 +856,7 @@ template <typename T> void checkBatchNormGradRandom() {
       std::vector<T> dx2(x.size());
       batchNormGrad<T>(grad.data(), x.data(), dx2.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, nullptr, nullptr, id, id);
+                       variance.data(), epsilon, nullptr, nullptr, id, id, scratchValues<T>(0), scratchValues<T>(1));
       EXPECT_EQ(dx2, dx);
     }
 }
@@ -870,7 +886,7 @@ TEST(BatchNormGradTest, MatchesCentralDifferencesOfTheForward) {
   std::vector<double> dx(x.size()), gs(c), gb(c);
   batchNormGrad<double>(g.data(), x.data(), dx.data(), n, c, inner,
                         scale.data(), nullptr, nullptr, epsilon, gs.data(),
-                        gb.data(), identityD, identityD);
+                        gb.data(), identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
   const double h = 1e-6;
   for (size_t i = 0; i < x.size(); ++i) {
     auto plus = x, minus = x;
@@ -905,13 +921,13 @@ TEST(BatchNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
     batchNormGrad<float>(g.data(), x.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
                          var.data(), 1e-5f, gs16.data(), gb16.data(), loadF16,
-                         storeF16);
+                         storeF16, scratchValues<float>(0), scratchValues<float>(1));
     auto xw = widened(x, loadF16), gw = widened(g, loadF16);
     std::vector<float> dx32(x.size());
     batchNormGrad<float>(gw.data(), xw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
                          var.data(), 1e-5f, gs32.data(), gb32.data(), identityF,
-                         identityF);
+                         identityF, scratchValues<float>(0), scratchValues<float>(1));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16)) << "training " << training;
     EXPECT_EQ(gs16, gs32);
     EXPECT_EQ(gb16, gb32);
@@ -920,12 +936,12 @@ TEST(BatchNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
     batchNormGrad<float>(gbf.data(), xb.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
                          var.data(), 1e-5f, nullptr, nullptr, loadBf16,
-                         storeBf16);
+                         storeBf16, scratchValues<float>(0), scratchValues<float>(1));
     auto xbw = widened(xb, loadBf16), gbw = widened(gbf, loadBf16);
     batchNormGrad<float>(gbw.data(), xbw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
                          var.data(), 1e-5f, nullptr, nullptr, identityF,
-                         identityF);
+                         identityF, scratchValues<float>(0), scratchValues<float>(1));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16)) << "training " << training;
   }
 }

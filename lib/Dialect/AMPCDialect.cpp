@@ -118,6 +118,43 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kErrorSlotAttr) {
+    auto offset = dyn_cast<IntegerAttr>(value);
+    if (!isa<func::FuncOp>(op) || !offset || !offset.getType().isInteger(64) ||
+        offset.getInt() < 0 || offset.getInt() % kBufferAlignment != 0)
+      return op->emitOpError("'ampc.error_slot' must be an i64 multiple of ")
+             << kBufferAlignment << " on a function, got " << value;
+    return success();
+  }
+  if (name == kScratchAttr) {
+    auto block = dyn_cast<DenseI64ArrayAttr>(value);
+    if (isa<func::FuncOp, ModuleOp>(op) || !block || block.size() != 2 ||
+        block[0] < 0 || block[0] % kBufferAlignment != 0 || block[1] <= 0)
+      return op->emitOpError("'ampc.scratch' must be array<i64: offset, "
+                             "bytes> with the offset a multiple of ")
+             << kBufferAlignment << " and bytes positive, got " << value;
+    return success();
+  }
+  if (name == kInputOffsetsAttr) {
+    auto func = dyn_cast<func::FuncOp>(op);
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!func || !offsets ||
+        offsets.size() != static_cast<int64_t>(func.getNumArguments()))
+      return op->emitOpError("'ampc.input_offsets' must be an array<i64> "
+                             "with one entry per argument of a function, "
+                             "got ")
+             << value;
+    return success();
+  }
+  if (name == kAccumulateAttr) {
+    auto type = dyn_cast<TypeAttr>(value);
+    if (!op->hasTrait<Accumulating>() || !type ||
+        !(type.getValue().isF32() || type.getValue().isF64()))
+      return op->emitOpError("'ampc.accumulate' must be f32 or f64 on an op "
+                             "that accumulates, got ")
+             << value;
+    return success();
+  }
   if (name == kLossScalingAttr) {
     if (!isModule || !isa<LossScalingModeAttr>(value))
       return op->emitOpError("'ampc.loss_scaling' must be a loss-scaling "

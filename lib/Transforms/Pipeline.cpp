@@ -105,9 +105,15 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
+    {"ampc-assign-accumulation", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createAssignAccumulationPass();
+     }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
-       return ampc::createPlanMemoryPass({o.maxTensorBytes});
+       bool cuda = o.kernelTarget == ampc::KernelTarget::Cuda;
+       return ampc::createPlanMemoryPass(
+           {o.maxTensorBytes, o.kernelTarget, /*stageInputs=*/cuda});
      }},
 };
 } // namespace
@@ -180,6 +186,16 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     return false;
   };
   options.stopAfter = flags.stopAfter;
+  // cuda-sim writes the CUDA kernels.
+  std::optional<KernelTarget> kernels =
+      llvm::StringSwitch<std::optional<KernelTarget>>(flags.target)
+          .Case("cpu", KernelTarget::Cpu)
+          .Cases({"cuda", "cuda-sim"}, KernelTarget::Cuda)
+          .Default(std::nullopt);
+  if (!kernels)
+    return fail("target", "must be cpu, cuda or cuda-sim, got '" +
+                              flags.target + "'");
+  options.kernelTarget = *kernels;
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
           .Case("fp16", LowPrecisionType::F16)
@@ -354,6 +370,11 @@ struct PipelineRegistrationOptions
       *this, "max-tensor-bytes",
       llvm::cl::desc("the largest tensor and arena in bytes (default 2^36)"),
       llvm::cl::init(ampc::kDefaultMaxTensorBytes)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("the kernels the memory plan places scratch for: cpu, "
+                     "cuda or cuda-sim (default cpu)"),
+      llvm::cl::init("cpu")};
   Option<std::string> emitAfter{
       *this, "emit-after",
       llvm::cl::desc("the last pass to run (default: all)")};
@@ -389,6 +410,7 @@ struct PipelineRegistrationOptions
     f.maxScale = maxScale;
     f.maxTensorBytes = maxTensorBytes;
     f.stopAfter = emitAfter;
+    f.target = target;
     return f;
   }
 };

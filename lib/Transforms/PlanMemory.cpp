@@ -2,11 +2,13 @@
 //
 // The static memory plan (Passes.td, PlanMemoryPass). Liveness is by
 // position in the function's block: a buffer is live from the op that
-// writes it to the last op that reads it or a view of it.
+// writes it to the last op that reads it or a view of it; an op's scratch
+// only while it runs; the error slot always.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/MemoryPlan.h"
+#include "ampc/Target/KernelGeometry.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,7 +109,13 @@ private:
   int64_t top = 0;
 };
 
-LogicalResult planFunction(func::FuncOp func, int64_t maxArenaBytes) {
+struct PlanOptions {
+  int64_t maxArenaBytes;
+  ampc::KernelTarget target;
+  bool stageInputs;
+};
+
+LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
   Block &block = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(block))
@@ -139,6 +147,55 @@ LogicalResult planFunction(func::FuncOp func, int64_t maxArenaBytes) {
   // Buffers to release after each position.
   llvm::DenseMap<int64_t, SmallVector<std::pair<int64_t, int64_t>>> releases;
   Arena arena;
+  Builder b(func.getContext());
+  auto allocate = [&](Operation *at, int64_t bytes,
+                      int64_t &offset) -> LogicalResult {
+    offset = arena.allocate(alignUp(std::max<int64_t>(bytes, 1)));
+    if (arena.size() <= options.maxArenaBytes)
+      return success();
+    return at->emitError()
+           << "the memory plan of @" << func.getSymName() << " needs "
+           << arena.size() << " bytes here, more than the limit of "
+           << options.maxArenaBytes << " bytes (--max-tensor-bytes)";
+  };
+  auto tensorBytes = [](RankedTensorType type) {
+    return type.getNumElements() * ampc::storageBytes(type.getElementType());
+  };
+
+  // The error slot first: offset 0 of every function's arena.
+  int64_t errorSlot = 0;
+  if (failed(allocate(func, 8, errorSlot)))
+    return failure();
+  func->setAttr(ampc::kErrorSlotAttr, b.getI64IntegerAttr(errorSlot));
+
+  // Staging buffers, live from the start to the argument's last use.
+  if (options.stageInputs) {
+    SmallVector<int64_t> inputs;
+    for (BlockArgument arg : block.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type) {
+        inputs.push_back(-1);
+        continue;
+      }
+      int64_t offset, last = -1;
+      if (failed(allocate(func, tensorBytes(type), offset)))
+        return failure();
+      for (Operation *user : arg.getUsers())
+        if (Operation *top = block.findAncestorOpInBlock(*user))
+          last = std::max(last, position[top]);
+      // Read through a view: live while the view is (lastUse of a
+      // buffer counts its views' users).
+      if (auto it = lastUse.find(arg); it != lastUse.end())
+        last = std::max(last, it->second);
+      releases[last].push_back({offset, alignUp(std::max<int64_t>(
+                                            tensorBytes(type), 1))});
+      inputs.push_back(offset);
+    }
+    func->setAttr(ampc::kInputOffsetsAttr, b.getDenseI64ArrayAttr(inputs));
+  }
+  for (auto [offset, bytes] : releases.lookup(-1))
+    arena.release(offset, bytes);
+
   for (Operation &op : block) {
     if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp, ampc::LoadStateOp>(op))
       continue;
@@ -150,21 +207,29 @@ LogicalResult planFunction(func::FuncOp func, int64_t maxArenaBytes) {
         offsets.push_back(-1);
         continue;
       }
-      int64_t bytes = alignUp(std::max<int64_t>(
-          type.getNumElements() * ampc::storageBytes(type.getElementType()), 1));
-      int64_t offset = arena.allocate(bytes);
-      if (arena.size() > maxArenaBytes)
-        return op.emitError()
-               << "the memory plan of @" << func.getSymName() << " needs "
-               << arena.size() << " bytes here, more than the limit of "
-               << maxArenaBytes << " bytes (--max-tensor-bytes)";
+      int64_t offset;
+      if (failed(allocate(&op, tensorBytes(type), offset)))
+        return failure();
       offsets.push_back(offset);
-      releases[lastUse.lookup(r)].push_back({offset, bytes});
+      releases[lastUse.lookup(r)].push_back(
+          {offset, alignUp(std::max<int64_t>(tensorBytes(type), 1))});
       any = true;
     }
     if (any)
       op.setAttr(ampc::kOffsetsAttr,
                  DenseI64ArrayAttr::get(op.getContext(), offsets));
+    // Scratch after the results, so it overlaps neither them nor the
+    // operands (still live), and free again once the op has run.
+    int64_t scratchBytes =
+        ampc::emit::scratchLayout(&op, options.target).bytes();
+    if (scratchBytes > 0) {
+      int64_t offset;
+      if (failed(allocate(&op, scratchBytes, offset)))
+        return failure();
+      op.setAttr(ampc::kScratchAttr,
+                 b.getDenseI64ArrayAttr({offset, scratchBytes}));
+      arena.release(offset, alignUp(scratchBytes));
+    }
     for (auto [offset, bytes] : releases.lookup(position[&op]))
       arena.release(offset, bytes);
   }
@@ -178,7 +243,10 @@ struct PlanMemory : ampc::impl::PlanMemoryPassBase<PlanMemory> {
   using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (!func.isExternal() && failed(planFunction(func, maxArenaBytes)))
+    if (failed(ampc::checkEnumOption(target, func.getLoc(), getArgument())))
+      return signalPassFailure();
+    if (!func.isExternal() &&
+        failed(planFunction(func, {maxArenaBytes, target, stageInputs})))
       signalPassFailure();
   }
 };

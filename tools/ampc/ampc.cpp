@@ -511,6 +511,7 @@ int main(int argc, char **argv) {
   flags.minScale = minScale;
   flags.maxScale = maxScale;
   flags.maxTensorBytes = maxTensorBytes;
+  flags.target = cuda ? "cuda" : "cpu";
   ampc::PipelineOptions pipeline;
   if (std::string error;
       !ampc::pipelineOptionsFromFlags(flags, pipeline, "--", error))

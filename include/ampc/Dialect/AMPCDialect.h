@@ -49,6 +49,22 @@ constexpr llvm::StringLiteral kFrozenAttr = "ampc.frozen";
 constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";
 /// Function attribute (ampc-plan-memory): the arena's size in bytes (i64).
 constexpr llvm::StringLiteral kArenaBytesAttr = "ampc.arena_bytes";
+/// Op attribute (ampc-plan-memory): `array<i64: offset, bytes>`, the arena
+/// block of scratch memory the op's kernels use while it runs
+/// (ampc::emit::scratchLayout); only on ops that need some.
+constexpr llvm::StringLiteral kScratchAttr = "ampc.scratch";
+/// Function attribute (ampc-plan-memory): i64, the arena offset of the
+/// 8-byte slot where a kernel that fails at run time (a label or index out
+/// of range) leaves its error. The same offset in every function, reserved
+/// before any buffer, so no function's buffers overwrite it.
+constexpr llvm::StringLiteral kErrorSlotAttr = "ampc.error_slot";
+/// Function attribute (ampc-plan-memory with stage-inputs, the CUDA
+/// target): `array<i64>`, the arena offset of each argument's staging
+/// buffer (the device copy of the host input).
+constexpr llvm::StringLiteral kInputOffsetsAttr = "ampc.input_offsets";
+/// Op attribute (ampc-assign-accumulation) on every Accumulating op: the
+/// type it sums or compares in, f32 or f64 (a TypeAttr).
+constexpr llvm::StringLiteral kAccumulateAttr = "ampc.accumulate";
 /// Buffers of the memory plan start at multiples of this many bytes.
 constexpr int64_t kBufferAlignment = 64;
 /// Module attributes the target emitters describe the step with: the

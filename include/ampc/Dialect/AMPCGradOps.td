@@ -74,7 +74,7 @@ def AMPC_GeluGradOp : AMPC_Op<"gelu_grad",
 // Convolution
 //===----------------------------------------------------------------------===//
 
-def AMPC_ConvBackwardDataOp : AMPC_Op<"conv_backward_data", [Pure]> {
+def AMPC_ConvBackwardDataOp : AMPC_Op<"conv_backward_data", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of Conv with respect to its input X";
   let description = [{
     `grad` is the adjoint of a Conv's result Y (N, M, out...), `weight` the
@@ -112,7 +112,7 @@ def AMPC_ConvBackwardDataOp : AMPC_Op<"conv_backward_data", [Pure]> {
   let hasVerifier = 1;
 }
 
-def AMPC_ConvBackwardWeightOp : AMPC_Op<"conv_backward_weight", [Pure]> {
+def AMPC_ConvBackwardWeightOp : AMPC_Op<"conv_backward_weight", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of Conv with respect to its weight W";
   let description = [{
     `input` is the Conv's X (N, C, in...), `grad` the adjoint of its result
@@ -149,7 +149,7 @@ def AMPC_ConvBackwardWeightOp : AMPC_Op<"conv_backward_weight", [Pure]> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [Pure]> {
+def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of MaxPool: routes each gradient to its argmax";
   let description = [{
     `grad` is the adjoint of a MaxPool's result Y and `indices` the
@@ -181,7 +181,7 @@ def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [Pure]> {
+def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of AveragePool";
   let description = [{
     `grad` is the adjoint of an AveragePool's result Y (N, C, out...); the
@@ -222,7 +222,7 @@ def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
-    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "adjoint of BatchNormalization (input, scale and bias)";
   let description = [{
     `grad` and `input` are the adjoint of a BatchNormalization's Y and its X
@@ -263,7 +263,7 @@ def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
 }
 
 def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
-    [Pure, InferTypeOpAdaptor]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor]> {
   let summary = "adjoint of LayerNormalization with respect to X";
   let description = [{
     `grad` and `input` are the adjoint of a LayerNormalization's Y and its
@@ -297,7 +297,7 @@ def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
 // Losses
 //===----------------------------------------------------------------------===//
 
-def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [Pure]> {
+def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of NegativeLogLikelihoodLoss with respect to its input";
   let description = [{
     `grad` is the adjoint of the loss (shape (N, D...) for
@@ -338,7 +338,7 @@ def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [Pure]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def AMPC_GatherGradOp : AMPC_Op<"gather_grad", [Pure]> {
+def AMPC_GatherGradOp : AMPC_Op<"gather_grad", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of Gather: scatter-add into the table";
   let description = [{
     `grad` is the adjoint of a Gather's result, `indices` the Gather's

@@ -99,6 +99,16 @@ def AMPC_OptimizerKind : I32EnumAttr<"OptimizerKind", "an optimizer", [
 }
 def AMPC_OptimizerKindAttr : AMPC_EnumAttr<AMPC_OptimizerKind, "optimizer">;
 
+// The kernels a library is written with (ampc-plan-memory's `target`: the
+// scratch each op's kernels take differs between them). cuda-sim writes
+// the CUDA kernels.
+def AMPC_KernelTarget : I32EnumAttr<"KernelTarget", "a kernel target", [
+    I32EnumAttrCase<"Cpu", 0, "cpu">,
+    I32EnumAttrCase<"Cuda", 1, "cuda">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+
 // Loss scaling of the step (ampc-insert-loss-scaling's `mode`, and
 // `ampc.loss_scaling` on the module): a scale that adapts (GradScaler), a
 // fixed one, or none.
@@ -210,6 +220,12 @@ def AMPC_DataOperandOnly : NativeOpTrait<"DataOperandOnly"> {
 // (after numpy broadcasting to the result shape). ampc-fuse merges chains of
 // such ops into one `ampc.fusion` loop nest.
 def AMPC_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::ampc";
+}
+// Accumulating: the op sums (or compares) many elements per result
+// element, in an accumulation type that ampc-assign-accumulation records
+// as `ampc.accumulate` (AMPCDialect.h) and the emitters read.
+def AMPC_Accumulating : NativeOpTrait<"Accumulating"> {
   let cppNamespace = "::ampc";
 }
 // View: the result holds operand 0's elements in the same order under
@@ -390,7 +406,7 @@ def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise, AMPC_Gradient]> {
 //===----------------------------------------------------------------------===//
 
 def AMPC_MatMulOp : AMPC_Op<"matmul",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "MatMul";
   let description = [{
     ONNX `MatMul` (numpy.matmul): batch dimensions broadcast; a 1-D operand is
@@ -407,7 +423,7 @@ def AMPC_MatMulOp : AMPC_Op<"matmul",
 }
 
 def AMPC_GemmOp : AMPC_Op<"gemm",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "Gemm";
   let description = [{
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
@@ -438,7 +454,7 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
   let hasVerifier = 1;
 }
 
-def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm", [Pure, AMPC_Allow]> {
+def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm", [AMPC_Accumulating, Pure, AMPC_Allow]> {
   let summary = "strided batched GEMM (kernel level)";
   let description = [{
     `batch` row-major GEMMs, `D_i = alpha op(A_i) op(B_i)` (+ the bias row
@@ -478,7 +494,7 @@ def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm", [Pure, AMPC_Allow]> {
 }
 
 def AMPC_ConvOp : AMPC_Op<"conv",
-    [Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
   let summary = "Conv";
   let description = [{
     ONNX `Conv` in NCHW layout (any number of spatial dimensions). `auto_pad`
@@ -504,7 +520,7 @@ def AMPC_ConvOp : AMPC_Op<"conv",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxOp : AMPC_Op<"softmax",
-    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
   let summary = "Softmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -518,7 +534,7 @@ def AMPC_SoftmaxOp : AMPC_Op<"softmax",
 }
 
 def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
-    [Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Fp32Output, AMPC_Gradient]> {
   let summary = "LogSoftmax (opset 13 semantics: along one axis)";
   let description = [{
     ```mlir
@@ -532,7 +548,7 @@ def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
 }
 
 def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Deny,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableResult"]>]> {
   let summary = "LayerNormalization";
@@ -557,7 +573,7 @@ def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
 }
 
 def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly,
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableOperand",
                                 "isDifferentiableResult"]>]> {
@@ -783,7 +799,7 @@ def AMPC_ShapeOp : AMPC_Op<"shape",
 //===----------------------------------------------------------------------===//
 
 class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
-    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, AMPC_Accumulating], traits)> {
   let summary = desc;
   let description = "ONNX `" # desc # "` over `axes` (all dimensions when "
       # "empty).\n\n```mlir\n%y = ampc." # mnemonic
@@ -800,7 +816,7 @@ def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output
 def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow, AMPC_Gradient]>;
 
 def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "MaxPool";
   let description = [{
     ONNX `MaxPool`; `auto_pad` resolved to `pads` at import. Results: the
@@ -821,7 +837,7 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
 }
 
 def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "AveragePool";
   let description = [{
     ONNX `AveragePool`; `auto_pad` resolved to `pads` at import.
@@ -842,7 +858,7 @@ def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
 }
 
 def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
-    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {
   let summary = "GlobalAveragePool";
   let description = [{
     ```mlir
@@ -859,7 +875,7 @@ def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Deny,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableOperand"]>]> {
   let summary = "SoftmaxCrossEntropyLoss";
@@ -884,7 +900,7 @@ def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
 
 def AMPC_NegativeLogLikelihoodLossOp
     : AMPC_Op<"negative_log_likelihood_loss",
-    [Pure, InferTypeOpAdaptor, AMPC_Deny,
+    [Pure, InferTypeOpAdaptor, AMPC_Accumulating, AMPC_Deny,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableOperand"]>]> {
   let summary = "NegativeLogLikelihoodLoss";

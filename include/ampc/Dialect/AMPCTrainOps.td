@@ -86,7 +86,7 @@ def AMPC_UnscaleOp : AMPC_Op<"unscale", [Pure]> {
   let hasVerifier = 1;
 }
 
-def AMPC_ClipGradNormOp : AMPC_Op<"clip_grad_norm", [Pure]> {
+def AMPC_ClipGradNormOp : AMPC_Op<"clip_grad_norm", [AMPC_Accumulating, Pure]> {
   let summary = "scale gradients down to a maximal global L2 norm";
   let description = [{
     torch.nn.utils.clip_grad_norm_: with `norm` the L2 norm of all the

@@ -45,6 +45,13 @@ class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 template <typename ConcreteType>
 class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 
+/// The op sums or compares many operand elements per result element, in
+/// the accumulation type ampc-assign-accumulation records on it
+/// (kAccumulateAttr).
+template <typename ConcreteType>
+class Accumulating
+    : public mlir::OpTrait::TraitBase<ConcreteType, Accumulating> {};
+
 /// Ops without a derivative by nature (constants, comparisons, shape
 /// queries): ampc-autodiff treats their results as constants.
 /// Every ampc op: its operand and result tensors are statically shaped and

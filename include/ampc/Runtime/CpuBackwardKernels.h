@@ -43,32 +43,32 @@ namespace ampc::cpu {
 /// `w` is the forward Conv's window (w.in: X's spatial dims, w.out: Y's).
 /// Per image and group, one GEMM (Wᵀ · grad, into a (Cg·kernel) x out
 /// column buffer), then col2im adds each column back at the input position
-/// it was read from.
+/// it was read from. Scratch as conv's.
 template <typename T>
 void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
-                      int64_t c, int64_t m, int64_t group, const Window &w) {
+                      int64_t c, int64_t m, int64_t group, const Window &w,
+                      int64_t *offsets, T *columns) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   const bool direct = detail::isDirectWindow(w);
-  if (!direct)
+  if (!direct) {
     std::fill(dx, dx + n * c * inSize, T(0));
-  const std::vector<int64_t> offsets =
-      direct ? std::vector<int64_t>() : windowOffsets(w);
-  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+    windowOffsets(w, false, offsets);
+  }
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
       const T *dy = grad + (b * m + g * mg) * outSize;
       T *plane = dx + (b * c + g * cg) * inSize;
       // (Cg·kernel x Mg) weightᵀ times (Mg x out) grad.
       gemm<T>(true, false, depth, outSize, mg, T(1), weight + g * mg * depth,
-              dy, T(0), direct ? plane : columns.data());
+              dy, T(0), direct ? plane : columns);
       if (direct)
         continue;
       for (int64_t ci = 0; ci < cg; ++ci)
         for (int64_t k = 0; k < kernelSize; ++k) {
-          const T *row = columns.data() + (ci * kernelSize + k) * outSize;
-          const int64_t *at = offsets.data() + k * outSize;
+          const T *row = columns + (ci * kernelSize + k) * outSize;
+          const int64_t *at = offsets + k * outSize;
           T *dst = plane + ci * inSize;
           for (int64_t p = 0; p < outSize; ++p)
             if (at[p] >= 0)
@@ -86,19 +86,19 @@ void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
 ///
 /// `w` is the forward Conv's window. Per image and group: im2col of x, then
 /// one GEMM grad_g (Mg x out) · colsᵀ accumulated over the images (beta 1
-/// after the first). No images give zeros.
+/// after the first). No images give zeros. Scratch as conv's.
 template <typename T>
 void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
-                        int64_t c, int64_t m, int64_t group, const Window &w) {
+                        int64_t c, int64_t m, int64_t group, const Window &w,
+                        int64_t *offsets, T *columns) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   if (n == 0)
     std::fill(dw, dw + m * depth, T(0));
   const bool direct = detail::isDirectWindow(w);
-  const std::vector<int64_t> offsets =
-      direct ? std::vector<int64_t>() : windowOffsets(w);
-  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  if (!direct)
+    windowOffsets(w, false, offsets);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
       const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
@@ -121,13 +121,15 @@ void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
 /// row-major or, with `columnMajor` (storage_order 1), column-major with the
 /// first spatial dimension fastest). Negative indices (windows wholly in
 /// the padding) add nothing; indices past the input, which MaxPool never
-/// writes, are skipped. `w` is the forward MaxPool's window.
+/// writes, are skipped. `w` is the forward MaxPool's window. Scratch:
+/// `acc`, planes · inSize sums.
 template <typename C, typename G, typename Load, typename Store>
 void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
-                 const Window &w, bool columnMajor, Load load, Store store) {
+                 const Window &w, bool columnMajor, Load load, Store store,
+                 C *acc) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   const int64_t total = planes * inSize;
-  std::vector<C> acc(static_cast<size_t>(total), C(0));
+  std::fill(acc, acc + total, C(0));
   for (int64_t p = 0; p < planes * outSize; ++p) {
     int64_t index = indices[p];
     if (index < 0 || index >= total)
@@ -156,22 +158,25 @@ void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
 /// input, never those ceil_mode adds beyond the end padding) and added, in
 /// `C`, at every input position of the window; dx (planes x w.inSize()) is
 /// 0 where no window reads. `w` is the forward AveragePool's window.
+/// Scratch: `offsets` (windowOffsets), `counts` (outSize divisors) and
+/// `acc` (planes · inSize sums).
 template <typename C, typename G, typename Load, typename Store>
 void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
-                     bool countIncludePad, Load load, Store store) {
+                     bool countIncludePad, Load load, Store store,
+                     int64_t *offsets, int64_t *counts, C *acc) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
-  const std::vector<int64_t> offsets = windowOffsets(w);
+  windowOffsets(w, false, offsets);
   // The forward's divisor of each window, the same for every plane.
-  std::vector<int64_t> counts(static_cast<size_t>(outSize), 0);
+  std::fill(counts, counts + outSize, int64_t(0));
   for (int64_t k = 0; k < kernelSize; ++k)
     for (int64_t p = 0; p < outSize; ++p) {
       const int64_t offset = offsets[k * outSize + p];
       counts[p] += offset >= 0 || (countIncludePad && offset == -1);
     }
-  std::vector<C> acc(static_cast<size_t>(planes * inSize), C(0));
+  std::fill(acc, acc + planes * inSize, C(0));
   for (int64_t q = 0; q < planes; ++q) {
-    C *plane = acc.data() + q * inSize;
+    C *plane = acc + q * inSize;
     for (int64_t p = 0; p < outSize; ++p) {
       if (counts[p] == 0)
         continue;
@@ -205,21 +210,20 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 ///     dx = scale[c]·r·grad                                         inference
 ///
 /// `gradScale` and `gradBias` (channels values each, in `C`) may be null
-/// when not wanted.
+/// when not wanted. Scratch in training mode: `batchMean` and
+/// `batchVariance`, channels values each.
 template <typename C, typename In, typename Load, typename Store>
 void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    int64_t channels, int64_t inner, const C *scale,
                    const C *mean, const C *variance, C epsilon, C *gradScale,
-                   C *gradBias, Load load, Store store) {
+                   C *gradBias, Load load, Store store, C *batchMean,
+                   C *batchVariance) {
   const bool training = mean == nullptr;
-  std::vector<C> batchMean, batchVariance;
   if (training) {
-    batchMean.resize(static_cast<size_t>(channels));
-    batchVariance.resize(static_cast<size_t>(channels));
-    channelStatistics<C>(x, n, channels, inner, batchMean.data(),
-                         batchVariance.data(), load);
-    mean = batchMean.data();
-    variance = batchVariance.data();
+    channelStatistics<C>(x, n, channels, inner, batchMean, batchVariance,
+                         load);
+    mean = batchMean;
+    variance = batchVariance;
   }
   const int64_t count = n * inner;
   for (int64_t ch = 0; ch < channels; ++ch) {

@@ -163,39 +163,35 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           transB ? k : n, beta, c, n);
 }
 
-/// A scratch FP32 copy of `count` elements of any float storage type.
+// Scratch memory: every buffer a kernel fills or uses besides its operands
+// and results (`out` below, columns, window offsets, accumulators) is a
+// block of the memory plan's arena (ampc.scratch, sized by
+// ampc::emit::scratchLayout), so no kernel allocates inside a step.
+
+/// An FP32 copy in `out` of `count` elements of any float storage type.
 template <typename T, typename Load>
-std::vector<float> widen(const T *data, int64_t count, Load load) {
-  std::vector<float> out(static_cast<size_t>(count));
+void widen(const T *data, int64_t count, Load load, float *out) {
   for (int64_t i = 0; i < count; ++i)
     out[i] = load(data[i]);
-  return out;
 }
 
-/// A scratch copy of `count` elements in the compute type `C` (float, or
+/// A copy in `out` of `count` elements in the compute type `C` (float, or
 /// double for f64 data), loaded with `load`.
 template <typename C, typename T, typename Load>
-std::vector<C> convert(const T *data, int64_t count, Load load) {
-  std::vector<C> out(static_cast<size_t>(count));
+void convert(const T *data, int64_t count, Load load, C *out) {
   for (int64_t i = 0; i < count; ++i)
     out[i] = static_cast<C>(load(data[i]));
-  return out;
 }
 
-/// A scratch copy in `C` of `data` broadcast to `dims` (`strides` are the
-/// input's, 0 along broadcast dimensions).
+/// A copy in `out`, in `C`, of `data` broadcast to `dims` (`strides` are
+/// the input's, 0 along broadcast dimensions).
 template <typename C, typename T, typename Load>
-std::vector<C> broadcast(const T *data, int rank, const int64_t *dims,
-                         const int64_t *inputStrides, Load load) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= dims[d];
-  std::vector<C> out(static_cast<size_t>(total));
+void broadcast(const T *data, int rank, const int64_t *dims,
+               const int64_t *inputStrides, Load load, C *out) {
   const int64_t *strides[] = {inputStrides};
   forEach<1>(rank, dims, strides, [&](int64_t o, int64_t i) {
     out[o] = static_cast<C>(load(data[i]));
   });
-  return out;
 }
 
 template <typename T> bool isNan(T v) {
@@ -301,17 +297,17 @@ enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
 /// a kept part (the `keptRank` dimensions `keptDims` with input strides
 /// `keptStrides`, in output order) and a reduced part (likewise); every
 /// output element reduces `count` = prod(reducedDims) elements, sums
-/// pairwise.
+/// pairwise. `reduced` (scratch, `count` entries) receives the input
+/// offset of each reduced element.
 template <typename C, typename In, typename Out, typename Load, typename Store>
 void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
             const int64_t *keptStrides, int reducedRank,
             const int64_t *reducedDims, const int64_t *reducedStrides,
-            Reduction kind, Load load, Store store) {
-  std::vector<int64_t> reduced;
+            Reduction kind, Load load, Store store, int64_t *reduced) {
+  int64_t count = 0;
   const int64_t *rs[] = {reducedStrides};
   forEach<1>(reducedRank, reducedDims, rs,
-             [&](int64_t, int64_t a) { reduced.push_back(a); });
-  const int64_t count = static_cast<int64_t>(reduced.size());
+             [&](int64_t, int64_t a) { reduced[count++] = a; });
   const int64_t *ks[] = {keptStrides};
   forEach<1>(keptRank, keptDims, ks, [&](int64_t o, int64_t base) {
     C acc;
@@ -421,11 +417,10 @@ struct Window {
 /// offsets[k * outSize + p] is the row-major offset into the plane, -1 for
 /// the padding, -2 beyond the padded input (windows that ceil_mode adds).
 /// With `columnMajor`, valid offsets are column-major (MaxPool's
-/// storage_order 1) instead.
-inline std::vector<int64_t> windowOffsets(const Window &w,
-                                          bool columnMajor = false) {
+/// storage_order 1) instead. `offsets` has outSize * kernelSize entries.
+inline void windowOffsets(const Window &w, bool columnMajor,
+                          int64_t *offsets) {
   const int64_t outSize = w.outSize(), kernelSize = w.kernelSize();
-  std::vector<int64_t> offsets(static_cast<size_t>(outSize * kernelSize));
   int64_t k[8] = {0};
   for (int64_t ki = 0; ki < kernelSize; ++ki) {
     int64_t o[8] = {0};
@@ -452,21 +447,22 @@ inline std::vector<int64_t> windowOffsets(const Window &w,
     for (int d = w.rank - 1; d >= 0 && ++k[d] == w.kernel[d]; --d)
       k[d] = 0;
   }
-  return offsets;
 }
 
 /// MaxPool over `planes` (batch x channel) planes: the largest value of each
 /// window (NaN wins, the first maximum on ties) and its flat index into the
 /// input (ONNX Indices: plane * inSize + the spatial offset, row-major or,
-/// with `columnMajor`, column-major). `C` is the compare type.
+/// with `columnMajor`, column-major). `C` is the compare type. Scratch:
+/// `offsets` and, with `columnMajor`, `reported` (windowOffsets).
 template <typename C, typename In, typename Out, typename Load, typename Store>
 void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
-             const Window &w, bool columnMajor, Load load, Store store) {
+             const Window &w, bool columnMajor, Load load, Store store,
+             int64_t *offsets, int64_t *reported) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
-  const std::vector<int64_t> offsets = windowOffsets(w);
-  const std::vector<int64_t> reported =
-      columnMajor ? windowOffsets(w, true) : std::vector<int64_t>();
+  windowOffsets(w, false, offsets);
+  if (columnMajor)
+    windowOffsets(w, true, reported);
   for (int64_t q = 0; q < planes; ++q)
     for (int64_t p = 0; p < outSize; ++p) {
       C best = lowest<C>();
@@ -491,12 +487,14 @@ void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
 /// planes, summing in `C`. The divisor counts the window's positions inside
 /// the input, or with `countIncludePad` inside the padded input (positions
 /// that ceil_mode adds beyond the end padding never count, as in PyTorch).
+/// Scratch: `offsets` (windowOffsets).
 template <typename C, typename In, typename Out, typename Load, typename Store>
 void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
-                 bool countIncludePad, Load load, Store store) {
+                 bool countIncludePad, Load load, Store store,
+                 int64_t *offsets) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
-  const std::vector<int64_t> offsets = windowOffsets(w);
+  windowOffsets(w, false, offsets);
   for (int64_t q = 0; q < planes; ++q)
     for (int64_t p = 0; p < outSize; ++p) {
       C sum = 0;
@@ -542,34 +540,35 @@ inline bool isDirectWindow(const Window &w) {
 /// padding); the planes themselves for a direct window.
 template <typename T>
 const T *im2col(const T *plane, int64_t channels, const Window &w,
-                bool direct, const std::vector<int64_t> &offsets,
-                std::vector<T> &columns) {
+                bool direct, const int64_t *offsets, T *columns) {
   if (direct)
     return plane;
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   for (int64_t ci = 0; ci < channels; ++ci)
     for (int64_t k = 0; k < kernelSize; ++k) {
-      T *row = columns.data() + (ci * kernelSize + k) * outSize;
-      const int64_t *at = offsets.data() + k * outSize;
+      T *row = columns + (ci * kernelSize + k) * outSize;
+      const int64_t *at = offsets + k * outSize;
       const T *src = plane + ci * inSize;
       for (int64_t p = 0; p < outSize; ++p)
         row[p] = at[p] >= 0 ? src[at[p]] : T(0);
     }
-  return columns.data();
+  return columns;
 }
 } // namespace detail
 
+/// Scratch, unused (null) for a direct window: `offsets` (windowOffsets)
+/// and `columns` ((c / group) · kernel x out).
 template <typename T>
 void conv(const T *x, const T *weight, const T *bias, T *y, int64_t n,
-          int64_t c, int64_t m, int64_t group, const Window &w) {
+          int64_t c, int64_t m, int64_t group, const Window &w,
+          int64_t *offsets, T *columns) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   const bool direct = detail::isDirectWindow(w);
-  const std::vector<int64_t> offsets =
-      direct ? std::vector<int64_t>() : windowOffsets(w);
-  std::vector<T> columns(direct ? 0 : static_cast<size_t>(depth * outSize));
+  if (!direct)
+    windowOffsets(w, false, offsets);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
       const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
@@ -594,11 +593,11 @@ enum LossReduction { LossNone = 0, LossSum = 1, LossMean = 2 };
 /// `ignoreIndex` (when `hasIgnore`); `loss` receives n * d values
 /// (reduction none), their sum, or their sum divided by the sum of the
 /// weights that were used (mean). Returns false on a label outside [0, c).
+/// Scratch: `values` and `used`, n * d each.
 template <typename C, typename I>
 bool nllLoss(const C *logp, const I *labels, const C *weights, int64_t n,
              int64_t c, int64_t d, bool hasIgnore, int64_t ignoreIndex,
-             LossReduction reduction, C *loss) {
-  std::vector<C> values(static_cast<size_t>(n * d)), used(values.size());
+             LossReduction reduction, C *loss, C *values, C *used) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < d; ++j) {
       const int64_t i = b * d + j;
@@ -613,7 +612,7 @@ bool nllLoss(const C *logp, const I *labels, const C *weights, int64_t n,
     }
   const int64_t count = n * d;
   if (reduction == LossNone) {
-    std::copy(values.begin(), values.end(), loss);
+    std::copy(values, values + count, loss);
     return true;
   }
   const C total = pairwiseSum<C>(0, count, [&](int64_t i) { return values[i]; });

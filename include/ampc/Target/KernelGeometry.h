@@ -8,6 +8,11 @@
 // multiplication (Gemm, MatMul) is not described here: its emitters decide
 // their own layouts.
 //
+// Also here, because the memory plan (ampc-plan-memory) needs them before
+// any emitter runs: the accumulation type an op carries
+// (ampc-assign-accumulation) and the scratch memory each op's kernels use
+// on each target (scratchLayout), which the plan places in the arena.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef AMPC_TARGET_KERNELGEOMETRY_H
@@ -15,16 +20,32 @@
 
 #include "ampc/Dialect/AMPCEnums.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <string>
 
 namespace ampc::emit {
 
-/// "double" when any of `types` is f64, else "float": what the softmax,
-/// normalisation and loss kernels compute in.
-llvm::StringRef floatComputeType(llvm::ArrayRef<mlir::Type> types);
+/// Shapes and strides.
+mlir::RankedTensorType tensorOf(mlir::Value v);
+mlir::Type elementOf(mlir::Value v);
+int64_t product(llvm::ArrayRef<int64_t> dims);
+llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+/// Row-major strides of `shape`, placed at the end of the index space of
+/// `out`, 0 along dimensions of size 1 that broadcast.
+llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape,
+                                            llvm::ArrayRef<int64_t> out);
+
+/// The C++ type an Accumulating op sums in: "float" or "double", from its
+/// `ampc.accumulate` (ampc-assign-accumulation). Ops without one (the
+/// emitters refuse modules where an Accumulating op lacks it) get "float".
+llvm::StringRef accumulation(mlir::Operation *op);
+/// Bytes of one element of accumulation(op).
+int64_t accumulationBytes(mlir::Operation *op);
+
 
 /// A shape seen as outer x size x inner around one axis.
 struct AxisSplit {
@@ -68,6 +89,12 @@ struct WindowGeometry {
       dilations;
   int64_t planes = 0;
   size_t rank() const { return in.size(); }
+  int64_t inSize() const;
+  int64_t outSize() const;
+  int64_t kernelSize() const;
+  /// A 1x1 window of stride 1 without padding: a plane is its own im2col
+  /// matrix (the kernels' isDirectWindow).
+  bool isIdentity() const;
 };
 /// Conv, ConvBackwardData, ConvBackwardWeight, MaxPool, AveragePool,
 /// MaxPoolGrad (a window of ones over its indices), AveragePoolGrad.
@@ -133,6 +160,26 @@ struct LossGeometry {
   llvm::StringRef compute;
 };
 LossGeometry lossGeometry(mlir::Operation *op);
+
+/// The scratch memory an op's kernels use while it runs: named slots, each
+/// at a multiple of 64 bytes from the block's start. The memory plan gives
+/// the block an arena offset (`ampc.scratch`) live only during the op, so
+/// no kernel allocates inside a step; the emitters address the slots by
+/// name. Which slots an op takes on each target is written once, in
+/// scratchLayout.
+class ScratchLayout {
+public:
+  /// Adds a slot of `count` elements of `elementBytes` each.
+  void add(llvm::StringRef name, int64_t count, int64_t elementBytes);
+  /// The offset of slot `name` in the block, std::nullopt for none.
+  std::optional<int64_t> offset(llvm::StringRef name) const;
+  int64_t bytes() const { return size; }
+
+private:
+  llvm::SmallVector<std::pair<std::string, int64_t>> slots;
+  int64_t size = 0;
+};
+ScratchLayout scratchLayout(mlir::Operation *op, ampc::KernelTarget target);
 
 } // namespace ampc::emit
 

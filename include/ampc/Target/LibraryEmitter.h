@@ -17,6 +17,7 @@
 #define AMPC_TARGET_LIBRARYEMITTER_H
 
 #include "ampc/Dialect/AMPCEnums.h"
+#include "ampc/Target/KernelGeometry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -59,12 +60,6 @@ int64_t storageSize(mlir::Type t);
 /// What kernels accumulate in for data of `t`: float for 16- and 32-bit
 /// floats, double for f64, integers as themselves.
 llvm::StringRef accumulatorType(mlir::Type t);
-int64_t product(llvm::ArrayRef<int64_t> dims);
-llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
-/// Row-major strides of `shape`, placed at the end of the index space of
-/// `out`, 0 along dimensions of size 1 that broadcast.
-llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape,
-                                            llvm::ArrayRef<int64_t> out);
 /// The exact value of a float attribute as a C++ double literal.
 std::string exactLiteral(const llvm::APFloat &value);
 /// The name of a loss reduction in both targets' kernels (`LossReduction`
@@ -77,8 +72,6 @@ std::string nodeDescription(mlir::Operation *op);
 std::string cString(llvm::StringRef text);
 /// `{1LL, 2LL}`; `{0}` for an empty list (C++ has no empty arrays).
 std::string list(llvm::ArrayRef<int64_t> values);
-mlir::RankedTensorType tensorOf(mlir::Value v);
-mlir::Type elementOf(mlir::Value v);
 /// The elements of a constant as C++ initialisers of its storage type
 /// (16-bit floats as their bits).
 std::string constantElements(mlir::Operation *constant);
@@ -110,6 +103,9 @@ public:
 protected:
   /// "cpu" or "cuda", for messages and the descriptor.
   virtual llvm::StringRef targetName() const = 0;
+  /// The kernels this emitter writes calls to: the memory plan must have
+  /// placed their scratch (scratchLayout).
+  virtual ampc::KernelTarget kernelTarget() const = 0;
   /// Whether a constant lives in the instance state (copied from the blob by
   /// `init`) rather than in the generated source. By default only small
   /// constants (at most kInlineConstantElements elements) are written into
@@ -190,6 +186,18 @@ protected:
   /// Binds ampc.constant, ampc.load_parameter and ampc.load_state; false for
   /// any other op.
   bool bindStorageOp(mlir::Operation *op, llvm::raw_ostream &body);
+  /// `state + OFFSET` as a `type *`: slot `slot` of `op`'s scratch block
+  /// (ampc.scratch; scratchLayout names the slots).
+  std::string scratch(mlir::Operation *op, llvm::StringRef slot,
+                      llvm::StringRef type);
+  /// The state offset of the run-time error slot (ampc.error_slot, the
+  /// same in every function).
+  int64_t errorSlot() const { return arenaBase + errorSlotOffset; }
+  /// The state offset of argument `index`'s staging buffer
+  /// (ampc.input_offsets of the function being written).
+  int64_t stagingOffset(unsigned index) const {
+    return arenaBase + inputOffsets[index];
+  }
   /// Reserves `bytes` in the state and returns its offset.
   int64_t reserve(int64_t bytes);
   /// Writes the tables of parameters (offsets, sizes, gradient owners) and
@@ -234,6 +242,13 @@ protected:
   int32_t numGradients = 0;
 
 private:
+  /// Checks that `f`'s plan is one for kernelTarget(): every Accumulating
+  /// op has its accumulation type, every op its scratch block (at least as
+  /// large as scratchLayout), the function its error slot and, for CUDA,
+  /// its staging buffers.
+  mlir::LogicalResult checkPlan(mlir::func::FuncOp f);
+  int64_t errorSlotOffset = 0;
+  llvm::ArrayRef<int64_t> inputOffsets;
   void layOut(llvm::StringRef symbol, mlir::RankedTensorType type,
               mlir::ElementsAttr initial);
   int64_t layOutConstant(mlir::Operation *constant);

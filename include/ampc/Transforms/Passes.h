@@ -42,6 +42,9 @@ struct PipelineOptions {
   /// model. False keeps the model as exported (the ONNX node tests, the
   /// gradient check's finite differences of `infer`).
   bool evalForward = true;
+  /// The kernels the library is written with: the memory plan places
+  /// their scratch (and, for CUDA, the inputs' staging buffers).
+  KernelTarget kernelTarget = KernelTarget::Cpu;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.

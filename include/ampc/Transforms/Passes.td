@@ -279,6 +279,23 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def AssignAccumulationPass
+    : Pass<"ampc-assign-accumulation", "mlir::func::FuncOp"> {
+  let summary = "decide the type each accumulating op sums in";
+  let description = [{
+    Records on every op that sums or compares many elements per result
+    (the Accumulating trait: GEMMs, convolutions, pooling, reductions,
+    softmax, normalisation, losses, their gradients, the gradient norm)
+    the type its kernels accumulate in, as `ampc.accumulate`: f64 when any
+    of its float operands or results is f64, f32 otherwise. 16-bit data is
+    thus always summed in FP32 (as cuBLASLt's CUBLAS_COMPUTE_32F and
+    PyTorch's autocast kernels do) and rounded once when stored. The
+    targets print what the attribute says; the memory plan sizes the
+    scratch of the accumulators with it.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldTransposesPass : Pass<"ampc-fold-transposes", "mlir::func::FuncOp"> {
   let summary = "read and write GEMM operands through matrix layouts "
                 "instead of copying transposes";
@@ -328,11 +345,29 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
     that produces it has run, so an op's results never overlap its operands.
     Function results live to the end. An arena larger than
     `max-arena-bytes` (`--max-tensor-bytes`) is an error.
+
+    The plan also places what the kernels need besides the tensors, so no
+    kernel allocates inside a step and the emitters reserve nothing: every
+    function's arena starts with the 8-byte run-time error slot
+    (`ampc.error_slot`, at the same offset in every function, never
+    reused); an op whose kernels on `target` need scratch memory
+    (im2col columns, FP32 copies of 16-bit operands, accumulators,
+    statistics: ampc::emit::scratchLayout) gets a block live only while
+    it runs (`ampc.scratch`), apart from its operands and results; with
+    `stage-inputs` (the CUDA target, which copies each host input to the
+    device) every argument gets a buffer from the start of the function
+    to its last use (`ampc.input_offsets`). The accumulation types
+    (ampc-assign-accumulation) size the scratch.
   }];
   let options = [
     Option<"maxArenaBytes", "max-arena-bytes", "int64_t",
            /*default=*/"ampc::kDefaultMaxTensorBytes",
            "the largest arena a function may need">,
+    Option<"target", "target", "ampc::KernelTarget",
+           /*default=*/"ampc::KernelTarget::Cpu",
+           "the kernels whose scratch memory the plan places">,
+    Option<"stageInputs", "stage-inputs", "bool", /*default=*/"false",
+           "give every argument a staging buffer (the CUDA target)">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

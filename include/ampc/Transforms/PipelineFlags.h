@@ -48,6 +48,9 @@ struct PipelineFlags {
   int64_t growthInterval = 2000;
   double minScale = 0, maxScale = 0;
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
+  /// The target whose kernels the memory plan places scratch for: cpu,
+  /// cuda or cuda-sim.
+  std::string target = "cpu";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;
 };

@@ -67,31 +67,6 @@ StringRef accumulatorType(Type t) {
   return storageType(t);
 }
 
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
-SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
-                                      ArrayRef<int64_t> out) {
-  SmallVector<int64_t> strides(out.size(), 0);
-  int64_t stride = 1;
-  for (int64_t i = shape.size() - 1, o = out.size() - 1; i >= 0; --i, --o) {
-    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : stride;
-    stride *= shape[i];
-  }
-  return strides;
-}
-
 std::string exactLiteral(const APFloat &value) {
   return formatv("{0:e17}", value.convertToDouble()).str();
 }
@@ -150,8 +125,6 @@ std::string list(ArrayRef<int64_t> values) {
          "}";
 }
 
-RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-Type elementOf(Value v) { return tensorOf(v).getElementType(); }
 
 std::string constantElements(Operation *constant) {
   auto op = cast<ampc::ConstantOp>(constant);
@@ -280,6 +253,54 @@ void LibraryEmitter::emitTrainStepEntry() {
         "void *loss) {\n  void *const outputs[] = {loss};\n"
         "  return trainStepBody(raw, inputs, outputs);\n}\n\n";
   emitStateAccess();
+}
+
+std::string LibraryEmitter::scratch(Operation *op, StringRef slot,
+                                    StringRef type) {
+  auto block = op->getAttrOfType<DenseI64ArrayAttr>(ampc::kScratchAttr);
+  std::optional<int64_t> at =
+      emit::scratchLayout(op, kernelTarget()).offset(slot);
+  // checkPlan saw the block; a slot the layout does not name is a bug of
+  // the emitter, not of the input.
+  if (!block || !at)
+    llvm::report_fatal_error(("emitter: scratch slot '" + slot + "' of " +
+                              emit::nodeDescription(op) + " is not planned")
+                                 .str()
+                                 .c_str());
+  return formatv("reinterpret_cast<{0} *>(state + {1})", type,
+                 arenaBase + block[0] + *at)
+      .str();
+}
+
+LogicalResult LibraryEmitter::checkPlan(func::FuncOp f) {
+  auto slot = f->getAttrOfType<IntegerAttr>(ampc::kErrorSlotAttr);
+  if (!slot)
+    return f.emitError() << "has no error slot in its memory plan "
+                            "(ampc-plan-memory)";
+  bool cuda = kernelTarget() == ampc::KernelTarget::Cuda;
+  if (cuda && !f->hasAttr(ampc::kInputOffsetsAttr))
+    return f.emitError() << "has no staging buffers in its memory plan (the "
+                            "CUDA target needs ampc-plan-memory with "
+                            "stage-inputs)";
+  WalkResult result = f.walk([&](Operation *op) {
+    if (op->hasTrait<ampc::Accumulating>() &&
+        !op->hasAttr(ampc::kAccumulateAttr)) {
+      op->emitError() << "has no accumulation type (ampc-assign-accumulation)";
+      return WalkResult::interrupt();
+    }
+    int64_t need = emit::scratchLayout(op, kernelTarget()).bytes();
+    auto block = op->getAttrOfType<DenseI64ArrayAttr>(ampc::kScratchAttr);
+    if (need > 0 && (!block || block[1] < need)) {
+      op->emitError() << "needs " << need << " bytes of scratch on the "
+                      << targetName()
+                      << " target, which its memory plan does not give it "
+                         "(ampc-plan-memory target="
+                      << targetName() << ")";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
 }
 
 int64_t LibraryEmitter::reserve(int64_t bytes) {
@@ -433,6 +454,10 @@ static StringAttr storageSymbol(Value v) {
 LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
                                            llvm::raw_ostream &body) {
   names.clear();
+  if (auto staging = f->getAttrOfType<DenseI64ArrayAttr>(ampc::kInputOffsetsAttr))
+    inputOffsets = staging.asArrayRef();
+  else
+    inputOffsets = {};
   beginFunction(f);
   // Loads read the state in place, so a value read after a store to its
   // symbol would see the new value: the passes put every store after the
@@ -761,6 +786,20 @@ LogicalResult LibraryEmitter::run() {
     arenaBytes = std::max<int64_t>(arenaBytes, arena.getInt());
   }
   arenaBase = reserve(arenaBytes);
+  // The error slot is at one offset of the arena in every function: a
+  // target reads it after any of them.
+  for (func::FuncOp f : {forward, trainStep}) {
+    if (!f)
+      continue;
+    if (failed(checkPlan(f)))
+      return failure();
+    int64_t slot = f->getAttrOfType<IntegerAttr>(ampc::kErrorSlotAttr).getInt();
+    if (f != forward && slot != errorSlotOffset)
+      return f.emitError() << "has its error slot at arena offset " << slot
+                           << ", @forward at " << errorSlotOffset
+                           << " (the plan puts it at one offset)";
+    errorSlotOffset = slot;
+  }
 
   std::string inferText, stepText;
   llvm::raw_string_ostream inferBody(inferText), stepBody(stepText);

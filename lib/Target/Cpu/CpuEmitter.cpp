@@ -64,6 +64,9 @@ public:
 
 private:
   StringRef targetName() const override { return "cpu"; }
+  ampc::KernelTarget kernelTarget() const override {
+    return ampc::KernelTarget::Cpu;
+  }
   std::string load(Type t, const std::string &e) const override {
     return ::load(t, e);
   }
@@ -83,9 +86,14 @@ private:
                                 llvm::raw_ostream &body) override;
   /// Transpose, Slice: a copy through the op's strided view.
   void emitStrided(Operation *op, llvm::raw_ostream &body);
-  /// A `const float *w_NAME` holding `v` in FP32 (a widened copy for
-  /// f16/bf16).
-  std::string widenFloat(Value v);
+  /// A `const float *w_NAME` holding operand `v` of `op` in FP32 (a
+  /// widened copy in `op`'s scratch for f16/bf16).
+  std::string widenFloat(Operation *op, Value v);
+  /// `C *NAME = <slot NAME of op's scratch>;`
+  std::string scratchArray(Operation *op, StringRef slot, StringRef c) {
+    return formatv("    {0} *{1} = {2};\n", c, slot, scratch(op, slot, c))
+        .str();
+  }
   /// `if (!(condition)) return <failure naming the node>;`
   std::string failUnless(Operation *op, const std::string &condition,
                          StringRef what);
@@ -109,9 +117,8 @@ private:
                                llvm::raw_ostream &body) override;
 
   std::string constants;
-  /// Offset in the state of the run-time error message slot, -1 while no
-  /// op can fail at run time.
-  int64_t errorSlot = -1;
+  /// Whether some op of the library can fail at run time.
+  bool canFail = false;
 };
 
 void Emitter::emitStrided(Operation *op, llvm::raw_ostream &body) {
@@ -159,25 +166,29 @@ LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
   return success();
 }
 
-std::string Emitter::widenFloat(Value v) {
+std::string Emitter::widenFloat(Operation *op, Value v) {
   Type t = elementOf(v);
   std::string n = name(v);
   if (t.isF32() || t.isF64())
     return formatv("const {0} *w_{1} = {1};\n", storageType(t), n).str();
-  return formatv("std::vector<float> wv_{0} = ampc::cpu::widen({0}, {1}LL, "
-                 "{2}); const float *w_{0} = wv_{0}.data();\n",
-                 n, tensorOf(v).getNumElements(),
+  // The slot of the operand's first occurrence (scratchLayout: "wI").
+  unsigned index = 0;
+  while (op->getOperand(index) != v)
+    ++index;
+  return formatv("float *w_{0} = {1}; ampc::cpu::widen({0}, {2}LL, {3}, "
+                 "w_{0});\n",
+                 n, scratch(op, "w" + std::to_string(index), "float"),
+                 tensorOf(v).getNumElements(),
                  t.isF16() ? "ampc::cpu::loadF16" : "ampc::cpu::loadBf16")
       .str();
 }
 
 std::string Emitter::failUnless(Operation *op, const std::string &condition,
                                 StringRef what) {
-  if (errorSlot < 0)
-    errorSlot = reserve(8);
+  canFail = true;
   return formatv("  if (!({0})) return ampc::cpu::fail(state + {1}, \"{2}: "
                  "{3}\");\n",
-                 condition, errorSlot, cString(nodeDescription(op)), what)
+                 condition, errorSlot(), cString(nodeDescription(op)), what)
       .str();
 }
 
@@ -191,15 +202,15 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     return op->emitError() << "the CPU target multiplies float matrices "
                               "only, got "
                            << outType;
-  // T: the GEMM's type, double for f64 and float otherwise.
-  StringRef t = accumulatorType(outType);
-  auto widen = [&](Value v) { return widenFloat(v); };
+  // T: the GEMM's accumulation type (ampc.accumulate).
+  StringRef t = accumulation(op);
+  auto widen = [&](Value v) { return widenFloat(op, v); };
   // A GEMM of a matrix with itself (folded transposes) widens it once.
   body << "  {\n    " << widen(a);
   if (b != a)
     body << "    " << widen(b);
   int64_t outCount = tensorOf(out).getNumElements();
-  body << "    std::vector<" << t << "> acc(" << outCount << "LL);\n";
+  body << scratchArray(op, "acc", t);
   if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
     ArrayRef<int64_t> as = tensorOf(a).getShape(), bs = tensorOf(b).getShape();
     bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
@@ -217,7 +228,7 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                       llvm::formatv("{0:e9}", beta), name(c), t);
     }
     body << formatv("    ampc::cpu::gemm<{9}>({0}, {1}, {2}LL, {3}LL, {4}LL, "
-                    "{9}({5}), w_{6}, w_{7}, {9}({8}), acc.data());\n",
+                    "{9}({5}), w_{6}, w_{7}, {9}({8}), acc);\n",
                     ta, tb, m, n, k,
                     llvm::formatv("{0:e9}", gemm.getAlpha().convertToFloat()),
                     name(a), name(b), gemm.getC() ? "1" : "0", t);
@@ -235,7 +246,7 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     body << formatv(
         "    for (int64_t p = 0; p < {0}LL; ++p) ampc::cpu::gemm<{1}>({2}, "
         "{3}, {4}LL, {5}LL, {6}LL, {1}({7}), w_{8} + p * {9}LL, {10}LL, "
-        "w_{11} + p * {12}LL, {13}LL, {1}({14}), acc.data() + p * {15}LL, "
+        "w_{11} + p * {12}LL, {13}LL, {1}({14}), acc + p * {15}LL, "
         "{16}LL);\n",
         bg.getBatch(), t, bg.getTransA(), bg.getTransB(), bg.getM(),
         bg.getN(), bg.getK(),
@@ -266,7 +277,7 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                     "    ampc::cpu::forEach<2>({3}, dims, strides, [&](int64_t o, "
                     "int64_t ia, int64_t ib) {{\n"
                     "      ampc::cpu::gemm<{10}>(false, false, {4}LL, {5}LL, {6}LL, "
-                    "{10}(1), w_{7} + ia, w_{8} + ib, {10}(0), acc.data() + o * "
+                    "{10}(1), w_{7} + ia, w_{8} + ib, {10}(0), acc + o * "
                     "{9}LL);\n"
                     "    });\n",
                     list(batch), list(aStrides), list(bStrides), batch.size(), m,
@@ -330,22 +341,29 @@ LogicalResult Emitter::emitConvolution(Operation *op,
   }
   Value out = op->getResult(0);
   Type outType = elementOf(out);
-  body << "  {\n    " << widenFloat(lhs) << "    " << widenFloat(rhs);
+  body << "  {\n    " << widenFloat(op, lhs) << "    "
+       << widenFloat(op, rhs);
   if (bias)
-    body << "    " << widenFloat(bias);
+    body << "    " << widenFloat(op, bias);
   if (failed(emitWindow(op, g.window, body)))
     return failure();
   int64_t count = tensorOf(out).getNumElements();
   bool direct = outType.isF32() || outType.isF64();
+  StringRef c = accumulation(op);
   if (!direct)
-    body << "    std::vector<float> acc(" << count << "LL);\n";
+    body << scratchArray(op, "acc", "float");
+  // im2col's window offsets and columns; none for an identity window.
+  std::string im2col = "nullptr, nullptr";
+  if (!g.window.isIdentity())
+    im2col = scratch(op, "offsets", "int64_t") + ", " +
+             scratch(op, "columns", c);
   body << formatv("    ampc::cpu::{0}<{1}>(w_{2}, w_{3}, {4}{5}, {6}LL, {7}LL, "
-                  "{8}LL, {9}LL, win);\n",
-                  kernel, accumulatorType(outType), name(lhs), name(rhs),
+                  "{8}LL, {9}LL, win, {10});\n",
+                  kernel, c, name(lhs), name(rhs),
                   kernel == "conv" ? (bias ? "w_" + name(bias) : "nullptr") + ", "
                                    : "",
-                  direct ? name(out) : "acc.data()", g.n, g.channels,
-                  g.filters, g.group);
+                  direct ? name(out) : "acc", g.n, g.channels,
+                  g.filters, g.group, im2col);
   if (!direct)
     body << "    for (int64_t i = 0; i < " << count << "LL; ++i) " << name(out)
          << "[i] = " << store(outType, "acc[i]") << ";\n";
@@ -357,45 +375,52 @@ LogicalResult Emitter::emitPool(Operation *op, llvm::raw_ostream &body) {
   // The kernel, the buffers before the plane count, the flag after the
   // window, the types it loads and stores.
   StringRef kernel;
-  std::string buffers;
+  std::string buffers, scratchArgs;
   bool flag;
   Type in = elementOf(op->getOperand(0)), out = elementOf(op->getResult(0));
   if (auto o = dyn_cast<ampc::MaxPoolOp>(op)) {
     kernel = "maxPool", flag = o.getStorageOrder() != 0;
     buffers = name(o.getInput()) + ", " + name(o.getOutput()) + ", " +
               name(o.getIndices());
+    scratchArgs = scratch(op, "offsets", "int64_t") + ", " +
+                  (flag ? scratch(op, "reported", "int64_t") : "nullptr");
   } else if (auto o = dyn_cast<ampc::AveragePoolOp>(op)) {
     kernel = "averagePool", flag = o.getCountIncludePad() != 0;
     buffers = name(o.getInput()) + ", " + name(o.getOutput());
+    scratchArgs = scratch(op, "offsets", "int64_t");
   } else if (auto o = dyn_cast<ampc::MaxPoolGradOp>(op)) {
     kernel = "maxPoolGrad", flag = o.getStorageOrder() != 0, out = in;
     buffers = name(o.getGrad()) + ", " + name(o.getIndices()) + ", " +
               name(o.getOutput());
+    scratchArgs = scratch(op, "acc", accumulation(op));
   } else {
     auto g = cast<ampc::AveragePoolGradOp>(op);
     kernel = "averagePoolGrad", flag = g.getCountIncludePad() != 0, out = in;
     buffers = name(g.getGrad()) + ", " + name(g.getOutput());
+    scratchArgs = scratch(op, "offsets", "int64_t") + ", " +
+                  scratch(op, "counts", "int64_t") + ", " +
+                  scratch(op, "acc", accumulation(op));
   }
   WindowGeometry g = windowGeometry(op);
   body << "  {\n";
   if (failed(emitWindow(op, g, body)))
     return failure();
-  body << formatv("    ampc::cpu::{0}<{1}>({2}, {3}LL, win, {4}, {5}, {6});\n"
-                  "  }\n",
-                  kernel, accumulatorType(in), buffers, g.planes, flag,
-                  loadFn(in), storeFn(out));
+  body << formatv("    ampc::cpu::{0}<{1}>({2}, {3}LL, win, {4}, {5}, {6}, "
+                  "{7});\n  }\n",
+                  kernel, accumulation(op), buffers, g.planes, flag,
+                  loadFn(in), storeFn(out), scratchArgs);
   return success();
 }
 
 LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
   // Kernels of CpuBackwardKernels.h; 16-bit data is widened to FP32 where a
   // kernel computes on FP32 arrays and rounded once when stored.
-  // A `std::vector<C> NAME` holding `v` converted to C.
+  // `C *NAME`, scratch slot NAME holding `v` converted to C.
   auto converted = [&](StringRef what, StringRef c, Value v) {
-    body << formatv("    std::vector<{0}> {1} = ampc::cpu::convert<{0}>({2}, "
-                    "{3}LL, {4});\n",
-                    c, what, name(v), tensorOf(v).getNumElements(),
-                    loadFn(elementOf(v)));
+    body << scratchArray(op, what, c)
+         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, {4});\n",
+                    c, name(v), tensorOf(v).getNumElements(),
+                    loadFn(elementOf(v)), what);
   };
   // Stores `count` values of vector `acc` into `out`.
   auto storeAll = [&](StringRef acc, Value out) {
@@ -418,17 +443,21 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
           converted("mean", c, o.getMean());
           converted("variance", c, o.getVar());
         }
-        body << formatv("    std::vector<{0}> gradScale({1}LL), gradBias({1}LL);\n",
-                        c, g.channels);
+        body << scratchArray(op, "gradScale", c)
+             << scratchArray(op, "gradBias", c);
+        std::string statistics =
+            o.getMean() ? "nullptr, nullptr"
+                        : scratch(op, "batchMean", c) + ", " +
+                              scratch(op, "batchVariance", c);
         body << formatv(
             "    ampc::cpu::batchNormGrad<{0}>({1}, {2}, {3}, {4}LL, {5}LL, "
-            "{6}LL, scale.data(), {7}, {8}, {0}({9}), gradScale.data(), "
-            "gradBias.data(), {10}, {11});\n",
+            "{6}LL, scale, {7}, {8}, {0}({9}), gradScale, gradBias, {10}, "
+            "{11}, {12});\n",
             c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-            g.channels, g.inner, o.getMean() ? "mean.data()" : "nullptr",
-            o.getMean() ? "variance.data()" : "nullptr",
+            g.channels, g.inner, o.getMean() ? "mean" : "nullptr",
+            o.getMean() ? "variance" : "nullptr",
             exactLiteral(o.getEpsilon()), loadFn(elementOf(x)),
-            storeFn(elementOf(o.getGradInput())));
+            storeFn(elementOf(o.getGradInput())), statistics);
         storeAll("gradScale", o.getGradScale());
         storeAll("gradBias", o.getGradBias());
         body << "  }\n";
@@ -441,16 +470,17 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         body << formatv(
             "  {{ static const int64_t dims[] = {0};\n"
             "    static const int64_t scaleStrides[] = {1};\n"
-            "    std::vector<{2}> scale = ampc::cpu::broadcast<{2}>({3}, {4}, "
-            "dims, scaleStrides, {5});\n"
-            "    ampc::cpu::layerNormGrad<{2}>({6}, {7}, scale.data(), {8}, {9}, "
+            "{16}"
+            "    ampc::cpu::broadcast<{2}>({3}, {4}, dims, scaleStrides, {5}, "
+            "scale);\n"
+            "    ampc::cpu::layerNormGrad<{2}>({6}, {7}, scale, {8}, {9}, "
             "{10}, {11}LL, {12}LL, {13}, {14}, {15}); }\n",
             list(g.normalized), list(g.scaleStrides), g.compute,
             name(o.getScale()), g.normalized.size(),
             loadFn(elementOf(o.getScale())), name(o.getGrad()), name(x),
             name(o.getMean()), name(o.getInvStdDev()), name(o.getOutput()),
             g.outer, g.size, loadFn(elementOf(x)), loadFn(stash),
-            storeFn(elementOf(x)));
+            storeFn(elementOf(x)), scratchArray(op, "scale", g.compute));
         return success();
       })
       .Case([&](ampc::NllLossGradOp o) {
@@ -460,13 +490,12 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         converted("grad", c, o.getGrad());
         if (o.getWeight())
           converted("weights", c, o.getWeight());
-        body << formatv("    std::vector<{0}> out({1}LL);\n", c,
-                        tensorOf(o.getOutput()).getNumElements());
+        body << scratchArray(op, "out", c);
         std::string call =
-            formatv("ampc::cpu::nllLossGrad<{0}>(grad.data(), {1}, {2}, "
+            formatv("ampc::cpu::nllLossGrad<{0}>(grad, {1}, {2}, "
                     "{3}LL, {4}LL, {5}LL, {6}, {7}LL, ampc::cpu::{8}, "
-                    "out.data())",
-                    c, name(g.labels), g.weights ? "weights.data()" : "nullptr",
+                    "out)",
+                    c, name(g.labels), g.weights ? "weights" : "nullptr",
                     g.n, g.classes, g.inner, g.ignoreIndex.has_value(),
                     g.ignoreIndex.value_or(0), lossReductionName(g.reduction))
                 .str();
@@ -477,13 +506,12 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
       })
       .Case([&](ampc::GatherGradOp o) {
         GatherGeometry g = gatherGeometry(op);
-        StringRef c = accumulatorType(elementOf(o.getOutput()));
+        StringRef c = accumulation(op);
         body << "  {\n";
         converted("grad", c, o.getGrad());
-        body << formatv("    std::vector<{0}> out({1}LL);\n", c,
-                        tensorOf(o.getOutput()).getNumElements());
+        body << scratchArray(op, "out", c);
         std::string call =
-            formatv("ampc::cpu::gatherGrad<{0}>(grad.data(), {1}, out.data(), "
+            formatv("ampc::cpu::gatherGrad<{0}>(grad, {1}, out, "
                     "{2}LL, {3}LL, {4}LL, {5}LL)",
                     c, name(o.getIndices()), g.data.outer, g.data.size,
                     g.indexCount, g.data.inner)
@@ -523,11 +551,12 @@ void Emitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
                   "    static const int64_t reduced[] = {2}; static const "
                   "int64_t reducedStrides[] = {3};\n"
                   "    ampc::cpu::reduce<{4}>({5}, {6}, {7}, kept, keptStrides, "
-                  "{8}, reduced, reducedStrides, ampc::cpu::{9}, {10}, {11}); }\n",
+                  "{8}, reduced, reducedStrides, ampc::cpu::{9}, {10}, {11}, "
+                  "{12}); }\n",
                   list(g.keptDims), list(g.keptStrides), list(g.reducedDims),
-                  list(g.reducedStrides), accumulatorType(ti), name(in),
+                  list(g.reducedStrides), accumulation(op), name(in),
                   name(out), g.keptDims.size(), g.reducedDims.size(), g.kind,
-                  loadFn(ti), storeFn(to));
+                  loadFn(ti), storeFn(to), scratch(op, "reduced", "int64_t"));
 }
 
 void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
@@ -539,20 +568,22 @@ void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
   body << "  { static const int64_t dims[] = " << list(g.normalized) << ";\n";
   // Scale and bias broadcast to the normalised shape, in the compute type.
   auto operand = [&](StringRef what, Value v, ArrayRef<int64_t> strides) {
-    body << formatv("    static const int64_t {0}Strides[] = {1};\n"
-                    "    std::vector<{2}> {0} = ampc::cpu::broadcast<{2}>({3}, "
-                    "{4}, dims, {0}Strides, {5});\n",
-                    what, list(strides), c, name(v), g.normalized.size(),
+    body << formatv("    static const int64_t {0}Strides[] = {1};\n", what,
+                    list(strides))
+         << scratchArray(op, what, c)
+         << formatv("    ampc::cpu::broadcast<{0}>({1}, {2}, dims, "
+                    "{3}Strides, {4}, {3});\n",
+                    c, name(v), g.normalized.size(), what,
                     loadFn(elementOf(v)));
   };
   operand("scale", op.getScale(), g.scaleStrides);
   if (op.getBias())
     operand("bias", op.getBias(), g.biasStrides);
   body << formatv("    ampc::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}LL, "
-                  "{6}LL, scale.data(), {7}, {0}({8}), {9}, {10}, {11}); }\n",
+                  "{6}LL, scale, {7}, {0}({8}), {9}, {10}, {11}); }\n",
                   c, name(x), name(y), name(op.getMean()),
                   name(op.getInvStdDev()), g.outer, g.size,
-                  op.getBias() ? "bias.data()" : "nullptr",
+                  op.getBias() ? "bias" : "nullptr",
                   exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
                   storeFn(elementOf(y)), storeFn(stash));
 }
@@ -568,19 +599,20 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                          {"bias", op.getBias()},
                          {"mean", op.getInputMean()},
                          {"variance", op.getInputVar()}})
-    body << formatv("    std::vector<{0}> {1} = ampc::cpu::convert<{0}>({2}, "
-                    "{3}LL, {4});\n",
-                    c, what, name(v), channels, loadFn(elementOf(v)));
+    body << scratchArray(op, what, c)
+         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, {4});\n", c,
+                    name(v), channels, loadFn(elementOf(v)), what);
   bool training = op.getTrainingMode() != 0;
   if (training)
-    body << formatv("    std::vector<{0}> batchMean({1}LL), batchVariance({1}LL);\n"
-                    "    ampc::cpu::channelStatistics<{0}>({2}, {3}LL, {1}LL, "
-                    "{4}LL, batchMean.data(), batchVariance.data(), {5});\n",
-                    c, channels, name(x), n, inner, loadFn(elementOf(x)));
+    body << scratchArray(op, "batchMean", c)
+         << scratchArray(op, "batchVariance", c)
+         << formatv("    ampc::cpu::channelStatistics<{0}>({1}, {2}LL, {3}LL, "
+                    "{4}LL, batchMean, batchVariance, {5});\n",
+                    c, name(x), n, channels, inner, loadFn(elementOf(x)));
   StringRef m = training ? "batchMean" : "mean",
             v = training ? "batchVariance" : "variance";
   body << formatv("    ampc::cpu::batchNorm<{0}>({1}, {2}, {3}LL, {4}LL, {5}LL, "
-                  "scale.data(), bias.data(), {6}.data(), {7}.data(), {0}({8}), "
+                  "scale, bias, {6}, {7}, {0}({8}), "
                   "{9}, {10});\n",
                   c, name(x), name(y), n, channels, inner, m, v,
                   exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
@@ -619,30 +651,30 @@ void Emitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   Value loss = op->getResult(0);
   StringRef c = g.compute;
   body << "  {\n";
+  body << scratchArray(op, "logp", c);
   if (logProb) {
-    body << formatv("    std::vector<{0}> logp({1}LL);\n"
-                    "    ampc::cpu::softmax<{0}>({2}, logp.data(), {3}LL, {4}LL, "
+    body << formatv("    ampc::cpu::softmax<{0}>({2}, logp, {3}LL, {4}LL, "
                     "{5}LL, true, {6}, [](auto v) {{ return v; });\n"
                     "    for (int64_t i = 0; i < {1}LL; ++i) {7}[i] = {8};\n",
                     c, count, name(scores), n, classes, inner, loadFn(t),
                     name(logProb), store(elementOf(logProb), "logp[i]"));
   } else {
-    body << formatv("    std::vector<{0}> logp = ampc::cpu::convert<{0}>({1}, "
-                    "{2}LL, {3});\n",
+    body << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, logp);\n",
                     c, name(scores), count, loadFn(t));
   }
   if (weights)
-    body << formatv("    std::vector<{0}> weights = ampc::cpu::convert<{0}>({1}, "
-                    "{2}LL, {3});\n",
+    body << scratchArray(op, "weights", c)
+         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, weights);\n",
                     c, name(weights), classes, loadFn(elementOf(weights)));
   int64_t lossCount = tensorOf(loss).getNumElements();
-  body << formatv("    std::vector<{0}> loss({1}LL);\n", c, lossCount);
+  body << scratchArray(op, "loss", c);
   std::string call =
-      formatv("ampc::cpu::nllLoss<{0}>(logp.data(), {1}, {2}, {3}LL, {4}LL, "
-              "{5}LL, {6}, {7}LL, ampc::cpu::{8}, loss.data())",
-              c, name(g.labels), weights ? "weights.data()" : "nullptr", n,
+      formatv("ampc::cpu::nllLoss<{0}>(logp, {1}, {2}, {3}LL, {4}LL, "
+              "{5}LL, {6}, {7}LL, ampc::cpu::{8}, loss, {9}, {10})",
+              c, name(g.labels), weights ? "weights" : "nullptr", n,
               classes, inner, g.ignoreIndex.has_value(),
-              g.ignoreIndex.value_or(0), lossReductionName(g.reduction))
+              g.ignoreIndex.value_or(0), lossReductionName(g.reduction),
+              scratch(op, "values", c), scratch(op, "used", c))
           .str();
   body << "  " << failUnless(op, call, "a label is out of range");
   body << "    for (int64_t i = 0; i < " << lossCount << "LL; ++i) "
@@ -674,7 +706,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
                         "{5}, {6}, {7});\n",
                         name(in), name(out), g.outer, g.size, g.inner,
                         isa<ampc::LogSoftmaxOp>(op), loadFn(ti), storeFn(to),
-                        floatComputeType({ti, to}));
+                        accumulation(op));
         return success();
       })
       .Case([&](ampc::SliceOp o) {
@@ -770,7 +802,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         ReduceGeometry g = reduceGeometry(op);
         body << formatv("  ampc::cpu::globalAveragePool<{0}>({1}, {2}, {3}LL, "
                         "{4}LL, {5}, {6});\n",
-                        accumulatorType(t), name(o.getInput()),
+                        accumulation(op), name(o.getInput()),
                         name(o.getOutput()), g.keptCount(), g.reducedCount(),
                         loadFn(t), storeFn(elementOf(o.getOutput())));
         return success();
@@ -800,7 +832,7 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
         return success();
       })
       .Case([&](ampc::ClipGradNormOp o) {
-        StringRef t = computeIn(o.getGrads()[0]);
+        StringRef t = accumulation(op);
         body << "  { " << t << " sum = 0;\n";
         for (Value g : o.getGrads())
           body << formatv("    sum += ampc::cpu::sumOfSquares({0}, {1}LL);\n",
@@ -933,11 +965,11 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
   }
   if (training)
     emitTrainStepEntry();
-  if (errorSlot >= 0)
+  if (canFail)
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
-       << errorSlot << ");\n}\n";
-  emitDescriptor(forward, trainStep, errorSlot >= 0, /*hasRelease=*/false);
+       << errorSlot() << ");\n}\n";
+  emitDescriptor(forward, trainStep, canFail, /*hasRelease=*/false);
   return success();
 }
 

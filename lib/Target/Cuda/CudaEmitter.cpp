@@ -70,6 +70,9 @@ public:
 
 private:
   StringRef targetName() const override { return "cuda"; }
+  ampc::KernelTarget kernelTarget() const override {
+    return ampc::KernelTarget::Cuda;
+  }
   bool constantInState(Operation *) const override { return true; }
   std::string load(Type t, const std::string &e) const override {
     if (t.isF16()) return "ampc::cuda::loadF16(" + e + ")";
@@ -90,8 +93,6 @@ private:
   }
   void beginFunction(func::FuncOp f) override {
     inTrainStep = f.getName() == "train_step" && isTraining(f);
-    if (errorOffset < 0)
-      errorOffset = reserve(8);
   }
   void emitStore(Operation *op, llvm::raw_ostream &body) override;
   LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
@@ -145,27 +146,13 @@ private:
   LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
   /// `g` as a `ampc::cuda::Window` literal.
   std::string window(const WindowGeometry &g);
-  /// `state + kScratch + offset` as a `type *`: the scratch region ops use
-  /// one at a time (the stream runs them in order), sized for the largest.
-  std::string shared(StringRef type, int64_t offset, int64_t bytes) {
-    sharedBytes = std::max(sharedBytes, alignUp(offset + bytes));
-    return formatv("reinterpret_cast<{0} *>(state + kScratch + {1})", type,
-                   offset)
-        .str();
-  }
-  int64_t sharedBytes = 0;
-  /// Scratch device memory for the rest of the library's life, reserved in
-  /// the state: its offset.
-  int64_t scratch(int64_t bytes) { return reserve(bytes); }
 
   std::string kernels;
   unsigned kernelCount = 0;
   SmallVector<std::string> deviceErrors = {""};
-  SmallVector<int64_t> inputOffsets;
   /// Whether the function being written is the training step (its output 0
   /// is the loss, delivered asynchronously).
   bool inTrainStep = false;
-  int64_t errorOffset = -1;
 };
 
 void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
@@ -186,7 +173,7 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
 
 std::string CudaEmitter::deviceError(Operation *op, StringRef what) {
   deviceErrors.push_back(nodeDescription(op) + ": " + what.str());
-  return formatv("reinterpret_cast<int32_t *>(state + {0}), {1}", errorOffset,
+  return formatv("reinterpret_cast<int32_t *>(state + {0}), {1}", errorSlot(),
                  deviceErrors.size() - 1)
       .str();
 }
@@ -195,8 +182,6 @@ void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
                                llvm::raw_ostream &body) {
   RankedTensorType t = tensorOf(arg);
   int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
-  if (inputOffsets.size() <= index)
-    inputOffsets.push_back(scratch(std::max<int64_t>(bytes, 1)));
   std::string n = "in" + std::to_string(index);
   names[arg] = n;
   StringRef type = storageType(t.getElementType());
@@ -204,7 +189,7 @@ void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
                   "{2}ULL, cudaMemcpyHostToDevice, ctx.stream), \"input {1}\");\n"
                   "  const {3} *{4} = reinterpret_cast<const {3} *>(state + "
                   "{0});\n",
-                  inputOffsets[index], index, bytes, type, n);
+                  stagingOffset(index), index, bytes, type, n);
 }
 
 void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
@@ -429,7 +414,7 @@ void CudaEmitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
   ReduceGeometry g = reduceGeometry(op);
   Type ti = elementOf(in), to = elementOf(out);
   launch(op,
-         formatv("ampc::cuda::reduce<{0}, {1}, {2}>", accumulatorType(ti),
+         formatv("ampc::cuda::reduce<{0}, {1}, {2}>", accumulation(op),
                  codec(ti), codec(to))
              .str(),
          outCount,
@@ -452,9 +437,8 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   std::string logp = name(scores);
   Type logpType = t;
   if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
-    // log-probabilities in C, in scratch memory of the state.
-    int64_t at = scratch(tensorOf(scores).getNumElements() * (c == "double" ? 8 : 4));
-    logp = formatv("reinterpret_cast<{0} *>(state + {1})", c, at).str();
+    // log-probabilities in C, in the op's scratch.
+    logp = scratch(op, "logp", c);
     logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
                              : Type(Float32Type::get(op->getContext()));
     launch(op,
@@ -570,7 +554,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
       .Case([&](ampc::ClipGradNormOp o) -> LogicalResult {
         // One norm over every gradient, summed in the first one's compute
         // type: the gradients are the FP32 (FP64) master gradients.
-        StringRef t = computeIn(o.getGrads()[0]);
+        StringRef t = accumulation(op);
         for (Value g : o.getGrads())
           if (computeIn(g) != t)
             return op->emitError()
@@ -579,8 +563,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                    << t << " and " << computeIn(g);
         SmallVector<Chunk> chunks = tensorLists(
             o.getGrads(), o.getClipped(), [&](Value) { return t.str(); });
-        int64_t sum = scratch(8);
-        std::string sumPtr = formatv("reinterpret_cast<{0} *>(state + {1})", t, sum);
+        std::string sumPtr = scratch(op, "sum", t);
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 8, "
                         "ctx.stream), {1});\n",
                         sumPtr, where(op));
@@ -743,7 +726,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         if (count)
           launch(op,
                  formatv("ampc::cuda::gatherGrad<{0}, {1}, {2}, {3}, {4}>",
-                         accumulatorType(t), storageType(t),
+                         accumulation(op), storageType(t),
                          storageType(elementOf(o.getIndices())), codec(t),
                          codec(t))
                      .str(),
@@ -775,7 +758,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         Type ti = elementOf(in), to = elementOf(out);
         launch(op,
                formatv("ampc::cuda::softmax<{0}, {1}, {2}>",
-                       floatComputeType({ti, to}), codec(ti), codec(to))
+                       accumulation(op), codec(ti), codec(to))
                    .str(),
                g.outer * g.inner,
                formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
@@ -934,22 +917,17 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   int64_t inSize = product(shape.in), outSize = product(shape.out),
           kernelSize = product(shape.kernel);
   int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
-  StringRef acc = accumulatorType(t), storage = storageType(t);
+  StringRef acc = accumulation(op), storage = storageType(t);
   Type accType = acc == "double" ? Type(Float64Type::get(op->getContext()))
                                  : Type(Float32Type::get(op->getContext()));
-  int64_t accSize = acc == "double" ? 8 : 4, size = storageSize(t);
   std::string win = window(shape);
-  auto all = [](ArrayRef<int64_t> values, int64_t v) {
-    return llvm::all_of(values, [&](int64_t e) { return e == v; });
-  };
-  bool direct = kernelSize == 1 && inSize == outSize && all(shape.strides, 1) &&
-                all(shape.padBegin, 0) && all(shape.padEnd, 0);
+  bool direct = shape.isIdentity();
   // im2col of X for every image (skipped for a 1x1 stride-1 window, where
   // X is its own column matrix): image stride, group offset.
-  auto columns = [&](int64_t offset) -> std::tuple<std::string, int64_t, int64_t> {
+  auto columns = [&]() -> std::tuple<std::string, int64_t, int64_t> {
     if (direct)
       return {name(x), c * inSize, cg * inSize};
-    std::string cols = shared(storage, offset, n * c * kernelSize * outSize * size);
+    std::string cols = scratch(op, "columns", storage);
     launch(op, formatv("ampc::cuda::im2col<{0}>", storage).str(),
            n * c * kernelSize * outSize,
            formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(x), cols, n, c, win).str(),
@@ -959,7 +937,7 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   if (n == 0)
     return success();
   if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
-    auto [cols, imageStride, groupOffset] = columns(0);
+    auto [cols, imageStride, groupOffset] = columns();
     float beta = 0.0f;
     if (Value b = conv.getBias()) {
       if (elementOf(b) != t)
@@ -982,7 +960,7 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   if (isa<ampc::ConvBackwardDataOp>(op)) {
     // Columns (in the accumulator type) = Wᵀ · dY per image and group, then
     // col2im sums them into dX, rounded once.
-    std::string cols = shared(acc, 0, n * c * kernelSize * outSize * accSize);
+    std::string cols = scratch(op, "columns", acc);
     for (int64_t g = 0; g < group; ++g)
       emitGemm(op, true, false, depth, outSize, mg, n, 0, m * outSize,
                c * kernelSize * outSize, t, accType, 1.0f, 0.0f, "DEFAULT",
@@ -998,9 +976,8 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   }
   // dW (in the accumulator type) = Σ over images of dY · colsᵀ, then
   // rounded once into W's type.
-  int64_t colsBytes = direct ? 0 : alignUp(n * c * kernelSize * outSize * size);
-  auto [cols, imageStride, groupOffset] = columns(0);
-  std::string sum = shared(acc, colsBytes, m * depth * accSize);
+  auto [cols, imageStride, groupOffset] = columns();
+  std::string sum = scratch(op, "sum", acc);
   for (int64_t g = 0; g < group; ++g) {
     auto call = [&](StringRef image, float beta) {
       emitGemm(op, false, true, mg, depth, outSize, 1, 0, 0, 0, t, accType,
@@ -1037,7 +1014,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
                formatv("ampc::cuda::maxPool<{0}, {1}, {2}>",
-                       floatComputeType({ti, to}), codec(ti), codec(to))
+                       accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getInput()),
@@ -1053,7 +1030,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
                formatv("ampc::cuda::averagePool<{0}, {1}, {2}>",
-                       floatComputeType({ti, to}), codec(ti), codec(to))
+                       accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getInput()),
@@ -1065,9 +1042,9 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
       })
       .Case([&](ampc::MaxPoolGradOp o) {
         Type t = elementOf(o.getGrad());
-        StringRef acc = floatComputeType(t);
+        StringRef acc = accumulation(op);
         int64_t count = tensorOf(o.getOutput()).getNumElements();
-        std::string sum = shared(acc, 0, count * (acc == "double" ? 8 : 4));
+        std::string sum = scratch(op, "acc", acc);
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
                         "ctx.stream), {2});\n",
                         sum, count * (acc == "double" ? 8 : 4), where(op));
@@ -1090,7 +1067,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         Type t = elementOf(o.getGrad());
         launch(op,
                formatv("ampc::cuda::averagePoolGrad<{0}, {1}, {1}>",
-                       floatComputeType(t), codec(t))
+                       accumulation(op), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
                formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getGrad()),
@@ -1112,8 +1089,8 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         StringRef acc = g.compute;
         std::string mean = "nullptr", var = "nullptr";
         if (o.getTrainingMode()) {
-          mean = shared(acc, 0, c * 8);
-          var = shared(acc, alignUp(c * 8), c * 8);
+          mean = scratch(op, "mean", acc);
+          var = scratch(op, "variance", acc);
           launch(op,
                  formatv("ampc::cuda::channelStatistics<{0}, {1}>", acc,
                          codec(elementOf(x)))
@@ -1190,9 +1167,6 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   for (const std::string &m : deviceErrors)
     os << "  \"" << cString(m) << "\",\n";
   os << "};\n\n" << kernels;
-  // The scratch region ops share (im2col columns, statistics).
-  os << "static constexpr uint64_t kScratch = " << reserve(sharedBytes)
-     << "ULL;\n\n";
   emitCopyTable();
   os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
         "  return ampc::cuda::refreshCopies(ampc::cuda::context(raw), kCopies, "
@@ -1223,7 +1197,7 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                 "return code;\n  }\n"
                 "  return 0;\n}\n\n",
                 stateSize, blobBytes ? "ampc_parameter_blob" : "nullptr",
-                blobBytes, errorOffset, deviceErrors.size(), fills);
+                blobBytes, errorSlot(), deviceErrors.size(), fills);
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "
         "ampc::cuda::lastError(raw); }\n"

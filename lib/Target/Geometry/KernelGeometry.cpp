@@ -1,13 +1,13 @@
 //===- KernelGeometry.cpp - op geometry both targets' kernels take -------===//
 //
-// See include/ampc/Target/KernelGeometry.h.
+// See include/ampc/Target/KernelGeometry.h. A library of its own (on the
+// dialect alone): the memory plan uses it as well as the emitters.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Target/KernelGeometry.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/LibraryEmitter.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -17,6 +17,56 @@ using llvm::SmallVector;
 using llvm::StringRef;
 
 namespace ampc::emit {
+
+RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+Type elementOf(Value v) { return tensorOf(v).getElementType(); }
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
+                                      ArrayRef<int64_t> out) {
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t i = shape.size() - 1, o = out.size() - 1; i >= 0; --i, --o) {
+    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+StringRef accumulation(Operation *op) {
+  auto type = op->getAttrOfType<TypeAttr>(ampc::kAccumulateAttr);
+  return type && type.getValue().isF64() ? "double" : "float";
+}
+
+int64_t accumulationBytes(Operation *op) {
+  return accumulation(op) == "double" ? 8 : 4;
+}
+
+int64_t WindowGeometry::inSize() const { return product(in); }
+int64_t WindowGeometry::outSize() const { return product(out); }
+int64_t WindowGeometry::kernelSize() const { return product(kernel); }
+
+bool WindowGeometry::isIdentity() const {
+  if (kernelSize() != 1)
+    return false;
+  for (size_t d = 0; d < rank(); ++d)
+    if (strides[d] != 1 || padBegin[d] != 0 || in[d] != out[d])
+      return false;
+  return true;
+}
 
 namespace {
 
@@ -88,10 +138,6 @@ WindowGeometry attributeWindow(Op op, Value in, Value out,
 
 } // namespace
 
-StringRef floatComputeType(ArrayRef<Type> types) {
-  return llvm::any_of(types, [](Type t) { return t.isF64(); }) ? "double"
-                                                               : "float";
-}
 
 AxisSplit splitAt(ArrayRef<int64_t> shape, int64_t axis) {
   return {product(shape.take_front(axis)), shape[axis],
@@ -259,7 +305,7 @@ LayerNormGeometry layerNormGeometry(Operation *op) {
   g.scaleStrides = broadcastStrides(shapeOf(scale), normalized);
   if (bias)
     g.biasStrides = broadcastStrides(shapeOf(bias), normalized);
-  g.compute = floatComputeType({elementOf(x), elementOf(mean)});
+  g.compute = accumulation(op);
   return g;
 }
 
@@ -274,8 +320,7 @@ BatchNormGeometry batchNormGeometry(Operation *op) {
     x = grad.getInput(), statistics = grad.getScale();
   }
   AxisSplit split = splitAt(shapeOf(x), 1);
-  return {split.outer, split.size, split.inner,
-          floatComputeType({elementOf(x), elementOf(statistics)})};
+  return {split.outer, split.size, split.inner, accumulation(op)};
 }
 
 LossGeometry lossGeometry(Operation *op) {
@@ -302,8 +347,188 @@ LossGeometry lossGeometry(Operation *op) {
     g.ignoreIndex = static_cast<int64_t>(*ignore);
   AxisSplit split = splitAt(shapeOf(g.scores), 1);
   g.n = split.outer, g.classes = split.size, g.inner = split.inner;
-  g.compute = floatComputeType(computed);
+  g.compute = accumulation(op);
   return g;
+}
+
+void ScratchLayout::add(StringRef name, int64_t count, int64_t elementBytes) {
+  slots.push_back({name.str(), size});
+  int64_t bytes = std::max<int64_t>(count * elementBytes, 1);
+  size += (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+std::optional<int64_t> ScratchLayout::offset(StringRef name) const {
+  for (const auto &[slot, at] : slots)
+    if (slot == name)
+      return at;
+  return std::nullopt;
+}
+
+namespace {
+
+int64_t countOf(Value v) { return tensorOf(v).getNumElements(); }
+
+bool isHalfFloat(Type t) { return t.isF16() || t.isBF16(); }
+
+/// The CPU kernels compute GEMMs and convolutions on FP32 copies of 16-bit
+/// operands: one slot "wI" per distinct 16-bit float operand I.
+void addWidenedOperands(Operation *op, ScratchLayout &layout) {
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    bool seen = llvm::any_of(op->getOperands().take_front(i),
+                             [&](Value earlier) { return earlier == v; });
+    if (!seen && isHalfFloat(elementOf(v)))
+      layout.add("w" + std::to_string(i), countOf(v), 4);
+  }
+}
+
+ScratchLayout cpuScratch(Operation *op) {
+  ScratchLayout l;
+  int64_t acc = accumulationBytes(op);
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<ampc::GemmOp, ampc::BatchedGemmOp, ampc::MatMulOp>([&](auto) {
+        // FP32 copies of 16-bit operands; the product accumulates in `acc`
+        // and is rounded once when stored.
+        addWidenedOperands(op, l);
+        l.add("acc", countOf(op->getResult(0)), acc);
+      })
+      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
+            ampc::ConvBackwardWeightOp>([&](auto) {
+        addWidenedOperands(op, l);
+        Type out = elementOf(op->getResult(0));
+        if (!out.isF32() && !out.isF64())
+          l.add("acc", countOf(op->getResult(0)), 4);
+        // im2col: where each window position reads, and the columns.
+        ConvGeometry g = convGeometry(op);
+        const WindowGeometry &w = g.window;
+        if (!w.isIdentity()) {
+          int64_t depth = g.channels / g.group * w.kernelSize();
+          l.add("offsets", w.outSize() * w.kernelSize(), 8);
+          l.add("columns", depth * w.outSize(), acc);
+        }
+      })
+      .Case([&](ampc::MaxPoolOp o) {
+        WindowGeometry w = windowGeometry(op);
+        l.add("offsets", w.outSize() * w.kernelSize(), 8);
+        if (o.getStorageOrder() != 0)
+          l.add("reported", w.outSize() * w.kernelSize(), 8);
+      })
+      .Case([&](ampc::AveragePoolOp) {
+        WindowGeometry w = windowGeometry(op);
+        l.add("offsets", w.outSize() * w.kernelSize(), 8);
+      })
+      .Case([&](ampc::MaxPoolGradOp o) {
+        l.add("acc", countOf(o.getOutput()), acc);
+      })
+      .Case([&](ampc::AveragePoolGradOp o) {
+        WindowGeometry w = windowGeometry(op);
+        l.add("offsets", w.outSize() * w.kernelSize(), 8);
+        l.add("counts", w.outSize(), 8);
+        l.add("acc", countOf(o.getOutput()), acc);
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
+          [&](auto) {
+        // The input offset of each reduced element.
+        l.add("reduced", reduceGeometry(op).reducedCount(), 8);
+      })
+      .Case([&](ampc::BatchNormalizationOp o) {
+        int64_t c = batchNormGeometry(op).channels;
+        for (StringRef name : {"scale", "bias", "mean", "variance"})
+          l.add(name, c, acc);
+        if (o.getTrainingMode() != 0) {
+          l.add("batchMean", c, acc);
+          l.add("batchVariance", c, acc);
+        }
+      })
+      .Case([&](ampc::BatchNormGradOp o) {
+        int64_t c = batchNormGeometry(op).channels;
+        l.add("scale", c, acc);
+        if (o.getMean()) {
+          l.add("mean", c, acc);
+          l.add("variance", c, acc);
+        } else {
+          l.add("batchMean", c, acc);
+          l.add("batchVariance", c, acc);
+        }
+        l.add("gradScale", c, acc);
+        l.add("gradBias", c, acc);
+      })
+      .Case([&](ampc::LayerNormalizationOp o) {
+        int64_t size = layerNormGeometry(op).size;
+        l.add("scale", size, acc);
+        if (o.getBias())
+          l.add("bias", size, acc);
+      })
+      .Case([&](ampc::LayerNormGradOp) {
+        l.add("scale", layerNormGeometry(op).size, acc);
+      })
+      .Case<ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp>([&](auto) {
+        LossGeometry g = lossGeometry(op);
+        l.add("logp", countOf(g.scores), acc);
+        if (g.weights)
+          l.add("weights", g.classes, acc);
+        l.add("loss", countOf(op->getResult(0)), acc);
+        // Each element's loss and weight before the reduction.
+        l.add("values", g.n * g.inner, acc);
+        l.add("used", g.n * g.inner, acc);
+      })
+      .Case([&](ampc::NllLossGradOp o) {
+        l.add("grad", countOf(o.getGrad()), acc);
+        if (o.getWeight())
+          l.add("weights", countOf(o.getWeight()), acc);
+        l.add("out", countOf(o.getOutput()), acc);
+      })
+      .Case([&](ampc::GatherGradOp o) {
+        l.add("grad", countOf(o.getGrad()), acc);
+        l.add("out", countOf(o.getOutput()), acc);
+      });
+  return l;
+}
+
+ScratchLayout cudaScratch(Operation *op) {
+  ScratchLayout l;
+  int64_t acc = accumulationBytes(op);
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
+            ampc::ConvBackwardWeightOp>([&](auto) {
+        // im2col columns of every image (in the data type; for the data
+        // gradient the GEMM's products in the accumulation type, which
+        // col2im sums), and the weight gradient's sum over the images.
+        ConvGeometry g = convGeometry(op);
+        const WindowGeometry &w = g.window;
+        int64_t columns = g.n * g.channels * w.kernelSize() * w.outSize();
+        Type t = elementOf(g.input);
+        if (isa<ampc::ConvBackwardDataOp>(op))
+          l.add("columns", columns, acc);
+        else if (!w.isIdentity())
+          l.add("columns", columns, (t.getIntOrFloatBitWidth() + 7) / 8);
+        if (isa<ampc::ConvBackwardWeightOp>(op))
+          l.add("sum", countOf(op->getResult(0)), acc);
+      })
+      .Case([&](ampc::MaxPoolGradOp o) {
+        l.add("acc", countOf(o.getOutput()), acc);
+      })
+      .Case([&](ampc::BatchNormalizationOp o) {
+        if (o.getTrainingMode() != 0) {
+          int64_t c = batchNormGeometry(op).channels;
+          l.add("mean", c, acc);
+          l.add("variance", c, acc);
+        }
+      })
+      .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
+        l.add("logp", countOf(o.getScores()), acc);
+      })
+      .Case([&](ampc::ClipGradNormOp) {
+        // The sum of squares (cleared with an 8-byte memset).
+        l.add("sum", 1, 8);
+      });
+  return l;
+}
+
+} // namespace
+
+ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {
+  return target == ampc::KernelTarget::Cpu ? cpuScratch(op) : cudaScratch(op);
 }
 
 } // namespace ampc::emit

@@ -1,0 +1,43 @@
+//===- AssignAccumulation.cpp - accumulation types decided in the IR ------===//
+//
+// Records the type every Accumulating op sums in (Passes.td,
+// AssignAccumulationPass) as `ampc.accumulate`, so the targets and the
+// memory plan read one decision instead of each deriving it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_ASSIGNACCUMULATIONPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+namespace {
+
+bool isF64Tensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && tensor.getElementType().isF64();
+}
+
+struct AssignAccumulation
+    : ampc::impl::AssignAccumulationPassBase<AssignAccumulation> {
+  void runOnOperation() override {
+    Builder b(&getContext());
+    getOperation().walk([&](Operation *op) {
+      if (!op->hasTrait<ampc::Accumulating>())
+        return;
+      bool f64 = llvm::any_of(op->getOperandTypes(), isF64Tensor) ||
+                 llvm::any_of(op->getResultTypes(), isF64Tensor);
+      op->setAttr(ampc::kAccumulateAttr,
+                  TypeAttr::get(f64 ? Type(b.getF64Type())
+                                    : Type(b.getF32Type())));
+    });
+  }
+};
+
+} // namespace
