@@ -221,3 +221,41 @@ func.func @gradient_of_another_type(%x: tensor<4xf16>) -> (tensor<4xf16> {ampc.g
 func.func @label_on_a_result(%x: tensor<4xf32>) -> (tensor<4xf32> {ampc.label}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.error_slot' must be an i64 multiple of 64 on a function, got 8 : i64}}
+func.func @error_slot_unaligned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ampc.error_slot = 8 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @scratch_without_bytes(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.scratch' must be array<i64: offset, bytes> with the offset a multiple of 64 and bytes positive, got array<i64: 0>}}
+  %0 = ampc.matmul %x, %x {ampc.scratch = array<i64: 0>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'ampc.input_offsets' must be an array<i64> with one entry per argument of a function, got array<i64: 0, 64>}}
+func.func @input_offsets_too_many(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ampc.input_offsets = array<i64: 0, 64>} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @accumulate_in_f16(%x: tensor<4x4xf16>) -> tensor<4x4xf16> {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.accumulate' must be f32 or f64 on an op that accumulates, got f16}}
+  %0 = ampc.matmul %x, %x {ampc.accumulate = f16} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return %0 : tensor<4x4xf16>
+}
+
+// -----
+
+func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.accumulate' must be f32 or f64 on an op that accumulates, got f32}}
+  %0 = ampc.exp %x {ampc.accumulate = f32} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

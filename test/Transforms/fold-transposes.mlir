@@ -56,7 +56,7 @@ func.func @attention_scores(%q: tensor<8x64x16xf32>, %k: tensor<8x64x16xf32>) ->
 //
 // The plan: the GEMM writes its own buffer, apart from the heads it reads.
 // PLAN-LABEL: func.func @attention_heads
-// PLAN: ampc.batched_gemm {{.*}}ampc.offsets = array<i64: 0>
+// PLAN: ampc.batched_gemm {{.*}}ampc.offsets = array<i64: 64>
 func.func @attention_heads(%x: tensor<4x32xf32>, %p: tensor<2x16x16xf32>) -> tensor<4x32xf32> {
   %h = ampc.reshape %x : tensor<4x32xf32> to tensor<4x2x16xf32>
   %t = ampc.transpose %h {perm = array<i64: 1, 0, 2>} : (tensor<4x2x16xf32>) -> tensor<2x4x16xf32>

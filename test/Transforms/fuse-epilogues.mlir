@@ -10,18 +10,20 @@
 // CHECK-NOT: ampc.relu
 // CHECK: return %[[G]]
 //
-// The plan: x (256 bytes) at 0 lives until the Gemm, whose result goes to
-// 256. Without the pass the Relu's buffer took x's place at 0, the
-// Gemm's input: a GEMM writing the Relu's buffer would overlap its input.
-// The fused result is the Gemm's own, planned apart from its operands.
+// The plan (after the error slot at 0): x (256 bytes) at 64 lives until
+// the Gemm, whose result goes to 320 and its scratch (the CPU kernels'
+// accumulator) to 576. Without the pass the Relu's buffer took x's place
+// at 64, the Gemm's input: a GEMM writing the Relu's buffer would overlap
+// its input. The fused result is the Gemm's own, planned apart from its
+// operands.
 // PLAN-LABEL: func.func @relu_bias
-// PLAN: ampc.neg %arg0 {ampc.offsets = array<i64: 0>}
-// PLAN-NEXT: ampc.gemm {{.*}}{ampc.offsets = array<i64: 256>, epilogue = #ampc<epilogue relu_bias>, transB = 1 : i64}
+// PLAN: ampc.neg %arg0 {ampc.offsets = array<i64: 64>}
+// PLAN-NEXT: ampc.gemm {{.*}}{ampc.offsets = array<i64: 320>, ampc.scratch = array<i64: 576, 256>, epilogue = #ampc<epilogue relu_bias>, transB = 1 : i64}
 // PLAN-NEXT: return
 // UNFUSED-LABEL: func.func @relu_bias
-// UNFUSED: ampc.neg %arg0 {ampc.offsets = array<i64: 0>}
-// UNFUSED-NEXT: ampc.gemm {{.*}}{ampc.offsets = array<i64: 256>, transB = 1 : i64}
-// UNFUSED-NEXT: ampc.relu {{.*}}{ampc.offsets = array<i64: 0>}
+// UNFUSED: ampc.neg %arg0 {ampc.offsets = array<i64: 64>}
+// UNFUSED-NEXT: ampc.gemm {{.*}}{ampc.offsets = array<i64: 320>, ampc.scratch = array<i64: 576, 256>, transB = 1 : i64}
+// UNFUSED-NEXT: ampc.relu {{.*}}{ampc.offsets = array<i64: 64>}
 func.func @relu_bias(%a: tensor<4x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
   %x = ampc.neg %a : tensor<4x16xf32>
   %g = ampc.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>

@@ -7,18 +7,22 @@
 
 // ampc-plan-memory gives each buffer an offset in one arena (64-byte
 // aligned, best fit) and reuses a buffer once its value and every view of
-// it are dead; an op's results never overlap its operands.
+// it are dead; an op's results never overlap its operands. Every arena
+// starts with the 8-byte error slot (ampc.error_slot = 0), so the first
+// buffer is at 64. An op whose kernels need scratch (the layer norm's
+// scale and bias in the compute type, below) gets a block after its
+// results, free again once it has run (scratch.mlir).
 
 // A chain of 2 KiB tensors needs two buffers that alternate, not four. The
 // view (reshape) shares its operand's buffer, which keeps %b alive until
 // the last use of the view.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: attributes {ampc.arena_bytes = 4096 : i64}
-// CHECK-NEXT: ampc.exp %{{.+}} {ampc.offsets = array<i64: 0>}
-// CHECK-NEXT: ampc.neg %{{.+}} {ampc.offsets = array<i64: 2048>}
+// CHECK-SAME: attributes {ampc.arena_bytes = 4160 : i64, ampc.error_slot = 0 : i64}
+// CHECK-NEXT: ampc.exp %{{.+}} {ampc.offsets = array<i64: 64>}
+// CHECK-NEXT: ampc.neg %{{.+}} {ampc.offsets = array<i64: 2112>}
 // CHECK-NEXT: ampc.reshape %{{.+}} : tensor<8x64xf32> to tensor<512xf32>
-// CHECK-NEXT: ampc.sqrt %{{.+}} {ampc.offsets = array<i64: 0>}
-// CHECK-NEXT: ampc.tanh %{{.+}} {ampc.offsets = array<i64: 2048>}
+// CHECK-NEXT: ampc.sqrt %{{.+}} {ampc.offsets = array<i64: 64>}
+// CHECK-NEXT: ampc.tanh %{{.+}} {ampc.offsets = array<i64: 2112>}
 func.func @chain(%x: tensor<8x64xf32>) -> tensor<512xf32> {
   %a = ampc.exp %x : tensor<8x64xf32>
   %b = ampc.neg %a : tensor<8x64xf32>
@@ -36,14 +40,14 @@ func.func @chain(%x: tensor<8x64xf32>) -> tensor<512xf32> {
 // results (the layer norm's statistics) still get buffers. Constants and
 // parameter loads take no arena space.
 // CHECK-LABEL: func.func @merge
-// CHECK-SAME: attributes {ampc.arena_bytes = 8320 : i64}
-// CHECK-NEXT: ampc.exp {{.+}} {ampc.offsets = array<i64: 0>}
-// CHECK-NEXT: ampc.neg {{.+}} {ampc.offsets = array<i64: 2048>}
-// CHECK-NEXT: ampc.add {{.+}} {ampc.offsets = array<i64: 4096>}
-// CHECK-NEXT: ampc.concat {{.+}} {ampc.offsets = array<i64: 0>
+// CHECK-SAME: attributes {ampc.arena_bytes = 8896 : i64, ampc.error_slot = 0 : i64}
+// CHECK-NEXT: ampc.exp {{.+}} {ampc.offsets = array<i64: 64>}
+// CHECK-NEXT: ampc.neg {{.+}} {ampc.offsets = array<i64: 2112>}
+// CHECK-NEXT: ampc.add {{.+}} {ampc.offsets = array<i64: 4160>}
+// CHECK-NEXT: ampc.concat {{.+}} {ampc.offsets = array<i64: 64>
 // CHECK-NEXT: ampc.constant
 // CHECK-NEXT: ampc.load_parameter @s : tensor<64xf32>
-// CHECK-NEXT: ampc.layer_normalization {{.+}} {ampc.offsets = array<i64: 4096, 8192, 8256>}
+// CHECK-NEXT: ampc.layer_normalization {{.+}} {ampc.offsets = array<i64: 4160, 8256, 8320>, ampc.scratch = array<i64: 8384, 512>}
 ampc.parameter @s : tensor<64xf32> = dense<1.0> : tensor<64xf32>
 func.func @merge(%x: tensor<8x64xf32>) -> tensor<16x64xf32> {
   %a = ampc.exp %x : tensor<8x64xf32>

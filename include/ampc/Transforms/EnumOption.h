@@ -47,7 +47,16 @@ public:
     std::optional<E> parsed = symbolizeEnum<E>(arg);
     value = parsed ? *parsed : invalidEnumValue<E>();
     unknownWord = parsed ? "" : arg.str();
+    if (!parsed)
+      lastUnknownWord() = arg.str();
     return false;
+  }
+
+  /// The last unknown word any option of `E` was given: a pass declared on
+  /// functions runs as copies, which copy the value but not the parser.
+  static std::string &lastUnknownWord() {
+    static std::string word;
+    return word;
   }
 
   /// "sgd|adam|adamw|none" in --help.
@@ -81,7 +90,11 @@ mlir::LogicalResult checkEnumOption(OptionT &option, mlir::Location loc,
     return mlir::success();
   return mlir::emitError(loc)
          << pass << ": " << option.ArgStr << " must be " << enumChoices<E>()
-         << ", got '" << option.getParser().unknownWord << "'";
+         << ", got '"
+         << (option.getParser().unknownWord.empty()
+                 ? EnumOptionParser<E>::lastUnknownWord()
+                 : option.getParser().unknownWord)
+         << "'";
 }
 
 } // namespace ampc

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // Data movement on the CPU target. Transpose and Slice are strided copies
@@ -14,18 +14,18 @@
 // 10x6 table; a Reshape returned as it is (its operand, the input, is
 // copied out); Expand of a row.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {4LL, 2LL, 3LL}; static const int64_t s0[] = {1LL, 12LL, 4LL}; const int64_t *strides[] = {s0};
 // CHECK-NEXT:      ampc::cpu::forEach<1>(3, dims, strides, [&](int64_t o, int64_t a) { [[T]][o] = in0[0LL + a]; }); }
-// CHECK-NEXT:    uint16_t *[[S:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 128);
+// CHECK-NEXT:    uint16_t *[[S:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 192);
 // CHECK-NEXT:    { static const int64_t dims[] = {2LL, 3LL}; static const int64_t s0[] = {8LL, -3LL}; const int64_t *strides[] = {s0};
 // CHECK-NEXT:      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in1[7LL + a]; }); }
-// CHECK-NEXT:    uint16_t *[[C:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 192);
+// CHECK-NEXT:    uint16_t *[[C:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 256);
 // CHECK-NEXT:    ampc::cpu::concatPart(in1, [[C]], 1LL, 16LL, 40LL, 0LL);
 // CHECK-NEXT:    ampc::cpu::concatPart(in2, [[C]], 1LL, 24LL, 40LL, 16LL);
-// CHECK-NEXT:    float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
+// CHECK-NEXT:    float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 384);
 // CHECK-NEXT:    if (!(ampc::cpu::gather(in3, in4, [[G]], 1LL, 10LL, 6LL, 6LL))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.gather: an index is out of range");
-// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
+// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 576);
 // CHECK-NEXT:    { static const int64_t dims[] = {3LL, 4LL};
 // CHECK-NEXT:      static const int64_t s0[] = {0LL, 1LL};
 // CHECK:           [[E]][o] = static_cast<float>((x0));
@@ -52,16 +52,16 @@ func.func @forward(%x: tensor<2x3x4xf32>, %a: tensor<2x8xf16>, %b: tensor<3x8xf1
 // Exp reads); GatherGrad accumulates rows of the 10x6 table in FP32;
 // SliceGrad zero-fills 2x8 and scatters with stride 2 from column 0.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {1LL, 4LL}; static const int64_t s0[] = {4LL, 1LL}; const int64_t *strides[] = {s0};
 // CHECK-NEXT:      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in0[8LL + a]; }); }
-// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
 // CHECK:           const float x0 = [[S]][i0];
 // CHECK-NEXT:      [[E]][o] = static_cast<float>((std::exp(x0)));
-// CHECK:         float *[[GG:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
-// CHECK:           if (!(ampc::cpu::gatherGrad<float>(grad.data(), in2, out.data(), 1LL, 10LL, 6LL, 6LL))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.gather_grad: an index is out of range");
+// CHECK:         float *[[GG:v[0-9]+]] = reinterpret_cast<float *>(state + 192);
+// CHECK:           if (!(ampc::cpu::gatherGrad<float>(grad, in2, out, 1LL, 10LL, 6LL, 6LL))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.gather_grad: an index is out of range");
 // CHECK-NEXT:      for (int64_t i = 0; i < 60LL; ++i) [[GG]][i] = static_cast<float>(out[i]);
-// CHECK:         float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {2LL, 4LL}; static const int64_t strides[] = {8LL, 2LL};
 // CHECK-NEXT:      ampc::cpu::sliceGrad(in3, [[SG]], 16LL, 2, dims, strides, 0LL); }
 func.func @forward(%x: tensor<2x3x4xf32>, %dg: tensor<2x3x6xf32>, %ids: tensor<2x3xi64>, %ds: tensor<2x4xf32>) -> (tensor<4xf32>, tensor<10x6xf32>, tensor<2x8xf32>) {

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // The CPU target's elementwise code from kernel-level MLIR: each fusion (or
@@ -14,7 +14,7 @@
 // CHECK-NEXT:    (void)state;
 // CHECK-NEXT:    const float *[[X:in0]] = static_cast<const float *>(inputs[0]);
 // CHECK-NEXT:    const float *[[B:in1]] = static_cast<const float *>(inputs[1]);
-// CHECK-NEXT:    uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK-NEXT:    uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {8LL, 64LL};
 // CHECK-NEXT:      static const int64_t s0[] = {64LL, 1LL};
 // CHECK-NEXT:      static const int64_t s1[] = {0LL, 1LL};
@@ -40,7 +40,7 @@ func.func @forward(%x: tensor<8x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf16>
 // after each op, as an f16 tensor between two kernels would be, so that
 // fusing changes no result; the cast to f32 is exact.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK:         ampc::cpu::forEach<2>(2, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:      const float x0 = ampc::cpu::loadF16(in0[i0]);
 // CHECK-NEXT:      const float x1 = ampc::cpu::loadF16(in1[i1]);
@@ -62,9 +62,9 @@ func.func @forward(%x: tensor<4x16xf16>, %y: tensor<4x16xf16>) -> tensor<4x16xf3
 // read by the fusion (at offset 64); Equal and Where fuse with a boolean in
 // between; tanh-Gelu's expression; the store to bf16 rounds.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK:           [[E]][o] = static_cast<float>((std::exp(x0)));
-// CHECK:         uint16_t *[[H:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
+// CHECK:         uint16_t *[[H:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 128);
 // CHECK:         ampc::cpu::forEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:      const float x0 = [[E]][i0];
 // CHECK-NEXT:      const float x1 = in1[i1];
@@ -90,7 +90,7 @@ func.func @forward(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xbf16>, 
 // value); a scalar exponent broadcasts to every element (strides 0);
 // integers divide as integers, operands in order.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         double *[[Y:v[0-9]+]] = reinterpret_cast<double *>(state + 0);
+// CHECK:         double *[[Y:v[0-9]+]] = reinterpret_cast<double *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {2LL, 3LL};
 // CHECK-NEXT:      static const int64_t s0[] = {3LL, 1LL};
 // CHECK-NEXT:      static const int64_t s1[] = {0LL, 0LL};
@@ -99,7 +99,7 @@ func.func @forward(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xbf16>, 
 // CHECK-NEXT:      const double t0 = static_cast<double>((x0 >= 0 ? x0 : double(2.000000030e-01) * x0));
 // CHECK-NEXT:      const double t1 = static_cast<double>((double(1) / (double(1) + std::exp(-t0))));
 // CHECK-NEXT:      [[Y]][o] = static_cast<double>((std::pow(t1, x1)));
-// CHECK:         int64_t *[[Q:v[0-9]+]] = reinterpret_cast<int64_t *>(state + 64);
+// CHECK:         int64_t *[[Q:v[0-9]+]] = reinterpret_cast<int64_t *>(state + 128);
 // CHECK:           const int64_t x0 = in1[i0];
 // CHECK-NEXT:      const int64_t x1 = in3[i1];
 // CHECK-NEXT:      [[Q]][o] = static_cast<int64_t>((x0 / x1));

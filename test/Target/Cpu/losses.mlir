@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // The losses on the CPU target. SoftmaxCrossEntropyLoss is a LogSoftmax in
@@ -10,19 +10,20 @@
 // Mean reduction without weights; then reduction "none" with class weights
 // and ignore_index -100 (4 losses, one per sample).
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
-// CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      std::vector<float> logp(40LL);
-// CHECK-NEXT:      ampc::cpu::softmax<float>(in0, logp.data(), 4LL, 10LL, 1LL, true,
+// CHECK-NEXT:      float *logp = reinterpret_cast<float *>(state + 320);
+// CHECK-NEXT:      ampc::cpu::softmax<float>(in0, logp, 4LL, 10LL, 1LL, true,
 // CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[P]][i] = static_cast<float>(logp[i]);
-// CHECK-NEXT:      std::vector<float> loss(1LL);
-// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, loss.data()))) return ampc::cpu::fail(state + [[SLOT:[0-9]+]], "ampc.softmax_cross_entropy_loss: a label is out of range");
+// CHECK-NEXT:      float *loss = reinterpret_cast<float *>(state + 512);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp, in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, loss, reinterpret_cast<float *>(state + 576), reinterpret_cast<float *>(state + 640)))) return ampc::cpu::fail(state + [[SLOT:[0-9]+]], "ampc.softmax_cross_entropy_loss: a label is out of range");
 // CHECK-NEXT:      for (int64_t i = 0; i < 1LL; ++i) [[L]][i] = static_cast<float>(loss[i]);
-// CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 256);
-// CHECK:           std::vector<float> weights = ampc::cpu::convert<float>(in2, 10LL,
-// CHECK-NEXT:      std::vector<float> loss(4LL);
-// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, weights.data(), 4LL, 10LL, 1LL, true, -100LL, ampc::cpu::LossNone, loss.data()))) return ampc::cpu::fail(state + [[SLOT]],
+// CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
+// CHECK:           float *weights = reinterpret_cast<float *>(state + 768);
+// CHECK-NEXT:      ampc::cpu::convert<float>(in2, 10LL, [](auto v) { return v; }, weights);
+// CHECK-NEXT:      float *loss = reinterpret_cast<float *>(state + 832);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp, in1, weights, 4LL, 10LL, 1LL, true, -100LL, ampc::cpu::LossNone, loss, reinterpret_cast<float *>(state + 896), reinterpret_cast<float *>(state + 960)))) return ampc::cpu::fail(state + [[SLOT]],
 // CHECK-NEXT:      for (int64_t i = 0; i < 4LL; ++i) [[LN]][i] = static_cast<float>(loss[i]);
 func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<4xf32>) {
   %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
@@ -36,10 +37,10 @@ func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor
 // positions, int32 labels) summed; its adjoint scatters the mean's gradient
 // over 4x10.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         if (!(ampc::cpu::nllLoss<float>(logp.data(), in1, nullptr, 2LL, 10LL, 5LL, false, 0LL, ampc::cpu::LossSum, loss.data()))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.negative_log_likelihood_loss: a label is out of range");
-// CHECK:         float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
-// CHECK:           std::vector<float> out(40LL);
-// CHECK-NEXT:      if (!(ampc::cpu::nllLossGrad<float>(grad.data(), in3, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, out.data()))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.nll_loss_grad: a label is out of range");
+// CHECK:         if (!(ampc::cpu::nllLoss<float>(logp, in1, nullptr, 2LL, 10LL, 5LL, false, 0LL, ampc::cpu::LossSum, loss, reinterpret_cast<float *>(state + 640), reinterpret_cast<float *>(state + 704)))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.negative_log_likelihood_loss: a label is out of range");
+// CHECK:         float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
+// CHECK:           float *out = reinterpret_cast<float *>(state + 384);
+// CHECK-NEXT:      if (!(ampc::cpu::nllLossGrad<float>(grad, in3, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, out))) return ampc::cpu::fail(state + {{[0-9]+}}, "ampc.nll_loss_grad: a label is out of range");
 // CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[G]][i] = static_cast<float>(out[i]);
 func.func @forward(%s3: tensor<2x10x5xf32>, %l3: tensor<2x5xi32>, %d: tensor<f32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
   %0 = ampc.negative_log_likelihood_loss %s3, %l3 {reduction = #ampc<reduction sum>} : (tensor<2x10x5xf32>, tensor<2x5xi32>) -> tensor<f32>

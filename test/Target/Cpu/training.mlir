@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
 // RUN:   | ampc-translate --ampc-to-cpp | FileCheck %s
 
 // The training ops on the CPU target, in a hand-written @train_step: the
@@ -27,20 +27,21 @@
 // CHECK-NEXT:    float *[[M:s[0-9]+]] = reinterpret_cast<float *>(state + 448);
 // CHECK-NEXT:    float *[[V:s[0-9]+]] = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:    float *[[BM:s[0-9]+]] = reinterpret_cast<float *>(state + 576);
-// The gradients (dW at 768, db at 832) are unscaled by 1/scale into 640
-// and 896; found_inf is one byte at 960.
-// CHECK:         float *[[GW:v[0-9]+]] = reinterpret_cast<float *>(state + 768);
-// CHECK:         float *[[GB:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
-// CHECK:         float *[[UW:v[0-9]+]] = reinterpret_cast<float *>(state + 640);
-// CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
-// CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 960);
+// The arena starts at 640 with the error slot; the gradients (dW at 832,
+// db at 896) are unscaled by 1/scale into 704 and 960; found_inf is one
+// byte at 1024.
+// CHECK:         float *[[GW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
+// CHECK:         float *[[GB:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
+// CHECK:         float *[[UW:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
+// CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
+// CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1024);
 // CHECK-NEXT:    { const float inv = ampc::cpu::inverseScale([[SCALE]][0]); bool found = false;
 // CHECK-NEXT:      found |= ampc::cpu::unscale([[GW]], [[UW]], 12LL, inv);
 // CHECK-NEXT:      found |= ampc::cpu::unscale([[GB]], [[UB]], 3LL, inv);
 // CHECK-NEXT:      [[FOUND]][0] = found; }
 // Clipping: one global norm over both gradients, max_norm 1.
-// CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 768);
-// CHECK-NEXT:    float *[[CB:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
+// CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
+// CHECK-NEXT:    float *[[CB:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
 // CHECK-NEXT:    { float sum = 0;
 // CHECK-NEXT:      sum += ampc::cpu::sumOfSquares([[UW]], 12LL);
 // CHECK-NEXT:      sum += ampc::cpu::sumOfSquares([[UB]], 3LL);
@@ -50,9 +51,9 @@
 // CHECK-NEXT:    }
 // AdamW on w with its two moments (betas, eps, weight decay 0.01); skipped
 // (inputs copied through) when found_inf.
-// CHECK-NEXT:    float *[[NW:v[0-9]+]] = reinterpret_cast<float *>(state + 640);
-// CHECK-NEXT:    float *[[NM:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
-// CHECK-NEXT:    float *[[NV:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
+// CHECK-NEXT:    float *[[NW:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
+// CHECK-NEXT:    float *[[NM:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
+// CHECK-NEXT:    float *[[NV:v[0-9]+]] = reinterpret_cast<float *>(state + 1088);
 // CHECK-NEXT:    if ([[FOUND]][0]) {
 // CHECK-NEXT:      std::memcpy([[NW]], [[W]], 48ULL);
 // CHECK-NEXT:      std::memcpy([[NM]], [[M]], 48ULL);
@@ -67,8 +68,8 @@
 // CHECK-NEXT:    } else {
 // CHECK-NEXT:      ampc::cpu::sgdStep<float>([[B]], [[CB]], [[BM]], [[NB]], [[NBM]], 3LL, float([[LR]][0]), [[STEP]][0], float(8.999999762e-01), float(0.000000000e+00), true, float(0.000000000e+00));
 // The scaler: growth 2, backoff 0.5, interval 100, no bounds.
-// CHECK:         float *[[NS:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
-// CHECK-NEXT:    int32_t *[[NT:v[0-9]+]] = reinterpret_cast<int32_t *>(state + 1152);
+// CHECK:         float *[[NS:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
+// CHECK-NEXT:    int32_t *[[NT:v[0-9]+]] = reinterpret_cast<int32_t *>(state + 1216);
 // CHECK-NEXT:    ampc::cpu::updateScale([[SCALE]][0], [[TRACKER]][0], [[FOUND]][0], 2.000000000e+00f, 5.000000000e-01f, 100LL, 0.000000000e+00f, 0.000000000e+00f, [[NS]], [[NT]]);
 // CHECK:         v{{[0-9]+}}[o] = static_cast<int64_t>((x0 + x1));
 // The stores, in program order, into each symbol's offset; the f16 copy of

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // Data movement on the CUDA target: Transpose and Slice are stridedCopy
@@ -9,21 +9,21 @@
 // elementwise kernel; Reshape and Squeeze are views (no launch).
 
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
 // CHECK-NEXT:    ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(24LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[T]], 24LL, 0LL, ampc::cuda::Strided{3, {4LL, 2LL, 3LL}, {1LL, 12LL, 4LL}});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.transpose");
-// CHECK-NEXT:    uint16_t *[[S:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 128);
+// CHECK-NEXT:    uint16_t *[[S:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 832);
 // CHECK-NEXT:    ampc::cuda::launch("stridedCopy<uint16_t>", ampc::cuda::stridedCopy<uint16_t>, ampc::cuda::blocks(6LL), ampc::cuda::kThreads, 0, ctx.stream, in1, [[S]], 6LL, 7LL, ampc::cuda::Strided{2, {2LL, 3LL}, {8LL, -3LL}});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.slice");
-// CHECK-NEXT:    uint16_t *[[C:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 192);
+// CHECK-NEXT:    uint16_t *[[C:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 896);
 // CHECK-NEXT:    ampc::cuda::launch("concatPart<uint16_t>", ampc::cuda::concatPart<uint16_t>, ampc::cuda::blocks(16LL), ampc::cuda::kThreads, 0, ctx.stream, in1, [[C]], 1LL, 16LL, 40LL, 0LL);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.concat");
 // CHECK-NEXT:    ampc::cuda::launch("concatPart<uint16_t>", ampc::cuda::concatPart<uint16_t>, ampc::cuda::blocks(24LL), ampc::cuda::kThreads, 0, ctx.stream, in2, [[C]], 1LL, 24LL, 40LL, 16LL);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.concat");
-// CHECK-NEXT:    float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
+// CHECK-NEXT:    float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
 // CHECK-NEXT:    ampc::cuda::launch("gather<float, int64_t>", ampc::cuda::gather<float, int64_t>, ampc::cuda::blocks(36LL), ampc::cuda::kThreads, 0, ctx.stream, in3, in4, [[G]], 1LL, 10LL, 6LL, 6LL, reinterpret_cast<int32_t *>(state + {{[0-9]+}}), 1);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather");
-// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
+// CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 192);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, in5, [[E]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.expand");
 // CHECK-NOT:     launch(
@@ -44,16 +44,16 @@ func.func @forward(%x: tensor<2x3x4xf32>, %a: tensor<2x8xf16>, %b: tensor<3x8xf1
 // slice through a Squeeze view; GatherGrad (a thread per table element,
 // 60); SliceGrad: a 64-byte memset, then the scatter with stride 2.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:    ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[S]], 4LL, 8LL, ampc::cuda::Strided{2, {1LL, 4LL}, {4LL, 1LL}});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.slice");
 // CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, [[S]], [[E]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.exp");
-// CHECK-NEXT:    float *[[GG:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
+// CHECK-NEXT:    float *[[GG:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:    ampc::cuda::launch("gatherGrad<float, float, int64_t, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::gatherGrad<float, float, int64_t, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(60LL), ampc::cuda::kThreads, 0, ctx.stream, in1, in2, [[GG]], 1LL, 10LL, 6LL, 6LL, reinterpret_cast<int32_t *>(state + {{[0-9]+}}), 1);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
-// CHECK-NEXT:    float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK-NEXT:    float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[SG]], 0, 64ULL, ctx.stream), "ampc.slice_grad");
 // CHECK-NEXT:    ampc::cuda::launch("stridedScatter<float>", ampc::cuda::stridedScatter<float>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in3, [[SG]], 8LL, 0LL, ampc::cuda::Strided{2, {2LL, 4LL}, {8LL, 2LL}});
 func.func @forward(%x: tensor<2x3x4xf32>, %dg: tensor<2x3x6xf32>, %ids: tensor<2x3xi64>, %ds: tensor<2x4xf32>) -> (tensor<4xf32>, tensor<10x6xf32>, tensor<2x8xf32>) {

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // The CUDA target's elementwise kernels from kernel-level MLIR: each fusion
@@ -22,7 +22,7 @@
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 2368);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(512LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[Y]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.cast");
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[0], [[Y]], 1024ULL, cudaMemcpyDeviceToHost, ctx.stream), "output 0");
@@ -47,7 +47,7 @@ func.func @forward(%x: tensor<8x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf16>
 // CHECK-NEXT:      const float t1 = ampc::cuda::loadF16(ampc::cuda::storeF16((std::exp(t0))));
 // CHECK-NEXT:      out[o] = static_cast<float>((t1));
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(64LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[Y]]);
 func.func @forward(%x: tensor<4x16xf16>, %y: tensor<4x16xf16>) -> tensor<4x16xf32> {
   %0 = ampc.mul %x, %y : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
@@ -75,7 +75,7 @@ func.func @forward(%x: tensor<4x16xf16>, %y: tensor<4x16xf16>) -> tensor<4x16xf3
 // CHECK-NEXT:      const float t2 = static_cast<float>((float(0.5) * t1 * (float(1) + std::tanh(float(0.7978845608028654) * (t1 + float(0.044715) * t1 * t1 * t1)))));
 // CHECK-NEXT:      out[o] = ampc::cuda::storeBf16((t2));
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 192);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(16LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[E]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.exp");
 // CHECK-NEXT:    uint16_t *[[H:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // Gemm and MatMul on the CUDA target: one cuBLASLt matmul per
@@ -12,7 +12,7 @@
 // RELU_BIAS epilogue writes it and no Relu kernel is launched. FP16
 // operands and result.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[R:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK:         uint16_t *[[R:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 512);
 // CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, true, 4LL, 8LL, 16LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_RELU_BIAS};
 // CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.gemm", g, in0, in1, [[R]], in2)) return code; }
 // CHECK-NOT:     launch(
@@ -29,7 +29,7 @@ func.func @forward(%x: tensor<4x16xf16>, %w: tensor<8x16xf16>, %b: tensor<8xf16>
 // by a strided copy, then cuBLASLt computes alpha op(A) B + beta D with
 // transA, alpha 0.5 and beta -2, in FP32.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
+// CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
 // CHECK-NEXT:    ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, in2, [[Y]], 12LL, 0LL, ampc::cuda::Strided{2, {3LL, 4LL}, {1LL, 0LL}});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gemm");
 // CHECK-NEXT:    { static const ampc::cuda::Gemm g = {true, false, 3LL, 4LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 5.000000000e-01f, -2.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
@@ -99,7 +99,7 @@ func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
 // writes the transposed result with ldd 32 and batch stride 16; the
 // leading dimensions (A, B, D) end the Gemm description.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[O:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
+// CHECK:         uint16_t *[[O:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 1344);
 // CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 4LL, 16LL, 16LL, 2LL, 16LL, 256LL, 16LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT, 32LL, 16LL, 32LL};
 // CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.batched_gemm", g, in0, in1, [[O]], nullptr)) return code; }
 // CHECK-NOT:     stridedCopy

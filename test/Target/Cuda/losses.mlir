@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // The losses on the CUDA target. SoftmaxCrossEntropyLoss: a LogSoftmax
@@ -14,14 +14,14 @@
 // CHECK-NEXT:    "ampc.softmax_cross_entropy_loss: a label is out of range",
 // CHECK-NEXT:  };
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 0);
-// CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
+// CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 384);
+// CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 448);
 // CHECK-NEXT:    ampc::cuda::launch("softmax<{{.*}}>", ampc::cuda::softmax<{{.*}}>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, reinterpret_cast<float *>(state + [[LOGP:[0-9]+]]), 4LL, 10LL, 1LL, true);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.softmax_cross_entropy_loss");
 // CHECK-NEXT:    ampc::cuda::launch("softmax<{{.*}}>", ampc::cuda::softmax<{{.*}}>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[P]], 4LL, 10LL, 1LL, true);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.softmax_cross_entropy_loss");
 // CHECK-NEXT:    ampc::cuda::launch("nllLoss<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, int64_t>", ampc::cuda::nllLoss<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, int64_t>, ampc::cuda::blocks(1LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + [[LOGP]]), in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cuda::LossMean, [[L]], reinterpret_cast<int32_t *>(state + [[SLOT:[0-9]+]]), 1);
-// CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 256);
+// CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 640);
 // CHECK:         ampc::cuda::launch("nllLoss<{{.*}}, int64_t>", ampc::cuda::nllLoss<{{.*}}, int64_t>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, 4LL, 10LL, 1LL, true, -100LL, ampc::cuda::LossNone, [[LN]], reinterpret_cast<int32_t *>(state + [[SLOT]]), 2);
 func.func @forward(%scores: tensor<4x10xf32>, %labels: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<4xf32>) {
   %0:2 = ampc.softmax_cross_entropy_loss %scores, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // Layer and batch normalisation on the CUDA target: templated kernels
@@ -10,9 +10,9 @@
 // rows of 64); scale and bias read through strides; mean and inverse
 // standard deviation in f32 at offsets 4096 and 4224.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
-// CHECK-NEXT:    float *[[MEAN:v[0-9]+]] = reinterpret_cast<float *>(state + 4096);
-// CHECK-NEXT:    float *[[RSTD:v[0-9]+]] = reinterpret_cast<float *>(state + 4224);
+// CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 4416);
+// CHECK-NEXT:    float *[[MEAN:v[0-9]+]] = reinterpret_cast<float *>(state + 8512);
+// CHECK-NEXT:    float *[[RSTD:v[0-9]+]] = reinterpret_cast<float *>(state + 8640);
 // CHECK-NEXT:    ampc::cuda::launch("layerNorm<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>", ampc::cuda::layerNorm<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>, ampc::cuda::blocks(32LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[Y]], [[MEAN]], [[RSTD]], 32LL, 64LL, in1, ampc::cuda::Strided{1, {64LL}, {1LL}}, in2, ampc::cuda::Strided{1, {64LL}, {1LL}}, float(1.00000004749745131e-03));
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.layer_normalization");
 func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) {
@@ -29,12 +29,12 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 // momentum 0.9 writes to offsets 2048 and 2112.
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         ampc::cuda::launch("batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, v0, 2LL, 8LL, 16LL, in1, in2, in3, in4, nullptr, nullptr, float(9.99999974737875164e-06), float(8.99999976158142090e-01), float(1.00000000000000000e+00), v1, v2);
-// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
-// CHECK-NEXT:    float *[[RM:v[0-9]+]] = reinterpret_cast<float *>(state + 2048);
-// CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 2112);
-// CHECK-NEXT:    ampc::cuda::launch("channelStatistics<float, ampc::cuda::As<float>>", ampc::cuda::channelStatistics<float, ampc::cuda::As<float>>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, reinterpret_cast<float *>(state + kScratch + 0), reinterpret_cast<float *>(state + kScratch + 64));
+// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 2368);
+// CHECK-NEXT:    float *[[RM:v[0-9]+]] = reinterpret_cast<float *>(state + 3392);
+// CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 3456);
+// CHECK-NEXT:    ampc::cuda::launch("channelStatistics<float, ampc::cuda::As<float>>", ampc::cuda::channelStatistics<float, ampc::cuda::As<float>>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, reinterpret_cast<float *>(state + 3520), reinterpret_cast<float *>(state + 3584));
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization");
-// CHECK-NEXT:    ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<{{.*}}>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, in1, in2, in3, in4, reinterpret_cast<float *>(state + kScratch + 0), reinterpret_cast<float *>(state + kScratch + 64), float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]]);
+// CHECK-NEXT:    ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<{{.*}}>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, in1, in2, in3, in4, reinterpret_cast<float *>(state + 3520), reinterpret_cast<float *>(state + 3584), float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]]);
 func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>) {
   %e:3 = ampc.batch_normalization %x, %s, %bias, %m, %v : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>)
   %t:3 = ampc.batch_normalization %x, %s, %bias, %m, %v {epsilon = 1.0e-03 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>)
@@ -47,11 +47,11 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // gradient, FP32 scale and parameter gradients at 512 and 576), one per row
 // for LayerNorm's.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 0);
-// CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
-// CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 576);
+// CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 9856);
+// CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 10368);
+// CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10432);
 // CHECK-NEXT:    ampc::cuda::launch("batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, in2, nullptr, nullptr, float(9.99999974737875164e-06), [[DS]], [[DB]]);
-// CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 640);
+// CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 10496);
 // CHECK-NEXT:    ampc::cuda::launch("layerNormGrad<{{.*}}>", ampc::cuda::layerNormGrad<{{.*}}>, ampc::cuda::blocks(32LL), ampc::cuda::kThreads, 0, ctx.stream, in3, in3, in4, ampc::cuda::Strided{1, {64LL}, {1LL}}, in5, in6, [[DL]], 32LL, 64LL);
 func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
   %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)

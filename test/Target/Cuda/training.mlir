@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-plan-memory \
+// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --ampc-to-cuda | FileCheck %s
 
 // The training ops on the CUDA target, in a hand-written @train_step: the
@@ -26,39 +26,40 @@
 // CHECK:         { static const ampc::cuda::Gemm g = {false, false, 2LL, 3LL, 4LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_BIAS};
 // CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.gemm", g, in0, [[W]], v{{[0-9]+}}, [[B]])) return code; }
 // Unlike the CPU target, the CUDA target keeps every constant in the state
-// (here the step increment, at 640), so the arena starts at 704.
-// Unscale: found_inf (a byte at 1024) zeroed on the stream, then one launch
+// (here the step increment, at 640), so the arena starts at 704, with the
+// error slot (ampc.error_slot) and input 0's staging buffer at 768 (reused
+// once the input is read). Unscale: found_inf (a byte at 1088) zeroed on the stream, then one launch
 // over both gradients (12 and 3 elements).
-// CHECK:         float *[[GW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
-// CHECK:         float *[[GB:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
-// CHECK:         float *[[UW:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
-// CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
-// CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1024);
+// CHECK:         float *[[GW:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
+// CHECK:         float *[[GB:v[0-9]+]] = reinterpret_cast<float *>(state + 768);
+// CHECK:         float *[[UW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
+// CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
+// CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1088);
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[FOUND]], 0, 1, ctx.stream), "ampc.unscale");
 // CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[LIST:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {12LL, 3LL, }};
 // CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[SCALE]], [[FOUND]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.unscale");
 // Clipping: the sum of squares of both into an 8-byte scratch, then the
 // scaling by max_norm 1.
-// CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
-// CHECK-NEXT:    float *[[CB:v[0-9]+]] = reinterpret_cast<float *>(state + 896);
+// CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 768);
+// CHECK-NEXT:    float *[[CB:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
 // CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[CLIP:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CB]]) - state), }, {12LL, 3LL, }};
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync(reinterpret_cast<float *>(state + [[NORM:[0-9]+]]), 0, 8, ctx.stream), "ampc.clip_grad_norm");
 // CHECK-NEXT:    ampc::cuda::launch("sumOfSquares<float>", ampc::cuda::sumOfSquares<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[NORM]]));
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.clip_grad_norm");
 // CHECK-NEXT:    ampc::cuda::launch("clipByNorm<float>", ampc::cuda::clipByNorm<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[NORM]]), float(1.000000000e+00));
 // AdamW and SGD kernels read lr, step and found_inf on the device; the new
-// w and moments at 704, 960 and 1088.
-// CHECK:         float *[[NW:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
-// CHECK-NEXT:    float *[[NM:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
-// CHECK-NEXT:    float *[[NV:v[0-9]+]] = reinterpret_cast<float *>(state + 1088);
+// w and moments at 832, 1024 and 1152.
+// CHECK:         float *[[NW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);
+// CHECK-NEXT:    float *[[NM:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
+// CHECK-NEXT:    float *[[NV:v[0-9]+]] = reinterpret_cast<float *>(state + 1152);
 // CHECK:         ampc::cuda::launch("adamStep<float>", ampc::cuda::adamStep<float>, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, [[W]], [[CW]], [[M]], [[V]], [[NW]], [[NM]], [[NV]], 12LL, [[LR]], [[STEP]], reinterpret_cast<const uint8_t *>([[FOUND]]), float(8.999999762e-01), float(9.990000129e-01), float(9.999999939e-09), float(9.999999776e-03), true);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.optimizer_update");
 // CHECK:         ampc::cuda::launch("sgdStep<float>", ampc::cuda::sgdStep<float>, ampc::cuda::blocks(3LL), ampc::cuda::kThreads, 0, ctx.stream, [[B]], [[CB]], [[BM]], [[NB:v[0-9]+]], [[NBM:v[0-9]+]], 3LL, [[LR]], [[STEP]], reinterpret_cast<const uint8_t *>([[FOUND]]), float(8.999999762e-01), float(0.000000000e+00), true, float(0.000000000e+00));
 // CHECK:         ampc::cuda::launch("updateScale", ampc::cuda::updateScale, 1, 1, 0, ctx.stream, [[SCALE]], [[TRACKER]], reinterpret_cast<const uint8_t *>([[FOUND]]), 2.000000000e+00f, 5.000000000e-01f, 100LL, 0.000000000e+00f, 0.000000000e+00f, [[NS:v[0-9]+]], [[NT:v[0-9]+]]);
 // The step increment reads the constant in the state.
 // CHECK:         int64_t *[[ONE:c[0-9]+]] = reinterpret_cast<int64_t *>(state + 640);
-// CHECK-NEXT:    int64_t *[[STEP1:v[0-9]+]] = reinterpret_cast<int64_t *>(state + 1024);
+// CHECK-NEXT:    int64_t *[[STEP1:v[0-9]+]] = reinterpret_cast<int64_t *>(state + 1088);
 // CHECK-NEXT:    ampc::cuda::launch("k1", k1, ampc::cuda::blocks(1LL), ampc::cuda::kThreads, 0, ctx.stream, [[STEP]], [[ONE]], [[STEP1]]);
 // Stores: device-to-device copies into each symbol's bytes.
 // CHECK:         AMPC_CUDA(ctx, cudaMemcpyAsync(state + 0, [[NW]], 48ULL, cudaMemcpyDeviceToDevice, ctx.stream), "ampc.store");
