@@ -41,13 +41,9 @@ T *scratchValues(int slot) {
   return buffers[slot].data();
 }
 
-
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-const auto identityF = [](float v) { return v; };
-const auto identityD = [](double v) { return v; };
 
 using Dims = std::vector<int64_t>;
 
@@ -467,13 +463,13 @@ TEST(MaxPoolGradTest, HandComputed) {
   const float grad[] = {1, 2, 4};
   const int64_t indices[] = {1, 1, 2};
   float dx[4] = {9, 9, 9, 9};
-  maxPoolGrad<float>(grad, indices, dx, 1, w, false, identityF, identityF, scratchValues<float>(0));
+  maxPoolGrad<float, As<float>, As<float>>(grad, indices, dx, 1, w, false, scratchValues<float>(0));
   const float want[] = {0, 3, 4, 0};
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(dx[i], want[i]) << i;
   // -1 (a window wholly in the padding) adds nothing.
   const int64_t withHole[] = {1, -1, 2};
-  maxPoolGrad<float>(grad, withHole, dx, 1, w, false, identityF, identityF, scratchValues<float>(0));
+  maxPoolGrad<float, As<float>, As<float>>(grad, withHole, dx, 1, w, false, scratchValues<float>(0));
   const float want2[] = {0, 1, 4, 0};
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(dx[i], want2[i]) << i;
@@ -493,8 +489,7 @@ TEST(MaxPoolGradTest, ColumnMajorIndicesHandComputed) {
   grad[7] = 100;
   indices[7] = 6 + 1; // plane 1, column-major 1
   std::vector<double> dx(12, -1);
-  maxPoolGrad<double>(grad.data(), indices.data(), dx.data(), 2, w, true,
-                      identityD, identityD, scratchValues<double>(0));
+  maxPoolGrad<double, As<double>, As<double>>(grad.data(), indices.data(), dx.data(), 2, w, true, scratchValues<double>(0));
   std::vector<double> want(12, 0.0);
   want[3] = 1;
   want[1] = 10;
@@ -524,8 +519,8 @@ template <typename T> void checkMaxPoolGradRandomIndices(bool columnMajor) {
       want[q * inSize + o] += double(grad[p]);
     }
     std::vector<T> dx(want.size(), T(-5));
-    maxPoolGrad<T>(grad.data(), indices.data(), dx.data(), planes, w,
-                   columnMajor, [](T v) { return v; }, [](T v) { return v; }, scratchValues<T>(0));
+    maxPoolGrad<T, As<T>, As<T>>(grad.data(), indices.data(), dx.data(),
+                                 planes, w, columnMajor, scratchValues<T>(0));
     EXPECT_TRUE(allClose(dx, want, tolerance<T>()));
   }
 }
@@ -554,8 +549,8 @@ TEST(MaxPoolGradTest, RoutesThroughForwardMaxPoolIndices) {
       auto grad = randomVector<float>(rng, planes * outSize);
       std::vector<float> y(grad.size());
       std::vector<int64_t> indices(grad.size());
-      maxPool<float>(x.data(), y.data(), indices.data(), planes, w,
-                     columnMajor, identityF, identityF, scratchIndices(0), scratchIndices(1));
+      maxPool<float, As<float>, As<float>>(x.data(), y.data(), indices.data(), planes, w,
+                     columnMajor, scratchIndices(0), scratchIndices(1));
       std::vector<double> want(planes * inSize, 0.0);
       for (int64_t q = 0; q < planes; ++q)
         for (int64_t o = 0; o < outSize; ++o) {
@@ -570,8 +565,8 @@ TEST(MaxPoolGradTest, RoutesThroughForwardMaxPoolIndices) {
             want[q * inSize + best] += grad[q * outSize + o];
         }
       std::vector<float> dx(want.size());
-      maxPoolGrad<float>(grad.data(), indices.data(), dx.data(), planes, w,
-                         columnMajor, identityF, identityF, scratchValues<float>(0));
+      maxPoolGrad<float, As<float>, As<float>>(grad.data(), indices.data(), dx.data(), planes, w,
+                         columnMajor, scratchValues<float>(0));
       EXPECT_TRUE(allClose(dx, want, 1e-6)) << "columnMajor " << columnMajor;
     }
 }
@@ -585,7 +580,7 @@ TEST(MaxPoolGradTest, F16RoundsOnceAtTheEnd) {
   const uint16_t grad[] = {one, small, small, small, small};
   const int64_t indices[] = {3, 3, 3, 3, 3};
   uint16_t dx[5] = {1, 1, 1, 1, 1};
-  maxPoolGrad<float>(grad, indices, dx, 1, w, false, loadF16, storeF16, scratchValues<float>(0));
+  maxPoolGrad<float, AsF16, AsF16>(grad, indices, dx, 1, w, false, scratchValues<float>(0));
   EXPECT_EQ(dx[3], storeF16(1.0f + std::ldexp(1.0f, -10)));
   EXPECT_EQ(dx[3], 0x3C01u);
   EXPECT_EQ(dx[0], 0u);
@@ -599,16 +594,13 @@ TEST(MaxPoolGradTest, F16RoundsOnceAtTheEnd) {
     auto x = randomF16(rng, planes * pw.inSize());
     std::vector<uint16_t> y(planes * pw.outSize());
     std::vector<int64_t> idx(y.size());
-    maxPool<float>(x.data(), y.data(), idx.data(), planes, pw, false, loadF16,
-                   storeF16, scratchIndices(0), scratchIndices(1));
+    maxPool<float, AsF16, AsF16>(x.data(), y.data(), idx.data(), planes, pw, false, scratchIndices(0), scratchIndices(1));
     auto g = randomF16(rng, y.size());
     std::vector<uint16_t> dx16(x.size());
-    maxPoolGrad<float>(g.data(), idx.data(), dx16.data(), planes, pw, false,
-                       loadF16, storeF16, scratchValues<float>(0));
+    maxPoolGrad<float, AsF16, AsF16>(g.data(), idx.data(), dx16.data(), planes, pw, false, scratchValues<float>(0));
     auto gw = widened(g, loadF16);
     std::vector<float> dx32(x.size());
-    maxPoolGrad<float>(gw.data(), idx.data(), dx32.data(), planes, pw, false,
-                       identityF, identityF, scratchValues<float>(0));
+    maxPoolGrad<float, As<float>, As<float>>(gw.data(), idx.data(), dx32.data(), planes, pw, false, scratchValues<float>(0));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16));
   }
 }
@@ -641,11 +633,11 @@ TEST(AveragePoolGradTest, HandComputed) {
   ASSERT_EQ(w.out[0], 4);
   const float grad[] = {1, 2, 4, 8};
   float dx[3];
-  averagePoolGrad<float>(grad, dx, 1, w, false, identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+  averagePoolGrad<float, As<float>, As<float>>(grad, dx, 1, w, false, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   EXPECT_EQ(dx[0], 1 / 1.f + 2 / 2.f);
   EXPECT_EQ(dx[1], 2 / 2.f + 4 / 2.f);
   EXPECT_EQ(dx[2], 4 / 2.f + 8 / 1.f);
-  averagePoolGrad<float>(grad, dx, 1, w, true, identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+  averagePoolGrad<float, As<float>, As<float>>(grad, dx, 1, w, true, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   EXPECT_EQ(dx[0], 0.5f + 1);
   EXPECT_EQ(dx[1], 1.f + 2);
   EXPECT_EQ(dx[2], 2.f + 4);
@@ -660,7 +652,7 @@ TEST(AveragePoolGradTest, CeilModePositionsNeverCount) {
   const double grad[] = {2, 4, 6};
   for (bool includePad : {false, true}) {
     double dx[5];
-    averagePoolGrad<double>(grad, dx, 1, w, includePad, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
+    averagePoolGrad<double, As<double>, As<double>>(grad, dx, 1, w, includePad, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
     const double want[] = {1, 1, 2, 2, 6};
     for (int i = 0; i < 5; ++i)
       EXPECT_EQ(dx[i], want[i]) << i << " includePad " << includePad;
@@ -670,22 +662,21 @@ TEST(AveragePoolGradTest, CeilModePositionsNeverCount) {
   const Window p = makeWindow({5}, {2}, {2}, {0}, {1}, {1}, true);
   ASSERT_EQ(p.out[0], 3);
   double dx[5];
-  averagePoolGrad<double>(grad, dx, 1, p, true, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
+  averagePoolGrad<double, As<double>, As<double>>(grad, dx, 1, p, true, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
   EXPECT_EQ(dx[4], 3);
-  averagePoolGrad<double>(grad, dx, 1, p, false, identityD, identityD, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
+  averagePoolGrad<double, As<double>, As<double>>(grad, dx, 1, p, false, scratchIndices(0), scratchIndices(1), scratchValues<double>(0));
   EXPECT_EQ(dx[4], 6);
 }
 
 template <typename T> void checkAveragePoolGradRandom() {
   std::mt19937 rng(77);
-  const auto id = [](T v) { return v; };
   for (bool includePad : {false, true})
     for (const PoolCase &pc : poolCases()) {
       const Window w = poolWindow(pc);
       const int64_t planes = 3;
       auto grad = randomVector<T>(rng, planes * w.outSize());
       std::vector<T> dx(planes * w.inSize(), T(-3));
-      averagePoolGrad<T>(grad.data(), dx.data(), planes, w, includePad, id, id, scratchIndices(0), scratchIndices(1), scratchValues<T>(0));
+      averagePoolGrad<T, As<T>, As<T>>(grad.data(), dx.data(), planes, w, includePad, scratchIndices(0), scratchIndices(1), scratchValues<T>(0));
       EXPECT_TRUE(allClose(dx,
                            averagePoolGradReference(grad, planes, w, includePad),
                            tolerance<T>()))
@@ -693,7 +684,7 @@ template <typename T> void checkAveragePoolGradRandom() {
       // The divisor is the forward's: <averagePool(x), grad> = <x, dx>.
       auto x = randomVector<T>(rng, dx.size());
       std::vector<T> y(grad.size());
-      averagePool<T>(x.data(), y.data(), planes, w, includePad, id, id, scratchIndices(0));
+      averagePool<T, As<T>, As<T>>(x.data(), y.data(), planes, w, includePad, scratchIndices(0));
       EXPECT_NEAR(dot(y, grad), dot(x, dx), 10 * tolerance<T>());
     }
 }
@@ -714,7 +705,7 @@ TEST(AveragePoolGradTest, F16RoundsOnceAtTheEnd) {
   const uint16_t one = storeF16(3.0f), small = storeF16(std::ldexp(3.0f, -11));
   const uint16_t grad[] = {0, 0, one, small, small, small, small};
   uint16_t dx[5];
-  averagePoolGrad<float>(grad, dx, 1, w, true, loadF16, storeF16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+  averagePoolGrad<float, AsF16, AsF16>(grad, dx, 1, w, true, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
   const float exact = 1.0f + 2 * std::ldexp(1.0f, -11);
   EXPECT_EQ(dx[2], storeF16(exact));
   EXPECT_EQ(dx[2], 0x3C01u);
@@ -726,22 +717,18 @@ TEST(AveragePoolGradTest, F16RoundsOnceAtTheEnd) {
       const int64_t planes = 2;
       auto g = randomF16(rng, planes * pw.outSize());
       std::vector<uint16_t> dx16(planes * pw.inSize());
-      averagePoolGrad<float>(g.data(), dx16.data(), planes, pw, includePad,
-                             loadF16, storeF16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+      averagePoolGrad<float, AsF16, AsF16>(g.data(), dx16.data(), planes, pw, includePad, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       auto gw = widened(g, loadF16);
       std::vector<float> dx32(dx16.size());
-      averagePoolGrad<float>(gw.data(), dx32.data(), planes, pw, includePad,
-                             identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+      averagePoolGrad<float, As<float>, As<float>>(gw.data(), dx32.data(), planes, pw, includePad, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16));
       // bf16 likewise.
       std::vector<uint16_t> b16(planes * pw.outSize());
       for (size_t i = 0; i < b16.size(); ++i)
         b16[i] = storeBf16(gw[i]);
       auto bw = widened(b16, loadBf16);
-      averagePoolGrad<float>(b16.data(), dx16.data(), planes, pw, includePad,
-                             loadBf16, storeBf16, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
-      averagePoolGrad<float>(bw.data(), dx32.data(), planes, pw, includePad,
-                             identityF, identityF, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+      averagePoolGrad<float, AsBf16, AsBf16>(b16.data(), dx16.data(), planes, pw, includePad, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
+      averagePoolGrad<float, As<float>, As<float>>(bw.data(), dx32.data(), planes, pw, includePad, scratchIndices(0), scratchIndices(1), scratchValues<float>(0));
       EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16));
     }
 }
@@ -809,8 +796,8 @@ TEST(BatchNormGradTest, HandComputed) {
   // x̂ = x. grad = [1, 2, 6]: Σgrad = 9, Σgrad·x̂ = 5, scale 2.
   const double x[] = {-1, 0, 1}, grad[] = {1, 2, 6}, scale[] = {2};
   double dx[3], gs, gb;
-  batchNormGrad<double>(grad, x, dx, 1, 1, 3, scale, nullptr, nullptr,
-                        1.0 / 3, &gs, &gb, identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
+  batchNormGrad<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, nullptr, nullptr,
+                        1.0 / 3, &gs, &gb, scratchValues<double>(0), scratchValues<double>(1));
   EXPECT_NEAR(gb, 9, 1e-14);
   EXPECT_NEAR(gs, 5, 1e-14);
   EXPECT_NEAR(dx[0], 2 * (1 - 3 + 5.0 / 3), 1e-14);
@@ -818,8 +805,7 @@ TEST(BatchNormGradTest, HandComputed) {
   EXPECT_NEAR(dx[2], 2 * (6 - 3 - 5.0 / 3), 1e-14);
   // Inference with mean 0.5, variance 3, epsilon 1: r = 1/2.
   const double mean[] = {0.5}, var[] = {3};
-  batchNormGrad<double>(grad, x, dx, 1, 1, 3, scale, mean, var, 1.0, &gs, &gb,
-                        identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
+  batchNormGrad<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, mean, var, 1.0, &gs, &gb, scratchValues<double>(0), scratchValues<double>(1));
   EXPECT_EQ(gb, 9);
   EXPECT_EQ(gs, 0.5 * (1 * -1.5 + 2 * -0.5 + 6 * 0.5));
   EXPECT_EQ(dx[0], 1);
@@ -829,7 +815,6 @@ TEST(BatchNormGradTest, HandComputed) {
 
 template <typename T> void checkBatchNormGradRandom() {
   std::mt19937 rng(31);
-  const auto id = [](T v) { return v; };
   struct Shape { int64_t n, c, inner; };
   for (Shape s : {Shape{2, 3, 5}, Shape{1, 2, 130}, Shape{4, 1, 1},
                   Shape{3, 4, 33}})
@@ -841,9 +826,9 @@ template <typename T> void checkBatchNormGradRandom() {
       auto variance = randomVector<T>(rng, s.c, 0.5, 2);
       const T epsilon = T(1e-3);
       std::vector<T> dx(x.size(), T(7)), gs(s.c, T(7)), gb(s.c, T(7));
-      batchNormGrad<T>(grad.data(), x.data(), dx.data(), s.n, s.c, s.inner,
+      batchNormGrad<T, As<T>, As<T>>(grad.data(), x.data(), dx.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, gs.data(), gb.data(), id, id, scratchValues<T>(0), scratchValues<T>(1));
+                       variance.data(), epsilon, gs.data(), gb.data(), scratchValues<T>(0), scratchValues<T>(1));
       auto md = toDouble(mean), vd = toDouble(variance);
       auto ref = batchNormGradReference(
           grad, x, s.n, s.c, s.inner, toDouble(scale),
@@ -854,9 +839,9 @@ template <typename T> void checkBatchNormGradRandom() {
       EXPECT_TRUE(allClose(gb, ref.gradBias, tol)) << "training " << training;
       // gradScale and gradBias may be left out.
       std::vector<T> dx2(x.size());
-      batchNormGrad<T>(grad.data(), x.data(), dx2.data(), s.n, s.c, s.inner,
+      batchNormGrad<T, As<T>, As<T>>(grad.data(), x.data(), dx2.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, nullptr, nullptr, id, id, scratchValues<T>(0), scratchValues<T>(1));
+                       variance.data(), epsilon, nullptr, nullptr, scratchValues<T>(0), scratchValues<T>(1));
       EXPECT_EQ(dx2, dx);
     }
 }
@@ -877,16 +862,15 @@ TEST(BatchNormGradTest, MatchesCentralDifferencesOfTheForward) {
   auto loss = [&](const std::vector<double> &xs, const std::vector<double> &sc,
                   const std::vector<double> &bs) {
     std::vector<double> mean(c), var(c), y(xs.size());
-    channelStatistics<double>(xs.data(), n, c, inner, mean.data(), var.data(),
-                              identityD);
-    batchNorm<double>(xs.data(), y.data(), n, c, inner, sc.data(), bs.data(),
-                      mean.data(), var.data(), epsilon, identityD, identityD);
+    channelStatistics<double, As<double>>(xs.data(), n, c, inner, mean.data(), var.data());
+    batchNorm<double, As<double>, As<double>>(xs.data(), y.data(), n, c, inner, sc.data(), bs.data(),
+                      mean.data(), var.data(), epsilon);
     return dot(g, y);
   };
   std::vector<double> dx(x.size()), gs(c), gb(c);
-  batchNormGrad<double>(g.data(), x.data(), dx.data(), n, c, inner,
+  batchNormGrad<double, As<double>, As<double>>(g.data(), x.data(), dx.data(), n, c, inner,
                         scale.data(), nullptr, nullptr, epsilon, gs.data(),
-                        gb.data(), identityD, identityD, scratchValues<double>(0), scratchValues<double>(1));
+                        gb.data(), scratchValues<double>(0), scratchValues<double>(1));
   const double h = 1e-6;
   for (size_t i = 0; i < x.size(); ++i) {
     auto plus = x, minus = x;
@@ -918,30 +902,26 @@ TEST(BatchNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
     auto g = randomF16(rng, x.size());
     std::vector<uint16_t> dx16(x.size());
     std::vector<float> gs16(c), gb16(c), gs32(c), gb32(c);
-    batchNormGrad<float>(g.data(), x.data(), dx16.data(), n, c, inner,
+    batchNormGrad<float, AsF16, AsF16>(g.data(), x.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, gs16.data(), gb16.data(), loadF16,
-                         storeF16, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, gs16.data(), gb16.data(), scratchValues<float>(0), scratchValues<float>(1));
     auto xw = widened(x, loadF16), gw = widened(g, loadF16);
     std::vector<float> dx32(x.size());
-    batchNormGrad<float>(gw.data(), xw.data(), dx32.data(), n, c, inner,
+    batchNormGrad<float, As<float>, As<float>>(gw.data(), xw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, gs32.data(), gb32.data(), identityF,
-                         identityF, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, gs32.data(), gb32.data(), scratchValues<float>(0), scratchValues<float>(1));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16)) << "training " << training;
     EXPECT_EQ(gs16, gs32);
     EXPECT_EQ(gb16, gb32);
 
     auto xb = randomBf16(rng, x.size()), gbf = randomBf16(rng, x.size());
-    batchNormGrad<float>(gbf.data(), xb.data(), dx16.data(), n, c, inner,
+    batchNormGrad<float, AsBf16, AsBf16>(gbf.data(), xb.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, nullptr, nullptr, loadBf16,
-                         storeBf16, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, nullptr, nullptr, scratchValues<float>(0), scratchValues<float>(1));
     auto xbw = widened(xb, loadBf16), gbw = widened(gbf, loadBf16);
-    batchNormGrad<float>(gbw.data(), xbw.data(), dx32.data(), n, c, inner,
+    batchNormGrad<float, As<float>, As<float>>(gbw.data(), xbw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, nullptr, nullptr, identityF,
-                         identityF, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, nullptr, nullptr, scratchValues<float>(0), scratchValues<float>(1));
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16)) << "training " << training;
   }
 }
@@ -977,15 +957,13 @@ TEST(LayerNormGradTest, HandComputed) {
   const float x[] = {-1, 0, 1}, grad[] = {1, 2, 6}, scale[] = {1, 1, 1};
   const float mean[] = {0}, rstd[] = {1};
   float dx[3];
-  layerNormGrad<float>(grad, x, scale, mean, rstd, dx, 1, 3, identityF,
-                       identityF, identityF);
+  layerNormGrad<float, As<float>, As<float>, As<float>>(grad, x, scale, mean, rstd, dx, 1, 3);
   EXPECT_NEAR(dx[0], 1 - 3 + 5.0 / 3, 1e-6);
   EXPECT_NEAR(dx[1], -1, 1e-6);
   EXPECT_NEAR(dx[2], 6 - 3 - 5.0 / 3, 1e-6);
   // Scale multiplies grad; rstd 2 scales x̂ and the result.
   const float scale2[] = {2, 1, 1}, rstd2[] = {2};
-  layerNormGrad<float>(grad, x, scale2, mean, rstd2, dx, 1, 3, identityF,
-                       identityF, identityF);
+  layerNormGrad<float, As<float>, As<float>, As<float>>(grad, x, scale2, mean, rstd2, dx, 1, 3);
   // g = [2, 2, 6], x̂ = [-2, 0, 2]: Σg/n = 10/3, Σg·x̂/n = 8/3.
   EXPECT_NEAR(dx[0], 2 * (2 - 10.0 / 3 + 2 * 8.0 / 3), 1e-5);
   EXPECT_NEAR(dx[1], 2 * (2 - 10.0 / 3), 1e-5);
@@ -994,7 +972,6 @@ TEST(LayerNormGradTest, HandComputed) {
 
 template <typename T> void checkLayerNormGradRandom() {
   std::mt19937 rng(61);
-  const auto id = [](T v) { return v; };
   struct Shape { int64_t outer, inner; };
   for (Shape s : {Shape{3, 5}, Shape{2, 150}, Shape{1, 1}, Shape{6, 64}}) {
     auto x = randomVector<T>(rng, s.outer * s.inner, -2, 3);
@@ -1003,8 +980,8 @@ template <typename T> void checkLayerNormGradRandom() {
     auto mean = randomVector<T>(rng, s.outer, -0.5, 0.5);
     auto rstd = randomVector<T>(rng, s.outer, 0.5, 2);
     std::vector<T> dx(x.size(), T(9));
-    layerNormGrad<T>(grad.data(), x.data(), scale.data(), mean.data(),
-                     rstd.data(), dx.data(), s.outer, s.inner, id, id, id);
+    layerNormGrad<T, As<T>, As<T>, As<T>>(grad.data(), x.data(), scale.data(), mean.data(),
+                     rstd.data(), dx.data(), s.outer, s.inner);
     EXPECT_TRUE(allClose(dx,
                          layerNormGradReference(grad, x, toDouble(scale),
                                                 toDouble(mean), toDouble(rstd),
@@ -1027,19 +1004,16 @@ TEST(LayerNormGradTest, MatchesCentralDifferencesOfTheForward) {
   std::vector<double> mean(outer), rstd(outer);
   auto loss = [&](const std::vector<double> &xs) {
     std::vector<double> y(xs.size()), m(outer), r(outer);
-    layerNorm<double>(xs.data(), y.data(), m.data(), r.data(), outer, inner,
-                      scale.data(), bias.data(), epsilon, identityD, identityD,
-                      identityD);
+    layerNorm<double, As<double>, As<double>, As<double>>(xs.data(), y.data(), m.data(), r.data(), outer, inner,
+                      scale.data(), bias.data(), epsilon);
     return dot(g, y);
   };
   std::vector<double> y(x.size());
-  layerNorm<double>(x.data(), y.data(), mean.data(), rstd.data(), outer, inner,
-                    scale.data(), bias.data(), epsilon, identityD, identityD,
-                    identityD);
+  layerNorm<double, As<double>, As<double>, As<double>>(x.data(), y.data(), mean.data(), rstd.data(), outer, inner,
+                    scale.data(), bias.data(), epsilon);
   std::vector<double> dx(x.size());
-  layerNormGrad<double>(g.data(), x.data(), scale.data(), mean.data(),
-                        rstd.data(), dx.data(), outer, inner, identityD,
-                        identityD, identityD);
+  layerNormGrad<double, As<double>, As<double>, As<double>>(g.data(), x.data(), scale.data(), mean.data(),
+                        rstd.data(), dx.data(), outer, inner);
   const double h = 1e-6;
   for (size_t i = 0; i < x.size(); ++i) {
     auto plus = x, minus = x;
@@ -1057,19 +1031,16 @@ TEST(LayerNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
   auto g = randomF16(rng, x.size());
   // f16 data with an f16 stash (computed by the forward in f16) ...
   std::vector<uint16_t> y(x.size()), mean(outer), rstd(outer);
-  layerNorm<float>(x.data(), y.data(), mean.data(), rstd.data(), outer, inner,
-                   scale.data(), static_cast<const float *>(nullptr), 1e-5f,
-                   loadF16, storeF16, storeF16);
+  layerNorm<float, AsF16, AsF16, AsF16>(x.data(), y.data(), mean.data(), rstd.data(), outer, inner,
+                   scale.data(), static_cast<const float *>(nullptr), 1e-5f);
   std::vector<uint16_t> dx16(x.size());
-  layerNormGrad<float>(g.data(), x.data(), scale.data(), mean.data(),
-                       rstd.data(), dx16.data(), outer, inner, loadF16,
-                       loadF16, storeF16);
+  layerNormGrad<float, AsF16, AsF16, AsF16>(g.data(), x.data(), scale.data(), mean.data(),
+                       rstd.data(), dx16.data(), outer, inner);
   auto xw = widened(x, loadF16), gw = widened(g, loadF16);
   auto mw = widened(mean, loadF16), rw = widened(rstd, loadF16);
   std::vector<float> dx32(x.size());
-  layerNormGrad<float>(gw.data(), xw.data(), scale.data(), mw.data(),
-                       rw.data(), dx32.data(), outer, inner, identityF,
-                       identityF, identityF);
+  layerNormGrad<float, As<float>, As<float>, As<float>>(gw.data(), xw.data(), scale.data(), mw.data(),
+                       rw.data(), dx32.data(), outer, inner);
   EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16));
   EXPECT_TRUE(allClose(dx32,
                        layerNormGradReference(gw, xw, toDouble(scale),
@@ -1080,16 +1051,14 @@ TEST(LayerNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
   auto xb = randomBf16(rng, x.size()), gb = randomBf16(rng, x.size());
   std::vector<uint16_t> yb(x.size());
   std::vector<float> meanF(outer), rstdF(outer);
-  layerNorm<float>(xb.data(), yb.data(), meanF.data(), rstdF.data(), outer,
+  layerNorm<float, AsBf16, AsBf16, As<float>>(xb.data(), yb.data(), meanF.data(), rstdF.data(), outer,
                    inner, scale.data(), static_cast<const float *>(nullptr),
-                   1e-5f, loadBf16, storeBf16, identityF);
-  layerNormGrad<float>(gb.data(), xb.data(), scale.data(), meanF.data(),
-                       rstdF.data(), dx16.data(), outer, inner, loadBf16,
-                       identityF, storeBf16);
+                   1e-5f);
+  layerNormGrad<float, AsBf16, As<float>, AsBf16>(gb.data(), xb.data(), scale.data(), meanF.data(),
+                       rstdF.data(), dx16.data(), outer, inner);
   auto xbw = widened(xb, loadBf16), gbw = widened(gb, loadBf16);
-  layerNormGrad<float>(gbw.data(), xbw.data(), scale.data(), meanF.data(),
-                       rstdF.data(), dx32.data(), outer, inner, identityF,
-                       identityF, identityF);
+  layerNormGrad<float, As<float>, As<float>, As<float>>(gbw.data(), xbw.data(), scale.data(), meanF.data(),
+                       rstdF.data(), dx32.data(), outer, inner);
   EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16));
 }
 

@@ -123,9 +123,9 @@ void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
 /// the padding) add nothing; indices past the input, which MaxPool never
 /// writes, are skipped. `w` is the forward MaxPool's window. Scratch:
 /// `acc`, planes · inSize sums.
-template <typename C, typename G, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename G>
 void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
-                 const Window &w, bool columnMajor, Load load, Store store,
+                 const Window &w, bool columnMajor,
                  C *acc) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   const int64_t total = planes * inSize;
@@ -146,10 +146,10 @@ void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
         offset = offset * w.in[d] + coord[d];
       index = index - index % inSize + offset;
     }
-    acc[index] += static_cast<C>(load(grad[p]));
+    acc[index] += static_cast<C>(Load::load(grad[p]));
   }
   for (int64_t i = 0; i < total; ++i)
-    dx[i] = store(acc[i]);
+    dx[i] = Store::store(acc[i]);
 }
 
 /// average_pool_grad over `planes` planes: each gradient grad[q, o] is
@@ -160,9 +160,9 @@ void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
 /// 0 where no window reads. `w` is the forward AveragePool's window.
 /// Scratch: `offsets` (windowOffsets), `counts` (outSize divisors) and
 /// `acc` (planes · inSize sums).
-template <typename C, typename G, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename G>
 void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
-                     bool countIncludePad, Load load, Store store,
+                     bool countIncludePad,
                      int64_t *offsets, int64_t *counts, C *acc) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
@@ -180,7 +180,7 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
     for (int64_t p = 0; p < outSize; ++p) {
       if (counts[p] == 0)
         continue;
-      const C share = static_cast<C>(load(grad[q * outSize + p])) /
+      const C share = static_cast<C>(Load::load(grad[q * outSize + p])) /
                       static_cast<C>(counts[p]);
       for (int64_t k = 0; k < kernelSize; ++k) {
         const int64_t offset = offsets[k * outSize + p];
@@ -190,7 +190,7 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
     }
   }
   for (int64_t i = 0; i < planes * inSize; ++i)
-    dx[i] = store(acc[i]);
+    dx[i] = Store::store(acc[i]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -212,16 +212,15 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 /// `gradScale` and `gradBias` (channels values each, in `C`) may be null
 /// when not wanted. Scratch in training mode: `batchMean` and
 /// `batchVariance`, channels values each.
-template <typename C, typename In, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename In>
 void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    int64_t channels, int64_t inner, const C *scale,
                    const C *mean, const C *variance, C epsilon, C *gradScale,
-                   C *gradBias, Load load, Store store, C *batchMean,
-                   C *batchVariance) {
+                   C *gradBias, C *batchMean, C *batchVariance) {
   const bool training = mean == nullptr;
   if (training) {
-    channelStatistics<C>(x, n, channels, inner, batchMean, batchVariance,
-                         load);
+    channelStatistics<C, Load>(x, n, channels, inner, batchMean,
+                               batchVariance);
     mean = batchMean;
     variance = batchVariance;
   }
@@ -233,11 +232,11 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
     const C mu = mean[ch];
     const C r = C(1) / std::sqrt(variance[ch] + epsilon);
     const C sumGrad = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return static_cast<C>(load(grad[at(j)]));
+      return static_cast<C>(Load::load(grad[at(j)]));
     });
     const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return static_cast<C>(load(grad[at(j)])) *
-             ((static_cast<C>(load(x[at(j)])) - mu) * r);
+      return static_cast<C>(Load::load(grad[at(j)])) *
+             ((static_cast<C>(Load::load(x[at(j)])) - mu) * r);
     });
     if (gradBias)
       gradBias[ch] = sumGrad;
@@ -248,13 +247,13 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
     const C meanGradHat = sumGradHat / static_cast<C>(count);
     for (int64_t j = 0; j < count; ++j) {
       const int64_t i = at(j);
-      const C g = static_cast<C>(load(grad[i]));
+      const C g = static_cast<C>(Load::load(grad[i]));
       if (!training) {
-        dx[i] = store(factor * g);
+        dx[i] = Store::store(factor * g);
         continue;
       }
-      const C hat = (static_cast<C>(load(x[i])) - mu) * r;
-      dx[i] = store(factor * (g - meanGrad - hat * meanGradHat));
+      const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
+      dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
     }
   }
 }
@@ -267,26 +266,25 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
 ///     dx[i, j] = r · (g − Σ_j g / inner − x̂ · Σ_j g·x̂ / inner)
 ///
 /// (sums pairwise).
-template <typename C, typename In, typename Stash, typename Load,
-          typename LoadStash, typename Store>
+template <typename C, typename Load, typename LoadStash, typename Store,
+          typename In, typename Stash>
 void layerNormGrad(const In *grad, const In *x, const C *scale,
                    const Stash *mean, const Stash *invStdDev, In *dx,
-                   int64_t outer, int64_t inner, Load load,
-                   LoadStash loadStash, Store store) {
+                   int64_t outer, int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {
     const In *dy = grad + o * inner, *row = x + o * inner;
-    const C mu = static_cast<C>(loadStash(mean[o]));
-    const C r = static_cast<C>(loadStash(invStdDev[o]));
-    auto g = [&](int64_t j) { return static_cast<C>(load(dy[j])) * scale[j]; };
+    const C mu = static_cast<C>(LoadStash::load(mean[o]));
+    const C r = static_cast<C>(LoadStash::load(invStdDev[o]));
+    auto g = [&](int64_t j) { return static_cast<C>(Load::load(dy[j])) * scale[j]; };
     auto hat = [&](int64_t j) {
-      return (static_cast<C>(load(row[j])) - mu) * r;
+      return (static_cast<C>(Load::load(row[j])) - mu) * r;
     };
     const C meanG = pairwiseSum<C>(0, inner, g) / static_cast<C>(inner);
     const C meanGHat =
         pairwiseSum<C>(0, inner, [&](int64_t j) { return g(j) * hat(j); }) /
         static_cast<C>(inner);
     for (int64_t j = 0; j < inner; ++j)
-      dx[o * inner + j] = store(r * (g(j) - meanG - hat(j) * meanGHat));
+      dx[o * inner + j] = Store::store(r * (g(j) - meanG - hat(j) * meanGHat));
   }
 }
 

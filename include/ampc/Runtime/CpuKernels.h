@@ -56,6 +56,31 @@ inline uint16_t storeF16(float v) { return numeric::f32ToF16Bits(v); }
 inline float loadBf16(uint16_t v) { return numeric::bf16BitsToF32(v); }
 inline uint16_t storeBf16(float v) { return numeric::f32ToBf16Bits(v); }
 
+/// How the templated kernels read and write a storage type, as the CUDA
+/// kernels do (CudaKernels.cuh): As<T> for plain types, AsF16 / AsBf16 for
+/// 16-bit floats held as bits. A kernel takes its codecs as template
+/// arguments (`reduce<float, AsF16, As<float>>`), never as function
+/// objects; the buffers it reads and writes hold the codecs' Storage.
+template <typename T> struct As {
+  using Storage = T;
+  static T load(T v) { return v; }
+  template <typename C> static T store(C v) { return static_cast<T>(v); }
+};
+struct AsF16 {
+  using Storage = uint16_t;
+  static float load(uint16_t v) { return loadF16(v); }
+  template <typename C> static uint16_t store(C v) {
+    return storeF16(static_cast<float>(v));
+  }
+};
+struct AsBf16 {
+  using Storage = uint16_t;
+  static float load(uint16_t v) { return loadBf16(v); }
+  template <typename C> static uint16_t store(C v) {
+    return storeBf16(static_cast<float>(v));
+  }
+};
+
 namespace detail {
 /// One innermost row of forEach: `inner` calls of `body` with the output
 /// offset and each input's offset.
@@ -169,28 +194,28 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 // ampc::emit::scratchLayout), so no kernel allocates inside a step.
 
 /// An FP32 copy in `out` of `count` elements of any float storage type.
-template <typename T, typename Load>
-void widen(const T *data, int64_t count, Load load, float *out) {
+template <typename Load, typename T>
+void widen(const T *data, int64_t count, float *out) {
   for (int64_t i = 0; i < count; ++i)
-    out[i] = load(data[i]);
+    out[i] = Load::load(data[i]);
 }
 
 /// A copy in `out` of `count` elements in the compute type `C` (float, or
-/// double for f64 data), loaded with `load`.
-template <typename C, typename T, typename Load>
-void convert(const T *data, int64_t count, Load load, C *out) {
+/// double for f64 data), loaded with the codec `Load`.
+template <typename C, typename Load, typename T>
+void convert(const T *data, int64_t count, C *out) {
   for (int64_t i = 0; i < count; ++i)
-    out[i] = static_cast<C>(load(data[i]));
+    out[i] = static_cast<C>(Load::load(data[i]));
 }
 
 /// A copy in `out`, in `C`, of `data` broadcast to `dims` (`strides` are
 /// the input's, 0 along broadcast dimensions).
-template <typename C, typename T, typename Load>
+template <typename C, typename Load, typename T>
 void broadcast(const T *data, int rank, const int64_t *dims,
-               const int64_t *inputStrides, Load load, C *out) {
+               const int64_t *inputStrides, C *out) {
   const int64_t *strides[] = {inputStrides};
   forEach<1>(rank, dims, strides, [&](int64_t o, int64_t i) {
-    out[o] = static_cast<C>(load(data[i]));
+    out[o] = static_cast<C>(Load::load(data[i]));
   });
 }
 
@@ -226,23 +251,22 @@ inline const char *lastError(const unsigned char *slot) {
 
 /// Softmax (or log-softmax) over the middle of `outer x axisSize x inner`
 /// dimensions, computed in `C` (float, or double for f64).
-template <typename C = float, typename In, typename Out, typename Load,
-          typename Store>
+template <typename C, typename Load, typename Store, typename In, typename Out>
 void softmax(const In *in, Out *out, int64_t outer, int64_t axisSize,
-             int64_t inner, bool logarithm, Load load, Store store) {
+             int64_t inner, bool logarithm) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * axisSize * inner + i;
       C maxValue = -std::numeric_limits<C>::infinity();
       for (int64_t a = 0; a < axisSize; ++a)
-        maxValue = std::max(maxValue, static_cast<C>(load(in[base + a * inner])));
+        maxValue = std::max(maxValue, static_cast<C>(Load::load(in[base + a * inner])));
       const C sum = pairwiseSum<C>(0, axisSize, [&](int64_t a) {
-        return std::exp(static_cast<C>(load(in[base + a * inner])) - maxValue);
+        return std::exp(static_cast<C>(Load::load(in[base + a * inner])) - maxValue);
       });
       const C logSum = std::log(sum);
       for (int64_t a = 0; a < axisSize; ++a) {
-        C x = static_cast<C>(load(in[base + a * inner])) - maxValue;
-        out[base + a * inner] = store(logarithm ? x - logSum : std::exp(x) / sum);
+        C x = static_cast<C>(Load::load(in[base + a * inner])) - maxValue;
+        out[base + a * inner] = Store::store(logarithm ? x - logSum : std::exp(x) / sum);
       }
     }
 }
@@ -299,11 +323,11 @@ enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
 /// output element reduces `count` = prod(reducedDims) elements, sums
 /// pairwise. `reduced` (scratch, `count` entries) receives the input
 /// offset of each reduced element.
-template <typename C, typename In, typename Out, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename In, typename Out>
 void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
             const int64_t *keptStrides, int reducedRank,
             const int64_t *reducedDims, const int64_t *reducedStrides,
-            Reduction kind, Load load, Store store, int64_t *reduced) {
+            Reduction kind, int64_t *reduced) {
   int64_t count = 0;
   const int64_t *rs[] = {reducedStrides};
   forEach<1>(reducedRank, reducedDims, rs,
@@ -314,18 +338,18 @@ void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
     if (kind == ReduceMax) {
       acc = lowest<C>();
       for (int64_t j = 0; j < count; ++j) {
-        const C x = static_cast<C>(load(in[base + reduced[j]]));
+        const C x = static_cast<C>(Load::load(in[base + reduced[j]]));
         if (x > acc || (isNan(x) && !isNan(acc)))
           acc = x;
       }
     } else {
       acc = pairwiseSum<C>(0, count, [&](int64_t j) {
-        return static_cast<C>(load(in[base + reduced[j]]));
+        return static_cast<C>(Load::load(in[base + reduced[j]]));
       });
       if (kind == ReduceMean)
         acc = static_cast<C>(acc / static_cast<C>(count));
     }
-    out[o] = store(acc);
+    out[o] = Store::store(acc);
   });
 }
 
@@ -333,41 +357,41 @@ void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
 /// rows: Mean, InvStdDev = 1 / sqrt(Var + epsilon) (population variance,
 /// two passes) and Y = (X - Mean) * InvStdDev * scale + bias, computed in
 /// `C`. `scale` and `bias` (may be null) hold `inner` values.
-template <typename C, typename In, typename Out, typename Stash, typename Load,
-          typename Store, typename StoreStash>
+template <typename C, typename Load, typename Store, typename StoreStash,
+          typename In, typename Out, typename Stash>
 void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
                int64_t outer, int64_t inner, const C *scale, const C *bias,
-               C epsilon, Load load, Store store, StoreStash storeStash) {
+               C epsilon) {
   for (int64_t o = 0; o < outer; ++o) {
     const In *row = x + o * inner;
     const C m = pairwiseSum<C>(0, inner, [&](int64_t i) {
-                  return static_cast<C>(load(row[i]));
+                  return static_cast<C>(Load::load(row[i]));
                 }) /
                 static_cast<C>(inner);
     const C squares = pairwiseSum<C>(0, inner, [&](int64_t i) {
-      const C d = static_cast<C>(load(row[i])) - m;
+      const C d = static_cast<C>(Load::load(row[i])) - m;
       return d * d;
     });
     const C inv = C(1) / std::sqrt(squares / static_cast<C>(inner) + epsilon);
     for (int64_t i = 0; i < inner; ++i) {
-      C v = (static_cast<C>(load(row[i])) - m) * inv * scale[i];
+      C v = (static_cast<C>(Load::load(row[i])) - m) * inv * scale[i];
       if (bias)
         v += bias[i];
-      y[o * inner + i] = store(v);
+      y[o * inner + i] = Store::store(v);
     }
-    mean[o] = storeStash(m);
-    invStdDev[o] = storeStash(inv);
+    mean[o] = StoreStash::store(m);
+    invStdDev[o] = StoreStash::store(inv);
   }
 }
 
 /// The per-channel mean and population variance of (n, c, inner) data
 /// (BatchNormalization in training mode), two passes in `C`.
-template <typename C, typename In, typename Load>
+template <typename C, typename Load, typename In>
 void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
-                       C *mean, C *variance, Load load) {
+                       C *mean, C *variance) {
   for (int64_t ch = 0; ch < c; ++ch) {
     auto at = [&](int64_t j) {
-      return static_cast<C>(load(x[((j / inner) * c + ch) * inner + j % inner]));
+      return static_cast<C>(Load::load(x[((j / inner) * c + ch) * inner + j % inner]));
     };
     math::meanAndVariance<C>(n * inner, at, mean[ch], variance[ch]);
   }
@@ -375,16 +399,16 @@ void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
 
 /// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + bias
 /// per channel of (n, c, inner) data, in `C`.
-template <typename C, typename In, typename Out, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename In, typename Out>
 void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
                const C *scale, const C *bias, const C *mean,
-               const C *variance, C epsilon, Load load, Store store) {
+               const C *variance, C epsilon) {
   for (int64_t ch = 0; ch < c; ++ch) {
     const C factor = scale[ch] / std::sqrt(variance[ch] + epsilon);
     for (int64_t b = 0; b < n; ++b) {
       const int64_t base = (b * c + ch) * inner;
       for (int64_t i = 0; i < inner; ++i)
-        y[base + i] = store((static_cast<C>(load(x[base + i])) - mean[ch]) *
+        y[base + i] = Store::store((static_cast<C>(Load::load(x[base + i])) - mean[ch]) *
                                 factor +
                             bias[ch]);
     }
@@ -454,9 +478,9 @@ inline void windowOffsets(const Window &w, bool columnMajor,
 /// input (ONNX Indices: plane * inSize + the spatial offset, row-major or,
 /// with `columnMajor`, column-major). `C` is the compare type. Scratch:
 /// `offsets` and, with `columnMajor`, `reported` (windowOffsets).
-template <typename C, typename In, typename Out, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename In, typename Out>
 void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
-             const Window &w, bool columnMajor, Load load, Store store,
+             const Window &w, bool columnMajor,
              int64_t *offsets, int64_t *reported) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
@@ -471,13 +495,13 @@ void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
         const int64_t offset = offsets[k * outSize + p];
         if (offset < 0)
           continue;
-        const C v = static_cast<C>(load(x[q * inSize + offset]));
+        const C v = static_cast<C>(Load::load(x[q * inSize + offset]));
         if (where < 0 || v > best || (isNan(v) && !isNan(best))) {
           best = v;
           where = columnMajor ? reported[k * outSize + p] : offset;
         }
       }
-      y[q * outSize + p] = store(best);
+      y[q * outSize + p] = Store::store(best);
       if (indices)
         indices[q * outSize + p] = where < 0 ? -1 : q * inSize + where;
     }
@@ -488,9 +512,9 @@ void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
 /// the input, or with `countIncludePad` inside the padded input (positions
 /// that ceil_mode adds beyond the end padding never count, as in PyTorch).
 /// Scratch: `offsets` (windowOffsets).
-template <typename C, typename In, typename Out, typename Load, typename Store>
+template <typename C, typename Load, typename Store, typename In, typename Out>
 void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
-                 bool countIncludePad, Load load, Store store,
+                 bool countIncludePad,
                  int64_t *offsets) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
@@ -502,21 +526,20 @@ void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
       for (int64_t k = 0; k < kernelSize; ++k) {
         const int64_t offset = offsets[k * outSize + p];
         if (offset >= 0)
-          sum += static_cast<C>(load(x[q * inSize + offset]));
+          sum += static_cast<C>(Load::load(x[q * inSize + offset]));
         count += offset >= 0 || (countIncludePad && offset == -1);
       }
-      y[q * outSize + p] = store(sum / static_cast<C>(count));
+      y[q * outSize + p] = Store::store(sum / static_cast<C>(count));
     }
 }
 
 /// The mean of each of `planes` planes of `size` elements, in `C`.
-template <typename C, typename In, typename Out, typename Load, typename Store>
-void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size,
-                       Load load, Store store) {
+template <typename C, typename Load, typename Store, typename In, typename Out>
+void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size) {
   for (int64_t q = 0; q < planes; ++q) {
     const C sum = pairwiseSum<C>(
-        0, size, [&](int64_t i) { return static_cast<C>(load(x[q * size + i])); });
-    y[q] = store(sum / static_cast<C>(size));
+        0, size, [&](int64_t i) { return static_cast<C>(Load::load(x[q * size + i])); });
+    y[q] = Store::store(sum / static_cast<C>(size));
   }
 }
 

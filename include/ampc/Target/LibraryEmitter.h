@@ -54,6 +54,9 @@ inline int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 int onnxDtype(mlir::Type t);
 /// C++ type a buffer of `t` holds (16-bit floats as uint16_t bits).
 llvm::StringRef storageType(mlir::Type t);
+/// The codec type both targets' kernels read and write `t` with, in
+/// namespace `ns`: NS::AsF16, NS::AsBf16, NS::As<storage type>.
+std::string codecName(mlir::Type t, llvm::StringRef ns);
 /// C++ type arithmetic on `t` uses: float for 16/32-bit floats.
 llvm::StringRef computeType(mlir::Type t);
 int64_t storageSize(mlir::Type t);

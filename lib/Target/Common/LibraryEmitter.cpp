@@ -47,6 +47,14 @@ StringRef storageType(Type t) {
   return "";
 }
 
+std::string codecName(Type t, StringRef ns) {
+  if (t.isF16())
+    return (ns + "::AsF16").str();
+  if (t.isBF16())
+    return (ns + "::AsBf16").str();
+  return (ns + "::As<" + storageType(t) + ">").str();
+}
+
 StringRef computeType(Type t) {
   if (t.isF16() || t.isBF16() || t.isF32()) return "float";
   if (t.isF64()) return "double";

@@ -51,12 +51,9 @@ std::string store(Type t, const std::string &e) {
   return "static_cast<" + storageType(t).str() + ">(" + e + ")";
 }
 
-/// A generic lambda loading one stored element of `t` for the kernels.
-std::string loadFn(Type t) { return "[](auto v) { return " + load(t, "v") + "; }"; }
-/// A generic lambda rounding a computed value to the storage of `t`.
-std::string storeFn(Type t) {
-  return "[](auto v) { return " + store(t, "v") + "; }";
-}
+/// The codec the kernels read and write `t` with (ampc::cpu::AsF16 ...),
+/// a template argument as on the CUDA target.
+std::string codec(Type t) { return codecName(t, "ampc::cpu"); }
 
 class Emitter : public ampc::LibraryEmitter {
 public:
@@ -175,11 +172,10 @@ std::string Emitter::widenFloat(Operation *op, Value v) {
   unsigned index = 0;
   while (op->getOperand(index) != v)
     ++index;
-  return formatv("float *w_{0} = {1}; ampc::cpu::widen({0}, {2}LL, {3}, "
+  return formatv("float *w_{0} = {1}; ampc::cpu::widen<{3}>({0}, {2}LL, "
                  "w_{0});\n",
                  n, scratch(op, "w" + std::to_string(index), "float"),
-                 tensorOf(v).getNumElements(),
-                 t.isF16() ? "ampc::cpu::loadF16" : "ampc::cpu::loadBf16")
+                 tensorOf(v).getNumElements(), codec(t))
       .str();
 }
 
@@ -405,10 +401,10 @@ LogicalResult Emitter::emitPool(Operation *op, llvm::raw_ostream &body) {
   body << "  {\n";
   if (failed(emitWindow(op, g, body)))
     return failure();
-  body << formatv("    ampc::cpu::{0}<{1}>({2}, {3}LL, win, {4}, {5}, {6}, "
+  body << formatv("    ampc::cpu::{0}<{1}, {5}, {6}>({2}, {3}LL, win, {4}, "
                   "{7});\n  }\n",
                   kernel, accumulation(op), buffers, g.planes, flag,
-                  loadFn(in), storeFn(out), scratchArgs);
+                  codec(in), codec(out), scratchArgs);
   return success();
 }
 
@@ -418,9 +414,9 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
   // `C *NAME`, scratch slot NAME holding `v` converted to C.
   auto converted = [&](StringRef what, StringRef c, Value v) {
     body << scratchArray(op, what, c)
-         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, {4});\n",
+         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, {4});\n",
                     c, name(v), tensorOf(v).getNumElements(),
-                    loadFn(elementOf(v)), what);
+                    codec(elementOf(v)), what);
   };
   // Stores `count` values of vector `acc` into `out`.
   auto storeAll = [&](StringRef acc, Value out) {
@@ -450,14 +446,14 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
                         : scratch(op, "batchMean", c) + ", " +
                               scratch(op, "batchVariance", c);
         body << formatv(
-            "    ampc::cpu::batchNormGrad<{0}>({1}, {2}, {3}, {4}LL, {5}LL, "
-            "{6}LL, scale, {7}, {8}, {0}({9}), gradScale, gradBias, {10}, "
-            "{11}, {12});\n",
+            "    ampc::cpu::batchNormGrad<{0}, {10}, {11}>({1}, {2}, {3}, {4}LL, "
+            "{5}LL, {6}LL, scale, {7}, {8}, {0}({9}), gradScale, gradBias, "
+            "{12});\n",
             c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
             g.channels, g.inner, o.getMean() ? "mean" : "nullptr",
             o.getMean() ? "variance" : "nullptr",
-            exactLiteral(o.getEpsilon()), loadFn(elementOf(x)),
-            storeFn(elementOf(o.getGradInput())), statistics);
+            exactLiteral(o.getEpsilon()), codec(elementOf(x)),
+            codec(elementOf(o.getGradInput())), statistics);
         storeAll("gradScale", o.getGradScale());
         storeAll("gradBias", o.getGradBias());
         body << "  }\n";
@@ -471,16 +467,16 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
             "  {{ static const int64_t dims[] = {0};\n"
             "    static const int64_t scaleStrides[] = {1};\n"
             "{16}"
-            "    ampc::cpu::broadcast<{2}>({3}, {4}, dims, scaleStrides, {5}, "
+            "    ampc::cpu::broadcast<{2}, {5}>({3}, {4}, dims, scaleStrides, "
             "scale);\n"
-            "    ampc::cpu::layerNormGrad<{2}>({6}, {7}, scale, {8}, {9}, "
-            "{10}, {11}LL, {12}LL, {13}, {14}, {15}); }\n",
+            "    ampc::cpu::layerNormGrad<{2}, {13}, {14}, {15}>({6}, {7}, "
+            "scale, {8}, {9}, {10}, {11}LL, {12}LL); }\n",
             list(g.normalized), list(g.scaleStrides), g.compute,
             name(o.getScale()), g.normalized.size(),
-            loadFn(elementOf(o.getScale())), name(o.getGrad()), name(x),
+            codec(elementOf(o.getScale())), name(o.getGrad()), name(x),
             name(o.getMean()), name(o.getInvStdDev()), name(o.getOutput()),
-            g.outer, g.size, loadFn(elementOf(x)), loadFn(stash),
-            storeFn(elementOf(x)), scratchArray(op, "scale", g.compute));
+            g.outer, g.size, codec(elementOf(x)), codec(stash),
+            codec(elementOf(x)), scratchArray(op, "scale", g.compute));
         return success();
       })
       .Case([&](ampc::NllLossGradOp o) {
@@ -550,13 +546,13 @@ void Emitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
                   "keptStrides[] = {1};\n"
                   "    static const int64_t reduced[] = {2}; static const "
                   "int64_t reducedStrides[] = {3};\n"
-                  "    ampc::cpu::reduce<{4}>({5}, {6}, {7}, kept, keptStrides, "
-                  "{8}, reduced, reducedStrides, ampc::cpu::{9}, {10}, {11}, "
+                  "    ampc::cpu::reduce<{4}, {10}, {11}>({5}, {6}, {7}, kept, "
+                  "keptStrides, {8}, reduced, reducedStrides, ampc::cpu::{9}, "
                   "{12}); }\n",
                   list(g.keptDims), list(g.keptStrides), list(g.reducedDims),
                   list(g.reducedStrides), accumulation(op), name(in),
                   name(out), g.keptDims.size(), g.reducedDims.size(), g.kind,
-                  loadFn(ti), storeFn(to), scratch(op, "reduced", "int64_t"));
+                  codec(ti), codec(to), scratch(op, "reduced", "int64_t"));
 }
 
 void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
@@ -571,21 +567,21 @@ void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
     body << formatv("    static const int64_t {0}Strides[] = {1};\n", what,
                     list(strides))
          << scratchArray(op, what, c)
-         << formatv("    ampc::cpu::broadcast<{0}>({1}, {2}, dims, "
-                    "{3}Strides, {4}, {3});\n",
+         << formatv("    ampc::cpu::broadcast<{0}, {4}>({1}, {2}, dims, "
+                    "{3}Strides, {3});\n",
                     c, name(v), g.normalized.size(), what,
-                    loadFn(elementOf(v)));
+                    codec(elementOf(v)));
   };
   operand("scale", op.getScale(), g.scaleStrides);
   if (op.getBias())
     operand("bias", op.getBias(), g.biasStrides);
-  body << formatv("    ampc::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}LL, "
-                  "{6}LL, scale, {7}, {0}({8}), {9}, {10}, {11}); }\n",
+  body << formatv("    ampc::cpu::layerNorm<{0}, {9}, {10}, {11}>({1}, {2}, "
+                  "{3}, {4}, {5}LL, {6}LL, scale, {7}, {0}({8})); }\n",
                   c, name(x), name(y), name(op.getMean()),
                   name(op.getInvStdDev()), g.outer, g.size,
                   op.getBias() ? "bias" : "nullptr",
-                  exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
-                  storeFn(elementOf(y)), storeFn(stash));
+                  exactLiteral(op.getEpsilon()), codec(elementOf(x)),
+                  codec(elementOf(y)), codec(stash));
 }
 
 void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
@@ -600,23 +596,22 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                          {"mean", op.getInputMean()},
                          {"variance", op.getInputVar()}})
     body << scratchArray(op, what, c)
-         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, {4});\n", c,
-                    name(v), channels, loadFn(elementOf(v)), what);
+         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, {4});\n", c,
+                    name(v), channels, codec(elementOf(v)), what);
   bool training = op.getTrainingMode() != 0;
   if (training)
     body << scratchArray(op, "batchMean", c)
          << scratchArray(op, "batchVariance", c)
-         << formatv("    ampc::cpu::channelStatistics<{0}>({1}, {2}LL, {3}LL, "
-                    "{4}LL, batchMean, batchVariance, {5});\n",
-                    c, name(x), n, channels, inner, loadFn(elementOf(x)));
+         << formatv("    ampc::cpu::channelStatistics<{0}, {5}>({1}, {2}LL, "
+                    "{3}LL, {4}LL, batchMean, batchVariance);\n",
+                    c, name(x), n, channels, inner, codec(elementOf(x)));
   StringRef m = training ? "batchMean" : "mean",
             v = training ? "batchVariance" : "variance";
-  body << formatv("    ampc::cpu::batchNorm<{0}>({1}, {2}, {3}LL, {4}LL, {5}LL, "
-                  "scale, bias, {6}, {7}, {0}({8}), "
-                  "{9}, {10});\n",
+  body << formatv("    ampc::cpu::batchNorm<{0}, {9}, {10}>({1}, {2}, {3}LL, "
+                  "{4}LL, {5}LL, scale, bias, {6}, {7}, {0}({8}));\n",
                   c, name(x), name(y), n, channels, inner, m, v,
-                  exactLiteral(op.getEpsilon()), loadFn(elementOf(x)),
-                  storeFn(elementOf(y)));
+                  exactLiteral(op.getEpsilon()), codec(elementOf(x)),
+                  codec(elementOf(y)));
   // Running statistics: running = input * momentum + batch * (1 -
   // momentum), the batch variance times runningVarianceFactor (population
   // or unbiased); outside training they are the inputs.
@@ -653,19 +648,19 @@ void Emitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   body << "  {\n";
   body << scratchArray(op, "logp", c);
   if (logProb) {
-    body << formatv("    ampc::cpu::softmax<{0}>({2}, logp, {3}LL, {4}LL, "
-                    "{5}LL, true, {6}, [](auto v) {{ return v; });\n"
+    body << formatv("    ampc::cpu::softmax<{0}, {6}, ampc::cpu::As<{0}>>({2}, "
+                    "logp, {3}LL, {4}LL, {5}LL, true);\n"
                     "    for (int64_t i = 0; i < {1}LL; ++i) {7}[i] = {8};\n",
-                    c, count, name(scores), n, classes, inner, loadFn(t),
+                    c, count, name(scores), n, classes, inner, codec(t),
                     name(logProb), store(elementOf(logProb), "logp[i]"));
   } else {
-    body << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, logp);\n",
-                    c, name(scores), count, loadFn(t));
+    body << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, logp);\n",
+                    c, name(scores), count, codec(t));
   }
   if (weights)
     body << scratchArray(op, "weights", c)
-         << formatv("    ampc::cpu::convert<{0}>({1}, {2}LL, {3}, weights);\n",
-                    c, name(weights), classes, loadFn(elementOf(weights)));
+         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, weights);\n",
+                    c, name(weights), classes, codec(elementOf(weights)));
   int64_t lossCount = tensorOf(loss).getNumElements();
   body << scratchArray(op, "loss", c);
   std::string call =
@@ -702,10 +697,10 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         Value in = op->getOperand(0), out = op->getResult(0);
         AxisSplit g = softmaxGeometry(op);
         Type ti = elementOf(in), to = elementOf(out);
-        body << formatv("  ampc::cpu::softmax<{8}>({0}, {1}, {2}LL, {3}LL, {4}LL, "
-                        "{5}, {6}, {7});\n",
+        body << formatv("  ampc::cpu::softmax<{8}, {6}, {7}>({0}, {1}, {2}LL, "
+                        "{3}LL, {4}LL, {5});\n",
                         name(in), name(out), g.outer, g.size, g.inner,
-                        isa<ampc::LogSoftmaxOp>(op), loadFn(ti), storeFn(to),
+                        isa<ampc::LogSoftmaxOp>(op), codec(ti), codec(to),
                         accumulation(op));
         return success();
       })
@@ -800,11 +795,11 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
       .Case([&](ampc::GlobalAveragePoolOp o) {
         Type t = elementOf(o.getInput());
         ReduceGeometry g = reduceGeometry(op);
-        body << formatv("  ampc::cpu::globalAveragePool<{0}>({1}, {2}, {3}LL, "
-                        "{4}LL, {5}, {6});\n",
+        body << formatv("  ampc::cpu::globalAveragePool<{0}, {5}, {6}>({1}, "
+                        "{2}, {3}LL, {4}LL);\n",
                         accumulation(op), name(o.getInput()),
                         name(o.getOutput()), g.keptCount(), g.reducedCount(),
-                        loadFn(t), storeFn(elementOf(o.getOutput())));
+                        codec(t), codec(elementOf(o.getOutput())));
         return success();
       })
       .Case([&](ampc::ConvOp) { return emitConvolution(op, body); })

@@ -51,11 +51,7 @@ StringRef cudaDataType(Type t) {
 }
 
 /// The codec the templated kernels read and write `t` with.
-std::string codec(Type t) {
-  if (t.isF16()) return "ampc::cuda::AsF16";
-  if (t.isBF16()) return "ampc::cuda::AsBf16";
-  return "ampc::cuda::As<" + storageType(t).str() + ">";
-}
+std::string codec(Type t) { return codecName(t, "ampc::cuda"); }
 
 /// A `ampc::cuda::Strided` literal: `dims` with `strides`.
 std::string strided(ArrayRef<int64_t> dims, ArrayRef<int64_t> strides) {

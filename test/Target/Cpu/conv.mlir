@@ -32,8 +32,8 @@ func.func @forward(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen(in0, 56LL, ampc::cpu::loadF16, w_in0);
-// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 384); ampc::cpu::widen(in1, 24LL, ampc::cpu::loadF16, w_in1);
+// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen<ampc::cpu::AsF16>(in0, 56LL, w_in0);
+// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 384); ampc::cpu::widen<ampc::cpu::AsF16>(in1, 24LL, w_in1);
 // CHECK-NEXT:      static const ampc::cpu::Window win = {1, {7LL}, {3LL}, {3LL}, {1LL}, {0LL}, {0LL}, {2LL}};
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:      ampc::cpu::conv<float>(w_in0, w_in1, nullptr, acc, 2LL, 4LL, 4LL, 2LL, win, reinterpret_cast<int64_t *>(state + 640), reinterpret_cast<float *>(state + 768));
@@ -51,8 +51,8 @@ func.func @forward(%x: tensor<2x4x7xf16>, %w: tensor<4x2x3xf16>) -> tensor<2x4x3
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 448); ampc::cpu::widen(in2, 256LL, ampc::cpu::loadF16, w_in2);
-// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 1472); ampc::cpu::widen(in1, 432LL, ampc::cpu::loadF16, w_in1);
+// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 448); ampc::cpu::widen<ampc::cpu::AsF16>(in2, 256LL, w_in2);
+// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 1472); ampc::cpu::widen<ampc::cpu::AsF16>(in1, 432LL, w_in1);
 // CHECK-NEXT:      static const ampc::cpu::Window win = {2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}};
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 3200);
 // CHECK-NEXT:      ampc::cpu::convBackwardData<float>(w_in2, w_in1, acc, 1LL, 3LL, 16LL, 1LL, win, reinterpret_cast<int64_t *>(state + 3968), reinterpret_cast<float *>(state + 5120));
@@ -60,8 +60,8 @@ func.func @forward(%x: tensor<2x4x7xf16>, %w: tensor<4x2x3xf16>) -> tensor<2x4x3
 // CHECK-NEXT:    }
 // CHECK-NEXT:    uint16_t *[[DW:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 448);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 1344); ampc::cpu::widen(in0, 192LL, ampc::cpu::loadF16, w_in0);
-// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 2112); ampc::cpu::widen(in2, 256LL, ampc::cpu::loadF16, w_in2);
+// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 1344); ampc::cpu::widen<ampc::cpu::AsF16>(in0, 192LL, w_in0);
+// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 2112); ampc::cpu::widen<ampc::cpu::AsF16>(in2, 256LL, w_in2);
 // CHECK-NEXT:      static const ampc::cpu::Window win = {2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}};
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 3136);
 // CHECK-NEXT:      ampc::cpu::convBackwardWeight<float>(w_in0, w_in2, acc, 1LL, 3LL, 16LL, 1LL, win, reinterpret_cast<int64_t *>(state + 4864), reinterpret_cast<float *>(state + 6016));

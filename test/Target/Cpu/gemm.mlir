@@ -2,10 +2,11 @@
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // Gemm and MatMul on the CPU target: 16-bit operands are widened to FP32
-// (ampc::cpu::widen with their load), the product accumulates in FP32 in
-// `acc` (ampc::cpu::gemm: transA, transB, M, N, K, alpha, A, B, beta, C),
-// and the result is rounded once when stored. C is broadcast into `acc`
-// times beta first, then the GEMM adds with beta 1.
+// (ampc::cpu::widen with their codec) into the op's scratch block, the
+// product accumulates in FP32 in `acc`, also scratch (ampc::cpu::gemm:
+// transA, transB, M, N, K, alpha, A, B, beta, C), and the result is
+// rounded once when stored. C is broadcast into `acc` times beta first,
+// then the GEMM adds with beta 1.
 
 // Gemm transB with a bias row in f16: the bias is broadcast along rows
 // (strides {0, 1}); 4x16 times (8x16)^T; the Relu after it is folded into
@@ -14,10 +15,10 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen(in0, 64LL, ampc::cpu::loadF16, w_in0);
-// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 384); ampc::cpu::widen(in1, 128LL, ampc::cpu::loadF16, w_in1);
+// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen<ampc::cpu::AsF16>(in0, 64LL, w_in0);
+// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 384); ampc::cpu::widen<ampc::cpu::AsF16>(in1, 128LL, w_in1);
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 960);
-// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 896); ampc::cpu::widen(in2, 8LL, ampc::cpu::loadF16, w_in2);
+// CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 896); ampc::cpu::widen<ampc::cpu::AsF16>(in2, 8LL, w_in2);
 // CHECK-NEXT:      { static const int64_t dims[] = {4LL, 8LL}; static const int64_t s0[] = {0LL, 1LL}; const int64_t *strides[] = {s0};
 // CHECK-NEXT:        ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t i0) { acc[o] = float(1.000000000e+00) * w_in2[i0]; }); }
 // CHECK-NEXT:      ampc::cpu::gemm<float>(false, true, 4LL, 8LL, 16LL, float(1.000000000e+00), w_in0, w_in1, float(1), acc);
@@ -85,8 +86,8 @@ func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4
 // A 1-D right operand in bf16 is a 5x1 matrix: one 3x1x5 GEMM, bf16 loads
 // and a bf16 store.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen(in0, 15LL, ampc::cpu::loadBf16, w_in0);
-// CHECK-NEXT:    float *w_in1 = reinterpret_cast<float *>(state + 192); ampc::cpu::widen(in1, 5LL, ampc::cpu::loadBf16, w_in1);
+// CHECK:         float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen<ampc::cpu::AsBf16>(in0, 15LL, w_in0);
+// CHECK-NEXT:    float *w_in1 = reinterpret_cast<float *>(state + 192); ampc::cpu::widen<ampc::cpu::AsBf16>(in1, 5LL, w_in1);
 // CHECK:         ampc::cpu::gemm<float>(false, false, 3LL, 1LL, 5LL, float(1), w_in0 + ia, w_in1 + ib, float(0), acc + o * 3LL);
 // CHECK:         for (int64_t i = 0; i < 3LL; ++i) v0[i] = ampc::cpu::storeBf16(acc[i]);
 func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
@@ -103,8 +104,8 @@ func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[O:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 320); ampc::cpu::widen(in0, 128LL, ampc::cpu::loadF16, w_in0);
-// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 832); ampc::cpu::widen(in1, 512LL, ampc::cpu::loadF16, w_in1);
+// CHECK-NEXT:      float *w_in0 = reinterpret_cast<float *>(state + 320); ampc::cpu::widen<ampc::cpu::AsF16>(in0, 128LL, w_in0);
+// CHECK-NEXT:      float *w_in1 = reinterpret_cast<float *>(state + 832); ampc::cpu::widen<ampc::cpu::AsF16>(in1, 512LL, w_in1);
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 2880);
 // CHECK-NEXT:      for (int64_t p = 0; p < 2LL; ++p) ampc::cpu::gemm<float>(false, false, 4LL, 16LL, 16LL, float(1.000000000e+00), w_in0 + p * 16LL, 32LL, w_in1 + p * 256LL, 16LL, float(0), acc + p * 16LL, 32LL);
 // CHECK-NEXT:      for (int64_t i = 0; i < 128LL; ++i) [[O]][i] = ampc::cpu::storeF16(acc[i]);

@@ -14,14 +14,14 @@
 // CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
 // CHECK-NEXT:    {
 // CHECK-NEXT:      float *logp = reinterpret_cast<float *>(state + 320);
-// CHECK-NEXT:      ampc::cpu::softmax<float>(in0, logp, 4LL, 10LL, 1LL, true,
+// CHECK-NEXT:      ampc::cpu::softmax<float, ampc::cpu::As<float>, ampc::cpu::As<float>>(in0, logp, 4LL, 10LL, 1LL, true);
 // CHECK-NEXT:      for (int64_t i = 0; i < 40LL; ++i) [[P]][i] = static_cast<float>(logp[i]);
 // CHECK-NEXT:      float *loss = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp, in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cpu::LossMean, loss, reinterpret_cast<float *>(state + 576), reinterpret_cast<float *>(state + 640)))) return ampc::cpu::fail(state + [[SLOT:[0-9]+]], "ampc.softmax_cross_entropy_loss: a label is out of range");
 // CHECK-NEXT:      for (int64_t i = 0; i < 1LL; ++i) [[L]][i] = static_cast<float>(loss[i]);
 // CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 320);
 // CHECK:           float *weights = reinterpret_cast<float *>(state + 768);
-// CHECK-NEXT:      ampc::cpu::convert<float>(in2, 10LL, [](auto v) { return v; }, weights);
+// CHECK-NEXT:      ampc::cpu::convert<float, ampc::cpu::As<float>>(in2, 10LL, weights);
 // CHECK-NEXT:      float *loss = reinterpret_cast<float *>(state + 832);
 // CHECK-NEXT:      if (!(ampc::cpu::nllLoss<float>(logp, in1, weights, 4LL, 10LL, 1LL, true, -100LL, ampc::cpu::LossNone, loss, reinterpret_cast<float *>(state + 896), reinterpret_cast<float *>(state + 960)))) return ampc::cpu::fail(state + [[SLOT]],
 // CHECK-NEXT:      for (int64_t i = 0; i < 4LL; ++i) [[LN]][i] = static_cast<float>(loss[i]);

@@ -15,11 +15,11 @@
 // CHECK-NEXT:    { static const int64_t dims[] = {64LL};
 // CHECK-NEXT:      static const int64_t scaleStrides[] = {1LL};
 // CHECK-NEXT:      float *scale = reinterpret_cast<float *>(state + 4416);
-// CHECK-NEXT:      ampc::cpu::broadcast<float>(in1, 1, dims, scaleStrides, [](auto v) { return ampc::cpu::loadF16(v); }, scale);
+// CHECK-NEXT:      ampc::cpu::broadcast<float, ampc::cpu::AsF16>(in1, 1, dims, scaleStrides, scale);
 // CHECK-NEXT:      static const int64_t biasStrides[] = {1LL};
 // CHECK-NEXT:      float *bias = reinterpret_cast<float *>(state + 4672);
-// CHECK-NEXT:      ampc::cpu::broadcast<float>(in2, 1, dims, biasStrides, [](auto v) { return ampc::cpu::loadF16(v); }, bias);
-// CHECK-NEXT:      ampc::cpu::layerNorm<float>(in0, [[Y]], [[MEAN]], [[RSTD]], 32LL, 64LL, scale, bias, float(1.00000004749745131e-03), [](auto v) { return ampc::cpu::loadF16(v); }, [](auto v) { return ampc::cpu::storeF16(v); }, [](auto v) { return static_cast<float>(v); }); }
+// CHECK-NEXT:      ampc::cpu::broadcast<float, ampc::cpu::AsF16>(in2, 1, dims, biasStrides, bias);
+// CHECK-NEXT:      ampc::cpu::layerNorm<float, ampc::cpu::AsF16, ampc::cpu::AsF16, ampc::cpu::As<float>>(in0, [[Y]], [[MEAN]], [[RSTD]], 32LL, 64LL, scale, bias, float(1.00000004749745131e-03)); }
 func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) {
   %y:3 = ampc.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-03 : f32} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
   return %y#0, %y#1, %y#2 : tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>
@@ -33,7 +33,7 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 // first, normalises with them (epsilon 1e-3) and returns the running
 // statistics updated with ONNX's momentum 0.9 (running * 0.9 + batch * 0.1).
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cpu::batchNorm<float>(in0, v0, 2LL, 8LL, 16LL, scale, bias, mean, variance, float(9.99999974737875164e-06), [](auto v) { return v; }, [](auto v) { return static_cast<float>(v); });
+// CHECK:         ampc::cpu::batchNorm<float, ampc::cpu::As<float>, ampc::cpu::As<float>>(in0, v0, 2LL, 8LL, 16LL, scale, bias, mean, variance, float(9.99999974737875164e-06));
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) v1[i] = static_cast<float>(mean[i]);
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) v2[i] = static_cast<float>(variance[i]);
 // CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 1088);
@@ -41,8 +41,8 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 // CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 2176);
 // CHECK:         float *batchMean = reinterpret_cast<float *>(state + 2496);
 // CHECK-NEXT:         float *batchVariance = reinterpret_cast<float *>(state + 2560);
-// CHECK-NEXT:    ampc::cpu::channelStatistics<float>(in0, 2LL, 8LL, 16LL, batchMean, batchVariance, [](auto v) { return v; });
-// CHECK-NEXT:    ampc::cpu::batchNorm<float>(in0, [[T]], 2LL, 8LL, 16LL, scale, bias, batchMean, batchVariance, float(1.00000004749745131e-03),
+// CHECK-NEXT:    ampc::cpu::channelStatistics<float, ampc::cpu::As<float>>(in0, 2LL, 8LL, 16LL, batchMean, batchVariance);
+// CHECK-NEXT:    ampc::cpu::batchNorm<float, ampc::cpu::As<float>, ampc::cpu::As<float>>(in0, [[T]], 2LL, 8LL, 16LL, scale, bias, batchMean, batchVariance, float(1.00000004749745131e-03));
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[RM]][i] = static_cast<float>(mean[i] * float(8.99999976158142090e-01) + batchMean[i] * float(1.00000023841857910e-01));
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[RV]][i] = static_cast<float>(variance[i] * float(8.99999976158142090e-01) + batchVariance[i] * float(1.00000023841857910e-01));
 func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -60,11 +60,11 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 576);
 // CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 640);
-// CHECK:         ampc::cpu::batchNormGrad<float>(in0, in1, [[DX]], 2LL, 8LL, 16LL, scale, nullptr, nullptr, float(9.99999974737875164e-06), gradScale, gradBias, [](auto v) { return ampc::cpu::loadF16(v); }, [](auto v) { return ampc::cpu::storeF16(v); }, reinterpret_cast<float *>(state + 768), reinterpret_cast<float *>(state + 832));
+// CHECK:         ampc::cpu::batchNormGrad<float, ampc::cpu::AsF16, ampc::cpu::AsF16>(in0, in1, [[DX]], 2LL, 8LL, 16LL, scale, nullptr, nullptr, float(9.99999974737875164e-06), gradScale, gradBias, reinterpret_cast<float *>(state + 768), reinterpret_cast<float *>(state + 832));
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[DS]][i] = static_cast<float>(gradScale[i]);
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[DB]][i] = static_cast<float>(gradBias[i]);
 // CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
-// CHECK:         ampc::cpu::layerNormGrad<float>(in3, in3, scale, in5, in6, [[DL]], 32LL, 64LL,
+// CHECK:         ampc::cpu::layerNormGrad<float, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::As<float>>(in3, in3, scale, in5, in6, [[DL]], 32LL, 64LL);
 func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
   %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)
   %1 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
