@@ -296,7 +296,62 @@ AMPC_SAME_TYPE_INFERENCE(SigmoidOp)
 AMPC_SAME_TYPE_INFERENCE(TanhOp)
 AMPC_SAME_TYPE_INFERENCE(IdentityOp)
 AMPC_SAME_TYPE_INFERENCE(LeakyReluOp)
+AMPC_SAME_TYPE_INFERENCE(AbsOp)
+AMPC_SAME_TYPE_INFERENCE(SinOp)
+AMPC_SAME_TYPE_INFERENCE(CosOp)
+AMPC_SAME_TYPE_INFERENCE(TanOp)
+AMPC_SAME_TYPE_INFERENCE(AsinOp)
+AMPC_SAME_TYPE_INFERENCE(AcosOp)
+AMPC_SAME_TYPE_INFERENCE(AtanOp)
+AMPC_SAME_TYPE_INFERENCE(SinhOp)
+AMPC_SAME_TYPE_INFERENCE(CoshOp)
+AMPC_SAME_TYPE_INFERENCE(AsinhOp)
+AMPC_SAME_TYPE_INFERENCE(AcoshOp)
+AMPC_SAME_TYPE_INFERENCE(AtanhOp)
+AMPC_SAME_TYPE_INFERENCE(SignOp)
+AMPC_SAME_TYPE_INFERENCE(FloorOp)
+AMPC_SAME_TYPE_INFERENCE(CeilOp)
+AMPC_SAME_TYPE_INFERENCE(RoundOp)
+AMPC_SAME_TYPE_INFERENCE(SoftplusOp)
+AMPC_SAME_TYPE_INFERENCE(SoftsignOp)
+AMPC_SAME_TYPE_INFERENCE(MishOp)
+AMPC_SAME_TYPE_INFERENCE(HardSwishOp)
+AMPC_SAME_TYPE_INFERENCE(EluOp)
+AMPC_SAME_TYPE_INFERENCE(CeluOp)
+AMPC_SAME_TYPE_INFERENCE(SeluOp)
+AMPC_SAME_TYPE_INFERENCE(HardSigmoidOp)
+AMPC_SAME_TYPE_INFERENCE(ThresholdedReluOp)
+AMPC_SAME_TYPE_INFERENCE(NotOp)
 #undef AMPC_SAME_TYPE_INFERENCE
+
+#define AMPC_PREDICATE_INFERENCE(OP)                                           \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, OptLoc loc,             \
+                                     Adaptor adaptor, Types &types) {          \
+    FailureOr<RankedTensorType> type =                                         \
+        rankedType<OP>(loc, adaptor.getInput(), "input");                      \
+    if (failed(type))                                                          \
+      return failure();                                                        \
+    types.push_back(type->clone(IntegerType::get(ctx, 1)));                    \
+    return success();                                                          \
+  }
+AMPC_PREDICATE_INFERENCE(IsNaNOp)
+AMPC_PREDICATE_INFERENCE(IsInfOp)
+#undef AMPC_PREDICATE_INFERENCE
+
+LogicalResult CeluOp::verify() {
+  if (getAlpha().convertToFloat() == 0.0f)
+    return emitOpError("alpha must not be 0 (Celu divides by it)");
+  return success();
+}
+
+LogicalResult ModOp::verify() {
+  if (getFmod() != 0 && getFmod() != 1)
+    return emitOpError("fmod must be 0 or 1, got ") << getFmod();
+  if (getFmod() == 0 && isa<FloatType>(getOutput().getType().getElementType()))
+    return emitOpError("fmod 0 (the divisor's sign) is defined on integers "
+                       "only; floats need fmod 1");
+  return success();
+}
 
 // `approximate` is a GeluApproximate: the attribute's parser and type
 // admit only its cases.
@@ -315,7 +370,29 @@ AMPC_BROADCAST_INFERENCE(AddOp)
 AMPC_BROADCAST_INFERENCE(SubOp)
 AMPC_BROADCAST_INFERENCE(MulOp)
 AMPC_BROADCAST_INFERENCE(DivOp)
+AMPC_BROADCAST_INFERENCE(PReluOp)
+AMPC_BROADCAST_INFERENCE(MaxOp)
+AMPC_BROADCAST_INFERENCE(MinOp)
+AMPC_BROADCAST_INFERENCE(ModOp)
+AMPC_BROADCAST_INFERENCE(ClipOp)
 #undef AMPC_BROADCAST_INFERENCE
+
+// Comparisons and logic: i1 results of operands of one element type.
+#define AMPC_COMPARISON_INFERENCE(OP)                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, OptLoc loc,             \
+                                     Adaptor adaptor, Types &types) {          \
+    return inferBroadcast<OP>(loc, adaptor.getOperands(),                      \
+                              IntegerType::get(ctx, 1),                        \
+                              /*sameElementTypes=*/true, types);               \
+  }
+AMPC_COMPARISON_INFERENCE(GreaterOp)
+AMPC_COMPARISON_INFERENCE(LessOp)
+AMPC_COMPARISON_INFERENCE(GreaterOrEqualOp)
+AMPC_COMPARISON_INFERENCE(LessOrEqualOp)
+AMPC_COMPARISON_INFERENCE(AndOp)
+AMPC_COMPARISON_INFERENCE(OrOp)
+AMPC_COMPARISON_INFERENCE(XorOp)
+#undef AMPC_COMPARISON_INFERENCE
 
 LogicalResult PowOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                       Adaptor adaptor, Types &types) {

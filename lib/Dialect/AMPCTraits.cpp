@@ -7,22 +7,27 @@ using namespace mlir;
 
 namespace {
 template <ampc::PrecisionCategory C>
-bool has(Operation *op) {
-  return op->hasTrait<ampc::PrecisionCategoryTrait<C>::template Impl>();
+bool has(OperationName name) {
+  return name.hasTrait<ampc::PrecisionCategoryTrait<C>::template Impl>();
 }
 } // namespace
 
 std::optional<ampc::PrecisionCategory>
 ampc::getPrecisionCategory(Operation *op) {
-  if (has<PrecisionCategory::Allow>(op))
+  return getPrecisionCategory(op->getName());
+}
+
+std::optional<ampc::PrecisionCategory>
+ampc::getPrecisionCategory(OperationName name) {
+  if (has<PrecisionCategory::Allow>(name))
     return PrecisionCategory::Allow;
-  if (has<PrecisionCategory::Deny>(op))
+  if (has<PrecisionCategory::Deny>(name))
     return PrecisionCategory::Deny;
-  if (has<PrecisionCategory::Fp32Output>(op))
+  if (has<PrecisionCategory::Fp32Output>(name))
     return PrecisionCategory::Fp32Output;
-  if (has<PrecisionCategory::Promote>(op))
+  if (has<PrecisionCategory::Promote>(name))
     return PrecisionCategory::Promote;
-  if (has<PrecisionCategory::Follow>(op))
+  if (has<PrecisionCategory::Follow>(name))
     return PrecisionCategory::Follow;
   return std::nullopt;
 }

@@ -12,6 +12,8 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -223,6 +225,41 @@ OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
       *this, adaptor.getOperands(),
       [](int64_t a, int64_t b) -> std::optional<int64_t> { return a == b; },
       [](double a, double b) -> double { return a == b; });
+}
+
+// Folded like Equal (shape arithmetic and masks built from constants).
+#define AMPC_COMPARISON_FOLD(OP, EXPR)                                         \
+  OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
+    return foldBinary(                                                         \
+        *this, adaptor.getOperands(),                                          \
+        [](int64_t a, int64_t b) -> std::optional<int64_t> { return EXPR; },   \
+        [](double a, double b) -> double { return EXPR; });                    \
+  }
+AMPC_COMPARISON_FOLD(GreaterOp, a > b)
+AMPC_COMPARISON_FOLD(LessOp, a < b)
+AMPC_COMPARISON_FOLD(GreaterOrEqualOp, a >= b)
+AMPC_COMPARISON_FOLD(LessOrEqualOp, a <= b)
+AMPC_COMPARISON_FOLD(AndOp, a && b)
+AMPC_COMPARISON_FOLD(OrOp, a || b)
+AMPC_COMPARISON_FOLD(XorOp, (a != 0) != (b != 0))
+#undef AMPC_COMPARISON_FOLD
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      *this, adaptor.getOperands(),
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        return std::max(a, b);
+      },
+      [](double a, double b) { return a > b || std::isnan(a) ? a : b; });
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      *this, adaptor.getOperands(),
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        return std::min(a, b);
+      },
+      [](double a, double b) { return a < b || std::isnan(a) ? a : b; });
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {

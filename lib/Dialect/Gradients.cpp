@@ -813,3 +813,233 @@ LogicalResult NegativeLogLikelihoodLossOp::buildGradient(
                                        getIgnoreIndexAttr());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The elementwise ops of issue 18 (AMPCElementwiseOps.td)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// dx = dy * f'(x) for a unary op, f' built by `derivative` from the
+/// builder, the input x and the result y.
+template <typename Op, typename Derivative>
+LogicalResult unaryGradient(Op op, OpBuilder &b, ArrayRef<Value> dResults,
+                            MutableArrayRef<Value> dOperands,
+                            Derivative derivative) {
+  AdjointBuilder ab(b, op);
+  dOperands[0] =
+      ab.mul(dResults[0], derivative(ab, op.getInput(), op.getOutput()));
+  return success();
+}
+
+/// 1 / sqrt(v).
+Value inverseSqrt(AdjointBuilder &ab, Value v) {
+  return ab.div(ab.scalar(1.0, v), SqrtOp::create(ab.b, ab.loc, v));
+}
+} // namespace
+
+#define AMPC_UNARY_GRADIENT(OP, ...)                                           \
+  LogicalResult OP::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,      \
+                                  ArrayRef<bool>,                              \
+                                  MutableArrayRef<Value> dOperands) {          \
+    return unaryGradient(*this, b, dResults, dOperands,                        \
+                         [&](AdjointBuilder &ab, Value x, Value y) -> Value {  \
+                           (void)x, (void)y;                                   \
+                           __VA_ARGS__;                                        \
+                         });                                                   \
+  }
+// keeps: x; dx = dy * sign(x).
+AMPC_UNARY_GRADIENT(AbsOp, return SignOp::create(b, ab.loc, x))
+// keeps: x; dx = dy * cos(x).
+AMPC_UNARY_GRADIENT(SinOp, return CosOp::create(b, ab.loc, x))
+// keeps: x; dx = -dy * sin(x).
+AMPC_UNARY_GRADIENT(CosOp, return ab.neg(SinOp::create(b, ab.loc, x)))
+// keeps: y; dx = dy * (1 + y^2).
+AMPC_UNARY_GRADIENT(TanOp, return ab.add(ab.scalar(1.0, y), ab.mul(y, y)))
+// keeps: x; dx = dy / sqrt(1 - x^2).
+AMPC_UNARY_GRADIENT(AsinOp,
+                    return inverseSqrt(ab, ab.sub(ab.scalar(1.0, x),
+                                                  ab.mul(x, x))))
+// keeps: x; dx = -dy / sqrt(1 - x^2).
+AMPC_UNARY_GRADIENT(AcosOp,
+                    return ab.neg(inverseSqrt(
+                        ab, ab.sub(ab.scalar(1.0, x), ab.mul(x, x)))))
+// keeps: x; dx = dy / (1 + x^2).
+AMPC_UNARY_GRADIENT(AtanOp,
+                    return ab.div(ab.scalar(1.0, x),
+                                  ab.add(ab.scalar(1.0, x), ab.mul(x, x))))
+// keeps: x; dx = dy * cosh(x).
+AMPC_UNARY_GRADIENT(SinhOp, return CoshOp::create(b, ab.loc, x))
+// keeps: x; dx = dy * sinh(x).
+AMPC_UNARY_GRADIENT(CoshOp, return SinhOp::create(b, ab.loc, x))
+// keeps: x; dx = dy / sqrt(x^2 + 1).
+AMPC_UNARY_GRADIENT(AsinhOp,
+                    return inverseSqrt(ab, ab.add(ab.mul(x, x),
+                                                  ab.scalar(1.0, x))))
+// keeps: x; dx = dy / sqrt(x^2 - 1).
+AMPC_UNARY_GRADIENT(AcoshOp,
+                    return inverseSqrt(ab, ab.sub(ab.mul(x, x),
+                                                  ab.scalar(1.0, x))))
+// keeps: x; dx = dy / (1 - x^2).
+AMPC_UNARY_GRADIENT(AtanhOp,
+                    return ab.div(ab.scalar(1.0, x),
+                                  ab.sub(ab.scalar(1.0, x), ab.mul(x, x))))
+// keeps: x; dx = dy * sigmoid(x).
+AMPC_UNARY_GRADIENT(SoftplusOp, return SigmoidOp::create(b, ab.loc, x))
+// keeps: x; dx = dy / (1 + |x|)^2.
+AMPC_UNARY_GRADIENT(SoftsignOp, {
+  Value d = ab.add(ab.scalar(1.0, x), AbsOp::create(b, ab.loc, x));
+  return ab.div(ab.scalar(1.0, x), ab.mul(d, d));
+})
+// keeps: x; with t = tanh(softplus(x)): dx = dy * (t + x sigmoid(x) (1 - t^2)).
+AMPC_UNARY_GRADIENT(MishOp, {
+  Value t = TanhOp::create(b, ab.loc, SoftplusOp::create(b, ab.loc, x));
+  Value s = SigmoidOp::create(b, ab.loc, x);
+  return ab.add(t, ab.mul(ab.mul(x, s),
+                          ab.sub(ab.scalar(1.0, x), ab.mul(t, t))));
+})
+// keeps: x; dx = dy * (0 below -3, x / 3 + 1/2 up to 3, 1 above), as
+// torch's hardswish_backward.
+AMPC_UNARY_GRADIENT(HardSwishOp, {
+  Value zero = ab.scalar(0.0, x), one = ab.scalar(1.0, x);
+  Value low = LessOp::create(b, ab.loc, x, ab.scalar(-3.0, x));
+  Value mid = LessOrEqualOp::create(b, ab.loc, x, ab.scalar(3.0, x));
+  Value slope = ab.add(ab.scale(x, 1.0 / 3.0), ab.scalar(0.5, x));
+  return WhereOp::create(b, ab.loc, low, zero,
+                         WhereOp::create(b, ab.loc, mid, slope, one));
+})
+// keeps: x and y; dx = dy where x > 0, dy * (y + alpha) elsewhere.
+AMPC_UNARY_GRADIENT(EluOp, {
+  Value positive = GreaterOp::create(b, ab.loc, x, ab.scalar(0.0, x));
+  double alpha = getAlpha().convertToDouble();
+  return WhereOp::create(b, ab.loc, positive, ab.scalar(1.0, x),
+                         ab.add(y, ab.scalar(alpha, y)));
+})
+// keeps: x and y; dx = dy where x > 0, dy * (y / alpha + 1) elsewhere.
+AMPC_UNARY_GRADIENT(CeluOp, {
+  Value positive = GreaterOp::create(b, ab.loc, x, ab.scalar(0.0, x));
+  double alpha = getAlpha().convertToDouble();
+  return WhereOp::create(b, ab.loc, positive, ab.scalar(1.0, x),
+                         ab.add(ab.scale(y, 1.0 / alpha), ab.scalar(1.0, y)));
+})
+// keeps: x and y; dx = dy * gamma where x > 0, dy * (y + gamma alpha)
+// elsewhere.
+AMPC_UNARY_GRADIENT(SeluOp, {
+  Value positive = GreaterOp::create(b, ab.loc, x, ab.scalar(0.0, x));
+  double alpha = getAlpha().convertToDouble(),
+         gamma = getGamma().convertToDouble();
+  return WhereOp::create(b, ab.loc, positive, ab.scalar(gamma, x),
+                         ab.add(y, ab.scalar(gamma * alpha, y)));
+})
+// keeps: x; dx = dy * alpha where 0 < alpha x + beta < 1, else 0.
+AMPC_UNARY_GRADIENT(HardSigmoidOp, {
+  double alpha = getAlpha().convertToDouble(),
+         beta = getBeta().convertToDouble();
+  Value v = ab.add(ab.scale(x, alpha), ab.scalar(beta, x));
+  Value inside =
+      AndOp::create(b, ab.loc, GreaterOp::create(b, ab.loc, v, ab.scalar(0.0, v)),
+                    LessOp::create(b, ab.loc, v, ab.scalar(1.0, v)));
+  return WhereOp::create(b, ab.loc, inside, ab.scalar(alpha, x),
+                         ab.scalar(0.0, x));
+})
+// keeps: x; dx = dy where x > alpha, else 0.
+AMPC_UNARY_GRADIENT(ThresholdedReluOp, {
+  Value above = GreaterOp::create(
+      b, ab.loc, x, ab.scalar(getAlpha().convertToDouble(), x));
+  return WhereOp::create(b, ab.loc, above, ab.scalar(1.0, x),
+                         ab.scalar(0.0, x));
+})
+#undef AMPC_UNARY_GRADIENT
+
+// keeps: x and the slope; dx = dy (x >= 0) or dy * slope, dslope = dy * x
+// where x < 0, each summed to its operand's shape.
+LogicalResult PReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                     ArrayRef<bool> wanted,
+                                     MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], x = getLhs(), slope = getRhs();
+  Value negative = LessOp::create(b, ab.loc, x, ab.scalar(0.0, x));
+  if (wanted[0])
+    dOperands[0] = ab.sumTo(
+        WhereOp::create(b, ab.loc, negative, ab.mul(dy, slope), dy), x);
+  if (wanted[1])
+    dOperands[1] = ab.sumTo(ab.select(negative, ab.mul(dy, x)), slope);
+  return success();
+}
+
+namespace {
+/// Max and Min: the adjoint goes to the operand that won (`wins(a, b)`),
+/// half to each on a tie, as torch's maximum/minimum backward.
+template <typename Op, typename Wins>
+LogicalResult extremumGradient(Op op, OpBuilder &b, ArrayRef<Value> dResults,
+                               ArrayRef<bool> wanted,
+                               MutableArrayRef<Value> dOperands, Wins wins) {
+  AdjointBuilder ab(b, op);
+  Value dy = dResults[0], lhs = op.getLhs(), rhs = op.getRhs();
+  Value tie = EqualOp::create(b, ab.loc, lhs, rhs);
+  Value half = ab.select(tie, ab.scale(dy, 0.5));
+  if (wanted[0])
+    dOperands[0] = ab.sumTo(
+        WhereOp::create(b, ab.loc, wins(lhs, rhs), dy, half), lhs);
+  if (wanted[1])
+    dOperands[1] = ab.sumTo(
+        WhereOp::create(b, ab.loc, wins(rhs, lhs), dy, half), rhs);
+  return success();
+}
+} // namespace
+
+// keeps: both operands.
+LogicalResult MaxOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  return extremumGradient(*this, b, dResults, wanted, dOperands,
+                          [&](Value p, Value q) -> Value {
+                            return GreaterOp::create(b, getLoc(), p, q);
+                          });
+}
+
+// keeps: both operands.
+LogicalResult MinOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  return extremumGradient(*this, b, dResults, wanted, dOperands,
+                          [&](Value p, Value q) -> Value {
+                            return LessOp::create(b, getLoc(), p, q);
+                          });
+}
+
+// keeps: a, b and y (fmod 1; integers have no adjoint): y = a - trunc(a/b)
+// b, so da = dy and db = -dy * trunc(a/b) = -dy * (a - y) / b.
+LogicalResult ModOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                   ArrayRef<bool> wanted,
+                                   MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], lhs = getLhs(), rhs = getRhs();
+  if (wanted[0])
+    dOperands[0] = ab.sumTo(dy, lhs);
+  if (wanted[1])
+    dOperands[1] = ab.sumTo(
+        ab.neg(ab.mul(dy, ab.div(ab.sub(lhs, getOutput()), rhs))), rhs);
+  return success();
+}
+
+// keeps: x and the bounds; dx = dy where min <= x <= max (torch.clamp),
+// dmin = dy where x < min, dmax = dy where x > max.
+LogicalResult ClipOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                    ArrayRef<bool> wanted,
+                                    MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0], x = getInput(), lo = getMin(), hi = getMax();
+  Value below = LessOp::create(b, ab.loc, x, lo);
+  Value above = GreaterOp::create(b, ab.loc, x, hi);
+  if (wanted[0]) {
+    Value inside =
+        AndOp::create(b, ab.loc, GreaterOrEqualOp::create(b, ab.loc, x, lo),
+                      LessOrEqualOp::create(b, ab.loc, x, hi));
+    dOperands[0] = ab.sumTo(ab.select(inside, dy), x);
+  }
+  if (wanted[1])
+    dOperands[1] = ab.sumTo(ab.select(below, dy), lo);
+  if (wanted[2])
+    dOperands[2] = ab.sumTo(ab.select(above, dy), hi);
+  return success();
+}

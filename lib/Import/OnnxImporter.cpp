@@ -170,6 +170,8 @@ struct AttrSpec {
 
 struct OpRule {
   const char *opType;
+  /// The ampc op that computes it (docs/ops.md, `ampc --list-ops=table`).
+  const char *ampcOp;
   int64_t minOpset;
   int minInputs, maxInputs;
   int maxOutputs;
@@ -921,6 +923,145 @@ FailureOr<Outputs> importGelu(NodeContext &nc) {
   return buildSame(nc, "ampc.gelu", {*approximate});
 }
 
+FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value);
+
+constexpr char kAbs[] = "ampc.abs", kSign[] = "ampc.sign",
+               kFloor[] = "ampc.floor", kCeil[] = "ampc.ceil",
+               kRound[] = "ampc.round", kSin[] = "ampc.sin", kCos[] = "ampc.cos",
+               kTan[] = "ampc.tan", kAsin[] = "ampc.asin", kAcos[] = "ampc.acos",
+               kAtan[] = "ampc.atan", kSinh[] = "ampc.sinh",
+               kCosh[] = "ampc.cosh", kAsinh[] = "ampc.asinh",
+               kAcosh[] = "ampc.acosh", kAtanh[] = "ampc.atanh",
+               kSoftplus[] = "ampc.softplus", kSoftsign[] = "ampc.softsign",
+               kMish[] = "ampc.mish", kHardSwish[] = "ampc.hard_swish",
+               kPRelu[] = "ampc.prelu", kGreater[] = "ampc.greater",
+               kLess[] = "ampc.less",
+               kGreaterOrEqual[] = "ampc.greater_or_equal",
+               kLessOrEqual[] = "ampc.less_or_equal", kAnd[] = "ampc.and",
+               kOr[] = "ampc.or", kXor[] = "ampc.xor", kNot[] = "ampc.not",
+               kIsNaN[] = "ampc.is_nan";
+
+/// An activation with float attributes: each (ONNX name, default) becomes
+/// the op's f32 attribute of the same name.
+template <const char *OpName>
+FailureOr<Outputs>
+withFloats(NodeContext &nc,
+           std::initializer_list<std::pair<const char *, float>> attrs) {
+  SmallVector<NamedAttribute> named;
+  for (auto [name, dflt] : attrs)
+    named.push_back(nc.f32(name, nc.getFloat(name, dflt)));
+  return buildSame(nc, OpName, named);
+}
+
+constexpr char kElu[] = "ampc.elu", kCelu[] = "ampc.celu",
+               kSelu[] = "ampc.selu", kHardSigmoid[] = "ampc.hard_sigmoid",
+               kThresholdedRelu[] = "ampc.thresholded_relu";
+
+FailureOr<Outputs> importElu(NodeContext &nc) {
+  return withFloats<kElu>(nc, {{"alpha", 1.0f}});
+}
+FailureOr<Outputs> importCelu(NodeContext &nc) {
+  return withFloats<kCelu>(nc, {{"alpha", 1.0f}});
+}
+FailureOr<Outputs> importSelu(NodeContext &nc) {
+  return withFloats<kSelu>(
+      nc, {{"alpha", 1.67326319217681884765625f},
+           {"gamma", 1.05070102214813232421875f}});
+}
+FailureOr<Outputs> importHardSigmoid(NodeContext &nc) {
+  return withFloats<kHardSigmoid>(nc, {{"alpha", 0.2f}, {"beta", 0.5f}});
+}
+FailureOr<Outputs> importThresholdedRelu(NodeContext &nc) {
+  return withFloats<kThresholdedRelu>(nc, {{"alpha", 1.0f}});
+}
+
+FailureOr<Outputs> importIsInf(NodeContext &nc) {
+  return buildSame(nc, "ampc.is_inf",
+                   {nc.i64("detect_negative", nc.getInt("detect_negative", 1)),
+                    nc.i64("detect_positive", nc.getInt("detect_positive", 1))});
+}
+
+FailureOr<Outputs> importMod(NodeContext &nc) {
+  return buildSame(nc, "ampc.mod", {nc.i64("fmod", nc.getInt("fmod", 0))});
+}
+
+/// Max, Min, Sum and Mean: one input is itself; more fold left through the
+/// binary op (`opName`), broadcasting as they go; Mean then divides by the
+/// count.
+FailureOr<Outputs> variadic(NodeContext &nc, StringRef opName,
+                            bool mean = false) {
+  Value acc = nc.input(0);
+  for (size_t i = 1; i < nc.inputs.size(); ++i) {
+    FailureOr<Outputs> next = nc.build(opName, {acc, nc.input(i)});
+    if (failed(next))
+      return failure();
+    acc = (*next)[0];
+  }
+  if (!mean || nc.inputs.size() == 1)
+    return Outputs{acc};
+  auto type = cast<RankedTensorType>(acc.getType());
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  FailureOr<Outputs> count = constant(
+      nc, DenseElementsAttr::get(
+              scalar, nc.b.getFloatAttr(type.getElementType(),
+                                        static_cast<double>(nc.inputs.size()))));
+  if (failed(count))
+    return failure();
+  return nc.build("ampc.div", {acc, (*count)[0]});
+}
+FailureOr<Outputs> importMax(NodeContext &nc) { return variadic(nc, "ampc.max"); }
+FailureOr<Outputs> importMin(NodeContext &nc) { return variadic(nc, "ampc.min"); }
+FailureOr<Outputs> importSum(NodeContext &nc) { return variadic(nc, "ampc.add"); }
+FailureOr<Outputs> importMean(NodeContext &nc) {
+  return variadic(nc, "ampc.add", /*mean=*/true);
+}
+
+/// Clip: the bounds are inputs 1 and 2 from opset 11 (attributes min and
+/// max before); a missing bound is the type's extreme, so ampc.clip always
+/// has both.
+FailureOr<Outputs> importClip(NodeContext &nc) {
+  Value x = nc.input(0);
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  auto scalar = RankedTensorType::get({}, element);
+  auto bound = [&](size_t index, StringRef name, bool upper) -> Value {
+    if (nc.opset >= 11) {
+      if (Value v = nc.input(index))
+        return v;
+    } else if (nc.attr(name)) {
+      FailureOr<Outputs> c = constant(
+          nc, DenseElementsAttr::get(
+                  scalar, nc.b.getFloatAttr(element, nc.getFloat(name, 0))));
+      return failed(c) ? Value() : (*c)[0];
+    }
+    Attribute extreme;
+    if (auto f = dyn_cast<FloatType>(element))
+      extreme = nc.b.getFloatAttr(
+          element, APFloat::getInf(f.getFloatSemantics(), /*Negative=*/!upper));
+    else if (auto i = dyn_cast<IntegerType>(element))
+      extreme = nc.b.getIntegerAttr(
+          element, upper ? (i.isUnsigned() ? APInt::getMaxValue(i.getWidth())
+                                           : APInt::getSignedMaxValue(i.getWidth()))
+                         : (i.isUnsigned() ? APInt::getMinValue(i.getWidth())
+                                           : APInt::getSignedMinValue(i.getWidth())));
+    else
+      return Value();
+    FailureOr<Outputs> c =
+        constant(nc, DenseElementsAttr::get(scalar, extreme));
+    return failed(c) ? Value() : (*c)[0];
+  };
+  Value lo = bound(1, "min", false), hi = bound(2, "max", true);
+  if (!lo || !hi)
+    return nc.error("Clip needs a float or integer input");
+  return nc.build("ampc.clip", {x, lo, hi});
+}
+
+/// CastLike: a Cast to input 1's element type.
+FailureOr<Outputs> importCastLike(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  Type element = cast<RankedTensorType>(nc.input(1).getType()).getElementType();
+  return nc.build("ampc.cast", nc.input(0), {}, 1, in.clone(element));
+}
+
 FailureOr<Outputs> importCast(NodeContext &nc) {
   if (!nc.attr("to"))
     return nc.error("attribute 'to' is required");
@@ -1466,83 +1607,129 @@ constexpr AttrKind I = AttrKind::Int, F = AttrKind::Float, S = AttrKind::String,
                    T = AttrKind::Tensor;
 
 const std::vector<OpRule> &rules() {
-  // opType, min opset, min/max inputs, max outputs, attributes, builder.
+  // opType, ampc op, min opset, min/max inputs, max outputs, attributes,
+  // builder.
   static const std::vector<OpRule> kRules = {
-      {"Neg", 6, 1, 1, 1, {}, simple<kNeg>},
-      {"Sqrt", 6, 1, 1, 1, {}, simple<kSqrt>},
-      {"Reciprocal", 6, 1, 1, 1, {}, simple<kReciprocal>},
-      {"Exp", 6, 1, 1, 1, {}, simple<kExp>},
-      {"Log", 6, 1, 1, 1, {}, simple<kLog>},
-      {"Erf", 9, 1, 1, 1, {}, simple<kErf>},
-      {"Relu", 6, 1, 1, 1, {}, simple<kRelu>},
-      {"Sigmoid", 6, 1, 1, 1, {}, simple<kSigmoid>},
-      {"Tanh", 6, 1, 1, 1, {}, simple<kTanh>},
-      {"Identity", 1, 1, 1, 1, {}, simple<kIdentity>},
-      {"LeakyRelu", 6, 1, 1, 1, {{"alpha", F}}, importLeakyRelu},
-      {"Gelu", 20, 1, 1, 1, {{"approximate", S}}, importGelu},
-      {"Add", 7, 2, 2, 1, {}, simple<kAdd>},
-      {"Sub", 7, 2, 2, 1, {}, simple<kSub>},
-      {"Mul", 7, 2, 2, 1, {}, simple<kMul>},
-      {"Div", 7, 2, 2, 1, {}, simple<kDiv>},
-      {"Pow", 7, 2, 2, 1, {}, simple<kPow>},
-      {"Equal", 7, 2, 2, 1, {}, simple<kEqual>},
-      {"Where", 9, 3, 3, 1, {}, simple<kWhere>},
-      {"Cast", 6, 1, 1, 1, {{"to", I}, {"saturate", I}}, importCast},
-      {"MatMul", 1, 2, 2, 1, {}, simple<kMatMul>},
-      {"Gemm", 7, 2, 3, 1,
+      {"Neg", "ampc.neg", 6, 1, 1, 1, {}, simple<kNeg>},
+      {"Sqrt", "ampc.sqrt", 6, 1, 1, 1, {}, simple<kSqrt>},
+      {"Reciprocal", "ampc.reciprocal", 6, 1, 1, 1, {}, simple<kReciprocal>},
+      {"Exp", "ampc.exp", 6, 1, 1, 1, {}, simple<kExp>},
+      {"Log", "ampc.log", 6, 1, 1, 1, {}, simple<kLog>},
+      {"Erf", "ampc.erf", 9, 1, 1, 1, {}, simple<kErf>},
+      {"Relu", "ampc.relu", 6, 1, 1, 1, {}, simple<kRelu>},
+      {"Sigmoid", "ampc.sigmoid", 6, 1, 1, 1, {}, simple<kSigmoid>},
+      {"Tanh", "ampc.tanh", 6, 1, 1, 1, {}, simple<kTanh>},
+      {"Identity", "ampc.identity", 1, 1, 1, 1, {}, simple<kIdentity>},
+      {"LeakyRelu", "ampc.leaky_relu", 6, 1, 1, 1, {{"alpha", F}}, importLeakyRelu},
+      {"Gelu", "ampc.gelu", 20, 1, 1, 1, {{"approximate", S}}, importGelu},
+      {"Add", "ampc.add", 7, 2, 2, 1, {}, simple<kAdd>},
+      {"Sub", "ampc.sub", 7, 2, 2, 1, {}, simple<kSub>},
+      {"Mul", "ampc.mul", 7, 2, 2, 1, {}, simple<kMul>},
+      {"Div", "ampc.div", 7, 2, 2, 1, {}, simple<kDiv>},
+      {"Pow", "ampc.pow", 7, 2, 2, 1, {}, simple<kPow>},
+      {"Equal", "ampc.equal", 7, 2, 2, 1, {}, simple<kEqual>},
+      {"Where", "ampc.where", 9, 3, 3, 1, {}, simple<kWhere>},
+      {"Cast", "ampc.cast", 6, 1, 1, 1, {{"to", I}, {"saturate", I}}, importCast},
+      {"CastLike", "ampc.cast", 15, 2, 2, 1, {{"saturate", I}}, importCastLike},
+      {"Abs", "ampc.abs", 6, 1, 1, 1, {}, simple<kAbs>},
+      {"Sign", "ampc.sign", 9, 1, 1, 1, {}, simple<kSign>},
+      {"Floor", "ampc.floor", 6, 1, 1, 1, {}, simple<kFloor>},
+      {"Ceil", "ampc.ceil", 6, 1, 1, 1, {}, simple<kCeil>},
+      {"Round", "ampc.round", 11, 1, 1, 1, {}, simple<kRound>},
+      {"Sin", "ampc.sin", 7, 1, 1, 1, {}, simple<kSin>},
+      {"Cos", "ampc.cos", 7, 1, 1, 1, {}, simple<kCos>},
+      {"Tan", "ampc.tan", 7, 1, 1, 1, {}, simple<kTan>},
+      {"Asin", "ampc.asin", 7, 1, 1, 1, {}, simple<kAsin>},
+      {"Acos", "ampc.acos", 7, 1, 1, 1, {}, simple<kAcos>},
+      {"Atan", "ampc.atan", 7, 1, 1, 1, {}, simple<kAtan>},
+      {"Sinh", "ampc.sinh", 9, 1, 1, 1, {}, simple<kSinh>},
+      {"Cosh", "ampc.cosh", 9, 1, 1, 1, {}, simple<kCosh>},
+      {"Asinh", "ampc.asinh", 9, 1, 1, 1, {}, simple<kAsinh>},
+      {"Acosh", "ampc.acosh", 9, 1, 1, 1, {}, simple<kAcosh>},
+      {"Atanh", "ampc.atanh", 9, 1, 1, 1, {}, simple<kAtanh>},
+      {"Softplus", "ampc.softplus", 1, 1, 1, 1, {}, simple<kSoftplus>},
+      {"Softsign", "ampc.softsign", 1, 1, 1, 1, {}, simple<kSoftsign>},
+      {"Mish", "ampc.mish", 18, 1, 1, 1, {}, simple<kMish>},
+      {"HardSwish", "ampc.hard_swish", 14, 1, 1, 1, {}, simple<kHardSwish>},
+      {"Elu", "ampc.elu", 6, 1, 1, 1, {{"alpha", F}}, importElu},
+      {"Celu", "ampc.celu", 12, 1, 1, 1, {{"alpha", F}}, importCelu},
+      {"Selu", "ampc.selu", 6, 1, 1, 1, {{"alpha", F}, {"gamma", F}}, importSelu},
+      {"HardSigmoid", "ampc.hard_sigmoid", 6, 1, 1, 1, {{"alpha", F}, {"beta", F}},
+       importHardSigmoid},
+      {"ThresholdedRelu", "ampc.thresholded_relu", 10, 1, 1, 1, {{"alpha", F}}, importThresholdedRelu},
+      {"PRelu", "ampc.prelu", 9, 2, 2, 1, {}, simple<kPRelu>},
+      {"Clip", "ampc.clip", 6, 1, 3, 1, {{"min", F}, {"max", F}}, importClip},
+      {"Max", "ampc.max", 8, 1, 1 << 20, 1, {}, importMax},
+      {"Min", "ampc.min", 8, 1, 1 << 20, 1, {}, importMin},
+      {"Sum", "ampc.add", 8, 1, 1 << 20, 1, {}, importSum},
+      {"Mean", "ampc.add", 8, 1, 1 << 20, 1, {}, importMean},
+      {"Mod", "ampc.mod", 10, 2, 2, 1, {{"fmod", I}}, importMod},
+      {"Greater", "ampc.greater", 9, 2, 2, 1, {}, simple<kGreater>},
+      {"Less", "ampc.less", 9, 2, 2, 1, {}, simple<kLess>},
+      {"GreaterOrEqual", "ampc.greater_or_equal", 12, 2, 2, 1, {}, simple<kGreaterOrEqual>},
+      {"LessOrEqual", "ampc.less_or_equal", 12, 2, 2, 1, {}, simple<kLessOrEqual>},
+      {"And", "ampc.and", 7, 2, 2, 1, {}, simple<kAnd>},
+      {"Or", "ampc.or", 7, 2, 2, 1, {}, simple<kOr>},
+      {"Xor", "ampc.xor", 7, 2, 2, 1, {}, simple<kXor>},
+      {"Not", "ampc.not", 1, 1, 1, 1, {}, simple<kNot>},
+      {"IsNaN", "ampc.is_nan", 9, 1, 1, 1, {}, simple<kIsNaN>},
+      {"IsInf", "ampc.is_inf", 10, 1, 1, 1, {{"detect_negative", I}, {"detect_positive", I}},
+       importIsInf},
+      {"MatMul", "ampc.matmul", 1, 2, 2, 1, {}, simple<kMatMul>},
+      {"Gemm", "ampc.gemm", 7, 2, 3, 1,
        {{"alpha", F}, {"beta", F}, {"transA", I}, {"transB", I}}, importGemm},
-      {"Conv", 1, 2, 3, 1,
+      {"Conv", "ampc.conv", 1, 2, 3, 1,
        {{"auto_pad", S}, {"dilations", Is}, {"group", I}, {"kernel_shape", Is},
         {"pads", Is}, {"strides", Is}},
        importConv},
-      {"MaxPool", 1, 1, 1, 2,
+      {"MaxPool", "ampc.max_pool", 1, 1, 1, 2,
        {{"auto_pad", S}, {"ceil_mode", I}, {"dilations", Is},
         {"kernel_shape", Is}, {"pads", Is}, {"storage_order", I},
         {"strides", Is}},
        importMaxPool},
-      {"AveragePool", 1, 1, 1, 1,
+      {"AveragePool", "ampc.average_pool", 1, 1, 1, 1,
        {{"auto_pad", S}, {"ceil_mode", I}, {"count_include_pad", I},
         {"dilations", Is}, {"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
        importAveragePool},
-      {"GlobalAveragePool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
-      {"Softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
-      {"LogSoftmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
-      {"LayerNormalization", 17, 2, 3, 3,
+      {"GlobalAveragePool", "ampc.global_average_pool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
+      {"Softmax", "ampc.softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
+      {"LogSoftmax", "ampc.log_softmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
+      {"LayerNormalization", "ampc.layer_normalization", 17, 2, 3, 3,
        {{"axis", I}, {"epsilon", F}, {"stash_type", I}},
        importLayerNormalization},
-      {"BatchNormalization", 9, 5, 5, 3,
+      {"BatchNormalization", "ampc.batch_normalization", 9, 5, 5, 3,
        {{"epsilon", F}, {"momentum", F}, {"training_mode", I}, {"spatial", I}},
        importBatchNormalization},
-      {"Dropout", 7, 1, 3, 2, {{"ratio", F}, {"seed", I}}, importDropout, {1, 2}},
-      {"Reshape", 5, 2, 2, 1, {{"allowzero", I}}, importReshape, {1}},
-      {"Expand", 8, 2, 2, 1, {}, importExpand, {1}},
-      {"Transpose", 1, 1, 1, 1, {{"perm", Is}}, importTranspose},
-      {"Flatten", 1, 1, 1, 1, {{"axis", I}}, importFlatten},
-      {"Squeeze", 1, 1, 2, 1, {{"axes", Is}}, importSqueeze, {1}},
-      {"Unsqueeze", 1, 1, 2, 1, {{"axes", Is}}, importUnsqueeze, {1}},
-      {"Concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
-      {"Slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
-      {"Gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
-      {"ReduceMean", 1, 1, 2, 1,
+      {"Dropout", "ampc.dropout", 7, 1, 3, 2, {{"ratio", F}, {"seed", I}}, importDropout, {1, 2}},
+      {"Reshape", "ampc.reshape", 5, 2, 2, 1, {{"allowzero", I}}, importReshape, {1}},
+      {"Expand", "ampc.expand", 8, 2, 2, 1, {}, importExpand, {1}},
+      {"Transpose", "ampc.transpose", 1, 1, 1, 1, {{"perm", Is}}, importTranspose},
+      {"Flatten", "ampc.flatten", 1, 1, 1, 1, {{"axis", I}}, importFlatten},
+      {"Squeeze", "ampc.squeeze", 1, 1, 2, 1, {{"axes", Is}}, importSqueeze, {1}},
+      {"Unsqueeze", "ampc.unsqueeze", 1, 1, 2, 1, {{"axes", Is}}, importUnsqueeze, {1}},
+      {"Concat", "ampc.concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
+      {"Slice", "ampc.slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
+      {"Gather", "ampc.gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
+      {"ReduceMean", "ampc.reduce_mean", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceMean, {1}},
-      {"ReduceMax", 1, 1, 2, 1,
+      {"ReduceMax", "ampc.reduce_max", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceMax, {1}},
-      {"ReduceSum", 1, 1, 2, 1,
+      {"ReduceSum", "ampc.reduce_sum", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceSum, {1}},
-      {"Shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
-      {"ConstantOfShape", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
-      {"Range", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},
-      {"Constant", 1, 0, 0, 1,
+      {"Shape", "ampc.shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
+      {"ConstantOfShape", "ampc.constant", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
+      {"Range", "ampc.constant", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},
+      {"Constant", "ampc.constant", 1, 0, 0, 1,
        {{"value", T}, {"value_float", F}, {"value_floats", Fs},
         {"value_int", I}, {"value_ints", Is}, {"value_string", S},
         {"value_strings", AttrKind::Strings}, {"sparse_value", T}},
        importConstant},
-      {"SoftmaxCrossEntropyLoss", 12, 2, 3, 2,
+      {"SoftmaxCrossEntropyLoss", "ampc.softmax_cross_entropy_loss", 12, 2, 3, 2,
        {{"ignore_index", I}, {"reduction", S}}, importSoftmaxCrossEntropyLoss},
-      {"NegativeLogLikelihoodLoss", 12, 2, 3, 1,
+      {"NegativeLogLikelihoodLoss", "ampc.negative_log_likelihood_loss", 12, 2, 3, 1,
        {{"ignore_index", I}, {"reduction", S}},
        importNegativeLogLikelihoodLoss},
   };
@@ -1761,6 +1948,16 @@ bool ampc::readOnnxModel(StringRef path, onnx::ModelProto &model,
 llvm::ArrayRef<int> ampc::compileTimeInputs(StringRef opType) {
   const OpRule *rule = ruleFor(opType);
   return rule ? ArrayRef<int>(rule->compileTimeInputs) : ArrayRef<int>();
+}
+
+std::vector<ampc::SupportedOp> ampc::supportedOnnxOpTable() {
+  std::vector<SupportedOp> table;
+  for (const OpRule &r : rules())
+    table.push_back({r.opType, r.ampcOp, r.minOpset});
+  llvm::sort(table, [](const SupportedOp &a, const SupportedOp &b) {
+    return a.onnxOp < b.onnxOp;
+  });
+  return table;
 }
 
 llvm::SmallVector<llvm::StringRef> ampc::supportedOnnxOps() {

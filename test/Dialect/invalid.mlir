@@ -1446,3 +1446,27 @@ func.func @batched_gemm_bias_length(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c
   %0 = ampc.batched_gemm %a, %b, %c {m = 4 : i64, n = 4 : i64, k = 8 : i64, lda = 8 : i64, ldb = 4 : i64, ldd = 4 : i64, epilogue = #ampc<epilogue bias>} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @mod_fmod_two(%a: tensor<4xi64>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{'ampc.mod' op fmod must be 0 or 1, got 2}}
+  %0 = ampc.mod %a, %b {fmod = 2 : i64} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @mod_float_sign_of_divisor(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.mod' op fmod 0 (the divisor's sign) is defined on integers only; floats need fmod 1}}
+  %0 = ampc.mod %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @celu_alpha_zero(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.celu' op alpha must not be 0 (Celu divides by it)}}
+  %0 = ampc.celu %x {alpha = 0.0 : f32} : tensor<4xf32>
+  return
+}

@@ -239,9 +239,38 @@ cl::opt<bool> inferTrainingMode(
              "PyTorch's model.eval(); for checking ops, not for deployment"),
     cl::cat(ampcCategory));
 
-cl::opt<bool> listOps("list-ops",
-                      cl::desc("print the supported ONNX op types and exit"),
-                      cl::cat(ampcCategory));
+cl::opt<std::string>
+    listOps("list-ops", cl::ValueOptional,
+            cl::desc("print the supported ONNX op types and exit; "
+                     "--list-ops=table: a Markdown table of each with its "
+                     "ampc op, opset, precision category, derivative and "
+                     "targets (docs/ops.md)"),
+            cl::value_desc("table"), cl::cat(ampcCategory));
+
+/// The Markdown table of --list-ops=table: per ONNX op type, the ampc op
+/// that computes it and that op's facts, read from the dialect.
+void printOpTable(llvm::raw_ostream &os) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<ampc::AMPCDialect>();
+  os << "| ONNX op | ampc op | from opset | precision category | derivative "
+        "| targets |\n|---|---|---|---|---|---|\n";
+  for (const ampc::SupportedOp &op : ampc::supportedOnnxOpTable()) {
+    std::optional<mlir::RegisteredOperationName> name =
+        mlir::RegisteredOperationName::lookup(op.ampcOp, &ctx);
+    std::string category = "-", derivative = "-";
+    if (name) {
+      if (std::optional<ampc::PrecisionCategory> c =
+              ampc::getPrecisionCategory(*name))
+        category = ampc::stringifyPrecisionCategory(*c).str();
+      if (name->hasInterface<ampc::GradientOpInterface>())
+        derivative = "rule";
+      else if (name->hasTrait<ampc::NonDifferentiable>())
+        derivative = "none (constant)";
+    }
+    os << "| " << op.onnxOp << " | `" << op.ampcOp << "` | " << op.minOpset
+       << " | " << category << " | " << derivative << " | cpu, cuda |\n";
+  }
+}
 
 /// "model.onnx: 12 ops (gemm 2, relu 1, ...), 4 parameters (1234 values),
 /// 1 input, 1 output" for --summary.
@@ -433,7 +462,14 @@ int main(int argc, char **argv) {
       "it.\nThe IR printer's --mlir-* options (e.g. "
       "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n");
 
-  if (listOps) {
+  if (listOps.getNumOccurrences()) {
+    if (listOps == "table") {
+      printOpTable(outs());
+      return 0;
+    }
+    if (!listOps.empty())
+      return userError("--list-ops takes no value or 'table', got '" +
+                       listOps + "'");
     for (StringRef op : ampc::supportedOnnxOps())
       outs() << op << "\n";
     return 0;

@@ -964,5 +964,6 @@ def AMPC_YieldOp : AMPC_Op<"yield",
 }
 include "ampc/Dialect/AMPCGradOps.td"
 include "ampc/Dialect/AMPCTrainOps.td"
+include "ampc/Dialect/AMPCElementwiseOps.td"
 
 #endif // AMPC_OPS_TD

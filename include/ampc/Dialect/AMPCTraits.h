@@ -74,6 +74,8 @@ class NonDifferentiable
 /// The op's default precision category; std::nullopt for ops that precision
 /// assignment leaves alone (constants, parameters, casts, shape queries).
 std::optional<PrecisionCategory> getPrecisionCategory(mlir::Operation *op);
+/// The same for an op by name (a registered ampc op).
+std::optional<PrecisionCategory> getPrecisionCategory(mlir::OperationName name);
 
 } // namespace ampc
 

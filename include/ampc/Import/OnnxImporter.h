@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace ampc {
@@ -70,6 +71,13 @@ importOnnxBuffer(mlir::MLIRContext &context, llvm::StringRef contents,
 
 /// The ONNX op types the importer understands, sorted.
 llvm::SmallVector<llvm::StringRef> supportedOnnxOps();
+/// Each supported ONNX op type with the ampc op that computes it and the
+/// lowest opset the importer reads directly (older ones are converted).
+struct SupportedOp {
+  llvm::StringRef onnxOp, ampcOp;
+  int64_t minOpset;
+};
+std::vector<SupportedOp> supportedOnnxOpTable();
 
 /// Inputs of an ONNX op type whose values decide a shape or an attribute, so
 /// they must be constants at import (Reshape's shape, Slice's starts, ...).

@@ -151,8 +151,15 @@ std::string constantElements(Operation *constant) {
     int64_t index = elements.isSplat() ? 0 : i;
     if (isa<FloatType>(t)) {
       APFloat value = elements.getValues<APFloat>()[index];
+      StringRef c = storageType(t);
       if (t.isF16() || t.isBF16())
         cs << value.bitcastToAPInt().getZExtValue();
+      else if (value.isInfinity())
+        // C++ has no literal for them (formatv would write "INF").
+        cs << (value.isNegative() ? "-" : "") << "std::numeric_limits<" << c
+           << ">::infinity()";
+      else if (value.isNaN())
+        cs << "std::numeric_limits<" << c << ">::quiet_NaN()";
       else
         cs << formatv("{0:e17}", value.convertToDouble());
     } else {

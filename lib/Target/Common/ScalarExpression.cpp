@@ -95,6 +95,129 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
             return to.isInteger(1) ? x + " != 0" : x;
           })
           .Case([&](ampc::ExpandOp) { return x; })
+          // Issue 18's elementwise ops (AMPCElementwiseOps.td).
+          .Case([&](ampc::AbsOp) { return "std::abs(" + x + ")"; })
+          .Case([&](ampc::SinOp) { return "std::sin(" + x + ")"; })
+          .Case([&](ampc::CosOp) { return "std::cos(" + x + ")"; })
+          .Case([&](ampc::TanOp) { return "std::tan(" + x + ")"; })
+          .Case([&](ampc::AsinOp) { return "std::asin(" + x + ")"; })
+          .Case([&](ampc::AcosOp) { return "std::acos(" + x + ")"; })
+          .Case([&](ampc::AtanOp) { return "std::atan(" + x + ")"; })
+          .Case([&](ampc::SinhOp) { return "std::sinh(" + x + ")"; })
+          .Case([&](ampc::CoshOp) { return "std::cosh(" + x + ")"; })
+          .Case([&](ampc::AsinhOp) { return "std::asinh(" + x + ")"; })
+          .Case([&](ampc::AcoshOp) { return "std::acosh(" + x + ")"; })
+          .Case([&](ampc::AtanhOp) { return "std::atanh(" + x + ")"; })
+          .Case([&](ampc::SignOp) {
+            // 0, -0 and NaN are their own sign.
+            return formatv("{0} > {1}(0) ? {1}(1) : ({0} < {1}(0) ? {1}(-1) "
+                           ": {0})",
+                           x, c)
+                .str();
+          })
+          .Case([&](ampc::FloorOp) { return "std::floor(" + x + ")"; })
+          .Case([&](ampc::CeilOp) { return "std::ceil(" + x + ")"; })
+          // The default rounding mode: halves to even.
+          .Case([&](ampc::RoundOp) { return "std::nearbyint(" + x + ")"; })
+          .Case([&](ampc::SoftplusOp) {
+            return formatv("{0} > {1}(20) ? {0} : std::log1p(std::exp({0}))",
+                           x, c)
+                .str();
+          })
+          .Case([&](ampc::SoftsignOp) {
+            return x + " / (" + c + "(1) + std::abs(" + x + "))";
+          })
+          .Case([&](ampc::MishOp) {
+            return x + " * std::tanh(std::log1p(std::exp(" + x + ")))";
+          })
+          .Case([&](ampc::HardSwishOp) {
+            std::string v = formatv("({0} * {1}(1.0 / 6.0) + {1}(0.5))", x, c);
+            return formatv("{0} * ({1} < {2}(0) ? {2}(0) : ({1} > {2}(1) ? "
+                           "{2}(1) : {1}))",
+                           x, v, c)
+                .str();
+          })
+          .Case([&](ampc::EluOp o) {
+            return formatv("{0} > {1}(0) ? {0} : {1}({2:e9}) * std::expm1({0})",
+                           x, c, o.getAlpha().convertToFloat())
+                .str();
+          })
+          .Case([&](ampc::CeluOp o) {
+            return formatv("{0} > {1}(0) ? {0} : {1}({2:e9}) * std::expm1({0} "
+                           "/ {1}({2:e9}))",
+                           x, c, o.getAlpha().convertToFloat())
+                .str();
+          })
+          .Case([&](ampc::SeluOp o) {
+            return formatv("{1}({3:e9}) * ({0} > {1}(0) ? {0} : {1}({2:e9}) * "
+                           "std::expm1({0}))",
+                           x, c, o.getAlpha().convertToFloat(),
+                           o.getGamma().convertToFloat())
+                .str();
+          })
+          .Case([&](ampc::HardSigmoidOp o) {
+            std::string v = formatv("({1}({2:e9}) * {0} + {1}({3:e9}))", x, c,
+                                    o.getAlpha().convertToFloat(),
+                                    o.getBeta().convertToFloat());
+            return formatv("{0} < {1}(0) ? {1}(0) : ({0} > {1}(1) ? {1}(1) : "
+                           "{0})",
+                           v, c)
+                .str();
+          })
+          .Case([&](ampc::ThresholdedReluOp o) {
+            return formatv("{0} > {1}({2:e9}) ? {0} : {1}(0)", x, c,
+                           o.getAlpha().convertToFloat())
+                .str();
+          })
+          .Case([&](ampc::PReluOp) {
+            return formatv("{0} < {1}(0) ? {2} * {0} : {0}", x, c, arg(1)).str();
+          })
+          .Case([&](ampc::MaxOp) {
+            // NaN wins, as in numpy (x != x only for NaN).
+            return formatv("({0} > {1} || {0} != {0}) ? {0} : {1}", x, arg(1))
+                .str();
+          })
+          .Case([&](ampc::MinOp) {
+            return formatv("({0} < {1} || {0} != {0}) ? {0} : {1}", x, arg(1))
+                .str();
+          })
+          .Case([&](ampc::ModOp o) {
+            if (o.getFmod() != 0)
+              return formatv("std::fmod({0}, {1})", x, arg(1)).str();
+            // The divisor's sign; a zero divisor gives 0, not a trap.
+            return formatv("{1} == 0 ? {2}(0) : [&] {{ const {2} r = {0} % "
+                           "{1}; return (r != 0 && ((r < 0) != ({1} < 0))) ? "
+                           "{2}(r + {1}) : r; }()",
+                           x, arg(1), c)
+                .str();
+          })
+          .Case([&](ampc::GreaterOp) { return x + " > " + arg(1); })
+          .Case([&](ampc::LessOp) { return x + " < " + arg(1); })
+          .Case([&](ampc::GreaterOrEqualOp) { return x + " >= " + arg(1); })
+          .Case([&](ampc::LessOrEqualOp) { return x + " <= " + arg(1); })
+          .Case([&](ampc::AndOp) { return x + " && " + arg(1); })
+          .Case([&](ampc::OrOp) { return x + " || " + arg(1); })
+          .Case([&](ampc::XorOp) { return x + " != " + arg(1); })
+          .Case([&](ampc::NotOp) { return "!" + x; })
+          .Case([&](ampc::IsNaNOp) { return x + " != " + x; })
+          .Case([&](ampc::IsInfOp o) {
+            // c is the result's (bool): compare the input with itself.
+            bool pos = o.getDetectPositive() != 0,
+                 neg = o.getDetectNegative() != 0;
+            if (!pos && !neg)
+              return std::string("false");
+            std::string inf = "std::isinf(" + x + ")";
+            if (pos && neg)
+              return inf;
+            return inf + " && " + x + (pos ? " > 0" : " < 0");
+          })
+          .Case([&](ampc::ClipOp) {
+            // numpy's clip: min(max(x, lo), hi), so hi wins when lo > hi.
+            return formatv("[&] {{ const {3} v = {0} < {1} ? {1} : {0}; "
+                           "return v > {2} ? {2} : v; }()",
+                           x, arg(1), arg(2), c)
+                .str();
+          })
           .Default([](Operation *) { return std::nullopt; });
   if (!e)
     return op->emitError() << "'" << op->getName()
