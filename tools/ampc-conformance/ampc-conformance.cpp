@@ -205,15 +205,36 @@ Outcome Runner::run(StringRef folder) {
   llvm::StringSet<> initializers;
   for (const auto &t : model.graph().initializer())
     initializers.insert(t.name());
+  // The graph inputs a compile-time operand depends on, directly or through
+  // the nodes that compute it (a window function's size goes through a
+  // Cast into Range): bound to the test's values, as a user would.
+  llvm::StringMap<const onnx::NodeProto *> producer;
+  for (const auto &node : model.graph().node())
+    for (const std::string &out : node.output())
+      producer[out] = &node;
+  std::vector<std::string> pending;
   for (const auto &node : model.graph().node())
     for (int k : ampc::compileTimeInputs(node.op_type()))
-      if (k < node.input_size()) {
-        auto it = llvm::find(inputNames, node.input(k));
-        if (it != inputNames.end())
-          options.constantInputs[*it] =
-              (dataSets.front() + "/input_" +
-               std::to_string(it - inputNames.begin()) + ".pb");
-      }
+      if (k < node.input_size() && !node.input(k).empty())
+        pending.push_back(node.input(k));
+  llvm::StringSet<> seen;
+  while (!pending.empty()) {
+    std::string name = pending.back();
+    pending.pop_back();
+    if (!seen.insert(name).second)
+      continue;
+    auto it = llvm::find(inputNames, name);
+    if (it != inputNames.end()) {
+      options.constantInputs[*it] =
+          (dataSets.front() + "/input_" +
+           std::to_string(it - inputNames.begin()) + ".pb");
+      continue;
+    }
+    if (const onnx::NodeProto *node = producer.lookup(name))
+      for (const std::string &in : node->input())
+        if (!in.empty())
+          pending.push_back(in);
+  }
 
   // Import and compile, keeping the first diagnostic as the reason.
   std::string firstError;

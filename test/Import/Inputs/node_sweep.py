@@ -32,6 +32,27 @@ SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",
                    "UINT64"}
 
 
+def compile_time_inputs(model, inputs):
+    """The graph inputs a compile-time operand depends on, directly or
+    through the nodes computing it (a window function's size reaches Range
+    through a Cast)."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+    pending = [n.input[k] for n in model.graph.node
+               for k in COMPILE_TIME_OPERANDS.get(n.op_type, ())
+               if k < len(n.input) and n.input[k]]
+    seen, bound = set(), set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in inputs:
+            bound.add(name)
+        elif name in producer:
+            pending.extend(i for i in producer[name].input if i)
+    return bound
+
+
 def tensor_types_supported(model):
     for v in list(model.graph.input) + list(model.graph.output):
         if not v.type.HasField("tensor_type"):
@@ -86,9 +107,7 @@ def main():
             continue
         in_scope += 1
         inputs = [i.name for i in model.graph.input]
-        bound = {n.input[k] for n in model.graph.node
-                 for k in COMPILE_TIME_OPERANDS.get(n.op_type, ())
-                 if k < len(n.input) and n.input[k] in inputs}
+        bound = compile_time_inputs(model, inputs)
         args = [f"--bind-input={name}=" + os.path.join(
                     root, folder, "test_data_set_0",
                     f"input_{inputs.index(name)}.pb") for name in sorted(bound)]

@@ -110,3 +110,26 @@ func.func @forward(%x: tensor<2x3xf64>, %i: tensor<3xi64>, %e: tensor<i32>, %j: 
   %3 = ampc.div %i, %j : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
   return %2, %3 : tensor<2x3xf64>, tensor<3xi64>
 }
+
+// -----
+
+// Clip with the bounds ONNX leaves out at their extremes (-inf, +inf) and a
+// NaN constant: C++ has no literals for them (formatv printed "INF", which
+// did not compile), so the source names std::numeric_limits. The clip body
+// is numpy's min(max(x, lo), hi); Mod with fmod 0 takes the divisor's sign
+// and gives 0 for a zero divisor instead of trapping.
+// CHECK: static const float c{{[0-9]+}}[] = {-std::numeric_limits<float>::infinity()};
+// CHECK: static const float c{{[0-9]+}}[] = {std::numeric_limits<float>::infinity()};
+// CHECK: static const float c{{[0-9]+}}[] = {std::numeric_limits<float>::quiet_NaN()};
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         [[Y:v[0-9]+]][o] = static_cast<float>(([&] { const float v = x0 < x1 ? x1 : x0; return v > x2 ? x2 : v; }()));
+// CHECK:         [[M:v[0-9]+]][o] = static_cast<int64_t>((x1 == 0 ? int64_t(0) : [&] { const int64_t r = x0 % x1; return (r != 0 && ((r < 0) != (x1 < 0))) ? int64_t(r + x1) : r; }()));
+func.func @forward(%x: tensor<4xf32>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xi64>) {
+  %lo = ampc.constant dense<0xFF800000> : tensor<f32>
+  %hi = ampc.constant dense<0x7F800000> : tensor<f32>
+  %nan = ampc.constant dense<0x7FC00000> : tensor<f32>
+  %0 = ampc.clip %x, %lo, %hi : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  %1 = ampc.add %x, %nan : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = ampc.mod %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xi64>
+}
