@@ -173,6 +173,32 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 
+// -x of a small constant (integers: not the most negative value).
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr in = smallConstant(adaptor.getInput());
+  auto type = cast<RankedTensorType>(getType());
+  if (!in || !type.hasStaticShape())
+    return {};
+  std::optional<Numbers> n = Numbers::read(in);
+  if (!n)
+    return {};
+  if (n->isFloat) {
+    SmallVector<double> values;
+    for (double v : n->floats)
+      values.push_back(-v);
+    return writeFloats(type, values);
+  }
+  if (!isa<IntegerType>(type.getElementType()) || type.getElementType().isInteger(1))
+    return {};
+  SmallVector<int64_t> values;
+  for (int64_t v : n->ints) {
+    if (v == std::numeric_limits<int64_t>::min())
+      return {};
+    values.push_back(-v);
+  }
+  return writeInts(type, values);
+}
+
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),

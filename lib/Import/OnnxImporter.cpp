@@ -934,7 +934,7 @@ constexpr char kAbs[] = "ampc.abs", kSign[] = "ampc.sign",
                kAcosh[] = "ampc.acosh", kAtanh[] = "ampc.atanh",
                kSoftplus[] = "ampc.softplus", kSoftsign[] = "ampc.softsign",
                kMish[] = "ampc.mish", kHardSwish[] = "ampc.hard_swish",
-               kPRelu[] = "ampc.prelu", kGreater[] = "ampc.greater",
+               kGreater[] = "ampc.greater",
                kLess[] = "ampc.less",
                kGreaterOrEqual[] = "ampc.greater_or_equal",
                kLessOrEqual[] = "ampc.less_or_equal", kAnd[] = "ampc.and",
@@ -983,6 +983,27 @@ FailureOr<Outputs> importIsInf(NodeContext &nc) {
 
 FailureOr<Outputs> importMod(NodeContext &nc) {
   return buildSame(nc, "ampc.mod", {nc.i64("fmod", nc.getInt("fmod", 0))});
+}
+
+/// PRelu: the slope broadcasts to x (numpy, from opset 7); a 1-D slope of
+/// x's channel count that does not is a per-channel slope as opset 6 and
+/// torch.nn.PReLU meant it, reshaped to (C, 1, ...).
+FailureOr<Outputs> importPRelu(NodeContext &nc) {
+  Value x = nc.input(0), slope = nc.input(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto st = cast<RankedTensorType>(slope.getType());
+  if (!ampc::broadcastShapes({xt.getShape(), st.getShape()}) &&
+      st.getRank() == 1 && xt.getRank() >= 2 &&
+      st.getDimSize(0) == xt.getDimSize(1)) {
+    SmallVector<int64_t> shape(xt.getRank() - 1, 1);
+    shape[0] = st.getDimSize(0);
+    FailureOr<Outputs> r = nc.build("ampc.reshape", slope, {}, 1,
+                                    st.clone(shape));
+    if (failed(r))
+      return failure();
+    slope = (*r)[0];
+  }
+  return nc.build("ampc.prelu", {x, slope});
 }
 
 /// Max, Min, Sum and Mean: one input is itself; more fold left through the
@@ -1441,6 +1462,311 @@ FailureOr<Outputs> importReduceSum(NodeContext &nc) {
   return importReduce<13>(nc, "ampc.reduce_sum");
 }
 
+//===----------------------------------------------------------------------===//
+// Ops imported as compositions of ampc ops: their kernels, precision
+// categories and gradient rules are those of the parts (docs/ops.md).
+//===----------------------------------------------------------------------===//
+
+/// The single result of `opName` on `operands`, null after an error.
+Value part(NodeContext &nc, StringRef opName, ValueRange operands,
+           ArrayRef<NamedAttribute> attrs = {}, Type resultType = {}) {
+  FailureOr<Outputs> r =
+      resultType ? nc.build(opName, operands, attrs, 1, resultType)
+                 : nc.build(opName, operands, attrs);
+  return failed(r) ? Value() : (*r)[0];
+}
+
+/// A zero-dimensional constant `value` of `element`.
+Value scalarOf(NodeContext &nc, Type element, double value) {
+  auto type = RankedTensorType::get({}, element);
+  Attribute attr = isa<FloatType>(element)
+                       ? Attribute(nc.b.getFloatAttr(element, value))
+                       : Attribute(nc.b.getIntegerAttr(
+                             element, static_cast<int64_t>(value)));
+  FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, attr));
+  return failed(c) ? Value() : (*c)[0];
+}
+
+/// `v` reshaped to `shape`.
+Value reshaped(NodeContext &nc, Value v, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getShape() == shape)
+    return v;
+  return part(nc, "ampc.reshape", v, {}, type.clone(shape));
+}
+
+/// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and
+/// ReduceMin: ReduceSum (ReduceMax for Min) of an elementwise function of
+/// the input, then one of the result. LogSumExp subtracts the maximum
+/// first (kept dims), as every stable implementation does.
+FailureOr<Outputs> importComposedReduce(NodeContext &nc, StringRef kind) {
+  FailureOr<SmallVector<int64_t>> axes = axesOf(nc, 18);
+  if (failed(axes))
+    return failure();
+  Value x = nc.input(0);
+  bool noop = axes->empty() && nc.getInt("noop_with_empty_axes", 0);
+  int64_t keep = nc.getInt("keepdims", 1);
+  auto reduce = [&](StringRef op, Value v, int64_t keepDims) {
+    if (noop)
+      return v;
+    return part(nc, op, v,
+                {nc.ints("axes", *axes), nc.i64("keepdims", keepDims)});
+  };
+  auto unary = [&](StringRef op, Value v) {
+    return v ? part(nc, op, v) : Value();
+  };
+  Value r;
+  if (kind == "ReduceSumSquare" || kind == "ReduceL2") {
+    r = reduce("ampc.reduce_sum", part(nc, "ampc.mul", {x, x}), keep);
+    if (kind == "ReduceL2")
+      r = unary("ampc.sqrt", r);
+  } else if (kind == "ReduceL1") {
+    r = reduce("ampc.reduce_sum", unary("ampc.abs", x), keep);
+  } else if (kind == "ReduceLogSum") {
+    r = unary("ampc.log", reduce("ampc.reduce_sum", x, keep));
+  } else if (kind == "ReduceMin") {
+    r = unary("ampc.neg", reduce("ampc.reduce_max", unary("ampc.neg", x), keep));
+  } else { // ReduceLogSumExp
+    Value max = reduce("ampc.reduce_max", x, 1);
+    Value shifted = part(nc, "ampc.sub", {x, max});
+    Value sum = reduce("ampc.reduce_sum", unary("ampc.exp", shifted), 1);
+    r = part(nc, "ampc.add", {unary("ampc.log", sum), max});
+    if (r && !keep && !noop) {
+      // The kept-dims result without the reduced dimensions.
+      auto in = cast<RankedTensorType>(x.getType());
+      SmallVector<int64_t> shape;
+      for (int64_t d = 0; d < in.getRank(); ++d) {
+        bool reduced = axes->empty() || llvm::any_of(*axes, [&](int64_t a) {
+          return ampc::normalizeAxis(a, in.getRank()) == d;
+        });
+        if (!reduced)
+          shape.push_back(in.getDimSize(d));
+      }
+      r = reshaped(nc, r, shape);
+    }
+  }
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+FailureOr<Outputs> importReduceL1(NodeContext &nc) {
+  return importComposedReduce(nc, "ReduceL1");
+}
+FailureOr<Outputs> importReduceL2(NodeContext &nc) {
+  return importComposedReduce(nc, "ReduceL2");
+}
+FailureOr<Outputs> importReduceSumSquare(NodeContext &nc) {
+  return importComposedReduce(nc, "ReduceSumSquare");
+}
+FailureOr<Outputs> importReduceLogSum(NodeContext &nc) {
+  return importComposedReduce(nc, "ReduceLogSum");
+}
+FailureOr<Outputs> importReduceLogSumExp(NodeContext &nc) {
+  return importComposedReduce(nc, "ReduceLogSumExp");
+}
+FailureOr<Outputs> importReduceMin(NodeContext &nc) {
+  auto element = cast<RankedTensorType>(nc.input(0).getType()).getElementType();
+  if (element.isUnsignedInteger() || element.isInteger(1))
+    return nc.error("ReduceMin of unsigned or boolean data is not supported "
+                    "(it is computed as -ReduceMax(-x))");
+  return importComposedReduce(nc, "ReduceMin");
+}
+
+/// Size: the element count, known at compile time.
+FailureOr<Outputs> importSize(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  auto type = RankedTensorType::get({}, nc.b.getI64Type());
+  return constant(nc, DenseElementsAttr::get(
+                          type, nc.b.getI64IntegerAttr(in.getNumElements())));
+}
+
+/// Trilu: Where over a constant mask of the last two dimensions (upper:
+/// column - row >= k, lower: column - row <= k), zero elsewhere.
+FailureOr<Outputs> importTrilu(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() < 2)
+    return nc.error("Trilu needs a tensor of rank 2 or more");
+  int64_t k = 0;
+  if (nc.input(1)) {
+    FailureOr<SmallVector<int64_t>> kv = nc.constantInts(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return nc.error("input 1 (k) must hold one value");
+    k = (*kv)[0];
+  }
+  bool upper = nc.getInt("upper", 1) != 0;
+  int64_t rows = in.getDimSize(in.getRank() - 2),
+          cols = in.getDimSize(in.getRank() - 1);
+  SmallVector<bool> mask;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.push_back(upper ? j - i >= k : j - i <= k);
+  auto maskType = RankedTensorType::get({rows, cols}, nc.b.getI1Type());
+  FailureOr<Outputs> m = constant(nc, DenseElementsAttr::get(maskType, mask));
+  Value zero = scalarOf(nc, in.getElementType(), 0);
+  if (failed(m) || !zero)
+    return failure();
+  Value r = part(nc, "ampc.where", {(*m)[0], nc.input(0), zero});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// Split: one Slice per output along `axis`, sizes from input 1 (opset
+/// 13+), the `split` attribute, or `num_outputs` / the output count (the
+/// last part smaller when it does not divide).
+FailureOr<Outputs> importSplit(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", 0), in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", 0)) +
+                    " is out of range for rank " + Twine(in.getRank()));
+  int64_t dim = in.getDimSize(*axis);
+  SmallVector<int64_t> sizes;
+  if (nc.input(1)) {
+    FailureOr<SmallVector<int64_t>> s = nc.constantInts(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else if (auto s = nc.getInts("split")) {
+    sizes = *s;
+  } else {
+    int64_t n = nc.getInt("num_outputs", static_cast<int64_t>(nc.numOutputs()));
+    if (n <= 0)
+      return nc.error("cannot split into " + Twine(n) + " parts");
+    int64_t each = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(each, dim - i * each)));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return nc.error("split sizes must not be negative");
+    total += s;
+  }
+  if (total != dim || sizes.size() != nc.numOutputs())
+    return nc.error("split sizes " + formatDims(sizes) + " do not cover dim " +
+                    Twine(dim) + " in " + Twine(nc.numOutputs()) + " outputs");
+  Outputs outs;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    Value v = part(nc, "ampc.slice", nc.input(0),
+                   {nc.ints("starts", {start}), nc.ints("ends", {start + s}),
+                    nc.ints("axes", {*axis}), nc.ints("steps", {1})});
+    if (!v)
+      return failure();
+    outs.push_back(v);
+    start += s;
+  }
+  return outs;
+}
+
+/// Tile: x reshaped to (1, d0, 1, d1, ...), expanded to (r0, d0, r1, d1,
+/// ...), reshaped to (r0 d0, r1 d1, ...).
+FailureOr<Outputs> importTile(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  FailureOr<SmallVector<int64_t>> repeats = nc.constantInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  if (static_cast<int64_t>(repeats->size()) != in.getRank())
+    return nc.error("repeats " + formatDims(*repeats) + " must have one entry "
+                    "per dimension of the rank-" + Twine(in.getRank()) +
+                    " input");
+  SmallVector<int64_t> interleaved, expanded, out;
+  for (auto [d, r] : llvm::zip(in.getShape(), *repeats)) {
+    if (r < 0)
+      return nc.error("repeats must not be negative");
+    interleaved.append({1, d});
+    expanded.append({r, d});
+    out.push_back(r * d);
+  }
+  if (!ampc::checkedProduct(out))
+    return nc.error("the tiled tensor has more than 2^63 elements");
+  Value v = reshaped(nc, nc.input(0), interleaved);
+  if (v)
+    v = part(nc, "ampc.expand", v, {}, in.clone(expanded));
+  if (v)
+    v = reshaped(nc, v, out);
+  if (!v)
+    return failure();
+  return Outputs{v};
+}
+
+/// DepthToSpace (DCR or CRD) and SpaceToDepth on NCHW: a reshape to six
+/// dimensions, a transpose, a reshape back (as the ONNX definitions).
+FailureOr<Outputs> importDepthSpace(NodeContext &nc, bool toSpace) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() != 4)
+    return nc.error("needs an NCHW tensor of rank 4");
+  int64_t b = nc.getInt("blocksize", 0);
+  if (b <= 0)
+    return nc.error("'blocksize' must be positive");
+  int64_t n = in.getDimSize(0), c = in.getDimSize(1), h = in.getDimSize(2),
+          w = in.getDimSize(3);
+  SmallVector<int64_t> first, perm, last;
+  if (toSpace) {
+    if (c % (b * b))
+      return nc.error("channels " + Twine(c) + " are not a multiple of " +
+                      Twine(b * b));
+    bool crd = nc.getString("mode", "DCR") == "CRD";
+    if (crd) {
+      first = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      first = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    }
+    last = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b || w % b)
+      return nc.error("height and width must be multiples of " + Twine(b));
+    first = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    last = {n, c * b * b, h / b, w / b};
+  }
+  Value v = reshaped(nc, nc.input(0), first);
+  if (v)
+    v = part(nc, "ampc.transpose", v, {nc.ints("perm", perm)});
+  if (v)
+    v = reshaped(nc, v, last);
+  if (!v)
+    return failure();
+  return Outputs{v};
+}
+FailureOr<Outputs> importDepthToSpace(NodeContext &nc) {
+  return importDepthSpace(nc, /*toSpace=*/true);
+}
+FailureOr<Outputs> importSpaceToDepth(NodeContext &nc) {
+  return importDepthSpace(nc, /*toSpace=*/false);
+}
+
+/// EyeLike: a constant of input 0's shape with ones on diagonal `k`, of
+/// `dtype` (default: the input's type).
+FailureOr<Outputs> importEyeLike(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() != 2)
+    return nc.error("EyeLike needs a rank-2 input");
+  Type element = in.getElementType();
+  if (nc.attr("dtype")) {
+    element = elementTypeFromOnnx(nc.b.getContext(), nc.getInt("dtype", 1));
+    if (!element)
+      return nc.error("unsupported dtype " +
+                      onnxTypeName(nc.getInt("dtype", 1)));
+  }
+  int64_t k = nc.getInt("k", 0);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < in.getDimSize(0); ++i)
+    for (int64_t j = 0; j < in.getDimSize(1); ++j) {
+      double v = j - i == k ? 1.0 : 0.0;
+      values.push_back(isa<FloatType>(element)
+                           ? Attribute(nc.b.getFloatAttr(element, v))
+                           : Attribute(nc.b.getIntegerAttr(element, v)));
+    }
+  return constant(nc, DenseElementsAttr::get(in.clone(element), values));
+}
+
 FailureOr<Outputs> importShape(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
   if (nc.attr("end"))
@@ -1657,7 +1983,7 @@ const std::vector<OpRule> &rules() {
       {"HardSigmoid", "ampc.hard_sigmoid", 6, 1, 1, 1, {{"alpha", F}, {"beta", F}},
        importHardSigmoid},
       {"ThresholdedRelu", "ampc.thresholded_relu", 10, 1, 1, 1, {{"alpha", F}}, importThresholdedRelu},
-      {"PRelu", "ampc.prelu", 9, 2, 2, 1, {}, simple<kPRelu>},
+      {"PRelu", "ampc.prelu", 9, 2, 2, 1, {}, importPRelu},
       {"Clip", "ampc.clip", 6, 1, 3, 1, {{"min", F}, {"max", F}}, importClip},
       {"Max", "ampc.max", 8, 1, 1 << 20, 1, {}, importMax},
       {"Min", "ampc.min", 8, 1, 1 << 20, 1, {}, importMin},
@@ -1675,6 +2001,35 @@ const std::vector<OpRule> &rules() {
       {"IsNaN", "ampc.is_nan", 9, 1, 1, 1, {}, simple<kIsNaN>},
       {"IsInf", "ampc.is_inf", 10, 1, 1, 1, {{"detect_negative", I}, {"detect_positive", I}},
        importIsInf},
+      {"ReduceL1", "ampc.reduce_sum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceL1, {1}},
+      {"ReduceL2", "ampc.reduce_sum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceL2, {1}},
+      {"ReduceSumSquare", "ampc.reduce_sum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceSumSquare, {1}},
+      {"ReduceLogSum", "ampc.reduce_sum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceLogSum, {1}},
+      {"ReduceLogSumExp", "ampc.reduce_sum", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceLogSumExp, {1}},
+      {"ReduceMin", "ampc.reduce_max", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceMin, {1}},
+      {"Size", "ampc.constant", 1, 1, 1, 1, {}, importSize},
+      {"Trilu", "ampc.where", 14, 1, 2, 1, {{"upper", I}}, importTrilu, {1}},
+      {"Split", "ampc.slice", 2, 1, 2, 1 << 20,
+       {{"axis", I}, {"split", Is}, {"num_outputs", I}}, importSplit, {1}},
+      {"Tile", "ampc.expand", 6, 2, 2, 1, {}, importTile, {1}},
+      {"DepthToSpace", "ampc.transpose", 1, 1, 1, 1,
+       {{"blocksize", I}, {"mode", S}}, importDepthToSpace},
+      {"SpaceToDepth", "ampc.transpose", 1, 1, 1, 1, {{"blocksize", I}},
+       importSpaceToDepth},
+      {"EyeLike", "ampc.constant", 9, 1, 1, 1, {{"dtype", I}, {"k", I}},
+       importEyeLike},
       {"MatMul", "ampc.matmul", 1, 2, 2, 1, {}, simple<kMatMul>},
       {"Gemm", "ampc.gemm", 7, 2, 3, 1,
        {{"alpha", F}, {"beta", F}, {"transA", I}, {"transB", I}}, importGemm},

@@ -309,7 +309,10 @@ class AMPC_UnaryOp<string mnemonic, Type type, string desc,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_NegOp : AMPC_UnaryOp<"neg", AMPC_Tensor, "Neg", [AMPC_Follow, AMPC_Gradient]> {
+  // Folded: shape arithmetic negates constants (axes counted from the end).
+  let hasFolder = 1;
+}
 def AMPC_SqrtOp : AMPC_UnaryOp<"sqrt", AMPC_FloatTensor, "Sqrt", [AMPC_Follow, AMPC_Gradient]>;
 def AMPC_ReciprocalOp : AMPC_UnaryOp<"reciprocal", AMPC_FloatTensor, "Reciprocal", [AMPC_Deny, AMPC_Gradient]>;
 def AMPC_ExpOp : AMPC_UnaryOp<"exp", AMPC_FloatTensor, "Exp", [AMPC_Deny, AMPC_Gradient]>;

@@ -364,15 +364,11 @@ void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
                C epsilon) {
   for (int64_t o = 0; o < outer; ++o) {
     const In *row = x + o * inner;
-    const C m = pairwiseSum<C>(0, inner, [&](int64_t i) {
-                  return static_cast<C>(Load::load(row[i]));
-                }) /
-                static_cast<C>(inner);
-    const C squares = pairwiseSum<C>(0, inner, [&](int64_t i) {
-      const C d = static_cast<C>(Load::load(row[i])) - m;
-      return d * d;
-    });
-    const C inv = C(1) / std::sqrt(squares / static_cast<C>(inner) + epsilon);
+    C m, variance;
+    math::meanAndVariance<C>(
+        inner, [&](int64_t i) { return static_cast<C>(Load::load(row[i])); }, m,
+        variance);
+    const C inv = C(1) / std::sqrt(variance + epsilon);
     for (int64_t i = 0; i < inner; ++i) {
       C v = (static_cast<C>(Load::load(row[i])) - m) * inv * scale[i];
       if (bias)

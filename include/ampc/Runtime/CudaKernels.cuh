@@ -683,15 +683,11 @@ __global__ void layerNorm(const typename LI::Storage *x,
                           Strided biasAt, C epsilon) {
   AMPC_FOR(o, outer) {
     const typename LI::Storage *row = x + o * inner;
-    const C m = pairwiseSum<C>(0, inner, [&](int64_t i) {
-                  return static_cast<C>(LI::load(row[i]));
-                }) /
-                static_cast<C>(inner);
-    const C squares = pairwiseSum<C>(0, inner, [&](int64_t i) {
-      const C d = static_cast<C>(LI::load(row[i])) - m;
-      return d * d;
-    });
-    const C inv = C(1) / sqrt(squares / static_cast<C>(inner) + epsilon);
+    C m, variance;
+    math::meanAndVariance<C>(
+        inner, [&](int64_t i) { return static_cast<C>(LI::load(row[i])); }, m,
+        variance);
+    const C inv = C(1) / sqrt(variance + epsilon);
     for (int64_t i = 0; i < inner; ++i) {
       C v = (static_cast<C>(LI::load(row[i])) - m) * inv *
             static_cast<C>(LP::load(scale[scaleAt.offset(i)]));

@@ -72,7 +72,8 @@ AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
 }
 
 /// The mean and population variance of value(j) for j in [0, count), in C:
-/// two pairwise passes (BatchNormalization's batch statistics).
+/// two pairwise passes (BatchNormalization's batch statistics and
+/// LayerNormalization's row statistics).
 template <typename C, typename Value>
 AMPC_HD void meanAndVariance(int64_t count, const Value &value, C &mean,
                              C &variance) {
