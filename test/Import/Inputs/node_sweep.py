@@ -25,6 +25,9 @@ COMPILE_TIME_OPERANDS = {
     "Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1},
     "Unsqueeze": {1}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1},
     "Dropout": {1, 2}, "Range": {0, 1, 2}, "ConstantOfShape": {0},
+    "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
+    "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceMin": {1},
+    "Trilu": {1}, "Split": {1}, "Tile": {1},
 }
 
 SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",
