@@ -1495,6 +1495,25 @@ Value reshaped(NodeContext &nc, Value v, ArrayRef<int64_t> shape) {
   return part(nc, "ampc.reshape", v, {}, type.clone(shape));
 }
 
+/// column - row for a rows x cols matrix, as an int64 (rows, cols) value
+/// computed from two index vectors (constants of rows + cols elements, so
+/// that a huge matrix costs no huge constant at import).
+Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols) {
+  auto indices = [&](int64_t n, ArrayRef<int64_t> shape) -> Value {
+    SmallVector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = i;
+    auto type = RankedTensorType::get(shape, nc.b.getI64Type());
+    FailureOr<Outputs> c =
+        constant(nc, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+    return failed(c) ? Value() : (*c)[0];
+  };
+  Value row = indices(rows, {rows, 1}), col = indices(cols, {1, cols});
+  if (!row || !col)
+    return Value();
+  return part(nc, "ampc.sub", {col, row});
+}
+
 /// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and
 /// ReduceMin: ReduceSum (ReduceMax for Min) of an elementwise function of
 /// the input, then one of the result. LogSumExp subtracts the maximum
@@ -1580,8 +1599,9 @@ FailureOr<Outputs> importSize(NodeContext &nc) {
                           type, nc.b.getI64IntegerAttr(in.getNumElements())));
 }
 
-/// Trilu: Where over a constant mask of the last two dimensions (upper:
-/// column - row >= k, lower: column - row <= k), zero elsewhere.
+/// Trilu: Where over a mask of the last two dimensions (upper: column -
+/// row >= k, lower: column - row <= k; folded to a constant when small),
+/// zero elsewhere.
 FailureOr<Outputs> importTrilu(NodeContext &nc) {
   auto in = cast<RankedTensorType>(nc.input(0).getType());
   if (in.getRank() < 2)
@@ -1596,18 +1616,15 @@ FailureOr<Outputs> importTrilu(NodeContext &nc) {
     k = (*kv)[0];
   }
   bool upper = nc.getInt("upper", 1) != 0;
-  int64_t rows = in.getDimSize(in.getRank() - 2),
-          cols = in.getDimSize(in.getRank() - 1);
-  SmallVector<bool> mask;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      mask.push_back(upper ? j - i >= k : j - i <= k);
-  auto maskType = RankedTensorType::get({rows, cols}, nc.b.getI1Type());
-  FailureOr<Outputs> m = constant(nc, DenseElementsAttr::get(maskType, mask));
+  Value offsets = diagonalOffsets(nc, in.getDimSize(in.getRank() - 2),
+                                  in.getDimSize(in.getRank() - 1));
+  Value kValue = scalarOf(nc, nc.b.getI64Type(), static_cast<double>(k));
   Value zero = scalarOf(nc, in.getElementType(), 0);
-  if (failed(m) || !zero)
+  if (!offsets || !kValue || !zero)
     return failure();
-  Value r = part(nc, "ampc.where", {(*m)[0], nc.input(0), zero});
+  Value mask = part(nc, upper ? "ampc.greater_or_equal" : "ampc.less_or_equal",
+                    {offsets, kValue});
+  Value r = mask ? part(nc, "ampc.where", {mask, nc.input(0), zero}) : Value();
   if (!r)
     return failure();
   return Outputs{r};
@@ -1634,19 +1651,20 @@ FailureOr<Outputs> importSplit(NodeContext &nc) {
     sizes = *s;
   } else {
     int64_t n = nc.getInt("num_outputs", static_cast<int64_t>(nc.numOutputs()));
-    if (n <= 0)
-      return nc.error("cannot split into " + Twine(n) + " parts");
+    if (n <= 0 || n != static_cast<int64_t>(nc.numOutputs()))
+      return nc.error("cannot split into " + Twine(n) + " parts for " +
+                      Twine(nc.numOutputs()) + " outputs");
     int64_t each = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i)
       sizes.push_back(std::max<int64_t>(0, std::min(each, dim - i * each)));
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
-    if (s < 0)
-      return nc.error("split sizes must not be negative");
-    total += s;
+    if (s < 0 || llvm::AddOverflow(total, s, total))
+      return nc.error("split sizes " + formatDims(sizes) +
+                      " must be non-negative and sum to dim " + Twine(dim));
   }
-  if (total != dim || sizes.size() != nc.numOutputs())
+  if (sizes.size() != nc.numOutputs() || total != dim)
     return nc.error("split sizes " + formatDims(sizes) + " do not cover dim " +
                     Twine(dim) + " in " + Twine(nc.numOutputs()) + " outputs");
   Outputs outs;
@@ -1676,11 +1694,13 @@ FailureOr<Outputs> importTile(NodeContext &nc) {
                     " input");
   SmallVector<int64_t> interleaved, expanded, out;
   for (auto [d, r] : llvm::zip(in.getShape(), *repeats)) {
-    if (r < 0)
-      return nc.error("repeats must not be negative");
+    int64_t tiled;
+    if (r < 0 || llvm::MulOverflow(r, d, tiled))
+      return nc.error("repeats " + formatDims(*repeats) +
+                      " must be non-negative and keep every dim below 2^63");
     interleaved.append({1, d});
     expanded.append({r, d});
-    out.push_back(r * d);
+    out.push_back(tiled);
   }
   if (!ampc::checkedProduct(out))
     return nc.error("the tiled tensor has more than 2^63 elements");
@@ -1742,8 +1762,8 @@ FailureOr<Outputs> importSpaceToDepth(NodeContext &nc) {
   return importDepthSpace(nc, /*toSpace=*/false);
 }
 
-/// EyeLike: a constant of input 0's shape with ones on diagonal `k`, of
-/// `dtype` (default: the input's type).
+/// EyeLike: ones on diagonal `k` of input 0's shape, in `dtype` (default:
+/// the input's type): column - row == k, cast (folded when small).
 FailureOr<Outputs> importEyeLike(NodeContext &nc) {
   auto in = cast<RankedTensorType>(nc.input(0).getType());
   if (in.getRank() != 2)
@@ -1755,16 +1775,16 @@ FailureOr<Outputs> importEyeLike(NodeContext &nc) {
       return nc.error("unsupported dtype " +
                       onnxTypeName(nc.getInt("dtype", 1)));
   }
-  int64_t k = nc.getInt("k", 0);
-  SmallVector<Attribute> values;
-  for (int64_t i = 0; i < in.getDimSize(0); ++i)
-    for (int64_t j = 0; j < in.getDimSize(1); ++j) {
-      double v = j - i == k ? 1.0 : 0.0;
-      values.push_back(isa<FloatType>(element)
-                           ? Attribute(nc.b.getFloatAttr(element, v))
-                           : Attribute(nc.b.getIntegerAttr(element, v)));
-    }
-  return constant(nc, DenseElementsAttr::get(in.clone(element), values));
+  Value offsets = diagonalOffsets(nc, in.getDimSize(0), in.getDimSize(1));
+  Value kValue =
+      scalarOf(nc, nc.b.getI64Type(), static_cast<double>(nc.getInt("k", 0)));
+  if (!offsets || !kValue)
+    return failure();
+  Value mask = part(nc, "ampc.equal", {offsets, kValue});
+  Value r = mask ? part(nc, "ampc.cast", mask, {}, in.clone(element)) : Value();
+  if (!r)
+    return failure();
+  return Outputs{r};
 }
 
 FailureOr<Outputs> importShape(NodeContext &nc) {
@@ -2028,7 +2048,7 @@ const std::vector<OpRule> &rules() {
        {{"blocksize", I}, {"mode", S}}, importDepthToSpace},
       {"SpaceToDepth", "ampc.transpose", 1, 1, 1, 1, {{"blocksize", I}},
        importSpaceToDepth},
-      {"EyeLike", "ampc.constant", 9, 1, 1, 1, {{"dtype", I}, {"k", I}},
+      {"EyeLike", "ampc.equal", 9, 1, 1, 1, {{"dtype", I}, {"k", I}},
        importEyeLike},
       {"MatMul", "ampc.matmul", 1, 2, 2, 1, {}, simple<kMatMul>},
       {"Gemm", "ampc.gemm", 7, 2, 3, 1,
