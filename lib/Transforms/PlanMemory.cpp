@@ -150,12 +150,17 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
   Builder b(func.getContext());
   auto allocate = [&](Operation *at, int64_t bytes,
                       int64_t &offset) -> LogicalResult {
-    offset = arena.allocate(alignUp(std::max<int64_t>(bytes, 1)));
-    if (arena.size() <= options.maxArenaBytes)
-      return success();
+    // Tensors are bounded (BoundedTensors) but a scratch layout may not be:
+    // refuse before the arena's sums could overflow.
+    if (bytes <= options.maxArenaBytes) {
+      offset = arena.allocate(alignUp(std::max<int64_t>(bytes, 1)));
+      if (arena.size() <= options.maxArenaBytes)
+        return success();
+    }
     return at->emitError()
            << "the memory plan of @" << func.getSymName() << " needs "
-           << arena.size() << " bytes here, more than the limit of "
+           << std::max(arena.size(), bytes)
+           << " bytes here, more than the limit of "
            << options.maxArenaBytes << " bytes (--max-tensor-bytes)";
   };
   auto tensorBytes = [](RankedTensorType type) {

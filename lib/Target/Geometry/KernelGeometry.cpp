@@ -10,6 +10,9 @@
 #include "ampc/Dialect/AMPCDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using llvm::ArrayRef;
@@ -353,7 +356,17 @@ LossGeometry lossGeometry(Operation *op) {
 
 void ScratchLayout::add(StringRef name, int64_t count, int64_t elementBytes) {
   slots.push_back({name.str(), size});
-  int64_t bytes = std::max<int64_t>(count * elementBytes, 1);
+  // Saturating: a hostile window (a huge kernel over a huge input) makes a
+  // layout the memory plan refuses as larger than its limit, not an
+  // overflow.
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max() / 2;
+  int64_t bytes;
+  if (llvm::MulOverflow(count, elementBytes, bytes) || bytes > kSaturated ||
+      size > kSaturated - bytes) {
+    size = kSaturated;
+    return;
+  }
+  bytes = std::max<int64_t>(bytes, 1);
   size += (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
 }
 
