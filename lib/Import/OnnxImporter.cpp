@@ -1467,9 +1467,12 @@ FailureOr<Outputs> importReduceSum(NodeContext &nc) {
 // categories and gradient rules are those of the parts (docs/ops.md).
 //===----------------------------------------------------------------------===//
 
-/// The single result of `opName` on `operands`, null after an error.
+/// The single result of `opName` on `operands`, null after an error (an
+/// operand that is null is an earlier part that failed, already reported).
 Value part(NodeContext &nc, StringRef opName, ValueRange operands,
            ArrayRef<NamedAttribute> attrs = {}, Type resultType = {}) {
+  if (llvm::any_of(operands, [](Value v) { return !v; }))
+    return Value();
   FailureOr<Outputs> r =
       resultType ? nc.build(opName, operands, attrs, 1, resultType)
                  : nc.build(opName, operands, attrs);
