@@ -86,6 +86,16 @@ private:
   /// A `const float *w_NAME` holding operand `v` of `op` in FP32 (a
   /// widened copy in `op`'s scratch for f16/bf16).
   std::string widenFloat(Operation *op, Value v);
+  /// `C *SLOT` (slot SLOT of op's scratch) holding operand `v` converted
+  /// to C with its codec.
+  std::string convertedArray(Operation *op, StringRef slot, StringRef c,
+                             Value v) {
+    return scratchArray(op, slot, c) +
+           formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, {4});\n", c,
+                   name(v), tensorOf(v).getNumElements(), codec(elementOf(v)),
+                   slot)
+               .str();
+  }
   /// `C *NAME = <slot NAME of op's scratch>;`
   std::string scratchArray(Operation *op, StringRef slot, StringRef c) {
     return formatv("    {0} *{1} = {2};\n", c, slot, scratch(op, slot, c))
@@ -411,12 +421,8 @@ LogicalResult Emitter::emitPool(Operation *op, llvm::raw_ostream &body) {
 LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
   // Kernels of CpuBackwardKernels.h; 16-bit data is widened to FP32 where a
   // kernel computes on FP32 arrays and rounded once when stored.
-  // `C *NAME`, scratch slot NAME holding `v` converted to C.
   auto converted = [&](StringRef what, StringRef c, Value v) {
-    body << scratchArray(op, what, c)
-         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, {4});\n",
-                    c, name(v), tensorOf(v).getNumElements(),
-                    codec(elementOf(v)), what);
+    body << convertedArray(op, what, c, v);
   };
   // Stores `count` values of vector `acc` into `out`.
   auto storeAll = [&](StringRef acc, Value out) {
@@ -595,9 +601,7 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                          {"bias", op.getBias()},
                          {"mean", op.getInputMean()},
                          {"variance", op.getInputVar()}})
-    body << scratchArray(op, what, c)
-         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, {4});\n", c,
-                    name(v), channels, codec(elementOf(v)), what);
+    body << convertedArray(op, what, c, v);
   bool training = op.getTrainingMode() != 0;
   if (training)
     body << scratchArray(op, "batchMean", c)
@@ -658,9 +662,7 @@ void Emitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
                     c, name(scores), count, codec(t));
   }
   if (weights)
-    body << scratchArray(op, "weights", c)
-         << formatv("    ampc::cpu::convert<{0}, {3}>({1}, {2}LL, weights);\n",
-                    c, name(weights), classes, codec(elementOf(weights)));
+    body << convertedArray(op, "weights", c, weights);
   int64_t lossCount = tensorOf(loss).getNumElements();
   body << scratchArray(op, "loss", c);
   std::string call =
