@@ -1790,6 +1790,358 @@ FailureOr<Outputs> importEyeLike(NodeContext &nc) {
   return Outputs{r};
 }
 
+/// A 1-D int64 constant holding `values`.
+Value indexVector(NodeContext &nc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    nc.b.getI64Type());
+  FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, values));
+  return failed(c) ? Value() : (*c)[0];
+}
+
+/// The source index of position `i` (in [-before, dim + after)) of an axis
+/// of `dim` elements padded in `mode`: reflect mirrors about the end
+/// elements (numpy's "reflect": the edge is not repeated; a one-element
+/// axis repeats it), edge repeats them, wrap is cyclic.
+int64_t padSource(StringRef mode, int64_t i, int64_t dim) {
+  if (mode == "edge" || dim == 1)
+    return std::clamp<int64_t>(i, 0, dim - 1);
+  if (mode == "wrap")
+    return ((i % dim) + dim) % dim;
+  int64_t period = 2 * (dim - 1);
+  int64_t j = ((i % period) + period) % period;
+  return j < dim ? j : period - j;
+}
+
+/// Pad (opsets 2-21; modes constant, reflect, edge and wrap; `axes` from
+/// opset 18). Negative pads crop first (a Slice); then each padded axis in
+/// turn: constant mode concatenates blocks of the value (a scalar expanded)
+/// on both sides, the other modes gather along the axis with an index
+/// vector computed here. The gradient is Slice's, Concat's and Gather's.
+FailureOr<Outputs> importPad(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  int64_t rank = in.getRank();
+  std::string mode = nc.getString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return nc.error("'mode' must be constant, reflect, edge or wrap, got '" +
+                    mode + "'");
+  SmallVector<int64_t> pads, axes;
+  double value = 0;
+  if (nc.opset < 11) {
+    std::optional<SmallVector<int64_t>> p = nc.getInts("pads");
+    if (!p)
+      return nc.error("attribute 'pads' is required");
+    pads = *p;
+    value = nc.getFloat("value", 0.0f);
+  } else {
+    FailureOr<SmallVector<int64_t>> p = nc.constantInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (nc.input(2)) {
+      FailureOr<DenseElementsAttr> v = nc.constantInput(2, "constant_value");
+      if (failed(v))
+        return failure();
+      if (v->getNumElements() != 1)
+        return nc.error("input 2 (constant_value) must hold one value");
+      if (isa<FloatType>(v->getElementType()))
+        value = (*v->getValues<APFloat>().begin()).convertToDouble();
+      else if (isa<IntegerType>(v->getElementType()))
+        value = static_cast<double>((*v->getValues<APInt>().begin()).getSExtValue());
+      else
+        return nc.error("input 2 (constant_value) must be a number");
+    }
+    if (nc.input(3)) {
+      FailureOr<SmallVector<int64_t>> a = nc.constantInts(3, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  }
+  if (axes.empty() && !(nc.opset >= 18 && nc.input(3)))
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (pads.size() != 2 * axes.size())
+    return nc.error("'pads' " + formatDims(pads) + " must hold " +
+                    Twine(2 * axes.size()) + " values (begin and end of " +
+                    Twine(axes.size()) + " axes)");
+  SmallVector<int64_t> before(rank, 0), after(rank, 0);
+  SmallVector<bool> seen(rank, false);
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    std::optional<int64_t> axis = ampc::normalizeAxis(a, rank);
+    if (!axis)
+      return nc.error("axis " + Twine(a) + " is out of range for rank " +
+                      Twine(rank));
+    if (seen[*axis])
+      return nc.error("axis " + Twine(a) + " is named twice");
+    seen[*axis] = true;
+    before[*axis] = pads[i];
+    after[*axis] = pads[i + axes.size()];
+  }
+  // The padded shape, checked before anything is built.
+  SmallVector<int64_t> outShape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size;
+    if (llvm::AddOverflow(in.getDimSize(d), before[d], size) ||
+        llvm::AddOverflow(size, after[d], size) || size < 0)
+      return nc.error("pads " + formatDims(pads) + " give axis " + Twine(d) +
+                      " of " + Twine(in.getDimSize(d)) +
+                      " a negative or overflowing size");
+    outShape.push_back(size);
+  }
+  // Within the tensor size limit before an index vector of an axis's
+  // padded length is built.
+  std::string tooLarge =
+      ampc::checkTensorSize(in.clone(outShape), nc.importer.maxTensorBytes());
+  if (!tooLarge.empty())
+    return nc.error("the padded tensor: " + tooLarge);
+  Value v = nc.input(0);
+  // Negative pads crop.
+  for (int64_t d = 0; d < rank && v; ++d) {
+    if (before[d] >= 0 && after[d] >= 0)
+      continue;
+    int64_t dim = in.getDimSize(d);
+    int64_t start = before[d] < 0 ? -before[d] : 0;
+    int64_t end = after[d] < 0 ? dim + after[d] : dim;
+    v = part(nc, "ampc.slice", v,
+             {nc.ints("starts", {start}), nc.ints("ends", {end}),
+              nc.ints("axes", {d}), nc.ints("steps", {1})});
+    before[d] = std::max<int64_t>(before[d], 0);
+    after[d] = std::max<int64_t>(after[d], 0);
+  }
+  for (int64_t d = 0; d < rank && v; ++d) {
+    if (!before[d] && !after[d])
+      continue;
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t dim = type.getDimSize(d);
+    if (mode == "constant") {
+      Value fill = scalarOf(nc, type.getElementType(), value);
+      SmallVector<Value> pieces;
+      for (int64_t width : {before[d], int64_t(-1), after[d]}) {
+        if (width < 0) {
+          pieces.push_back(v);
+          continue;
+        }
+        if (!width)
+          continue;
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] = width;
+        pieces.push_back(part(nc, "ampc.expand", fill, {}, type.clone(shape)));
+      }
+      v = part(nc, "ampc.concat", pieces, {nc.i64("axis", d)});
+      continue;
+    }
+    if (dim == 0)
+      return nc.error("cannot pad the empty axis " + Twine(d) + " in mode '" +
+                      mode + "'");
+    SmallVector<int64_t> source;
+    for (int64_t i = -before[d]; i < dim + after[d]; ++i)
+      source.push_back(padSource(mode, i, dim));
+    v = part(nc, "ampc.gather", {v, indexVector(nc, source)},
+             {nc.i64("axis", d)});
+  }
+  if (!v)
+    return failure();
+  return Outputs{v};
+}
+
+/// GlobalMaxPool: ReduceMax over the spatial dimensions, kept.
+FailureOr<Outputs> importGlobalMaxPool(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() < 3)
+    return nc.error("needs an (N, C, D1, ...) input of rank 3 or more");
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < in.getRank(); ++d)
+    axes.push_back(d);
+  return nc.build("ampc.reduce_max", nc.input(0),
+                  {nc.ints("axes", axes), nc.i64("keepdims", 1)});
+}
+
+/// `v` normalised over the dimensions from 1 on of its (rows, ...) view
+/// `rows` x (the rest), by LayerNormalization with a unit scale: the
+/// statistics in FP32, as autocast computes instance and group norms.
+Value normalizedRows(NodeContext &nc, Value v, int64_t rows, float epsilon,
+                     int64_t stashType = 1) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t total = type.getNumElements();
+  Value flat = reshaped(nc, v, {rows, rows ? total / rows : 0});
+  Value one = scalarOf(nc, type.getElementType(), 1.0);
+  if (!flat || !one)
+    return Value();
+  FailureOr<Outputs> r = nc.build(
+      "ampc.layer_normalization", {flat, one},
+      {nc.i64("axis", 1), nc.f32("epsilon", epsilon),
+       nc.i64("stash_type", stashType)},
+      3);
+  return failed(r) ? Value() : reshaped(nc, (*r)[0], type.getShape());
+}
+
+/// `y` * scale + bias with per-channel (C) vectors broadcast over an
+/// (N, C, D1, ...) tensor.
+Value channelAffine(NodeContext &nc, Value y, Value scale, Value bias) {
+  auto type = cast<RankedTensorType>(y.getType());
+  SmallVector<int64_t> shape(type.getRank() - 1, 1);
+  shape[0] = type.getDimSize(1);
+  if (scale)
+    y = part(nc, "ampc.mul", {y, reshaped(nc, scale, shape)});
+  if (bias && y)
+    y = part(nc, "ampc.add", {y, reshaped(nc, bias, shape)});
+  return y;
+}
+
+/// Checks that input `i` is a vector of `n` elements.
+LogicalResult checkVector(NodeContext &nc, size_t i, StringRef what,
+                          int64_t n) {
+  auto t = cast<RankedTensorType>(nc.input(i).getType());
+  if (t.getRank() != 1 || t.getDimSize(0) != n)
+    return nc.error("input " + Twine(i) + " (" + what + ") must have shape [" +
+                    Twine(n) + "], got " + formatDims(t.getShape()));
+  return success();
+}
+
+/// InstanceNormalization: each (n, c) plane normalised (LayerNormalization
+/// of the (N C, D1 ...) view), then the per-channel scale and bias.
+FailureOr<Outputs> importInstanceNormalization(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() < 3)
+    return nc.error("needs an (N, C, D1, ...) input of rank 3 or more");
+  int64_t c = in.getDimSize(1);
+  if (failed(checkVector(nc, 1, "scale", c)) ||
+      failed(checkVector(nc, 2, "B", c)))
+    return failure();
+  Value y = normalizedRows(nc, nc.input(0), in.getDimSize(0) * c,
+                           nc.getFloat("epsilon", 1e-5f));
+  y = y ? channelAffine(nc, y, nc.input(1), nc.input(2)) : Value();
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
+/// GroupNormalization (opsets 18 and 21): each group of C / G channels of
+/// each sample normalised (LayerNormalization of the (N G, ...) view), then
+/// the scale and bias per channel (opset 21) or per group (opset 18, each
+/// repeated over its channels).
+FailureOr<Outputs> importGroupNormalization(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() < 3)
+    return nc.error("needs an (N, C, D1, ...) input of rank 3 or more");
+  if (!nc.attr("num_groups"))
+    return nc.error("attribute 'num_groups' is required");
+  int64_t groups = nc.getInt("num_groups", 1);
+  int64_t c = in.getDimSize(1);
+  if (groups <= 0 || c % groups)
+    return nc.error("'num_groups' " + Twine(groups) +
+                    " must be positive and divide the " + Twine(c) +
+                    " channels");
+  bool perGroup = nc.opset < 21;
+  int64_t n = perGroup ? groups : c;
+  if (failed(checkVector(nc, 1, "scale", n)) ||
+      failed(checkVector(nc, 2, "bias", n)))
+    return failure();
+  Value scale = nc.input(1), bias = nc.input(2);
+  if (perGroup && groups != c) {
+    auto repeat = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      Value r = reshaped(nc, v, {groups, 1});
+      r = r ? part(nc, "ampc.expand", r, {}, t.clone({groups, c / groups}))
+            : Value();
+      return r ? reshaped(nc, r, {c}) : Value();
+    };
+    scale = repeat(scale);
+    bias = repeat(bias);
+  }
+  Value y = normalizedRows(nc, nc.input(0), in.getDimSize(0) * groups,
+                           nc.getFloat("epsilon", 1e-5f),
+                           nc.getInt("stash_type", 1));
+  y = y && scale && bias ? channelAffine(nc, y, scale, bias) : Value();
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
+/// MeanVarianceNormalization: (X - mean) / (sqrt(variance) + 1e-9) over
+/// `axes` (default 0, 2, 3), as ONNX's function body, with the variance
+/// of the centred values (the body's E[X^2] - E[X]^2 can go negative in
+/// rounding).
+FailureOr<Outputs> importMeanVarianceNormalization(NodeContext &nc) {
+  SmallVector<int64_t> axes =
+      nc.getInts("axes").value_or(SmallVector<int64_t>{0, 2, 3});
+  auto mean = [&](Value v) {
+    return part(nc, "ampc.reduce_mean", v,
+                {nc.ints("axes", axes), nc.i64("keepdims", 1)});
+  };
+  Value x = nc.input(0);
+  Value centred = part(nc, "ampc.sub", {x, mean(x)});
+  Value deviation = part(nc, "ampc.sqrt", mean(part(nc, "ampc.mul",
+                                                     {centred, centred})));
+  auto element = cast<RankedTensorType>(x.getType()).getElementType();
+  Value y = part(nc, "ampc.div",
+                 {centred, part(nc, "ampc.add",
+                                {deviation, scalarOf(nc, element, 1e-9)})});
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
+/// LpNormalization: X divided by its L1 or L2 norm along `axis` (p = 1 or
+/// 2), kept for broadcasting.
+FailureOr<Outputs> importLpNormalization(NodeContext &nc) {
+  int64_t p = nc.getInt("p", 2);
+  if (p != 1 && p != 2)
+    return nc.error("'p' must be 1 or 2, got " + Twine(p));
+  Value x = nc.input(0);
+  auto attrs = {nc.ints("axes", {nc.getInt("axis", -1)}),
+                nc.i64("keepdims", 1)};
+  Value norm = p == 1 ? part(nc, "ampc.reduce_sum", part(nc, "ampc.abs", x),
+                             attrs)
+                      : part(nc, "ampc.sqrt",
+                             part(nc, "ampc.reduce_sum",
+                                  part(nc, "ampc.mul", {x, x}), attrs));
+  Value y = part(nc, "ampc.div", {x, norm});
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
+/// LRN: X / (bias + alpha / size * S)^beta, S the sum of squares over the
+/// `size` channels around each one (floor((size - 1) / 2) before, the rest
+/// after): an AveragePool of the squares, counting the zero padding, over
+/// the (N, 1, C, D1 ...) view.
+FailureOr<Outputs> importLRN(NodeContext &nc) {
+  auto in = cast<RankedTensorType>(nc.input(0).getType());
+  if (in.getRank() < 2)
+    return nc.error("needs an (N, C, ...) input of rank 2 or more");
+  if (!nc.attr("size"))
+    return nc.error("attribute 'size' is required");
+  int64_t size = nc.getInt("size", 1);
+  if (size <= 0 || size > (int64_t(1) << 30))
+    return nc.error("'size' must be in [1, 2^30], got " + Twine(size));
+  int64_t n = in.getDimSize(0), c = in.getDimSize(1);
+  int64_t rest = 1;
+  for (int64_t d : in.getShape().drop_front(2))
+    rest *= d;
+  float alpha = nc.getFloat("alpha", 1e-4f), beta = nc.getFloat("beta", 0.75f),
+        bias = nc.getFloat("bias", 1.0f);
+  Value x = nc.input(0);
+  Value squares = reshaped(nc, part(nc, "ampc.mul", {x, x}), {n, 1, c, rest});
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  Value mean = part(nc, "ampc.average_pool", squares,
+                    {nc.ints("kernel_shape", {size, 1}),
+                     nc.ints("strides", {1, 1}),
+                     nc.ints("pads", {lo, 0, hi, 0}),
+                     nc.i64("count_include_pad", 1)});
+  mean = mean ? reshaped(nc, mean, in.getShape()) : Value();
+  Type element = in.getElementType();
+  Value base = part(nc, "ampc.add",
+                    {part(nc, "ampc.mul", {mean, scalarOf(nc, element, alpha)}),
+                     scalarOf(nc, element, bias)});
+  Value y = part(nc, "ampc.div",
+                 {x, part(nc, "ampc.pow", {base, scalarOf(nc, element, beta)})});
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
 FailureOr<Outputs> importShape(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
   if (nc.attr("end"))
@@ -2070,11 +2422,25 @@ const std::vector<OpRule> &rules() {
         {"dilations", Is}, {"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
        importAveragePool},
       {"GlobalAveragePool", "ampc.global_average_pool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
+      {"GlobalMaxPool", "ampc.reduce_max", 1, 1, 1, 1, {}, importGlobalMaxPool},
+      {"Pad", "ampc.gather", 2, 1, 4, 1,
+       {{"mode", S}, {"pads", Is}, {"value", F}}, importPad, {1, 2, 3}},
       {"Softmax", "ampc.softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
       {"LogSoftmax", "ampc.log_softmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
       {"LayerNormalization", "ampc.layer_normalization", 17, 2, 3, 3,
        {{"axis", I}, {"epsilon", F}, {"stash_type", I}},
        importLayerNormalization},
+      {"InstanceNormalization", "ampc.layer_normalization", 6, 3, 3, 1,
+       {{"epsilon", F}}, importInstanceNormalization},
+      {"GroupNormalization", "ampc.layer_normalization", 18, 3, 3, 1,
+       {{"epsilon", F}, {"num_groups", I}, {"stash_type", I}},
+       importGroupNormalization},
+      {"MeanVarianceNormalization", "ampc.reduce_mean", 9, 1, 1, 1,
+       {{"axes", Is}}, importMeanVarianceNormalization},
+      {"LpNormalization", "ampc.reduce_sum", 1, 1, 1, 1,
+       {{"axis", I}, {"p", I}}, importLpNormalization},
+      {"LRN", "ampc.average_pool", 1, 1, 1, 1,
+       {{"alpha", F}, {"beta", F}, {"bias", F}, {"size", I}}, importLRN},
       {"BatchNormalization", "ampc.batch_normalization", 9, 5, 5, 3,
        {{"epsilon", F}, {"momentum", F}, {"training_mode", I}, {"spatial", I}},
        importBatchNormalization},
