@@ -1817,15 +1817,15 @@ Value gatherAlong(NodeContext &nc, Value v, int64_t axis,
 /// constants of that many elements built at import.
 constexpr int64_t kMaxComposedAxis = int64_t(1) << 24;
 
-/// One resized axis: for each output position, the source positions it
-/// reads (up to four taps) and their weights, and whether it lies outside
-/// the crop of tf_crop_and_resize (extrapolation_value there).
+/// One resized axis: its input and output sizes, the scale, and the crop
+/// of tf_crop_and_resize (roi, as fractions of the input).
 struct ResizeAxis {
   int64_t axis = 0, in = 0, out = 0;
   double scale = 1; // output / input, as ONNX's reference uses it
   double roiStart = 0, roiEnd = 1;
 };
 
+/// Resize's attributes that decide the taps of each output position.
 struct ResizeMode {
   std::string mode, coordinates, nearest;
   double cubicA = -0.75;
@@ -2128,55 +2128,61 @@ FailureOr<Outputs> importResize(NodeContext &nc, bool upsample) {
     return nc.error("'keep_aspect_ratio_policy' must be stretch, not_larger "
                     "or not_smaller, got '" + policy + "'");
   SmallVector<ResizeAxis> plan;
-  double common = 0;
+  std::optional<double> common;
   for (size_t i = 0; i < count; ++i) {
     ResizeAxis a;
     a.axis = axes[i];
     a.in = in.getDimSize(a.axis);
-    if (!sizes.empty()) {
-      if (sizes[i] < 1 || sizes[i] > kMaxComposedAxis)
-        return nc.error("'sizes' " + formatDims(sizes) + " must be between 1 "
-                        "and 2^24");
-      if (a.in < 1)
-        return nc.error("cannot resize the empty dim " + Twine(a.axis));
-      double ratio = static_cast<double>(sizes[i]) / static_cast<double>(a.in);
-      common = i == 0 ? ratio
-               : policy == "not_larger" ? std::min(common, ratio)
-                                        : std::max(common, ratio);
-    }
     if (!roi.empty()) {
       a.roiStart = roi[i];
       a.roiEnd = roi[i + count];
+    }
+    // An empty dim stays empty: floor(0 * scale), or a size of 0.
+    if (!sizes.empty() && !(a.in == 0 && sizes[i] == 0)) {
+      if (a.in == 0)
+        return nc.error("cannot resize the empty dim " + Twine(a.axis) +
+                        " to " + Twine(sizes[i]));
+      if (sizes[i] < 1 || sizes[i] > kMaxComposedAxis)
+        return nc.error("'sizes' value " + Twine(sizes[i]) + " for dim " +
+                        Twine(a.axis) + " must be between 1 and 2^24");
+      double ratio = static_cast<double>(sizes[i]) / static_cast<double>(a.in);
+      common = !common ? ratio
+               : policy == "not_larger" ? std::min(*common, ratio)
+                                        : std::max(*common, ratio);
     }
     plan.push_back(a);
   }
   for (auto [i, a] : llvm::enumerate(plan)) {
     double out;
     if (!sizes.empty()) {
+      if (a.in == 0)
+        continue;
       a.scale = policy == "stretch"
                     ? static_cast<double>(sizes[i]) / static_cast<double>(a.in)
-                    : common;
+                    : *common;
       out = policy == "stretch" ? static_cast<double>(sizes[i])
-                                : std::round(common * static_cast<double>(a.in));
+                                : std::round(*common * static_cast<double>(a.in));
     } else {
       a.scale = scales[i];
       if (!(a.scale > 0) || !std::isfinite(a.scale))
         return nc.error("'scales' must be positive and finite, got " +
                         formatNumber(a.scale));
+      if (a.in == 0)
+        continue;
       out = std::floor(a.scale * static_cast<double>(a.in));
     }
-    if (!(out >= 1 && out <= static_cast<double>(kMaxComposedAxis)) ||
-        a.in < 1)
+    if (!(out >= 1 && out <= static_cast<double>(kMaxComposedAxis)))
       return nc.error("dim " + Twine(a.axis) + " of " + Twine(a.in) +
                       " would be resized to " + formatNumber(out) +
-                      " elements; ampc resizes dims of 1 to 2^24 elements");
+                      " elements; ampc resizes dims to 1 to 2^24 elements");
     a.out = static_cast<int64_t>(out);
   }
 
   Value v = x;
   double extrapolation = nc.getFloat("extrapolation_value", 0.0f);
   for (const ResizeAxis &a : llvm::reverse(plan)) {
-    if (a.in == a.out && a.scale == 1.0 && m.coordinates != "tf_crop_and_resize")
+    if (a.in == 0 ||
+        (a.in == a.out && a.scale == 1.0 && m.coordinates != "tf_crop_and_resize"))
       continue;
     v = resizeAxis(nc, v, m, a, extrapolation);
     if (!v)
