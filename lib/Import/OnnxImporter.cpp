@@ -1823,6 +1823,7 @@ struct ResizeAxis {
   int64_t axis = 0, in = 0, out = 0;
   double scale = 1; // output / input, as ONNX's reference uses it
   double roiStart = 0, roiEnd = 1;
+  bool roiF32 = false; // roi given as float32
 };
 
 /// Resize's attributes that decide the taps of each output position.
@@ -1854,11 +1855,21 @@ std::optional<double> sourceCoordinate(const ResizeMode &m,
     return x / a.scale;
   if (c == "tf_half_pixel_for_nn")
     return (x + 0.5) / a.scale;
-  // tf_crop_and_resize
-  double span = a.roiEnd - a.roiStart;
-  double r = width == 1 ? span * (in - 1) / 2 : x * span * (in - 1) / (width - 1);
-  r += a.roiStart * (in - 1);
-  if (r < 0 || r > in - 1)
+  // tf_crop_and_resize. The reference computes the float32 roi's span,
+  // the centre of a width of 1 and the start's offset in float32, the
+  // rest in double; ties of nearest rounding depend on it.
+  double span = a.roiEnd - a.roiStart, start = a.roiStart * (in - 1), r;
+  if (a.roiF32) {
+    float spanF = static_cast<float>(a.roiEnd) - static_cast<float>(a.roiStart);
+    float inF = static_cast<float>(a.in - 1);
+    span = spanF;
+    start = static_cast<float>(a.roiStart) * inF;
+    r = width == 1 ? spanF * inF / 2 : x * span * (in - 1) / (width - 1);
+  } else {
+    r = width == 1 ? span * (in - 1) / 2 : x * span * (in - 1) / (width - 1);
+  }
+  r += start;
+  if (!std::isfinite(r) || r < 0 || r > in - 1)
     return std::nullopt;
   return r;
 }
@@ -2080,6 +2091,7 @@ FailureOr<Outputs> importResize(NodeContext &nc, bool upsample) {
   SmallVector<double> scales;
   SmallVector<int64_t> sizes;
   SmallVector<double> roi;
+  bool roiF32 = false;
   if (upsample && nc.opset < 9) {
     const auto *attr = nc.attr("scales");
     if (!attr)
@@ -2106,6 +2118,9 @@ FailureOr<Outputs> importResize(NodeContext &nc, bool upsample) {
       if (failed(r))
         return failure();
       roi = *r;
+      roiF32 = nc.input(1) && cast<RankedTensorType>(nc.input(1).getType())
+                                  .getElementType()
+                                  .isF32();
       if (roi.size() != 2 * count)
         return nc.error("'roi' needs " + Twine(2 * count) +
                         " values (starts, then ends), got " +
@@ -2136,6 +2151,7 @@ FailureOr<Outputs> importResize(NodeContext &nc, bool upsample) {
     if (!roi.empty()) {
       a.roiStart = roi[i];
       a.roiEnd = roi[i + count];
+      a.roiF32 = roiF32;
     }
     // An empty dim stays empty: floor(0 * scale), or a size of 0.
     if (!sizes.empty() && !(a.in == 0 && sizes[i] == 0)) {
