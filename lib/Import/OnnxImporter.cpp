@@ -2233,7 +2233,10 @@ FailureOr<Outputs> importConvTranspose(NodeContext &nc) {
   size_t n = rank - 2;
   int64_t group = nc.getInt("group", 1);
   int64_t cin = xt.getDimSize(1), coutPerGroup = wt.getDimSize(1);
-  if (group < 1 || cin % group || wt.getDimSize(0) != cin)
+  int64_t cout;
+  if (group < 1 || group > std::max<int64_t>(cin, 1) || cin % group ||
+      wt.getDimSize(0) != cin ||
+      llvm::MulOverflow(group, coutPerGroup, cout))
     return nc.error("W " + formatDims(wt.getShape()) + " must have the " +
                     Twine(cin) + " input channels of X, in 'group' " +
                     Twine(group) + " groups");
@@ -2366,7 +2369,7 @@ FailureOr<Outputs> importConvTranspose(NodeContext &nc) {
   SmallVector<int64_t> grouped = {group, cin / group, coutPerGroup};
   grouped.append(kernel);
   SmallVector<int64_t> perm = {0, 2, 1};
-  SmallVector<int64_t> convWeight = {group * coutPerGroup, cin / group};
+  SmallVector<int64_t> convWeight = {cout, cin / group};
   for (size_t i = 0; i < n; ++i) {
     perm.push_back(3 + i);
     convWeight.push_back(kernel[i]);
