@@ -37,6 +37,8 @@
 #include <onnx/version_converter/convert.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cmath>
 #include <deque>
 #include <queue>
 #include <set>
@@ -1765,6 +1767,642 @@ FailureOr<Outputs> importSpaceToDepth(NodeContext &nc) {
   return importDepthSpace(nc, /*toSpace=*/false);
 }
 
+/// An int64 constant of `shape` holding `values`.
+Value indexConstant(NodeContext &nc, ArrayRef<int64_t> values,
+                    ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, nc.b.getI64Type());
+  FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, values));
+  return failed(c) ? Value() : (*c)[0];
+}
+
+/// A constant of `element` and `shape` holding `values` (rounded from
+/// double to the element type).
+Value floatConstant(NodeContext &nc, Type element, ArrayRef<double> values,
+                    ArrayRef<int64_t> shape) {
+  SmallVector<Attribute> attrs;
+  for (double v : values)
+    attrs.push_back(nc.b.getFloatAttr(element, v));
+  auto type = RankedTensorType::get(shape, element);
+  FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, attrs));
+  return failed(c) ? Value() : (*c)[0];
+}
+
+/// The shape of a vector of `n` elements along `axis` of a rank-`rank`
+/// tensor, ones elsewhere: it broadcasts along that axis.
+SmallVector<int64_t> alongAxis(int64_t rank, int64_t axis, int64_t n) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = n;
+  return shape;
+}
+
+/// `v` gathered along `axis` at the constant `indices` (none when they
+/// read the axis as it is).
+Value gatherAlong(NodeContext &nc, Value v, int64_t axis,
+                  ArrayRef<int64_t> indices) {
+  if (!v)
+    return Value();
+  auto type = cast<RankedTensorType>(v.getType());
+  bool same = static_cast<int64_t>(indices.size()) == type.getDimSize(axis);
+  for (auto [i, index] : llvm::enumerate(indices))
+    same = same && index == static_cast<int64_t>(i);
+  if (same)
+    return v;
+  Value idx = indexConstant(nc, indices, {static_cast<int64_t>(indices.size())});
+  return idx ? part(nc, "ampc.gather", {v, idx}, {nc.i64("axis", axis)})
+             : Value();
+}
+
+/// The largest output (or padded) size along one axis that Resize,
+/// Upsample and ConvTranspose accept: their index and weight vectors are
+/// constants of that many elements built at import.
+constexpr int64_t kMaxComposedAxis = int64_t(1) << 24;
+
+/// One resized axis: its input and output sizes, the scale, and the crop
+/// of tf_crop_and_resize (roi, as fractions of the input).
+struct ResizeAxis {
+  int64_t axis = 0, in = 0, out = 0;
+  double scale = 1; // output / input, as ONNX's reference uses it
+  double roiStart = 0, roiEnd = 1;
+  bool roiF32 = false; // roi given as float32
+};
+
+/// Resize's attributes that decide the taps of each output position.
+struct ResizeMode {
+  std::string mode, coordinates, nearest;
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+};
+
+/// x_original of output position `x` (ONNX reference, _interpolate_1d_with_x:
+/// the output width there is scale * input, a double, not the integer
+/// size); nullopt outside tf_crop_and_resize's crop.
+std::optional<double> sourceCoordinate(const ResizeMode &m,
+                                       const ResizeAxis &a, double x) {
+  double in = static_cast<double>(a.in), width = a.scale * in;
+  const std::string &c = m.coordinates;
+  if (c == "half_pixel")
+    return (x + 0.5) / a.scale - 0.5;
+  if (c == "half_pixel_symmetric") {
+    double adjustment = static_cast<double>(a.out) / width;
+    double offset = in / 2 * (1 - adjustment);
+    return offset + (x + 0.5) / a.scale - 0.5;
+  }
+  if (c == "pytorch_half_pixel")
+    return width == 1 ? -0.5 : (x + 0.5) / a.scale - 0.5;
+  if (c == "align_corners")
+    return width == 1 ? 0.0 : x * (in - 1) / (width - 1);
+  if (c == "asymmetric")
+    return x / a.scale;
+  if (c == "tf_half_pixel_for_nn")
+    return (x + 0.5) / a.scale;
+  // tf_crop_and_resize. The reference computes the float32 roi's span,
+  // the centre of a width of 1 and the start's offset in float32, the
+  // rest in double; ties of nearest rounding depend on it.
+  double span = a.roiEnd - a.roiStart, start = a.roiStart * (in - 1), r;
+  if (a.roiF32) {
+    float spanF = static_cast<float>(a.roiEnd) - static_cast<float>(a.roiStart);
+    float inF = static_cast<float>(a.in - 1);
+    span = spanF;
+    start = static_cast<float>(a.roiStart) * inF;
+    r = width == 1 ? spanF * inF / 2 : x * span * (in - 1) / (width - 1);
+  } else {
+    r = width == 1 ? span * (in - 1) / 2 : x * span * (in - 1) / (width - 1);
+  }
+  r += start;
+  if (!std::isfinite(r) || r < 0 || r > in - 1)
+    return std::nullopt;
+  return r;
+}
+
+/// The taps of source coordinate `xo` on an axis of `in` elements: the `n`
+/// positions nearest to it in the input edge-padded by ceil(n / 2) (ties to
+/// the lower one, ONNX reference _get_neighbor), as clamped source indices
+/// with the mode's coefficients.
+void resizeTaps(const ResizeMode &m, double xo, int64_t in,
+                SmallVectorImpl<int64_t> &index, SmallVectorImpl<double> &weight) {
+  int n = m.mode == "cubic" ? 4 : 2;
+  int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
+  double xp = xo + static_cast<double>(pad);
+  // The n nearest lie within n of floor(xp) clamped into [0, limit).
+  double center = std::floor(std::clamp(xp, -1.0, static_cast<double>(limit)));
+  int64_t c = std::clamp<int64_t>(static_cast<int64_t>(center), 0, limit - 1);
+  SmallVector<int64_t, 16> candidates;
+  for (int64_t i = std::max<int64_t>(0, c - n);
+       i < std::min<int64_t>(limit, c + n + 1); ++i)
+    candidates.push_back(i);
+  llvm::stable_sort(candidates, [&](int64_t a, int64_t b) {
+    double da = std::fabs(xp - static_cast<double>(a));
+    double db = std::fabs(xp - static_cast<double>(b));
+    return da < db || (da == db && a < b);
+  });
+  candidates.resize(n);
+  llvm::sort(candidates);
+
+  double floorX = std::floor(xo);
+  double ratio = xo == floorX ? 1.0 : xo - floorX;
+  SmallVector<double, 4> coeffs;
+  if (m.mode == "linear") {
+    coeffs = {1 - ratio, ratio};
+  } else if (m.mode == "nearest") {
+    bool upper;
+    if (ratio == 1.0 || m.nearest == "ceil")
+      upper = true;
+    else if (m.nearest == "floor")
+      upper = false;
+    else if (m.nearest == "round_prefer_ceil")
+      upper = ratio >= 0.5;
+    else // round_prefer_floor
+      upper = ratio > 0.5;
+    coeffs = {upper ? 0.0 : 1.0, upper ? 1.0 : 0.0};
+  } else {
+    double a = m.cubicA, r1 = ratio + 1, s = 1 - ratio, s1 = s + 1;
+    coeffs = {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a,
+              ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
+              ((a + 2) * s - (a + 3)) * s * s + 1,
+              ((a * s1 - 5 * a) * s1 + 8 * a) * s1 - 4 * a};
+  }
+  if (m.excludeOutside) {
+    double sum = 0;
+    for (auto [i, p] : llvm::enumerate(candidates)) {
+      if (p - pad < 0 || p - pad >= in)
+        coeffs[i] = 0;
+      sum += coeffs[i];
+    }
+    if (sum != 0)
+      for (double &w : coeffs)
+        w /= sum;
+  }
+  for (auto [p, w] : llvm::zip(candidates, coeffs)) {
+    index.push_back(std::clamp<int64_t>(p - pad, 0, in - 1));
+    weight.push_back(w);
+  }
+}
+
+/// `v` resized along one axis: nearest is one Gather of the chosen source
+/// positions; linear and cubic sum, over the taps, a Gather times a
+/// constant weight vector along the axis (taps with all weights 0 are left
+/// out, weights of 1 need no Mul); positions outside tf_crop_and_resize's
+/// crop get weight 0 and extrapolation_value added.
+Value resizeAxis(NodeContext &nc, Value v, const ResizeMode &m,
+                 const ResizeAxis &a, double extrapolation) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  Type element = type.getElementType();
+  int taps = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
+  SmallVector<SmallVector<int64_t>> index(taps);
+  SmallVector<SmallVector<double>> weight(taps);
+  SmallVector<double> outside;
+  bool anyOutside = false;
+  for (int64_t x = 0; x < a.out; ++x) {
+    std::optional<double> xo = sourceCoordinate(m, a, static_cast<double>(x));
+    SmallVector<int64_t, 4> idx;
+    SmallVector<double, 4> w;
+    if (xo) {
+      resizeTaps(m, *xo, a.in, idx, w);
+    } else {
+      idx.assign(m.mode == "cubic" ? 4 : 2, 0);
+      w.assign(idx.size(), 0.0);
+    }
+    outside.push_back(xo ? 0.0 : extrapolation);
+    anyOutside |= !xo;
+    if (m.mode == "nearest") {
+      // The tap whose coefficient is 1.
+      index[0].push_back(w[1] != 0 ? idx[1] : idx[0]);
+      weight[0].push_back(xo ? 1.0 : 0.0);
+      continue;
+    }
+    for (int t = 0; t < taps; ++t) {
+      index[t].push_back(idx[t]);
+      weight[t].push_back(w[t]);
+    }
+  }
+  SmallVector<int64_t> vectorShape = alongAxis(rank, a.axis, a.out);
+  Value sum;
+  for (int t = 0; t < taps; ++t) {
+    bool zeros = llvm::all_of(weight[t], [](double w) { return w == 0; });
+    bool ones = llvm::all_of(weight[t], [](double w) { return w == 1; });
+    // A tap that never counts is skipped, unless no tap counts at all.
+    if (zeros && (sum || t + 1 < taps))
+      continue;
+    Value term = gatherAlong(nc, v, a.axis, index[t]);
+    if (!ones) {
+      Value w = floatConstant(nc, element, weight[t], vectorShape);
+      term = w ? part(nc, "ampc.mul", {term, w}) : Value();
+    }
+    sum = sum ? part(nc, "ampc.add", {sum, term}) : term;
+    if (!sum)
+      return Value();
+  }
+  if (anyOutside && extrapolation != 0) {
+    Value e = floatConstant(nc, element, outside, vectorShape);
+    sum = e ? part(nc, "ampc.add", {sum, e}) : Value();
+  }
+  return sum;
+}
+
+/// `v` as printf's %g writes it, for messages.
+std::string formatNumber(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", v);
+  return buffer;
+}
+
+/// The float values of constant input `i` (empty when the input is absent
+/// or holds no elements).
+FailureOr<SmallVector<double>> constantFloats(NodeContext &nc, size_t i,
+                                              StringRef what) {
+  if (!nc.input(i))
+    return SmallVector<double>();
+  FailureOr<DenseElementsAttr> value = nc.constantInput(i, what);
+  if (failed(value))
+    return failure();
+  if (!isa<FloatType>(value->getElementType()))
+    return nc.error("input " + Twine(i) + " (" + what + ") must be float");
+  SmallVector<double> out;
+  for (Attribute v : value->getValues<Attribute>())
+    out.push_back(cast<FloatAttr>(v).getValueAsDouble());
+  return out;
+}
+
+/// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample
+/// (opset 7: the `scales` attribute; 9: X, scales): nearest, linear or
+/// cubic, one pass per resized axis (resizeAxis), innermost first as
+/// ONNX's reference interpolates. Upsample and Resize-10 take source
+/// positions as `asymmetric` with nearest rounding down (output i reads
+/// input floor(i / scale)).
+FailureOr<Outputs> importResize(NodeContext &nc, bool upsample) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  int64_t rank = in.getRank();
+  bool legacy = upsample || nc.opset < 11;
+
+  ResizeMode m;
+  m.mode = nc.getString("mode", "nearest");
+  if (upsample && m.mode == "bilinear")
+    m.mode = "linear";
+  if (m.mode != "nearest" && m.mode != "linear" &&
+      (legacy || m.mode != "cubic"))
+    return nc.error("'mode' must be nearest, linear" +
+                    Twine(legacy ? "" : " or cubic") + ", got '" + m.mode +
+                    "'");
+  m.coordinates = legacy ? "asymmetric"
+                         : nc.getString("coordinate_transformation_mode",
+                                        "half_pixel");
+  static const char *const kCoordinates[] = {
+      "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+      "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+      "tf_crop_and_resize"};
+  if (!llvm::is_contained(kCoordinates, StringRef(m.coordinates)))
+    return nc.error("'coordinate_transformation_mode' must be half_pixel, "
+                    "half_pixel_symmetric, pytorch_half_pixel, "
+                    "align_corners, asymmetric, tf_half_pixel_for_nn or "
+                    "tf_crop_and_resize, got '" +
+                    m.coordinates + "'");
+  m.nearest = legacy ? "floor" : nc.getString("nearest_mode", "round_prefer_floor");
+  if (m.nearest != "round_prefer_floor" && m.nearest != "round_prefer_ceil" &&
+      m.nearest != "floor" && m.nearest != "ceil")
+    return nc.error("'nearest_mode' must be round_prefer_floor, "
+                    "round_prefer_ceil, floor or ceil, got '" +
+                    m.nearest + "'");
+  m.cubicA = nc.getFloat("cubic_coeff_a", -0.75f);
+  m.excludeOutside = nc.getInt("exclude_outside", 0) != 0;
+  if (nc.getInt("antialias", 0) != 0)
+    return nc.error("'antialias' is not supported (only 0)");
+  if (m.mode != "nearest" && !isa<FloatType>(in.getElementType()))
+    return nc.error("'" + m.mode + "' mode needs float data");
+
+  // The resized axes, in the order scales, sizes and roi list them.
+  SmallVector<int64_t> axes;
+  if (auto given = nc.getInts("axes")) {
+    for (int64_t axis : *given) {
+      std::optional<int64_t> a = ampc::normalizeAxis(axis, rank);
+      if (!a || llvm::is_contained(axes, *a))
+        return nc.error("'axes' " + formatDims(*given) +
+                        " must be distinct axes of the rank-" + Twine(rank) +
+                        " input");
+      axes.push_back(*a);
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  }
+  size_t count = axes.size();
+
+  SmallVector<double> scales;
+  SmallVector<int64_t> sizes;
+  SmallVector<double> roi;
+  bool roiF32 = false;
+  if (upsample && nc.opset < 9) {
+    const auto *attr = nc.attr("scales");
+    if (!attr)
+      return nc.error("attribute 'scales' is required");
+    scales.assign(attr->floats().begin(), attr->floats().end());
+  } else {
+    size_t scalesInput = legacy ? 1 : 2;
+    if (legacy && nc.attr("scales"))
+      return nc.error("'scales' is an input from opset 9, not an attribute");
+    if (!nc.input(scalesInput) && legacy)
+      return nc.error("input " + Twine(scalesInput) + " (scales) is required");
+    FailureOr<SmallVector<double>> s = constantFloats(nc, scalesInput, "scales");
+    if (failed(s))
+      return failure();
+    scales = *s;
+    if (!legacy && nc.input(3)) {
+      FailureOr<SmallVector<int64_t>> z = nc.constantInts(3, "sizes");
+      if (failed(z))
+        return failure();
+      sizes = *z;
+    }
+    if (!legacy && m.coordinates == "tf_crop_and_resize") {
+      FailureOr<SmallVector<double>> r = constantFloats(nc, 1, "roi");
+      if (failed(r))
+        return failure();
+      roi = *r;
+      roiF32 = nc.input(1) && cast<RankedTensorType>(nc.input(1).getType())
+                                  .getElementType()
+                                  .isF32();
+      if (roi.size() != 2 * count)
+        return nc.error("'roi' needs " + Twine(2 * count) +
+                        " values (starts, then ends), got " +
+                        Twine(roi.size()));
+    }
+  }
+  if (scales.empty() == sizes.empty())
+    return nc.error("exactly one of 'scales' and 'sizes' must be given");
+  if (!scales.empty() && scales.size() != count)
+    return nc.error("'scales' has " + Twine(scales.size()) +
+                    " values for " + Twine(count) + " axes");
+  if (!sizes.empty() && sizes.size() != count)
+    return nc.error("'sizes' has " + Twine(sizes.size()) + " values for " +
+                    Twine(count) + " axes");
+
+  // Output sizes and scales: floor(input * scale) from scales; from sizes,
+  // scale = size / input, one common scale under keep_aspect_ratio_policy.
+  std::string policy = nc.getString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return nc.error("'keep_aspect_ratio_policy' must be stretch, not_larger "
+                    "or not_smaller, got '" + policy + "'");
+  SmallVector<ResizeAxis> plan;
+  std::optional<double> common;
+  for (size_t i = 0; i < count; ++i) {
+    ResizeAxis a;
+    a.axis = axes[i];
+    a.in = in.getDimSize(a.axis);
+    if (!roi.empty()) {
+      a.roiStart = roi[i];
+      a.roiEnd = roi[i + count];
+      a.roiF32 = roiF32;
+    }
+    // An empty dim stays empty: floor(0 * scale), or a size of 0.
+    if (!sizes.empty() && !(a.in == 0 && sizes[i] == 0)) {
+      if (a.in == 0)
+        return nc.error("cannot resize the empty dim " + Twine(a.axis) +
+                        " to " + Twine(sizes[i]));
+      if (sizes[i] < 1 || sizes[i] > kMaxComposedAxis)
+        return nc.error("'sizes' value " + Twine(sizes[i]) + " for dim " +
+                        Twine(a.axis) + " must be between 1 and 2^24");
+      double ratio = static_cast<double>(sizes[i]) / static_cast<double>(a.in);
+      common = !common ? ratio
+               : policy == "not_larger" ? std::min(*common, ratio)
+                                        : std::max(*common, ratio);
+    }
+    plan.push_back(a);
+  }
+  for (auto [i, a] : llvm::enumerate(plan)) {
+    double out;
+    if (!sizes.empty()) {
+      if (a.in == 0)
+        continue;
+      a.scale = policy == "stretch"
+                    ? static_cast<double>(sizes[i]) / static_cast<double>(a.in)
+                    : *common;
+      out = policy == "stretch" ? static_cast<double>(sizes[i])
+                                : std::round(*common * static_cast<double>(a.in));
+    } else {
+      a.scale = scales[i];
+      if (!(a.scale > 0) || !std::isfinite(a.scale))
+        return nc.error("'scales' must be positive and finite, got " +
+                        formatNumber(a.scale));
+      if (a.in == 0)
+        continue;
+      out = std::floor(a.scale * static_cast<double>(a.in));
+    }
+    if (!(out >= 1 && out <= static_cast<double>(kMaxComposedAxis)))
+      return nc.error("dim " + Twine(a.axis) + " of " + Twine(a.in) +
+                      " would be resized to " + formatNumber(out) +
+                      " elements; ampc resizes dims to 1 to 2^24 elements");
+    a.out = static_cast<int64_t>(out);
+  }
+
+  Value v = x;
+  double extrapolation = nc.getFloat("extrapolation_value", 0.0f);
+  for (const ResizeAxis &a : llvm::reverse(plan)) {
+    if (a.in == 0 ||
+        (a.in == a.out && a.scale == 1.0 && m.coordinates != "tf_crop_and_resize"))
+      continue;
+    v = resizeAxis(nc, v, m, a, extrapolation);
+    if (!v)
+      return failure();
+  }
+  return Outputs{v};
+}
+FailureOr<Outputs> importResizeOp(NodeContext &nc) {
+  return importResize(nc, /*upsample=*/false);
+}
+FailureOr<Outputs> importUpsample(NodeContext &nc) {
+  return importResize(nc, /*upsample=*/true);
+}
+
+/// ConvTranspose as a Conv: the input with stride - 1 zeros between its
+/// elements and (k - 1) * d - pad zeros around them (a crop where that is
+/// negative, output_padding more at the end), convolved at stride 1 with
+/// the weight transposed per group, (C_in, C_out / g, k...) to (C_out,
+/// C_in / g, k...), and flipped along the kernel axes. Each spatial axis
+/// is one Gather from the input with one zero slice appended, whose
+/// indices say which source element (or the zero) each position holds;
+/// an axis that needs no zeros inside and no crop is padded by the Conv.
+FailureOr<Outputs> importConvTranspose(NodeContext &nc) {
+  Value x = nc.input(0), w = nc.input(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  int64_t rank = xt.getRank();
+  if (rank < 3 || wt.getRank() != rank)
+    return nc.error("X " + formatDims(xt.getShape()) + " and W " +
+                    formatDims(wt.getShape()) +
+                    " must be (N, C, spatial...) and (C, M/group, kernel...)");
+  size_t n = rank - 2;
+  int64_t group = nc.getInt("group", 1);
+  int64_t cin = xt.getDimSize(1), coutPerGroup = wt.getDimSize(1);
+  int64_t cout;
+  if (group < 1 || group > std::max<int64_t>(cin, 1) || cin % group ||
+      wt.getDimSize(0) != cin ||
+      llvm::MulOverflow(group, coutPerGroup, cout))
+    return nc.error("W " + formatDims(wt.getShape()) + " must have the " +
+                    Twine(cin) + " input channels of X, in 'group' " +
+                    Twine(group) + " groups");
+  SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
+  if (auto ks = nc.getInts("kernel_shape"); ks && *ks != kernel)
+    return nc.error("'kernel_shape' " + formatDims(*ks) +
+                    " differs from the weight's spatial shape " +
+                    formatDims(kernel));
+  auto spatial = [&](StringRef name, int64_t dflt, size_t size,
+                     int64_t least) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> v = nc.getInts(name).value_or(
+        SmallVector<int64_t>(size, dflt));
+    if (v.size() != size)
+      return nc.error("'" + name + "' " + formatDims(v) + " must have " +
+                      Twine(size) + " values");
+    for (int64_t e : v)
+      if (e < least || e > kMaxComposedAxis)
+        return nc.error("'" + name + "' " + formatDims(v) +
+                        " values must be between " + Twine(least) +
+                        " and 2^24");
+    return v;
+  };
+  FailureOr<SmallVector<int64_t>> strides = spatial("strides", 1, n, 1);
+  FailureOr<SmallVector<int64_t>> dilations = spatial("dilations", 1, n, 1);
+  FailureOr<SmallVector<int64_t>> outputPadding =
+      spatial("output_padding", 0, n, 0);
+  if (failed(strides) || failed(dilations) || failed(outputPadding))
+    return failure();
+
+  // Pads (begins, then ends), from `pads`, or from the output size that
+  // `output_shape` or auto_pad SAME_* asks for: the total padding is
+  // split evenly, the odd one at the end for SAME_UPPER and at the
+  // beginning otherwise (as ONNX's reference; a negative total extends the
+  // output with zeros).
+  std::string autoPad = nc.getString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return nc.error("'auto_pad' must be NOTSET, VALID, SAME_UPPER or "
+                    "SAME_LOWER, got '" + autoPad + "'");
+  // stride * (in - 1) + output_padding + (k - 1) * dilation + 1 per axis:
+  // every term is at most 2^24 and in is a dim, so __int128 holds it.
+  SmallVector<__int128> full;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    if (in < 1 || kernel[i] < 1)
+      return nc.error("X and W must have non-empty spatial dims");
+    full.push_back(static_cast<__int128>((*strides)[i]) * (in - 1) +
+                   (*outputPadding)[i] +
+                   static_cast<__int128>(kernel[i] - 1) * (*dilations)[i] + 1);
+  }
+  SmallVector<__int128> pads(2 * n, 0);
+  std::optional<SmallVector<int64_t>> outputShape = nc.getInts("output_shape");
+  if (outputShape && outputShape->size() == n + 2)
+    outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    if (outputShape && outputShape->size() != n)
+      return nc.error("'output_shape' " + formatDims(*outputShape) +
+                      " must have " + Twine(n) + " spatial dims");
+    for (size_t i = 0; i < n; ++i) {
+      __int128 out = outputShape
+                         ? static_cast<__int128>((*outputShape)[i])
+                         : static_cast<__int128>(xt.getDimSize(2 + i)) *
+                               (*strides)[i];
+      if (out < 1 || out > kMaxComposedAxis)
+        return nc.error("output dim " + Twine(i) + " must be between 1 and "
+                        "2^24");
+      __int128 total = full[i] - out;
+      // Floor division: a negative total pads the end.
+      __int128 half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? half : total - half;
+      pads[i + n] = upper ? total - half : half;
+    }
+  } else if (autoPad == "NOTSET") {
+    FailureOr<SmallVector<int64_t>> given = spatial("pads", 0, 2 * n, 0);
+    if (failed(given))
+      return failure();
+    for (size_t i = 0; i < 2 * n; ++i)
+      pads[i] = (*given)[i];
+  }
+
+  // The input: per spatial axis, the positions of the dilated, padded
+  // input the stride-1 Conv reads; -1 marks a zero.
+  Value v = x;
+  SmallVector<int64_t> convPads(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t axis = 2 + i, in = xt.getDimSize(axis), s = (*strides)[i];
+    __int128 span = static_cast<__int128>(kernel[i] - 1) * (*dilations)[i];
+    __int128 before = span - pads[i];
+    __int128 after = span - pads[i + n] + (*outputPadding)[i];
+    __int128 length = before + static_cast<__int128>(s) * (in - 1) + 1 + after;
+    if (length - span < 1)
+      return nc.error("spatial dim " + Twine(i) +
+                      " of the output would be empty (pads too large)");
+    if (length > kMaxComposedAxis)
+      return nc.error("spatial dim " + Twine(i) + " of the padded input "
+                      "would have more than 2^24 elements");
+    if (s == 1 && before >= 0 && after >= 0) {
+      convPads[i] = static_cast<int64_t>(before);
+      convPads[i + n] = static_cast<int64_t>(after);
+      continue;
+    }
+    SmallVector<int64_t> indices;
+    bool zero = false;
+    for (int64_t p = 0; p < static_cast<int64_t>(length); ++p) {
+      __int128 u = p - before;
+      bool hit = u >= 0 && u % s == 0 && u / s < in;
+      indices.push_back(hit ? static_cast<int64_t>(u / s) : in);
+      zero |= !hit;
+    }
+    if (zero) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> slab(type.getShape());
+      slab[axis] = 1;
+      auto slabType = type.clone(slab);
+      FailureOr<Outputs> zeros = constant(
+          nc, DenseElementsAttr::get(
+                  slabType, nc.b.getZeroAttr(type.getElementType())));
+      if (failed(zeros))
+        return failure();
+      v = part(nc, "ampc.concat", {v, (*zeros)[0]}, {nc.i64("axis", axis)});
+    }
+    v = gatherAlong(nc, v, axis, indices);
+    if (!v)
+      return failure();
+  }
+
+  // The weight: (C_in, C_out/g, k...) -> (g, C_in/g, C_out/g, k...) ->
+  // (g, C_out/g, C_in/g, k...) -> (C_out, C_in/g, k...), flipped.
+  SmallVector<int64_t> grouped = {group, cin / group, coutPerGroup};
+  grouped.append(kernel);
+  SmallVector<int64_t> perm = {0, 2, 1};
+  SmallVector<int64_t> convWeight = {cout, cin / group};
+  for (size_t i = 0; i < n; ++i) {
+    perm.push_back(3 + i);
+    convWeight.push_back(kernel[i]);
+  }
+  // Swapping C_in/g and C_out/g moves no element when either is 1.
+  Value weight = w;
+  if (cin / group > 1 && coutPerGroup > 1) {
+    weight = reshaped(nc, w, grouped);
+    if (weight)
+      weight = part(nc, "ampc.transpose", weight, {nc.ints("perm", perm)});
+  }
+  if (weight)
+    weight = reshaped(nc, weight, convWeight);
+  for (size_t i = 0; i < n && weight; ++i) {
+    SmallVector<int64_t> reversed;
+    for (int64_t k = kernel[i] - 1; k >= 0; --k)
+      reversed.push_back(k);
+    weight = gatherAlong(nc, weight, 2 + i, reversed);
+  }
+  if (!v || !weight)
+    return failure();
+  SmallVector<Value> operands = {v, weight};
+  if (nc.input(2))
+    operands.push_back(nc.input(2));
+  Value y = part(nc, "ampc.conv", operands,
+                 {nc.ints("strides", SmallVector<int64_t>(n, 1)),
+                  nc.ints("pads", convPads), nc.ints("dilations", *dilations),
+                  nc.i64("group", group)});
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
 /// EyeLike: ones on diagonal `k` of input 0's shape, in `dtype` (default:
 /// the input's type): column - row == k, cast (folded when small).
 FailureOr<Outputs> importEyeLike(NodeContext &nc) {
@@ -2412,6 +3050,11 @@ const std::vector<OpRule> &rules() {
        {{"auto_pad", S}, {"dilations", Is}, {"group", I}, {"kernel_shape", Is},
         {"pads", Is}, {"strides", Is}},
        importConv},
+      {"ConvTranspose", "ampc.conv", 1, 2, 3, 1,
+       {{"auto_pad", S}, {"dilations", Is}, {"group", I}, {"kernel_shape", Is},
+        {"output_padding", Is}, {"output_shape", Is}, {"pads", Is},
+        {"strides", Is}},
+       importConvTranspose},
       {"MaxPool", "ampc.max_pool", 1, 1, 1, 2,
        {{"auto_pad", S}, {"ceil_mode", I}, {"dilations", Is},
         {"kernel_shape", Is}, {"pads", Is}, {"storage_order", I},
@@ -2421,6 +3064,14 @@ const std::vector<OpRule> &rules() {
        {{"auto_pad", S}, {"ceil_mode", I}, {"count_include_pad", I},
         {"dilations", Is}, {"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
        importAveragePool},
+      {"Resize", "ampc.gather", 10, 1, 4, 1,
+       {{"antialias", I}, {"axes", Is}, {"coordinate_transformation_mode", S},
+        {"cubic_coeff_a", F}, {"exclude_outside", I},
+        {"extrapolation_value", F}, {"keep_aspect_ratio_policy", S},
+        {"mode", S}, {"nearest_mode", S}},
+       importResizeOp, {1, 2, 3}},
+      {"Upsample", "ampc.gather", 7, 1, 2, 1, {{"mode", S}, {"scales", Fs}},
+       importUpsample, {1}},
       {"GlobalAveragePool", "ampc.global_average_pool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
       {"GlobalMaxPool", "ampc.reduce_max", 1, 1, 1, 1, {}, importGlobalMaxPool},
       {"Pad", "ampc.gather", 2, 1, 4, 1,
