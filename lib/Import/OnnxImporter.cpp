@@ -28,6 +28,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -2162,6 +2163,249 @@ FailureOr<Outputs> importEinsum(NodeContext &nc) {
   return Outputs{r};
 }
 
+/// CumSum: x with the axis (n elements) spread over a second one,
+/// where(mask, x, 0), reduced over the first: out[j] sums the x[i] whose
+/// mask[i, j] holds, a triangle of index vectors (j - i >= 0; > 0
+/// exclusive; <= 0 / < 0 reverse). ReduceSum is an FP32-output op, so the
+/// sums are in f32 at fp16 and bf16 (as autocast runs CumSum) and exact
+/// for integers; the spread tensor has n times x's elements and is
+/// refused when that is more than --max-tensor-bytes.
+FailureOr<Outputs> importCumSum(NodeContext &nc) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("CumSum needs a tensor of rank 1 or more");
+  FailureOr<SmallVector<int64_t>> axisValue = nc.constantInts(1, "axis");
+  if (failed(axisValue))
+    return failure();
+  if (axisValue->size() != 1)
+    return nc.error("input 1 (axis) must hold one value");
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(axisValue->front(), in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(axisValue->front()) +
+                    " is out of range for rank " + Twine(in.getRank()));
+  int64_t n = in.getDimSize(*axis);
+  SmallVector<int64_t> column(in.getShape()), spread(in.getShape());
+  column.insert(column.begin() + *axis + 1, 1);
+  spread.insert(spread.begin() + *axis + 1, n);
+  std::string problem = ampc::checkTensorSize(
+      in.clone(spread), nc.importer.maxTensorBytes());
+  if (!problem.empty())
+    return nc.error("CumSum along an axis of " + Twine(n) +
+                    " elements spreads the input to " + problem +
+                    " (--max-tensor-bytes)");
+  bool exclusive = nc.getInt("exclusive", 0) != 0;
+  bool reverse = nc.getInt("reverse", 0) != 0;
+  StringRef compare = reverse ? (exclusive ? "ampc.less" : "ampc.less_or_equal")
+                              : (exclusive ? "ampc.greater"
+                                           : "ampc.greater_or_equal");
+  Value offsets = diagonalOffsets(nc, n, n);
+  Value zero64 = scalarOf(nc, nc.b.getI64Type(), 0);
+  Value zero = scalarOf(nc, in.getElementType(), 0);
+  Value mask = part(nc, compare, {offsets, zero64});
+  // (n, n, 1, ...): the two axes, then one for each dimension after them.
+  SmallVector<int64_t> maskShape(in.getRank() - *axis + 1, 1);
+  maskShape[0] = maskShape[1] = n;
+  mask = mask ? reshaped(nc, mask, maskShape) : Value();
+  Value spreadX = part(nc, "ampc.where", {mask, reshaped(nc, x, column), zero});
+  Value r = part(nc, "ampc.reduce_sum", spreadX,
+                 {nc.ints("axes", {*axis}), nc.i64("keepdims", 0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// The int64 index along `axis` of the first (or last) maximum of x:
+/// where(x == reduce_max(x), index, fill) reduced by ReduceMax; the first
+/// index is found as the maximum of negated indices. With `keepDims` the
+/// axis stays (size 1).
+Value maxIndex(NodeContext &nc, Value x, int64_t axis, bool last,
+               bool keepDims) {
+  auto in = cast<RankedTensorType>(x.getType());
+  int64_t n = in.getDimSize(axis);
+  Type i64 = nc.b.getI64Type();
+  Value max = part(nc, "ampc.reduce_max", x,
+                   {nc.ints("axes", {axis}), nc.i64("keepdims", 1)});
+  Value mask = part(nc, "ampc.equal", {x, max});
+  Value index = indexVector(
+      nc, n, alongAxes(in.getRank(), n, axis, -1), i64, last ? 1 : -1);
+  Value fill = scalarOf(nc, i64, last ? -1.0 : -static_cast<double>(n));
+  Value picked = part(nc, "ampc.where", {mask, index, fill});
+  Value r = part(nc, "ampc.reduce_max", picked,
+                 {nc.ints("axes", {axis}), nc.i64("keepdims", keepDims)});
+  return last ? r : part(nc, "ampc.neg", r);
+}
+
+/// ArgMax and ArgMin (int64 indices; no derivative). ArgMin is the ArgMax
+/// of an order-reversing map that cannot overflow: -x for floats, ~x
+/// (all-ones - x) for integers, not x for booleans.
+FailureOr<Outputs> importArgMaxMin(NodeContext &nc, bool min) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("needs a tensor of rank 1 or more");
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", 0), in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", 0)) +
+                    " is out of range for rank " + Twine(in.getRank()));
+  if (in.getDimSize(*axis) == 0)
+    return nc.error("the axis has no elements (no index to return)");
+  if (min) {
+    Type element = in.getElementType();
+    if (element.isInteger(1)) {
+      x = part(nc, "ampc.not", x);
+    } else if (auto integer = dyn_cast<IntegerType>(element)) {
+      auto scalar = RankedTensorType::get({}, element);
+      FailureOr<Outputs> ones = constant(
+          nc, DenseElementsAttr::get(
+                  scalar, nc.b.getIntegerAttr(element, APInt::getAllOnes(
+                                                           integer.getWidth()))));
+      x = failed(ones) ? Value() : part(nc, "ampc.sub", {(*ones)[0], x});
+    } else {
+      x = part(nc, "ampc.neg", x);
+    }
+  }
+  Value r = x ? maxIndex(nc, x, *axis, nc.getInt("select_last_index", 0) != 0,
+                         nc.getInt("keepdims", 1) != 0)
+              : Value();
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+FailureOr<Outputs> importArgMax(NodeContext &nc) {
+  return importArgMaxMin(nc, /*min=*/false);
+}
+FailureOr<Outputs> importArgMin(NodeContext &nc) {
+  return importArgMaxMin(nc, /*min=*/true);
+}
+
+/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere, in x's type
+/// (index == maxIndex, cast). Before opset 13 the input is coerced to 2-D
+/// at `axis` (default 1) and the maximum taken over the second dimension.
+FailureOr<Outputs> importHardmax(NodeContext &nc) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("Hardmax needs a tensor of rank 1 or more");
+  bool coerce = nc.opset < 13;
+  int64_t given = nc.getInt("axis", coerce ? 1 : -1);
+  std::optional<int64_t> axis =
+      coerce ? (given >= -in.getRank() && given <= in.getRank()
+                    ? std::optional<int64_t>(given < 0 ? given + in.getRank()
+                                                       : given)
+                    : std::nullopt)
+             : ampc::normalizeAxis(given, in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(given) + " is out of range for rank " +
+                    Twine(in.getRank()));
+  if (coerce) {
+    // The products are factors of x's element count... unless a dimension
+    // is 0, so check them.
+    std::optional<int64_t> outer =
+        ampc::checkedProduct(in.getShape().take_front(*axis));
+    std::optional<int64_t> inner =
+        ampc::checkedProduct(in.getShape().drop_front(*axis));
+    if (!outer || !inner)
+      return nc.error("the 2-D view of " + formatDims(in.getShape()) +
+                      " has a dimension of more than 2^63 elements");
+    x = reshaped(nc, x, {*outer, *inner});
+  }
+  int64_t along = coerce ? 1 : *axis;
+  auto view = cast<RankedTensorType>(x.getType());
+  int64_t n = view.getDimSize(along);
+  if (n == 0)
+    return Outputs{part(nc, "ampc.identity", nc.input(0))};
+  Value first = maxIndex(nc, x, along, /*last=*/false, /*keepDims=*/true);
+  Value index = indexVector(nc, n, alongAxes(view.getRank(), n, along),
+                            nc.b.getI64Type());
+  Value hit = part(nc, "ampc.equal", {index, first});
+  Value r = part(nc, "ampc.cast", hit, {}, view);
+  if (r && coerce)
+    r = reshaped(nc, r, in.getShape());
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// OneHot: where(unsqueeze(indices, axis) == index vector, on, off), the
+/// values [off, on] sliced from input 2. Negative indices count from
+/// `depth` (input 1, a constant; truncated when a float); others outside
+/// [-depth, depth) match nothing. Float indices are compared in f64,
+/// integer ones in int64, both exact.
+FailureOr<Outputs> importOneHot(NodeContext &nc) {
+  Value indices = nc.input(0), values = nc.input(2);
+  auto in = cast<RankedTensorType>(indices.getType());
+  auto valuesType = cast<RankedTensorType>(values.getType());
+  if (valuesType.getRank() != 1 || valuesType.getDimSize(0) != 2)
+    return nc.error("input 2 (values) must be [off_value, on_value], got " +
+                    formatDims(valuesType.getShape()));
+  FailureOr<DenseElementsAttr> depthValue = nc.constantInput(1, "depth");
+  if (failed(depthValue))
+    return failure();
+  if (depthValue->getNumElements() != 1)
+    return nc.error("input 1 (depth) must hold one value");
+  double depthNumber;
+  if (isa<FloatType>(depthValue->getElementType()))
+    depthNumber = std::trunc(
+        (*depthValue->getValues<APFloat>().begin()).convertToDouble());
+  else if (depthValue->getElementType().isUnsignedInteger())
+    depthNumber = static_cast<double>(
+        (*depthValue->getValues<APInt>().begin()).getZExtValue());
+  else
+    depthNumber = static_cast<double>(
+        (*depthValue->getValues<APInt>().begin()).getSExtValue());
+  int64_t rank = in.getRank() + 1;
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", -1), rank);
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", -1)) +
+                    " is out of range for rank " + Twine(rank));
+  // A depth beyond 2^53 is not exact as a double nor a size of a tensor
+  // ampc makes (the size check below refuses far less).
+  if (!(depthNumber >= 1 && depthNumber <= 9007199254740992.0))
+    return nc.error("depth " + llvm::formatv("{0:g}", depthNumber).str() +
+                    " must be between 1 and 2^53");
+  int64_t depth = static_cast<int64_t>(depthNumber);
+  SmallVector<int64_t> shape(in.getShape()), unsqueezed(in.getShape());
+  shape.insert(shape.begin() + *axis, depth);
+  unsqueezed.insert(unsqueezed.begin() + *axis, 1);
+  std::string problem =
+      ampc::checkTensorSize(valuesType.clone(shape), nc.importer.maxTensorBytes());
+  if (problem.empty())
+    problem = ampc::checkTensorSize(
+        RankedTensorType::get({depth}, nc.b.getI64Type()),
+        nc.importer.maxTensorBytes());
+  if (!problem.empty())
+    return nc.error("depth " + Twine(depth) + ": " + problem +
+                    " (--max-tensor-bytes)");
+  Type compare = isa<FloatType>(in.getElementType())
+                     ? Type(nc.b.getF64Type())
+                     : Type(nc.b.getI64Type());
+  Value wide = part(nc, "ampc.cast", indices, {}, in.clone(compare));
+  Value zero = scalarOf(nc, compare, 0);
+  Value depthScalar = scalarOf(nc, compare, static_cast<double>(depth));
+  Value negative = part(nc, "ampc.less", {wide, zero});
+  Value wrapped = part(nc, "ampc.where",
+                       {negative, part(nc, "ampc.add", {wide, depthScalar}),
+                        wide});
+  wrapped = wrapped ? reshaped(nc, wrapped, unsqueezed) : Value();
+  Value index =
+      indexVector(nc, depth, alongAxes(rank, depth, *axis), compare);
+  Value hit = part(nc, "ampc.equal", {wrapped, index});
+  auto pick = [&](int64_t at) -> Value {
+    Value v = part(nc, "ampc.slice", values,
+                   {nc.ints("starts", {at}), nc.ints("ends", {at + 1}),
+                    nc.ints("axes", {0}), nc.ints("steps", {1})});
+    return v ? reshaped(nc, v, {}) : Value();
+  };
+  Value r = part(nc, "ampc.where", {hit, pick(1), pick(0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
 FailureOr<Outputs> importShape(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
   if (nc.attr("end"))
@@ -2446,6 +2690,7 @@ const std::vector<OpRule> &rules() {
       {"GlobalAveragePool", "ampc.global_average_pool", 1, 1, 1, 1, {}, simple<kGlobalAveragePool>},
       {"Softmax", "ampc.softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
       {"LogSoftmax", "ampc.log_softmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
+      {"Hardmax", "ampc.equal", 1, 1, 1, 1, {{"axis", I}}, importHardmax},
       {"LayerNormalization", "ampc.layer_normalization", 17, 2, 3, 3,
        {{"axis", I}, {"epsilon", F}, {"stash_type", I}},
        importLayerNormalization},
@@ -2462,6 +2707,7 @@ const std::vector<OpRule> &rules() {
       {"Concat", "ampc.concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
       {"Slice", "ampc.slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
       {"Gather", "ampc.gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
+      {"OneHot", "ampc.where", 9, 3, 3, 1, {{"axis", I}}, importOneHot, {1}},
       {"ReduceMean", "ampc.reduce_mean", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceMean, {1}},
@@ -2471,6 +2717,12 @@ const std::vector<OpRule> &rules() {
       {"ReduceSum", "ampc.reduce_sum", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceSum, {1}},
+      {"CumSum", "ampc.reduce_sum", 11, 2, 2, 1,
+       {{"exclusive", I}, {"reverse", I}}, importCumSum, {1}},
+      {"ArgMax", "ampc.equal", 1, 1, 1, 1,
+       {{"axis", I}, {"keepdims", I}, {"select_last_index", I}}, importArgMax},
+      {"ArgMin", "ampc.equal", 1, 1, 1, 1,
+       {{"axis", I}, {"keepdims", I}, {"select_last_index", I}}, importArgMin},
       {"Shape", "ampc.shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
       {"ConstantOfShape", "ampc.constant", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
       {"Range", "ampc.constant", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},
