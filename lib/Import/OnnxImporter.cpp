@@ -2167,9 +2167,9 @@ FailureOr<Outputs> importEinsum(NodeContext &nc) {
 /// where(mask, x, 0), reduced over the first: out[j] sums the x[i] whose
 /// mask[i, j] holds, a triangle of index vectors (j - i >= 0; > 0
 /// exclusive; <= 0 / < 0 reverse). ReduceSum is an FP32-output op, so the
-/// sums are in f32 at fp16 and bf16 (as autocast runs CumSum) and exact
-/// for integers; the spread tensor has n times x's elements and is
-/// refused when that is more than --max-tensor-bytes.
+/// sums are in f32 at fp16 and bf16 (as autocast runs CumSum); the spread
+/// tensor has n times x's elements and is refused when that is more than
+/// --max-tensor-bytes.
 FailureOr<Outputs> importCumSum(NodeContext &nc) {
   Value x = nc.input(0);
   auto in = cast<RankedTensorType>(x.getType());
@@ -2200,37 +2200,52 @@ FailureOr<Outputs> importCumSum(NodeContext &nc) {
   StringRef compare = reverse ? (exclusive ? "ampc.less" : "ampc.less_or_equal")
                               : (exclusive ? "ampc.greater"
                                            : "ampc.greater_or_equal");
+  // Integers are summed in f64 (exact up to 2^53) and cast back: ampc's
+  // reductions accumulate integers in f32.
+  bool integer = !isa<FloatType>(in.getElementType());
+  Type element = integer ? Type(nc.b.getF64Type()) : in.getElementType();
+  if (integer)
+    x = part(nc, "ampc.cast", x, {}, in.clone(element));
   Value offsets = diagonalOffsets(nc, n, n);
   Value zero64 = scalarOf(nc, nc.b.getI64Type(), 0);
-  Value zero = scalarOf(nc, in.getElementType(), 0);
+  Value zero = scalarOf(nc, element, 0);
   Value mask = part(nc, compare, {offsets, zero64});
   // (n, n, 1, ...): the two axes, then one for each dimension after them.
   SmallVector<int64_t> maskShape(in.getRank() - *axis + 1, 1);
   maskShape[0] = maskShape[1] = n;
   mask = mask ? reshaped(nc, mask, maskShape) : Value();
-  Value spreadX = part(nc, "ampc.where", {mask, reshaped(nc, x, column), zero});
+  Value spreadX =
+      x ? part(nc, "ampc.where", {mask, reshaped(nc, x, column), zero})
+        : Value();
   Value r = part(nc, "ampc.reduce_sum", spreadX,
                  {nc.ints("axes", {*axis}), nc.i64("keepdims", 0)});
+  if (r && integer)
+    r = part(nc, "ampc.cast", r, {}, in);
   if (!r)
     return failure();
   return Outputs{r};
 }
 
-/// The int64 index along `axis` of the first (or last) maximum of x:
+/// The index along `axis` of the first (or last) maximum of x, as f64:
 /// where(x == reduce_max(x), index, fill) reduced by ReduceMax; the first
-/// index is found as the maximum of negated indices. With `keepDims` the
-/// axis stays (size 1).
+/// index is found as the maximum of negated indices. Integer and boolean
+/// data are compared in f64 (exact up to 2^53; ampc's reductions
+/// accumulate integers in f32), and the indices are f64 so that their
+/// reduction is exact for any axis. With `keepDims` the axis stays (size
+/// 1).
 Value maxIndex(NodeContext &nc, Value x, int64_t axis, bool last,
                bool keepDims) {
   auto in = cast<RankedTensorType>(x.getType());
   int64_t n = in.getDimSize(axis);
-  Type i64 = nc.b.getI64Type();
+  Type f64 = nc.b.getF64Type();
+  if (!isa<FloatType>(in.getElementType()))
+    x = part(nc, "ampc.cast", x, {}, in.clone(f64));
   Value max = part(nc, "ampc.reduce_max", x,
                    {nc.ints("axes", {axis}), nc.i64("keepdims", 1)});
   Value mask = part(nc, "ampc.equal", {x, max});
-  Value index = indexVector(
-      nc, n, alongAxes(in.getRank(), n, axis, -1), i64, last ? 1 : -1);
-  Value fill = scalarOf(nc, i64, last ? -1.0 : -static_cast<double>(n));
+  Value index = indexVector(nc, n, alongAxes(in.getRank(), n, axis), f64,
+                            last ? 1 : -1);
+  Value fill = scalarOf(nc, f64, last ? -1.0 : -static_cast<double>(n));
   Value picked = part(nc, "ampc.where", {mask, index, fill});
   Value r = part(nc, "ampc.reduce_max", picked,
                  {nc.ints("axes", {axis}), nc.i64("keepdims", keepDims)});
@@ -2238,8 +2253,8 @@ Value maxIndex(NodeContext &nc, Value x, int64_t axis, bool last,
 }
 
 /// ArgMax and ArgMin (int64 indices; no derivative). ArgMin is the ArgMax
-/// of an order-reversing map that cannot overflow: -x for floats, ~x
-/// (all-ones - x) for integers, not x for booleans.
+/// of -x, integer and boolean data first cast to f64 (where negation
+/// cannot overflow).
 FailureOr<Outputs> importArgMaxMin(NodeContext &nc, bool min) {
   Value x = nc.input(0);
   auto in = cast<RankedTensorType>(x.getType());
@@ -2253,23 +2268,16 @@ FailureOr<Outputs> importArgMaxMin(NodeContext &nc, bool min) {
   if (in.getDimSize(*axis) == 0)
     return nc.error("the axis has no elements (no index to return)");
   if (min) {
-    Type element = in.getElementType();
-    if (element.isInteger(1)) {
-      x = part(nc, "ampc.not", x);
-    } else if (auto integer = dyn_cast<IntegerType>(element)) {
-      auto scalar = RankedTensorType::get({}, element);
-      FailureOr<Outputs> ones = constant(
-          nc, DenseElementsAttr::get(
-                  scalar, nc.b.getIntegerAttr(element, APInt::getAllOnes(
-                                                           integer.getWidth()))));
-      x = failed(ones) ? Value() : part(nc, "ampc.sub", {(*ones)[0], x});
-    } else {
-      x = part(nc, "ampc.neg", x);
-    }
+    if (!isa<FloatType>(in.getElementType()))
+      x = part(nc, "ampc.cast", x, {}, in.clone(nc.b.getF64Type()));
+    x = part(nc, "ampc.neg", x);
   }
   Value r = x ? maxIndex(nc, x, *axis, nc.getInt("select_last_index", 0) != 0,
                          nc.getInt("keepdims", 1) != 0)
               : Value();
+  if (r)
+    r = part(nc, "ampc.cast", r, {},
+             cast<RankedTensorType>(r.getType()).clone(nc.b.getI64Type()));
   if (!r)
     return failure();
   return Outputs{r};
@@ -2319,7 +2327,7 @@ FailureOr<Outputs> importHardmax(NodeContext &nc) {
     return Outputs{part(nc, "ampc.identity", nc.input(0))};
   Value first = maxIndex(nc, x, along, /*last=*/false, /*keepDims=*/true);
   Value index = indexVector(nc, n, alongAxes(view.getRank(), n, along),
-                            nc.b.getI64Type());
+                            nc.b.getF64Type());
   Value hit = part(nc, "ampc.equal", {index, first});
   Value r = part(nc, "ampc.cast", hit, {}, view);
   if (r && coerce)
