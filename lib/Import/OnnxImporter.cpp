@@ -28,7 +28,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -1989,7 +1988,7 @@ FailureOr<Outputs> importEinsum(NodeContext &nc) {
   lhs.split(termTexts, ',');
   if (termTexts.size() != nc.inputs.size())
     return nc.error("equation '" + equation + "' has " +
-                    Twine(termTexts.size()) + " operand terms for " +
+                    Twine(termTexts.size()) + " operand term(s) for " +
                     Twine(nc.inputs.size()) + " inputs");
 
   // Each term's letters, checked against its operand's rank; the widest
@@ -2193,8 +2192,8 @@ FailureOr<Outputs> importCumSum(NodeContext &nc) {
       in.clone(spread), nc.importer.maxTensorBytes());
   if (!problem.empty())
     return nc.error("CumSum along an axis of " + Twine(n) +
-                    " elements spreads the input to " + problem +
-                    " (--max-tensor-bytes)");
+                    " elements spreads the input over a second such axis, "
+                    "and " + problem + " (--max-tensor-bytes)");
   bool exclusive = nc.getInt("exclusive", 0) != 0;
   bool reverse = nc.getInt("reverse", 0) != 0;
   StringRef compare = reverse ? (exclusive ? "ampc.less" : "ampc.less_or_equal")
@@ -2355,15 +2354,18 @@ FailureOr<Outputs> importOneHot(NodeContext &nc) {
   if (depthValue->getNumElements() != 1)
     return nc.error("input 1 (depth) must hold one value");
   double depthNumber;
-  if (isa<FloatType>(depthValue->getElementType()))
-    depthNumber = std::trunc(
-        (*depthValue->getValues<APFloat>().begin()).convertToDouble());
-  else if (depthValue->getElementType().isUnsignedInteger())
-    depthNumber = static_cast<double>(
-        (*depthValue->getValues<APInt>().begin()).getZExtValue());
-  else
-    depthNumber = static_cast<double>(
-        (*depthValue->getValues<APInt>().begin()).getSExtValue());
+  SmallString<32> depthText;
+  if (isa<FloatType>(depthValue->getElementType())) {
+    APFloat v = *depthValue->getValues<APFloat>().begin();
+    v.toString(depthText);
+    depthNumber = std::trunc(v.convertToDouble());
+  } else {
+    APInt v = *depthValue->getValues<APInt>().begin();
+    bool isSigned = !depthValue->getElementType().isUnsignedInteger();
+    v.toString(depthText, 10, isSigned);
+    depthNumber = isSigned ? static_cast<double>(v.getSExtValue())
+                           : static_cast<double>(v.getZExtValue());
+  }
   int64_t rank = in.getRank() + 1;
   std::optional<int64_t> axis =
       ampc::normalizeAxis(nc.getInt("axis", -1), rank);
@@ -2373,8 +2375,8 @@ FailureOr<Outputs> importOneHot(NodeContext &nc) {
   // A depth beyond 2^53 is not exact as a double nor a size of a tensor
   // ampc makes (the size check below refuses far less).
   if (!(depthNumber >= 1 && depthNumber <= 9007199254740992.0))
-    return nc.error("depth " + llvm::formatv("{0:g}", depthNumber).str() +
-                    " must be between 1 and 2^53");
+    return nc.error("depth " + depthText +
+                    " must be between 1 and 2^53 (truncated to an integer)");
   int64_t depth = static_cast<int64_t>(depthNumber);
   SmallVector<int64_t> shape(in.getShape()), unsqueezed(in.getShape());
   shape.insert(shape.begin() + *axis, depth);
