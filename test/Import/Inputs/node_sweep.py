@@ -27,7 +27,7 @@ COMPILE_TIME_OPERANDS = {
     "Dropout": {1, 2}, "Range": {0, 1, 2}, "ConstantOfShape": {0},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
     "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceMin": {1},
-    "Trilu": {1}, "Split": {1}, "Tile": {1},
+    "Trilu": {1}, "Split": {1}, "Tile": {1}, "CumSum": {1}, "OneHot": {1},
 }
 
 SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",
