@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <queue>
 #include <set>
 #include <exception>
@@ -1519,6 +1520,46 @@ Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols) {
   return part(nc, "ampc.sub", {col, row});
 }
 
+/// `v` transposed by `perm` (itself when `perm` is the identity).
+Value transposed(NodeContext &nc, Value v, ArrayRef<int64_t> perm) {
+  if (!v || llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return v;
+  return part(nc, "ampc.transpose", v, {nc.ints("perm", perm)});
+}
+
+/// The int64 (or, for a float `element`, f64) constant 0, step, 2 step, ...
+/// of `n` elements, shaped `shape` (n elements in all).
+Value indexVector(NodeContext &nc, int64_t n, ArrayRef<int64_t> shape,
+                  Type element, int64_t step = 1) {
+  auto type = RankedTensorType::get(shape, element);
+  DenseElementsAttr value;
+  if (isa<FloatType>(element)) {
+    SmallVector<double> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = static_cast<double>(i * step);
+    value = DenseElementsAttr::get(type, ArrayRef<double>(values));
+  } else {
+    SmallVector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = i * step;
+    value = DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
+  }
+  FailureOr<Outputs> c = constant(nc, value);
+  return failed(c) ? Value() : (*c)[0];
+}
+
+/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
+/// given): a vector along `axis` that broadcasts against a tensor of rank
+/// `rank`.
+SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
+                               int64_t axis2 = -1) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = n;
+  if (axis2 >= 0)
+    shape[axis2] = n;
+  return shape;
+}
+
 /// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and
 /// ReduceMin: ReduceSum (ReduceMax for Min) of an elementwise function of
 /// the input, then one of the result. LogSumExp subtracts the maximum
@@ -2780,6 +2821,591 @@ FailureOr<Outputs> importLRN(NodeContext &nc) {
   return Outputs{y};
 }
 
+/// Einsum labels: a letter is its character code; the k-th of the
+/// dimensions that "..." stands for, counted over the widest "..." (numpy
+/// aligns them from the right and broadcasts them), is kEllipsisLabel + k.
+constexpr int kEllipsisLabel = 256;
+
+std::string einsumLabelName(int label) {
+  if (label < kEllipsisLabel)
+    return std::string("'") + static_cast<char>(label) + "'";
+  return "'...' dimension " + std::to_string(label - kEllipsisLabel);
+}
+
+/// One term of an Einsum equation as letters, with '.' for its "..." (at
+/// most one).
+FailureOr<std::string> einsumTerm(NodeContext &nc, StringRef equation,
+                                  StringRef term) {
+  std::string letters;
+  bool ellipsis = false;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (llvm::isAlpha(term[i])) {
+      letters += term[i];
+      continue;
+    }
+    if (!ellipsis && term.substr(i).starts_with("...")) {
+      ellipsis = true;
+      letters += '.';
+      i += 2;
+      continue;
+    }
+    return nc.error("equation '" + equation + "': term '" + term +
+                    "' must be letters and at most one '...'");
+  }
+  return letters;
+}
+
+/// A tensor with one Einsum label per dimension.
+struct Labeled {
+  Value value;
+  SmallVector<int> labels;
+};
+
+/// `t` summed over the labels `keep` rejects, which are dropped.
+void einsumSumOut(NodeContext &nc, Labeled &t,
+                  llvm::function_ref<bool(int)> keep) {
+  SmallVector<int64_t> axes;
+  SmallVector<int> kept;
+  for (auto [i, l] : llvm::enumerate(t.labels)) {
+    if (keep(l))
+      kept.push_back(l);
+    else
+      axes.push_back(i);
+  }
+  if (axes.empty() || !t.value)
+    return;
+  t.value = part(nc, "ampc.reduce_sum", t.value,
+                 {nc.ints("axes", axes), nc.i64("keepdims", 0)});
+  t.labels = kept;
+}
+
+/// The contraction of `a` and `b` keeping the labels in `keep` (the
+/// output's and those of the operands still to come): labels of one
+/// operand only that are not kept are summed first; the rest are batch
+/// (both, kept), contracted (both, not kept) or free (one). Each operand
+/// is transposed to (batch, free, contracted) / (batch, contracted, free)
+/// and reshaped to 3-D for one batched ampc.matmul, whose result is
+/// reshaped to (batch..., free of a..., free of b...). A null value after
+/// an error.
+Labeled einsumContract(NodeContext &nc, Labeled a, Labeled b,
+                       const std::set<int> &keep) {
+  auto has = [](const Labeled &t, int l) {
+    return llvm::is_contained(t.labels, l);
+  };
+  einsumSumOut(nc, a, [&](int l) { return has(b, l) || keep.count(l); });
+  einsumSumOut(nc, b, [&](int l) { return has(a, l) || keep.count(l); });
+  if (!a.value || !b.value)
+    return {};
+  SmallVector<int> batch, contracted, freeA, freeB;
+  for (int l : a.labels) {
+    if (!has(b, l))
+      freeA.push_back(l);
+    else if (keep.count(l))
+      batch.push_back(l);
+    else
+      contracted.push_back(l);
+  }
+  for (int l : b.labels)
+    if (!has(a, l))
+      freeB.push_back(l);
+  // Positions and the size product of `groups` of labels of `t`.
+  auto layout = [](const Labeled &t, ArrayRef<ArrayRef<int>> groups,
+                   SmallVectorImpl<int64_t> &perm,
+                   SmallVectorImpl<int64_t> &sizes) {
+    auto shape = cast<RankedTensorType>(t.value.getType()).getShape();
+    for (ArrayRef<int> group : groups) {
+      int64_t size = 1;
+      for (int l : group) {
+        int64_t at = llvm::find(t.labels, l) - t.labels.begin();
+        perm.push_back(at);
+        size *= shape[at]; // a factor of t's element count: no overflow
+      }
+      sizes.push_back(size);
+    }
+  };
+  SmallVector<int64_t> permA, shapeA, permB, shapeB;
+  layout(a, {batch, freeA, contracted}, permA, shapeA);
+  layout(b, {batch, contracted, freeB}, permB, shapeB);
+  // The result's dimensions: batch and free ones, whose product (unlike
+  // the operands') may overflow.
+  SmallVector<int64_t> dims;
+  auto typeA = cast<RankedTensorType>(a.value.getType());
+  auto typeB = cast<RankedTensorType>(b.value.getType());
+  for (int64_t p : ArrayRef<int64_t>(permA).take_front(batch.size() +
+                                                       freeA.size()))
+    dims.push_back(typeA.getDimSize(p));
+  for (int64_t p : ArrayRef<int64_t>(permB).take_back(freeB.size()))
+    dims.push_back(typeB.getDimSize(p));
+  if (!ampc::checkedProduct(dims)) {
+    (void)nc.error("the contraction's result " + formatDims(dims) +
+                   " has more than 2^63 elements");
+    return {};
+  }
+  Value lhs = transposed(nc, a.value, permA);
+  Value rhs = transposed(nc, b.value, permB);
+  lhs = lhs ? reshaped(nc, lhs, shapeA) : Value();
+  rhs = rhs ? reshaped(nc, rhs, shapeB) : Value();
+  Value product = part(nc, "ampc.matmul", {lhs, rhs});
+  Labeled result;
+  result.value = product ? reshaped(nc, product, dims) : Value();
+  llvm::append_range(result.labels, batch);
+  llvm::append_range(result.labels, freeA);
+  llvm::append_range(result.labels, freeB);
+  return result;
+}
+
+/// Einsum: the equation's labels (an implicit output: the letters used
+/// once, in ASCII order, after the "..." dimensions). Each operand first
+/// takes the diagonal of a repeated label (the two dimensions made
+/// adjacent, merged, and sliced with a step of n + 1) and drops the
+/// size-1 dimensions of labels another operand broadcasts. Operands are
+/// then contracted pairwise from the left with batched matmuls
+/// (einsumContract); what is left is summed over the labels not in the
+/// output and transposed to the output's order.
+FailureOr<Outputs> importEinsum(NodeContext &nc) {
+  if (!nc.attr("equation"))
+    return nc.error("attribute 'equation' is required");
+  std::string text;
+  for (char c : nc.getString("equation", ""))
+    if (!llvm::isSpace(c))
+      text += c;
+  StringRef equation(text);
+  bool explicitOutput = equation.contains("->");
+  auto [lhs, rhs] = equation.split("->");
+  if (rhs.contains("->"))
+    return nc.error("equation '" + equation + "' has more than one '->'");
+  SmallVector<StringRef> termTexts;
+  lhs.split(termTexts, ',');
+  if (termTexts.size() != nc.inputs.size())
+    return nc.error("equation '" + equation + "' has " +
+                    Twine(termTexts.size()) + " operand term(s) for " +
+                    Twine(nc.inputs.size()) + " inputs");
+
+  // Each term's letters, checked against its operand's rank; the widest
+  // "..." decides how many ellipsis labels there are.
+  SmallVector<std::string> terms;
+  SmallVector<int64_t> ellipsisRanks;
+  int64_t widest = 0;
+  for (auto [k, termText] : llvm::enumerate(termTexts)) {
+    FailureOr<std::string> term = einsumTerm(nc, equation, termText);
+    if (failed(term))
+      return failure();
+    int64_t rank = cast<RankedTensorType>(nc.input(k).getType()).getRank();
+    bool ellipsis = StringRef(*term).contains('.');
+    int64_t letters = static_cast<int64_t>(term->size()) - ellipsis;
+    if (ellipsis ? letters > rank : letters != rank)
+      return nc.error("equation '" + equation + "': term '" + termText +
+                      "' has " + Twine(letters) + " labels for input " +
+                      Twine(k) + " of rank " + Twine(rank));
+    ellipsisRanks.push_back(ellipsis ? rank - letters : 0);
+    widest = std::max(widest, ellipsisRanks.back());
+    terms.push_back(std::move(*term));
+  }
+  SmallVector<Labeled> operands;
+  for (auto [k, term] : llvm::enumerate(terms)) {
+    Labeled t{nc.input(k), {}};
+    for (char c : term) {
+      if (c != '.') {
+        t.labels.push_back(c);
+        continue;
+      }
+      for (int64_t j = widest - ellipsisRanks[k]; j < widest; ++j)
+        t.labels.push_back(kEllipsisLabel + static_cast<int>(j));
+    }
+    operands.push_back(std::move(t));
+  }
+  auto inInputs = [&](int l) {
+    return llvm::any_of(operands, [&](const Labeled &t) {
+      return llvm::is_contained(t.labels, l);
+    });
+  };
+  SmallVector<int> output;
+  if (explicitOutput) {
+    FailureOr<std::string> term = einsumTerm(nc, equation, rhs);
+    if (failed(term))
+      return failure();
+    for (char c : *term) {
+      if (c == '.') {
+        for (int64_t j = 0; j < widest; ++j)
+          output.push_back(kEllipsisLabel + static_cast<int>(j));
+        continue;
+      }
+      if (llvm::is_contained(output, c))
+        return nc.error("equation '" + equation + "': output label '" +
+                        Twine(c) + "' appears twice");
+      if (!inInputs(c))
+        return nc.error("equation '" + equation + "': output label '" +
+                        Twine(c) + "' is in no input");
+      output.push_back(c);
+    }
+  } else {
+    for (int64_t j = 0; j < widest; ++j)
+      output.push_back(kEllipsisLabel + static_cast<int>(j));
+    std::map<char, int> uses; // ordered: ASCII order
+    for (const std::string &term : terms)
+      for (char c : term)
+        if (c != '.')
+          ++uses[c];
+    for (auto [c, n] : uses)
+      if (n == 1)
+        output.push_back(c);
+  }
+
+  // Each label's size: equal wherever it appears, or 1 (broadcast).
+  llvm::DenseMap<int, int64_t> sizes;
+  for (const Labeled &t : operands) {
+    auto shape = cast<RankedTensorType>(t.value.getType()).getShape();
+    for (auto [l, d] : llvm::zip(t.labels, shape)) {
+      auto [it, inserted] = sizes.try_emplace(l, d);
+      if (inserted || it->second == d || d == 1)
+        continue;
+      if (it->second != 1)
+        return nc.error("equation '" + equation + "': label " +
+                        einsumLabelName(l) + " has sizes " +
+                        Twine(it->second) + " and " + Twine(d));
+      it->second = d;
+    }
+  }
+
+  for (auto [k, t] : llvm::enumerate(operands)) {
+    // A repeated label takes the diagonal: its second dimension moved next
+    // to the first, the two merged into n * n and every (n + 1)-th kept.
+    for (size_t p = 0; p < t.labels.size(); ++p) {
+      for (size_t q = p + 1; q < t.labels.size();) {
+        if (t.labels[q] != t.labels[p]) {
+          ++q;
+          continue;
+        }
+        auto type = cast<RankedTensorType>(t.value.getType());
+        int64_t n = type.getDimSize(p);
+        if (type.getDimSize(q) != n)
+          return nc.error("equation '" + equation + "': label " +
+                          einsumLabelName(t.labels[p]) + " repeats in term '" +
+                          termTexts[k] + "' with sizes " + Twine(n) + " and " +
+                          Twine(type.getDimSize(q)));
+        std::optional<int64_t> square = ampc::checkedProduct({n, n});
+        if (!square)
+          return nc.error("equation '" + equation + "': the diagonal of " +
+                          einsumLabelName(t.labels[p]) + " (size " + Twine(n) +
+                          ") has more than 2^63 elements");
+        SmallVector<int64_t> perm, merged;
+        for (int64_t i = 0; i < type.getRank(); ++i)
+          if (i != static_cast<int64_t>(q))
+            perm.push_back(i);
+        perm.insert(perm.begin() + p + 1, q);
+        for (int64_t i : perm)
+          if (i != static_cast<int64_t>(q))
+            merged.push_back(i == static_cast<int64_t>(p)
+                                 ? *square
+                                 : type.getDimSize(i));
+        Value v = transposed(nc, t.value, perm);
+        v = v ? reshaped(nc, v, merged) : Value();
+        v = part(nc, "ampc.slice", v,
+                 {nc.ints("starts", {0}), nc.ints("ends", {*square}),
+                  nc.ints("axes", {static_cast<int64_t>(p)}),
+                  nc.ints("steps", {n + 1})});
+        if (!v)
+          return failure();
+        t.value = v;
+        t.labels.erase(t.labels.begin() + q);
+      }
+    }
+    // A size-1 dimension of a label another operand has larger is not
+    // summed over or kept: the operand does not vary along it.
+    auto shape = cast<RankedTensorType>(t.value.getType()).getShape();
+    SmallVector<int64_t> squeezed;
+    SmallVector<int> labels;
+    for (auto [l, d] : llvm::zip(t.labels, shape)) {
+      if (d == 1 && sizes.lookup(l) != 1)
+        continue;
+      squeezed.push_back(d);
+      labels.push_back(l);
+    }
+    if (labels.size() != t.labels.size()) {
+      t.value = reshaped(nc, t.value, squeezed);
+      t.labels = labels;
+      if (!t.value)
+        return failure();
+    }
+  }
+
+  Labeled result = operands.front();
+  for (size_t k = 1; k < operands.size(); ++k) {
+    std::set<int> keep(output.begin(), output.end());
+    for (size_t j = k + 1; j < operands.size(); ++j)
+      keep.insert(operands[j].labels.begin(), operands[j].labels.end());
+    result = einsumContract(nc, result, operands[k], keep);
+    if (!result.value)
+      return failure();
+  }
+  einsumSumOut(nc, result,
+               [&](int l) { return llvm::is_contained(output, l); });
+  SmallVector<int64_t> perm;
+  for (int l : output)
+    perm.push_back(llvm::find(result.labels, l) - result.labels.begin());
+  Value r = result.value ? transposed(nc, result.value, perm) : Value();
+  // An equation that changes nothing ("ij->ij") is still a node of its own.
+  if (r && r == nc.input(0))
+    r = part(nc, "ampc.identity", r);
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// CumSum: x with the axis (n elements) spread over a second one,
+/// where(mask, x, 0), reduced over the first: out[j] sums the x[i] whose
+/// mask[i, j] holds, a triangle of index vectors (j - i >= 0; > 0
+/// exclusive; <= 0 / < 0 reverse). ReduceSum is an FP32-output op, so the
+/// sums are in f32 at fp16 and bf16 (as autocast runs CumSum); the spread
+/// tensor has n times x's elements and is refused when that is more than
+/// --max-tensor-bytes.
+FailureOr<Outputs> importCumSum(NodeContext &nc) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("CumSum needs a tensor of rank 1 or more");
+  FailureOr<SmallVector<int64_t>> axisValue = nc.constantInts(1, "axis");
+  if (failed(axisValue))
+    return failure();
+  if (axisValue->size() != 1)
+    return nc.error("input 1 (axis) must hold one value");
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(axisValue->front(), in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(axisValue->front()) +
+                    " is out of range for rank " + Twine(in.getRank()));
+  int64_t n = in.getDimSize(*axis);
+  SmallVector<int64_t> column(in.getShape()), spread(in.getShape());
+  column.insert(column.begin() + *axis + 1, 1);
+  spread.insert(spread.begin() + *axis + 1, n);
+  std::string problem = ampc::checkTensorSize(
+      in.clone(spread), nc.importer.maxTensorBytes());
+  if (!problem.empty())
+    return nc.error("CumSum along an axis of " + Twine(n) +
+                    " elements spreads the input over a second such axis, "
+                    "and " + problem + " (--max-tensor-bytes)");
+  bool exclusive = nc.getInt("exclusive", 0) != 0;
+  bool reverse = nc.getInt("reverse", 0) != 0;
+  StringRef compare = reverse ? (exclusive ? "ampc.less" : "ampc.less_or_equal")
+                              : (exclusive ? "ampc.greater"
+                                           : "ampc.greater_or_equal");
+  // Integers are summed in f64 (exact up to 2^53) and cast back: ampc's
+  // reductions accumulate integers in f32.
+  bool integer = !isa<FloatType>(in.getElementType());
+  Type element = integer ? Type(nc.b.getF64Type()) : in.getElementType();
+  if (integer)
+    x = part(nc, "ampc.cast", x, {}, in.clone(element));
+  Value offsets = diagonalOffsets(nc, n, n);
+  Value zero64 = scalarOf(nc, nc.b.getI64Type(), 0);
+  Value zero = scalarOf(nc, element, 0);
+  Value mask = part(nc, compare, {offsets, zero64});
+  // (n, n, 1, ...): the two axes, then one for each dimension after them.
+  SmallVector<int64_t> maskShape(in.getRank() - *axis + 1, 1);
+  maskShape[0] = maskShape[1] = n;
+  mask = mask ? reshaped(nc, mask, maskShape) : Value();
+  Value spreadX =
+      x ? part(nc, "ampc.where", {mask, reshaped(nc, x, column), zero})
+        : Value();
+  Value r = part(nc, "ampc.reduce_sum", spreadX,
+                 {nc.ints("axes", {*axis}), nc.i64("keepdims", 0)});
+  if (r && integer)
+    r = part(nc, "ampc.cast", r, {}, in);
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// The index along `axis` of the first (or last) maximum of x, as f64:
+/// where(x == reduce_max(x), index, fill) reduced by ReduceMax; the first
+/// index is found as the maximum of negated indices. Integer and boolean
+/// data are compared in f64 (exact up to 2^53; ampc's reductions
+/// accumulate integers in f32), and the indices are f64 so that their
+/// reduction is exact for any axis. With `keepDims` the axis stays (size
+/// 1).
+Value maxIndex(NodeContext &nc, Value x, int64_t axis, bool last,
+               bool keepDims) {
+  auto in = cast<RankedTensorType>(x.getType());
+  int64_t n = in.getDimSize(axis);
+  Type f64 = nc.b.getF64Type();
+  if (!isa<FloatType>(in.getElementType()))
+    x = part(nc, "ampc.cast", x, {}, in.clone(f64));
+  Value max = part(nc, "ampc.reduce_max", x,
+                   {nc.ints("axes", {axis}), nc.i64("keepdims", 1)});
+  Value mask = part(nc, "ampc.equal", {x, max});
+  Value index = indexVector(nc, n, alongAxes(in.getRank(), n, axis), f64,
+                            last ? 1 : -1);
+  Value fill = scalarOf(nc, f64, last ? -1.0 : -static_cast<double>(n));
+  Value picked = part(nc, "ampc.where", {mask, index, fill});
+  Value r = part(nc, "ampc.reduce_max", picked,
+                 {nc.ints("axes", {axis}), nc.i64("keepdims", keepDims)});
+  return last ? r : part(nc, "ampc.neg", r);
+}
+
+/// ArgMax and ArgMin (int64 indices; no derivative). ArgMin is the ArgMax
+/// of -x, integer and boolean data first cast to f64 (where negation
+/// cannot overflow).
+FailureOr<Outputs> importArgMaxMin(NodeContext &nc, bool min) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("needs a tensor of rank 1 or more");
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", 0), in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", 0)) +
+                    " is out of range for rank " + Twine(in.getRank()));
+  if (in.getDimSize(*axis) == 0)
+    return nc.error("the axis has no elements (no index to return)");
+  if (min) {
+    if (!isa<FloatType>(in.getElementType()))
+      x = part(nc, "ampc.cast", x, {}, in.clone(nc.b.getF64Type()));
+    x = part(nc, "ampc.neg", x);
+  }
+  Value r = x ? maxIndex(nc, x, *axis, nc.getInt("select_last_index", 0) != 0,
+                         nc.getInt("keepdims", 1) != 0)
+              : Value();
+  if (r)
+    r = part(nc, "ampc.cast", r, {},
+             cast<RankedTensorType>(r.getType()).clone(nc.b.getI64Type()));
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+FailureOr<Outputs> importArgMax(NodeContext &nc) {
+  return importArgMaxMin(nc, /*min=*/false);
+}
+FailureOr<Outputs> importArgMin(NodeContext &nc) {
+  return importArgMaxMin(nc, /*min=*/true);
+}
+
+/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere, in x's type
+/// (index == maxIndex, cast). Before opset 13 the input is coerced to 2-D
+/// at `axis` (default 1) and the maximum taken over the second dimension.
+FailureOr<Outputs> importHardmax(NodeContext &nc) {
+  Value x = nc.input(0);
+  auto in = cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 0)
+    return nc.error("Hardmax needs a tensor of rank 1 or more");
+  bool coerce = nc.opset < 13;
+  int64_t given = nc.getInt("axis", coerce ? 1 : -1);
+  std::optional<int64_t> axis =
+      coerce ? (given >= -in.getRank() && given <= in.getRank()
+                    ? std::optional<int64_t>(given < 0 ? given + in.getRank()
+                                                       : given)
+                    : std::nullopt)
+             : ampc::normalizeAxis(given, in.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(given) + " is out of range for rank " +
+                    Twine(in.getRank()));
+  if (coerce) {
+    // The products are factors of x's element count... unless a dimension
+    // is 0, so check them.
+    std::optional<int64_t> outer =
+        ampc::checkedProduct(in.getShape().take_front(*axis));
+    std::optional<int64_t> inner =
+        ampc::checkedProduct(in.getShape().drop_front(*axis));
+    if (!outer || !inner)
+      return nc.error("the 2-D view of " + formatDims(in.getShape()) +
+                      " has a dimension of more than 2^63 elements");
+    x = reshaped(nc, x, {*outer, *inner});
+  }
+  int64_t along = coerce ? 1 : *axis;
+  auto view = cast<RankedTensorType>(x.getType());
+  int64_t n = view.getDimSize(along);
+  if (n == 0)
+    return Outputs{part(nc, "ampc.identity", nc.input(0))};
+  Value first = maxIndex(nc, x, along, /*last=*/false, /*keepDims=*/true);
+  Value index = indexVector(nc, n, alongAxes(view.getRank(), n, along),
+                            nc.b.getF64Type());
+  Value hit = part(nc, "ampc.equal", {index, first});
+  Value r = part(nc, "ampc.cast", hit, {}, view);
+  if (r && coerce)
+    r = reshaped(nc, r, in.getShape());
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// OneHot: where(unsqueeze(indices, axis) == index vector, on, off), the
+/// values [off, on] sliced from input 2. Negative indices count from
+/// `depth` (input 1, a constant; truncated when a float); others outside
+/// [-depth, depth) match nothing. Float indices are compared in f64,
+/// integer ones in int64, both exact.
+FailureOr<Outputs> importOneHot(NodeContext &nc) {
+  Value indices = nc.input(0), values = nc.input(2);
+  auto in = cast<RankedTensorType>(indices.getType());
+  auto valuesType = cast<RankedTensorType>(values.getType());
+  if (valuesType.getRank() != 1 || valuesType.getDimSize(0) != 2)
+    return nc.error("input 2 (values) must be [off_value, on_value], got " +
+                    formatDims(valuesType.getShape()));
+  FailureOr<DenseElementsAttr> depthValue = nc.constantInput(1, "depth");
+  if (failed(depthValue))
+    return failure();
+  if (depthValue->getNumElements() != 1)
+    return nc.error("input 1 (depth) must hold one value");
+  double depthNumber;
+  SmallString<32> depthText;
+  if (isa<FloatType>(depthValue->getElementType())) {
+    APFloat v = *depthValue->getValues<APFloat>().begin();
+    v.toString(depthText);
+    depthNumber = std::trunc(v.convertToDouble());
+  } else {
+    APInt v = *depthValue->getValues<APInt>().begin();
+    bool isSigned = !depthValue->getElementType().isUnsignedInteger();
+    v.toString(depthText, 10, isSigned);
+    depthNumber = isSigned ? static_cast<double>(v.getSExtValue())
+                           : static_cast<double>(v.getZExtValue());
+  }
+  int64_t rank = in.getRank() + 1;
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", -1), rank);
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", -1)) +
+                    " is out of range for rank " + Twine(rank));
+  // A depth beyond 2^53 is not exact as a double nor a size of a tensor
+  // ampc makes (the size check below refuses far less).
+  if (!(depthNumber >= 1 && depthNumber <= 9007199254740992.0))
+    return nc.error("depth " + depthText +
+                    " must be between 1 and 2^53 (truncated to an integer)");
+  int64_t depth = static_cast<int64_t>(depthNumber);
+  SmallVector<int64_t> shape(in.getShape()), unsqueezed(in.getShape());
+  shape.insert(shape.begin() + *axis, depth);
+  unsqueezed.insert(unsqueezed.begin() + *axis, 1);
+  std::string problem =
+      ampc::checkTensorSize(valuesType.clone(shape), nc.importer.maxTensorBytes());
+  if (problem.empty())
+    problem = ampc::checkTensorSize(
+        RankedTensorType::get({depth}, nc.b.getI64Type()),
+        nc.importer.maxTensorBytes());
+  if (!problem.empty())
+    return nc.error("depth " + Twine(depth) + ": " + problem +
+                    " (--max-tensor-bytes)");
+  Type compare = isa<FloatType>(in.getElementType())
+                     ? Type(nc.b.getF64Type())
+                     : Type(nc.b.getI64Type());
+  Value wide = part(nc, "ampc.cast", indices, {}, in.clone(compare));
+  Value zero = scalarOf(nc, compare, 0);
+  Value depthScalar = scalarOf(nc, compare, static_cast<double>(depth));
+  Value negative = part(nc, "ampc.less", {wide, zero});
+  Value wrapped = part(nc, "ampc.where",
+                       {negative, part(nc, "ampc.add", {wide, depthScalar}),
+                        wide});
+  wrapped = wrapped ? reshaped(nc, wrapped, unsqueezed) : Value();
+  Value index =
+      indexVector(nc, depth, alongAxes(rank, depth, *axis), compare);
+  Value hit = part(nc, "ampc.equal", {wrapped, index});
+  auto pick = [&](int64_t at) -> Value {
+    Value v = part(nc, "ampc.slice", values,
+                   {nc.ints("starts", {at}), nc.ints("ends", {at + 1}),
+                    nc.ints("axes", {0}), nc.ints("steps", {1})});
+    return v ? reshaped(nc, v, {}) : Value();
+  };
+  Value r = part(nc, "ampc.where", {hit, pick(1), pick(0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
 FailureOr<Outputs> importShape(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
   if (nc.attr("end"))
@@ -3044,6 +3670,8 @@ const std::vector<OpRule> &rules() {
       {"EyeLike", "ampc.equal", 9, 1, 1, 1, {{"dtype", I}, {"k", I}},
        importEyeLike},
       {"MatMul", "ampc.matmul", 1, 2, 2, 1, {}, simple<kMatMul>},
+      {"Einsum", "ampc.matmul", 12, 1, 1 << 20, 1, {{"equation", S}},
+       importEinsum},
       {"Gemm", "ampc.gemm", 7, 2, 3, 1,
        {{"alpha", F}, {"beta", F}, {"transA", I}, {"transB", I}}, importGemm},
       {"Conv", "ampc.conv", 1, 2, 3, 1,
@@ -3078,6 +3706,7 @@ const std::vector<OpRule> &rules() {
        {{"mode", S}, {"pads", Is}, {"value", F}}, importPad, {1, 2, 3}},
       {"Softmax", "ampc.softmax", 13, 1, 1, 1, {{"axis", I}}, importSoftmax},
       {"LogSoftmax", "ampc.log_softmax", 13, 1, 1, 1, {{"axis", I}}, importLogSoftmax},
+      {"Hardmax", "ampc.equal", 1, 1, 1, 1, {{"axis", I}}, importHardmax},
       {"LayerNormalization", "ampc.layer_normalization", 17, 2, 3, 3,
        {{"axis", I}, {"epsilon", F}, {"stash_type", I}},
        importLayerNormalization},
@@ -3105,6 +3734,7 @@ const std::vector<OpRule> &rules() {
       {"Concat", "ampc.concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
       {"Slice", "ampc.slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
       {"Gather", "ampc.gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
+      {"OneHot", "ampc.where", 9, 3, 3, 1, {{"axis", I}}, importOneHot, {1}},
       {"ReduceMean", "ampc.reduce_mean", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceMean, {1}},
@@ -3114,6 +3744,12 @@ const std::vector<OpRule> &rules() {
       {"ReduceSum", "ampc.reduce_sum", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceSum, {1}},
+      {"CumSum", "ampc.reduce_sum", 11, 2, 2, 1,
+       {{"exclusive", I}, {"reverse", I}}, importCumSum, {1}},
+      {"ArgMax", "ampc.equal", 1, 1, 1, 1,
+       {{"axis", I}, {"keepdims", I}, {"select_last_index", I}}, importArgMax},
+      {"ArgMin", "ampc.equal", 1, 1, 1, 1,
+       {{"axis", I}, {"keepdims", I}, {"select_last_index", I}}, importArgMin},
       {"Shape", "ampc.shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
       {"ConstantOfShape", "ampc.constant", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
       {"Range", "ampc.constant", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},

@@ -28,7 +28,7 @@ COMPILE_TIME_OPERANDS = {
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
     "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceMin": {1},
     "Trilu": {1}, "Split": {1}, "Tile": {1}, "Resize": {1, 2, 3},
-    "Upsample": {1},
+    "Upsample": {1}, "CumSum": {1}, "OneHot": {1}, "Pad": {1, 2, 3},
 }
 
 SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",
