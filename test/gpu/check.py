@@ -9,7 +9,9 @@ visible CUDA device it prints why it skipped and exits 0.
 Tolerances (largest relative difference, max|a - b| / max|b|):
 - CUDA vs CPU target, loss of every step: 5e-3 (both round to f16 at the
   same places; only the order of accumulation differs);
-- CUDA vs CPU target, each gradient of step 1: 1e-2;
+- CUDA vs CPU target, each gradient of step 1: 1e-2 of its largest value
+  (or of 1e-3 of the model's largest gradient, where that is more: a
+  gradient that is zero in exact arithmetic is rounding noise on both);
 - CUDA vs PyTorch AMP, loss of every step: 2e-2 (autocast rounds in places
   ampc's lists do not, and the other way round).
 """
@@ -70,9 +72,19 @@ def main():
         _, grads = model.gradients(batch(0))
         model.close()
         want = np.load(os.path.join(HERE, name + ".cpu.grads.npz"))
-        report("%s gradients of step 1 vs CPU target (%d tensors)" % (
-            name, len(grads)),
-            max(relative(grads[k], want[k]) for k in grads), TOL_GRAD_CPU)
+        # Each tensor's difference over its own largest value, but never
+        # over less than 1e-3 of the model's largest gradient: a gradient
+        # that is zero in exact arithmetic (a convolution's bias before a
+        # BatchNorm, which subtracts every channel's mean) is rounding
+        # noise of about 1e-6 on both targets, and its noise over its noise
+        # is not an error (the first GPU run: 0.6 there, 7e-4 at most
+        # elsewhere).
+        floor = 1e-3 * max(float(np.abs(want[k]).max(initial=0)) for k in want)
+        worst = max((float(np.abs(grads[k].astype(np.float64) - want[k]).max(
+            initial=0)) / max(float(np.abs(want[k]).max(initial=0)), floor), k)
+            for k in grads)
+        report("%s gradients of step 1 vs CPU target (%d tensors; worst %s)" % (
+            name, len(grads), worst[1]), worst[0], TOL_GRAD_CPU)
 
         torch.manual_seed(gm.SEED)
         m = gm.module(name)

@@ -4,7 +4,7 @@ gradients-only library, FP16, --gpu-arch as given), runs the same libraries
 compiled for the CPU target to record the reference (losses over the steps,
 gradients of step 1), and copies what the GPU machine needs: the CUDA
 libraries, libampc_runtime.so (the only ampc library the check loads, through
-ctypes), the data, the initial weights, check.py, run.sh and the Python
+ctypes), the data, the initial weights, check.py, sanitize.py, run.sh and the Python
 modules the check imports (gpu_models.py, utils/python's ampc_testing.py and
 ampc_ctypes.py).
 
@@ -82,7 +82,7 @@ def main():
         for suffix in (".cpu.train.so", ".cpu.grads.so"):
             os.remove(os.path.join(out, name + suffix))
     shutil.copy(runtime, out)
-    for f in ("check.py", "run.sh", "gpu_models.py"):
+    for f in ("check.py", "sanitize.py", "run.sh", "gpu_models.py"):
         shutil.copy(os.path.join(HERE, f), out)
     for f in ("ampc_testing.py", "ampc_ctypes.py"):
         shutil.copy(os.path.join(PYTHON_UTILS, f), out)

@@ -4,7 +4,7 @@
 # GPU benchmark (bench.py, in the pack bench/gpu/pack.py builds: the table).
 # Needs CUDA's runtime and cuBLASLt, PyTorch with CUDA and numpy; no
 # LLVM/MLIR, no ampc compiler.
-#   ./run.sh [options of the pack's script]
+#   [GPU_SCRIPT=sanitize.py] [GPU_WRAP=TOOL] ./run.sh [options of the pack's script]
 set -u
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
@@ -40,6 +40,9 @@ if [ "$missing" != 0 ]; then
   echo "loader's path (LD_LIBRARY_PATH)"
   exit 1
 fi
-script=check.py
+# GPU_SCRIPT picks another script of the pack (sanitize.py: a few steps of
+# every library, for compute-sanitizer); GPU_WRAP runs it under a tool
+# (GPU_WRAP="compute-sanitizer --tool memcheck --error-exitcode 9").
+script=${GPU_SCRIPT:-check.py}
 [ -f "$script" ] || script=bench.py
-exec "$PYTHON" "$script" "$@"
+exec ${GPU_WRAP:-} "$PYTHON" "$script" "$@"

@@ -671,6 +671,162 @@ __global__ void reduce(const typename LI::Storage *in,
   }
 }
 
+/// Combines one value per thread of the block with `combine` as a tree in
+/// `share` (kThreads elements of shared memory): a fixed order, so the
+/// result does not depend on scheduling. Every thread gets the result.
+template <typename C, typename Combine>
+__device__ C blockCombine(C value, C *share, Combine combine) {
+  const int t = threadIdx.x;
+  share[t] = value;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half)
+      share[t] = combine(share[t], share[t + half]);
+    __syncthreads();
+  }
+  const C result = share[0];
+  __syncthreads();
+  return result;
+}
+
+/// The `count` elements at(0) ... at(count - 1) shared among the threads
+/// of a block: thread t takes t, t + blockDim, ... (coalesced where the
+/// elements are adjacent); `term(k)` of the thread's k-th element.
+template <typename C, typename Term>
+__device__ C threadShareSum(int64_t count, const Term &term) {
+  const int64_t t = threadIdx.x, step = blockDim.x;
+  const int64_t mine = t < count ? (count - t + step - 1) / step : 0;
+  return pairwiseSum<C>(0, mine, [&](int64_t k) { return term(t + k * step); });
+}
+
+template <typename C> __device__ C addOf(C a, C b) { return a + b; }
+
+/// The same reduction with one block per output element, for outputs of
+/// many elements each (a loss's mean over a whole activation: `reduce`
+/// would leave one thread to sum millions of elements). Each thread sums
+/// its share pairwise, then the block combines the shares (blockCombine).
+template <typename C, typename LI, typename SO>
+__global__ void reduceByBlock(const typename LI::Storage *in,
+                              typename SO::Storage *out, int64_t outCount,
+                              Strided kept, Strided reduced, int64_t count,
+                              Reduction kind) {
+  __shared__ C share[kThreads];
+  auto larger = [](C acc, C x) {
+    return x > acc || (x != x && acc == acc) ? x : acc;
+  };
+  for (int64_t o = blockIdx.x; o < outCount; o += gridDim.x) {
+    const int64_t base = kept.offset(o);
+    auto at = [&](int64_t j) {
+      return static_cast<C>(LI::load(in[base + reduced.offset(j)]));
+    };
+    C acc;
+    if (kind == ReduceMax) {
+      acc = -static_cast<C>(INFINITY);
+      for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+        acc = larger(acc, at(j));
+      acc = blockCombine<C>(acc, share, larger);
+    } else {
+      acc = blockCombine<C>(threadShareSum<C>(count, at), share, addOf<C>);
+      if (kind == ReduceMean)
+        acc = static_cast<C>(acc / static_cast<C>(count));
+    }
+    if (threadIdx.x == 0)
+      out[o] = SO::store(acc);
+  }
+}
+
+/// A reduction split over `splits` blocks per output (few outputs of many
+/// elements each; the emitter's cudaReduceSplits): block b = o * splits + s
+/// reduces output o's elements [s * share, (s + 1) * share) as
+/// reduceByBlock does, into partials[b] (sum or maximum; a mean is divided
+/// by reduceFinish).
+template <typename C, typename LI>
+__global__ void reducePartials(const typename LI::Storage *in, C *partials,
+                               int64_t outCount, Strided kept,
+                               Strided reduced, int64_t count, int64_t splits,
+                               Reduction kind) {
+  __shared__ C share[kThreads];
+  auto larger = [](C acc, C x) {
+    return x > acc || (x != x && acc == acc) ? x : acc;
+  };
+  const int64_t size = (count + splits - 1) / splits;
+  for (int64_t b = blockIdx.x; b < outCount * splits; b += gridDim.x) {
+    const int64_t base = kept.offset(b / splits);
+    const int64_t begin = (b % splits) * size;
+    const int64_t n = begin < count ? (count - begin < size ? count - begin
+                                                            : size)
+                                    : 0;
+    auto at = [&](int64_t j) {
+      return static_cast<C>(LI::load(in[base + reduced.offset(begin + j)]));
+    };
+    C acc;
+    if (kind == ReduceMax) {
+      acc = -static_cast<C>(INFINITY);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        acc = larger(acc, at(j));
+      acc = blockCombine<C>(acc, share, larger);
+    } else {
+      acc = blockCombine<C>(threadShareSum<C>(n, at), share, addOf<C>);
+    }
+    if (threadIdx.x == 0)
+      partials[b] = acc;
+  }
+}
+
+/// The second part of a split reduction: output o from its `splits`
+/// partials, in order.
+template <typename C, typename SO>
+__global__ void reduceFinish(const C *partials, typename SO::Storage *out,
+                             int64_t outCount, int64_t splits, int64_t count,
+                             Reduction kind) {
+  AMPC_FOR(o, outCount) {
+    C acc = partials[o * splits];
+    for (int64_t s = 1; s < splits; ++s) {
+      const C x = partials[o * splits + s];
+      if (kind != ReduceMax)
+        acc += x;
+      else if (x > acc || (x != x && acc == acc))
+        acc = x;
+    }
+    if (kind == ReduceMean)
+      acc = static_cast<C>(acc / static_cast<C>(count));
+    out[o] = SO::store(acc);
+  }
+}
+
+/// Softmax / LogSoftmax with one block per row, for long rows (attention
+/// over a sequence, a vocabulary): the maximum, the sum of exponentials
+/// and the writes shared among the block's threads.
+template <typename C, typename LI, typename SO>
+__global__ void softmaxByBlock(const typename LI::Storage *in,
+                               typename SO::Storage *out, int64_t outer,
+                               int64_t axisSize, int64_t inner,
+                               bool logarithm) {
+  __shared__ C share[kThreads];
+  for (int64_t r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+    const int64_t base = (r / inner) * axisSize * inner + r % inner;
+    auto at = [&](int64_t a) {
+      return static_cast<C>(LI::load(in[base + a * inner]));
+    };
+    C maxValue = -INFINITY;
+    for (int64_t a = threadIdx.x; a < axisSize; a += blockDim.x) {
+      const C x = at(a);
+      maxValue = x > maxValue ? x : maxValue;
+    }
+    maxValue = blockCombine<C>(maxValue, share,
+                               [](C a, C b) { return b > a ? b : a; });
+    const C sum = blockCombine<C>(
+        threadShareSum<C>(axisSize,
+                          [&](int64_t a) { return exp(at(a) - maxValue); }),
+        share, addOf<C>);
+    const C logSum = log(sum);
+    for (int64_t a = threadIdx.x; a < axisSize; a += blockDim.x) {
+      const C x = at(a) - maxValue;
+      out[base + a * inner] = SO::store(logarithm ? x - logSum : exp(x) / sum);
+    }
+  }
+}
+
 /// LayerNormalization over rows of `inner`: Mean, InvStdDev (population
 /// variance, two passes) and Y, in C; scale and bias (bias may be null)
 /// broadcast over the row through `params`.
@@ -697,6 +853,41 @@ __global__ void layerNorm(const typename LI::Storage *x,
     }
     mean[o] = SS::store(m);
     invStdDev[o] = SS::store(inv);
+  }
+}
+
+/// LayerNormalization with one block per row, for long rows (a
+/// transformer's model dimension): the two passes of the statistics and
+/// the writes shared among the block's threads.
+template <typename C, typename LI, typename SO, typename SS, typename LP>
+__global__ void layerNormByBlock(
+    const typename LI::Storage *x, typename SO::Storage *y,
+    typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
+    int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
+    const typename LP::Storage *bias, Strided biasAt, C epsilon) {
+  __shared__ C share[kThreads];
+  const C n = static_cast<C>(inner);
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+    const typename LI::Storage *row = x + o * inner;
+    auto at = [&](int64_t i) { return static_cast<C>(LI::load(row[i])); };
+    const C m = blockCombine<C>(threadShareSum<C>(inner, at), share,
+                                addOf<C>) / n;
+    const C variance = blockCombine<C>(threadShareSum<C>(inner, [&](int64_t i) {
+                                         const C d = at(i) - m;
+                                         return d * d;
+                                       }),
+                                       share, addOf<C>) / n;
+    const C inv = C(1) / sqrt(variance + epsilon);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+      C v = (at(i) - m) * inv * static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
+      if (bias)
+        v += static_cast<C>(LP::load(bias[biasAt.offset(i)]));
+      y[o * inner + i] = SO::store(v);
+    }
+    if (threadIdx.x == 0) {
+      mean[o] = SS::store(m);
+      invStdDev[o] = SS::store(inv);
+    }
   }
 }
 

@@ -80,6 +80,14 @@ struct ReduceGeometry {
 };
 ReduceGeometry reduceGeometry(mlir::Operation *op);
 
+/// Blocks per output of a reduction on the CUDA target: 1, or for few
+/// outputs of many elements each (a loss's mean over a whole activation)
+/// enough to fill the device, each summing a contiguous share of at least
+/// 8,192 elements into the op's `partials` scratch before a second kernel
+/// combines each output's shares in order (ampc::cuda::reducePartials,
+/// reduceFinish). One block alone read 4M elements in 1.8 ms on an H200.
+int64_t cudaReduceSplits(int64_t outputs, int64_t count);
+
 /// The window of a conv or pool over spatial dimensions (N, C, spatial...)
 /// of the forward op, whichever op of the family this is: begin/end pads
 /// and strides/dilations defaulted to 0 and 1. `planes` is N * C of the

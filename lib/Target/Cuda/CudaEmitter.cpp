@@ -40,6 +40,15 @@ using llvm::StringRef;
 
 namespace {
 
+/// Rows of at least this many elements (a reduction's elements per output,
+/// a softmax or layer-norm row) run a block per row (the *ByBlock kernels:
+/// a block's worth of elements each) instead of a thread per row: a mean
+/// over a whole activation summed by one thread took 0.3 s per call on an
+/// H200 (the GPU benchmark's GPT block, docs/benchmarks.md). The grid is
+/// the row count, at most kMaxRowBlocks (the kernels loop over the rest).
+constexpr int64_t kBlockRowMinLength = 256;
+constexpr int64_t kMaxRowBlocks = int64_t(1) << 16;
+
 /// The cudaDataType of a GEMM operand, or "" for a type cuBLASLt does not
 /// multiply.
 StringRef cudaDataType(Type t) {
@@ -102,6 +111,12 @@ private:
   std::string where(Operation *op) {
     return "\"" + cString(nodeDescription(op)) + "\"";
   }
+  /// `kernel` (ampc::cuda::kernel<templateArgs>) over `rows` rows of
+  /// `length` elements: a thread per row, or kernelByBlock with a block
+  /// per row for long rows (kBlockRowMinLength).
+  void launchRows(Operation *op, StringRef kernel, StringRef templateArgs,
+                  int64_t rows, int64_t length, const std::string &args,
+                  llvm::raw_ostream &body);
   /// A launch of `kernel` over `count` threads (grid-stride) and its check.
   void launch(Operation *op, StringRef kernel, int64_t count,
               const std::string &args, llvm::raw_ostream &body,
@@ -165,6 +180,19 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
        << ", ampc::cuda::kThreads, 0, ctx.stream" << (args.empty() ? "" : ", ")
        << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");\n";
+}
+
+void CudaEmitter::launchRows(Operation *op, StringRef kernel,
+                             StringRef templateArgs, int64_t rows,
+                             int64_t length, const std::string &args,
+                             llvm::raw_ostream &body) {
+  bool byBlock = length >= kBlockRowMinLength;
+  launch(op,
+         formatv("ampc::cuda::{0}{1}<{2}>", kernel, byBlock ? "ByBlock" : "",
+                 templateArgs)
+             .str(),
+         rows, args, body,
+         byBlock ? formatv("{0}u", std::min(rows, kMaxRowBlocks)).str() : "");
 }
 
 std::string CudaEmitter::deviceError(Operation *op, StringRef what) {
@@ -409,17 +437,41 @@ void CudaEmitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
     return;
   ReduceGeometry g = reduceGeometry(op);
   Type ti = elementOf(in), to = elementOf(out);
-  launch(op,
-         formatv("ampc::cuda::reduce<{0}, {1}, {2}>", accumulation(op),
-                 codec(ti), codec(to))
-             .str(),
-         outCount,
-         formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL, ampc::cuda::{6}", name(in),
-                 name(out), outCount, strided(g.keptDims, g.keptStrides),
-                 strided(g.reducedDims, g.reducedStrides), g.reducedCount(),
-                 g.kind)
-             .str(),
-         body);
+  std::string kept = strided(g.keptDims, g.keptStrides),
+              reduced = strided(g.reducedDims, g.reducedStrides);
+  int64_t splits = cudaReduceSplits(outCount, g.reducedCount());
+  if (splits > 1) {
+    // Few outputs of many elements: shares over `splits` blocks each into
+    // the op's partials, then each output's shares combined.
+    StringRef c = accumulation(op);
+    std::string partials = scratch(op, "partials", c);
+    launch(op,
+           formatv("ampc::cuda::reducePartials<{0}, {1}>", c, codec(ti)).str(),
+           outCount * splits,
+           formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL, {6}LL, ampc::cuda::{7}",
+                   name(in), partials, outCount, kept, reduced,
+                   g.reducedCount(), splits, g.kind)
+               .str(),
+           body,
+           formatv("{0}u", std::min(outCount * splits, kMaxRowBlocks)).str());
+    launch(op,
+           formatv("ampc::cuda::reduceFinish<{0}, {1}>", c, codec(to)).str(),
+           outCount,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, ampc::cuda::{5}", partials,
+                   name(out), outCount, splits, g.reducedCount(), g.kind)
+               .str(),
+           body);
+    return;
+  }
+  launchRows(op, "reduce",
+             formatv("{0}, {1}, {2}", accumulation(op), codec(ti), codec(to))
+                 .str(),
+             outCount, g.reducedCount(),
+             formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL, ampc::cuda::{6}",
+                     name(in), name(out), outCount, kept, reduced,
+                     g.reducedCount(), g.kind)
+                 .str(),
+             body);
 }
 
 void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
@@ -437,25 +489,23 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
     logp = scratch(op, "logp", c);
     logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
                              : Type(Float32Type::get(op->getContext()));
-    launch(op,
-           formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(t),
-                   codec(logpType))
-               .str(),
-           n * inner,
-           formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores), logp, n,
-                   classes, inner)
-               .str(),
-           body);
+    launchRows(op, "softmax",
+               formatv("{0}, {1}, {2}", c, codec(t), codec(logpType)).str(),
+               n * inner, classes,
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
+                       logp, n, classes, inner)
+                   .str(),
+               body);
     if (logProb)
-      launch(op,
-             formatv("ampc::cuda::softmax<{0}, {1}, {2}>", c, codec(t),
-                     codec(elementOf(logProb)))
-                 .str(),
-             n * inner,
-             formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
-                     name(logProb), n, classes, inner)
-                 .str(),
-             body);
+      launchRows(op, "softmax",
+                 formatv("{0}, {1}, {2}", c, codec(t),
+                         codec(elementOf(logProb)))
+                     .str(),
+                 n * inner, classes,
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
+                         name(logProb), n, classes, inner)
+                     .str(),
+                 body);
   }
   Value loss = op->getResult(0);
   Type weightType = weights ? elementOf(weights) : logpType;
@@ -752,16 +802,16 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         Value in = op->getOperand(0), out = op->getResult(0);
         AxisSplit g = softmaxGeometry(op);
         Type ti = elementOf(in), to = elementOf(out);
-        launch(op,
-               formatv("ampc::cuda::softmax<{0}, {1}, {2}>",
-                       accumulation(op), codec(ti), codec(to))
-                   .str(),
-               g.outer * g.inner,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
-                       name(out), g.outer, g.size, g.inner,
-                       isa<ampc::LogSoftmaxOp>(op))
-                   .str(),
-               body);
+        launchRows(op, "softmax",
+                   formatv("{0}, {1}, {2}", accumulation(op), codec(ti),
+                           codec(to))
+                       .str(),
+                   g.outer * g.inner, g.size,
+                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
+                           name(out), g.outer, g.size, g.inner,
+                           isa<ampc::LogSoftmaxOp>(op))
+                       .str(),
+                   body);
         return success();
       })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
@@ -777,12 +827,12 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                                     "type";
         LayerNormGeometry g = layerNormGeometry(op);
         std::string scale = strided(g.normalized, g.scaleStrides);
-        launch(op,
-               formatv("ampc::cuda::layerNorm<{0}, {1}, {2}, {3}, {4}>",
-                       g.compute, codec(elementOf(x)), codec(elementOf(y)),
-                       codec(stash), codec(p))
+        launchRows(op, "layerNorm",
+               formatv("{0}, {1}, {2}, {3}, {4}", g.compute,
+                       codec(elementOf(x)), codec(elementOf(y)), codec(stash),
+                       codec(p))
                    .str(),
-               g.outer,
+               g.outer, g.size,
                formatv("{0}, {1}, {2}, {3}, {4}LL, {5}LL, {6}, {7}, {8}, {9}, "
                        "{10}({11})",
                        name(x), name(y), name(o.getMean()),

@@ -534,11 +534,28 @@ ScratchLayout cudaScratch(Operation *op) {
       .Case([&](ampc::ClipGradNormOp) {
         // The sum of squares (cleared with an 8-byte memset).
         l.add("sum", 1, 8);
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::GlobalAveragePoolOp>([&](Operation *) {
+        // Each output's shares when the reduction is split over blocks.
+        int64_t outputs = countOf(op->getResult(0));
+        int64_t splits =
+            cudaReduceSplits(outputs, reduceGeometry(op).reducedCount());
+        if (splits > 1)
+          l.add("partials", outputs * splits, acc);
       });
   return l;
 }
 
 } // namespace
+
+int64_t cudaReduceSplits(int64_t outputs, int64_t count) {
+  constexpr int64_t kMinShare = 8192, kTargetBlocks = 512;
+  if (outputs <= 0 || outputs >= kTargetBlocks / 4 || count < 2 * kMinShare)
+    return 1;
+  return std::min((count + kMinShare - 1) / kMinShare,
+                  std::max<int64_t>(1, kTargetBlocks / outputs));
+}
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {
   return target == ampc::KernelTarget::Cpu ? cpuScratch(op) : cudaScratch(op);

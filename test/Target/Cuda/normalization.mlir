@@ -58,3 +58,14 @@ func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor
   %1 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
   return %0#0, %0#1, %0#2, %1 : tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>
 }
+
+// -----
+
+// Rows of 1024 (a transformer's model dimension) run a block per row
+// (layerNormByBlock, the grid the 8 rows).
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         ampc::cuda::launch("layerNormByBlock<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::layerNormByBlock<{{.*}}>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 8LL, 1024LL, in1,
+func.func @forward(%x: tensor<8x1024xf32>, %g: tensor<1024xf32>) -> (tensor<8x1024xf32>, tensor<8x1xf32>, tensor<8x1xf32>) {
+  %y:3 = ampc.layer_normalization %x, %g {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<8x1024xf32>, tensor<1024xf32>) -> (tensor<8x1024xf32>, tensor<8x1xf32>, tensor<8x1xf32>)
+  return %y#0, %y#1, %y#2 : tensor<8x1024xf32>, tensor<8x1xf32>, tensor<8x1xf32>
+}

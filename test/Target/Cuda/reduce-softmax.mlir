@@ -2,6 +2,7 @@
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // Reductions and Softmax/LogSoftmax on the CUDA target: a thread per output
+// for short rows (below 256 elements; the last case: a block per row)
 // (reduce: kept and reduced dimensions as ampc::cuda::Strided {rank, sizes,
 // strides}, then the reduced count and the kind), a thread per softmax row
 // (outer x inner of them); FP32 accumulation, the element type's load/store.
@@ -44,4 +45,31 @@ func.func @forward(%p: tensor<4x10xf32>, %q: tensor<2x6x3xf16>) -> (tensor<4x10x
   %1 = ampc.log_softmax %p {axis = 0 : i64} : tensor<4x10xf32>
   %2 = ampc.softmax %q {axis = 1 : i64} : tensor<2x6x3xf16>
   return %0, %1, %2 : tensor<4x10xf32>, tensor<4x10xf32>, tensor<2x6x3xf16>
+}
+
+// -----
+
+// Outputs of many elements (at least 256) run a block per output or row
+// (reduceByBlock, softmaxByBlock; the grid the output or row count), and a
+// single output of 65,536 elements is split over 8 blocks of 8,192 into
+// the op's scratch (reducePartials, planned by ampc-plan-memory), then
+// combined (reduceFinish): a mean over a whole 64x1024 activation (a loss)
+// and a bias gradient's sum over 512 rows for 300 columns; a reduction of
+// 64 elements per output keeps a thread per output.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         ampc::cuda::launch("reducePartials<float, ampc::cuda::As<float>>", ampc::cuda::reducePartials<float, ampc::cuda::As<float>>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, reinterpret_cast<float *>(state + [[PARTIALS:[0-9]+]]), 1LL, ampc::cuda::Strided{0, {0}, {0}}, ampc::cuda::Strided{2, {64LL, 1024LL}, {1024LL, 1LL}}, 65536LL, 8LL, ampc::cuda::ReduceMean);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.reduce_mean");
+// CHECK-NEXT:    ampc::cuda::launch("reduceFinish<float, ampc::cuda::As<float>>", ampc::cuda::reduceFinish<float, ampc::cuda::As<float>>, ampc::cuda::blocks(1LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + [[PARTIALS]]), {{v[0-9]+}}, 1LL, 8LL, 65536LL, ampc::cuda::ReduceMean);
+// CHECK:         ampc::cuda::launch("reduceByBlock<{{.*}}>", ampc::cuda::reduceByBlock<{{.*}}>, 300u, ampc::cuda::kThreads, 0, ctx.stream, in1, {{v[0-9]+}}, 300LL, ampc::cuda::Strided{1, {300LL}, {1LL}}, ampc::cuda::Strided{1, {512LL}, {300LL}}, 512LL, ampc::cuda::ReduceSum);
+// CHECK:         ampc::cuda::launch("reduce<{{.*}}>", ampc::cuda::reduce<{{.*}}>, ampc::cuda::blocks(1024LL), ampc::cuda::kThreads, 0, ctx.stream, in0, {{v[0-9]+}}, 1024LL, {{.*}}, 64LL, ampc::cuda::ReduceMax);
+// Softmax rows of 1024 (the grid the 64 rows) and of 300 along axis 0.
+// CHECK:         ampc::cuda::launch("softmaxByBlock<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::softmaxByBlock<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, 64u, ampc::cuda::kThreads, 0, ctx.stream, in0, {{v[0-9]+}}, 64LL, 1024LL, 1LL, false);
+// CHECK:         ampc::cuda::launch("softmaxByBlock<{{.*}}>", ampc::cuda::softmaxByBlock<{{.*}}>, 300u, ampc::cuda::kThreads, 0, ctx.stream, in1, {{v[0-9]+}}, 1LL, 512LL, 300LL, true);
+func.func @forward(%x: tensor<64x1024xf32>, %g: tensor<512x300xf32>) -> (tensor<f32>, tensor<300xf32>, tensor<1024xf32>, tensor<64x1024xf32>, tensor<512x300xf32>) {
+  %0 = ampc.reduce_mean %x {axes = array<i64>, keepdims = 0 : i64} : (tensor<64x1024xf32>) -> tensor<f32>
+  %1 = ampc.reduce_sum %g {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<512x300xf32>) -> tensor<300xf32>
+  %2 = ampc.reduce_max %x {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<64x1024xf32>) -> tensor<1024xf32>
+  %3 = ampc.softmax %x : tensor<64x1024xf32>
+  %4 = ampc.log_softmax %g {axis = 0 : i64} : tensor<512x300xf32>
+  return %0, %1, %2, %3, %4 : tensor<f32>, tensor<300xf32>, tensor<1024xf32>, tensor<64x1024xf32>, tensor<512x300xf32>
 }

@@ -21,7 +21,9 @@ device-to-host copy) and prints
 
 A kernel's name is the one ampc::cuda::launch gives it, without its
 template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
-are both stridedCopy), and the generated elementwise kernels (k0, k1, ...)
+are both stridedCopy; reduceByBlock, softmaxByBlock and layerNormByBlock,
+the block-per-row variants the CUDA target picks for long rows, are reduce,
+softmax and layerNorm), and the generated elementwise kernels (k0, k1, ...)
 count as one name, k<N>; --full-names keeps every name as it is. The
 totals on the first line are the sums of the lines below, so pinning every
 line pins the whole step.
@@ -114,6 +116,14 @@ def report(counts, full_names):
     for (kind, name), count in counts.items():
         if kind == "kernel" and not full_names:
             name = "k<N>" if GENERATED.match(name) else name.split("<")[0]
+            # A row kernel's block-per-row variant (chosen by row length)
+            # counts as the kernel: one launch either way.
+            if name.endswith("ByBlock"):
+                name = name[:-len("ByBlock")]
+            # A reduction split over blocks (reducePartials, then
+            # reduceFinish) counts as one reduce and one reduceFinish.
+            if name == "reducePartials":
+                name = "reduce"
         merged[(kind, name)] = merged.get((kind, name), 0) + count
     unknown = sorted({k for k, _ in merged} - set(KINDS))
     if unknown:

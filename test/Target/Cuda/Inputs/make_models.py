@@ -18,6 +18,14 @@ cnn_32x32.onnx    a real-sized CNN: x[8, 3, 32, 32], Conv 3->16 (3x3, pad 1)
                   that rounding noise, which no two correct implementations
                   share (the fp16 training comparison then drifted by 18x
                   a step, past its tolerance by the third).
+long_rows.onnx    rows long enough for the CUDA target's block-per-row
+                  kernels (256 elements or more: layerNormByBlock,
+                  softmaxByBlock, reduceByBlock, forward and gradients):
+                  x[64, 320], LayerNormalization, Gemm 320->300,
+                  LogSoftmax over the 300, the column sums over the batch
+                  and the mean of all 19,200 values (a reduction split over
+                  blocks: reducePartials, reduceFinish) added back, Gemm
+                  300->3.
 many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
                   4x4 Gemm: 262 parameters, more than one multi-tensor list
                   (256) holds.
@@ -113,12 +121,35 @@ def cnn():
     return nodes, inits
 
 
+def long_rows():
+    inits = [numpy_helper.from_array(
+                 (1 + 0.1 * rng.standard_normal(320)).astype(np.float32), "ln.s"),
+             tensor("ln.b", (320,), 0.1), tensor("w", (300, 320), 1 / np.sqrt(320)),
+             tensor("head", (3, 300), 1 / np.sqrt(300)),
+             numpy_helper.from_array(np.array([0], np.int64), "axis0")]
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "ln.s", "ln.b"], ["n"],
+                         name="LayerNorm", axis=-1),
+        helper.make_node("Gemm", ["n", "w"], ["h"], name="Gemm_0", transB=1),
+        helper.make_node("LogSoftmax", ["h"], ["l"], name="LogSoftmax", axis=-1),
+        helper.make_node("ReduceSum", ["l", "axis0"], ["s"], name="ReduceSum",
+                         keepdims=1),
+        helper.make_node("ReduceMean", ["l"], ["m"], name="ReduceMean",
+                         keepdims=1),
+        helper.make_node("Add", ["l", "s"], ["ls"], name="Add_0"),
+        helper.make_node("Add", ["ls", "m"], ["c"], name="Add_1"),
+        helper.make_node("Gemm", ["c", "head"], ["logits"], name="Gemm_1",
+                         transB=1)]
+    return nodes, inits
+
+
 def main():
     folder = sys.argv[1]
     save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
          [8, 64], [8, 10], folder)
     save("cnn_32x32.onnx", *cnn(), [8, 3, 32, 32], [8, 10], folder)
     save("many_params.onnx", *bias_chain(260), [4, 4], [4, 4], folder)
+    save("long_rows.onnx", *long_rows(), [64, 320], [64, 3], folder)
 
 
 if __name__ == "__main__":
