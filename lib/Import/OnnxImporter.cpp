@@ -2491,6 +2491,10 @@ int64_t padSource(StringRef mode, int64_t i, int64_t dim) {
   return j < dim ? j : period - j;
 }
 
+/// The longest axis Pad's reflect, edge and wrap modes build an index
+/// vector for.
+constexpr int64_t kMaxPadIndexVector = int64_t(1) << 24;
+
 /// Pad (opsets 2-21; modes constant, reflect, edge and wrap; `axes` from
 /// opset 18). Negative pads crop first (a Slice); then each padded axis in
 /// turn: constant mode concatenates blocks of the value (a scalar expanded)
@@ -2613,6 +2617,11 @@ FailureOr<Outputs> importPad(NodeContext &nc) {
     if (dim == 0)
       return nc.error("cannot pad the empty axis " + Twine(d) + " in mode '" +
                       mode + "'");
+    // The index vector has the padded axis's length: bounded as Resize's.
+    if (dim + before[d] + after[d] > kMaxPadIndexVector)
+      return nc.error("axis " + Twine(d) + " padded to " +
+                      Twine(dim + before[d] + after[d]) + " elements in mode '" +
+                      mode + "': at most 2^24");
     SmallVector<int64_t> source;
     for (int64_t i = -before[d]; i < dim + after[d]; ++i)
       source.push_back(padSource(mode, i, dim));
