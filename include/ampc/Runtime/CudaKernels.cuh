@@ -700,6 +700,23 @@ __device__ C threadShareSum(int64_t count, const Term &term) {
 }
 
 template <typename C> __device__ C addOf(C a, C b) { return a + b; }
+/// ReduceMax's step: the larger, a NaN winning (as `reduce`).
+template <typename C> __device__ C largerOf(C acc, C x) {
+  return x > acc || (x != x && acc == acc) ? x : acc;
+}
+
+/// The sum (or with ReduceMax the maximum) of at(0) ... at(n - 1), shared
+/// among the block's threads and combined (blockCombine); every thread gets
+/// it. A mean is left to the caller.
+template <typename C, typename At>
+__device__ C blockReduce(int64_t n, const At &at, Reduction kind, C *share) {
+  if (kind != ReduceMax)
+    return blockCombine<C>(threadShareSum<C>(n, at), share, addOf<C>);
+  C acc = -static_cast<C>(INFINITY);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+    acc = largerOf(acc, at(j));
+  return blockCombine<C>(acc, share, largerOf<C>);
+}
 
 /// The same reduction with one block per output element, for outputs of
 /// many elements each (a loss's mean over a whole activation: `reduce`
@@ -711,25 +728,14 @@ __global__ void reduceByBlock(const typename LI::Storage *in,
                               Strided kept, Strided reduced, int64_t count,
                               Reduction kind) {
   __shared__ C share[kThreads];
-  auto larger = [](C acc, C x) {
-    return x > acc || (x != x && acc == acc) ? x : acc;
-  };
   for (int64_t o = blockIdx.x; o < outCount; o += gridDim.x) {
     const int64_t base = kept.offset(o);
     auto at = [&](int64_t j) {
       return static_cast<C>(LI::load(in[base + reduced.offset(j)]));
     };
-    C acc;
-    if (kind == ReduceMax) {
-      acc = -static_cast<C>(INFINITY);
-      for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
-        acc = larger(acc, at(j));
-      acc = blockCombine<C>(acc, share, larger);
-    } else {
-      acc = blockCombine<C>(threadShareSum<C>(count, at), share, addOf<C>);
-      if (kind == ReduceMean)
-        acc = static_cast<C>(acc / static_cast<C>(count));
-    }
+    C acc = blockReduce<C>(count, at, kind, share);
+    if (kind == ReduceMean)
+      acc = static_cast<C>(acc / static_cast<C>(count));
     if (threadIdx.x == 0)
       out[o] = SO::store(acc);
   }
@@ -746,9 +752,6 @@ __global__ void reducePartials(const typename LI::Storage *in, C *partials,
                                Strided reduced, int64_t count, int64_t splits,
                                Reduction kind) {
   __shared__ C share[kThreads];
-  auto larger = [](C acc, C x) {
-    return x > acc || (x != x && acc == acc) ? x : acc;
-  };
   const int64_t size = (count + splits - 1) / splits;
   for (int64_t b = blockIdx.x; b < outCount * splits; b += gridDim.x) {
     const int64_t base = kept.offset(b / splits);
@@ -759,15 +762,7 @@ __global__ void reducePartials(const typename LI::Storage *in, C *partials,
     auto at = [&](int64_t j) {
       return static_cast<C>(LI::load(in[base + reduced.offset(begin + j)]));
     };
-    C acc;
-    if (kind == ReduceMax) {
-      acc = -static_cast<C>(INFINITY);
-      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-        acc = larger(acc, at(j));
-      acc = blockCombine<C>(acc, share, larger);
-    } else {
-      acc = blockCombine<C>(threadShareSum<C>(n, at), share, addOf<C>);
-    }
+    const C acc = blockReduce<C>(n, at, kind, share);
     if (threadIdx.x == 0)
       partials[b] = acc;
   }
@@ -783,10 +778,7 @@ __global__ void reduceFinish(const C *partials, typename SO::Storage *out,
     C acc = partials[o * splits];
     for (int64_t s = 1; s < splits; ++s) {
       const C x = partials[o * splits + s];
-      if (kind != ReduceMax)
-        acc += x;
-      else if (x > acc || (x != x && acc == acc))
-        acc = x;
+      acc = kind == ReduceMax ? largerOf(acc, x) : acc + x;
     }
     if (kind == ReduceMean)
       acc = static_cast<C>(acc / static_cast<C>(count));
