@@ -8,6 +8,10 @@
 BUILD ?= build
 LLVM_PREFIX ?= /usr/lib/llvm-22
 
+# ccache keys on paths relative to the checkout, so that a build in another
+# clone of the repository (CI's) reuses this one's objects.
+export CCACHE_BASEDIR ?= $(CURDIR)
+
 GPU_PACK ?= gpu-pack
 GPU_ARCH ?= sm_80,sm_90a
 

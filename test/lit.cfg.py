@@ -50,6 +50,10 @@ llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 llvm_config.with_environment(
     "PYTHONPATH", os.path.join(config.ampc_src_root, "utils", "python"),
     append_path=True)
+# The Python module (python/ampc).
+llvm_config.with_environment(
+    "PYTHONPATH", os.path.join(config.ampc_src_root, "python"),
+    append_path=True)
 
 # The CUDA target's tests compile with nvcc; they need no GPU. Without nvcc
 # they fail (ampc: "no nvcc found"), they are never skipped: "every test

@@ -549,6 +549,31 @@ TEST(RuntimeLoad, OptionsWithUnknownStructSize) {
   EXPECT_TRUE(lastErrorHas("options->num_threads is -2"));
 }
 
+TEST(RuntimeLoad, EntryNamesOneModelOfSeveral) {
+  std::string path = fixturePath("fixture_affine");
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load_entry(path.c_str(), "ampc_model_entry_second",
+                                  nullptr, &model),
+            AMPC_OK)
+      << ampc_last_error();
+  ampc_model_info info;
+  ASSERT_EQ(ampc_model_describe(model, &info), AMPC_OK);
+  EXPECT_EQ(info.num_inputs, 1);
+  ampc_model_release(model);
+
+  EXPECT_EQ(ampc_model_load_entry(path.c_str(), "ampc_model_entry_missing",
+                                  nullptr, &model),
+            AMPC_ERROR_NOT_FOUND);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas("undefined symbol: ampc_model_entry_missing"));
+
+  // NULL is the default entry, as ampc_model_load.
+  ASSERT_EQ(ampc_model_load_entry(path.c_str(), nullptr, nullptr, &model),
+            AMPC_OK)
+      << ampc_last_error();
+  ampc_model_release(model);
+}
+
 TEST(RuntimeLoad, OptionsReachTheLibrary) {
   FixtureGlobals globals("fixture_affine");
   int32_t *seenThreads = globals.get<int32_t>("fixture_affine_seen_num_threads");

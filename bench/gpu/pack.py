@@ -60,8 +60,12 @@ def main():
     for f in ("models.py", "bench.py"):
         shutil.copy(os.path.join(HERE, f), out)
     shutil.copy(os.path.join(ROOT, "test", "gpu", "run.sh"), out)
-    for f in ("ampc_testing.py", "ampc_ctypes.py"):
-        shutil.copy(os.path.join(PYTHON_UTILS, f), out)
+    shutil.copy(os.path.join(PYTHON_UTILS, "ampc_testing.py"), out)
+    # The runtime binding stands alone: the pack's ampc_ctypes.py is the
+    # Python module's (python/ampc/runtime.py).
+    shutil.copy(os.path.join(PYTHON_UTILS, "..", "..", "python", "ampc",
+                             "runtime.py"),
+                os.path.join(out, "ampc_ctypes.py"))
     print("pack: %s (run %s/run.sh on the GPU machine)" % (out, out))
 
 

@@ -794,6 +794,12 @@ void ampc_model_options_init(ampc_model_options *options) {
 ampc_status ampc_model_load(const char *path,
                             const ampc_model_options *options,
                             ampc_model **out_model) {
+  return ampc_model_load_entry(path, nullptr, options, out_model);
+}
+
+ampc_status ampc_model_load_entry(const char *path, const char *entrySymbol,
+                                  const ampc_model_options *options,
+                                  ampc_model **out_model) {
   if (!out_model)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad, "out_model is NULL");
   *out_model = nullptr;
@@ -819,12 +825,14 @@ ampc_status ampc_model_load(const char *path,
                        why ? why : "unknown loader error"));
   }
   dlerror();
-  void *entry = dlsym(model->library, AMPC_MODEL_ENTRY_SYMBOL);
+  const char *entryName = entrySymbol ? entrySymbol : AMPC_MODEL_ENTRY_SYMBOL;
+  void *entry = dlsym(model->library, entryName);
   if (!entry) {
     const char *why = dlerror();
+    std::string missing = format("no %s symbol", entryName);
     return fail(AMPC_ERROR_NOT_FOUND, kLoad,
                 format("'%s' is not an ampc model library: %s", path,
-                       why ? why : "no " AMPC_MODEL_ENTRY_SYMBOL " symbol"));
+                       why ? why : missing.c_str()));
   }
   using EntryFn = const ampc_model_abi *(*)(void);
   model->abi = reinterpret_cast<EntryFn>(entry)();

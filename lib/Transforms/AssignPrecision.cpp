@@ -145,7 +145,7 @@ const OverrideRule *findOverride(Operation *op, ArrayRef<OverrideRule> rules,
   std::string node = ampc::onnxNodeName(op);
   for (const OverrideRule &rule : rules) {
     bool matches = rule.kind == OverrideRule::Node
-                       ? rule.name == node
+                       ? ampc::ruleMatchesNodeName(rule.name, node)
                        : ampc::ruleMatchesOpType(rule.name, op);
     if (!matches)
       continue;

@@ -12,6 +12,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
+#include <functional>
+#include <optional>
+
 using namespace mlir;
 using llvm::StringRef;
 
@@ -69,6 +72,7 @@ std::string dotQuote(StringRef text) {
 }
 
 std::string buildDot(const ampc::PrecisionReport &r) {
+  using ampc::PrecisionReport;
   std::string dot;
   llvm::raw_string_ostream os(dot);
   os << "digraph precision {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
@@ -83,19 +87,23 @@ std::string buildDot(const ampc::PrecisionReport &r) {
     os << "  n" << i << " [label=" << dotQuote(n.name + "\n" + n.op + " · " + n.compute)
        << ", fillcolor=\"" << colourOf(n.compute) << "\", tooltip="
        << dotQuote(n.rule) << "];\n";
-  auto endpoint = [](int index, bool isSource) {
-    if (index >= 0)
-      return "n" + std::to_string(index);
-    return (isSource ? "in" : "out") + std::to_string(-1 - index);
+  for (auto [i, c] : llvm::enumerate(r.casts))
+    os << "  c" << i << " [label=" << dotQuote("cast " + c.from + "->" + c.to)
+       << ", shape=box, style=\"filled\", fillcolor=\"#ffffff\", "
+          "color=\"#d62828\", fontcolor=\"#d62828\", fontsize=8];\n";
+  for (auto [i, name] : llvm::enumerate(r.sources))
+    os << "  s" << i << " [label=" << dotQuote(name)
+       << ", shape=note, fillcolor=\"#ffffff\", fontsize=8];\n";
+  auto endpoint = [](PrecisionReport::Endpoint e) {
+    static const char *const prefix[] = {"n", "in", "out", "c", "s"};
+    return prefix[e.kind] + std::to_string(e.index);
   };
   for (const auto &e : r.edges) {
-    os << "  " << endpoint(e.from, true) << " -> " << endpoint(e.to, false);
-    if (!e.cast.empty())
-      os << " [label=" << dotQuote("cast " + e.cast)
-         << ", color=\"#d62828\", fontcolor=\"#d62828\", style=bold]";
-    else
-      os << " [label=" << dotQuote(e.dtype) << ", color=\"#555555\"]";
-    os << ";\n";
+    bool cast = e.from.kind == PrecisionReport::Endpoint::Cast ||
+                e.to.kind == PrecisionReport::Endpoint::Cast;
+    os << "  " << endpoint(e.from) << " -> " << endpoint(e.to) << " [label="
+       << dotQuote(e.dtype) << ", color=\""
+       << (cast ? "#d62828\", fontcolor=\"#d62828\"" : "#555555\"") << "];\n";
   }
   os << "}\n";
   return dot;
@@ -173,7 +181,7 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
     return r;
   r.castsAfter = countAutocasts(forward);
 
-  llvm::DenseMap<Operation *, int> index;
+  using Endpoint = PrecisionReport::Endpoint;
   for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
     r.inputs.push_back(name ? name.str() : "input" + std::to_string(i));
@@ -182,36 +190,46 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
     auto name = forward.getResultAttrOfType<StringAttr>(i, ampc::kNameAttr);
     r.outputs.push_back(name ? name.str() : "output" + std::to_string(i));
   }
-  auto addEdges = [&](Operation *user, int to) {
-    for (Value operand : user->getOperands()) {
-      if (!isa<FloatType>(cast<ShapedType>(operand.getType()).getElementType()))
-        continue;
-      std::string castText;
-      Value source = traceSource(operand, castText);
-      int from;
-      if (auto arg = dyn_cast<BlockArgument>(source))
-        from = -1 - static_cast<int>(arg.getArgNumber());
-      else if (auto it = index.find(source.getDefiningOp()); it != index.end())
-        from = it->second;
-      else
-        continue; // parameters and constants are not drawn
-      r.edges.push_back({from, to, dtypeName(source.getType()), castText});
+  // Where each drawn value comes from: decided nodes as they are met, casts
+  // (with an edge from what they read) and their sources when first used.
+  llvm::DenseMap<Operation *, Endpoint> drawn;
+  std::function<std::optional<Endpoint>(Value, bool)> endpointOf =
+      [&](Value v, bool forCast) -> std::optional<Endpoint> {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return Endpoint{Endpoint::Input, static_cast<int>(arg.getArgNumber())};
+    Operation *def = v.getDefiningOp();
+    if (auto it = drawn.find(def); it != drawn.end())
+      return it->second;
+    if (auto c = dyn_cast<ampc::CastOp>(def); c && ampc::isAutocast(c)) {
+      Endpoint e{Endpoint::Cast, static_cast<int>(r.casts.size())};
+      r.casts.push_back({dtypeName(c.getInput().getType()), dtypeName(c.getType())});
+      drawn[def] = e;
+      if (std::optional<Endpoint> from = endpointOf(c.getInput(), true))
+        r.edges.push_back({*from, e, dtypeName(c.getInput().getType())});
+      return e;
     }
+    // Parameters and constants are drawn only where a cast reads them.
+    if (!forCast)
+      return std::nullopt;
+    Endpoint e{Endpoint::Source, static_cast<int>(r.sources.size())};
+    if (auto p = dyn_cast<ampc::LoadParameterOp>(def))
+      r.sources.push_back(p.getParameter().str());
+    else
+      r.sources.push_back(def->getName().stripDialect().str());
+    drawn[def] = e;
+    return e;
+  };
+  auto addEdge = [&](Value v, Endpoint to) {
+    if (!isa<FloatType>(cast<ShapedType>(v.getType()).getElementType()))
+      return;
+    if (std::optional<Endpoint> from = endpointOf(v, false))
+      r.edges.push_back({*from, to, dtypeName(v.getType())});
   };
 
   for (Operation &op : forward.getBody().getOps()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        std::string castText;
-        Value source = traceSource(v, castText);
-        if (auto it = index.find(source.getDefiningOp()); it != index.end())
-          r.edges.push_back({it->second, -1 - static_cast<int>(i),
-                             dtypeName(source.getType()), castText});
-        else if (auto arg = dyn_cast<BlockArgument>(source))
-          r.edges.push_back({-1 - static_cast<int>(arg.getArgNumber()),
-                             -1 - static_cast<int>(i),
-                             dtypeName(source.getType()), castText});
-      }
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        addEdge(v, Endpoint{Endpoint::Output, static_cast<int>(i)});
       continue;
     }
     std::optional<PrecisionDecision> decision = getPrecisionDecision(&op);
@@ -229,11 +247,17 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
       n.outputs.push_back(dtypeName(result.getType()));
     n.category = stringifyPrecisionCategory(decision->category).str();
     n.rule = decision->rule;
-    int to = static_cast<int>(r.nodes.size());
-    index[&op] = to;
+    Endpoint to{Endpoint::Node, static_cast<int>(r.nodes.size())};
     r.nodes.push_back(std::move(n));
-    addEdges(&op, to);
+    for (Value operand : op.getOperands())
+      addEdge(operand, to);
+    drawn[&op] = to;
   }
+  // Every cast the summary counts is drawn, also one whose user is not.
+  forward.walk([&](ampc::CastOp c) {
+    if (ampc::isAutocast(c))
+      endpointOf(c.getResult(), false);
+  });
   return r;
 }
 
@@ -317,7 +341,8 @@ bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
     os << "<span class=\"swatch\" style=\"background:" << colourOf(d)
        << "\"></span>" << d;
   os << "<span class=\"swatch\" style=\"background:#fff;border-color:#d62828\">"
-        "</span>red edges carry a cast</p>\n";
+        "</span>red: the "
+     << r.casts.size() << " casts ampc inserted, each drawn</p>\n";
   if (!svg.empty())
     os << "<div class=\"graph\">\n" << svg << "</div>\n";
   else

@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -38,6 +39,13 @@ bool parseOneRule(StringRef spec, StringRef origin, StringRef where,
     return fail(error, where + ": a rule needs a name after '" +
                      (rule.kind == ampc::OverrideRule::Op ? "op:" : "node:") +
                      "'");
+  if (rule.kind == ampc::OverrideRule::Node &&
+      spec.find_first_of("*?[") != StringRef::npos) {
+    llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(spec);
+    if (!glob)
+      return fail(error, where + ": 'node:" + spec + "' is not a valid glob: " +
+                       llvm::toString(glob.takeError()));
+  }
   rule.name = spec.str();
   rules.push_back(std::move(rule));
   return true;
@@ -169,6 +177,17 @@ std::string ampc::onnxNodeName(Operation *op) {
   if (auto name = dyn_cast<NameLoc>(op->getLoc()))
     return name.getName().str();
   return "";
+}
+
+bool ampc::ruleMatchesNodeName(StringRef ruleName, StringRef node) {
+  if (ruleName.find_first_of("*?[") == StringRef::npos)
+    return ruleName == node;
+  llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(ruleName);
+  if (!glob) {
+    llvm::consumeError(glob.takeError()); // refused when parsed
+    return false;
+  }
+  return glob->match(node);
 }
 
 bool ampc::ruleMatchesOpType(StringRef ruleName, Operation *op) {

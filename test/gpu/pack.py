@@ -84,8 +84,12 @@ def main():
     shutil.copy(runtime, out)
     for f in ("check.py", "sanitize.py", "run.sh", "gpu_models.py"):
         shutil.copy(os.path.join(HERE, f), out)
-    for f in ("ampc_testing.py", "ampc_ctypes.py"):
-        shutil.copy(os.path.join(PYTHON_UTILS, f), out)
+    shutil.copy(os.path.join(PYTHON_UTILS, "ampc_testing.py"), out)
+    # The runtime binding stands alone: the pack's ampc_ctypes.py is the
+    # Python module's (python/ampc/runtime.py).
+    shutil.copy(os.path.join(PYTHON_UTILS, "..", "..", "python", "ampc",
+                             "runtime.py"),
+                os.path.join(out, "ampc_ctypes.py"))
     print("pack: %s (%d models; run %s/run.sh on the GPU machine)" %
           (out, len(gm.MODELS), out))
 

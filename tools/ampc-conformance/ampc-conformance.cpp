@@ -35,8 +35,10 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <cmath>
 #include <map>
+#include <thread>
 
 using namespace llvm;
 
@@ -47,6 +49,15 @@ cl::list<std::string> folders(cl::Positional, cl::desc("<node-test folder>..."),
 cl::opt<std::string> precision("precision",
                                cl::desc("fp32 (default), fp16 or bf16"),
                                cl::init("fp32"), cl::cat(category));
+cl::opt<unsigned> perLibrary(
+    "per-library",
+    cl::desc("tests compiled into one library (default 40; 1: a library "
+             "each)"),
+    cl::init(40), cl::cat(category));
+cl::opt<unsigned> jobs("jobs",
+                       cl::desc("compilers run at once (default: the "
+                                "machine's hardware threads)"),
+                       cl::init(0), cl::cat(category));
 cl::opt<bool> verbose("verbose",
                       cl::desc("name every skipped test and why, and every "
                                "test that passes"),
@@ -145,16 +156,30 @@ struct Tolerance {
   double rtol, atol;
 };
 
+/// A node test whose model compiled to source, waiting for its library.
+struct Prepared {
+  std::string folder;
+  std::vector<std::string> dataSets, inputNames;
+  llvm::StringSet<> initializers, constantInputs;
+  std::string source;      // the generated C++
+  std::string entry;       // its entry symbol (ampc_model_entry + suffix)
+  std::string library;     // the library that holds it, once compiled
+  std::string compileError;
+};
+
 class Runner {
 public:
-  Runner(mlir::MLIRContext &context, Tolerance tolerance)
-      : context(context), tolerance(tolerance) {}
-  Outcome run(StringRef folder);
+  Runner(mlir::MLIRContext &context, Tolerance tolerance, StringRef work)
+      : context(context), tolerance(tolerance), work(work) {}
+  /// Imports and generates the source of the test in `folder`; Passed means
+  /// "prepared" (appended to `prepared`).
+  Outcome prepare(StringRef folder, std::vector<Prepared> &prepared);
+  /// Loads the prepared test's library and runs its data sets.
+  Outcome check(const Prepared &test);
 
   std::map<std::string, unsigned> skippedBecause;
   double largestRelativeError = 0;
 
-private:
   Outcome skip(StringRef folder, const std::string &why) {
     ++skippedBecause[why];
     if (verbose)
@@ -165,11 +190,14 @@ private:
     outs() << "FAIL " << sys::path::filename(folder) << ": " << why << "\n";
     return Outcome::Failed;
   }
+
+private:
   mlir::MLIRContext &context;
   Tolerance tolerance;
+  std::string work;
 };
 
-Outcome Runner::run(StringRef folder) {
+Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
   SmallString<256> modelPath(folder);
   sys::path::append(modelPath, "model.onnx");
   onnx::ModelProto model;
@@ -270,19 +298,17 @@ Outcome Runner::run(StringRef folder) {
     return skip(folder, "Dropout in training mode (the expected mask comes "
                         "from numpy's random generator)");
 
-  SmallString<128> work;
-  if (sys::fs::createUniqueDirectory("ampc-conformance", work))
-    return fail(folder, "cannot create a temporary folder");
-  struct Cleanup {
-    SmallString<128> &path;
-    ~Cleanup() { sys::fs::remove_directories(path); }
-  } cleanup{work};
+  // Every test's source gets its own symbols, so that many compile into one
+  // library (compileBatches).
+  Prepared test;
+  std::string index = std::to_string(prepared.size());
   ampc::CpuLibraryOptions cpu;
   cpu.modelName = sys::path::filename(folder).str();
   cpu.precision = precision;
-  cpu.parameterFile = (work + "/params.bin").str();
-  std::string source, parameters;
-  raw_string_ostream os(source);
+  cpu.parameterFile = work + "/t" + index + ".params.bin";
+  cpu.symbolSuffix = "_t" + index;
+  std::string parameters;
+  raw_string_ostream os(test.source);
   if (failed(ampc::emitCpuSource(*module, cpu, os, parameters))) {
     // An op that imports but the CPU target cannot compile yet.
     StringRef reason(firstError);
@@ -292,19 +318,32 @@ Outcome Runner::run(StringRef folder) {
                               reason.substr(at + 31).split('\'').first.str());
     return fail(folder, "codegen: " + firstError);
   }
-  std::string sourcePath = (work + "/model.cpp").str(),
-              libraryPath = (work + "/model.so").str();
   {
-    raw_fd_ostream s(sourcePath, ec);
-    s << source;
     raw_fd_ostream p(cpu.parameterFile, ec);
     p << parameters;
+    if (ec)
+      return fail(folder, "cannot write " + cpu.parameterFile);
   }
-  if (!ampc::compileCpuLibrary(sourcePath, libraryPath, error))
-    return fail(folder, error);
+  test.folder = folder.str();
+  test.dataSets.assign(dataSets.begin(), dataSets.end());
+  test.inputNames = std::move(inputNames);
+  test.initializers = std::move(initializers);
+  for (const auto &entry : options.constantInputs)
+    test.constantInputs.insert(entry.first());
+  test.entry = "ampc_model_entry" + cpu.symbolSuffix;
+  prepared.push_back(std::move(test));
+  return Outcome::Passed;
+}
 
+Outcome Runner::check(const Prepared &test) {
+  StringRef folder = test.folder;
+  if (!test.compileError.empty())
+    return fail(folder, test.compileError);
+  std::string error;
+  const std::vector<std::string> &inputNames = test.inputNames;
   ampc_model *library = nullptr;
-  if (ampc_model_load(libraryPath.c_str(), nullptr, &library) != AMPC_OK)
+  if (ampc_model_load_entry(test.library.c_str(), test.entry.c_str(), nullptr,
+                            &library) != AMPC_OK)
     return fail(folder, ampc_last_error());
   struct Release {
     ampc_model *m;
@@ -313,15 +352,15 @@ Outcome Runner::run(StringRef folder) {
   ampc_model_info info;
   ampc_model_describe(library, &info);
 
-  for (const std::string &set : dataSets) {
+  for (const std::string &set : test.dataSets) {
     std::vector<HostTensor> inputs, expected, outputs(info.num_outputs);
     for (size_t k = 0; k < inputNames.size(); ++k) {
-      if (options.constantInputs.count(inputNames[k]))
+      if (test.constantInputs.count(inputNames[k]))
         continue;
       // An initializer listed as an input (IR version < 4) is a parameter
       // of the library with the initializer's value; the test feeds only
       // the inputs it provides.
-      if (initializers.count(inputNames[k])) {
+      if (test.initializers.count(inputNames[k])) {
         if (!sys::fs::exists(set + "/input_" + std::to_string(k) + ".pb"))
           continue;
         return skip(folder, "test data replaces an initializer listed as "
@@ -400,6 +439,86 @@ Outcome Runner::run(StringRef folder) {
     outs() << "ok " << sys::path::filename(folder) << "\n";
   return Outcome::Passed;
 }
+/// One library to compile: the sources of `tests`, each in a namespace of
+/// its own (their static names apart), their #include lines first.
+struct Batch {
+  std::vector<Prepared *> tests;
+  std::string library;
+};
+
+bool compileBatch(const Batch &batch, std::string &error) {
+  std::string includes, bodies;
+  llvm::StringSet<> seen;
+  for (Prepared *test : batch.tests) {
+    bodies += "namespace " + test->entry + " {\n";
+    for (StringRef line : llvm::split(test->source, '\n')) {
+      if (line.starts_with("#include")) {
+        if (seen.insert(line).second)
+          includes += line.str() + "\n";
+        continue;
+      }
+      bodies += line.str() + "\n";
+    }
+    bodies += "} // namespace " + test->entry + "\n\n";
+  }
+  std::string sourcePath = batch.library + ".cpp";
+  {
+    std::error_code ec;
+    raw_fd_ostream s(sourcePath, ec);
+    s << includes << "\n" << bodies;
+    if (ec) {
+      error = "cannot write " + sourcePath;
+      return false;
+    }
+  }
+  return ampc::compileCpuLibrary(sourcePath, batch.library, error);
+}
+
+/// Compiles the prepared tests into libraries of up to `perLibrary` tests
+/// each, `jobs` compilers at a time: one compiler run parses the kernel
+/// headers once for all of a library's tests, most of a small model's
+/// compile time. A library that fails is compiled again one test per
+/// library, so that the failure is the test's own.
+void compileAll(std::vector<Prepared> &tests, StringRef work,
+                unsigned perLibrary, unsigned jobs) {
+  std::vector<Batch> batches;
+  for (size_t first = 0; first < tests.size(); first += perLibrary) {
+    Batch batch;
+    for (size_t i = first; i < std::min(tests.size(), first + perLibrary); ++i)
+      batch.tests.push_back(&tests[i]);
+    batch.library = (work + "/b" + Twine(batches.size()) + ".so").str();
+    batches.push_back(std::move(batch));
+  }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t b; (b = next++) < batches.size();) {
+      const Batch &batch = batches[b];
+      std::string error;
+      if (compileBatch(batch, error)) {
+        for (Prepared *test : batch.tests)
+          test->library = batch.library;
+        continue;
+      }
+      if (batch.tests.size() == 1) {
+        batch.tests.front()->compileError = error;
+        continue;
+      }
+      for (Prepared *test : batch.tests) {
+        Batch alone{{test}, batch.library + "." + test->entry + ".so"};
+        if (compileBatch(alone, error))
+          test->library = alone.library;
+        else
+          test->compileError = error;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < std::min<size_t>(jobs, batches.size()); ++j)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &t : threads)
+    t.join();
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -429,19 +548,47 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
 
-  Runner runner(context, tolerance);
-  unsigned passed = 0, failed = 0, skipped = 0;
-  for (const std::string &folder : folders) {
+  for (const std::string &folder : folders)
     if (!sys::fs::exists(folder + "/model.onnx")) {
       errs() << "error: " << folder << ": no model.onnx\n";
       return 1;
     }
-    switch (runner.run(folder)) {
+  SmallString<128> work;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("ampc-conformance", work)) {
+    errs() << "error: cannot create a temporary folder: " << ec.message() << "\n";
+    return 1;
+  }
+  struct Cleanup {
+    SmallString<128> &path;
+    ~Cleanup() { sys::fs::remove_directories(path); }
+  } cleanup{work};
+
+  Runner runner(context, tolerance, work);
+  unsigned passed = 0, failed = 0, skipped = 0;
+  auto count = [&](Outcome outcome) {
+    switch (outcome) {
     case Outcome::Passed: ++passed; break;
     case Outcome::Failed: ++failed; break;
     case Outcome::Skipped: ++skipped; break;
     }
+  };
+  std::vector<Prepared> prepared;
+  for (const std::string &folder : folders)
+    if (Outcome outcome = runner.prepare(folder, prepared);
+        outcome != Outcome::Passed)
+      count(outcome);
+  compileAll(prepared, work, std::max(1u, perLibrary.getValue()),
+             jobs ? jobs.getValue() : std::max(1u, std::thread::hardware_concurrency()));
+  if (verbose) {
+    llvm::StringSet<> libraries;
+    for (const Prepared &test : prepared)
+      if (!test.library.empty())
+        libraries.insert(test.library);
+    outs() << "compiled " << prepared.size() << " tests into "
+           << libraries.size() << " libraries\n";
   }
+  for (const Prepared &test : prepared)
+    count(runner.check(test));
   if (verbose)
     for (const auto &[why, n] : runner.skippedBecause)
       outs() << "skipped " << n << ": " << why << "\n";

@@ -372,3 +372,63 @@ bool convertNpy(const NpyArray &array, ampc_dtype dtype,
 }
 
 } // namespace ampc::train
+
+bool ampc::train::writeNpy(const std::string &path, ampc_dtype dtype,
+                           const std::vector<int64_t> &shape,
+                           const unsigned char *data, std::string &error) {
+  const char *descr = nullptr;
+  switch (dtype) {
+  case AMPC_DTYPE_F32: case AMPC_DTYPE_BF16: descr = "<f4"; break;
+  case AMPC_DTYPE_F64: descr = "<f8"; break;
+  case AMPC_DTYPE_F16: descr = "<f2"; break;
+  case AMPC_DTYPE_I64: descr = "<i8"; break;
+  case AMPC_DTYPE_I32: descr = "<i4"; break;
+  case AMPC_DTYPE_I8: descr = "|i1"; break;
+  case AMPC_DTYPE_U8: descr = "|u1"; break;
+  case AMPC_DTYPE_BOOL: descr = "|b1"; break;
+  default:
+    error = path + ": cannot write dtype " + ampc_dtype_name(dtype);
+    return false;
+  }
+  size_t count = 1;
+  std::string dims;
+  for (int64_t d : shape) {
+    count *= size_t(d);
+    dims += std::to_string(d) + ", ";
+  }
+  if (shape.size() > 1)
+    dims.resize(dims.size() - 2);
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Magic, version, header length, header padded with spaces and ended by
+  // a newline so that the data starts at a multiple of 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += char(1);
+  bytes += char(0);
+  bytes += char(header.size() & 0xff);
+  bytes += char(header.size() >> 8);
+  bytes += header;
+  if (dtype == AMPC_DTYPE_BF16) {
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t bits = uint32_t(data[2 * i] | (data[2 * i + 1] << 8)) << 16;
+      bytes.append(reinterpret_cast<const char *>(&bits), 4);
+    }
+  } else {
+    bytes.append(reinterpret_cast<const char *>(data),
+                 count * ampc_dtype_size(dtype));
+  }
+  std::string temporary = path + ".tmp";
+  FILE *f = std::fopen(temporary.c_str(), "wb");
+  bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (f && std::fclose(f) != 0)
+    ok = false;
+  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    std::remove(temporary.c_str());
+    return false;
+  }
+  return true;
+}

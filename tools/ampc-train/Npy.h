@@ -48,6 +48,13 @@ std::string describeNpy(const NpyArray &array);
 bool convertNpy(const NpyArray &array, ampc_dtype dtype,
                 std::vector<unsigned char> &out, std::string &why);
 
+/// Writes `count` elements of `dtype` at `data` as a .npy file (format 1.0)
+/// of `shape`; bfloat16, which NumPy has no dtype for, as float32. On
+/// failure returns false with `error` = "PATH: what is wrong".
+bool writeNpy(const std::string &path, ampc_dtype dtype,
+              const std::vector<int64_t> &shape, const unsigned char *data,
+              std::string &error);
+
 } // namespace ampc::train
 
 #endif // AMPC_TOOLS_AMPC_TRAIN_NPY_H

@@ -8,6 +8,7 @@
 
 #include "Npy.h"
 #include "Plot.h"
+#include "Schedule.h"
 
 #include "ampc/Runtime/Float16.h"
 #include "ampc/Runtime/ampc.h"
@@ -41,7 +42,22 @@ samples in the .npy files, through the runtime C API.
   --eval-labels Y.npy   ampc_model_infer); repeatable like --inputs/--labels
   --epochs N            train until N epochs are complete (default 10)
   --steps N             train until N steps are complete (instead of --epochs)
-  --lr X                set the learning rate before the first step
+  --lr X                set the learning rate before the first step (the
+                        base rate of a schedule)
+  --lr-schedule SPEC    the learning rate of each optimizer step, as
+                        torch.optim.lr_scheduler computes it, stepped once per
+                        optimizer step; a step the loss scaler skips does not
+                        advance it (as optimizer.step() skipped by GradScaler):
+                          step:STEP_SIZE[:GAMMA]            StepLR (gamma 0.1)
+                          multistep:M1,M2,...[:GAMMA]       MultiStepLR
+                          exponential:GAMMA                 ExponentialLR
+                          cosine:T_MAX[:ETA_MIN[:WARMUP[:START_FACTOR]]]
+                              CosineAnnealingLR after WARMUP steps of LinearLR
+                              from START_FACTOR (1/3) (SequentialLR)
+                          onecycle:MAX_LR:TOTAL_STEPS[:PCT_START[:DIV[:FINAL_DIV]]]
+                              OneCycleLR, cosine annealing (0.3, 25, 1e4;
+                              the base rate is not used; momentum is not
+                              cycled)
   --seed S              seed of the per-epoch shuffle (default 0)
   --no-shuffle          take the samples in file order
   --metrics FILE.csv    one row per step: step,epoch,loss,scale,skipped,lr
@@ -54,6 +70,14 @@ samples in the .npy files, through the runtime C API.
   --resume FILE         load a checkpoint first and continue its step and
                         epoch count (--epochs and --steps are totals)
   --plot FILE.png       loss and loss scale against the step
+  --export-onnx FILE    after training, write the trained model as ONNX
+                        (eval mode; ampc_model_export_onnx)
+  --predict X.npy       after training (or, without --inputs, right away:
+                        the library's weights, or a --resume checkpoint's),
+                        run the model in eval mode on these samples
+                        (repeat for several data inputs) and write its
+  --output P.npy        outputs: the first --output gets the model's first
+                        output, the next the second (N samples along axis 0)
   --quiet               print only the final line
   --help                print this and exit
 
@@ -94,7 +118,9 @@ struct Options {
   double lr = -1;
   uint64_t seed = 0;
   bool shuffle = true, quiet = false;
-  std::string metrics, checkpoint, resume, plot;
+  std::string metrics, checkpoint, resume, plot, exportOnnx;
+  std::vector<std::string> predict, outputs;
+  Schedule schedule;
 };
 
 int64_t parseCount(const std::string &option, const std::string &value) {
@@ -198,6 +224,17 @@ Options parseOptions(int argc, char **argv) {
       o.resume = takeValue();
     else if (name == "--plot")
       o.plot = takeValue();
+    else if (name == "--export-onnx")
+      o.exportOnnx = takeValue();
+    else if (name == "--predict")
+      o.predict.push_back(takeValue());
+    else if (name == "--output")
+      o.outputs.push_back(takeValue());
+    else if (name == "--lr-schedule") {
+      std::string error;
+      if (!parseSchedule(takeValue(), o.schedule, error))
+        die(error);
+    }
     else
       die("unknown option '" + name + "' (see --help)");
   }
@@ -208,10 +245,13 @@ Options parseOptions(int argc, char **argv) {
     die("one model library expected, got '" + positional[0] + "' and '" +
         positional[1] + "'");
   o.library = positional[0];
-  if (o.inputs.empty())
+  bool afterwards = !o.predict.empty() || !o.exportOnnx.empty();
+  if (o.inputs.empty() && (!afterwards || !o.labels.empty()))
     die("no --inputs given");
-  if (o.labels.empty())
+  if (!o.inputs.empty() && o.labels.empty())
     die("no --labels given");
+  if (o.predict.empty() != o.outputs.empty())
+    die("--predict and --output go together");
   if (o.evalInputs.empty() != o.evalLabels.empty())
     die("--eval-inputs and --eval-labels go together");
   if (o.haveEpochs && o.steps >= 0)
@@ -219,6 +259,9 @@ Options parseOptions(int argc, char **argv) {
   checkOutputPath("--checkpoint", o.checkpoint);
   checkOutputPath("--metrics", o.metrics);
   checkOutputPath("--plot", o.plot);
+  checkOutputPath("--export-onnx", o.exportOnnx);
+  for (const std::string &path : o.outputs)
+    checkOutputPath("--output", path);
   return o;
 }
 
@@ -395,6 +438,9 @@ private:
       die(what + ": " + ampc_last_error());
   }
   EvalResult evaluate();
+  /// ampc_model_infer on the buffers (one per input, one per output).
+  void infer(std::vector<TensorBuffer> &inputs,
+             std::vector<TensorBuffer> &outputs);
   /// Whether the evaluation has an accuracy: logits [B, ..., C] in output 1
   /// and one integer label input [B, ...] matching its leading dimensions
   /// (a classifier; a regression has none).
@@ -409,10 +455,14 @@ private:
   void progress(int64_t epoch, int64_t step, int64_t stepsInEpoch,
                 double loss, double scale, double rate);
   void saveCheckpoint();
+  /// --export-onnx and --predict, then release the model.
+  int finish();
+  void predict();
 
   Options o;
   ampc_model *model = nullptr;
   ampc_model_info info{};
+  bool trains = false;
   int32_t numLabels = 0, numData = 0;
   int64_t batch = 0;
   DataSet train, eval;
@@ -420,31 +470,38 @@ private:
   bool interactive = false;
 };
 
+std::vector<TensorBuffer> makeBuffers(const std::vector<ampc_tensor_info> &infos) {
+  std::vector<TensorBuffer> buffers;
+  for (const ampc_tensor_info &t : infos)
+    buffers.push_back(makeBuffer(t));
+  return buffers;
+}
+
+void Trainer::infer(std::vector<TensorBuffer> &inputs,
+                    std::vector<TensorBuffer> &outputs) {
+  auto views = [](std::vector<TensorBuffer> &buffers) {
+    std::vector<ampc_tensor> tensors;
+    for (TensorBuffer &b : buffers) {
+      b.tensor.data = b.bytes.data();
+      tensors.push_back(b.tensor);
+    }
+    return tensors;
+  };
+  std::vector<ampc_tensor> in = views(inputs), out = views(outputs);
+  check(ampc_model_infer(model, in.data(), int32_t(in.size()), out.data(),
+                         int32_t(out.size())),
+        o.library);
+}
+
 EvalResult Trainer::evaluate() {
-  std::vector<TensorBuffer> inputs, outputs;
-  for (const ampc_tensor_info &t : inputInfo)
-    inputs.push_back(makeBuffer(t));
-  for (const ampc_tensor_info &t : outputInfo)
-    outputs.push_back(makeBuffer(t));
-  std::vector<ampc_tensor> in, out;
+  std::vector<TensorBuffer> inputs = makeBuffers(inputInfo),
+                            outputs = makeBuffers(outputInfo);
   std::vector<int64_t> order = sampleOrder(eval.samples, false, 0, 0);
   bool canScore = scoresAccuracy();
   const ampc_tensor_info *logits = canScore ? &outputInfo[1] : nullptr;
   const ampc_tensor_info &label = inputInfo.back();
   auto run = [&] {
-    in.clear();
-    out.clear();
-    for (TensorBuffer &b : inputs) {
-      b.tensor.data = b.bytes.data();
-      in.push_back(b.tensor);
-    }
-    for (TensorBuffer &b : outputs) {
-      b.tensor.data = b.bytes.data();
-      out.push_back(b.tensor);
-    }
-    check(ampc_model_infer(model, in.data(), int32_t(in.size()), out.data(),
-                           int32_t(out.size())),
-          o.library);
+    infer(inputs, outputs);
     return scalarValue(outputInfo[0].dtype, outputs[0].bytes.data());
   };
   // The loss output is the batch's mean of per-sample losses, and infer runs
@@ -522,10 +579,12 @@ int Trainer::run() {
     die(o.library + ": " + ampc_last_error());
   check(ampc_model_describe(model, &info), o.library);
   ampc_training_info training;
-  if (ampc_model_training_info(model, &training) != AMPC_OK)
+  trains = ampc_model_training_info(model, &training) == AMPC_OK;
+  if (!trains && (!o.inputs.empty() || !o.resume.empty() ||
+                  !o.exportOnnx.empty()))
     die(o.library + ": not a training library with an optimizer (mode '" +
         info.mode + "'): " + ampc_last_error());
-  numLabels = training.num_labels;
+  numLabels = trains ? training.num_labels : 0;
   numData = info.num_inputs - numLabels;
   for (int32_t i = 0; i < info.num_inputs; ++i) {
     ampc_tensor_info t;
@@ -544,7 +603,7 @@ int Trainer::run() {
     check(ampc_model_output_info(model, i, &t), o.library);
     outputInfo.push_back(t);
   }
-  if (outputInfo.empty() || outputInfo[0].rank != 0)
+  if (trains && (outputInfo.empty() || outputInfo[0].rank != 0))
     die(o.library + ": output 0 is not a scalar loss");
   auto describeInputs = [&](int32_t first, int32_t count) {
     std::string s;
@@ -561,9 +620,23 @@ int Trainer::run() {
           " file(s) (" + describeInputs(first, want) + "), " +
           std::to_string(given) + " given");
   };
+  batch = inputInfo.empty() ? 0 : inputInfo[0].shape[0];
+  if (!o.predict.empty())
+    checkCount("--predict", o.predict.size(), numData, 0);
+  // The schedule's base: --lr, else the library's rate (before a checkpoint
+  // replaces it with the rate it was at).
+  // (In double, as torch computes it: a float base would round once more.)
+  float libraryLr = 0;
+  if (trains)
+    check(ampc_model_get_learning_rate(model, &libraryLr), o.library);
+  double baseLr = o.lr >= 0 ? o.lr : double(libraryLr);
+  if (o.inputs.empty()) {
+    if (!o.resume.empty())
+      check(ampc_model_load_checkpoint(model, o.resume.c_str()), o.resume);
+    return finish();
+  }
   checkCount("--inputs", o.inputs.size(), numData, 0);
   checkCount("--labels", o.labels.size(), numLabels, numData);
-  batch = inputInfo[0].shape[0];
 
   DataSet labels;
   loadInputs(o.library, model, 0, o.inputs, train, true);
@@ -610,6 +683,10 @@ int Trainer::run() {
         std::to_string(stepsPerEpoch) + " steps are more than 2^62 steps");
   if (lastStep > (int64_t(1) << 62))
     die("option --steps: more than 2^62 steps");
+  if (o.schedule.kind == Schedule::OneCycle && lastStep > o.schedule.totalSteps)
+    die("option --lr-schedule: onecycle's TOTAL_STEPS " +
+        std::to_string(o.schedule.totalSteps) + " is less than the run's " +
+        std::to_string(lastStep) + " steps");
   int64_t totalEpochs = (lastStep + stepsPerEpoch - 1) / stepsPerEpoch;
 
   FILE *metrics = nullptr;
@@ -651,6 +728,10 @@ int Trainer::run() {
     int64_t lossCount = 0;
     for (int64_t s = first; s < end; ++s) {
       gather(train, order, s * batch, batch, inputs, 0);
+      if (o.schedule.kind != Schedule::Constant)
+        check(ampc_model_set_learning_rate(
+                  model, float(o.schedule.rate(baseLr, scaler.steps))),
+              "--lr-schedule");
       check(ampc_model_train_step(model, in.data(), int32_t(in.size()),
                                   &loss.tensor),
             o.library);
@@ -744,8 +825,7 @@ int Trainer::run() {
         std::printf("  eval loss %.4f", lastEval.loss);
     }
     std::printf("  (0 steps, %.1f s)\n", seconds);
-    ampc_model_release(model);
-    return 0;
+    return finish();
   }
   std::printf("final: loss %.4f", lastEpochLoss);
   if (eval.samples && std::isfinite(lastEval.accuracy))
@@ -753,8 +833,69 @@ int Trainer::run() {
   else if (eval.samples)
     std::printf("  eval loss %.4f", lastEval.loss);
   std::printf("  (%lld steps, %.1f s)\n", (long long)stepsRun, seconds);
+  return finish();
+}
+
+int Trainer::finish() {
+  if (!o.exportOnnx.empty()) {
+    check(ampc_model_export_onnx(model, o.exportOnnx.c_str()), o.exportOnnx);
+    std::printf("exported %s\n", o.exportOnnx.c_str());
+  }
+  if (!o.predict.empty())
+    predict();
   ampc_model_release(model);
   return 0;
+}
+
+void Trainer::predict() {
+  DataSet set;
+  loadInputs(o.library, model, 0, o.predict, set, false);
+  // A training library's output 0 is the loss; the model's outputs follow.
+  int32_t first = std::strcmp(info.mode, "train") == 0 ? 1 : 0;
+  int32_t available = int32_t(outputInfo.size()) - first;
+  if (int32_t(o.outputs.size()) > available)
+    die(std::to_string(o.outputs.size()) + " --output files, " + o.library +
+        " has " + std::to_string(available) + " model output(s)");
+  for (size_t k = 0; k < o.outputs.size(); ++k) {
+    const ampc_tensor_info &t = outputInfo[size_t(first) + k];
+    if (t.rank < 1 || t.shape[0] != batch)
+      die(o.outputs[k] + ": output '" + std::string(t.name) + "' " +
+          shapeString(t.shape, t.rank) +
+          " has no batch dimension to write per sample");
+  }
+  std::vector<TensorBuffer> inputs = makeBuffers(inputInfo),
+                            outputs = makeBuffers(outputInfo);
+  std::vector<int64_t> order = sampleOrder(set.samples, false, 0, 0);
+  std::vector<std::vector<unsigned char>> written(o.outputs.size());
+  for (int64_t start = 0; start < set.samples; start += batch) {
+    // The last batch is padded with its first sample; the padding's
+    // outputs are not written. Labels (a training library's) stay zero:
+    // they only reach the loss.
+    int64_t valid = std::min(batch, set.samples - start);
+    gather(set, order, start, valid, inputs, 0);
+    for (size_t k = 0; k < set.data.size(); ++k)
+      for (int64_t b = valid; b < batch; ++b)
+        std::memcpy(inputs[k].bytes.data() + size_t(b) * set.sampleBytes[k],
+                    inputs[k].bytes.data(), set.sampleBytes[k]);
+    infer(inputs, outputs);
+    check(ampc_model_synchronize(model), o.library);
+    for (size_t k = 0; k < o.outputs.size(); ++k) {
+      const TensorBuffer &b = outputs[size_t(first) + k];
+      size_t perSample = b.bytes.size() / size_t(batch);
+      written[k].insert(written[k].end(), b.bytes.begin(),
+                        b.bytes.begin() + std::ptrdiff_t(size_t(valid) * perSample));
+    }
+  }
+  for (size_t k = 0; k < o.outputs.size(); ++k) {
+    const ampc_tensor_info &t = outputInfo[size_t(first) + k];
+    std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+    shape[0] = set.samples;
+    std::string error;
+    if (!writeNpy(o.outputs[k], t.dtype, shape, written[k].data(), error))
+      die(error);
+    std::printf("predicted %lld samples: %s\n", (long long)set.samples,
+                o.outputs[k].c_str());
+  }
 }
 
 } // namespace

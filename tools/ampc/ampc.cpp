@@ -117,6 +117,13 @@ cl::opt<std::string> gpuArchs(
              "sm_80,sm_90a)"),
     cl::init("sm_80,sm_90a"), cl::value_desc("sm_XX,..."),
     cl::cat(ampcCategory));
+cl::opt<std::string> symbolSuffix(
+    "symbol-suffix",
+    cl::desc("append this to the library's global symbols (entry "
+             "ampc_model_entry<SUFFIX>), so that several models' sources "
+             "compile into one library; the application loads one with "
+             "ampc_model_load_entry"),
+    cl::value_desc("SUFFIX"), cl::cat(ampcCategory));
 cl::opt<std::string> loss(
     "loss",
     cl::desc("training loss attached to the first output unless the model "
@@ -348,6 +355,7 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   ampc::LibraryOptions options;
   options.modelName = sys::path::stem(inputPath).str();
   options.precision = precision;
+  options.symbolSuffix = symbolSuffix;
   std::string error;
   // Sources and parameters go next to the output for --emit=cpp, and to a
   // temporary folder (removed afterwards) for --emit=so.
@@ -355,8 +363,8 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   std::string base;
   StringRef extension = cuda ? ".cu" : ".cpp";
   if (emit != Emit::So) {
-    // Source on standard output ("-" or no -o): parameters beside the model's
-    // name in the current folder.
+    // Source on standard output ("-" or no -o): the parameters go into it
+    // (below).
     base = outputPath.empty() || outputPath == "-"
                ? options.modelName + extension.str()
                : outputPath.getValue();
@@ -370,10 +378,15 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
     if (!folder.empty())
       sys::fs::remove_directories(folder);
   });
+  // A source written to standard output carries its parameters (and ONNX
+  // model) as arrays: there is no folder to put files beside it.
+  const bool toStdout =
+      emit != Emit::So && (outputPath.empty() || outputPath == "-");
   SmallString<128> parameterFile(base);
   sys::path::replace_extension(parameterFile, "params.bin");
   sys::fs::make_absolute(parameterFile);
-  options.parameterFile = parameterFile.str().str();
+  if (!toStdout)
+    options.parameterFile = parameterFile.str().str();
   // A training library carries its ONNX model, so the runtime can export
   // the trained weights into it (ampc_model_export_onnx).
   std::string onnxBytes;
@@ -389,7 +402,10 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
     SmallString<128> onnxFile(base);
     sys::path::replace_extension(onnxFile, "model.onnx");
     sys::fs::make_absolute(onnxFile);
-    options.onnxFile = onnxFile.str().str();
+    if (toStdout)
+      options.onnxData = onnxBytes;
+    else
+      options.onnxFile = onnxFile.str().str();
     options.onnxSize = onnxBytes.size();
   }
 
@@ -406,7 +422,7 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
     file << contents;
     return true;
   };
-  if (!parameters.empty() && !writeFile(parameterFile, parameters))
+  if (!toStdout && !parameters.empty() && !writeFile(parameterFile, parameters))
     return false;
   if (!options.onnxFile.empty() && !writeFile(options.onnxFile, onnxBytes))
     return false;
@@ -496,6 +512,34 @@ int main(int argc, char **argv) {
       return userError("--gpu-arch: '" + arch.str() +
                        "' is not an architecture like sm_80 or sm_90a");
     archs.push_back(arch.str());
+  }
+  if (!llvm::all_of(symbolSuffix.getValue(), [](char c) {
+        return llvm::isAlnum(c) || c == '_';
+      }))
+    return userError("--symbol-suffix: '" + symbolSuffix.getValue() +
+                     "' is not made of letters, digits and '_'");
+  // `ampc SOURCE.cpp|SOURCE.cu -o LIB.so` compiles generated source (edited,
+  // or several models' sources put together with --symbol-suffix) as ampc
+  // compiles its own.
+  if (StringRef kind = sys::path::extension(inputPath);
+      kind == ".cpp" || kind == ".cu") {
+    bool cudaSource = kind == ".cu";
+    if (outputPath.empty() || outputPath == "-")
+      return userError(inputPath + ": compiling a source needs -o FILE.so");
+    if (cudaSource ? target == Target::Cpu
+                   : target == Target::Cuda || target == Target::CudaSim)
+      return userError(inputPath + ": a " + kind.str() + " source is the " +
+                       (cudaSource ? "CUDA" : "CPU") + " target's (--target=" +
+                       (cudaSource ? "cuda or cuda-sim" : "cpu") + ")");
+    if (!sys::fs::exists(inputPath))
+      return userError(inputPath + ": cannot open: no such file");
+    std::string error;
+    if (sim ? !ampc::compileCudaSimLibrary(inputPath, outputPath,
+                                           cudaResourceCheck, error)
+        : cudaSource ? !ampc::compileCudaLibrary(inputPath, outputPath, archs, error)
+                     : !ampc::compileCpuLibrary(inputPath, outputPath, error))
+      return userError(inputPath + ": " + error);
+    return 0;
   }
   // `ampc MODEL --report=FILE` alone writes the report and builds nothing.
   const bool reportOnly = !explain && !reportPath.empty() &&

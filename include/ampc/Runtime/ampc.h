@@ -171,6 +171,14 @@ AMPC_API ampc_status ampc_model_load(const char *path,
                                      const ampc_model_options *options,
                                      ampc_model **out_model);
 
+/// As `ampc_model_load`, for the model whose entry symbol is `entry` (NULL:
+/// `ampc_model_entry`): a library that holds several models, compiled with
+/// `ampc --symbol-suffix=S`, has the entry `ampc_model_entry` + S for each.
+/// Errors as `ampc_model_load`; AMPC_ERROR_NOT_FOUND names the symbol.
+AMPC_API ampc_status ampc_model_load_entry(const char *path, const char *entry,
+                                           const ampc_model_options *options,
+                                           ampc_model **out_model);
+
 /// Frees the model's state and unloads its library. NULL is a no-op. A handle
 /// that is not live (released already, or never created) is left alone and
 /// only sets `ampc_last_error`.

@@ -36,12 +36,19 @@ struct LibraryOptions {
   /// "fp16", "bf16", "fp32" or "fp64", for the description.
   std::string precision = "fp32";
   /// Where the parameter values are read from when the source is compiled
-  /// (an `.incbin` of this file).
+  /// (an `.incbin` of this file); empty: the source carries them as an
+  /// array (a source written to standard output, which has no folder).
   std::string parameterFile;
   /// The serialized ONNX model to embed for export (an `.incbin` of this
-  /// file, `onnxSize` bytes); empty: none.
+  /// file, `onnxSize` bytes); empty: `onnxData` as an array, if any.
   std::string onnxFile;
   uint64_t onnxSize = 0;
+  std::string onnxData;
+  /// Appended to the library's global symbols (`ampc_model_entry`, the
+  /// parameter and ONNX blobs), so that several models' sources can be
+  /// compiled into one library; the application names the entry in
+  /// ampc_model_load_entry. Empty: the default names.
+  std::string symbolSuffix;
 };
 
 namespace emit {
@@ -87,6 +94,16 @@ uint64_t dropoutSeed(mlir::Operation *dropout);
 llvm::SmallVector<int64_t> shapeOpDims(mlir::Operation *shape);
 /// Runs a compiler (`args[0]` is the program) on `sourcePath`; on failure
 /// sets `error` to "`what` failed on SOURCE: <its first error line>".
+/// Where an installed ampc keeps `relative` (e.g. "include"): beside the
+/// running executable's folder (PREFIX/bin/ampc → PREFIX/include) when
+/// `probe` exists below it, else `buildPath` (the build tree's, compiled
+/// in): a build tree runs from where it was built, an installed or copied
+/// prefix from itself.
+std::string installedPath(llvm::StringRef relative, llvm::StringRef probe,
+                          llvm::StringRef buildPath);
+/// `-I` of the runtime headers the generated sources include.
+std::string runtimeIncludeFlag(llvm::StringRef buildIncludeDir);
+
 bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
                  llvm::StringRef sourcePath, std::string &error);
 
@@ -175,8 +192,13 @@ protected:
                 llvm::StringRef destination, llvm::StringRef indent,
                 llvm::raw_ostream &body);
   /// The `.incbin` of the parameter blob (LibraryOptions::parameterFile)
-  /// as `ampc_parameter_blob`, after `comment`; nothing without a blob.
+  /// as `ampc_parameter_blob`, after `comment`, or the bytes as an array
+  /// without a file; nothing without a blob.
   void emitParameterBlob(llvm::StringRef comment);
+  /// `base` with the library's symbol suffix (LibraryOptions::symbolSuffix).
+  std::string symbol(llvm::StringRef base) const {
+    return (base + options.symbolSuffix).str();
+  }
   /// `trainStep` over the generated `trainStepBody`, and the state access
   /// (a library that trains).
   void emitTrainStepEntry();

@@ -78,6 +78,10 @@ std::string onnxNodeName(mlir::Operation *op);
 /// Whether an `op:` rule names this op: its ONNX op type or its ampc op name,
 /// compared case-insensitively and ignoring underscores.
 bool ruleMatchesOpType(llvm::StringRef ruleName, mlir::Operation *op);
+/// Whether a `node:` rule's name matches the ONNX node name `node`: equal,
+/// or, when the name has glob characters (`*`, `?`, `[...]`, as in
+/// `node:/enc/layers.*/self_attn/*`), matched as a glob.
+bool ruleMatchesNodeName(llvm::StringRef ruleName, llvm::StringRef node);
 
 /// The decision recorded on an op by ampc-assign-precision (as a
 /// PrecisionDecisionAttr, `ampc.precision`).

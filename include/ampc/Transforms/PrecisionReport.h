@@ -27,12 +27,20 @@ struct PrecisionReport {
     std::string category; ///< effective category
     std::string rule;     ///< what decided: list, propagation or override
   };
-  /// A data edge of the drawn graph. `from`/`to` index `nodes`; graph inputs
-  /// and outputs are -1 - their index in `inputs`/`outputs`.
+  /// An end of a drawn edge: a decided node, a graph input or output, a
+  /// cast the compiler inserted (every one in the forward function is
+  /// drawn: `casts`), or what a cast reads that is not a node (a parameter,
+  /// a constant: `sources`).
+  struct Endpoint {
+    enum Kind { Node, Input, Output, Cast, Source } kind;
+    int index;
+  };
   struct Edge {
-    int from, to;
-    std::string dtype; ///< dtype of the value where it is produced
-    std::string cast;  ///< "f32->f16" when a cast sits on the edge
+    Endpoint from, to;
+    std::string dtype; ///< dtype of the value on the edge
+  };
+  struct Cast {
+    std::string from, to; ///< "f32", "f16"
   };
 
   std::string model;
@@ -40,6 +48,8 @@ struct PrecisionReport {
   std::vector<Node> nodes;
   std::vector<std::string> inputs, outputs;
   std::vector<Edge> edges;
+  std::vector<Cast> casts;
+  std::vector<std::string> sources;
   unsigned castsBefore = 0, castsAfter = 0;
 
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast

@@ -16,6 +16,7 @@
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
 using namespace mlir;
@@ -189,6 +190,27 @@ SmallVector<int64_t> shapeOpDims(Operation *shapeOp) {
       shape.slice(start, std::max<int64_t>(end - start, 0)));
 }
 
+std::string installedPath(StringRef relative, StringRef probe,
+                          StringRef buildPath) {
+  static int anchor;
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  if (!exe.empty()) {
+    SmallString<256> candidate(llvm::sys::path::parent_path(
+        llvm::sys::path::parent_path(exe)));
+    llvm::sys::path::append(candidate, relative);
+    SmallString<256> probed(candidate);
+    llvm::sys::path::append(probed, probe);
+    if (llvm::sys::fs::exists(probed))
+      return candidate.str().str();
+  }
+  return buildPath.str();
+}
+
+std::string runtimeIncludeFlag(StringRef buildIncludeDir) {
+  return "-I" + installedPath("include", "ampc/Runtime/ModelAbi.h",
+                              buildIncludeDir);
+}
+
 bool runCompiler(ArrayRef<std::string> args, StringRef what,
                  StringRef sourcePath, std::string &error) {
   SmallString<128> log;
@@ -252,14 +274,28 @@ LogicalResult LibraryEmitter::emitScalarOps(
   return success();
 }
 
+/// `bytes` as an aligned static array named `name`.
+static void emitByteArray(llvm::raw_ostream &os, StringRef name,
+                          StringRef bytes) {
+  os << "alignas(64) static const unsigned char " << name << "[] = {";
+  for (size_t i = 0; i < bytes.size(); ++i)
+    os << (i % 20 ? " " : "\n  ") << unsigned(uint8_t(bytes[i])) << ",";
+  os << "\n};\n";
+}
+
 void LibraryEmitter::emitParameterBlob(StringRef comment) {
   if (!blobBytes)
     return;
-  os << "// " << comment
-     << "\nextern \"C\" const unsigned char ampc_parameter_blob[];\n"
-        "asm(\".section .rodata\\n.balign 64\\n"
-        ".type ampc_parameter_blob, @object\\n"
-        "ampc_parameter_blob:\\n.incbin \\\""
+  std::string name = symbol("ampc_parameter_blob");
+  if (options.parameterFile.empty()) {
+    os << "// " << comment << "\n";
+    emitByteArray(os, name, StringRef(blob.data(), blobBytes));
+    os << "\n";
+    return;
+  }
+  os << "// " << comment << "\nextern \"C\" const unsigned char " << name
+     << "[];\nasm(\".section .rodata\\n.balign 64\\n.type " << name
+     << ", @object\\n" << name << ":\\n.incbin \\\""
      << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
 }
 
@@ -668,15 +704,19 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   int32_t numLabels = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     numLabels += forward.getArgAttr(i, ampc::kLabelAttr) != nullptr;
-  if (!options.onnxFile.empty())
-    os << "extern \"C\" const unsigned char ampc_onnx_model[];\n"
-          "asm(\".section .rodata\\n.balign 64\\n"
-          ".type ampc_onnx_model, @object\\nampc_onnx_model:\\n.incbin \\\""
+  std::string onnxName = symbol("ampc_onnx_model");
+  bool hasOnnx = !options.onnxFile.empty() || !options.onnxData.empty();
+  if (options.onnxFile.empty() && !options.onnxData.empty())
+    emitByteArray(os, onnxName, options.onnxData);
+  else if (!options.onnxFile.empty())
+    os << "extern \"C\" const unsigned char " << onnxName
+       << "[];\nasm(\".section .rodata\\n.balign 64\\n.type " << onnxName
+       << ", @object\\n" << onnxName << ":\\n.incbin \\\""
        << cString(options.onnxFile) << "\\\"\\n.previous\\n\");\n";
   std::string onnx =
-      options.onnxFile.empty()
+      !hasOnnx
           ? std::string("nullptr, 0")
-          : formatv("ampc_onnx_model, {0}ULL", options.onnxSize).str();
+          : formatv("{0}, {1}ULL", onnxName, options.onnxSize).str();
   std::string trainingFields =
       training ? formatv("kNumStateTensors, stateTensors, readState, "
                          "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
@@ -704,7 +744,7 @@ static const ampc_model_abi kModel = {
   {12},
 };
 
-extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
+extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
   return &kModel;
 }
 )",
@@ -719,7 +759,8 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void) {{
                                 .str()
                           : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
                 trainStep ? "train" : "infer", trainingFields, targetName(),
-                hasRelease ? "release" : "nullptr", synchronizeFunction());
+                hasRelease ? "release" : "nullptr", synchronizeFunction(),
+                symbol("ampc_model_entry"));
 }
 
 LogicalResult LibraryEmitter::run() {

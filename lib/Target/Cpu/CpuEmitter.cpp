@@ -940,7 +940,8 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
         "  return 0;\n}\n\n";
   os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
   if (blobBytes)
-    os << "  std::memcpy(raw, ampc_parameter_blob, " << blobBytes << "ULL);\n";
+    os << "  std::memcpy(raw, " << symbol("ampc_parameter_blob") << ", "
+       << blobBytes << "ULL);\n";
   for (const SplatFill &f : splatFills)
     os << formatv("  ampc::cpu::fillWords(static_cast<unsigned char *>(raw) + "
                   "{0}, {1}ULL, {2}, {3}LL);\n",
@@ -989,7 +990,7 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
     error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
     return false;
   }
-  std::string include = "-I" AMPC_RUNTIME_INCLUDE_DIR;
+  std::string include = emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR);
   std::vector<std::string> args = {*program,  "-O3", "-std=c++17", "-shared",
                                    "-fPIC", "-fvisibility=hidden", include,
                                    sourcePath.str(), "-o", output.str(),

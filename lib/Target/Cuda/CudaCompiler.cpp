@@ -198,7 +198,8 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
   }
   llvm::FileRemover removePtx(ptx);
   if (!runAndRead({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
-                   "-diag-suppress=177,550,20050", "-I" AMPC_RUNTIME_INCLUDE_DIR,
+                   "-diag-suppress=177,550,20050",
+                   emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
                    sourcePath.str(), "-o", ptx.str().str()},
                   "nvcc", sourcePath, error))
     return false;
@@ -249,7 +250,8 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
                                    "-keep",
                                    "-keep-dir",
                                    keep.str().str(),
-                                   "-I" AMPC_RUNTIME_INCLUDE_DIR};
+                                   emit::runtimeIncludeFlag(
+                                       AMPC_RUNTIME_INCLUDE_DIR)};
   int newest = 0;
   for (const std::string &arch : gpuArchs) {
     // sm_90a → arch=compute_90a,code=sm_90a
@@ -296,12 +298,14 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
     error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
     return false;
   }
+  std::string simLibrary = emit::installedPath(
+      "lib", "libampc_cudasim.so", AMPC_CUDASIM_LIBRARY_DIR);
   std::vector<std::string> args = {
       *program, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
       "-DAMPC_CUDA_SIM", "-x", "c++", "-w",
-      "-I" AMPC_RUNTIME_INCLUDE_DIR, "-I" AMPC_CUDA_INCLUDE_DIR,
-      sourcePath.str(), "-x", "none", "-o", output.str(),
-      "-L" AMPC_CUDASIM_LIBRARY_DIR, "-Wl,-rpath," AMPC_CUDASIM_LIBRARY_DIR,
+      emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
+      "-I" AMPC_CUDA_INCLUDE_DIR, sourcePath.str(), "-x", "none", "-o",
+      output.str(), "-L" + simLibrary, "-Wl,-rpath," + simLibrary,
       "-lampc_cudasim"};
   return emit::runCompiler(args, "the C++ compiler (cuda-sim)", sourcePath,
                            error);

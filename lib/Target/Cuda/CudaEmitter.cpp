@@ -1242,7 +1242,7 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                 "    ampc::cuda::freeResources(ampc::cuda::context(raw)); "
                 "return code;\n  }\n"
                 "  return 0;\n}\n\n",
-                stateSize, blobBytes ? "ampc_parameter_blob" : "nullptr",
+                stateSize, blobBytes ? symbol("ampc_parameter_blob") : "nullptr",
                 blobBytes, errorSlot(), deviceErrors.size(), fills);
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "

@@ -9,7 +9,8 @@ driver, cpu elsewhere, so a test that compiles a library without --target
 tests a different target on a GPU machine than on CI's. A RUN line counts as
 compiling when a command of it runs `ampc` (the driver, not ampc-*; after
 `not` and `env VAR=VALUE` if any) with `-o FILE.so` or --emit=so; naming
---target=, or --emit=cpp/cuda (which pick the target), is explicit. A test
+--target=, or --emit=cpp/cuda (which pick the target), or compiling a
+generated SOURCE.cpp/.cu (whose kind is the target) is explicit. A test
 about the default itself says ALLOW-DEFAULT-TARGET in a comment. Prints
 each offending line as FILE:LINE: COMMAND and a count.
 """
@@ -20,7 +21,7 @@ import sys
 # The program a command runs is `ampc`, after `not` and `env VAR=VALUE`.
 DRIVER = re.compile(r"^\s*(not\s+)?(env\s+(\S+=\S*\s+)*)?ampc\s")
 COMPILES = re.compile(r"-o\s+\S+\.so\b|--emit=so\b")
-EXPLICIT = re.compile(r"--target=|--emit=(cpp|cuda)\b")
+EXPLICIT = re.compile(r"--target=|--emit=(cpp|cuda)\b|\.(cpp|cu)\s")
 
 
 def main():

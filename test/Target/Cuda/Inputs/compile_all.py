@@ -5,7 +5,9 @@ whose first output cannot take the default loss (the CPU target refuses the
 training mode) is compiled with --mode=infer. A file that split-file splits
 (the gradient checks) counts each of its .onnxtext parts. A model the CPU
 target compiles in neither mode is a failure, as is any CUDA compile that
-fails. Prints one line per model and ends with "N compiled, N failed, N
+fails. The models' sources compile 25 to a library (--per-library), each
+in a namespace of its own, a library that fails one model at a time.
+Prints one line per model and ends with "N compiled, N failed, N
 unsupported" where unsupported means the CUDA target refused an op it does
 not have yet (the op is named); exit status 1 when one failed.
 """
@@ -24,9 +26,9 @@ def run(cmd):
     return p.returncode, errors[0] if errors else p.stderr.strip()
 
 
-def compile_model(ampc, path, arch, out):
-    base = os.path.join(out, os.path.basename(os.path.dirname(path)) + "_" +
-                        os.path.splitext(os.path.basename(path))[0])
+def emit_model(ampc, path, index, out):
+    """The CUDA source of one model, its symbols suffixed `_m<index>` so that
+    many compile together: (status, mode, error, source path)."""
     cpu_errors = []
     for mode in ("train", "infer"):
         rc, err = run([ampc, path, "--mode=" + mode, "--target=cpu",
@@ -34,15 +36,70 @@ def compile_model(ampc, path, arch, out):
         if rc != 0:
             cpu_errors.append(err)
             continue  # this mode does not apply to the model
+        source = os.path.join(out, f"m{index}.cu")
         rc, err = run([ampc, path, "--mode=" + mode, "--target=cuda",
-                       "--gpu-arch=" + arch, "-o", base + "." + mode + ".so"])
+                       "--emit=cuda", f"--symbol-suffix=_m{index}",
+                       "-o", source])
         if rc == 0:
-            return "compiled", mode, ""
+            return "compiled", mode, "", source
         if "cannot compile" in err and "CUDA target" in err:
-            return "unsupported", mode, err
-        return "failed", mode, err
+            return "unsupported", mode, err, None
+        return "failed", mode, err, None
     return "failed", "", "the CPU target compiles it in neither mode: " + \
-        cpu_errors[-1]
+        cpu_errors[-1], None
+
+
+def compile_sources(ampc, sources, library, flags):
+    """Compiles generated sources (each with its own --symbol-suffix) into
+    one library with `ampc SOURCE -o LIBRARY` (the compiler as ampc runs
+    it): each source in a namespace of its own, their #include lines first,
+    so that the compiler parses the kernel headers once for all of them.
+    Returns (rc, error)."""
+    includes, bodies = [], []
+    for source in sources:
+        namespace = "ampc_" + os.path.splitext(os.path.basename(source))[0]
+        bodies.append(f"namespace {namespace} {{\n")
+        with open(source) as f:
+            for line in f:
+                if line.startswith("#include"):
+                    if line not in includes:
+                        includes.append(line)
+                else:
+                    bodies.append(line)
+        bodies.append(f"}} // namespace {namespace}\n")
+    combined = os.path.splitext(library)[0] + os.path.splitext(sources[0])[1]
+    with open(combined, "w") as f:
+        f.writelines(includes + ["\n"] + bodies)
+    return run([ampc, combined, "-o", library] + flags)
+
+
+def compile_batches(ampc, sources, per_library, flags, prefix, pool):
+    """Compiles {key: source} into libraries of up to `per_library` sources
+    each, on `pool`; a library that fails is compiled again one source at a
+    time, so that the failure is the source's own. Returns {key: (library,
+    error)}, error "" where it compiled."""
+    keys = list(sources)
+    batches = [keys[k:k + per_library] for k in range(0, len(keys), per_library)]
+    result = {}
+
+    def one(numbered):
+        number, batch = numbered
+        library = f"{prefix}{number}.so"
+        rc, err = compile_sources(ampc, [sources[k] for k in batch], library,
+                                  flags)
+        if rc == 0:
+            return [(k, (library, "")) for k in batch]
+        if len(batch) == 1:
+            return [(batch[0], (None, err))]
+        done = []
+        for k in batch:
+            alone = os.path.splitext(sources[k])[0] + ".alone.so"
+            rc, err = compile_sources(ampc, [sources[k]], alone, flags)
+            done.append((k, (alone, "") if rc == 0 else (None, err)))
+        return done
+    for pairs in pool.map(one, enumerate(batches)):
+        result.update(pairs)
+    return result, len(batches)
 
 
 def parts(path, out):
@@ -74,6 +131,8 @@ def main():
     p.add_argument("--ampc", default="ampc")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--per-library", type=int, default=25,
+                   help="models compiled into one library (1: each alone)")
     p.add_argument("models", nargs="+")
     args = p.parse_args()
     counts = {"compiled": 0, "failed": 0, "unsupported": 0}
@@ -82,9 +141,22 @@ def main():
         for path in sorted(args.models):
             models += [(path, m) for m in parts(path, out)]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(
-                lambda pm: (pm, compile_model(args.ampc, pm[1], args.arch, out)),
-                models))
+            emitted = list(pool.map(
+                lambda im: emit_model(args.ampc, im[1][1], im[0], out),
+                enumerate(models)))
+            results = [[status, mode, err] for status, mode, err, _ in emitted]
+            ready = {i: e[3] for i, e in enumerate(emitted)
+                     if e[0] == "compiled"}
+            compiled, libraries = compile_batches(
+                args.ampc, ready, args.per_library,
+                ["--target=cuda", "--gpu-arch=" + args.arch],
+                os.path.join(out, "b"), pool)
+            for index, (_, err) in compiled.items():
+                if err:
+                    results[index][0] = "failed"
+                    results[index][2] = err
+        results = list(zip(models, results))
+        print(f"{libraries} libraries")
     for (path, model), (status, mode, err) in results:
         counts[status] += 1
         name = os.path.relpath(path) + (

@@ -30,6 +30,12 @@ f16/bf16, by one f16/bf16 unit. So: FP32 values within 1e-5 relative (plus
 plus 1e-4 absolute, training at most 4e-3 relative on the losses and
 parameters after --steps steps. The largest differences are printed.
 
+Compiling is most of the time, and most of a small model's compile is the
+compiler parsing the kernel headers: every comparison's two sources are
+emitted with their own --symbol-suffix and compiled 20 to a library
+(--per-library; compile_all.compile_batches), and each comparison loads its
+model by entry symbol (ampc_model_load_entry).
+
 Each model's checks run in a child process: a fault is sticky in a CUDA
 process, and one model's must not poison the next. Prints one line per
 model ("MATCH", "MISMATCH" or "FAILED" with the reason, or "SKIPPED" when
@@ -52,7 +58,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Training", "Inputs"))
 sys.path.insert(0, os.path.dirname(__file__))
-from compile_all import parts  # noqa: E402
+from compile_all import compile_batches, parts  # noqa: E402
 
 TOLERANCE = {  # (relative, absolute) by the precision the values went through
     "fp32": (1e-5, 1e-6),
@@ -69,19 +75,20 @@ def run(cmd):
     return p.returncode, errors[0] if errors else p.stderr.strip()[-300:]
 
 
-def compile_pair(ampc, model, flags, base):
-    """Compiles `model` for the CPU target and for cuda-sim with `flags`;
-    returns (cpu.so, sim.so) or raises RuntimeError with the first error."""
-    out = {}
-    for target in ("cpu", "cuda-sim"):
-        path = base + "." + target + ".so"
-        extra = ["--cuda-resource-check=false"] if target == "cuda-sim" else []
-        rc, err = run([ampc, model, "--target=" + target, "-o", path] + flags +
-                      extra)
+def emit_pair(ampc, model, flags, index, out):
+    """The CPU target's and the CUDA target's sources of `model` with
+    `flags`, their symbols suffixed `_c<index>` (so that many compile into
+    one library): {"cpu": path, "cuda-sim": path}; raises RuntimeError with
+    the first error."""
+    sources = {}
+    for target, emit, ext in (("cpu", "cpp", ".cpp"), ("cuda-sim", "cuda", ".cu")):
+        path = os.path.join(out, f"c{index}{ext}")
+        rc, err = run([ampc, model, "--target=" + target, "--emit=" + emit,
+                       f"--symbol-suffix=_c{index}", "-o", path] + flags)
         if rc != 0:
             raise RuntimeError("%s: %s" % (target, err))
-        out[target] = path
-    return out["cpu"], out["cuda-sim"]
+        sources[target] = path
+    return sources
 
 
 def applies(ampc, model, flags):
@@ -164,7 +171,7 @@ def cpu_refuses(spec, inputs):
     generator cannot make valid: a class axis of size 0 or 1), else None."""
     from ampc_ctypes import AmpcError, Model
     try:
-        with Model(spec["cpu"]) as probe:
+        with Model(spec["cpu"], entry=spec["entry"]) as probe:
             if spec["kind"] == "infer":
                 probe.infer(inputs)
             elif spec["kind"] == "gradients":
@@ -181,7 +188,8 @@ def run_child(args):
     d = Differences()
     spec = json.loads(args.child)
     kind = spec["kind"]
-    with Model(spec["cpu"]) as cpu, Model(spec["sim"]) as sim:
+    with Model(spec["cpu"], entry=spec["entry"]) as cpu, \
+            Model(spec["sim"], entry=spec["entry"]) as sim:
         x = inputs_for(cpu, 7)
         refused = cpu_refuses(spec, x)
         if refused:
@@ -223,7 +231,8 @@ def full_checks(spec, cpu, sim, batches, d):
     # more step on each: resumed training matches.
     for name, model in (("cpu", cpu), ("sim", sim)):
         model.save_checkpoint(os.path.join(folder, name + ".ckpt"))
-    with Model(spec["cpu"]) as cpu2, Model(spec["sim"]) as sim2:
+    with Model(spec["cpu"], entry=spec["entry"]) as cpu2, \
+            Model(spec["sim"], entry=spec["entry"]) as sim2:
         cpu2.load_checkpoint(os.path.join(folder, "cpu.ckpt"))
         sim2.load_checkpoint(os.path.join(folder, "sim.ckpt"))
         d.compare("resumed loss", cpu2.train_step(batches[0]),
@@ -274,36 +283,38 @@ def full_checks(spec, cpu, sim, batches, d):
 # The parent
 # ---------------------------------------------------------------------------
 
-def check(args, model, label, kind, flags, precision, full, out):
+def check(args, job, libraries, out):
     start = time.time()
-    status, line, result = compare(args, model, label, kind, flags, precision,
-                                   full, out)
+    status, line, result = compare(args, job, libraries, out)
     return status, "%s (%.1f s)" % (line, time.time() - start), result
 
 
-def compare(args, model, label, kind, flags, precision, full, out):
-    base = os.path.join(out, label.replace("/", "_") + "." + kind.replace(" ", "_"))
-    try:
-        cpu, sim = compile_pair(args.ampc, model, flags, base)
-    except RuntimeError as e:
-        return "FAILED", "%s [%s]: %s" % (label, kind, e), {}
-    folder = base + ".work"
+def compare(args, job, libraries, out):
+    index, (model, label, kind, flags, precision, full) = job
+    name = "%s [%s]" % (label, kind)
+    if isinstance(libraries, str):
+        return "FAILED", "%s: %s" % (name, libraries), {}
+    (cpu, cpu_error), (sim, sim_error) = libraries
+    if cpu_error or sim_error:
+        return "FAILED", "%s: %s" % (
+            name, "cpu: " + cpu_error if cpu_error else "cuda-sim: " + sim_error), {}
+    folder = os.path.join(out, f"c{index}.work")
     os.makedirs(folder, exist_ok=True)
-    spec = {"cpu": cpu, "sim": sim, "kind": kind, "precision": precision,
-            "steps": args.steps, "full": full, "folder": folder}
+    spec = {"cpu": cpu, "sim": sim, "entry": f"ampc_model_entry_c{index}",
+            "kind": kind, "precision": precision, "steps": args.steps,
+            "full": full, "folder": folder}
     p = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                        capture_output=True, text=True)
     if p.returncode != 0:
         last = [l for l in p.stderr.splitlines() if l.strip()]
-        return "FAILED", "%s [%s]: %s" % (label, kind,
-                                          last[-1] if last else "crashed"), {}
+        return "FAILED", "%s: %s" % (name, last[-1] if last else "crashed"), {}
     result = json.loads(p.stdout.strip().splitlines()[-1])
     if "skipped" in result:
-        return "SKIPPED", "%s [%s]: %s" % (label, kind, result["skipped"]), result
+        return "SKIPPED", "%s: %s" % (name, result["skipped"]), result
     worst = max(result["worst"].items(), key=lambda kv: kv[1][0],
                 default=("-", (0, 0, 0)))
-    summary = "%s [%s]: largest difference %s: abs %.3g, rel %.3g" % (
-        label, kind, worst[0], worst[1][1], worst[1][2])
+    summary = "%s: largest difference %s: abs %.3g, rel %.3g" % (
+        name, worst[0], worst[1][1], worst[1][2])
     if result["failures"]:
         return "MISMATCH", summary + "; " + "; ".join(result["failures"][:3]), result
     return "MATCH", summary, result
@@ -341,6 +352,9 @@ def main():
     p.add_argument("--ampc", default="ampc")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--per-library", type=int, default=20,
+                   help="comparisons whose libraries compile together (1: "
+                        "each alone)")
     p.add_argument("--full", action="append", default=[],
                    help="models (path suffixes) that get every check")
     p.add_argument("--infer", action="append", default=[],
@@ -370,7 +384,29 @@ def main():
             print("%d comparisons" % len(work))
             return 0
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            results = pool.map(lambda w: check(args, *w, out), work)
+            # Both targets' sources of every comparison, then each target's
+            # compiled many to a library, then the comparisons.
+            def emit(numbered):
+                index, w = numbered
+                try:
+                    return index, emit_pair(args.ampc, w[0], w[3], index, out)
+                except RuntimeError as e:
+                    return index, str(e)
+            emitted = dict(pool.map(emit, enumerate(work)))
+            ready = {i: e for i, e in emitted.items() if not isinstance(e, str)}
+            cpu, _ = compile_batches(
+                args.ampc, {i: e["cpu"] for i, e in ready.items()},
+                args.per_library, [], os.path.join(out, "cpu"), pool)
+            sim, _ = compile_batches(
+                args.ampc, {i: e["cuda-sim"] for i, e in ready.items()},
+                args.per_library, ["--target=cuda-sim",
+                                   "--cuda-resource-check=false"],
+                os.path.join(out, "sim"), pool)
+            libraries = {i: e if isinstance(e, str) else (cpu[i], sim[i])
+                         for i, e in emitted.items()}
+            results = pool.map(
+                lambda iw: check(args, iw, libraries[iw[0]], out),
+                enumerate(work))
             for status, line, _ in results:
                 counts[status] += 1
                 print("%s: %s" % (status, line), flush=True)

@@ -1,0 +1,519 @@
+"""A ctypes binding of the ampc runtime C API (include/ampc/Runtime/ampc.h).
+
+Loads libampc_runtime.so and wraps one compiled model library in a `Model`:
+
+    with Model("train.so") as model:
+        model.inputs, model.outputs, model.parameters  # [TensorInfo]
+        outputs = model.infer([x, label])              # [numpy arrays]
+        loss, grads = model.gradients([x, label])      # {name: array}
+        w = model.get_parameter("fc.weight")
+        model.set_parameter("fc.weight", w * 0.5)
+        step = model.bind_train_step([x, label], loss)  # for timing loops
+
+Every call that returns a status other than AMPC_OK raises `AmpcError`
+carrying the status and `ampc_last_error()`. Tensors travel as numpy arrays;
+their dtype is passed to the runtime as it is (never converted here), so the
+runtime's own checks see what the caller gave. BF16 has no numpy type: its
+elements are raw uint16 bits.
+
+The runtime library is, in order: the `runtime` argument, $AMPC_RUNTIME, or
+lib/libampc_runtime.so beside the bin/ folder of the `ampc` on PATH (the
+build tree's layout).
+"""
+import ctypes
+import os
+import shutil
+from collections import namedtuple
+
+import numpy as np
+
+AMPC_OK = 0
+AMPC_ERROR_UNSUPPORTED = 6
+
+# ampc_dtype values (ONNX TensorProto codes) and the numpy dtypes that hold
+# their elements.
+_NUMPY_OF_DTYPE = {
+    1: np.dtype(np.float32),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.int8),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    9: np.dtype(np.bool_),
+    10: np.dtype(np.float16),
+    11: np.dtype(np.float64),
+    16: np.dtype(np.uint16),  # bf16 bits
+}
+# ampc has no uint16 type, so a uint16 array is bf16 bits.
+_DTYPE_OF_NUMPY = {v: k for k, v in _NUMPY_OF_DTYPE.items()}
+
+
+class AmpcError(RuntimeError):
+    """A runtime call failed; `status` is its ampc_status, the message is
+    ampc_last_error()."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class _ModelOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("num_threads", ctypes.c_int32),
+                ("cuda_stream", ctypes.c_void_p)]
+
+
+class _ModelInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("target", ctypes.c_char_p),
+                ("precision", ctypes.c_char_p),
+                ("mode", ctypes.c_char_p),
+                ("num_inputs", ctypes.c_int32),
+                ("num_outputs", ctypes.c_int32),
+                ("num_parameters", ctypes.c_int32)]
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64))]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("data", ctypes.c_void_p),
+                ("size_bytes", ctypes.c_size_t)]
+
+
+# What a model says about one input, output or parameter. `dtype` is the
+# numpy dtype that holds its elements, `ampc_dtype` the runtime's code.
+TensorInfo = namedtuple("TensorInfo", "name dtype ampc_dtype shape")
+ModelInfo = namedtuple("ModelInfo", "name target precision mode")
+
+
+class _TrainingInfo(ctypes.Structure):
+    _fields_ = [("optimizer", ctypes.c_char_p),
+                ("hyperparameters", ctypes.c_char_p),
+                ("loss_scaling", ctypes.c_char_p),
+                ("num_labels", ctypes.c_int32)]
+
+
+class _ScalerState(ctypes.Structure):
+    _fields_ = [("scale", ctypes.c_float),
+                ("growth_tracker", ctypes.c_int32),
+                ("steps", ctypes.c_int64),
+                ("skipped_steps", ctypes.c_int64)]
+
+
+def _find_runtime():
+    if os.environ.get("AMPC_RUNTIME"):
+        return os.environ["AMPC_RUNTIME"]
+    ampc = shutil.which("ampc")
+    if not ampc:
+        raise FileNotFoundError("no libampc_runtime.so: pass runtime=, set "
+                                "AMPC_RUNTIME, or put ampc on PATH")
+    bin_dir = os.path.dirname(os.path.realpath(ampc))
+    return os.path.join(os.path.dirname(bin_dir), "lib",
+                        "libampc_runtime.so")
+
+
+_runtimes = {}
+
+
+def load_runtime(path=None):
+    """The runtime library at `path` (see the module's docstring), loaded
+    once, with the signatures of the calls this binding makes."""
+    path = os.path.realpath(path or _find_runtime())
+    if path in _runtimes:
+        return _runtimes[path]
+    lib = ctypes.CDLL(path)
+    status = ctypes.c_int32
+    model_p = ctypes.c_void_p
+    signatures = {
+        "ampc_status_string": (ctypes.c_char_p, [status]),
+        "ampc_last_error": (ctypes.c_char_p, []),
+        "ampc_runtime_abi_version": (ctypes.c_uint32, []),
+        "ampc_model_options_init": (None, [ctypes.POINTER(_ModelOptions)]),
+        "ampc_model_load": (status, [ctypes.c_char_p,
+                                     ctypes.POINTER(_ModelOptions),
+                                     ctypes.POINTER(model_p)]),
+        "ampc_model_load_entry": (status, [ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.POINTER(_ModelOptions),
+                                           ctypes.POINTER(model_p)]),
+        "ampc_model_release": (None, [model_p]),
+        "ampc_model_describe": (status, [model_p,
+                                         ctypes.POINTER(_ModelInfo)]),
+        "ampc_model_input_info": (status, [model_p, ctypes.c_int32,
+                                           ctypes.POINTER(_TensorInfo)]),
+        "ampc_model_output_info": (status, [model_p, ctypes.c_int32,
+                                            ctypes.POINTER(_TensorInfo)]),
+        "ampc_model_parameter_info": (status, [model_p, ctypes.c_int32,
+                                               ctypes.POINTER(_TensorInfo)]),
+        "ampc_model_infer": (status, [model_p, ctypes.POINTER(_Tensor),
+                                      ctypes.c_int32, ctypes.POINTER(_Tensor),
+                                      ctypes.c_int32]),
+        "ampc_model_get_parameter": (status, [model_p, ctypes.c_int32,
+                                              ctypes.POINTER(_Tensor)]),
+        "ampc_model_set_parameter": (status, [model_p, ctypes.c_int32,
+                                              ctypes.POINTER(_Tensor)]),
+        "ampc_model_num_gradients": (status, [model_p,
+                                              ctypes.POINTER(ctypes.c_int32)]),
+        "ampc_model_gradient_info": (status, [model_p, ctypes.c_int32,
+                                              ctypes.POINTER(ctypes.c_int32)]),
+        "ampc_model_gradients": (status, [model_p, ctypes.POINTER(_Tensor),
+                                          ctypes.c_int32,
+                                          ctypes.POINTER(_Tensor),
+                                          ctypes.POINTER(_Tensor),
+                                          ctypes.c_int32]),
+        "ampc_model_train_step": (status, [model_p, ctypes.POINTER(_Tensor),
+                                           ctypes.c_int32,
+                                           ctypes.POINTER(_Tensor)]),
+        "ampc_model_synchronize": (status, [model_p]),
+        "ampc_model_training_info": (status, [
+            model_p, ctypes.POINTER(_TrainingInfo)]),
+        "ampc_model_get_learning_rate": (status, [
+            model_p, ctypes.POINTER(ctypes.c_float)]),
+        "ampc_model_set_learning_rate": (status, [model_p, ctypes.c_float]),
+        "ampc_model_get_scaler_state": (status, [
+            model_p, ctypes.POINTER(_ScalerState)]),
+        "ampc_model_set_scaler_state": (status, [
+            model_p, ctypes.POINTER(_ScalerState)]),
+        "ampc_model_save_checkpoint": (status, [model_p, ctypes.c_char_p]),
+        "ampc_model_load_checkpoint": (status, [model_p, ctypes.c_char_p]),
+        "ampc_model_export_onnx": (status, [model_p, ctypes.c_char_p]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    _runtimes[path] = lib
+    return lib
+
+
+class _TensorArray:
+    """ampc_tensor views of numpy arrays, kept alive with the arrays and
+    shapes they point into."""
+
+    def __init__(self, arrays):
+        # np.require keeps rank 0 (np.ascontiguousarray makes it rank 1).
+        self.arrays = [np.require(a, requirements="C") for a in arrays]
+        self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+                       for a in self.arrays]
+        self.tensors = (_Tensor * max(len(self.arrays), 1))()
+        for t, a, shape in zip(self.tensors, self.arrays, self.shapes):
+            if a.dtype not in _DTYPE_OF_NUMPY:
+                raise TypeError("ampc has no dtype for numpy %s" % a.dtype)
+            t.dtype = _DTYPE_OF_NUMPY[a.dtype]
+            t.rank = a.ndim
+            t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+            t.data = a.ctypes.data
+            t.size_bytes = a.nbytes
+
+    def pointer(self, index=0):
+        if not self.arrays:
+            return None
+        return ctypes.pointer(self.tensors[index])
+
+
+class Model:
+    """One loaded model library (one handle: its own parameters and state)."""
+
+    def __init__(self, path, runtime=None, num_threads=0, cuda_stream=None,
+                 entry=None):
+        self._lib = load_runtime(runtime)
+        self._handle = None
+        self._pending = []  # queued steps, their buffers kept alive
+        options = _ModelOptions()
+        self._lib.ampc_model_options_init(ctypes.byref(options))
+        options.num_threads = num_threads
+        # A CUDA model runs on this cudaStream_t (an int handle) instead of
+        # its own.
+        options.cuda_stream = cuda_stream
+        handle = ctypes.c_void_p()
+        # `entry`: one model of a library that holds several (ampc
+        # --symbol-suffix); None: the library's only model.
+        self._check(self._lib.ampc_model_load_entry(
+            os.fsencode(path), entry.encode() if entry else None,
+            ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        info = _ModelInfo()
+        self._check(self._lib.ampc_model_describe(handle, ctypes.byref(info)))
+        self.info = ModelInfo(info.name.decode(), info.target.decode(),
+                              info.precision.decode(), info.mode.decode())
+        self.inputs = self._describe(self._lib.ampc_model_input_info,
+                                     info.num_inputs)
+        self.outputs = self._describe(self._lib.ampc_model_output_info,
+                                      info.num_outputs)
+        self.parameters = self._describe(self._lib.ampc_model_parameter_info,
+                                         info.num_parameters)
+        # Which parameter each gradient belongs to; None for a library that
+        # computes no gradients (compiled for inference).
+        self.gradient_parameters = self._gradient_parameters()
+
+    # --- lifetime ---------------------------------------------------------
+
+    def close(self):
+        if self._handle is not None:
+            self._lib.ampc_model_release(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_lib", None) is not None:
+            self.close()
+
+    # --- description ------------------------------------------------------
+
+    def _check(self, status):
+        if status != AMPC_OK:
+            name = self._lib.ampc_status_string(status).decode()
+            raise AmpcError(status, "%s (%s)" % (
+                self._lib.ampc_last_error().decode(), name))
+
+    def _describe(self, call, count):
+        result = []
+        for i in range(count):
+            info = _TensorInfo()
+            self._check(call(self._handle, i, ctypes.byref(info)))
+            shape = tuple(info.shape[d] for d in range(info.rank))
+            result.append(TensorInfo(info.name.decode(),
+                                     _NUMPY_OF_DTYPE.get(info.dtype),
+                                     info.dtype, shape))
+        return result
+
+    def _gradient_parameters(self):
+        count = ctypes.c_int32()
+        status = self._lib.ampc_model_num_gradients(self._handle,
+                                                    ctypes.byref(count))
+        if status == AMPC_ERROR_UNSUPPORTED:  # an inference library
+            return None
+        self._check(status)
+        result = []
+        for g in range(count.value):
+            index = ctypes.c_int32()
+            self._check(self._lib.ampc_model_gradient_info(
+                self._handle, g, ctypes.byref(index)))
+            result.append(index.value)
+        return result
+
+    def parameter_index(self, parameter):
+        """The index of a parameter given by index or by name."""
+        if isinstance(parameter, int):
+            return parameter
+        for i, p in enumerate(self.parameters):
+            if p.name == parameter:
+                return i
+        raise KeyError("the model has no parameter '%s'" % parameter)
+
+    def _input_list(self, inputs):
+        """Inputs as a list in the model's order, from a list or a dict keyed
+        by input name, or (from a call's arguments) a tuple of arrays or one
+        list or dict. NumPy arrays and torch CPU tensors are passed without
+        a copy when C-contiguous."""
+        if isinstance(inputs, tuple) and len(inputs) == 1 and \
+                isinstance(inputs[0], (list, tuple, dict)):
+            inputs = inputs[0]
+        if isinstance(inputs, dict):
+            missing = [i.name for i in self.inputs if i.name not in inputs]
+            if missing:
+                raise KeyError("missing inputs: %s" % ", ".join(missing))
+            return [inputs[i.name] for i in self.inputs]
+        return list(inputs)
+
+    @staticmethod
+    def _empty(info):
+        return np.empty(info.shape, info.dtype)
+
+    # --- running ----------------------------------------------------------
+
+    def infer(self, *inputs):
+        """The model's outputs on `inputs` (arrays in input order, a list of
+        them, or a dict by name), as a list of numpy arrays, in eval mode. A
+        training library given its data inputs only (no labels) returns the
+        model's outputs without the loss (its labels are zeros)."""
+        inputs = self._input_list(inputs)
+        labels = self.num_labels()
+        model_only = labels and len(inputs) == len(self.inputs) - labels
+        if model_only:
+            inputs = inputs + [np.zeros(i.shape, i.dtype)
+                               for i in self.inputs[len(inputs):]]
+        outputs = [self._empty(o) for o in self.outputs]
+        self.bind_infer(inputs, outputs)()
+        return outputs[1:] if model_only else outputs
+
+    def num_labels(self):
+        """The label inputs of a training library (the last inputs); 0 for
+        an inference library."""
+        if self.info.mode != "train":
+            return 0
+        try:
+            return self.training_info()[3]
+        except AmpcError:
+            return 0
+
+    def bind_infer(self, inputs, outputs):
+        """ampc_model_infer on fixed arrays, as a function of no arguments
+        that writes `outputs` (C-contiguous arrays, one per model output) in
+        place: the runtime call alone, for a benchmark's timing loop."""
+        ins = _TensorArray(self._input_list(inputs))
+        outs = _TensorArray(self._in_place(outputs))
+
+        def run():
+            self._check(self._lib.ampc_model_infer(
+                self._handle, ins.pointer(), len(ins.arrays), outs.pointer(),
+                len(outs.arrays)))
+        return run
+
+    @staticmethod
+    def _in_place(arrays):
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                raise ValueError("an array the runtime writes must be "
+                                 "C-contiguous")
+        return arrays
+
+    def get_parameter(self, parameter):
+        """The current value of a parameter (index or name)."""
+        index = self.parameter_index(parameter)
+        out = _TensorArray([self._empty(self.parameters[index])])
+        self._check(self._lib.ampc_model_get_parameter(self._handle, index,
+                                                       out.pointer()))
+        return out.arrays[0]
+
+    def set_parameter(self, parameter, value):
+        """Replaces a parameter's (index or name) value with `value`."""
+        index = self.parameter_index(parameter)
+        value = _TensorArray([value])
+        self._check(self._lib.ampc_model_set_parameter(self._handle, index,
+                                                       value.pointer()))
+
+    def gradients(self, inputs):
+        """Forward and backward on `inputs`: (loss, {parameter name:
+        gradient}), the dict in the library's gradient order. The parameters
+        are left unchanged."""
+        if self.gradient_parameters is None:
+            raise AmpcError(AMPC_ERROR_UNSUPPORTED,
+                            "the model computes no gradients (compiled for "
+                            "inference)")
+        ins = _TensorArray(self._input_list(inputs))
+        loss = _TensorArray([self._empty(self.outputs[0])])
+        grads = _TensorArray([self._empty(self.parameters[p])
+                              for p in self.gradient_parameters])
+        self._check(self._lib.ampc_model_gradients(
+            self._handle, ins.pointer(), len(ins.arrays), loss.pointer(),
+            grads.pointer(), len(grads.arrays)))
+        names = [self.parameters[p].name for p in self.gradient_parameters]
+        return loss.arrays[0], dict(zip(names, grads.arrays))
+
+    # --- training ---------------------------------------------------------
+
+    def train_step(self, *inputs, wait=True):
+        """One training step on `inputs` (arrays in input order, labels
+        last, a list of them, or a dict by name); the loss, a 0-d array.
+        With wait=False on a CUDA model the step is only queued: the
+        returned array holds the loss after `synchronize()`."""
+        loss = self._empty(self.outputs[0])
+        step = self.bind_train_step(inputs, loss)
+        step()
+        # On a CUDA model the loss reaches its buffer with the stream.
+        if wait:
+            self.synchronize()
+        else:
+            self._pending.append(step)
+        return loss
+
+    def bind_train_step(self, inputs, loss):
+        """ampc_model_train_step on fixed arrays, as a function of no
+        arguments that writes the loss into `loss` (a C-contiguous array of
+        the loss's shape) and does not wait for a CUDA model's stream: the
+        runtime call alone, for a benchmark's timing loop."""
+        ins = _TensorArray(self._input_list(inputs))
+        out = _TensorArray(self._in_place([loss]))
+
+        def run():
+            self._check(self._lib.ampc_model_train_step(
+                self._handle, ins.pointer(), len(ins.arrays), out.pointer()))
+        return run
+
+    def synchronize(self):
+        """Waits for the model's queued work (ampc_model_synchronize)."""
+        self._check(self._lib.ampc_model_synchronize(self._handle))
+        self._pending = []
+
+    def training_info(self):
+        """(optimizer, hyperparameters, loss_scaling, num_labels)."""
+        info = _TrainingInfo()
+        self._check(self._lib.ampc_model_training_info(self._handle,
+                                                       ctypes.byref(info)))
+        return (info.optimizer.decode(), info.hyperparameters.decode(),
+                info.loss_scaling.decode(), info.num_labels)
+
+    @property
+    def learning_rate(self):
+        value = ctypes.c_float()
+        self._check(self._lib.ampc_model_get_learning_rate(
+            self._handle, ctypes.byref(value)))
+        return value.value
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._check(self._lib.ampc_model_set_learning_rate(self._handle,
+                                                           value))
+
+    def scaler_state(self):
+        """dict(scale, growth_tracker, steps, skipped_steps)."""
+        state = _ScalerState()
+        self._check(self._lib.ampc_model_get_scaler_state(
+            self._handle, ctypes.byref(state)))
+        return {name: getattr(state, name) for name, _ in state._fields_}
+
+    def set_scaler_state(self, scale, growth_tracker, steps, skipped_steps):
+        state = _ScalerState(scale, growth_tracker, steps, skipped_steps)
+        self._check(self._lib.ampc_model_set_scaler_state(
+            self._handle, ctypes.byref(state)))
+
+    def save_checkpoint(self, path):
+        self._check(self._lib.ampc_model_save_checkpoint(
+            self._handle, os.fsencode(path)))
+
+    def load_checkpoint(self, path):
+        self._check(self._lib.ampc_model_load_checkpoint(
+            self._handle, os.fsencode(path)))
+
+    def state_dict(self):
+        """{parameter name: numpy array}: the trained values, by the names
+        the ONNX model gave them (a torch module's state_dict names when it
+        was exported with torch.onnx.export)."""
+        return {p.name: self.get_parameter(i)
+                for i, p in enumerate(self.parameters)}
+
+    def load_state_dict(self, state, strict=True):
+        """Sets parameters from {name: array or torch tensor}, e.g. a torch
+        module's state_dict(). strict: every parameter given and no other
+        name (torch's BatchNorm buffers such as num_batches_tracked, which
+        ampc does not train, are ignored either way)."""
+        names = {p.name for p in self.parameters}
+        ignored = {n for n in state if n.endswith("num_batches_tracked")}
+        if strict:
+            missing = sorted(names - set(state))
+            unexpected = sorted(set(state) - names - ignored)
+            if missing or unexpected:
+                raise KeyError("load_state_dict: missing %s, unexpected %s" %
+                               (missing or "none", unexpected or "none"))
+        for name, value in state.items():
+            if name in names:
+                if hasattr(value, "detach"):
+                    value = value.detach().cpu().numpy()
+                info = self.parameters[self.parameter_index(name)]
+                self.set_parameter(name, np.asarray(value, info.dtype))
+
+    def export_onnx(self, path):
+        self._check(self._lib.ampc_model_export_onnx(
+            self._handle, os.fsencode(path)))
