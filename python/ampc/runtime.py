@@ -251,6 +251,7 @@ class Model:
         # Which parameter each gradient belongs to; None for a library that
         # computes no gradients (compiled for inference).
         self.gradient_parameters = self._gradient_parameters()
+        self._labels = self.num_labels()  # asked once, not per infer
 
     # --- lifetime ---------------------------------------------------------
 
@@ -339,7 +340,7 @@ class Model:
         training library given its data inputs only (no labels) returns the
         model's outputs without the loss (its labels are zeros)."""
         inputs = self._input_list(inputs)
-        labels = self.num_labels()
+        labels = self._labels
         model_only = labels and len(inputs) == len(self.inputs) - labels
         if model_only:
             inputs = inputs + [np.zeros(i.shape, i.dtype)
