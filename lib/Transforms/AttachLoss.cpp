@@ -2,9 +2,12 @@
 //
 // ampc-autodiff differentiates the first result of @forward. Models exported
 // for training often end in a loss already; inference exports end in
-// logits or predictions, and get a cross-entropy or MSE loss against a new
-// label input here. Runs before precision assignment, which then decides
-// the loss ops like any other (losses are deny ops: FP32).
+// logits or predictions, and get one of PyTorch's losses (cross-entropy
+// with its options, BCE with logits, MSE, L1, smooth L1, Huber) against a
+// new label input here, built from the dialect's ops so that autodiff,
+// precision assignment and both targets need nothing of their own. Runs
+// before precision assignment, which then decides the loss ops like any
+// other (their inputs are cast to FP32 first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 
 namespace ampc {
 #define GEN_PASS_DEF_ATTACHLOSSPASS
@@ -84,15 +91,59 @@ public:
 
 private:
   FailureOr<Value> crossEntropy(OpBuilder &b, Value output, Value label);
+  /// (1 - eps) CE + eps / C times the mean over the counted positions of
+  /// -sum_c w_c logp_c (PyTorch's label_smoothing with class-id labels).
+  Value smoothedCrossEntropy(OpBuilder &b, Value hard, Value logp, Value label);
+  /// -sum_c w_c y_c logp_c, mean over N and D... (probability targets).
+  Value softCrossEntropy(OpBuilder &b, Value logp, Value label);
+  Value bceWithLogits(OpBuilder &b, Value output, Value label);
+  /// The mean over every element of mse, l1, smooth_l1 or huber.
+  Value regression(OpBuilder &b, Value output, Value label);
+  /// The options that apply to the chosen loss only, checked against the
+  /// output they apply to; the one-line complaint, or "".
+  std::string checkOptions(RankedTensorType outputType);
+  bool hasIgnoreIndex() const { return ignoreIndex != INT64_MIN; }
+  /// Whether any loss option differs from its default.
+  bool lossOptionsGiven() const {
+    return hasIgnoreIndex() || labelSmoothing != 0.0 || !classWeights.empty() ||
+           softTargets || !posWeight.empty() || huberDelta != 1.0 ||
+           smoothL1Beta != 1.0;
+  }
+
+  /// A constant of `element` type (f32 or f64) and `shape`.
+  Value constant(OpBuilder &b, Type element, ArrayRef<int64_t> shape,
+                 ArrayRef<double> values) {
+    SmallVector<Attribute> attrs;
+    for (double v : values)
+      attrs.push_back(FloatAttr::get(element, v));
+    auto type = RankedTensorType::get(shape, element);
+    return ampc::ConstantOp::create(b, lossLoc("Constant"),
+                                    DenseElementsAttr::get(type, attrs));
+  }
+  Value scalar(OpBuilder &b, Type element, double value) {
+    return constant(b, element, {}, {value});
+  }
+  /// The class weights as a constant of `element` type shaped (C, 1, ...)
+  /// to broadcast along axis 1 of a rank-`rank` tensor.
+  Value classWeightsAlongAxis1(OpBuilder &b, Type element, int64_t rank) {
+    SmallVector<int64_t> shape(std::max<int64_t>(rank - 1, 1), 1);
+    shape[0] = classWeights.size();
+    return constant(b, element, shape, classWeights);
+  }
+  static Type elementOf(Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  }
+  /// The log-probabilities over axis 1 of the scores behind `output`.
+  Value logProbabilities(OpBuilder &b, Value output);
   Value meanSquaredError(OpBuilder &b, Value output, Value label);
   /// The type of the label input the loss needs for `output`.
   FailureOr<RankedTensorType> labelType(Value output);
 
   Location lossLoc(StringRef opType) {
     MLIRContext *ctx = &getContext();
-    return NameLoc::get(StringAttr::get(ctx, kLossNode),
-                        FusedLoc::get(ctx, {forwardLoc},
-                                      StringAttr::get(ctx, opType)));
+    return NameLoc::get(
+        StringAttr::get(ctx, kLossNode),
+        FusedLoc::get(ctx, {forwardLoc}, StringAttr::get(ctx, opType)));
   }
 
   /// `v` in FP32 (f64 stays f64), through a compiler-inserted cast.
@@ -101,8 +152,8 @@ private:
     Type element = type.getElementType();
     if (element.isF32() || element.isF64())
       return v;
-    auto cast = ampc::CastOp::create(b, lossLoc("Cast"),
-                                     type.clone(b.getF32Type()), v);
+    auto cast =
+        ampc::CastOp::create(b, lossLoc("Cast"), type.clone(b.getF32Type()), v);
     cast->setAttr(ampc::kAutocastAttr, b.getUnitAttr());
     return cast;
   }
@@ -123,40 +174,282 @@ FailureOr<RankedTensorType> AttachLoss::labelType(Value output) {
     return report("the first output of @forward must be float to attach a "
                   "loss",
                   "");
-  if (loss == ampc::LossFunction::Mse)
-    return type.clone(type.getElementType().isF64()
-                          ? type.getElementType()
-                          : Float32Type::get(&getContext()));
+  // Every loss but cross-entropy with class ids takes a float label of the
+  // output's shape.
+  Type fp32 = type.getElementType().isF64() ? type.getElementType()
+                                            : Float32Type::get(&getContext());
+  if (loss != ampc::LossFunction::CrossEntropy)
+    return type.clone(fp32);
   if (type.getRank() < 2)
     return report("loss=cross_entropy needs class scores of shape (N, C, "
                   "...) as the first output",
                   "; use --loss=mse");
+  if (softTargets)
+    return type.clone(fp32);
   SmallVector<int64_t> shape = {type.getDimSize(0)};
   shape.append(type.getShape().begin() + 2, type.getShape().end());
   return RankedTensorType::get(shape, IntegerType::get(&getContext(), 64));
 }
 
-/// SoftmaxCrossEntropyLoss of the scores behind `output` (NLL of a
-/// LogSoftmax output), mean reduction, in FP32.
-FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
-                                          Value label) {
-  auto classAxis = [](Operation *op, int64_t axis) {
-    int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
-    return ampc::normalizeAxis(axis, rank) == 1;
-  };
+static bool alongClassAxis(Operation *op, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+  return ampc::normalizeAxis(axis, rank) == 1;
+}
+
+Value AttachLoss::logProbabilities(OpBuilder &b, Value output) {
   if (auto logSoftmax = output.getDefiningOp<ampc::LogSoftmaxOp>();
-      logSoftmax && classAxis(logSoftmax, logSoftmax.getAxis()))
-    return Value(ampc::NegativeLogLikelihoodLossOp::create(
-        b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), label,
-        Value(), ampc::Reduction::Mean, IntegerAttr()));
+      logSoftmax && alongClassAxis(logSoftmax, logSoftmax.getAxis()))
+    return toFp32(b, output);
   Value scores = output;
   if (auto softmax = output.getDefiningOp<ampc::SoftmaxOp>();
-      softmax && classAxis(softmax, softmax.getAxis()))
+      softmax && alongClassAxis(softmax, softmax.getAxis()))
     scores = softmax.getInput();
-  auto sce = ampc::SoftmaxCrossEntropyLossOp::create(
-      b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores), label, Value(),
-      ampc::Reduction::Mean, IntegerAttr());
-  return sce.getLoss();
+  return ampc::LogSoftmaxOp::create(b, lossLoc("LogSoftmax"), toFp32(b, scores),
+                                    /*axis=*/1);
+}
+
+/// SoftmaxCrossEntropyLoss of the scores behind `output` (NLL of a
+/// LogSoftmax output), mean reduction, in FP32, with the class weights and
+/// ignored class; then label smoothing or probability targets.
+FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
+                                          Value label) {
+  if (softTargets)
+    return softCrossEntropy(b, logProbabilities(b, output), label);
+  Type element =
+      elementOf(output).isF64() ? elementOf(output) : Type(b.getF32Type());
+  Value weights;
+  if (!classWeights.empty())
+    weights =
+        constant(b, element, {int64_t(classWeights.size())}, classWeights);
+  IntegerAttr ignored =
+      hasIgnoreIndex() ? b.getI64IntegerAttr(ignoreIndex) : IntegerAttr();
+  Value hard;
+  if (auto logSoftmax = output.getDefiningOp<ampc::LogSoftmaxOp>();
+      logSoftmax && alongClassAxis(logSoftmax, logSoftmax.getAxis())) {
+    hard = ampc::NegativeLogLikelihoodLossOp::create(
+        b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), label,
+        weights, ampc::Reduction::Mean, ignored);
+  } else {
+    Value scores = output;
+    if (auto softmax = output.getDefiningOp<ampc::SoftmaxOp>();
+        softmax && alongClassAxis(softmax, softmax.getAxis()))
+      scores = softmax.getInput();
+    hard = ampc::SoftmaxCrossEntropyLossOp::create(
+               b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores), label,
+               weights, ampc::Reduction::Mean, ignored)
+               .getLoss();
+  }
+  if (labelSmoothing == 0.0)
+    return hard;
+  return smoothedCrossEntropy(b, hard, logProbabilities(b, output), label);
+}
+
+Value AttachLoss::smoothedCrossEntropy(OpBuilder &b, Value hard, Value logp,
+                                       Value label) {
+  Type element = elementOf(logp);
+  auto logpType = cast<RankedTensorType>(logp.getType());
+  int64_t classes = logpType.getDimSize(1);
+  Value weighted = logp;
+  if (!classWeights.empty())
+    weighted = ampc::MulOp::create(
+        b, lossLoc("Mul"), logp,
+        classWeightsAlongAxis1(b, element, logpType.getRank()));
+  // Per position (N, D...): sum_c w_c logp_c.
+  Value perPosition = ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"),
+                                                weighted, ArrayRef<int64_t>{1},
+                                                /*keepdims=*/0);
+  Value total;
+  if (!hasIgnoreIndex() && classWeights.empty()) {
+    // Every position counts once: the mean.
+    total = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), perPosition,
+                                       ArrayRef<int64_t>{}, /*keepdims=*/0);
+  } else {
+    // The divisor is NLL's: the sum of w[label] over the counted positions.
+    Value counted, ids = label;
+    if (hasIgnoreIndex()) {
+      Value ignoredId = ampc::ConstantOp::create(
+          b, lossLoc("Constant"),
+          DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                 int64_t(ignoreIndex)));
+      Value isIgnored =
+          ampc::EqualOp::create(b, lossLoc("Equal"), label, ignoredId);
+      counted = ampc::CastOp::create(
+          b, lossLoc("Cast"),
+          cast<RankedTensorType>(isIgnored.getType()).clone(element),
+          ampc::NotOp::create(b, lossLoc("Not"), isIgnored));
+      perPosition =
+          ampc::MulOp::create(b, lossLoc("Mul"), perPosition, counted);
+      // An ignored id may lie outside the classes: look up class 0 instead.
+      Value zero = ampc::ConstantOp::create(
+          b, lossLoc("Constant"),
+          DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                 int64_t(0)));
+      ids = ampc::WhereOp::create(b, lossLoc("Where"), isIgnored, zero, label);
+    }
+    Value divisorTerms = counted;
+    if (!classWeights.empty()) {
+      Value perLabel = ampc::GatherOp::create(
+          b, lossLoc("Gather"), constant(b, element, {classes}, classWeights),
+          ids, /*axis=*/0);
+      divisorTerms =
+          counted
+              ? Value(ampc::MulOp::create(b, lossLoc("Mul"), perLabel, counted))
+              : perLabel;
+    }
+    Value sum = ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"), perPosition,
+                                          ArrayRef<int64_t>{}, /*keepdims=*/0);
+    Value divisor =
+        ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"), divisorTerms,
+                                  ArrayRef<int64_t>{}, /*keepdims=*/0);
+    total = ampc::DivOp::create(b, lossLoc("Div"), sum, divisor);
+  }
+  // loss = (1 - eps) hard - eps / C total.
+  Value hardPart = ampc::MulOp::create(
+      b, lossLoc("Mul"), hard, scalar(b, element, 1.0 - labelSmoothing));
+  Value smoothPart = ampc::MulOp::create(
+      b, lossLoc("Mul"), total,
+      scalar(b, element, -labelSmoothing / double(classes)));
+  return ampc::AddOp::create(b, lossLoc("Add"), hardPart, smoothPart);
+}
+
+Value AttachLoss::softCrossEntropy(OpBuilder &b, Value logp, Value label) {
+  Type element = elementOf(logp);
+  auto logpType = cast<RankedTensorType>(logp.getType());
+  int64_t classes = logpType.getDimSize(1);
+  Value target = label;
+  if (labelSmoothing != 0.0)
+    target = ampc::AddOp::create(
+        b, lossLoc("Add"),
+        ampc::MulOp::create(b, lossLoc("Mul"), label,
+                            scalar(b, element, 1.0 - labelSmoothing)),
+        scalar(b, element, labelSmoothing / double(classes)));
+  Value product = ampc::MulOp::create(b, lossLoc("Mul"), logp, target);
+  if (!classWeights.empty())
+    product = ampc::MulOp::create(
+        b, lossLoc("Mul"), product,
+        classWeightsAlongAxis1(b, element, logpType.getRank()));
+  Value perPosition = ampc::ReduceSumOp::create(
+      b, lossLoc("ReduceSum"), product, ArrayRef<int64_t>{1}, /*keepdims=*/0);
+  Value mean = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), perPosition,
+                                          ArrayRef<int64_t>{}, /*keepdims=*/0);
+  return ampc::NegOp::create(b, lossLoc("Neg"), mean);
+}
+
+/// mean((1 - y) x + (1 + (pw - 1) y) softplus(-x)), PyTorch's form: its
+/// gradient, sigmoid(x) (1 + (pw - 1) y) - pw y, holds at every x.
+Value AttachLoss::bceWithLogits(OpBuilder &b, Value output, Value label) {
+  Value x = toFp32(b, output);
+  Type element = elementOf(x);
+  Value one = scalar(b, element, 1.0);
+  Value linear = ampc::MulOp::create(
+      b, lossLoc("Mul"), ampc::SubOp::create(b, lossLoc("Sub"), one, label), x);
+  Value softplus = ampc::SoftplusOp::create(
+      b, lossLoc("Softplus"), ampc::NegOp::create(b, lossLoc("Neg"), x));
+  if (!posWeight.empty()) {
+    SmallVector<double> minusOne;
+    for (double w : posWeight)
+      minusOne.push_back(w - 1.0);
+    Value coefficient = ampc::AddOp::create(
+        b, lossLoc("Add"),
+        ampc::MulOp::create(
+            b, lossLoc("Mul"), label,
+            constant(b, element, {int64_t(minusOne.size())}, minusOne)),
+        one);
+    softplus = ampc::MulOp::create(b, lossLoc("Mul"), coefficient, softplus);
+  }
+  Value elementwise = ampc::AddOp::create(b, lossLoc("Add"), linear, softplus);
+  return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), elementwise,
+                                    ArrayRef<int64_t>{}, /*keepdims=*/0);
+}
+
+/// With d = output - label, a = |d|, m = min(a, delta): huber is
+/// m^2 / 2 + delta (a - m), smooth_l1 that over beta (l1 at beta 0), which
+/// are PyTorch's piecewise definitions without a select.
+Value AttachLoss::regression(OpBuilder &b, Value output, Value label) {
+  if (loss == ampc::LossFunction::Mse)
+    return meanSquaredError(b, output, label);
+  Value diff = ampc::SubOp::create(b, lossLoc("Sub"), toFp32(b, output), label);
+  Type element = elementOf(diff);
+  Value absolute = ampc::AbsOp::create(b, lossLoc("Abs"), diff);
+  Value elementwise = absolute;
+  double knee = loss == ampc::LossFunction::Huber ? huberDelta : smoothL1Beta;
+  if (loss != ampc::LossFunction::L1 && knee > 0) {
+    Value clipped = ampc::MinOp::create(b, lossLoc("Min"), absolute,
+                                        scalar(b, element, knee));
+    // smooth_l1 divides the quadratic part by beta and keeps a - m.
+    bool huber = loss == ampc::LossFunction::Huber;
+    Value quadratic = ampc::MulOp::create(
+        b, lossLoc("Mul"),
+        ampc::MulOp::create(b, lossLoc("Mul"), clipped, clipped),
+        scalar(b, element, huber ? 0.5 : 0.5 / knee));
+    Value linear = ampc::SubOp::create(b, lossLoc("Sub"), absolute, clipped);
+    if (huber)
+      linear = ampc::MulOp::create(b, lossLoc("Mul"), linear,
+                                   scalar(b, element, knee));
+    elementwise = ampc::AddOp::create(b, lossLoc("Add"), quadratic, linear);
+  }
+  return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), elementwise,
+                                    ArrayRef<int64_t>{}, /*keepdims=*/0);
+}
+
+/// `v` as %g prints it (1.5, not 1.500000).
+static std::string shortest(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
+std::string AttachLoss::checkOptions(RankedTensorType outputType) {
+  using ampc::LossFunction;
+  auto onlyFor = [&](bool given, StringRef option, LossFunction wanted,
+                     StringRef extra = "") -> std::string {
+    if (!given || loss == wanted)
+      return "";
+    return (option + " applies to loss=" + ampc::stringifyEnum(wanted) + extra +
+            " only, not loss=" + ampc::stringifyEnum(loss))
+        .str();
+  };
+  for (std::string m :
+       {onlyFor(hasIgnoreIndex(), "ignore-index", LossFunction::CrossEntropy),
+        onlyFor(labelSmoothing != 0.0, "label-smoothing",
+                LossFunction::CrossEntropy),
+        onlyFor(!classWeights.empty(), "class-weights",
+                LossFunction::CrossEntropy),
+        onlyFor(softTargets, "soft-targets", LossFunction::CrossEntropy),
+        onlyFor(!posWeight.empty(), "pos-weight", LossFunction::BceWithLogits),
+        onlyFor(huberDelta != 1.0, "huber-delta", LossFunction::Huber),
+        onlyFor(smoothL1Beta != 1.0, "smooth-l1-beta", LossFunction::SmoothL1)})
+    if (!m.empty())
+      return m;
+  if (softTargets && hasIgnoreIndex())
+    return "ignore-index applies to class-id labels, not soft-targets";
+  if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0))
+    return "label-smoothing must be in [0, 1], got " + shortest(labelSmoothing);
+  if (!(huberDelta > 0.0 && std::isfinite(huberDelta)))
+    return "huber-delta must be positive, got " + shortest(huberDelta);
+  if (!(smoothL1Beta >= 0.0 && std::isfinite(smoothL1Beta)))
+    return "smooth-l1-beta must be >= 0, got " + shortest(smoothL1Beta);
+  for (auto [name, list] :
+       {std::pair<StringRef, ArrayRef<double>>("class-weights", classWeights),
+        {"pos-weight", posWeight}})
+    for (double w : list)
+      if (!(w >= 0.0 && std::isfinite(w)))
+        return (name + " must be finite and >= 0, got " + shortest(w)).str();
+  auto dim = [&](int64_t axis) {
+    return axis < outputType.getRank() ? outputType.getDimSize(axis) : 1;
+  };
+  if (!classWeights.empty() && outputType.getRank() >= 2 &&
+      int64_t(classWeights.size()) != dim(1))
+    return "class-weights has " + std::to_string(classWeights.size()) +
+           " weights for " + std::to_string(dim(1)) + " classes";
+  if (posWeight.size() > 1 &&
+      (outputType.getRank() == 0 ||
+       int64_t(posWeight.size()) != dim(outputType.getRank() - 1)))
+    return "pos-weight has " + std::to_string(posWeight.size()) +
+           " weights for the output's last axis of " +
+           std::to_string(outputType.getRank() ? dim(outputType.getRank() - 1)
+                                               : 1);
+  return "";
 }
 
 /// mean((output - label)^2) over every element, in FP32.
@@ -184,6 +477,12 @@ void AttachLoss::runOnOperation() {
   for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
     if (!isLoss(ret->getOperand(i)))
       continue;
+    if (lossOptionsGiven()) {
+      forward.emitError("ampc-attach-loss: the model computes its own loss "
+                        "(output ")
+          << i << "); the loss options apply to a loss ampc attaches";
+      return signalPassFailure();
+    }
     // Its class-id input, when the model takes it, is the label input.
     forward.walk([&](Operation *op) {
       Value labels;
@@ -227,6 +526,14 @@ void AttachLoss::runOnOperation() {
   FailureOr<RankedTensorType> type = labelType(output);
   if (failed(type))
     return signalPassFailure();
+  if (std::string problem =
+          checkOptions(cast<RankedTensorType>(output.getType()));
+      !problem.empty()) {
+    Operation *def = output.getDefiningOp();
+    (def ? def->emitError() : forward.emitError())
+        << "ampc-attach-loss: " << problem;
+    return signalPassFailure();
+  }
 
   OpBuilder b(ret);
   auto nameAttr = [&](StringRef name) {
@@ -242,13 +549,15 @@ void AttachLoss::runOnOperation() {
   forward.setArgAttr(index, ampc::kLabelAttr, b.getUnitAttr());
 
   Value lossValue;
-  if (loss == ampc::LossFunction::Mse) {
-    lossValue = meanSquaredError(b, output, labelValue);
-  } else {
+  if (loss == ampc::LossFunction::CrossEntropy) {
     FailureOr<Value> ce = crossEntropy(b, output, labelValue);
     if (failed(ce))
       return signalPassFailure();
     lossValue = *ce;
+  } else if (loss == ampc::LossFunction::BceWithLogits) {
+    lossValue = bceWithLogits(b, output, labelValue);
+  } else {
+    lossValue = regression(b, output, labelValue);
   }
   ret->insertOperands(0, lossValue);
   if (failed(forward.insertResult(0, lossValue.getType(), nameAttr("loss"))))

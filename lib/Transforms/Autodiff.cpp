@@ -212,7 +212,7 @@ void Autodiff::runOnOperation() {
           << "ampc-autodiff: the loss (the first result of @forward) must be "
              "a float scalar, got "
           << loss.getType()
-          << "; ampc-attach-loss (--loss=cross_entropy|mse) can add one";
+          << "; ampc-attach-loss (--loss) can add one";
       return signalPassFailure();
     }
   }

@@ -193,8 +193,8 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
           .Cases({"cuda", "cuda-sim"}, KernelTarget::Cuda)
           .Default(std::nullopt);
   if (!kernels)
-    return fail("target", "must be cpu, cuda or cuda-sim, got '" +
-                              flags.target + "'");
+    return fail("target",
+                "must be cpu, cuda or cuda-sim, got '" + flags.target + "'");
   options.kernelTarget = *kernels;
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
@@ -226,6 +226,20 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                             flags.loss + "'");
   options.loss.loss = *loss;
   options.loss.label = flags.label;
+  // The pass checks which options apply to which loss and their values
+  // against the model; here only what a pass option cannot carry.
+  if (flags.ignoreIndex) {
+    if (*flags.ignoreIndex == INT64_MIN)
+      return fail("ignore-index", "must be greater than " + Twine(INT64_MIN));
+    options.loss.ignoreIndex = *flags.ignoreIndex;
+  }
+  options.loss.labelSmoothing = flags.labelSmoothing.value_or(0.0);
+  options.loss.classWeights.assign(flags.classWeights.begin(),
+                                   flags.classWeights.end());
+  options.loss.softTargets = flags.softTargets;
+  options.loss.posWeight.assign(flags.posWeight.begin(), flags.posWeight.end());
+  options.loss.huberDelta = flags.huberDelta.value_or(1.0);
+  options.loss.smoothL1Beta = flags.smoothL1Beta.value_or(1.0);
   std::optional<OptimizerKind> optimizer =
       symbolizeEnum<OptimizerKind>(flags.optimizer);
   if (!optimizer)
@@ -249,7 +263,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.optimizer.clipGradNorm = flags.clipGradNorm;
   // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
   LossScalingMode scaling = flags.precision == "fp16" ? LossScalingMode::Dynamic
-                                                     : LossScalingMode::None;
+                                                      : LossScalingMode::None;
   options.lossScaling.initScale = flags.initScale;
   if (flags.lossScale == "dynamic") {
     scaling = LossScalingMode::Dynamic;
@@ -303,12 +317,30 @@ struct PipelineRegistrationOptions
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
                      "exported"),
       llvm::cl::init(false)};
-  Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("cross_entropy, mse or none"),
-                           llvm::cl::init("cross_entropy")};
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("cross_entropy, bce_with_logits, mse, l1, smooth_l1, "
+                     "huber or none"),
+      llvm::cl::init("cross_entropy")};
   Option<std::string> label{*this, "label",
                             llvm::cl::desc("the label input's name"),
                             llvm::cl::init("label")};
+  Option<int64_t> ignoreIndex{*this, "ignore-index",
+                              llvm::cl::desc("cross_entropy: ignored class")};
+  Option<double> labelSmoothing{*this, "label-smoothing",
+                                llvm::cl::desc("cross_entropy: in [0, 1]")};
+  ListOption<double> classWeights{*this, "class-weights",
+                                  llvm::cl::desc("cross_entropy: per class")};
+  Option<bool> softTargets{*this, "soft-targets",
+                           llvm::cl::desc("cross_entropy: probability labels"),
+                           llvm::cl::init(false)};
+  ListOption<double> posWeight{*this, "pos-weight",
+                               llvm::cl::desc("bce_with_logits: positives' "
+                                              "weight")};
+  Option<double> huberDelta{*this, "huber-delta",
+                            llvm::cl::desc("huber: delta (default 1)")};
+  Option<double> smoothL1Beta{*this, "smooth-l1-beta",
+                              llvm::cl::desc("smooth_l1: beta (default 1)")};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, adam, adamw or none"),
                                 llvm::cl::init("adamw")};
@@ -390,6 +422,17 @@ struct PipelineRegistrationOptions
     f.inferTrainingMode = inferTrainingMode;
     f.loss = loss;
     f.label = label;
+    if (ignoreIndex.hasValue())
+      f.ignoreIndex = ignoreIndex;
+    if (labelSmoothing.hasValue())
+      f.labelSmoothing = labelSmoothing;
+    f.classWeights.assign(classWeights.begin(), classWeights.end());
+    f.softTargets = softTargets;
+    f.posWeight.assign(posWeight.begin(), posWeight.end());
+    if (huberDelta.hasValue())
+      f.huberDelta = huberDelta;
+    if (smoothL1Beta.hasValue())
+      f.smoothL1Beta = smoothL1Beta;
     f.optimizer = optimizer;
     f.lr = lr;
     f.momentum = momentum;

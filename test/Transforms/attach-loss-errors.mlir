@@ -1,7 +1,7 @@
 // RUN: ampc-opt %s --split-input-file --ampc-attach-loss -verify-diagnostics
 // RUN: not ampc-opt %s --split-input-file --ampc-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=OPTION --implicit-check-not="Cannot find option"
 
-// OPTION: error: ampc-attach-loss: loss must be cross_entropy, mse or none, got 'hinge'
+// OPTION: error: ampc-attach-loss: loss must be cross_entropy, bce_with_logits, mse, l1, smooth_l1, huber or none, got 'hinge'
 
 func.func @forward(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{ampc-attach-loss: loss=cross_entropy needs class scores of shape (N, C, ...) as the first output, got 'tensor<8xf32>'; use --loss=mse}}

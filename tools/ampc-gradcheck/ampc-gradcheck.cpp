@@ -1,6 +1,8 @@
 //===- ampc-gradcheck.cpp - analytic gradients against finite differences -===//
 //
-// ampc-gradcheck MODEL [--loss=cross_entropy|mse|none] [--label=NAME]
+// ampc-gradcheck MODEL
+// [--loss=cross_entropy|bce_with_logits|mse|l1|smooth_l1|huber|none]
+// [--label=NAME]
 //                [--shape NAME=DIMS]... [--batch N] [--seed S] [--samples K]
 //                [--eps E] [--atol A] [--rtol R] [--label-range N] [--verbose]
 //                [--print-ops]
@@ -57,17 +59,18 @@ using namespace llvm;
 namespace {
 cl::OptionCategory category("ampc-gradcheck options");
 
-cl::opt<std::string> modelPath(cl::Positional,
-                               cl::desc("<model.onnx|model.onnxtext|module.mlir|train.so>"),
-                               cl::cat(category));
+cl::opt<std::string>
+    modelPath(cl::Positional,
+              cl::desc("<model.onnx|model.onnxtext|module.mlir|train.so>"),
+              cl::cat(category));
 cl::opt<std::string> loss(
     "loss",
     cl::desc("the loss attached to output 0 unless the graph already ends in "
              "one (SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, the "
              "MSE pattern), as `ampc --loss`: cross_entropy (the default; "
              "scores (N, C, ...) against int64 class ids), mse, or none"),
-    cl::value_desc("cross_entropy|mse|none"), cl::init("cross_entropy"),
-    cl::cat(category));
+    cl::value_desc("cross_entropy|bce_with_logits|mse|l1|smooth_l1|huber|none"),
+    cl::init("cross_entropy"), cl::cat(category));
 cl::opt<std::string>
     label("label",
           cl::desc("name of the label input --loss adds (default: label)"),
@@ -131,7 +134,9 @@ cl::opt<bool> printOpsOnly(
 const char *kOverview =
     "ampc-gradcheck: checks ampc's gradients against finite differences\n"
     "\n"
-    "  ampc-gradcheck MODEL [--loss=cross_entropy|mse|none] [--label=NAME]\n"
+    "  ampc-gradcheck MODEL "
+    "[--loss=cross_entropy|bce_with_logits|mse|l1|smooth_l1|huber|none] "
+    "[--label=NAME]\n"
     "                 [--shape NAME=DxD...] [--batch N] [--seed S]\n"
     "                 [--samples K] [--eps E] [--atol A] [--rtol R]\n"
     "                 [--label-range N] [--verbose] [--print-ops]\n"

@@ -29,12 +29,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,21 +45,24 @@ using namespace llvm;
 namespace {
 cl::OptionCategory ampcCategory("ampc options");
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx|model.onnxtext>"),
+cl::opt<std::string> inputPath(cl::Positional,
+                               cl::desc("<model.onnx|model.onnxtext>"),
                                cl::cat(ampcCategory));
-cl::opt<std::string> outputPath("o", cl::desc("output file (default: standard "
-                                              "output for text formats)"),
+cl::opt<std::string> outputPath("o",
+                                cl::desc("output file (default: standard "
+                                         "output for text formats)"),
                                 cl::value_desc("file"), cl::cat(ampcCategory));
 
 enum class Emit { Mlir, Onnx, Cuda, Cpp, So };
-cl::opt<Emit> emit(
-    "emit", cl::desc("what to write"), cl::init(Emit::So),
-    cl::values(clEnumValN(Emit::Mlir, "mlir", "the IR after the pipeline"),
-               clEnumValN(Emit::Onnx, "onnx", "a precision-assigned ONNX model"),
-               clEnumValN(Emit::Cuda, "cuda", "generated CUDA source"),
-               clEnumValN(Emit::Cpp, "cpp", "generated C++ source (CPU target)"),
-               clEnumValN(Emit::So, "so", "a compiled train.so / infer.so")),
-    cl::cat(ampcCategory));
+cl::opt<Emit>
+    emit("emit", cl::desc("what to write"), cl::init(Emit::So),
+         cl::values(
+             clEnumValN(Emit::Mlir, "mlir", "the IR after the pipeline"),
+             clEnumValN(Emit::Onnx, "onnx", "a precision-assigned ONNX model"),
+             clEnumValN(Emit::Cuda, "cuda", "generated CUDA source"),
+             clEnumValN(Emit::Cpp, "cpp", "generated C++ source (CPU target)"),
+             clEnumValN(Emit::So, "so", "a compiled train.so / infer.so")),
+         cl::cat(ampcCategory));
 cl::opt<std::string> emitAfter(
     "emit-after",
     cl::desc("with --emit=mlir: stop after this pass ('import' stops before "
@@ -83,13 +86,11 @@ cl::opt<bool> summary("summary",
                                "standard error"),
                       cl::cat(ampcCategory));
 enum class Mode { Train, Infer };
-cl::opt<Mode> mode("mode", cl::desc("what the output computes"),
-                   cl::init(Mode::Train),
-                   cl::values(clEnumValN(Mode::Train, "train",
-                                         "the training step (default)"),
-                              clEnumValN(Mode::Infer, "infer",
-                                         "the forward pass only")),
-                   cl::cat(ampcCategory));
+cl::opt<Mode> mode(
+    "mode", cl::desc("what the output computes"), cl::init(Mode::Train),
+    cl::values(clEnumValN(Mode::Train, "train", "the training step (default)"),
+               clEnumValN(Mode::Infer, "infer", "the forward pass only")),
+    cl::cat(ampcCategory));
 enum class Target { Default, Cpu, Cuda, CudaSim };
 cl::opt<Target> target(
     "target",
@@ -127,10 +128,45 @@ cl::opt<std::string> symbolSuffix(
 cl::opt<std::string> loss(
     "loss",
     cl::desc("training loss attached to the first output unless the model "
-             "ends in one: cross_entropy (default; int64 class-id labels), "
-             "mse, or none"),
-    cl::init("cross_entropy"), cl::value_desc("cross_entropy|mse|none"),
+             "ends in one, as PyTorch's functional (mean reduction): "
+             "cross_entropy (default; int64 class-id labels), "
+             "bce_with_logits, mse, l1, smooth_l1, huber (float labels of "
+             "the output's shape), or none"),
+    cl::init("cross_entropy"),
+    cl::value_desc("cross_entropy|bce_with_logits|mse|l1|smooth_l1|huber|none"),
     cl::cat(ampcCategory));
+cl::OptionCategory lossCategory("Loss options (PyTorch's, for --loss)");
+cl::opt<int64_t> ignoreIndex(
+    "ignore-index",
+    cl::desc("cross_entropy: labels equal to N count for nothing (PyTorch's "
+             "ignore_index; its default -100 is not implied)"),
+    cl::value_desc("N"), cl::cat(lossCategory));
+cl::opt<double> labelSmoothing(
+    "label-smoothing",
+    cl::desc("cross_entropy: PyTorch's label_smoothing, in [0, 1] "
+             "(default 0)"),
+    cl::value_desc("EPS"), cl::cat(lossCategory));
+cl::list<double> classWeights(
+    "class-weights",
+    cl::desc("cross_entropy: one weight per class (PyTorch's weight)"),
+    cl::value_desc("W0,W1,..."), cl::CommaSeparated, cl::cat(lossCategory));
+cl::opt<bool> softTargets(
+    "soft-targets",
+    cl::desc("cross_entropy: the label is class probabilities of the "
+             "scores' shape (float), not class ids"),
+    cl::cat(lossCategory));
+cl::list<double> posWeight(
+    "pos-weight",
+    cl::desc("bce_with_logits: the positives' weight, one value or one per "
+             "class of the output's last axis (PyTorch's pos_weight)"),
+    cl::value_desc("W|W0,W1,..."), cl::CommaSeparated, cl::cat(lossCategory));
+cl::opt<double> huberDelta("huber-delta",
+                           cl::desc("huber: PyTorch's delta (default 1)"),
+                           cl::value_desc("D"), cl::cat(lossCategory));
+cl::opt<double> smoothL1Beta("smooth-l1-beta",
+                             cl::desc("smooth_l1: PyTorch's beta (default 1; "
+                                      "0 is l1)"),
+                             cl::value_desc("B"), cl::cat(lossCategory));
 cl::OptionCategory trainingCategory("Training step (--mode=train)");
 cl::opt<std::string> optimizer(
     "optimizer",
@@ -138,8 +174,9 @@ cl::opt<std::string> optimizer(
              "sgd, or none (the library computes gradients only)"),
     cl::init("adamw"), cl::value_desc("sgd|adam|adamw|none"),
     cl::cat(trainingCategory));
-cl::opt<double> learningRate("lr", cl::desc("initial learning rate (default "
-                                            "1e-3; runtime state)"),
+cl::opt<double> learningRate("lr",
+                             cl::desc("initial learning rate (default "
+                                      "1e-3; runtime state)"),
                              cl::init(1e-3), cl::cat(trainingCategory));
 cl::opt<double> momentum("momentum", cl::desc("sgd momentum (default 0)"),
                          cl::init(0.0), cl::cat(trainingCategory));
@@ -173,9 +210,10 @@ cl::opt<std::string> lossScale(
              "bf16, fp32, fp64), or a fixed scale VALUE"),
     cl::init(""), cl::value_desc("dynamic|none|VALUE"),
     cl::cat(trainingCategory));
-cl::opt<double> initScale("init-scale",
-                          cl::desc("initial dynamic loss scale (default 65536)"),
-                          cl::init(65536.0), cl::cat(trainingCategory));
+cl::opt<double>
+    initScale("init-scale",
+              cl::desc("initial dynamic loss scale (default 65536)"),
+              cl::init(65536.0), cl::cat(trainingCategory));
 cl::opt<double> growthFactor("growth-factor",
                              cl::desc("scale growth factor (default 2)"),
                              cl::init(2.0), cl::cat(trainingCategory));
@@ -199,32 +237,38 @@ cl::opt<std::string> label("label",
                                     "adds (default: label)"),
                            cl::init("label"), cl::value_desc("NAME"),
                            cl::cat(ampcCategory));
-cl::opt<std::string> precision(
-    "precision", cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
-                          "(no mixed precision); fp64 makes every FP32 "
-                          "tensor FP64 (for gradient checks)"),
-    cl::init("fp16"), cl::value_desc("fp16|bf16|fp32|fp64"), cl::cat(ampcCategory));
+cl::opt<std::string>
+    precision("precision",
+              cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
+                       "(no mixed precision); fp64 makes every FP32 "
+                       "tensor FP64 (for gradient checks)"),
+              cl::init("fp16"), cl::value_desc("fp16|bf16|fp32|fp64"),
+              cl::cat(ampcCategory));
 cl::opt<std::string> propagation(
     "propagation",
     cl::desc("autocast: PyTorch autocast op by op (default); paint: "
              "TensorFlow-style cast-minimising colouring"),
     cl::init("autocast"), cl::value_desc("autocast|paint"),
     cl::cat(ampcCategory));
-cl::list<std::string> keepFp32(
-    "keep-fp32", cl::desc("keep these ops in FP32, e.g. op:Softmax,node:/x/MatMul"),
-    cl::value_desc("RULE,..."), cl::CommaSeparated, cl::cat(ampcCategory));
-cl::list<std::string> forceLowp(
-    "force-lowp", cl::desc("compute these ops in low precision (op:TYPE or "
-                           "node:NAME)"),
-    cl::value_desc("RULE,..."), cl::CommaSeparated, cl::cat(ampcCategory));
-cl::opt<std::string> ampRules(
-    "amp-rules",
-    cl::desc("JSON file changing categories and overriding nodes "
-             "(docs/precision.md)"),
-    cl::value_desc("rules.json"), cl::cat(ampcCategory));
-cl::opt<std::string> reportPath(
-    "report", cl::desc("write the per-node precision decisions"),
-    cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
+cl::list<std::string>
+    keepFp32("keep-fp32",
+             cl::desc("keep these ops in FP32, e.g. op:Softmax,node:/x/MatMul"),
+             cl::value_desc("RULE,..."), cl::CommaSeparated,
+             cl::cat(ampcCategory));
+cl::list<std::string>
+    forceLowp("force-lowp",
+              cl::desc("compute these ops in low precision (op:TYPE or "
+                       "node:NAME)"),
+              cl::value_desc("RULE,..."), cl::CommaSeparated,
+              cl::cat(ampcCategory));
+cl::opt<std::string>
+    ampRules("amp-rules",
+             cl::desc("JSON file changing categories and overriding nodes "
+                      "(docs/precision.md)"),
+             cl::value_desc("rules.json"), cl::cat(ampcCategory));
+cl::opt<std::string>
+    reportPath("report", cl::desc("write the per-node precision decisions"),
+               cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
 cl::opt<int64_t> maxTensorBytes(
     "max-tensor-bytes",
     cl::desc("the largest tensor, and the largest memory arena of the "
@@ -371,7 +415,8 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   } else {
     if (std::error_code ec = sys::fs::createUniqueDirectory(
             cuda ? "ampc-cuda" : "ampc-cpu", folder))
-      return userError("cannot create a temporary folder: " + ec.message()), false;
+      return userError("cannot create a temporary folder: " + ec.message()),
+             false;
     base = (folder + "/model" + extension).str();
   }
   llvm::scope_exit cleanup([&] {
@@ -435,8 +480,8 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   }
   if (!writeFile(base, source))
     return false;
-  if (sim ? !ampc::compileCudaSimLibrary(base, outputPath, cudaResourceCheck,
-                                       error)
+  if (sim    ? !ampc::compileCudaSimLibrary(base, outputPath, cudaResourceCheck,
+                                            error)
       : cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
              : !ampc::compileCpuLibrary(base, outputPath, error))
     return userError(inputPath + ": " + error), false;
@@ -464,7 +509,7 @@ int main(int argc, char **argv) {
   argc = static_cast<int>(args.size());
   argv = args.data();
   mlir::registerAsmPrinterCLOptions();
-  cl::HideUnrelatedOptions({&ampcCategory, &trainingCategory});
+  cl::HideUnrelatedOptions({&ampcCategory, &lossCategory, &trainingCategory});
   llvm::cl::SetVersionPrinter(ampc::printVersion);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -473,7 +518,8 @@ int main(int argc, char **argv) {
       "[--batch N]\n"
       "  ampc MODEL --mode=infer --emit=onnx -o model_fp16.onnx\n"
       "  ampc MODEL ... --report=precision.json|precision.html\n"
-      "  ampc explain MODEL [options]   (the precision decision of every node)\n\n"
+      "  ampc explain MODEL [options]   (the precision decision of every "
+      "node)\n\n"
       "Reads an ONNX model (binary .onnx or textual .onnxtext) and compiles "
       "it.\nThe IR printer's --mlir-* options (e.g. "
       "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n");
@@ -484,8 +530,8 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (!listOps.empty())
-      return userError("--list-ops takes no value or 'table', got '" +
-                       listOps + "'");
+      return userError("--list-ops takes no value or 'table', got '" + listOps +
+                       "'");
     for (StringRef op : ampc::supportedOnnxOps())
       outs() << op << "\n";
     return 0;
@@ -494,7 +540,8 @@ int main(int argc, char **argv) {
     return userError("no input model (see --help)");
   // --emit picks the target when it names one; otherwise --target, whose
   // default is cuda on a machine that can build and run CUDA libraries.
-  if (emit == Emit::Cpp && (target == Target::Cuda || target == Target::CudaSim))
+  if (emit == Emit::Cpp &&
+      (target == Target::Cuda || target == Target::CudaSim))
     return userError("--emit=cpp is the CPU target's source; use --emit=cuda");
   if (emit == Emit::Cuda && target == Target::Cpu)
     return userError("--emit=cuda is the CUDA target's source; use --emit=cpp");
@@ -513,9 +560,8 @@ int main(int argc, char **argv) {
                        "' is not an architecture like sm_80 or sm_90a");
     archs.push_back(arch.str());
   }
-  if (!llvm::all_of(symbolSuffix.getValue(), [](char c) {
-        return llvm::isAlnum(c) || c == '_';
-      }))
+  if (!llvm::all_of(symbolSuffix.getValue(),
+                    [](char c) { return llvm::isAlnum(c) || c == '_'; }))
     return userError("--symbol-suffix: '" + symbolSuffix.getValue() +
                      "' is not made of letters, digits and '_'");
   // `ampc SOURCE.cpp|SOURCE.cu -o LIB.so` compiles generated source (edited,
@@ -536,8 +582,9 @@ int main(int argc, char **argv) {
     std::string error;
     if (sim ? !ampc::compileCudaSimLibrary(inputPath, outputPath,
                                            cudaResourceCheck, error)
-        : cudaSource ? !ampc::compileCudaLibrary(inputPath, outputPath, archs, error)
-                     : !ampc::compileCpuLibrary(inputPath, outputPath, error))
+        : cudaSource
+            ? !ampc::compileCudaLibrary(inputPath, outputPath, archs, error)
+            : !ampc::compileCpuLibrary(inputPath, outputPath, error))
       return userError(inputPath + ": " + error);
     return 0;
   }
@@ -550,7 +597,8 @@ int main(int argc, char **argv) {
     return userError("--emit-after needs --emit=mlir");
   if (!explain && emit == Emit::Onnx) {
     if (mode != Mode::Infer)
-      return userError("--emit=onnx writes the forward graph: add --mode=infer");
+      return userError(
+          "--emit=onnx writes the forward graph: add --mode=infer");
     if (outputPath.empty())
       return userError("--emit=onnx needs -o FILE.onnx");
   }
@@ -572,6 +620,17 @@ int main(int argc, char **argv) {
   flags.inferTrainingMode = inferTrainingMode;
   flags.loss = loss;
   flags.label = label;
+  if (ignoreIndex.getNumOccurrences())
+    flags.ignoreIndex = ignoreIndex;
+  if (labelSmoothing.getNumOccurrences())
+    flags.labelSmoothing = labelSmoothing;
+  flags.classWeights.assign(classWeights.begin(), classWeights.end());
+  flags.softTargets = softTargets;
+  flags.posWeight.assign(posWeight.begin(), posWeight.end());
+  if (huberDelta.getNumOccurrences())
+    flags.huberDelta = huberDelta;
+  if (smoothL1Beta.getNumOccurrences())
+    flags.smoothL1Beta = smoothL1Beta;
   flags.optimizer = optimizer;
   flags.lr = learningRate;
   flags.momentum = momentum;
@@ -685,7 +744,8 @@ int main(int argc, char **argv) {
     return emitLibrary(*module, cuda, sim, archs) ? 0 : 1;
 
   std::string error;
-  auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
+  auto output = mlir::openOutputFile(
+      outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
   if (!output)
     return userError(error);
   module->print(output->os(), mlir::OpPrintingFlags());

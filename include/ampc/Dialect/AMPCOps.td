@@ -148,8 +148,12 @@ def AMPC_PrecisionCategory : I32EnumAttr<"PrecisionCategory",
 def AMPC_LossFunction : I32EnumAttr<"LossFunction",
     "the loss ampc-attach-loss adds", [
     I32EnumAttrCase<"CrossEntropy", 0, "cross_entropy">,
-    I32EnumAttrCase<"Mse", 1, "mse">,
-    I32EnumAttrCase<"None", 2, "none">]> {
+    I32EnumAttrCase<"BceWithLogits", 1, "bce_with_logits">,
+    I32EnumAttrCase<"Mse", 2, "mse">,
+    I32EnumAttrCase<"L1", 3, "l1">,
+    I32EnumAttrCase<"SmoothL1", 4, "smooth_l1">,
+    I32EnumAttrCase<"Huber", 5, "huber">,
+    I32EnumAttrCase<"None", 6, "none">]> {
   let cppNamespace = "::ampc";
   let genSpecializedAttr = 0;
 }

@@ -59,6 +59,19 @@ def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
       probabilities are never normalised twice.
     - mse: the mean over all elements of (output - label)^2, the label
       having the output's shape in f32.
+    - l1, smooth_l1 (`smooth-l1-beta`), huber (`huber-delta`): the mean over all elements
+      of PyTorch's l1_loss, smooth_l1_loss and huber_loss of the output and
+      an f32 label of its shape.
+    - bce_with_logits: PyTorch's binary_cross_entropy_with_logits (mean),
+      the output being logits and the label probabilities of its shape,
+      `pos-weight` broadcast along the last axis.
+
+    Cross-entropy takes PyTorch's options: `class-weights` (one per class),
+    `ignore-index` (labels equal to it count for nothing, neither in the
+    sum nor in the mean's divisor), `label-smoothing` (in [0, 1]) and
+    `soft-targets` (the label is class probabilities of the scores' shape
+    instead of class ids). The value of each loss and its gradient are
+    PyTorch's functional's at fp32 (test/Training/losses.test).
 
     The loss becomes result 0 (`ampc.name = "loss"`); the model's outputs
     are kept after it, so `@forward` still returns the predictions (for
@@ -68,9 +81,27 @@ def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
   let options = [
     Option<"loss", "loss", "ampc::LossFunction",
            /*default=*/"ampc::LossFunction::CrossEntropy",
-           "cross_entropy, mse or none">,
+           "cross_entropy, bce_with_logits, mse, l1, smooth_l1, huber or "
+           "none">,
     Option<"label", "label", "std::string", /*default=*/"\"label\"",
            "name of the label input the loss adds">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"INT64_MIN",
+           "cross_entropy: the class id that counts for nothing (default: "
+           "none)">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "cross_entropy: PyTorch's label_smoothing, in [0, 1]">,
+    ListOption<"classWeights", "class-weights", "double",
+               "cross_entropy: one weight per class">,
+    Option<"softTargets", "soft-targets", "bool", /*default=*/"false",
+           "cross_entropy: the label is class probabilities of the scores' "
+           "shape">,
+    ListOption<"posWeight", "pos-weight", "double",
+               "bce_with_logits: the positives' weight, one or one per "
+               "class (the last axis)">,
+    Option<"huberDelta", "huber-delta", "double", /*default=*/"1.0",
+           "huber: where the loss turns from quadratic to linear">,
+    Option<"smoothL1Beta", "smooth-l1-beta", "double", /*default=*/"1.0",
+           "smooth_l1: where the loss turns from quadratic to linear">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

@@ -31,9 +31,15 @@ struct PipelineFlags {
   std::string ampRules;
   /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
   bool inferTrainingMode = false;
-  /// cross_entropy, mse or none; the label input it adds.
+  /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the
+  /// label input it adds.
   std::string loss = "cross_entropy";
   std::string label = "label";
+  /// PyTorch's loss options (ampc-attach-loss); unset: the loss's default.
+  std::optional<int64_t> ignoreIndex;
+  std::optional<double> labelSmoothing, huberDelta, smoothL1Beta;
+  std::vector<double> classWeights, posWeight;
+  bool softTargets = false;
   /// sgd, adam, adamw or none, and its hyperparameters.
   std::string optimizer = "adamw";
   double lr = 1e-3, momentum = 0, dampening = 0;
