@@ -223,7 +223,27 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
       [](double a, double b) { return a - b; });
 }
 
+/// Whether `attr` is a constant splat of one (float or integer).
+static bool isSplatOne(Attribute attr) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return false;
+  if (isa<FloatType>(dense.getElementType()))
+    return dense.getSplatValue<APFloat>().isExactlyValue(1.0);
+  if (dense.getElementType().isInteger(1))
+    return false;
+  if (isa<IntegerType>(dense.getElementType()))
+    return dense.getSplatValue<APInt>().isOne();
+  return false;
+}
+
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  // x * 1 is x, bit for bit (NaN and -0 included), where no broadcast
+  // changes the shape: the loss seed under loss scaling is scale * 1.
+  if (isSplatOne(adaptor.getRhs()) && getLhs().getType() == getType())
+    return getLhs();
+  if (isSplatOne(adaptor.getLhs()) && getRhs().getType() == getType())
+    return getRhs();
   return foldBinary(
       *this, adaptor.getOperands(),
       [](int64_t a, int64_t b) -> std::optional<int64_t> {

@@ -63,14 +63,18 @@ struct InsertLossScalingPass
         DenseElementsAttr::get(RankedTensorType::get({}, f32),
                                static_cast<float>(initScale)));
 
-    // Seed with the scale, in the seed's dtype.
-    b.setInsertionPoint(seed.op);
+    // Seed with the scale times the seed, in the seed's dtype. The seed
+    // stays, marked, for ampc-accumulate-gradients to make it 1/N; the
+    // canonicalizer folds the product by 1.
+    Value seedValue = seed.op->getResult(0);
+    b.setInsertionPointAfter(seed.op);
     Value scaledSeed = scale;
-    if (seed.op->getResult(0).getType() != scale.getType())
+    if (seedValue.getType() != scale.getType())
       scaledSeed = ampc::CastOp::create(b, seed.op->getLoc(),
-                                        seed.op->getResult(0).getType(), scale);
-    seed.op->getResult(0).replaceAllUsesWith(scaledSeed);
-    seed.op->erase();
+                                        seedValue.getType(), scale);
+    auto product =
+        ampc::MulOp::create(b, seed.op->getLoc(), scaledSeed, seedValue);
+    seedValue.replaceAllUsesExcept(product, product);
 
     // Unscale every gradient result in one op.
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());

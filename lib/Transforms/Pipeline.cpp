@@ -76,6 +76,12 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createAttachOptimizerPass(o.optimizer);
      }},
+    {"ampc-accumulate-gradients", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.accumulation.microBatches == 1)
+         return nullptr;
+       return ampc::createAccumulateGradientsPass(o.accumulation);
+     }},
     {"ampc-running-statistics", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (o.optimizer.kind == ampc::OptimizerKind::None)
@@ -261,6 +267,14 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.optimizer.beta2 = flags.beta2;
   options.optimizer.eps = flags.eps;
   options.optimizer.clipGradNorm = flags.clipGradNorm;
+  if (flags.accumulate < 1)
+    return fail("accumulate",
+                "must be at least 1, got " + Twine(flags.accumulate));
+  if (flags.accumulate > 1 && *optimizer == OptimizerKind::None)
+    return fail("accumulate", "needs an optimizer (the library accumulates "
+                              "for its own optimizer step), got "
+                              "--optimizer=none");
+  options.accumulation.microBatches = flags.accumulate;
   // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
   LossScalingMode scaling = flags.precision == "fp16" ? LossScalingMode::Dynamic
                                                       : LossScalingMode::None;
@@ -367,6 +381,10 @@ struct PipelineRegistrationOptions
   Option<double> eps{*this, "eps",
                      llvm::cl::desc("adam/adamw eps (default 1e-8)"),
                      llvm::cl::init(1e-8)};
+  Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("micro-batches (calls) per optimizer step (default 1)"),
+      llvm::cl::init(1)};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("global L2 norm to clip gradients to (default: none)"),
@@ -444,6 +462,7 @@ struct PipelineRegistrationOptions
     f.beta2 = beta2;
     f.eps = eps;
     f.clipGradNorm = clipGradNorm;
+    f.accumulate = accumulate;
     f.lossScale = lossScale;
     f.initScale = initScale;
     f.growthFactor = growthFactor;

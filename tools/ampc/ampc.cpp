@@ -200,6 +200,13 @@ cl::opt<double> beta2("beta2", cl::desc("adam/adamw beta2 (default 0.999)"),
                       cl::init(0.999), cl::cat(trainingCategory));
 cl::opt<double> epsilon("eps", cl::desc("adam/adamw eps (default 1e-8)"),
                         cl::init(1e-8), cl::cat(trainingCategory));
+cl::opt<int64_t> accumulateMicroBatches(
+    "accumulate",
+    cl::desc("gradient accumulation: N calls of the training step (N "
+             "micro-batches) per optimizer step, as a PyTorch loop that "
+             "divides the loss by N and steps its GradScaler every N "
+             "batches (default 1)"),
+    cl::init(1), cl::value_desc("N"), cl::cat(trainingCategory));
 cl::opt<double> clipGradNorm("clip-grad-norm",
                              cl::desc("clip the unscaled gradients to this "
                                       "global L2 norm (default: no clipping)"),
@@ -642,6 +649,7 @@ int main(int argc, char **argv) {
   flags.beta2 = beta2;
   flags.eps = epsilon;
   flags.clipGradNorm = clipGradNorm;
+  flags.accumulate = accumulateMicroBatches;
   flags.lossScale = lossScale;
   flags.initScale = initScale;
   flags.growthFactor = growthFactor;

@@ -58,6 +58,8 @@ struct PipelineOptions {
   /// ampc-attach-optimizer: kind (ampc::OptimizerKind; `None` leaves the
   /// pass out) and hyperparameters.
   AttachOptimizerPassOptions optimizer;
+  /// ampc-accumulate-gradients: micro-batches per optimizer step.
+  AccumulateGradientsPassOptions accumulation;
 };
 
 /// The argument names of the pipeline's passes, in order.

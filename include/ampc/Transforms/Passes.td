@@ -210,7 +210,8 @@ def InsertLossScalingPass : Pass<"ampc-insert-loss-scaling", "mlir::ModuleOp"> {
   let summary = "dynamic loss scaling of @train_step (torch.amp.GradScaler)";
   let description = [{
     With `mode=dynamic` or `mode=static`: the backward is seeded with the
-    loss scale (state `ampc.loss_scale`, f32) instead of 1, so every
+    loss scale (state `ampc.loss_scale`, f32) times the seed (1; the seed
+    constant stays for ampc-accumulate-gradients), so every
     gradient is scaled; one `ampc.unscale` multiplies all parameter
     gradients by (float)(1/(double)scale) in FP32 and computes `found_inf`,
     which ampc-attach-optimizer uses to skip the update. `dynamic` also
@@ -269,6 +270,37 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", /*default=*/"1.0e-8", "adam, adamw">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "maximal global gradient norm; 0: no clipping">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def AccumulateGradientsPass
+    : Pass<"ampc-accumulate-gradients", "mlir::ModuleOp"> {
+  let summary = "one optimizer step per N calls of @train_step";
+  let description = [{
+    Gradient accumulation with torch.amp.GradScaler's semantics: each call
+    of `@train_step` is a micro-batch. Its backward is seeded with 1/N (the
+    scale / N under loss scaling: a PyTorch loop's `scaler.scale(loss /
+    N)`), and its FP32 gradients are added to accumulators (state
+    NAME.accumulated_grad) before the unscale, the clipping and the
+    optimizer read them, so the sum is unscaled and checked for overflow
+    once. Every store ampc-insert-loss-scaling and ampc-attach-optimizer
+    made (parameters, moments, low-precision copies, the step count, the
+    scaler's state) writes the new value on the N-th call only and the old
+    one otherwise; that call also zeroes the accumulators. A non-finite
+    gradient in any micro-batch makes the sum non-finite: the optimizer
+    step is skipped and the scale backs off, once. The count of
+    micro-batches since the last step is state `ampc.micro_batches`, so a
+    checkpoint taken between steps resumes in the middle of one. Each call
+    still returns its micro-batch's loss (not divided by N). The optimizer
+    and the scaler update run on every call and are discarded on the
+    others (a select per stored element): N - 1 calls in N pay for an
+    update they do not keep. Runs after ampc-attach-optimizer; `micro-
+    batches=1` changes nothing.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "calls of @train_step per optimizer step">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

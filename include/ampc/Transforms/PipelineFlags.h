@@ -47,6 +47,8 @@ struct PipelineFlags {
   /// Unset: the optimizer's default (0.01 for adamw, 0 otherwise).
   std::optional<double> weightDecay;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clipGradNorm = 0;
+  /// `--accumulate N`: calls of the training step per optimizer step.
+  int64_t accumulate = 1;
   /// dynamic, none or a fixed positive scale; empty: dynamic at fp16, none
   /// at the other precisions (GradScaler's use).
   std::string lossScale;
