@@ -45,6 +45,10 @@ llvm_config.add_tool_substitutions(
     ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
+# The compilers' precompiled headers and code objects (ampc's compile
+# cache) live in the build folder: tests neither read nor fill the user's.
+config.environment["AMPC_CACHE_DIR"] = os.path.join(
+    config.ampc_obj_root, "ampc-cache")
 # The Python modules shared by the tests' scripts and the benchmarks
 # (ampc_testing, ampc_ctypes): every script imports them from here.
 llvm_config.with_environment(

@@ -529,7 +529,11 @@ int main(int argc, char **argv) {
       "node)\n\n"
       "Reads an ONNX model (binary .onnx or textual .onnxtext) and compiles "
       "it.\nThe IR printer's --mlir-* options (e.g. "
-      "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n");
+      "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n\n"
+      "Environment: CXX and NVCC name the compilers; the host compiler's "
+      "precompiled\nheaders and code objects are kept in $AMPC_CACHE_DIR "
+      "(default $XDG_CACHE_HOME/ampc\nor ~/.cache/ampc; 'off' turns the "
+      "cache off; AMPC_CACHE_MAX_MB bounds it).\n");
 
   if (listOps.getNumOccurrences()) {
     if (listOps == "table") {

@@ -18,6 +18,11 @@
 
 namespace ampc {
 
+/// The runtime header every generated CUDA source includes (the
+/// precompiled header of the cuda-sim compile holds it too).
+inline constexpr const char kCudaKernelsHeader[] =
+    "ampc/Runtime/CudaKernels.cuh";
+
 /// Writes the CUDA source of the module's library (after the pipeline) to
 /// `source` and the initial state (parameters, training state, constants)
 /// to `blob`. Fails with a diagnostic at the op the target cannot compile.

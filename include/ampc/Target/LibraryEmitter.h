@@ -54,6 +54,15 @@ struct LibraryOptions {
 namespace emit {
 
 constexpr int64_t kAlign = 64;
+
+/// The line before which a generated source holds its code and after which
+/// its data (the `.incbin`s of the parameter and ONNX files, the
+/// hyperparameter text, the ONNX size): the compile builds the two apart
+/// and keeps the code's object in the compile cache, so a change of data
+/// alone (a learning rate, an initial scale, new weights) compiles no code.
+/// A source written with its data as arrays (to standard output) has none.
+constexpr llvm::StringLiteral kDataMarker =
+    "// ---- ampc: data below, compiled apart from the code above ----";
 inline int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 /// ONNX TensorProto data type code of `t`, as the model ABI uses them; 0 for
@@ -92,8 +101,6 @@ uint64_t dropoutSeed(mlir::Operation *dropout);
 /// The values an ampc.shape computes (its input's static dimensions from
 /// start to end, negative bounds counting from the end, clamped).
 llvm::SmallVector<int64_t> shapeOpDims(mlir::Operation *shape);
-/// Runs a compiler (`args[0]` is the program) on `sourcePath`; on failure
-/// sets `error` to "`what` failed on SOURCE: <its first error line>".
 /// Where an installed ampc keeps `relative` (e.g. "include"): beside the
 /// running executable's folder (PREFIX/bin/ampc → PREFIX/include) when
 /// `probe` exists below it, else `buildPath` (the build tree's, compiled
@@ -104,8 +111,38 @@ std::string installedPath(llvm::StringRef relative, llvm::StringRef probe,
 /// `-I` of the runtime headers the generated sources include.
 std::string runtimeIncludeFlag(llvm::StringRef buildIncludeDir);
 
+/// Runs a compiler (`args[0]` is the program) on `sourcePath`; on failure
+/// sets `error` to "`what` failed on SOURCE: <its first error line>".
 bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
                  llvm::StringRef sourcePath, std::string &error);
+/// Compiles the generated source `sourcePath` into the shared library
+/// `output` with the host compiler `program`: `compileFlags` (as
+/// precompiledHeader takes them) for the objects, `linkFlags` after them.
+/// A source with one kDataMarker is built as two objects, the code's from
+/// (and into) the compile cache, keyed on the compiler, the flags and the
+/// code's text, and valid while no header it read is newer; the runtime
+/// headers come from a precompiled header. `what` names the compiler in
+/// errors.
+bool compileHostLibrary(llvm::StringRef program,
+                        llvm::ArrayRef<std::string> compileFlags,
+                        llvm::ArrayRef<std::string> linkFlags,
+                        llvm::ArrayRef<llvm::StringRef> headers,
+                        llvm::StringRef sourcePath, llvm::StringRef output,
+                        llvm::StringRef what, std::string &error);
+/// The arguments (`-include PATH`) that make the host compiler `program`,
+/// run with `compileFlags` (every flag of the compile but the source, the
+/// output, -shared and the link flags), read the runtime `headers` (as the
+/// generated sources include them) from a precompiled header in ampc's
+/// compile cache ($AMPC_CACHE_DIR, else $XDG_CACHE_HOME/ampc or
+/// ~/.cache/ampc; AMPC_CACHE_DIR=off turns it off), which is built there
+/// first when missing or older than a header it was made from. Empty when
+/// it cannot be used (not GCC, no cache folder, another ampc building it,
+/// a failed build): the compile then parses the headers itself, to the
+/// same library.
+std::vector<std::string>
+precompiledHeader(llvm::StringRef program,
+                  llvm::ArrayRef<std::string> compileFlags,
+                  llvm::ArrayRef<llvm::StringRef> headers);
 
 } // namespace emit
 
@@ -242,6 +279,8 @@ protected:
   const LibraryOptions &options;
   llvm::raw_ostream &os;
   std::string &blob;
+  /// What goes after kDataMarker (emitDescriptor writes it last).
+  std::string dataSection;
   llvm::DenseMap<mlir::Value, std::string> names;
   /// Offsets in the state of the values bound there (views take their
   /// operand's).

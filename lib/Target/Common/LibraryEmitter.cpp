@@ -294,9 +294,11 @@ void LibraryEmitter::emitParameterBlob(StringRef comment) {
     return;
   }
   os << "// " << comment << "\nextern \"C\" const unsigned char " << name
-     << "[];\nasm(\".section .rodata\\n.balign 64\\n.type " << name
-     << ", @object\\n" << name << ":\\n.incbin \\\""
-     << cString(options.parameterFile) << "\\\"\\n.previous\\n\");\n\n";
+     << "[];\n\n";
+  dataSection += "asm(\".section .rodata\\n.balign 64\\n.globl " +
+                 name + "\\n.hidden " + name + "\\n.type " + name +
+                 ", @object\\n" + name + ":\\n.incbin \\\"" +
+                 cString(options.parameterFile) + "\\\"\\n.previous\\n\");\n";
 }
 
 void LibraryEmitter::emitTrainStepEntry() {
@@ -708,22 +710,42 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   bool hasOnnx = !options.onnxFile.empty() || !options.onnxData.empty();
   if (options.onnxFile.empty() && !options.onnxData.empty())
     emitByteArray(os, onnxName, options.onnxData);
-  else if (!options.onnxFile.empty())
-    os << "extern \"C\" const unsigned char " << onnxName
-       << "[];\nasm(\".section .rodata\\n.balign 64\\n.type " << onnxName
-       << ", @object\\n" << onnxName << ":\\n.incbin \\\""
-       << cString(options.onnxFile) << "\\\"\\n.previous\\n\");\n";
-  std::string onnx =
-      !hasOnnx
-          ? std::string("nullptr, 0")
-          : formatv("{0}, {1}ULL", onnxName, options.onnxSize).str();
+  else if (!options.onnxFile.empty()) {
+    os << "extern \"C\" const unsigned char " << onnxName << "[];\n";
+    dataSection += "asm(\".section .rodata\\n.balign 64\\n.globl " +
+                   onnxName + "\\n.hidden " + onnxName + "\\n.type " +
+                   onnxName + ", @object\\n" + onnxName +
+                   ":\\n.incbin \\\"" + cString(options.onnxFile) +
+                   "\\\"\\n.previous\\n\");\n";
+  }
+  // With the data in files, what varies with it without changing the code
+  // (the ONNX model's size, the hyperparameters' text) is data too.
+  bool separateData = !options.parameterFile.empty();
+  std::string onnxSize = formatv("{0}ULL", options.onnxSize).str();
+  if (hasOnnx && separateData) {
+    std::string sizeName = symbol("ampc_onnx_model_size");
+    os << "extern \"C\" const unsigned long long " << sizeName << ";\n";
+    dataSection += "extern \"C\" const unsigned long long " + sizeName +
+                   " = " + onnxSize + ";\n";
+    onnxSize = sizeName;
+  }
+  std::string onnx = !hasOnnx ? std::string("nullptr, 0")
+                              : formatv("{0}, {1}", onnxName, onnxSize).str();
+  std::string hyperText =
+      quoted(hyperparameters ? hyperparameters.getValue() : "");
+  if (training && separateData) {
+    std::string name = symbol("ampc_hyperparameters");
+    os << "extern \"C\" const char " << name << "[];\n";
+    dataSection +=
+        "extern \"C\" const char " + name + "[] = " + hyperText + ";\n";
+    hyperText = name;
+  }
   std::string trainingFields =
       training ? formatv("kNumStateTensors, stateTensors, readState, "
                          "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
                          quoted(optimizer ? stringifyEnum(optimizer.getValue())
                                           : ""),
-                         quoted(hyperparameters ? hyperparameters.getValue()
-                                                : ""),
+                         hyperText,
                          quoted(lossScaling
                                     ? stringifyEnum(lossScaling.getValue())
                                     : ""),
@@ -761,6 +783,8 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 trainStep ? "train" : "infer", trainingFields, targetName(),
                 hasRelease ? "release" : "nullptr", synchronizeFunction(),
                 symbol("ampc_model_entry"));
+  if (!dataSection.empty())
+    os << "\n" << kDataMarker << "\n" << dataSection;
 }
 
 LogicalResult LibraryEmitter::run() {

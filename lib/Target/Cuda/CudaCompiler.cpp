@@ -300,13 +300,13 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
   }
   std::string simLibrary = emit::installedPath(
       "lib", "libampc_cudasim.so", AMPC_CUDASIM_LIBRARY_DIR);
-  std::vector<std::string> args = {
-      *program, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
-      "-DAMPC_CUDA_SIM", "-x", "c++", "-w",
-      emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
-      "-I" AMPC_CUDA_INCLUDE_DIR, sourcePath.str(), "-x", "none", "-o",
-      output.str(), "-L" + simLibrary, "-Wl,-rpath," + simLibrary,
-      "-lampc_cudasim"};
-  return emit::runCompiler(args, "the C++ compiler (cuda-sim)", sourcePath,
-                           error);
+  std::vector<std::string> flags = {
+      "-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-DAMPC_CUDA_SIM",
+      "-w", emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
+      "-I" AMPC_CUDA_INCLUDE_DIR};
+  return emit::compileHostLibrary(
+      *program, flags,
+      {"-L" + simLibrary, "-Wl,-rpath," + simLibrary, "-lampc_cudasim"},
+      {StringRef(kCudaKernelsHeader)}, sourcePath, output,
+      "the C++ compiler (cuda-sim)", error);
 }

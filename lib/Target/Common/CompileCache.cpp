@@ -1,0 +1,369 @@
+//===- CompileCache.cpp - precompiled runtime headers for the host compiler ===//
+//
+// Most of a small model's C++ compile is the compiler parsing the kernel
+// headers the generated source includes (docs/design.md, "Faster
+// rebuilds"). Those headers change with ampc only, so GCC's precompiled
+// header of them is built once per compiler and flags into ampc's cache
+// folder and every later compile includes it. The cache is a speed-up
+// only: whenever it cannot be used (off, another process building it, a
+// compiler that is not GCC, a failed build) the compile parses the headers
+// itself and produces the same library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Target/LibraryEmitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Chrono.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace {
+
+/// A lock older than this was left by a compile that died.
+constexpr auto kStaleLock = std::chrono::minutes(10);
+
+std::string cacheRoot() {
+  if (const char *dir = std::getenv("AMPC_CACHE_DIR"))
+    return StringRef(dir) == "off" ? "" : dir;
+  SmallString<256> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    path = xdg;
+  } else if (!sys::path::home_directory(path)) {
+    return "";
+  } else {
+    sys::path::append(path, ".cache");
+  }
+  sys::path::append(path, "ampc");
+  return path.str().str();
+}
+
+/// The files a dependency file (-MD) names after its target.
+SmallVector<std::string> dependencies(StringRef depFile) {
+  SmallVector<std::string> files;
+  auto text = MemoryBuffer::getFile(depFile);
+  if (!text)
+    return files;
+  StringRef rest = (*text)->getBuffer();
+  rest = rest.split(':').second; // after "target:"
+  SmallVector<StringRef> words;
+  rest.split(words, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef w : words) {
+    w = w.trim();
+    if (w.empty() || w == "\\")
+      continue;
+    files.push_back(w.str());
+  }
+  return files;
+}
+
+sys::TimePoint<> modified(StringRef path) {
+  sys::fs::file_status status;
+  if (sys::fs::status(path, status))
+    return sys::TimePoint<>::max();
+  return status.getLastModificationTime();
+}
+
+/// Whether the precompiled header exists and is newer than every file it
+/// was built from (as make decides).
+bool upToDate(StringRef gch, StringRef depFile) {
+  if (!sys::fs::exists(gch) || !sys::fs::exists(depFile))
+    return false;
+  SmallVector<std::string> deps = dependencies(depFile);
+  if (deps.empty())
+    return false;
+  sys::TimePoint<> built = modified(gch);
+  for (const std::string &dep : deps)
+    if (modified(dep) > built)
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::vector<std::string>
+ampc::emit::precompiledHeader(StringRef program,
+                              ArrayRef<std::string> compileFlags,
+                              ArrayRef<StringRef> headers) {
+  // GCC finds NAME.gch beside a header named by -include; other compilers
+  // spell precompiled headers differently.
+  SmallString<256> real;
+  if (sys::fs::real_path(program, real) ||
+      !sys::path::filename(real).contains("g++"))
+    return {};
+  std::string root = cacheRoot();
+  if (root.empty())
+    return {};
+
+  // One folder per compiler (its file and time stamp) and flags.
+  sys::fs::file_status compiler;
+  if (sys::fs::status(real, compiler))
+    return {};
+  std::string key;
+  raw_string_ostream k(key);
+  k << real << '\0' << compiler.getSize() << '\0'
+    << compiler.getLastModificationTime().time_since_epoch().count();
+  for (const std::string &flag : compileFlags)
+    k << '\0' << flag;
+  for (StringRef header : headers)
+    k << '\0' << header;
+  SmallString<256> dir(root);
+  sys::path::append(dir, "pch-" + utohexstr(xxh3_64bits(key), /*LowerCase=*/true));
+  SmallString<256> header(dir), gch(dir), depFile(dir), lock(dir);
+  sys::path::append(header, "ampc_pch.h");
+  sys::path::append(gch, "ampc_pch.h.gch");
+  sys::path::append(depFile, "ampc_pch.d");
+  sys::path::append(lock, "lock");
+  std::vector<std::string> use = {"-include", header.str().str()};
+  if (upToDate(gch, depFile))
+    return use;
+
+  // Build it, one process at a time; the others compile without it.
+  if (sys::fs::create_directories(dir))
+    return {};
+  int lockFd;
+  if (sys::fs::openFileForWrite(lock, lockFd, sys::fs::CD_CreateNew)) {
+    if (std::chrono::system_clock::now() - modified(lock) < kStaleLock)
+      return {};
+    sys::fs::remove(lock);
+    if (sys::fs::openFileForWrite(lock, lockFd, sys::fs::CD_CreateNew))
+      return {};
+  }
+  sys::Process::SafelyCloseFileDescriptor(lockFd);
+  FileRemover removeLock(lock);
+  {
+    std::error_code ec;
+    raw_fd_ostream out(header, ec);
+    if (ec)
+      return {};
+    out << "// ampc's precompiled runtime headers (lib/Target/Common/"
+           "CompileCache.cpp)\n";
+    for (StringRef h : headers)
+      out << "#include \"" << h << "\"\n";
+  }
+  std::string tmpGch = (gch + ".tmp").str(), tmpDep = (depFile + ".tmp").str();
+  std::vector<std::string> args = {real.str().str()};
+  args.insert(args.end(), compileFlags.begin(), compileFlags.end());
+  args.insert(args.end(), {"-x", "c++-header", header.str().str(), "-o",
+                           tmpGch, "-MD", "-MF", tmpDep});
+  std::string error;
+  if (!runCompiler(args, "the precompiled header", header, error) ||
+      sys::fs::rename(tmpDep, depFile) || sys::fs::rename(tmpGch, gch)) {
+    sys::fs::remove(tmpGch);
+    sys::fs::remove(tmpDep);
+    return {};
+  }
+  return use;
+}
+
+namespace {
+
+/// The code and the data of a generated source with one kDataMarker line.
+std::optional<std::pair<StringRef, StringRef>> splitAtData(StringRef text) {
+  size_t at = text.find(ampc::emit::kDataMarker);
+  if (at == StringRef::npos || (at > 0 && text[at - 1] != '\n') ||
+      text.find(ampc::emit::kDataMarker, at + 1) != StringRef::npos)
+    return std::nullopt;
+  return std::make_pair(text.take_front(at), text.drop_front(at));
+}
+
+bool writeText(StringRef path, StringRef text) {
+  std::error_code ec;
+  raw_fd_ostream out(path, ec);
+  if (ec)
+    return false;
+  out << text;
+  return true;
+}
+
+/// Whether the compile cache holds `object`, built from what its
+/// dependency file names and up to date with it (the first dependency is
+/// the source, whose text is in the key).
+bool cachedObject(StringRef object, StringRef depFile) {
+  if (!sys::fs::exists(object) || !sys::fs::exists(depFile))
+    return false;
+  SmallVector<std::string> deps = dependencies(depFile);
+  sys::TimePoint<> built = modified(object);
+  for (size_t i = 1; i < deps.size(); ++i)
+    if (modified(deps[i]) > built)
+      return false;
+  return true;
+}
+
+/// Keeps the objects folder under $AMPC_CACHE_MAX_MB (default 1024):
+/// the least recently used objects go first, never those in `keep` (the
+/// one just built).
+void trimObjects(StringRef dir, ArrayRef<std::string> keep) {
+  uint64_t limit = 1024;
+  if (const char *mb = std::getenv("AMPC_CACHE_MAX_MB"))
+    StringRef(mb).getAsInteger(10, limit);
+  limit <<= 20;
+  struct Entry {
+    std::string path;
+    sys::TimePoint<> time;
+    uint64_t size;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    sys::fs::file_status status;
+    if (sys::fs::status(it->path(), status))
+      continue;
+    entries.push_back(
+        {it->path(), status.getLastModificationTime(), status.getSize()});
+    total += status.getSize();
+  }
+  if (total <= limit)
+    return;
+  llvm::sort(entries, [](const Entry &a, const Entry &b) {
+    return a.time < b.time;
+  });
+  for (const Entry &e : entries) {
+    if (total <= limit / 4 * 3)
+      break;
+    if (llvm::is_contained(keep, e.path))
+      continue;
+    sys::fs::remove(e.path);
+    total -= e.size;
+  }
+}
+
+} // namespace
+
+bool ampc::emit::compileHostLibrary(StringRef program,
+                                    ArrayRef<std::string> compileFlags,
+                                    ArrayRef<std::string> linkFlags,
+                                    ArrayRef<StringRef> headers,
+                                    StringRef sourcePath, StringRef output,
+                                    StringRef what, std::string &error) {
+  std::vector<std::string> pch =
+      precompiledHeader(program, compileFlags, headers);
+  auto withFlags = [&](bool includePch) {
+    std::vector<std::string> args = {program.str()};
+    args.insert(args.end(), compileFlags.begin(), compileFlags.end());
+    if (includePch)
+      args.insert(args.end(), pch.begin(), pch.end());
+    return args;
+  };
+  auto text = MemoryBuffer::getFile(sourcePath);
+  std::optional<std::pair<StringRef, StringRef>> parts;
+  if (text)
+    parts = splitAtData((*text)->getBuffer());
+  if (!parts) {
+    // One translation unit (a source with its data as arrays, several
+    // sources combined, a hand-written one).
+    std::vector<std::string> args = withFlags(true);
+    args.insert(args.end(),
+                {"-shared", "-x", "c++", sourcePath.str(), "-x", "none", "-o",
+                 output.str()});
+    args.insert(args.end(), linkFlags.begin(), linkFlags.end());
+    return runCompiler(args, what, sourcePath, error);
+  }
+
+  SmallString<128> work;
+  if (sys::fs::createUniqueDirectory("ampc-objects", work)) {
+    error = "cannot create a temporary folder";
+    return false;
+  }
+  auto removeWork =
+      llvm::make_scope_exit([&] { sys::fs::remove_directories(work); });
+  auto inWork = [&](StringRef name) {
+    SmallString<128> path(work);
+    sys::path::append(path, name);
+    return path.str().str();
+  };
+
+  // The code's object: from the cache, else compiled (into the cache).
+  std::string key;
+  raw_string_ostream k(key);
+  SmallString<256> real;
+  sys::fs::file_status compiler;
+  bool cache = !cacheRoot().empty() && !sys::fs::real_path(program, real) &&
+               !sys::fs::status(real, compiler);
+  std::string object = inWork("code.o"), depFile = inWork("code.d");
+  if (cache) {
+    k << real << '\0' << compiler.getSize() << '\0'
+      << compiler.getLastModificationTime().time_since_epoch().count();
+    for (const std::string &flag : compileFlags)
+      k << '\0' << flag;
+    k << '\0' << parts->first;
+    SmallString<256> dir(cacheRoot());
+    sys::path::append(dir, "objects");
+    std::string stem = utohexstr(xxh3_64bits(key), /*LowerCase=*/true);
+    if (sys::fs::create_directories(dir)) {
+      cache = false;
+    } else {
+      object = (dir + "/" + stem + ".o").str();
+      depFile = (dir + "/" + stem + ".d").str();
+    }
+  }
+  bool hit = cache && cachedObject(object, depFile);
+  if (hit) {
+    // Recently used: the trimming removes the oldest written first.
+    int fd;
+    if (!sys::fs::openFileForReadWrite(object, fd, sys::fs::CD_OpenExisting,
+                                       sys::fs::OF_None)) {
+      sys::fs::setLastAccessAndModificationTime(
+          fd, std::chrono::system_clock::now());
+      sys::Process::SafelyCloseFileDescriptor(fd);
+    }
+  } else {
+    std::string code = inWork("code.cpp");
+    if (!writeText(code, parts->first)) {
+      error = "cannot write " + code;
+      return false;
+    }
+    std::string tmpObject = object + ".tmp" + std::to_string(::getpid());
+    std::string tmpDep = depFile + ".tmp" + std::to_string(::getpid());
+    std::vector<std::string> args = withFlags(true);
+    args.insert(args.end(), {"-c", code, "-o", tmpObject, "-MD", "-MF", tmpDep});
+    if (!runCompiler(args, what, sourcePath, error)) {
+      sys::fs::remove(tmpObject);
+      sys::fs::remove(tmpDep);
+      return false;
+    }
+    // Dependency file first: an object without one is never used.
+    if (sys::fs::rename(tmpDep, depFile) ||
+        sys::fs::rename(tmpObject, object)) {
+      error = "cannot write " + object;
+      return false;
+    }
+  }
+
+  // The data's object, then the library.
+  std::string data = inWork("data.cpp"), dataObject = inWork("data.o");
+  if (!writeText(data, parts->second)) {
+    error = "cannot write " + data;
+    return false;
+  }
+  std::vector<std::string> args = withFlags(false);
+  args.insert(args.end(), {"-c", data, "-o", dataObject});
+  if (!runCompiler(args, what, sourcePath, error))
+    return false;
+  std::vector<std::string> link = {program.str(), "-shared", object,
+                                   dataObject, "-o", output.str()};
+  link.insert(link.end(), linkFlags.begin(), linkFlags.end());
+  if (!runCompiler(link, what, sourcePath, error))
+    return false;
+  if (cache && !hit)
+    trimObjects(sys::path::parent_path(object), {object, depFile});
+  return true;
+}
