@@ -22,6 +22,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "utils", "python"))
+# The Python module (python/ampc) for the runtime binding.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
 
 
 def main():
@@ -40,7 +43,7 @@ def main():
     import numpy as np
     import torch
     import torchvision
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     from ampc_testing import median_times
     torch.set_num_threads(args.threads)
 

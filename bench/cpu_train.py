@@ -38,6 +38,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "utils", "python"))
+# The Python module (python/ampc) for the runtime binding.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
 
 MODELS = {"mlp784": ([784, 512, 512, 10], 128),
           "digits": ([64, 128, 128, 10], 64)}
@@ -59,7 +62,7 @@ def main():
         os.environ[var] = str(args.threads)
     import numpy as np
     import torch
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     from ampc_testing import median_times
     torch.set_num_threads(args.threads)
 

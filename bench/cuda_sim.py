@@ -24,7 +24,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "utils", "python"))
-from ampc_ctypes import Model  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from ampc.runtime import Model  # noqa: E402
 from ampc_testing import median_times, write_mlp_onnx  # noqa: E402
 
 

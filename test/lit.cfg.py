@@ -50,7 +50,8 @@ llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 config.environment["AMPC_CACHE_DIR"] = os.path.join(
     config.ampc_obj_root, "ampc-cache")
 # The Python modules shared by the tests' scripts and the benchmarks
-# (ampc_testing, ampc_ctypes): every script imports them from here.
+# (ampc_testing; ampc_ctypes, the runtime binding's name in the GPU packs):
+# every script imports them from here.
 llvm_config.with_environment(
     "PYTHONPATH", os.path.join(config.ampc_src_root, "utils", "python"),
     append_path=True)

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from ampc_ctypes import Model
+from ampc.runtime import Model
 
 
 def load(spec):

@@ -8,7 +8,7 @@ per library:
 import os
 import sys
 
-from ampc_ctypes import Model
+from ampc.runtime import Model
 
 for path in sys.argv[1:]:
     with Model(path) as model:

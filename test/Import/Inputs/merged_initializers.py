@@ -71,7 +71,7 @@ def make(work):
 
 
 def check(work, lib):
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     model = Model(lib)
     names = [p.name for p in model.parameters]
     print("parameters: " + " ".join(sorted(names)))

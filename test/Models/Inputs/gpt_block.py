@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 import torch
 
-from ampc_ctypes import Model
+from ampc.runtime import Model
 from ampc_testing import export_onnx, relative_difference, report_failures
 
 warnings.filterwarnings("ignore")

@@ -30,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 import torch
 import torch.nn as nn
 
-from ampc_ctypes import Model
+from ampc.runtime import Model
 
 warnings.filterwarnings("ignore")
 

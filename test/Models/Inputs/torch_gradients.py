@@ -13,7 +13,7 @@ parameters kept as initializers named after them), compiles it with
     ampc NAME.onnx --mode=train --precision=fp32 --optimizer=none --target=cpu --loss=L
          -o NAME.so
 
-loads the library through the runtime C API (ampc_ctypes.Model), computes
+loads the library through the runtime C API (ampc.runtime.Model), computes
 the loss and the gradient of every trainable parameter on one batch
 (ampc_model_gradients) and compares them with torch.autograd on the same
 module and batch in float32. torch's loss is the one ampc attaches
@@ -53,7 +53,7 @@ import numpy as np
 import onnx
 import torch
 
-from ampc_ctypes import Model
+from ampc.runtime import Model
 from ampc_testing import (export_onnx, relative_difference, report_failures,
                           small_encoder, small_mlp, torch_loss)
 

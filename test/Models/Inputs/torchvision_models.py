@@ -94,7 +94,7 @@ def main():
                    help="keep each model's ONNX file and library")
     args = p.parse_args()
     import torch
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     from ampc_testing import export_onnx
     names = ALL if args.all else (args.models or ["squeezenet1_1"])
     os.makedirs(args.out, exist_ok=True)

@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from ampc_ctypes import AmpcError, Model  # noqa: F401
+from ampc.runtime import AmpcError, Model  # noqa: F401
 from ampc_testing import export_onnx, run_commands, small_encoder, small_mlp
 
 warnings.filterwarnings("ignore")

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-import ampc_ctypes
+from ampc.runtime import Model
 
 
 def fail(message):
@@ -26,12 +26,12 @@ def main():
     x = np.random.default_rng(0).uniform(1.0, 2.0, (64, 64)).astype(np.float32)
 
     # Eval mode (the default): Dropout is the identity.
-    y, mask = ampc_ctypes.Model(os.path.join(args.folder, "eval.so")).infer([x])
+    y, mask = Model(os.path.join(args.folder, "eval.so")).infer([x])
     if not np.array_equal(y, x) or not mask.all():
         fail("eval: Dropout is not the identity")
     print("eval: the identity, mask all true")
 
-    infer = ampc_ctypes.Model(os.path.join(args.folder, "infer.so"))
+    infer = Model(os.path.join(args.folder, "infer.so"))
     y, mask = infer.infer([x])
     y2, mask2 = infer.infer([x])
     kept = mask.mean()
@@ -46,14 +46,14 @@ def main():
           % kept)
 
     label = np.zeros((64, 64), np.float32)
-    grad = ampc_ctypes.Model(os.path.join(args.folder, "grad.so"))
+    grad = Model(os.path.join(args.folder, "grad.so"))
     first = grad.infer([x, label])[2]
     second = grad.infer([x, label])[2]
     if not np.array_equal(first, second):
         fail("gradients: the mask changed between calls")
     print("gradients: same mask on every call")
 
-    train = ampc_ctypes.Model(os.path.join(args.folder, "train.so"))
+    train = Model(os.path.join(args.folder, "train.so"))
     masks = []
     for _ in range(3):
         masks.append(train.infer([x, label])[2])

@@ -8,8 +8,8 @@ usage:
   launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
                   [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
 
-count: loads LIBRARY through the runtime C API (utils/python/
-ampc_ctypes.py), runs one warm-up train_step, resets the counters, queues
+count: loads LIBRARY through the runtime C API (python/ampc/runtime.py),
+runs one warm-up train_step, resets the counters, queues
 exactly one train_step on the inputs sim_vs_cpu.py makes, synchronizes
 (ampc_model_synchronize: that adds the read of the device error code, one
 device-to-host copy) and prints
@@ -93,7 +93,7 @@ def read_counters(lib):
 def one_step(path):
     """The counts of exactly one train_step of the library at `path`, after
     a warm-up step."""
-    from ampc_ctypes import AmpcError, Model
+    from ampc.runtime import AmpcError, Model
     from sim_vs_cpu import inputs_for
     try:
         with Model(path) as model:

@@ -169,7 +169,7 @@ def child(args):
 def cpu_refuses(spec, inputs):
     """The CPU target's error on these inputs (a model whose inputs the
     generator cannot make valid: a class axis of size 0 or 1), else None."""
-    from ampc_ctypes import AmpcError, Model
+    from ampc.runtime import AmpcError, Model
     try:
         with Model(spec["cpu"], entry=spec["entry"]) as probe:
             if spec["kind"] == "infer":
@@ -184,7 +184,7 @@ def cpu_refuses(spec, inputs):
 
 
 def run_child(args):
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     d = Differences()
     spec = json.loads(args.child)
     kind = spec["kind"]
@@ -225,7 +225,7 @@ def run_child(args):
 
 
 def full_checks(spec, cpu, sim, batches, d):
-    from ampc_ctypes import Model
+    from ampc.runtime import Model
     folder = spec["folder"]
     # A checkpoint after the steps so far, into fresh instances, then one
     # more step on each: resumed training matches.
