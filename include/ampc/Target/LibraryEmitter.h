@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -122,13 +123,15 @@ bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
 /// (and into) the compile cache, keyed on the compiler, the flags and the
 /// code's text, and valid while no header it read is newer; the runtime
 /// headers come from a precompiled header. `what` names the compiler in
-/// errors.
-bool compileHostLibrary(llvm::StringRef program,
-                        llvm::ArrayRef<std::string> compileFlags,
-                        llvm::ArrayRef<std::string> linkFlags,
-                        llvm::ArrayRef<llvm::StringRef> headers,
-                        llvm::StringRef sourcePath, llvm::StringRef output,
-                        llvm::StringRef what, std::string &error);
+/// errors. `checkCode`, when given, runs before the code is compiled and
+/// can refuse it (cuda-sim's resource check); a cached object passed it
+/// when it was built, so a cache hit skips it.
+bool compileHostLibrary(
+    llvm::StringRef program, llvm::ArrayRef<std::string> compileFlags,
+    llvm::ArrayRef<std::string> linkFlags,
+    llvm::ArrayRef<llvm::StringRef> headers, llvm::StringRef sourcePath,
+    llvm::StringRef output, llvm::StringRef what, std::string &error,
+    llvm::function_ref<bool(std::string &error)> checkCode = nullptr);
 /// The arguments (`-include PATH`) that make the host compiler `program`,
 /// run with `compileFlags` (every flag of the compile but the source, the
 /// output, -shared and the link flags), read the runtime `headers` (as the

@@ -253,7 +253,8 @@ bool ampc::emit::compileHostLibrary(StringRef program,
                                     ArrayRef<std::string> linkFlags,
                                     ArrayRef<StringRef> headers,
                                     StringRef sourcePath, StringRef output,
-                                    StringRef what, std::string &error) {
+                                    StringRef what, std::string &error,
+                                    function_ref<bool(std::string &)> checkCode) {
   std::vector<std::string> pch =
       precompiledHeader(program, compileFlags, headers);
   auto withFlags = [&](bool includePch) {
@@ -268,6 +269,8 @@ bool ampc::emit::compileHostLibrary(StringRef program,
   if (text)
     parts = splitAtData((*text)->getBuffer());
   if (!parts) {
+    if (checkCode && !checkCode(error))
+      return false;
     // One translation unit (a source with its data as arrays, several
     // sources combined, a hand-written one).
     std::vector<std::string> args = withFlags(true);
@@ -326,6 +329,8 @@ bool ampc::emit::compileHostLibrary(StringRef program,
       sys::Process::SafelyCloseFileDescriptor(fd);
     }
   } else {
+    if (checkCode && !checkCode(error))
+      return false;
     std::string code = inWork("code.cpp");
     if (!writeText(code, parts->first)) {
       error = "cannot write " + code;

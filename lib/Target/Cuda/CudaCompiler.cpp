@@ -287,9 +287,6 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
 
 bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
                                  bool checkResources, std::string &error) {
-  // What the GPU build would refuse, the execution refuses too.
-  if (checkResources && !checkCudaResources(sourcePath, error))
-    return false;
   std::string compiler = "c++";
   if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
     compiler = cxx;
@@ -304,9 +301,17 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
       "-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-DAMPC_CUDA_SIM",
       "-w", emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
       "-I" AMPC_CUDA_INCLUDE_DIR};
+  // A code object compiled without the resource check is not one that
+  // passed it: another key in the compile cache.
+  if (!checkResources)
+    flags.push_back("-DAMPC_CUDA_SIM_UNCHECKED");
   return emit::compileHostLibrary(
       *program, flags,
       {"-L" + simLibrary, "-Wl,-rpath," + simLibrary, "-lampc_cudasim"},
       {StringRef(kCudaKernelsHeader)}, sourcePath, output,
-      "the C++ compiler (cuda-sim)", error);
+      "the C++ compiler (cuda-sim)", error, [&](std::string &error) {
+        // What the GPU build would refuse, the execution refuses too (once
+        // per code: the cache keeps only code that passed).
+        return !checkResources || checkCudaResources(sourcePath, error);
+      });
 }
