@@ -667,6 +667,35 @@ LogicalResult GatherOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
+// keeps: the indices. As torch.scatter's backward: the updates' adjoint is
+// dy gathered at the indices; the data's is dy, with the written positions
+// zeroed when the updates replaced them (dy scattered with zeros). Under
+// "none" a repeated index passes dy to each update that named it, as torch
+// does. mul, max and min have no rule.
+LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool> wanted,
+                                       MutableArrayRef<Value> dOperands) {
+  StringRef reduction = getReduction();
+  if (reduction != "none" && reduction != "add")
+    return emitOpError("has no gradient rule for reduction '")
+           << reduction << "' (only none and add are differentiable)";
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0];
+  if (wanted[0]) {
+    dOperands[0] =
+        reduction == "add"
+            ? dy
+            : ScatterOp::create(
+                  b, ab.loc, dy, getIndices(),
+                  ExpandOp::create(b, ab.loc, getUpdates().getType(),
+                                   ab.scalar(0.0, dy)),
+                  getAxisAttr(), getReductionAttr());
+  }
+  if (wanted[2])
+    dOperands[2] = GatherOp::create(b, ab.loc, dy, getIndices(), getAxisAttr());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and pooling
 //===----------------------------------------------------------------------===//
@@ -725,6 +754,37 @@ LogicalResult ReduceMaxOp::buildGradient(OpBuilder &b,
                              /*keepDims=*/true);
   Value share = ab.div(ab.reshape(dResults[0], kept), count);
   dOperands[0] = ab.select(isMax, share);
+  return success();
+}
+
+// keeps: the input x. dx = dy * (the product of the other elements of x's
+// group), written without dividing by zero: with z zeros in a group and p
+// the product of its non-zero elements, an element's factor is p / x when
+// z = 0; p for the zero itself when z = 1; 0 otherwise (torch.prod).
+LogicalResult ReduceProdOp::buildGradient(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
+                                          ArrayRef<bool>,
+                                          MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value x = getInput();
+  RankedTensorType in = tensorType(x);
+  SmallVector<int64_t> axes;
+  for (int64_t a : getAxes())
+    axes.push_back(axisOf(x, a));
+  if (axes.empty())
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  Value zero = ab.scalar(0.0, x), one = ab.scalar(1.0, x);
+  Value isZero = EqualOp::create(b, ab.loc, x, zero);
+  Value zeros = ab.reduceSum(ab.castTo(isZero, in.getElementType()), axes,
+                             /*keepDims=*/true);
+  Value nonZero = ReduceProdOp::create(
+      b, ab.loc, WhereOp::create(b, ab.loc, isZero, one, x), axes, 1);
+  Value noZero = EqualOp::create(b, ab.loc, zeros, zero);
+  Value oneZero = EqualOp::create(b, ab.loc, zeros, one);
+  Value others = WhereOp::create(
+      b, ab.loc, isZero, ab.select(oneZero, nonZero),
+      ab.select(noZero, ab.div(nonZero, x)));
+  dOperands[0] = ab.mul(ab.broadcastBack(dResults[0], x, axes, 1.0), others);
   return success();
 }
 
