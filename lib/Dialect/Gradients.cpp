@@ -667,11 +667,13 @@ LogicalResult GatherOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
-// keeps: the indices. As torch.scatter's backward: the updates' adjoint is
-// dy gathered at the indices; the data's is dy, with the written positions
-// zeroed when the updates replaced them (dy scattered with zeros). Under
-// "none" a repeated index passes dy to each update that named it, as torch
-// does. mul, max and min have no rule.
+// keeps: the indices. The updates' adjoint is dy gathered at the indices;
+// the data's is dy, with the written positions zeroed when the updates
+// replaced them (dy scattered with zeros), as torch.scatter's backward.
+// Under "none" only the update that won its position (the last to name it)
+// gets dy there: the winners are found by scattering each index's ordinal
+// and gathering it back (torch passes dy to every duplicate, which finite
+// differences do not see). mul, max and min have no rule.
 LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool> wanted,
                                        MutableArrayRef<Value> dOperands) {
@@ -691,8 +693,37 @@ LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                    ab.scalar(0.0, dy)),
                   getAxisAttr(), getReductionAttr());
   }
-  if (wanted[2])
-    dOperands[2] = GatherOp::create(b, ab.loc, dy, getIndices(), getAxisAttr());
+  if (!wanted[2])
+    return success();
+  Value gathered = GatherOp::create(b, ab.loc, dy, getIndices(), getAxisAttr());
+  if (reduction == "add") {
+    dOperands[2] = gathered;
+    return success();
+  }
+  RankedTensorType indices = tensorType(getIndices());
+  RankedTensorType data = tensorType(getData());
+  int64_t axis = axisOf(getData(), getAxis());
+  int64_t count = indices.getNumElements();
+  auto i64 = b.getI64Type();
+  SmallVector<int64_t> ordinals(count);
+  for (int64_t i = 0; i < count; ++i)
+    ordinals[i] = i;
+  auto ordinalType = RankedTensorType::get(indices.getShape(), i64);
+  Value ordinal = ConstantOp::create(
+      b, ab.loc, DenseElementsAttr::get(ordinalType, ArrayRef(ordinals)));
+  auto slotsType = RankedTensorType::get({data.getDimSize(axis)}, i64);
+  Value none = ConstantOp::create(
+      b, ab.loc, DenseElementsAttr::get(slotsType, b.getI64IntegerAttr(-1)));
+  Value winners = ScatterOp::create(b, ab.loc, none, getIndices(), ordinal,
+                                    b.getI64IntegerAttr(0), getReductionAttr());
+  Value won = EqualOp::create(
+      b, ab.loc,
+      GatherOp::create(b, ab.loc, winners, getIndices(), b.getI64IntegerAttr(0)),
+      ordinal);
+  SmallVector<int64_t> spread(axis, 1);
+  llvm::append_range(spread, indices.getShape());
+  spread.append(data.getRank() - axis - 1, 1);
+  dOperands[2] = ab.select(ab.reshape(won, spread), gathered);
   return success();
 }
 
