@@ -3633,9 +3633,9 @@ FailureOr<int64_t> checkTupleIndices(NodeContext &nc, RankedTensorType data,
   int64_t k = indices.getDimSize(q - 1);
   if (k < 1 || k > r - batch)
     return nc.error("indices " + formatDims(indices.getShape()) +
-                    " index tuples of " + Twine(k) +
+                    " hold index tuples of " + Twine(k) +
                     " elements, but data " + formatDims(data.getShape()) +
-                    " takes 1 to " + Twine(r - batch));
+                    " takes tuples of 1 to " + Twine(r - batch));
   if (indices.getShape().take_front(batch) !=
       data.getShape().take_front(batch))
     return nc.error("indices " + formatDims(indices.getShape()) +
