@@ -4091,7 +4091,7 @@ const std::vector<OpRule> &rules() {
        importScatterElements},
       {"ScatterND", "ampc.scatter", 11, 3, 3, 1, {{"reduction", S}},
        importScatterND},
-      {"TopK", "ampc.top_k", 1, 1, 2, 2,
+      {"TopK", "ampc.gather", 1, 1, 2, 2,
        {{"axis", I}, {"k", I}, {"largest", I}, {"sorted", I}}, importTopK,
        {1}},
       {"OneHot", "ampc.where", 9, 3, 3, 1, {{"axis", I}}, importOneHot, {1}},
