@@ -3471,7 +3471,8 @@ Value guardedPosition(NodeContext &nc, Value offset, Value valid,
 /// The flat (row-major) position in data of shape `dataShape` of each
 /// element that GatherElements or ScatterElements reads or writes: index
 /// i's value along `axis`, i's own coordinates along the other dimensions.
-/// `checked`: guard against indices out of range (TopK's need not).
+/// `checked`: wrap negative indices and guard against indices out of range
+/// (TopK's int64 positions need neither).
 Value elementPositions(NodeContext &nc, Value indices,
                        ArrayRef<int64_t> dataShape, int64_t axis,
                        bool checked) {
@@ -3479,7 +3480,8 @@ Value elementPositions(NodeContext &nc, Value indices,
   Type i64 = nc.b.getI64Type();
   int64_t rank = type.getRank();
   SmallVector<int64_t> strides = rowMajorStrides(dataShape);
-  AxisPosition p = axisPosition(nc, indices, dataShape[axis]);
+  AxisPosition p = checked ? axisPosition(nc, indices, dataShape[axis])
+                           : AxisPosition{indices, Value()};
   Value offset =
       strides[axis] == 1
           ? p.position
@@ -3495,7 +3497,7 @@ Value elementPositions(NodeContext &nc, Value indices,
   int64_t total = 1;
   for (int64_t d : dataShape)
     total *= d;
-  return guardedPosition(nc, offset, checked ? p.valid : Value(), total);
+  return guardedPosition(nc, offset, p.valid, total);
 }
 
 /// Checks GatherElements' and ScatterElements' shapes: indices of data's
