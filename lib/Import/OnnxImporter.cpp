@@ -3435,7 +3435,8 @@ SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
 /// The int64 position `index` (an integer tensor) names along a dimension
 /// of `size` elements, a negative index counting from the end, and
 /// whether it lies in [-size, size). An index outside is given position 0,
-/// so that the arithmetic on it cannot overflow.
+/// and size is added to negative indices only, so that no arithmetic on a
+/// hostile index (near ±2^63) overflows.
 struct AxisPosition {
   Value position, valid;
 };
@@ -3450,9 +3451,10 @@ AxisPosition axisPosition(NodeContext &nc, Value index, int64_t size) {
       nc, "ampc.and",
       {part(nc, "ampc.greater_or_equal", {wide, scalarOf(nc, i64, -size)}),
        part(nc, "ampc.less", {wide, sizeValue})});
-  Value wrapped =
-      part(nc, "ampc.where", {part(nc, "ampc.less", {wide, zero}),
-                              part(nc, "ampc.add", {wide, sizeValue}), wide});
+  Value wrapped = part(
+      nc, "ampc.add",
+      {wide, part(nc, "ampc.where",
+                  {part(nc, "ampc.less", {wide, zero}), sizeValue, zero})});
   return {part(nc, "ampc.where", {valid, wrapped, zero}), valid};
 }
 
@@ -3500,10 +3502,24 @@ Value elementPositions(NodeContext &nc, Value indices,
   return guardedPosition(nc, offset, p.valid, total);
 }
 
+/// Indices of the gathers and scatters are int32 or int64 (ONNX's type
+/// constraint).
+LogicalResult checkIndexType(NodeContext &nc, RankedTensorType indices) {
+  Type t = indices.getElementType();
+  if (t.isSignlessInteger(32) || t.isSignlessInteger(64))
+    return success();
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << t;
+  return nc.error("indices must be int32 or int64, got " + name);
+}
+
 /// Checks GatherElements' and ScatterElements' shapes: indices of data's
 /// rank, no longer than data off the axis. Returns the axis.
 FailureOr<int64_t> checkElementIndices(NodeContext &nc, RankedTensorType data,
                                        RankedTensorType indices) {
+  if (failed(checkIndexType(nc, indices)))
+    return failure();
   if (data.getRank() == 0)
     return nc.error("data must have rank >= 1");
   if (indices.getRank() != data.getRank())
@@ -3624,6 +3640,8 @@ Value tupleRows(NodeContext &nc, Value indices, ArrayRef<int64_t> dataShape,
 /// index tuple.
 FailureOr<int64_t> checkTupleIndices(NodeContext &nc, RankedTensorType data,
                                      RankedTensorType indices, int64_t batch) {
+  if (failed(checkIndexType(nc, indices)))
+    return failure();
   int64_t r = data.getRank(), q = indices.getRank();
   if (r == 0 || q == 0)
     return nc.error("data " + formatDims(data.getShape()) + " and indices " +
