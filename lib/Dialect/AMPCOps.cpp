@@ -1122,6 +1122,53 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return success();
 }
 
+LogicalResult ScatterOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                          Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<ScatterOp>(ctx, adaptor);
+  FailureOr<RankedTensorType> gathered = inferGatherType<ScatterOp>(
+      loc, adaptor.getData(), adaptor.getIndices(), adaptor.getAxis());
+  if (failed(gathered))
+    return failure();
+  auto updates = rankedType<ScatterOp>(loc, adaptor.getUpdates(), "updates");
+  if (failed(updates))
+    return failure();
+  if (*updates != *gathered)
+    return fail<ScatterOp>(loc, "updates must have type " +
+                                    formatType(*gathered) +
+                                    " (a Gather of data at the indices), got " +
+                                    formatType(*updates));
+  StringRef reduction = adaptor.getReduction();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return fail<ScatterOp>(loc, "'reduction' must be none, add, mul, max or "
+                                "min, got '" +
+                                    reduction + "'");
+  types.push_back(adaptor.getData().getType());
+  return success();
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                       Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<TopKOp>(ctx, adaptor);
+  auto x = rankedType<TopKOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  if (x->getRank() == 0)
+    return fail<TopKOp>(loc, "input must have rank >= 1");
+  FailureOr<int64_t> axis =
+      checkAxis<TopKOp>(loc, "axis", adaptor.getAxis(), x->getRank());
+  if (failed(axis) ||
+      failed(checkBinaryFlag<TopKOp>(loc, "largest", adaptor.getLargest())))
+    return failure();
+  int64_t k = adaptor.getK(), n = x->getDimSize(*axis);
+  if (k < 0 || k > n)
+    return fail<TopKOp>(loc, "'k' must be between 0 and the axis size " +
+                                 Twine(n) + ", got " + Twine(k));
+  SmallVector<int64_t> shape(x->getShape());
+  shape[*axis] = k;
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
 /// The [start, end) dimension range an ampc.shape op selects.
 static std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
                                               std::optional<int64_t> end) {
@@ -1194,6 +1241,7 @@ static LogicalResult inferReduce(OptLoc loc, typename OpTy::Adaptor adaptor,
 AMPC_REDUCE_INFERENCE(ReduceMeanOp)
 AMPC_REDUCE_INFERENCE(ReduceSumOp)
 AMPC_REDUCE_INFERENCE(ReduceMaxOp)
+AMPC_REDUCE_INFERENCE(ReduceProdOp)
 #undef AMPC_REDUCE_INFERENCE
 
 /// The pooling shape rule for an input `input` and the window attributes of

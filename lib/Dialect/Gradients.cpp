@@ -667,6 +667,66 @@ LogicalResult GatherOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
+// keeps: the indices. The updates' adjoint is dy gathered at the indices;
+// the data's is dy, with the written positions zeroed when the updates
+// replaced them (dy scattered with zeros), as torch.scatter's backward.
+// Under "none" only the update that won its position (the last to name it)
+// gets dy there: the winners are found by scattering each index's ordinal
+// and gathering it back (torch passes dy to every duplicate, which finite
+// differences do not see). mul, max and min have no rule.
+LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
+                                       ArrayRef<bool> wanted,
+                                       MutableArrayRef<Value> dOperands) {
+  StringRef reduction = getReduction();
+  if (reduction != "none" && reduction != "add")
+    return emitOpError("has no gradient rule for reduction '")
+           << reduction << "' (only none and add are differentiable)";
+  AdjointBuilder ab(b, *this);
+  Value dy = dResults[0];
+  if (wanted[0]) {
+    dOperands[0] =
+        reduction == "add"
+            ? dy
+            : ScatterOp::create(
+                  b, ab.loc, dy, getIndices(),
+                  ExpandOp::create(b, ab.loc, getUpdates().getType(),
+                                   ab.scalar(0.0, dy)),
+                  getAxisAttr(), getReductionAttr());
+  }
+  if (!wanted[2])
+    return success();
+  Value gathered = GatherOp::create(b, ab.loc, dy, getIndices(), getAxisAttr());
+  if (reduction == "add") {
+    dOperands[2] = gathered;
+    return success();
+  }
+  RankedTensorType indices = tensorType(getIndices());
+  RankedTensorType data = tensorType(getData());
+  int64_t axis = axisOf(getData(), getAxis());
+  int64_t count = indices.getNumElements();
+  auto i64 = b.getI64Type();
+  SmallVector<int64_t> ordinals(count);
+  for (int64_t i = 0; i < count; ++i)
+    ordinals[i] = i;
+  auto ordinalType = RankedTensorType::get(indices.getShape(), i64);
+  Value ordinal = ConstantOp::create(
+      b, ab.loc, DenseElementsAttr::get(ordinalType, ArrayRef(ordinals)));
+  auto slotsType = RankedTensorType::get({data.getDimSize(axis)}, i64);
+  Value none = ConstantOp::create(
+      b, ab.loc, DenseElementsAttr::get(slotsType, b.getI64IntegerAttr(-1)));
+  Value winners = ScatterOp::create(b, ab.loc, none, getIndices(), ordinal,
+                                    b.getI64IntegerAttr(0), getReductionAttr());
+  Value won = EqualOp::create(
+      b, ab.loc,
+      GatherOp::create(b, ab.loc, winners, getIndices(), b.getI64IntegerAttr(0)),
+      ordinal);
+  SmallVector<int64_t> spread(axis, 1);
+  llvm::append_range(spread, indices.getShape());
+  spread.append(data.getRank() - axis - 1, 1);
+  dOperands[2] = ab.select(ab.reshape(won, spread), gathered);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and pooling
 //===----------------------------------------------------------------------===//
@@ -725,6 +785,37 @@ LogicalResult ReduceMaxOp::buildGradient(OpBuilder &b,
                              /*keepDims=*/true);
   Value share = ab.div(ab.reshape(dResults[0], kept), count);
   dOperands[0] = ab.select(isMax, share);
+  return success();
+}
+
+// keeps: the input x. dx = dy * (the product of the other elements of x's
+// group), written without dividing by zero: with z zeros in a group and p
+// the product of its non-zero elements, an element's factor is p / x when
+// z = 0; p for the zero itself when z = 1; 0 otherwise (torch.prod).
+LogicalResult ReduceProdOp::buildGradient(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
+                                          ArrayRef<bool>,
+                                          MutableArrayRef<Value> dOperands) {
+  AdjointBuilder ab(b, *this);
+  Value x = getInput();
+  RankedTensorType in = tensorType(x);
+  SmallVector<int64_t> axes;
+  for (int64_t a : getAxes())
+    axes.push_back(axisOf(x, a));
+  if (axes.empty())
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  Value zero = ab.scalar(0.0, x), one = ab.scalar(1.0, x);
+  Value isZero = EqualOp::create(b, ab.loc, x, zero);
+  Value zeros = ab.reduceSum(ab.castTo(isZero, in.getElementType()), axes,
+                             /*keepDims=*/true);
+  Value nonZero = ReduceProdOp::create(
+      b, ab.loc, WhereOp::create(b, ab.loc, isZero, one, x), axes, 1);
+  Value noZero = EqualOp::create(b, ab.loc, zeros, zero);
+  Value oneZero = EqualOp::create(b, ab.loc, zeros, one);
+  Value others = WhereOp::create(
+      b, ab.loc, isZero, ab.select(oneZero, nonZero),
+      ab.select(noZero, ab.div(nonZero, x)));
+  dOperands[0] = ab.mul(ab.broadcastBack(dResults[0], x, axes, 1.0), others);
   return success();
 }
 

@@ -3415,6 +3415,364 @@ FailureOr<Outputs> importOneHot(NodeContext &nc) {
   return Outputs{r};
 }
 
+//===----------------------------------------------------------------------===//
+// Data-dependent indexing: GatherElements, GatherND, ScatterElements,
+// ScatterND and TopK's values are a Gather or a Scatter (ampc.scatter) of
+// flat positions into data viewed as rows, the positions computed from the
+// indices by int64 elementwise ops (fused into one loop). An index out of
+// range makes its position one that Gather and Scatter refuse at run time,
+// so these ops fail as Gather does: an error naming the node.
+//===----------------------------------------------------------------------===//
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The int64 position `index` (an integer tensor) names along a dimension
+/// of `size` elements, a negative index counting from the end, and
+/// whether it lies in [-size, size). An index outside is given position 0,
+/// and size is added to negative indices only, so that no arithmetic on a
+/// hostile index (near ±2^63) overflows.
+struct AxisPosition {
+  Value position, valid;
+};
+AxisPosition axisPosition(NodeContext &nc, Value index, int64_t size) {
+  auto type = cast<RankedTensorType>(index.getType());
+  Type i64 = nc.b.getI64Type();
+  Value wide = type.getElementType() == i64
+                   ? index
+                   : part(nc, "ampc.cast", index, {}, type.clone(i64));
+  Value zero = scalarOf(nc, i64, 0), sizeValue = scalarOf(nc, i64, size);
+  Value valid = part(
+      nc, "ampc.and",
+      {part(nc, "ampc.greater_or_equal", {wide, scalarOf(nc, i64, -size)}),
+       part(nc, "ampc.less", {wide, sizeValue})});
+  Value wrapped = part(
+      nc, "ampc.add",
+      {wide, part(nc, "ampc.where",
+                  {part(nc, "ampc.less", {wide, zero}), sizeValue, zero})});
+  return {part(nc, "ampc.where", {valid, wrapped, zero}), valid};
+}
+
+/// `offset` where `valid` holds, else -(rows + 1): outside the range of
+/// every Gather or Scatter along a dimension of `rows`, so refused there at
+/// run time.
+Value guardedPosition(NodeContext &nc, Value offset, Value valid,
+                      int64_t rows) {
+  if (!valid)
+    return offset;
+  Type i64 = nc.b.getI64Type();
+  return part(nc, "ampc.where",
+              {valid, offset, scalarOf(nc, i64, -static_cast<double>(rows) - 1)});
+}
+
+/// The flat (row-major) position in data of shape `dataShape` of each
+/// element that GatherElements or ScatterElements reads or writes: index
+/// i's value along `axis`, i's own coordinates along the other dimensions.
+/// `checked`: wrap negative indices and guard against indices out of range
+/// (TopK's int64 positions need neither).
+Value elementPositions(NodeContext &nc, Value indices,
+                       ArrayRef<int64_t> dataShape, int64_t axis,
+                       bool checked) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  Type i64 = nc.b.getI64Type();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> strides = rowMajorStrides(dataShape);
+  AxisPosition p = checked ? axisPosition(nc, indices, dataShape[axis])
+                           : AxisPosition{indices, Value()};
+  Value offset =
+      strides[axis] == 1
+          ? p.position
+          : part(nc, "ampc.mul", {p.position, scalarOf(nc, i64, strides[axis])});
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = type.getDimSize(d);
+    if (d == axis || n <= 1)
+      continue;
+    offset = part(nc, "ampc.add",
+                  {offset, indexVector(nc, n, alongAxes(rank, n, d), i64,
+                                       strides[d])});
+  }
+  int64_t total = 1;
+  for (int64_t d : dataShape)
+    total *= d;
+  return guardedPosition(nc, offset, p.valid, total);
+}
+
+/// Indices of the gathers and scatters are int32 or int64 (ONNX's type
+/// constraint).
+LogicalResult checkIndexType(NodeContext &nc, RankedTensorType indices) {
+  Type t = indices.getElementType();
+  if (t.isSignlessInteger(32) || t.isSignlessInteger(64))
+    return success();
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << t;
+  return nc.error("indices must be int32 or int64, got " + name);
+}
+
+/// Checks GatherElements' and ScatterElements' shapes: indices of data's
+/// rank, no longer than data off the axis. Returns the axis.
+FailureOr<int64_t> checkElementIndices(NodeContext &nc, RankedTensorType data,
+                                       RankedTensorType indices) {
+  if (failed(checkIndexType(nc, indices)))
+    return failure();
+  if (data.getRank() == 0)
+    return nc.error("data must have rank >= 1");
+  if (indices.getRank() != data.getRank())
+    return nc.error("indices " + formatDims(indices.getShape()) +
+                    " must have the rank of data " +
+                    formatDims(data.getShape()));
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", 0), data.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", 0)) +
+                    " is out of range for rank " + Twine(data.getRank()));
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != *axis && indices.getDimSize(d) > data.getDimSize(d))
+      return nc.error("indices " + formatDims(indices.getShape()) +
+                      " are longer than data " + formatDims(data.getShape()) +
+                      " along dimension " + Twine(d) + " (not the axis)");
+  return *axis;
+}
+
+FailureOr<Outputs> importGatherElements(NodeContext &nc) {
+  Value data = nc.input(0), indices = nc.input(1);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  FailureOr<int64_t> axis = checkElementIndices(nc, dataType, indexType);
+  if (failed(axis))
+    return failure();
+  Value positions = elementPositions(nc, indices, dataType.getShape(), *axis,
+                                     /*checked=*/true);
+  Value flat = reshaped(nc, data, {dataType.getNumElements()});
+  Value r = part(nc, "ampc.gather", {flat, positions}, {nc.i64("axis", 0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// The reduction attribute of ScatterElements and ScatterND: none, add and
+/// mul from opset 16, max and min from 18.
+FailureOr<NamedAttribute> scatterReduction(NodeContext &nc) {
+  std::string r = nc.getString("reduction", "none");
+  bool known = r == "none" || r == "add" || r == "mul" ||
+               (nc.opset >= 18 && (r == "max" || r == "min"));
+  if (!known)
+    return nc.error("'reduction' must be none, add, mul" +
+                    Twine(nc.opset >= 18 ? ", max or min" : "") + ", got '" +
+                    r + "'");
+  return nc.b.getNamedAttr("reduction", nc.b.getStringAttr(r));
+}
+
+/// ScatterElements (and the Scatter of opsets 9 and 10).
+FailureOr<Outputs> importScatterElements(NodeContext &nc) {
+  Value data = nc.input(0), indices = nc.input(1), updates = nc.input(2);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  auto updateType = cast<RankedTensorType>(updates.getType());
+  FailureOr<int64_t> axis = checkElementIndices(nc, dataType, indexType);
+  if (failed(axis))
+    return failure();
+  if (updateType.getShape() != indexType.getShape())
+    return nc.error("updates " + formatDims(updateType.getShape()) +
+                    " must have the shape of indices " +
+                    formatDims(indexType.getShape()));
+  FailureOr<NamedAttribute> reduction = scatterReduction(nc);
+  if (failed(reduction))
+    return failure();
+  Value positions = elementPositions(nc, indices, dataType.getShape(), *axis,
+                                     /*checked=*/true);
+  Value flat = reshaped(nc, data, {dataType.getNumElements()});
+  Value r = part(nc, "ampc.scatter", {flat, positions, updates},
+                 {nc.i64("axis", 0), *reduction});
+  r = r ? reshaped(nc, r, dataType.getShape()) : Value();
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// GatherND's and ScatterND's view of data: its first `lead` dimensions
+/// flattened into rows, and for each index tuple of `indices` (shape
+/// [..., k], lead = batch + k, the first `batch` dimensions those of data)
+/// its row, Σ position_j × stride_j plus the batch's first row.
+Value tupleRows(NodeContext &nc, Value indices, ArrayRef<int64_t> dataShape,
+                int64_t batch) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  Type i64 = nc.b.getI64Type();
+  int64_t q = type.getRank(), k = type.getDimSize(q - 1);
+  SmallVector<int64_t> tupleShape(type.getShape().drop_back());
+  ArrayRef<int64_t> lead = dataShape.take_front(batch + k);
+  SmallVector<int64_t> strides = rowMajorStrides(lead);
+  Value offset, valid;
+  for (int64_t j = 0; j < k; ++j) {
+    Value c = part(nc, "ampc.slice", indices,
+                   {nc.ints("starts", {j}), nc.ints("ends", {j + 1}),
+                    nc.ints("axes", {q - 1}), nc.ints("steps", {1})});
+    if (!c)
+      return Value();
+    AxisPosition p =
+        axisPosition(nc, reshaped(nc, c, tupleShape), lead[batch + j]);
+    int64_t stride = strides[batch + j];
+    Value term =
+        stride == 1 ? p.position
+                    : part(nc, "ampc.mul", {p.position, scalarOf(nc, i64, stride)});
+    offset = offset ? part(nc, "ampc.add", {offset, term}) : term;
+    valid = valid ? part(nc, "ampc.and", {valid, p.valid}) : p.valid;
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t n = tupleShape[i];
+    if (n > 1)
+      offset = part(nc, "ampc.add",
+                    {offset, indexVector(nc, n, alongAxes(q - 1, n, i), i64,
+                                         strides[i])});
+  }
+  int64_t rows = 1;
+  for (int64_t d : lead)
+    rows *= d;
+  return guardedPosition(nc, offset, valid, rows);
+}
+
+/// Checks GatherND's and ScatterND's shapes; returns k, the length of an
+/// index tuple.
+FailureOr<int64_t> checkTupleIndices(NodeContext &nc, RankedTensorType data,
+                                     RankedTensorType indices, int64_t batch) {
+  if (failed(checkIndexType(nc, indices)))
+    return failure();
+  int64_t r = data.getRank(), q = indices.getRank();
+  if (r == 0 || q == 0)
+    return nc.error("data " + formatDims(data.getShape()) + " and indices " +
+                    formatDims(indices.getShape()) + " must have rank >= 1");
+  if (batch < 0 || batch >= std::min(r, q))
+    return nc.error("batch_dims " + Twine(batch) +
+                    " must be at least 0 and less than the ranks of data (" +
+                    Twine(r) + ") and indices (" + Twine(q) + ")");
+  int64_t k = indices.getDimSize(q - 1);
+  if (k < 1 || k > r - batch)
+    return nc.error("indices " + formatDims(indices.getShape()) +
+                    " hold index tuples of " + Twine(k) +
+                    " elements, but data " + formatDims(data.getShape()) +
+                    " takes tuples of 1 to " + Twine(r - batch));
+  if (indices.getShape().take_front(batch) !=
+      data.getShape().take_front(batch))
+    return nc.error("indices " + formatDims(indices.getShape()) +
+                    " and data " + formatDims(data.getShape()) +
+                    " must agree on the first " + Twine(batch) +
+                    " (batch) dimensions");
+  return k;
+}
+
+/// data viewed as rows of its dimensions after the first `lead`.
+Value asRows(NodeContext &nc, Value data, int64_t lead) {
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t rows = 1;
+  for (int64_t d : type.getShape().take_front(lead))
+    rows *= d;
+  SmallVector<int64_t> shape = {rows};
+  llvm::append_range(shape, type.getShape().drop_front(lead));
+  return reshaped(nc, data, shape);
+}
+
+FailureOr<Outputs> importGatherND(NodeContext &nc) {
+  Value data = nc.input(0), indices = nc.input(1);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  int64_t batch = nc.getInt("batch_dims", 0);
+  FailureOr<int64_t> k = checkTupleIndices(
+      nc, dataType, cast<RankedTensorType>(indices.getType()), batch);
+  if (failed(k))
+    return failure();
+  Value rows = tupleRows(nc, indices, dataType.getShape(), batch);
+  Value r = part(nc, "ampc.gather", {asRows(nc, data, batch + *k), rows},
+                 {nc.i64("axis", 0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+FailureOr<Outputs> importScatterND(NodeContext &nc) {
+  Value data = nc.input(0), indices = nc.input(1), updates = nc.input(2);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  auto updateType = cast<RankedTensorType>(updates.getType());
+  FailureOr<int64_t> k = checkTupleIndices(nc, dataType, indexType, 0);
+  if (failed(k))
+    return failure();
+  SmallVector<int64_t> expected(indexType.getShape().drop_back());
+  llvm::append_range(expected, dataType.getShape().drop_front(*k));
+  if (updateType.getShape() != ArrayRef<int64_t>(expected))
+    return nc.error("updates " + formatDims(updateType.getShape()) +
+                    " must have shape " + formatDims(expected) +
+                    " (indices' but the last, then data's after the first " +
+                    Twine(*k) + ")");
+  FailureOr<NamedAttribute> reduction = scatterReduction(nc);
+  if (failed(reduction))
+    return failure();
+  Value rows = tupleRows(nc, indices, dataType.getShape(), 0);
+  Value r = part(nc, "ampc.scatter", {asRows(nc, data, *k), rows, updates},
+                 {nc.i64("axis", 0), *reduction});
+  r = r ? reshaped(nc, r, dataType.getShape()) : Value();
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+/// TopK: ampc.top_k's indices, and the values gathered at them (so their
+/// gradient is Gather's). K is input 1 from opset 10, an attribute before.
+FailureOr<Outputs> importTopK(NodeContext &nc) {
+  Value x = nc.input(0);
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t k;
+  if (nc.opset >= 10) {
+    if (!nc.input(1))
+      return nc.error("input 1 (K) is required from opset 10");
+    FailureOr<SmallVector<int64_t>> values = nc.constantInts(1, "K");
+    if (failed(values))
+      return failure();
+    if (values->size() != 1)
+      return nc.error("input 1 (K) must hold one value, got " +
+                      Twine(values->size()));
+    k = (*values)[0];
+  } else {
+    if (!nc.attr("k"))
+      return nc.error("attribute 'k' is required before opset 10");
+    k = nc.getInt("k", 0);
+  }
+  if (type.getRank() == 0)
+    return nc.error("input must have rank >= 1");
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", -1), type.getRank());
+  if (!axis)
+    return nc.error("axis " + Twine(nc.getInt("axis", -1)) +
+                    " is out of range for rank " + Twine(type.getRank()));
+  int64_t n = type.getDimSize(*axis);
+  if (k < 0 || k > n)
+    return nc.error("K " + Twine(k) + " must be between 0 and " + Twine(n) +
+                    ", the size of axis " + Twine(*axis));
+  int64_t largest = nc.getInt("largest", 1);
+  if (largest != 0 && largest != 1)
+    return nc.error("'largest' must be 0 or 1, got " + Twine(largest));
+  Value indices = part(nc, "ampc.top_k", x,
+                       {nc.i64("k", k), nc.i64("axis", *axis),
+                        nc.i64("largest", largest)});
+  if (!indices)
+    return failure();
+  Value positions = elementPositions(nc, indices, type.getShape(), *axis,
+                                     /*checked=*/false);
+  Value values = part(nc, "ampc.gather",
+                      {reshaped(nc, x, {type.getNumElements()}), positions},
+                      {nc.i64("axis", 0)});
+  if (!values)
+    return failure();
+  return Outputs{values, indices};
+}
+
+FailureOr<Outputs> importReduceProd(NodeContext &nc) {
+  return importReduce<18>(nc, "ampc.reduce_prod");
+}
+
 FailureOr<Outputs> importShape(NodeContext &nc) {
   SmallVector<NamedAttribute> attrs = {nc.i64("start", nc.getInt("start", 0))};
   if (nc.attr("end"))
@@ -3743,6 +4101,19 @@ const std::vector<OpRule> &rules() {
       {"Concat", "ampc.concat", 4, 1, 1 << 20, 1, {{"axis", I}}, importConcat},
       {"Slice", "ampc.slice", 10, 3, 5, 1, {}, importSlice, {1, 2, 3, 4}},
       {"Gather", "ampc.gather", 1, 2, 2, 1, {{"axis", I}}, importGather},
+      {"GatherElements", "ampc.gather", 11, 2, 2, 1, {{"axis", I}},
+       importGatherElements},
+      {"GatherND", "ampc.gather", 11, 2, 2, 1, {{"batch_dims", I}},
+       importGatherND},
+      {"ScatterElements", "ampc.scatter", 11, 3, 3, 1,
+       {{"axis", I}, {"reduction", S}}, importScatterElements},
+      {"Scatter", "ampc.scatter", 9, 3, 3, 1, {{"axis", I}},
+       importScatterElements},
+      {"ScatterND", "ampc.scatter", 11, 3, 3, 1, {{"reduction", S}},
+       importScatterND},
+      {"TopK", "ampc.gather", 1, 1, 2, 2,
+       {{"axis", I}, {"k", I}, {"largest", I}, {"sorted", I}}, importTopK,
+       {1}},
       {"OneHot", "ampc.where", 9, 3, 3, 1, {{"axis", I}}, importOneHot, {1}},
       {"ReduceMean", "ampc.reduce_mean", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
@@ -3750,6 +4121,9 @@ const std::vector<OpRule> &rules() {
       {"ReduceMax", "ampc.reduce_max", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceMax, {1}},
+      {"ReduceProd", "ampc.reduce_prod", 1, 1, 2, 1,
+       {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
+       importReduceProd, {1}},
       {"ReduceSum", "ampc.reduce_sum", 1, 1, 2, 1,
        {{"axes", Is}, {"keepdims", I}, {"noop_with_empty_axes", I}},
        importReduceSum, {1}},

@@ -346,3 +346,25 @@ func.func @loss_and_data_backward(%d: tensor<f32>, %t: tensor<4xi64>, %w: tensor
   %6 = ampc.slice_grad %ds {axes = array<i64: -1>, ends = array<i64: -100>, starts = array<i64: -1>, steps = array<i64: -2>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
   return
 }
+
+// ampc.scatter (Gather's inverse: updates of a Gather's shape, reduction
+// none by default), ampc.top_k (int64 positions, k along the axis) and
+// ampc.reduce_prod round-trip with their inferred types.
+
+// CHECK-LABEL: func.func @indexing
+// CHECK-SAME: (%[[D:[^:]+]]: tensor<8x4xf32>, %[[R:[^:]+]]: tensor<3xi64>, %[[U:[^:]+]]: tensor<3x4xf32>, %[[C:[^:]+]]: tensor<2xi32>, %[[V:[^:]+]]: tensor<8x2xf32>, %[[X:[^:]+]]: tensor<4x10xf16>)
+// CHECK-NEXT: ampc.scatter %[[D]], %[[R]], %[[U]] : (tensor<8x4xf32>, tensor<3xi64>, tensor<3x4xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT: ampc.scatter %[[D]], %[[C]], %[[V]] {axis = 1 : i64, reduction = "max"} : (tensor<8x4xf32>, tensor<2xi32>, tensor<8x2xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT: ampc.top_k %[[X]] {k = 3 : i64} : (tensor<4x10xf16>) -> tensor<4x3xi64>
+// CHECK-NEXT: ampc.top_k %[[X]] {axis = 0 : i64, k = 2 : i64, largest = 0 : i64} : (tensor<4x10xf16>) -> tensor<2x10xi64>
+// CHECK-NEXT: ampc.reduce_prod %[[X]] {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x10xf16>) -> tensor<4xf16>
+// CHECK-NEXT: return
+func.func @indexing(%d: tensor<8x4xf32>, %r: tensor<3xi64>, %u: tensor<3x4xf32>,
+                    %c: tensor<2xi32>, %v: tensor<8x2xf32>, %x: tensor<4x10xf16>) {
+  %0 = ampc.scatter %d, %r, %u : (tensor<8x4xf32>, tensor<3xi64>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  %1 = ampc.scatter %d, %c, %v {axis = 1 : i64, reduction = "max"} : (tensor<8x4xf32>, tensor<2xi32>, tensor<8x2xf32>) -> tensor<8x4xf32>
+  %2 = ampc.top_k %x {k = 3 : i64} : (tensor<4x10xf16>) -> tensor<4x3xi64>
+  %3 = ampc.top_k %x {axis = 0 : i64, k = 2 : i64, largest = 0 : i64} : (tensor<4x10xf16>) -> tensor<2x10xi64>
+  %4 = ampc.reduce_prod %x {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x10xf16>) -> tensor<4xf16>
+  return
+}

@@ -782,6 +782,59 @@ def AMPC_GatherOp : AMPC_Op<"gather",
   let hasFolder = 1;
 }
 
+def AMPC_ScatterOp : AMPC_Op<"scatter",
+    [Pure, InferTypeOpAdaptor, AMPC_Promote, AMPC_Gradient]> {
+  let summary = "Scatter: Gather's inverse, writing updates into a copy of data";
+  let description = [{
+    The data-dependent write that ScatterElements and ScatterND are
+    imported as (their index arithmetic is composed in front of it).
+    `updates` has the shape a Gather of `data` at `indices` along `axis`
+    gives, data.shape[:axis] + indices.shape + data.shape[axis+1:]:
+
+        output = data
+        for a (before axis), j (index position, in order), b (after axis):
+          k = indices[j];  k += data.shape[axis] if k < 0
+          output[a, k, b] = reduce(output[a, k, b], updates[a, j, b])
+
+    `reduction` is "none" (a later index wins over an earlier one, as
+    ONNX's reference applies them), "add", "mul", "max" or "min". An index
+    outside [-data.shape[axis], data.shape[axis]) is an error at run time,
+    as in Gather. Differentiable for "none" and "add".
+
+    ```mlir
+    %y = ampc.scatter %data, %rows, %updates {axis = 0 : i64, reduction = "add"} : (tensor<8x4xf32>, tensor<3xi64>, tensor<3x4xf32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_IndexTensor:$indices,
+                       AMPC_Tensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_TopKOp : AMPC_Op<"top_k",
+    [Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_NonDifferentiable]> {
+  let summary = "TopK's indices";
+  let description = [{
+    The int64 positions along `axis` of the `k` largest elements (`largest`
+    = 1) or smallest (0), best first; of equal elements the lower position
+    first, NaN larger than every number (torch.topk). ONNX `TopK` is
+    imported as this op and a gather of the values at these indices, so
+    the values' gradient is the gather's.
+
+    ```mlir
+    %i = ampc.top_k %x {axis = 1 : i64, k = 3 : i64, largest = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x3xi64>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<I64Attr, "1">:$largest);
+  let results = (outs AMPC_I64Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def AMPC_ShapeOp : AMPC_Op<"shape",
     [Pure, InferTypeOpAdaptor, AMPC_NonDifferentiable]> {
   let summary = "Shape";
@@ -821,6 +874,7 @@ class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
 def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean", [AMPC_Follow, AMPC_Gradient]>;
 def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output, AMPC_Gradient]>;
 def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow, AMPC_Gradient]>;
+def AMPC_ReduceProdOp : AMPC_ReduceOp<"reduce_prod", "ReduceProd", [AMPC_Fp32Output, AMPC_Gradient]>;
 
 def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
     [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_Gradient]> {

@@ -311,13 +311,73 @@ bool gather(const T *data, const I *indices, T *out, int64_t outer,
   return true;
 }
 
+/// Scatter (ampc.scatter) of storage `Codec::Storage`, combining in C:
+/// `out` (outer x axisSize x inner) = data, then for each a, index j in
+/// order, b: out[a, k, b] = combine(out[a, k, b], updates[a, j, b]), k =
+/// indices[j] (+ axisSize when negative). Returns false, writing nothing,
+/// when an index is outside [−axisSize, axisSize).
+template <typename C, typename Codec, typename I>
+bool scatter(const typename Codec::Storage *data, const I *indices,
+             const typename Codec::Storage *updates,
+             typename Codec::Storage *out, int64_t outer, int64_t axisSize,
+             int64_t count, int64_t inner, math::ScatterReduction reduction) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = static_cast<int64_t>(indices[i]);
+    if (k < -axisSize || k >= axisSize)
+      return false;
+  }
+  if (out != data && outer * axisSize * inner > 0)
+    std::memcpy(out, data,
+                static_cast<size_t>(outer * axisSize * inner) *
+                    sizeof(typename Codec::Storage));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t k = static_cast<int64_t>(indices[i]);
+      if (k < 0)
+        k += axisSize;
+      const typename Codec::Storage *src = updates + (o * count + i) * inner;
+      typename Codec::Storage *dst = out + (o * axisSize + k) * inner;
+      for (int64_t b = 0; b < inner; ++b)
+        dst[b] = reduction == math::ScatterNone
+                     ? src[b]
+                     : Codec::store(math::scatterCombine<C>(
+                           static_cast<C>(Codec::load(dst[b])),
+                           static_cast<C>(Codec::load(src[b])), reduction));
+    }
+  return true;
+}
+
+/// TopK's indices (ampc.top_k) along the middle of `outer x axisSize x
+/// inner` input, compared in C: out (outer x k x inner) gets the positions
+/// of the first k elements of each row in math::topKBefore's order.
+/// `order` is scratch of axisSize entries.
+template <typename C, typename Codec>
+void topK(const typename Codec::Storage *in, int64_t *out, int64_t outer,
+          int64_t axisSize, int64_t inner, int64_t k, bool largest,
+          int64_t *order) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t b = 0; b < inner; ++b) {
+      const typename Codec::Storage *row = in + o * axisSize * inner + b;
+      auto at = [&](int64_t a) { return static_cast<C>(Codec::load(row[a * inner])); };
+      for (int64_t a = 0; a < axisSize; ++a)
+        order[a] = a;
+      std::partial_sort(order, order + k, order + axisSize,
+                        [&](int64_t i, int64_t j) {
+                          return math::topKBefore<C>(at(i), i, at(j), j,
+                                                     largest);
+                        });
+      for (int64_t r = 0; r < k; ++r)
+        out[(o * k + r) * inner + b] = order[r];
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 
-enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
+enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2, ReduceProd = 3 };
 
-/// ReduceSum/Mean/Max in `C`. The input offset of an element is the sum of
+/// ReduceSum/Mean/Max/Prod in `C` (a product in order). The input offset of an element is the sum of
 /// a kept part (the `keptRank` dimensions `keptDims` with input strides
 /// `keptStrides`, in output order) and a reduced part (likewise); every
 /// output element reduces `count` = prod(reducedDims) elements, sums
@@ -342,6 +402,10 @@ void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
         if (x > acc || (isNan(x) && !isNan(acc)))
           acc = x;
       }
+    } else if (kind == ReduceProd) {
+      acc = C(1);
+      for (int64_t j = 0; j < count; ++j)
+        acc *= static_cast<C>(Load::load(in[base + reduced[j]]));
     } else {
       acc = pairwiseSum<C>(0, count, [&](int64_t j) {
         return static_cast<C>(Load::load(in[base + reduced[j]]));

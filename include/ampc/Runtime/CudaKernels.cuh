@@ -587,6 +587,59 @@ __global__ void gather(const T *data, const I *indices, T *out, int64_t outer,
   }
 }
 
+/// Scatter (ampc.scatter) onto `out`, which already holds the data: one
+/// thread per (a, b) column applies that column's updates in index order,
+/// so no two threads write one element and a later index wins under none
+/// (as on the CPU). An index out of range raises `code` and is skipped.
+template <typename C, typename S, typename I>
+__global__ void scatter(const typename S::Storage *updates, const I *indices,
+                        typename S::Storage *out, int64_t outer,
+                        int64_t axisSize, int64_t count, int64_t inner,
+                        math::ScatterReduction reduction, int32_t *error,
+                        int32_t code) {
+  AMPC_FOR(x, outer * inner) {
+    const int64_t o = x / inner, b = x % inner;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t k = static_cast<int64_t>(indices[i]);
+      if (k < -axisSize || k >= axisSize) {
+        raise(error, code);
+        continue;
+      }
+      if (k < 0)
+        k += axisSize;
+      const typename S::Storage src = updates[(o * count + i) * inner + b];
+      typename S::Storage &dst = out[(o * axisSize + k) * inner + b];
+      dst = reduction == math::ScatterNone
+                ? src
+                : S::store(math::scatterCombine<C>(static_cast<C>(S::load(dst)),
+                                                   static_cast<C>(S::load(src)),
+                                                   reduction));
+    }
+  }
+}
+
+/// TopK's indices (ampc.top_k): one thread per input element counts the
+/// elements of its row that come before it (math::topKBefore, a strict
+/// total order) and, when that rank is below k, writes its position there.
+template <typename C, typename L>
+__global__ void topK(const typename L::Storage *in, int64_t *out,
+                     int64_t outer, int64_t axisSize, int64_t inner, int64_t k,
+                     bool largest) {
+  AMPC_FOR(x, outer * axisSize * inner) {
+    const int64_t b = x % inner, a = (x / inner) % axisSize,
+                  o = x / (inner * axisSize);
+    const typename L::Storage *row = in + o * axisSize * inner + b;
+    const C v = static_cast<C>(L::load(row[a * inner]));
+    int64_t rank = 0;
+    for (int64_t j = 0; j < axisSize && rank < k; ++j)
+      if (math::topKBefore<C>(static_cast<C>(L::load(row[j * inner])), j, v, a,
+                              largest))
+        ++rank;
+    if (rank < k)
+      out[(o * k + rank) * inner + b] = a;
+  }
+}
+
 /// gather_grad: each output element sums, in C and in index order, the
 /// gradients of the indices that name it (deterministic, no atomics).
 template <typename C, typename G, typename I, typename L, typename S>
@@ -641,9 +694,9 @@ __global__ void softmax(const typename LI::Storage *in,
   }
 }
 
-enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2 };
+enum Reduction { ReduceSum = 0, ReduceMean = 1, ReduceMax = 2, ReduceProd = 3 };
 
-/// ReduceSum/Mean/Max: output element o reduces the `count` elements at
+/// ReduceSum/Mean/Max/Prod: output element o reduces the `count` elements at
 /// kept.offset(o) + reduced.offset(j).
 template <typename C, typename LI, typename SO>
 __global__ void reduce(const typename LI::Storage *in,
@@ -660,6 +713,10 @@ __global__ void reduce(const typename LI::Storage *in,
         if (x > acc || (x != x && acc == acc))
           acc = x;
       }
+    } else if (kind == ReduceProd) {
+      acc = C(1);
+      for (int64_t j = 0; j < count; ++j)
+        acc *= static_cast<C>(LI::load(in[base + reduced.offset(j)]));
     } else {
       acc = pairwiseSum<C>(0, count, [&](int64_t j) {
         return static_cast<C>(LI::load(in[base + reduced.offset(j)]));
@@ -700,16 +757,24 @@ __device__ C threadShareSum(int64_t count, const Term &term) {
 }
 
 template <typename C> __device__ C addOf(C a, C b) { return a + b; }
+template <typename C> __device__ C productOf(C a, C b) { return a * b; }
 /// ReduceMax's step: the larger, a NaN winning (as `reduce`).
 template <typename C> __device__ C largerOf(C acc, C x) {
   return x > acc || (x != x && acc == acc) ? x : acc;
 }
 
-/// The sum (or with ReduceMax the maximum) of at(0) ... at(n - 1), shared
+/// The sum (or with ReduceMax the maximum, with ReduceProd the product) of
+/// at(0) ... at(n - 1), shared
 /// among the block's threads and combined (blockCombine); every thread gets
 /// it. A mean is left to the caller.
 template <typename C, typename At>
 __device__ C blockReduce(int64_t n, const At &at, Reduction kind, C *share) {
+  if (kind == ReduceProd) {
+    C acc = 1;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      acc *= at(j);
+    return blockCombine<C>(acc, share, productOf<C>);
+  }
   if (kind != ReduceMax)
     return blockCombine<C>(threadShareSum<C>(n, at), share, addOf<C>);
   C acc = -static_cast<C>(INFINITY);
@@ -778,7 +843,9 @@ __global__ void reduceFinish(const C *partials, typename SO::Storage *out,
     C acc = partials[o * splits];
     for (int64_t s = 1; s < splits; ++s) {
       const C x = partials[o * splits + s];
-      acc = kind == ReduceMax ? largerOf(acc, x) : acc + x;
+      acc = kind == ReduceMax    ? largerOf(acc, x)
+            : kind == ReduceProd ? acc * x
+                                 : acc + x;
     }
     if (kind == ReduceMean)
       acc = static_cast<C>(acc / static_cast<C>(count));

@@ -87,6 +87,51 @@ AMPC_HD void meanAndVariance(int64_t count, const Value &value, C &mean,
              n;
 }
 
+/// How ampc.scatter combines an update with the value at its position
+/// (its `reduction`): none replaces it; max and min let a NaN win, as
+/// numpy's maximum and minimum (ONNX's reference) do.
+enum ScatterReduction {
+  ScatterNone = 0,
+  ScatterAdd = 1,
+  ScatterMul = 2,
+  ScatterMax = 3,
+  ScatterMin = 4
+};
+template <typename C>
+AMPC_HD C scatterCombine(C old, C update, ScatterReduction reduction) {
+  switch (reduction) {
+  case ScatterAdd:
+    return old + update;
+  case ScatterMul:
+    return old * update;
+  case ScatterMax:
+  case ScatterMin:
+    if (update != update)
+      return update;
+    if (old != old)
+      return old;
+    return (reduction == ScatterMax ? update > old : update < old) ? update
+                                                                  : old;
+  case ScatterNone:
+    break;
+  }
+  return update;
+}
+
+/// TopK's order (ampc.top_k): whether element x at position i comes
+/// before y at position j. Larger first (smaller with !largest), NaN
+/// larger than every number (torch.topk), equal elements by position: a
+/// strict total order, so every element has one rank.
+template <typename C>
+AMPC_HD bool topKBefore(C x, int64_t i, C y, int64_t j, bool largest) {
+  const bool xNan = x != x, yNan = y != y;
+  if (xNan || yNan)
+    return xNan && yNan ? i < j : (largest ? xNan : yNan);
+  if (x != y)
+    return largest ? x > y : x < y;
+  return i < j;
+}
+
 } // namespace ampc::math
 
 #endif // AMPC_RUNTIME_KERNELMATH_H

@@ -68,12 +68,13 @@ StridedView stridedView(mlir::Operation *op);
 
 /// A reduction's dimensions split into those kept (in output order) and
 /// those reduced, each with its input strides. ReduceSum, ReduceMean,
-/// ReduceMax (no axes: all), and GlobalAveragePool (a mean over the
+/// ReduceMax, ReduceProd (no axes: all), and GlobalAveragePool (a mean over the
 /// spatial dimensions).
 struct ReduceGeometry {
   llvm::SmallVector<int64_t> keptDims, keptStrides, reducedDims,
       reducedStrides;
-  /// The kernels' name of the reduction: ReduceSum, ReduceMean, ReduceMax.
+  /// The kernels' name of the reduction: ReduceSum, ReduceMean, ReduceMax,
+  /// ReduceProd.
   llvm::StringRef kind;
   int64_t keptCount() const;
   int64_t reducedCount() const;
@@ -130,13 +131,24 @@ struct ConcatGeometry {
 };
 ConcatGeometry concatGeometry(mlir::Operation *op);
 
-/// Gather and GatherGrad: the data split at the axis, and the number of
-/// indices.
+/// Gather, GatherGrad and Scatter: the data split at the axis, and the
+/// number of indices.
 struct GatherGeometry {
   AxisSplit data;
   int64_t indexCount;
 };
 GatherGeometry gatherGeometry(mlir::Operation *op);
+/// Scatter's reduction as the kernels name it (math::ScatterReduction).
+llvm::StringRef scatterReductionName(mlir::Operation *op);
+
+/// TopK: the input split at the axis, k, and whether the largest come
+/// first.
+struct TopKGeometry {
+  AxisSplit input;
+  int64_t k;
+  bool largest;
+};
+TopKGeometry topKGeometry(mlir::Operation *op);
 
 /// LayerNormalization and LayerNormGrad: `outer` rows of `size` normalised
 /// elements of shape `normalized`; Scale and B broadcast to it.

@@ -746,7 +746,34 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
                << 8 * dims.size() << "ULL); }\n";
         return success();
       })
-      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
+      .Case([&](ampc::ScatterOp o) {
+        GatherGeometry g = gatherGeometry(op);
+        Type t = elementOf(o.getData());
+        body << failUnless(
+            op,
+            formatv("ampc::cpu::scatter<{0}, {1}>({2}, {3}, {4}, {5}, {6}LL, "
+                    "{7}LL, {8}LL, {9}LL, ampc::math::{10})",
+                    computeType(t), codec(t), name(o.getData()),
+                    name(o.getIndices()), name(o.getUpdates()),
+                    name(o.getOutput()), g.data.outer, g.data.size,
+                    g.indexCount, g.data.inner, scatterReductionName(op)),
+            "an index is out of range");
+        return success();
+      })
+      .Case([&](ampc::TopKOp o) {
+        TopKGeometry g = topKGeometry(op);
+        Type t = elementOf(o.getInput());
+        if (tensorOf(o.getOutput()).getNumElements())
+          body << formatv("  ampc::cpu::topK<{0}, {1}>({2}, {3}, {4}LL, {5}LL, "
+                          "{6}LL, {7}LL, {8}, {9});\n",
+                          computeType(t), codec(t), name(o.getInput()),
+                          name(o.getOutput()), g.input.outer, g.input.size,
+                          g.input.inner, g.k, g.largest,
+                          scratch(op, "order", "int64_t"));
+        return success();
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp>(
           [&](Operation *) {
             emitReduce(op, body);
             return success();

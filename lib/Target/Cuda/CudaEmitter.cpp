@@ -815,8 +815,53 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         return success();
       })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-            ampc::GlobalAveragePoolOp>([&](Operation *) {
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
         emitReduce(op, body);
+        return success();
+      })
+      .Case([&](ampc::ScatterOp o) {
+        // The data first, then the updates on it (a copy unless the memory
+        // plan gave both one buffer).
+        GatherGeometry g = gatherGeometry(op);
+        RankedTensorType t = tensorOf(o.getOutput());
+        int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+        if (bytes)
+          body << formatv("  if ({0} != {1}) AMPC_CUDA(ctx, cudaMemcpyAsync("
+                          "{0}, {1}, {2}ULL, cudaMemcpyDeviceToDevice, "
+                          "ctx.stream), {3});\n",
+                          name(o.getOutput()), name(o.getData()), bytes,
+                          where(op));
+        if (g.data.outer * g.data.inner && g.indexCount)
+          launch(op,
+                 formatv("ampc::cuda::scatter<{0}, {1}, {2}>",
+                         computeType(t.getElementType()),
+                         codec(t.getElementType()),
+                         storageType(elementOf(o.getIndices())))
+                     .str(),
+                 g.data.outer * g.data.inner,
+                 formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, "
+                         "ampc::math::{7}, {8}",
+                         name(o.getUpdates()), name(o.getIndices()),
+                         name(o.getOutput()), g.data.outer, g.data.size,
+                         g.indexCount, g.data.inner, scatterReductionName(op),
+                         deviceError(op, "an index is out of range"))
+                     .str(),
+                 body);
+        return success();
+      })
+      .Case([&](ampc::TopKOp o) {
+        TopKGeometry g = topKGeometry(op);
+        Type t = elementOf(o.getInput());
+        if (tensorOf(o.getOutput()).getNumElements())
+          launch(op,
+                 formatv("ampc::cuda::topK<{0}, {1}>", computeType(t), codec(t))
+                     .str(),
+                 g.input.outer * g.input.size * g.input.inner,
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}",
+                         name(o.getInput()), name(o.getOutput()), g.input.outer,
+                         g.input.size, g.input.inner, g.k, g.largest)
+                     .str(),
+                 body);
         return success();
       })
       .Case([&](ampc::LayerNormalizationOp o) -> LogicalResult {

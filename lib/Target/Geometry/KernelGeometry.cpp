@@ -9,6 +9,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -195,6 +196,7 @@ ReduceGeometry reduceGeometry(Operation *op) {
       reduced[axisOf(a, shape)] = true;
     g.kind = isa<ampc::ReduceSumOp>(op)    ? "ReduceSum"
              : isa<ampc::ReduceMeanOp>(op) ? "ReduceMean"
+             : isa<ampc::ReduceProdOp>(op) ? "ReduceProd"
                                            : "ReduceMax";
   }
   // Kept dimensions in output order (keepdims does not change the layout).
@@ -277,6 +279,9 @@ GatherGeometry gatherGeometry(Operation *op) {
   if (auto gather = dyn_cast<ampc::GatherOp>(op)) {
     data = gather.getData(), indices = gather.getIndices();
     axis = gather.getAxis();
+  } else if (auto scatter = dyn_cast<ampc::ScatterOp>(op)) {
+    data = scatter.getData(), indices = scatter.getIndices();
+    axis = scatter.getAxis();
   } else {
     auto grad = cast<ampc::GatherGradOp>(op);
     data = grad.getOutput(), indices = grad.getIndices();
@@ -285,6 +290,22 @@ GatherGeometry gatherGeometry(Operation *op) {
   ArrayRef<int64_t> shape = shapeOf(data);
   return {splitAt(shape, axisOf(axis, shape)),
           tensorOf(indices).getNumElements()};
+}
+
+StringRef scatterReductionName(Operation *op) {
+  return llvm::StringSwitch<StringRef>(cast<ampc::ScatterOp>(op).getReduction())
+      .Case("add", "ScatterAdd")
+      .Case("mul", "ScatterMul")
+      .Case("max", "ScatterMax")
+      .Case("min", "ScatterMin")
+      .Default("ScatterNone");
+}
+
+TopKGeometry topKGeometry(Operation *op) {
+  auto topK = cast<ampc::TopKOp>(op);
+  ArrayRef<int64_t> shape = shapeOf(topK.getInput());
+  return {splitAt(shape, axisOf(topK.getAxis(), shape)), topK.getK(),
+          topK.getLargest() != 0};
 }
 
 LayerNormGeometry layerNormGeometry(Operation *op) {
@@ -438,10 +459,14 @@ ScratchLayout cpuScratch(Operation *op) {
         l.add("counts", w.outSize(), 8);
         l.add("acc", countOf(o.getOutput()), acc);
       })
-      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp>(
-          [&](auto) {
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp>([&](auto) {
         // The input offset of each reduced element.
         l.add("reduced", reduceGeometry(op).reducedCount(), 8);
+      })
+      .Case([&](ampc::TopKOp) {
+        // One row's positions, partly sorted.
+        l.add("order", topKGeometry(op).input.size, 8);
       })
       .Case([&](ampc::BatchNormalizationOp o) {
         int64_t c = batchNormGeometry(op).channels;
@@ -536,7 +561,7 @@ ScratchLayout cudaScratch(Operation *op) {
         l.add("sum", 1, 8);
       })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-            ampc::GlobalAveragePoolOp>([&](Operation *) {
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
         // Each output's shares when the reduction is split over blocks.
         int64_t outputs = countOf(op->getResult(0));
         int64_t splits =

@@ -29,6 +29,7 @@ COMPILE_TIME_OPERANDS = {
     "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceMin": {1},
     "Trilu": {1}, "Split": {1}, "Tile": {1}, "Resize": {1, 2, 3},
     "Upsample": {1}, "CumSum": {1}, "OneHot": {1}, "Pad": {1, 2, 3},
+    "TopK": {1}, "ReduceProd": {1},
 }
 
 SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",

@@ -242,6 +242,17 @@ def nll(logp, labels, weights, reduction, ignore):
     return np.array(loss.sum() / w.sum())
 
 
+def scatter_combine(old, update, attrs):
+    r = attrs.get("reduction", "none")
+    if r == "none":
+        return update
+    if r == "add":
+        return old + update
+    if r == "mul":
+        return old * update
+    return (np.maximum if r == "max" else np.minimum)(old, update)
+
+
 def reduce_axes(node, ins, attrs):
     axes = attrs.get("axes")
     if axes is None and len(ins) > 1 and ins[1] is not None:
@@ -327,12 +338,12 @@ def run_node(node, ins, attrs, opset):
         if training and ratio > 0:
             raise NotImplementedError("random dropout")
         return [x, np.ones(x.shape, np.bool_)]
-    if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
+    if op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceProd"):
         axes = reduce_axes(node, ins, attrs)
         if axes is None:
             return [x]
         fn = {"ReduceSum": np.sum, "ReduceMean": np.mean,
-              "ReduceMax": np.max}[op]
+              "ReduceMax": np.max, "ReduceProd": np.prod}[op]
         return [fn(x, axis=axes, keepdims=bool(attrs.get("keepdims", 1)))]
     if op == "Concat":
         return [np.concatenate(ins, axis=attrs["axis"])]
@@ -341,6 +352,56 @@ def run_node(node, ins, attrs, opset):
         idx = ins[1].astype(np.int64)
         idx = np.where(idx < 0, idx + x.shape[axis], idx)
         return [np.take(x, idx, axis=axis)]
+    if op == "GatherElements":
+        axis = attrs.get("axis", 0) % x.ndim
+        idx = ins[1].astype(np.int64)
+        pos = [np.arange(n).reshape([-1 if d == e else 1 for e in range(idx.ndim)])
+               for d, n in enumerate(idx.shape)]
+        pos[axis] = np.where(idx < 0, idx + x.shape[axis], idx)
+        return [x[tuple(pos)]]
+    if op == "ScatterElements":
+        axis = attrs.get("axis", 0) % x.ndim
+        idx = ins[1].astype(np.int64)
+        out = x.copy()
+        for at in np.ndindex(*idx.shape):
+            k = int(idx[at]) + (x.shape[axis] if idx[at] < 0 else 0)
+            to = at[:axis] + (k,) + at[axis + 1:]
+            out[to] = scatter_combine(out[to], ins[2][at], attrs)
+        return [out]
+    if op in ("GatherND", "ScatterND"):
+        idx = ins[1].astype(np.int64)
+        batch = attrs.get("batch_dims", 0)
+        k = idx.shape[-1]
+        out = [] if op == "GatherND" else x.copy()
+        for at in np.ndindex(*idx.shape[:-1]):
+            tup = tuple(int(i) + (x.shape[batch + j] if i < 0 else 0)
+                        for j, i in enumerate(idx[at]))
+            where = at[:batch] + tup
+            if op == "GatherND":
+                out.append(x[where])
+            else:
+                out[where] = scatter_combine(out[where], ins[2][at], attrs)
+        if op == "GatherND":
+            shape = idx.shape[:-1] + x.shape[batch + k:]
+            return [np.array(out, x.dtype).reshape(shape)]
+        return [out]
+    if op == "TopK":
+        axis = attrs.get("axis", -1) % x.ndim
+        k = int(ins[1][0])
+        largest = attrs.get("largest", 1)
+        moved = np.moveaxis(x, axis, -1)
+        order = np.zeros(moved.shape[:-1] + (k,), np.int64)
+        for at in np.ndindex(*moved.shape[:-1]):
+            row = moved[at]
+            # NaN beyond every number; equal values by position.
+            key = lambda i: ((1 if math.isnan(row[i]) else 0,
+                              0 if math.isnan(row[i]) else row[i]) if largest
+                             else (-1 if math.isnan(row[i]) else 0,
+                                   0 if math.isnan(row[i]) else -row[i]))
+            order[at] = sorted(range(len(row)), key=lambda i: (key(i), -i),
+                               reverse=True)[:k]
+        order = np.moveaxis(order, -1, axis)
+        return [np.take_along_axis(x, order, axis), order]
     if op == "Slice":
         starts, ends = ins[1], ins[2]
         axes = ins[3] if len(ins) > 3 and ins[3] is not None else range(len(starts))
