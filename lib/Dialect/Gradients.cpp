@@ -762,6 +762,17 @@ LogicalResult ReduceMeanOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+/// The axes a reduction of `x` over `axes` reduces, normalized; every axis
+/// when `axes` is empty (ONNX's reduce-all).
+static SmallVector<int64_t> reducedAxes(Value x, ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> result;
+  for (int64_t a : axes)
+    result.push_back(axisOf(x, a));
+  if (result.empty())
+    result = llvm::to_vector(llvm::seq<int64_t>(0, tensorType(x).getRank()));
+  return result;
+}
+
 // keeps: the input x and the result y. As PyTorch's amax, dy is shared
 // evenly among the elements equal to the maximum:
 // dx = (x == y) ? dy / count(x == y) : 0 within each reduced group.
@@ -772,11 +783,7 @@ LogicalResult ReduceMaxOp::buildGradient(OpBuilder &b,
   AdjointBuilder ab(b, *this);
   Value x = getInput();
   RankedTensorType in = tensorType(x);
-  SmallVector<int64_t> axes;
-  for (int64_t a : getAxes())
-    axes.push_back(axisOf(x, a));
-  if (axes.empty())
-    axes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  SmallVector<int64_t> axes = reducedAxes(x, getAxes());
   SmallVector<int64_t> kept(in.getShape());
   for (int64_t a : axes)
     kept[a] = 1;
@@ -799,11 +806,7 @@ LogicalResult ReduceProdOp::buildGradient(OpBuilder &b,
   AdjointBuilder ab(b, *this);
   Value x = getInput();
   RankedTensorType in = tensorType(x);
-  SmallVector<int64_t> axes;
-  for (int64_t a : getAxes())
-    axes.push_back(axisOf(x, a));
-  if (axes.empty())
-    axes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  SmallVector<int64_t> axes = reducedAxes(x, getAxes());
   Value zero = ab.scalar(0.0, x), one = ab.scalar(1.0, x);
   Value isZero = EqualOp::create(b, ab.loc, x, zero);
   Value zeros = ab.reduceSum(ab.castTo(isZero, in.getElementType()), axes,
