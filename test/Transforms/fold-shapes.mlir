@@ -316,10 +316,10 @@ func.func @dead_shape_ops(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // Ops on non-constant data stay, and so do ops with no folder on constants.
 // CHECK-LABEL: func.func @not_folded
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4xf32>, %[[I:[^:]+]]: tensor<2xi64>)
-// CHECK-DAG: %[[ONE:.+]] = ampc.constant dense<1> : tensor<i64>
+// CHECK-DAG: %[[TWO:.+]] = ampc.constant dense<2> : tensor<i64>
 // CHECK-DAG: %[[C:.+]] = ampc.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
 // CHECK: %[[A:.+]] = ampc.add %[[X]], %[[C]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[M:.+]] = ampc.mul %[[I]], %[[ONE]] : (tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
+// CHECK-NEXT: %[[M:.+]] = ampc.mul %[[I]], %[[TWO]] : (tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
 // CHECK-NEXT: %[[R:.+]] = ampc.relu %[[C]] : tensor<4xf32>
 // CHECK-NEXT: %[[S:.+]] = ampc.reshape %[[X]] : tensor<4xf32> to tensor<2x2xf32>
 // CHECK-NEXT: %[[E:.+]] = ampc.expand %[[X]] : tensor<4xf32> to tensor<3x4xf32>
@@ -327,8 +327,8 @@ func.func @dead_shape_ops(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 func.func @not_folded(%x: tensor<4xf32>, %i: tensor<2xi64>) -> (tensor<4xf32>, tensor<2xi64>, tensor<4xf32>, tensor<2x2xf32>, tensor<3x4xf32>) {
   %c = ampc.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
   %a = ampc.add %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %one = ampc.constant dense<1> : tensor<i64>
-  %m = ampc.mul %i, %one : (tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
+  %two = ampc.constant dense<2> : tensor<i64>
+  %m = ampc.mul %i, %two : (tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
   %r = ampc.relu %c : tensor<4xf32>
   %s = ampc.reshape %x : tensor<4xf32> to tensor<2x2xf32>
   %e = ampc.expand %x : tensor<4xf32> to tensor<3x4xf32>

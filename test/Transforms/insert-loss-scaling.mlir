@@ -5,9 +5,10 @@
 // RUN: not ampc-opt %s --split-input-file --ampc-insert-loss-scaling="mode=sometimes" 2>&1 | FileCheck %s --check-prefix=BADMODE --implicit-check-not="Cannot find option"
 // RUN: not ampc-opt %s --split-input-file --ampc-insert-loss-scaling="backoff-factor=2" 2>&1 | FileCheck %s --check-prefix=BADFACTOR
 
-// The seed of the backward becomes the scale, the gradient goes through one
-// ampc.unscale, the scale and the skipped-step count are updated and stored
-// at the end.
+// The seed of the backward becomes the scale times the seed (the marked
+// constant 1 stays for ampc-accumulate-gradients; the canonicalizer folds
+// the product), the gradient goes through one ampc.unscale, the scale and
+// the skipped-step count are updated and stored at the end.
 // CHECK: ampc.state @ampc.loss_scale : tensor<f32> = dense<6.553600e+04>
 // CHECK: ampc.state @ampc.growth_tracker : tensor<i32> = dense<0>
 // CHECK: ampc.state @ampc.skipped_steps : tensor<i64> = dense<0>
@@ -15,8 +16,9 @@
 // CHECK-DAG: %[[SKIPPED:.+]] = ampc.load_state @ampc.skipped_steps
 // CHECK-DAG: %[[TRACKER:.+]] = ampc.load_state @ampc.growth_tracker
 // CHECK-DAG: %[[SCALE:.+]] = ampc.load_state @ampc.loss_scale
-// CHECK-NOT: ampc.constant dense<1.000000e+00>
-// CHECK: ampc.reshape %[[SCALE]] : tensor<f32> to tensor<1x1xf32>
+// CHECK: %[[ONE:.+]] = ampc.constant dense<1.000000e+00> : tensor<f32> {ampc.loss_seed}
+// CHECK-NEXT: %[[SEED:.+]] = ampc.mul %[[SCALE]], %[[ONE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK: ampc.reshape %[[SEED]] : tensor<f32> to tensor<1x1xf32>
 // CHECK: %[[G:.+]] = ampc.gemm
 // CHECK-NEXT: %[[U:.+]], %[[F:.+]] = ampc.unscale %[[SCALE]], %[[G]] : (tensor<f32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<i1>)
 // CHECK-NEXT: %[[S:.+]], %[[T:.+]] = ampc.update_scale %[[SCALE]], %[[TRACKER]], %[[F]] : tensor<f32>, tensor<i32>, tensor<i1>

@@ -91,7 +91,10 @@
 // CHECK:       static const uint64_t kStateOffsets[] = {0ULL, 64ULL, 128ULL, 256ULL, 192ULL, 320ULL, 448ULL, 512ULL, 576ULL, 0};
 // CHECK-NEXT:  static const uint64_t kStateBytes[] = {48ULL, 12ULL, 4ULL, 4ULL, 4ULL, 8ULL, 48ULL, 48ULL, 12ULL, 0};
 // CHECK:       "model", "cpu", "fp16", "train",
-// CHECK:       kNumStateTensors, stateTensors, readState, writeState, trainStep, "adamw", "lr=1.000000e-03", "dynamic",
+// CHECK:       kNumStateTensors, stateTensors, readState, writeState, trainStep, "adamw", ampc_hyperparameters, "dynamic",
+// The hyperparameters' text is data, after the code (the compile cache).
+// CHECK:       // ---- ampc: data below, compiled apart from the code above ----
+// CHECK:       extern "C" const char ampc_hyperparameters[] = "lr=1.000000e-03";
 module attributes {ampc.optimizer = #ampc<optimizer adamw>, ampc.hyperparameters = "lr=1.000000e-03", ampc.loss_scaling = #ampc<loss_scaling dynamic>} {
   ampc.parameter @w : tensor<4x3xf32> = dense<5.000000e-01> : tensor<4x3xf32>
   ampc.parameter @b : tensor<3xf32> = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
