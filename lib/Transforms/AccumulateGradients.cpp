@@ -100,17 +100,17 @@ struct AccumulateGradientsPass
     auto seedOp = cast<ampc::ConstantOp>(seed.op);
     auto seedType = cast<RankedTensorType>(seedOp.getType());
     seedOp.setValueAttr(DenseElementsAttr::get(
-        seedType, b.getFloatAttr(seedType.getElementType(),
-                                 1.0 / double(microBatches))));
+        seedType,
+        b.getFloatAttr(seedType.getElementType(), 1.0 / double(microBatches))));
 
     // Every store so far belongs to the optimizer step: gate them below.
     SmallVector<ampc::StoreOp> stepStores;
     step.walk([&](ampc::StoreOp s) { stepStores.push_back(s); });
 
     Operation *ret = step.getBody().front().getTerminator();
-    Value counter = ampc::declareState(
-        symbols, step, kMicroBatches,
-        DenseElementsAttr::get(scalarI64, int64_t(0)));
+    Value counter =
+        ampc::declareState(symbols, step, kMicroBatches,
+                           DenseElementsAttr::get(scalarI64, int64_t(0)));
     // The count including this call and whether it is the N-th, computed
     // first: the accumulated sums are read by the unscale, which comes
     // before every store.
@@ -134,7 +134,8 @@ struct AccumulateGradientsPass
                               "update does not read a parameter";
         return signalPassFailure();
       }
-      sources.insert({gradientSource(update), param.getParameterAttr().getAttr()});
+      sources.insert(
+          {gradientSource(update), param.getParameterAttr().getAttr()});
     }
     for (auto &[source, name] : sources) {
       auto [user, index] = source;
@@ -149,9 +150,9 @@ struct AccumulateGradientsPass
       user->setOperand(index, sum);
       b.setInsertionPoint(ret);
       Value zeros = ampc::ConstantOp::create(b, loc, cast<ElementsAttr>(zero));
-      ampc::StoreOp::create(
-          b, loc, (name.getValue() + ".accumulated_grad").str(),
-          ampc::WhereOp::create(b, loc, isStep, zeros, sum));
+      ampc::StoreOp::create(b, loc,
+                            (name.getValue() + ".accumulated_grad").str(),
+                            ampc::WhereOp::create(b, loc, isStep, zeros, sum));
     }
 
     // The optimizer's and the scaler's stores commit on the N-th call only.
@@ -174,8 +175,8 @@ struct AccumulateGradientsPass
     if (auto hyper =
             module->getAttrOfType<StringAttr>(ampc::kHyperparametersAttr))
       module->setAttr(ampc::kHyperparametersAttr,
-                      b.getStringAttr(hyper.getValue() + " accumulate=" +
-                                      Twine(microBatches)));
+                      b.getStringAttr(hyper.getValue() +
+                                      " accumulate=" + Twine(microBatches)));
     b.setInsertionPoint(ret);
     ampc::StoreOp::create(
         b, loc, kMicroBatches,

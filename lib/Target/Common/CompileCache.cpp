@@ -1,4 +1,5 @@
-//===- CompileCache.cpp - precompiled runtime headers for the host compiler ===//
+//===- CompileCache.cpp - precompiled runtime headers for the host compiler
+//===//
 //
 // Most of a small model's C++ compile is the compiler parsing the kernel
 // headers the generated source includes (docs/design.md, "Faster
@@ -124,7 +125,8 @@ ampc::emit::precompiledHeader(StringRef program,
   for (StringRef header : headers)
     k << '\0' << header;
   SmallString<256> dir(root);
-  sys::path::append(dir, "pch-" + utohexstr(xxh3_64bits(key), /*LowerCase=*/true));
+  sys::path::append(dir,
+                    "pch-" + utohexstr(xxh3_64bits(key), /*LowerCase=*/true));
   SmallString<256> header(dir), gch(dir), depFile(dir), lock(dir);
   sys::path::append(header, "ampc_pch.h");
   sys::path::append(gch, "ampc_pch.h.gch");
@@ -160,8 +162,8 @@ ampc::emit::precompiledHeader(StringRef program,
   std::string tmpGch = (gch + ".tmp").str(), tmpDep = (depFile + ".tmp").str();
   std::vector<std::string> args = {real.str().str()};
   args.insert(args.end(), compileFlags.begin(), compileFlags.end());
-  args.insert(args.end(), {"-x", "c++-header", header.str().str(), "-o",
-                           tmpGch, "-MD", "-MF", tmpDep});
+  args.insert(args.end(), {"-x", "c++-header", header.str().str(), "-o", tmpGch,
+                           "-MD", "-MF", tmpDep});
   std::string error;
   if (!runCompiler(args, "the precompiled header", header, error) ||
       sys::fs::rename(tmpDep, depFile) || sys::fs::rename(tmpGch, gch)) {
@@ -233,9 +235,8 @@ void trimObjects(StringRef dir, ArrayRef<std::string> keep) {
   }
   if (total <= limit)
     return;
-  llvm::sort(entries, [](const Entry &a, const Entry &b) {
-    return a.time < b.time;
-  });
+  llvm::sort(entries,
+             [](const Entry &a, const Entry &b) { return a.time < b.time; });
   for (const Entry &e : entries) {
     if (total <= limit / 4 * 3)
       break;
@@ -248,13 +249,11 @@ void trimObjects(StringRef dir, ArrayRef<std::string> keep) {
 
 } // namespace
 
-bool ampc::emit::compileHostLibrary(StringRef program,
-                                    ArrayRef<std::string> compileFlags,
-                                    ArrayRef<std::string> linkFlags,
-                                    ArrayRef<StringRef> headers,
-                                    StringRef sourcePath, StringRef output,
-                                    StringRef what, std::string &error,
-                                    function_ref<bool(std::string &)> checkCode) {
+bool ampc::emit::compileHostLibrary(
+    StringRef program, ArrayRef<std::string> compileFlags,
+    ArrayRef<std::string> linkFlags, ArrayRef<StringRef> headers,
+    StringRef sourcePath, StringRef output, StringRef what, std::string &error,
+    function_ref<bool(std::string &)> checkCode) {
   std::vector<std::string> pch =
       precompiledHeader(program, compileFlags, headers);
   auto withFlags = [&](bool includePch) {
@@ -274,9 +273,8 @@ bool ampc::emit::compileHostLibrary(StringRef program,
     // One translation unit (a source with its data as arrays, several
     // sources combined, a hand-written one).
     std::vector<std::string> args = withFlags(true);
-    args.insert(args.end(),
-                {"-shared", "-x", "c++", sourcePath.str(), "-x", "none", "-o",
-                 output.str()});
+    args.insert(args.end(), {"-shared", "-x", "c++", sourcePath.str(), "-x",
+                             "none", "-o", output.str()});
     args.insert(args.end(), linkFlags.begin(), linkFlags.end());
     return runCompiler(args, what, sourcePath, error);
   }
@@ -339,7 +337,8 @@ bool ampc::emit::compileHostLibrary(StringRef program,
     std::string tmpObject = object + ".tmp" + std::to_string(::getpid());
     std::string tmpDep = depFile + ".tmp" + std::to_string(::getpid());
     std::vector<std::string> args = withFlags(true);
-    args.insert(args.end(), {"-c", code, "-o", tmpObject, "-MD", "-MF", tmpDep});
+    args.insert(args.end(),
+                {"-c", code, "-o", tmpObject, "-MD", "-MF", tmpDep});
     if (!runCompiler(args, what, sourcePath, error)) {
       sys::fs::remove(tmpObject);
       sys::fs::remove(tmpDep);
@@ -364,7 +363,7 @@ bool ampc::emit::compileHostLibrary(StringRef program,
   if (!runCompiler(args, what, sourcePath, error))
     return false;
   std::vector<std::string> link = {program.str(), "-shared", object,
-                                   dataObject, "-o", output.str()};
+                                   dataObject,    "-o",      output.str()};
   link.insert(link.end(), linkFlags.begin(), linkFlags.end());
   if (!runCompiler(link, what, sourcePath, error))
     return false;

@@ -304,7 +304,8 @@ StringRef scatterReductionName(Operation *op) {
 TopKGeometry topKGeometry(Operation *op) {
   auto topK = cast<ampc::TopKOp>(op);
   ArrayRef<int64_t> shape = shapeOf(topK.getInput());
-  return {splitAt(shape, axisOf(topK.getAxis(), shape)), static_cast<int64_t>(topK.getK()),
+  return {splitAt(shape, axisOf(topK.getAxis(), shape)),
+          static_cast<int64_t>(topK.getK()),
           topK.getLargest() != 0};
 }
 
