@@ -81,19 +81,41 @@ sys::TimePoint<> modified(StringRef path) {
   return status.getLastModificationTime();
 }
 
-/// Whether the precompiled header exists and is newer than every file it
-/// was built from (as make decides).
-bool upToDate(StringRef gch, StringRef depFile) {
-  if (!sys::fs::exists(gch) || !sys::fs::exists(depFile))
+/// Whether `output` and its dependency file exist and `output` is newer
+/// than every file it was built from but the first (the source: the cache
+/// key holds its text), as make decides.
+bool upToDate(StringRef output, StringRef depFile) {
+  if (!sys::fs::exists(output) || !sys::fs::exists(depFile))
     return false;
   SmallVector<std::string> deps = dependencies(depFile);
   if (deps.empty())
     return false;
-  sys::TimePoint<> built = modified(gch);
-  for (const std::string &dep : deps)
-    if (modified(dep) > built)
+  sys::TimePoint<> built = modified(output);
+  for (size_t i = 1; i < deps.size(); ++i)
+    if (modified(deps[i]) > built)
       return false;
   return true;
+}
+
+/// The cache key's start for the compiler `program` (its real path, size
+/// and time stamp) run with `flags`; nullopt when it cannot be found.
+std::optional<std::string> compilerKey(StringRef program,
+                                       ArrayRef<std::string> flags) {
+  SmallString<256> real;
+  sys::fs::file_status status;
+  if (sys::fs::real_path(program, real) || sys::fs::status(real, status))
+    return std::nullopt;
+  std::string key;
+  raw_string_ostream k(key);
+  k << real << '\0' << status.getSize() << '\0'
+    << status.getLastModificationTime().time_since_epoch().count();
+  for (const std::string &flag : flags)
+    k << '\0' << flag;
+  return key;
+}
+
+std::string hexHash(StringRef text) {
+  return utohexstr(xxh3_64bits(text), /*LowerCase=*/true);
 }
 
 } // namespace
@@ -113,20 +135,13 @@ ampc::emit::precompiledHeader(StringRef program,
     return {};
 
   // One folder per compiler (its file and time stamp) and flags.
-  sys::fs::file_status compiler;
-  if (sys::fs::status(real, compiler))
+  std::optional<std::string> key = compilerKey(real, compileFlags);
+  if (!key)
     return {};
-  std::string key;
-  raw_string_ostream k(key);
-  k << real << '\0' << compiler.getSize() << '\0'
-    << compiler.getLastModificationTime().time_since_epoch().count();
-  for (const std::string &flag : compileFlags)
-    k << '\0' << flag;
   for (StringRef header : headers)
-    k << '\0' << header;
+    *key += std::string(1, '\0') + header.str();
   SmallString<256> dir(root);
-  sys::path::append(dir,
-                    "pch-" + utohexstr(xxh3_64bits(key), /*LowerCase=*/true));
+  sys::path::append(dir, "pch-" + hexHash(*key));
   SmallString<256> header(dir), gch(dir), depFile(dir), lock(dir);
   sys::path::append(header, "ampc_pch.h");
   sys::path::append(gch, "ampc_pch.h.gch");
@@ -191,20 +206,6 @@ bool writeText(StringRef path, StringRef text) {
   if (ec)
     return false;
   out << text;
-  return true;
-}
-
-/// Whether the compile cache holds `object`, built from what its
-/// dependency file names and up to date with it (the first dependency is
-/// the source, whose text is in the key).
-bool cachedObject(StringRef object, StringRef depFile) {
-  if (!sys::fs::exists(object) || !sys::fs::exists(depFile))
-    return false;
-  SmallVector<std::string> deps = dependencies(depFile);
-  sys::TimePoint<> built = modified(object);
-  for (size_t i = 1; i < deps.size(); ++i)
-    if (modified(deps[i]) > built)
-      return false;
   return true;
 }
 
@@ -284,8 +285,7 @@ bool ampc::emit::compileHostLibrary(
     error = "cannot create a temporary folder";
     return false;
   }
-  auto removeWork =
-      llvm::make_scope_exit([&] { sys::fs::remove_directories(work); });
+  llvm::scope_exit removeWork([&] { sys::fs::remove_directories(work); });
   auto inWork = [&](StringRef name) {
     SmallString<128> path(work);
     sys::path::append(path, name);
@@ -293,22 +293,16 @@ bool ampc::emit::compileHostLibrary(
   };
 
   // The code's object: from the cache, else compiled (into the cache).
-  std::string key;
-  raw_string_ostream k(key);
-  SmallString<256> real;
-  sys::fs::file_status compiler;
-  bool cache = !cacheRoot().empty() && !sys::fs::real_path(program, real) &&
-               !sys::fs::status(real, compiler);
+  std::optional<std::string> key;
+  if (!cacheRoot().empty())
+    key = compilerKey(program, compileFlags);
+  bool cache = key.has_value();
   std::string object = inWork("code.o"), depFile = inWork("code.d");
   if (cache) {
-    k << real << '\0' << compiler.getSize() << '\0'
-      << compiler.getLastModificationTime().time_since_epoch().count();
-    for (const std::string &flag : compileFlags)
-      k << '\0' << flag;
-    k << '\0' << parts->first;
+    *key += std::string(1, '\0') + parts->first.str();
     SmallString<256> dir(cacheRoot());
     sys::path::append(dir, "objects");
-    std::string stem = utohexstr(xxh3_64bits(key), /*LowerCase=*/true);
+    std::string stem = hexHash(*key);
     if (sys::fs::create_directories(dir)) {
       cache = false;
     } else {
@@ -316,7 +310,7 @@ bool ampc::emit::compileHostLibrary(
       depFile = (dir + "/" + stem + ".d").str();
     }
   }
-  bool hit = cache && cachedObject(object, depFile);
+  bool hit = cache && upToDate(object, depFile);
   if (hit) {
     // Recently used: the trimming removes the oldest written first.
     int fd;
