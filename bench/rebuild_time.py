@@ -3,7 +3,7 @@
 compile cache (docs/design.md, "Faster rebuilds").
 
 usage: /usr/bin/python3 bench/rebuild_time.py [--build build]
-           [--targets cpu cuda-sim] [--runs 1]
+           [--targets cpu cuda-sim cuda] [--runs 1]
 
 Exports test/gpu/gpu_models.py's transformer (one TransformerEncoderLayer,
 d_model 32, 4 heads, batch 2x8, MSE) and, for each target, times the whole

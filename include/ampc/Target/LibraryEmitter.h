@@ -114,24 +114,44 @@ std::string runtimeIncludeFlag(llvm::StringRef buildIncludeDir);
 
 /// Runs a compiler (`args[0]` is the program) on `sourcePath`; on failure
 /// sets `error` to "`what` failed on SOURCE: <its first error line>".
+/// `log`, when given, receives what it printed (stdout and stderr).
 bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
-                 llvm::StringRef sourcePath, std::string &error);
+                 llvm::StringRef sourcePath, std::string &error,
+                 std::string *log = nullptr);
+/// How a target's compiler builds a library (compileLibrary).
+struct LibraryCompile {
+  /// The compiler (a host C++ compiler, or nvcc) and the language its
+  /// `-x` names for the generated source ("c++", "cu").
+  llvm::StringRef program;
+  llvm::StringRef language = "c++";
+  /// Every flag of an object's compile but the source and the output
+  /// (part of the cache key), and the flags of the link after its inputs.
+  llvm::ArrayRef<std::string> compileFlags;
+  llvm::ArrayRef<std::string> linkFlags;
+  /// The runtime headers the source includes, for precompiledHeader.
+  llvm::ArrayRef<llvm::StringRef> headers;
+  /// Names the compiler in errors.
+  llvm::StringRef what;
+  /// Runs before the code is compiled and can refuse it (cuda-sim's
+  /// resource check).
+  llvm::function_ref<bool(std::string &error)> checkBefore = nullptr;
+  /// Flags of the code's compile that are not part of the cache key (where
+  /// nvcc keeps its PTX), and a check of what that compile printed, which
+  /// can refuse the code (the CUDA target's resource check).
+  llvm::ArrayRef<std::string> uncachedCodeFlags;
+  llvm::function_ref<bool(llvm::StringRef log, std::string &error)>
+      checkAfter = nullptr;
+};
+
 /// Compiles the generated source `sourcePath` into the shared library
-/// `output` with the host compiler `program`: `compileFlags` (as
-/// precompiledHeader takes them) for the objects, `linkFlags` after them.
-/// A source with one kDataMarker is built as two objects, the code's from
-/// (and into) the compile cache, keyed on the compiler, the flags and the
-/// code's text, and valid while no header it read is newer; the runtime
-/// headers come from a precompiled header. `what` names the compiler in
-/// errors. `checkCode`, when given, runs before the code is compiled and
-/// can refuse it (cuda-sim's resource check); a cached object passed it
-/// when it was built, so a cache hit skips it.
-bool compileHostLibrary(
-    llvm::StringRef program, llvm::ArrayRef<std::string> compileFlags,
-    llvm::ArrayRef<std::string> linkFlags,
-    llvm::ArrayRef<llvm::StringRef> headers, llvm::StringRef sourcePath,
-    llvm::StringRef output, llvm::StringRef what, std::string &error,
-    llvm::function_ref<bool(std::string &error)> checkCode = nullptr);
+/// `output` as `how` says. A source with one kDataMarker is built as two
+/// objects, the code's from (and into) the compile cache, keyed on the
+/// compiler, the flags and the code's text, and valid while no header it
+/// read is newer; a host compiler reads the runtime headers from a
+/// precompiled header. The cache keeps only code that passed both checks,
+/// so a cache hit runs neither.
+bool compileLibrary(const LibraryCompile &how, llvm::StringRef sourcePath,
+                    llvm::StringRef output, std::string &error);
 /// The arguments (`-include PATH`) that make the host compiler `program`,
 /// run with `compileFlags` (every flag of the compile but the source, the
 /// output, -shared and the link flags), read the runtime `headers` (as the

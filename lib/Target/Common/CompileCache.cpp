@@ -250,34 +250,45 @@ void trimObjects(StringRef dir, ArrayRef<std::string> keep) {
 
 } // namespace
 
-bool ampc::emit::compileHostLibrary(
-    StringRef program, ArrayRef<std::string> compileFlags,
-    ArrayRef<std::string> linkFlags, ArrayRef<StringRef> headers,
-    StringRef sourcePath, StringRef output, StringRef what, std::string &error,
-    function_ref<bool(std::string &)> checkCode) {
+bool ampc::emit::compileLibrary(const LibraryCompile &how,
+                                StringRef sourcePath, StringRef output,
+                                std::string &error) {
   std::vector<std::string> pch =
-      precompiledHeader(program, compileFlags, headers);
-  auto withFlags = [&](bool includePch) {
-    std::vector<std::string> args = {program.str()};
-    args.insert(args.end(), compileFlags.begin(), compileFlags.end());
-    if (includePch)
+      precompiledHeader(how.program, how.compileFlags, how.headers);
+  auto withFlags = [&](bool code) {
+    std::vector<std::string> args = {how.program.str()};
+    args.insert(args.end(), how.compileFlags.begin(), how.compileFlags.end());
+    if (code) {
       args.insert(args.end(), pch.begin(), pch.end());
+      args.insert(args.end(), how.uncachedCodeFlags.begin(),
+                  how.uncachedCodeFlags.end());
+    }
     return args;
+  };
+  // Compiles the code with `args`, then lets checkAfter read the log.
+  auto compileCode = [&](ArrayRef<std::string> args) {
+    std::string log;
+    if (!runCompiler(args, how.what, sourcePath, error, &log))
+      return false;
+    return !how.checkAfter || how.checkAfter(log, error);
   };
   auto text = MemoryBuffer::getFile(sourcePath);
   std::optional<std::pair<StringRef, StringRef>> parts;
   if (text)
     parts = splitAtData((*text)->getBuffer());
   if (!parts) {
-    if (checkCode && !checkCode(error))
+    if (how.checkBefore && !how.checkBefore(error))
       return false;
     // One translation unit (a source with its data as arrays, several
     // sources combined, a hand-written one).
     std::vector<std::string> args = withFlags(true);
-    args.insert(args.end(), {"-shared", "-x", "c++", sourcePath.str(), "-x",
-                             "none", "-o", output.str()});
-    args.insert(args.end(), linkFlags.begin(), linkFlags.end());
-    return runCompiler(args, what, sourcePath, error);
+    args.insert(args.end(), {"-shared", "-x", how.language.str(),
+                             sourcePath.str(), "-o", output.str()});
+    args.insert(args.end(), how.linkFlags.begin(), how.linkFlags.end());
+    if (compileCode(args))
+      return true;
+    sys::fs::remove(output);
+    return false;
   }
 
   SmallString<128> work;
@@ -295,7 +306,7 @@ bool ampc::emit::compileHostLibrary(
   // The code's object: from the cache, else compiled (into the cache).
   std::optional<std::string> key;
   if (!cacheRoot().empty())
-    key = compilerKey(program, compileFlags);
+    key = compilerKey(how.program, how.compileFlags);
   bool cache = key.has_value();
   std::string object = inWork("code.o"), depFile = inWork("code.d");
   if (cache) {
@@ -321,7 +332,7 @@ bool ampc::emit::compileHostLibrary(
       sys::Process::SafelyCloseFileDescriptor(fd);
     }
   } else {
-    if (checkCode && !checkCode(error))
+    if (how.checkBefore && !how.checkBefore(error))
       return false;
     std::string code = inWork("code.cpp");
     if (!writeText(code, parts->first)) {
@@ -331,9 +342,9 @@ bool ampc::emit::compileHostLibrary(
     std::string tmpObject = object + ".tmp" + std::to_string(::getpid());
     std::string tmpDep = depFile + ".tmp" + std::to_string(::getpid());
     std::vector<std::string> args = withFlags(true);
-    args.insert(args.end(),
-                {"-c", code, "-o", tmpObject, "-MD", "-MF", tmpDep});
-    if (!runCompiler(args, what, sourcePath, error)) {
+    args.insert(args.end(), {"-x", how.language.str(), "-c", code, "-o",
+                             tmpObject, "-MD", "-MF", tmpDep});
+    if (!compileCode(args)) {
       sys::fs::remove(tmpObject);
       sys::fs::remove(tmpDep);
       return false;
@@ -346,7 +357,7 @@ bool ampc::emit::compileHostLibrary(
     }
   }
 
-  // The data's object, then the library.
+  // The data's object (host C++ whatever the compiler), then the library.
   std::string data = inWork("data.cpp"), dataObject = inWork("data.o");
   if (!writeText(data, parts->second)) {
     error = "cannot write " + data;
@@ -354,12 +365,12 @@ bool ampc::emit::compileHostLibrary(
   }
   std::vector<std::string> args = withFlags(false);
   args.insert(args.end(), {"-c", data, "-o", dataObject});
-  if (!runCompiler(args, what, sourcePath, error))
+  if (!runCompiler(args, how.what, sourcePath, error))
     return false;
-  std::vector<std::string> link = {program.str(), "-shared", object,
-                                   dataObject,    "-o",      output.str()};
-  link.insert(link.end(), linkFlags.begin(), linkFlags.end());
-  if (!runCompiler(link, what, sourcePath, error))
+  std::vector<std::string> link = {how.program.str(), "-shared", object,
+                                   dataObject, "-o", output.str()};
+  link.insert(link.end(), how.linkFlags.begin(), how.linkFlags.end());
+  if (!runCompiler(link, how.what, sourcePath, error))
     return false;
   if (cache && !hit)
     trimObjects(sys::path::parent_path(object), {object, depFile});

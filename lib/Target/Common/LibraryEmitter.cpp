@@ -212,25 +212,29 @@ std::string runtimeIncludeFlag(StringRef buildIncludeDir) {
 }
 
 bool runCompiler(ArrayRef<std::string> args, StringRef what,
-                 StringRef sourcePath, std::string &error) {
-  SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("ampc-compiler", "log", log)) {
+                 StringRef sourcePath, std::string &error, std::string *log) {
+  SmallString<128> logFile;
+  if (llvm::sys::fs::createTemporaryFile("ampc-compiler", "log", logFile)) {
     error = "cannot create a temporary file";
     return false;
   }
-  llvm::FileRemover removeLog(log);
+  llvm::FileRemover removeLog(logFile);
   SmallVector<StringRef> refs(args.begin(), args.end());
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  if (llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects) == 0)
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
+                                          StringRef(logFile)};
+  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects);
+  auto text = llvm::MemoryBuffer::getFile(logFile);
+  StringRef printed = text ? (*text)->getBuffer() : StringRef();
+  if (log)
+    *log = printed.str();
+  if (rc == 0)
     return true;
   error = what.str() + " failed on " + sourcePath.str();
-  if (auto text = llvm::MemoryBuffer::getFile(log))
-    for (StringRef line : llvm::split((*text)->getBuffer(), '\n'))
-      if (line.contains("error")) {
-        error += ": " + line.trim().str();
-        break;
-      }
+  for (StringRef line : llvm::split(printed, '\n'))
+    if (line.contains("error")) {
+      error += ": " + line.trim().str();
+      break;
+    }
   return false;
 }
 

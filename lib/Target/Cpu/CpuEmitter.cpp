@@ -1033,7 +1033,12 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
   if (__builtin_cpu_supports("f16c"))
     flags.push_back("-mf16c");
 #endif
-  return emit::compileHostLibrary(*program, flags, {"-lopenblas"}, kIncludes,
-                                  sourcePath, output, "the C++ compiler",
-                                  error);
+  std::string link[] = {"-lopenblas"};
+  emit::LibraryCompile how;
+  how.program = *program;
+  how.compileFlags = flags;
+  how.linkFlags = link;
+  how.headers = kIncludes;
+  how.what = "the C++ compiler";
+  return emit::compileLibrary(how, sourcePath, output, error);
 }

@@ -58,35 +58,6 @@ bool ampc::cudaDriverAvailable() {
   return true;
 }
 
-/// Runs `args` and returns what it printed (stdout and stderr), or nothing
-/// with `error` set when it fails.
-static std::optional<std::string> runAndRead(llvm::ArrayRef<std::string> args,
-                                             StringRef what,
-                                             StringRef sourcePath,
-                                             std::string &error) {
-  llvm::SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("ampc-ptxas", "log", log)) {
-    error = "cannot create a temporary file";
-    return std::nullopt;
-  }
-  llvm::FileRemover removeLog(log);
-  llvm::SmallVector<StringRef> refs(args.begin(), args.end());
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects);
-  auto text = llvm::MemoryBuffer::getFile(log);
-  std::string out = text ? (*text)->getBuffer().str() : "";
-  if (rc == 0)
-    return out;
-  error = what.str() + " failed on " + sourcePath.str();
-  for (StringRef line : llvm::split(out, '\n'))
-    if (line.contains("error")) {
-      error += ": " + line.trim().str();
-      break;
-    }
-  return std::nullopt;
-}
-
 /// The cumulative per-thread stack a kernel may use: cudaLimitStackSize's
 /// default, which the CUDA target's runtime leaves as it is.
 static constexpr int64_t kDefaultStackBytes = 1024;
@@ -197,25 +168,25 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
     return false;
   }
   llvm::FileRemover removePtx(ptx);
-  if (!runAndRead({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
-                   "-diag-suppress=177,550,20050",
-                   emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
-                   sourcePath.str(), "-o", ptx.str().str()},
-                  "nvcc", sourcePath, error))
+  if (!emit::runCompiler({nvcc, "-std=c++17", "-ptx", "-arch=compute_90a",
+                          "-diag-suppress=177,550,20050",
+                          emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR),
+                          sourcePath.str(), "-o", ptx.str().str()},
+                         "nvcc", sourcePath, error))
     return false;
   // Each kernel's stack, callees included, against the default limit.
   std::string ptxas = (llvm::sys::path::parent_path(nvcc) + "/ptxas").str();
-  std::optional<std::string> usage =
-      runAndRead({ptxas, "-v", "-arch=sm_90a", ptx.str().str(), "-o", "/dev/null"},
-                 "ptxas", sourcePath, error);
-  if (!usage)
+  std::string usage;
+  if (!emit::runCompiler(
+          {ptxas, "-v", "-arch=sm_90a", ptx.str().str(), "-o", "/dev/null"},
+          "ptxas", sourcePath, error, &usage))
     return false;
   auto ptxText = llvm::MemoryBuffer::getFile(ptx);
   if (!ptxText) {
     error = "cannot read nvcc's PTX of " + sourcePath.str();
     return false;
   }
-  return analyzeResources((*ptxText)->getBuffer(), *usage, sourcePath, error);
+  return analyzeResources((*ptxText)->getBuffer(), usage, sourcePath, error);
 }
 
 bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
@@ -227,8 +198,30 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
             "/usr/local/cuda); use --target=cpu";
     return false;
   }
-  // The intermediate PTX stays for the resource check (checkCudaResources'
-  // analysis, from this very build: no second compilation).
+  std::vector<std::string> flags = {
+      "-O3",
+      "-std=c++17",
+      "-Xcompiler",
+      "-fPIC,-fvisibility=hidden",
+      "-diag-suppress=177,550,20050",
+      emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR)};
+  int newest = 0;
+  for (const std::string &arch : gpuArchs) {
+    // sm_90a → arch=compute_90a,code=sm_90a
+    std::string number = arch.substr(arch.find('_') + 1);
+    flags.push_back("-gencode");
+    flags.push_back("arch=compute_" + number + ",code=sm_" + number);
+    newest = std::max(newest, std::atoi(number.c_str()));
+  }
+  // PTX of the newest architecture (without the arch-specific 'a'
+  // features, which the kernels do not use), so that a GPU newer than the
+  // list can still JIT the library.
+  flags.push_back("-gencode");
+  flags.push_back("arch=compute_" + std::to_string(newest) + ",code=compute_" +
+                  std::to_string(newest));
+
+  // The intermediate PTX stays for the resource check (analyzeResources
+  // on this very build's PTX and ptxas report: no second compilation).
   llvm::SmallString<128> keep;
   if (llvm::sys::fs::createUniqueDirectory("ampc-nvcc", keep)) {
     error = "cannot create a temporary folder";
@@ -238,51 +231,33 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
     llvm::SmallString<128> &path;
     ~RemoveFolder() { llvm::sys::fs::remove_directories(path); }
   } removeKeep{keep};
-  std::vector<std::string> args = {nvcc,
-                                   "-O3",
-                                   "-std=c++17",
-                                   "-shared",
-                                   "-Xcompiler",
-                                   "-fPIC,-fvisibility=hidden",
-                                   "-diag-suppress=177,550,20050",
-                                   "-Xptxas",
-                                   "-v",
-                                   "-keep",
-                                   "-keep-dir",
-                                   keep.str().str(),
-                                   emit::runtimeIncludeFlag(
-                                       AMPC_RUNTIME_INCLUDE_DIR)};
-  int newest = 0;
-  for (const std::string &arch : gpuArchs) {
-    // sm_90a → arch=compute_90a,code=sm_90a
-    std::string number = arch.substr(arch.find('_') + 1);
-    args.push_back("-gencode");
-    args.push_back("arch=compute_" + number + ",code=sm_" + number);
-    newest = std::max(newest, std::atoi(number.c_str()));
-  }
-  // PTX of the newest architecture (without the arch-specific 'a'
-  // features, which the kernels do not use), so that a GPU newer than the
-  // list can still JIT the library.
-  args.push_back("-gencode");
-  args.push_back("arch=compute_" + std::to_string(newest) +
-                 ",code=compute_" + std::to_string(newest));
-  args.insert(args.end(),
-              {sourcePath.str(), "-o", output.str(), "-lcublasLt", "-lcudart"});
-  std::optional<std::string> log = runAndRead(args, "nvcc", sourcePath, error);
-  if (!log)
-    return false;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(keep, ec), end; it != end && !ec;
-       it.increment(ec)) {
-    if (!StringRef(it->path()).ends_with(".ptx"))
-      continue;
-    auto ptx = llvm::MemoryBuffer::getFile(it->path());
-    if (ptx && !analyzeResources((*ptx)->getBuffer(), *log, sourcePath, error)) {
-      llvm::sys::fs::remove(output);
-      return false;
+  // Each architecture's device code compiled in a thread of its own
+  // (--threads 0: as many as this machine has cores), which changes
+  // nothing in the library.
+  std::string uncached[] = {"--threads", "0", "-Xptxas", "-v", "-keep",
+                            "-keep-dir", keep.str().str()};
+  std::string link[] = {"-lcublasLt", "-lcudart"};
+  emit::LibraryCompile how;
+  how.program = nvcc;
+  how.language = "cu";
+  how.compileFlags = flags;
+  how.linkFlags = link;
+  how.what = "nvcc";
+  how.uncachedCodeFlags = uncached;
+  auto checkPtx = [&](StringRef log, std::string &error) {
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(keep, ec), end;
+         it != end && !ec; it.increment(ec)) {
+      if (!StringRef(it->path()).ends_with(".ptx"))
+        continue;
+      auto ptx = llvm::MemoryBuffer::getFile(it->path());
+      if (ptx && !analyzeResources((*ptx)->getBuffer(), log, sourcePath, error))
+        return false;
     }
-  }
-  return true;
+    return true;
+  };
+  how.checkAfter = checkPtx;
+  return emit::compileLibrary(how, sourcePath, output, error);
 }
 
 bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
@@ -305,13 +280,20 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
   // passed it: another key in the compile cache.
   if (!checkResources)
     flags.push_back("-DAMPC_CUDA_SIM_UNCHECKED");
-  return emit::compileHostLibrary(
-      *program, flags,
-      {"-L" + simLibrary, "-Wl,-rpath," + simLibrary, "-lampc_cudasim"},
-      {StringRef(kCudaKernelsHeader)}, sourcePath, output,
-      "the C++ compiler (cuda-sim)", error, [&](std::string &error) {
-        // What the GPU build would refuse, the execution refuses too (once
-        // per code: the cache keeps only code that passed).
-        return !checkResources || checkCudaResources(sourcePath, error);
-      });
+  std::string link[] = {"-L" + simLibrary, "-Wl,-rpath," + simLibrary,
+                        "-lampc_cudasim"};
+  StringRef headers[] = {kCudaKernelsHeader};
+  emit::LibraryCompile how;
+  how.program = *program;
+  how.compileFlags = flags;
+  how.linkFlags = link;
+  how.headers = headers;
+  how.what = "the C++ compiler (cuda-sim)";
+  // What the GPU build would refuse, the execution refuses too (once per
+  // code: the cache keeps only code that passed).
+  auto check = [&](std::string &error) {
+    return !checkResources || checkCudaResources(sourcePath, error);
+  };
+  how.checkBefore = check;
+  return emit::compileLibrary(how, sourcePath, output, error);
 }
