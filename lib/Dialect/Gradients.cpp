@@ -673,56 +673,99 @@ LogicalResult GatherOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
 // Under "none" only the update that won its position (the last to name it)
 // gets dy there: the winners are found by scattering each index's ordinal
 // and gathering it back (torch passes dy to every duplicate, which finite
-// differences do not see). mul, max and min have no rule.
+// differences do not see). max and min: dy goes to the data element or
+// updates equal to the output at their position, split evenly between ties
+// (torch.scatter_reduce's amax and amin). mul: the data's adjoint is dy
+// times the product of the updates at its position; an update's is dy
+// times the product of the data and the other updates there, written
+// without dividing by zero as ReduceProd's rule is.
 LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool> wanted,
                                        MutableArrayRef<Value> dOperands) {
   StringRef reduction = getReduction();
-  if (reduction != "none" && reduction != "add")
-    return emitOpError("has no gradient rule for reduction '")
-           << reduction << "' (only none and add are differentiable)";
   AdjointBuilder ab(b, *this);
   Value dy = dResults[0];
-  if (wanted[0]) {
-    dOperands[0] =
-        reduction == "add"
-            ? dy
-            : ScatterOp::create(
-                  b, ab.loc, dy, getIndices(),
-                  ExpandOp::create(b, ab.loc, getUpdates().getType(),
-                                   ab.scalar(0.0, dy)),
-                  getAxisAttr(), getReductionAttr());
+  Value indices = getIndices(), updates = getUpdates(), data = getData();
+  IntegerAttr axisAttr = getAxisAttr();
+  auto gather = [&](Value table) {
+    return GatherOp::create(b, ab.loc, table, indices, axisAttr).getResult();
+  };
+  auto scatter = [&](Value into, Value values, StringRef how) {
+    return ScatterOp::create(b, ab.loc, into, indices, values, axisAttr,
+                             b.getStringAttr(how))
+        .getResult();
+  };
+  auto filled = [&](Value like, double value) {
+    return ExpandOp::create(b, ab.loc, like.getType(), ab.scalar(value, like))
+        .getResult();
+  };
+  if (reduction == "max" || reduction == "min") {
+    Type element = elementOf(dy);
+    Value out = getResult();
+    Value atData = EqualOp::create(b, ab.loc, data, out);
+    Value atUpdate = EqualOp::create(b, ab.loc, updates, gather(out));
+    Value ties = ab.add(
+        ab.castTo(atData, element),
+        scatter(filled(dy, 0.0), ab.castTo(atUpdate, element), "add"));
+    Value share = ab.div(dy, ties);
+    if (wanted[0])
+      dOperands[0] = ab.select(atData, share);
+    if (wanted[2])
+      dOperands[2] = ab.select(atUpdate, gather(share));
+    return success();
   }
+  if (reduction == "mul") {
+    if (wanted[0])
+      dOperands[0] = ab.mul(dy, scatter(filled(data, 1.0), updates, "mul"));
+    if (!wanted[2])
+      return success();
+    Value zero = ab.scalar(0.0, updates), one = ab.scalar(1.0, updates);
+    Value isZero = EqualOp::create(b, ab.loc, updates, zero);
+    Value zeros = gather(scatter(filled(data, 0.0),
+                                 ab.castTo(isZero, elementOf(data)), "add"));
+    Value nonZero = gather(
+        scatter(data, WhereOp::create(b, ab.loc, isZero, one, updates), "mul"));
+    Value others = WhereOp::create(
+        b, ab.loc, isZero,
+        ab.select(EqualOp::create(b, ab.loc, zeros, one), nonZero),
+        ab.select(EqualOp::create(b, ab.loc, zeros, zero),
+                  ab.div(nonZero, updates)));
+    dOperands[2] = ab.mul(gather(dy), others);
+    return success();
+  }
+  if (wanted[0])
+    dOperands[0] =
+        reduction == "add" ? dy : scatter(dy, filled(updates, 0.0), "none");
   if (!wanted[2])
     return success();
-  Value gathered = GatherOp::create(b, ab.loc, dy, getIndices(), getAxisAttr());
+  Value gathered = gather(dy);
   if (reduction == "add") {
     dOperands[2] = gathered;
     return success();
   }
-  RankedTensorType indices = tensorType(getIndices());
-  RankedTensorType data = tensorType(getData());
-  int64_t axis = axisOf(getData(), getAxis());
-  int64_t count = indices.getNumElements();
+  RankedTensorType indexType = tensorType(indices);
+  RankedTensorType dataType = tensorType(data);
+  int64_t axis = axisOf(data, getAxis());
+  int64_t count = indexType.getNumElements();
   auto i64 = b.getI64Type();
   SmallVector<int64_t> ordinals(count);
   for (int64_t i = 0; i < count; ++i)
     ordinals[i] = i;
-  auto ordinalType = RankedTensorType::get(indices.getShape(), i64);
+  auto ordinalType = RankedTensorType::get(indexType.getShape(), i64);
   Value ordinal = ConstantOp::create(
       b, ab.loc, DenseElementsAttr::get(ordinalType, ArrayRef(ordinals)));
-  auto slotsType = RankedTensorType::get({data.getDimSize(axis)}, i64);
+  auto slotsType = RankedTensorType::get({dataType.getDimSize(axis)}, i64);
   Value none = ConstantOp::create(
       b, ab.loc, DenseElementsAttr::get(slotsType, b.getI64IntegerAttr(-1)));
-  Value winners = ScatterOp::create(b, ab.loc, none, getIndices(), ordinal,
+  Value winners = ScatterOp::create(b, ab.loc, none, indices, ordinal,
                                     b.getI64IntegerAttr(0), getReductionAttr());
   Value won = EqualOp::create(
       b, ab.loc,
-      GatherOp::create(b, ab.loc, winners, getIndices(), b.getI64IntegerAttr(0)),
+      GatherOp::create(b, ab.loc, winners, indices, b.getI64IntegerAttr(0)),
       ordinal);
   SmallVector<int64_t> spread(axis, 1);
-  llvm::append_range(spread, indices.getShape());
-  spread.append(data.getRank() - axis - 1, 1);
+  llvm::append_range(spread, indexType.getShape());
+  spread.append(dataType.getRank() - axis - 1, 1);
   dOperands[2] = ab.select(ab.reshape(won, spread), gathered);
   return success();
 }

@@ -25,16 +25,3 @@ func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
   %l = ampc.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
-
-// -----
-
-// A scatter that keeps the larger value has no gradient rule (only none
-// and add do).
-ampc.parameter @u : tensor<3xf32> = dense<1.0> : tensor<3xf32>
-func.func @forward(%x: tensor<8xf32>, %i: tensor<3xi64>) -> tensor<f32> {
-  %u = ampc.load_parameter @u : tensor<3xf32>
-  // expected-error @+1 {{'ampc.scatter' op has no gradient rule for reduction 'max' (only none and add are differentiable)}}
-  %y = ampc.scatter %x, %i, %u {reduction = "max"} : (tensor<8xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<8xf32>
-  %l = ampc.reduce_sum %y {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<8xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}

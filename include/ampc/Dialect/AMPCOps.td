@@ -799,7 +799,8 @@ def AMPC_ScatterOp : AMPC_Op<"scatter",
     `reduction` is "none" (a later index wins over an earlier one, as
     ONNX's reference applies them), "add", "mul", "max" or "min". An index
     outside [-data.shape[axis], data.shape[axis]) is an error at run time,
-    as in Gather. Differentiable for "none" and "add".
+    as in Gather. Differentiable for every reduction (max and min split
+    the adjoint evenly between tied values, as torch's scatter_reduce).
 
     ```mlir
     %y = ampc.scatter %data, %rows, %updates {axis = 0 : i64, reduction = "add"} : (tensor<8x4xf32>, tensor<3xi64>, tensor<3x4xf32>) -> tensor<8x4xf32>
