@@ -149,9 +149,10 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
   if (name == kAccumulateAttr) {
     auto type = dyn_cast<TypeAttr>(value);
     if (!op->hasTrait<Accumulating>() || !type ||
-        !(type.getValue().isF32() || type.getValue().isF64()))
-      return op->emitOpError("'ampc.accumulate' must be f32 or f64 on an op "
-                             "that accumulates, got ")
+        !(type.getValue().isF32() || type.getValue().isF64() ||
+          type.getValue().isInteger(64)))
+      return op->emitOpError("'ampc.accumulate' must be f32, f64 or i64 on "
+                             "an op that accumulates, got ")
              << value;
     return success();
   }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,9 +34,18 @@ struct AssignAccumulation
         return;
       bool f64 = llvm::any_of(op->getOperandTypes(), isF64Tensor) ||
                  llvm::any_of(op->getResultTypes(), isF64Tensor);
-      op->setAttr(ampc::kAccumulateAttr,
-                  TypeAttr::get(f64 ? Type(b.getF64Type())
-                                    : Type(b.getF32Type())));
+      // An integer reduction sums, multiplies or compares exactly in int64
+      // (FP32 would round past 2^24).
+      bool integer =
+          isa<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+              ampc::ReduceProdOp>(op) &&
+          isa<IntegerType>(
+              cast<RankedTensorType>(op->getOperand(0).getType())
+                  .getElementType());
+      Type type = integer ? Type(b.getI64Type())
+                  : f64   ? Type(b.getF64Type())
+                          : Type(b.getF32Type());
+      op->setAttr(ampc::kAccumulateAttr, TypeAttr::get(type));
     });
   }
 };

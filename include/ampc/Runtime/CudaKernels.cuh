@@ -40,6 +40,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <type_traits>
 #include <new>
 #include <tuple>
 #include <utility>
@@ -758,6 +759,14 @@ __device__ C threadShareSum(int64_t count, const Term &term) {
 
 template <typename C> __device__ C addOf(C a, C b) { return a + b; }
 template <typename C> __device__ C productOf(C a, C b) { return a * b; }
+/// The identity of ReduceMax: -infinity, or the lowest int64 (an integer
+/// reduction accumulates in int64).
+template <typename C> __device__ C lowestOf() {
+  if constexpr (std::is_integral<C>::value)
+    return static_cast<C>(-9223372036854775807LL - 1);
+  else
+    return -static_cast<C>(INFINITY);
+}
 /// ReduceMax's step: the larger, a NaN winning (as `reduce`).
 template <typename C> __device__ C largerOf(C acc, C x) {
   return x > acc || (x != x && acc == acc) ? x : acc;
@@ -777,7 +786,7 @@ __device__ C blockReduce(int64_t n, const At &at, Reduction kind, C *share) {
   }
   if (kind != ReduceMax)
     return blockCombine<C>(threadShareSum<C>(n, at), share, addOf<C>);
-  C acc = -static_cast<C>(INFINITY);
+  C acc = lowestOf<C>();
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
     acc = largerOf(acc, at(j));
   return blockCombine<C>(acc, share, largerOf<C>);

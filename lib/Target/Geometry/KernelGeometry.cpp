@@ -52,11 +52,13 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
 
 StringRef accumulation(Operation *op) {
   auto type = op->getAttrOfType<TypeAttr>(ampc::kAccumulateAttr);
+  if (type && type.getValue().isInteger(64))
+    return "int64_t";
   return type && type.getValue().isF64() ? "double" : "float";
 }
 
 int64_t accumulationBytes(Operation *op) {
-  return accumulation(op) == "double" ? 8 : 4;
+  return accumulation(op) == "float" ? 4 : 8;
 }
 
 int64_t WindowGeometry::inSize() const { return product(in); }
