@@ -10,6 +10,13 @@ before each optimizer step is finite and below the one before.
 
     /usr/bin/python3 test/Models/Inputs/torchvision_models.py OUT [--models
         NAME ...|--all] [--image-size N] [--steps 3] [--ampc build/bin/ampc]
+        [--precision fp16|bf16|fp32] [--torch]
+
+--torch also trains the torch module in FP32 with torch.optim.AdamW (the
+same learning rate, weight decay 0.01, betas and eps as ampc's defaults)
+for the same number of steps on the same batch and prints its losses: the
+reference for a model whose loss does not fall (at a loss near zero the
+FP16 activations' rounding can outweigh one AdamW step's gain).
 
 One line per model: name, parameters, export/compile seconds, the losses,
 ok or FAIL and why; then "N passed, N failed, N not exportable". Models
@@ -75,6 +82,25 @@ def build(name):
     return m
 
 
+def torch_losses(m, x, y, args):
+    """The losses before each of --steps AdamW steps of the torch module
+    itself in FP32 (a copy: `m` is left as built)."""
+    import copy
+    import torch
+    module = copy.deepcopy(m).train()
+    opt = torch.optim.AdamW(module.parameters(), lr=args.lr,
+                            weight_decay=0.01)
+    labels = torch.from_numpy(y)
+    losses = []
+    for _ in range(args.steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(module(x), labels)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
@@ -88,6 +114,10 @@ def main():
                         "default 1e-3 AdamW's first steps overshoot on a "
                         "batch of 2, in torch too: squeezenet1_1's FP32 "
                         "losses go 2.25, 0.93, 2.44 there)")
+    p.add_argument("--precision", default="fp16",
+                   choices=["fp16", "bf16", "fp32"])
+    p.add_argument("--torch", action="store_true",
+                   help="also print torch FP32's losses (AdamW, same batch)")
     p.add_argument("--ampc", default="ampc")
     p.add_argument("--runtime", default=None)
     p.add_argument("--keep", action="store_true",
@@ -118,12 +148,14 @@ def main():
             unexportable.append(name)
             continue
         exported = time.time() - start
-        del m
         start = time.time()
+        reference = torch_losses(m, x, y, args) if args.torch else None
         r = subprocess.run([args.ampc, onnx_path, "--target=cpu",
+                            "--precision=" + args.precision,
                             "--lr=%r" % args.lr, "-o", lib],
                            capture_output=True, text=True)
         compiled = time.time() - start
+        del m
         if r.returncode:
             message = (r.stderr.strip().splitlines() or ["exit %d" %
                                                          r.returncode])[0]
@@ -154,9 +186,11 @@ def main():
         if any(b >= a for a, b in zip(losses, losses[1:])):
             problems.append("the loss does not decrease")
         print("%s: %.1fM parameters, %dx%d, export %.0f s, compile %.0f s, "
-              "%d calls (%d skipped by the scaler) %.1f s, losses %s: %s" % (
+              "%d calls (%d skipped by the scaler) %.1f s, losses %s%s: %s" % (
                   name, params / 1e6, size, size, exported, compiled, calls,
                   skipped, trained, " ".join("%.5f" % v for v in losses),
+                  "" if reference is None else ", torch FP32 " +
+                  " ".join("%.5f" % v for v in reference),
                   "FAIL: " + "; ".join(problems) if problems else "ok"),
               flush=True)
         (failed if problems else passed).append(name)
