@@ -125,6 +125,13 @@ cl::opt<std::string> symbolSuffix(
              "compile into one library; the application loads one with "
              "ampc_model_load_entry"),
     cl::value_desc("SUFFIX"), cl::cat(ampcCategory));
+cl::opt<unsigned> compilePieceKb(
+    "compile-piece-kb",
+    cl::desc("CPU target: cut the generated functions into pieces of about "
+             "this many KiB of source, compiled at once (AMPC_COMPILE_JOBS "
+             "at a time, default one per hardware thread) and kept in the "
+             "compile cache one by one; 0: one piece (default 64)"),
+    cl::init(64), cl::value_desc("KIB"), cl::cat(ampcCategory));
 cl::opt<std::string> loss(
     "loss",
     cl::desc("training loss attached to the first output unless the model "
@@ -407,6 +414,7 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   options.modelName = sys::path::stem(inputPath).str();
   options.precision = precision;
   options.symbolSuffix = symbolSuffix;
+  options.pieceBytes = size_t(compilePieceKb) * 1024;
   std::string error;
   // Sources and parameters go next to the output for --emit=cpp, and to a
   // temporary folder (removed afterwards) for --emit=so.

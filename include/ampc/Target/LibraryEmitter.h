@@ -50,6 +50,9 @@ struct LibraryOptions {
   /// compiled into one library; the application names the entry in
   /// ampc_model_load_entry. Empty: the default names.
   std::string symbolSuffix;
+  /// About how many bytes of a function body go into one piece of the
+  /// generated source (emit::cutPieces; the CPU target); 0: one piece.
+  size_t pieceBytes = 64 * 1024;
 };
 
 namespace emit {
@@ -64,6 +67,15 @@ constexpr int64_t kAlign = 64;
 /// A source written with its data as arrays (to standard output) has none.
 constexpr llvm::StringLiteral kDataMarker =
     "// ---- ampc: data below, compiled apart from the code above ----";
+/// Lines that cut a generated source's code into pieces that compile apart,
+/// at once (compileJobs) and each kept in the compile cache on its own:
+/// the code before the first marker is shared (every piece's translation
+/// unit starts with it); each piece runs to the next marker, the last one
+/// to kDataMarker. A source without one is one piece. Compiled as one
+/// translation unit (a source of several models combined) the markers are
+/// comments.
+constexpr llvm::StringLiteral kPieceMarker =
+    "// ---- ampc: piece, compiled apart after the shared lines above ----";
 inline int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 /// ONNX TensorProto data type code of `t`, as the model ABI uses them; 0 for
@@ -118,6 +130,26 @@ std::string runtimeIncludeFlag(llvm::StringRef buildIncludeDir);
 bool runCompiler(llvm::ArrayRef<std::string> args, llvm::StringRef what,
                  llvm::StringRef sourcePath, std::string &error,
                  std::string *log = nullptr);
+/// Runs the compiler command lines `jobs` at most compileJobs() at a time;
+/// false with `error` as runCompiler sets it for the first that failed.
+/// `logs`, when given, receives what each printed, in order.
+bool runCompilers(llvm::ArrayRef<std::vector<std::string>> jobs,
+                  llvm::StringRef what, llvm::StringRef sourcePath,
+                  std::string &error,
+                  std::vector<std::string> *logs = nullptr);
+/// How many compiles of one library run at once: $AMPC_COMPILE_JOBS, else
+/// the number of hardware threads.
+unsigned compileJobs();
+
+/// A function body cut into pieces of about `pieceBytes` at the offsets
+/// `opEnds` (ends of top-level statements): each piece's statements with,
+/// before them, the state and input pointer declarations (`  T *NAME =
+/// reinterpret_cast<T *>(state + N);`, `  const T *inN = ...`) of the
+/// whole body that it uses. One piece when the body is smaller than two
+/// pieces or `pieceBytes` is 0.
+std::vector<std::string> cutPieces(llvm::StringRef body,
+                                   llvm::ArrayRef<size_t> opEnds,
+                                   size_t pieceBytes);
 /// How a target's compiler builds a library (compileLibrary).
 struct LibraryCompile {
   /// The compiler (a host C++ compiler, or nvcc) and the language its
@@ -340,7 +372,13 @@ private:
               mlir::ElementsAttr initial);
   int64_t layOutConstant(mlir::Operation *constant);
   mlir::LogicalResult emitFunction(mlir::func::FuncOp f,
-                                   llvm::raw_ostream &body);
+                                   llvm::raw_string_ostream &body,
+                                   llvm::SmallVectorImpl<size_t> &opEnds);
+
+protected:
+  /// Where each top-level op's text ends in the bodies emitLibrary gets:
+  /// the places cutPieces may cut them.
+  llvm::SmallVector<size_t> inferOpEnds, stepOpEnds;
 };
 
 } // namespace ampc

@@ -303,57 +303,95 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
     return path.str().str();
   };
 
-  // The code's object: from the cache, else compiled (into the cache).
+  // The code's objects, one per piece: from the cache, else compiled
+  // (into the cache), the misses at once.
+  SmallVector<StringRef> pieceText;
+  StringRef shared;
+  {
+    SmallVector<StringRef> cut;
+    parts->first.split(cut, (Twine(kPieceMarker) + "\n").str());
+    if (cut.size() > 1)
+      shared = cut.front();
+    pieceText.assign(cut.size() > 1 ? cut.begin() + 1 : cut.begin(),
+                     cut.end());
+  }
   std::optional<std::string> key;
   if (!cacheRoot().empty())
     key = compilerKey(how.program, how.compileFlags);
-  bool cache = key.has_value();
-  std::string object = inWork("code.o"), depFile = inWork("code.d");
-  if (cache) {
-    *key += std::string(1, '\0') + parts->first.str();
-    SmallString<256> dir(cacheRoot());
-    sys::path::append(dir, "objects");
-    std::string stem = hexHash(*key);
-    if (sys::fs::create_directories(dir)) {
-      cache = false;
-    } else {
-      object = (dir + "/" + stem + ".o").str();
-      depFile = (dir + "/" + stem + ".d").str();
+  SmallString<256> objects(cacheRoot());
+  sys::path::append(objects, "objects");
+  bool cache = key.has_value() && !sys::fs::create_directories(objects);
+  struct Piece {
+    std::string object, depFile;
+    bool hit = false;
+  };
+  std::vector<Piece> pieces(pieceText.size());
+  std::vector<std::vector<std::string>> compiles;
+  std::vector<size_t> compiled;
+  for (auto [i, text] : llvm::enumerate(pieceText)) {
+    Piece &piece = pieces[i];
+    std::string stem = "code" + std::to_string(i);
+    piece.object = inWork(stem + ".o");
+    piece.depFile = inWork(stem + ".d");
+    if (cache) {
+      std::string hash = hexHash(*key + std::string(1, '\0') + shared.str() +
+                                 std::string(1, '\0') + text.str());
+      piece.object = (objects + "/" + hash + ".o").str();
+      piece.depFile = (objects + "/" + hash + ".d").str();
+      piece.hit = upToDate(piece.object, piece.depFile);
     }
-  }
-  bool hit = cache && upToDate(object, depFile);
-  if (hit) {
-    // Recently used: the trimming removes the oldest written first.
-    int fd;
-    if (!sys::fs::openFileForReadWrite(object, fd, sys::fs::CD_OpenExisting,
-                                       sys::fs::OF_None)) {
-      sys::fs::setLastAccessAndModificationTime(
-          fd, std::chrono::system_clock::now());
-      sys::Process::SafelyCloseFileDescriptor(fd);
+    if (piece.hit) {
+      // Recently used: the trimming removes the oldest written first.
+      int fd;
+      if (!sys::fs::openFileForReadWrite(piece.object, fd,
+                                         sys::fs::CD_OpenExisting,
+                                         sys::fs::OF_None)) {
+        sys::fs::setLastAccessAndModificationTime(
+            fd, std::chrono::system_clock::now());
+        sys::Process::SafelyCloseFileDescriptor(fd);
+      }
+      continue;
     }
-  } else {
-    if (how.checkBefore && !how.checkBefore(error))
-      return false;
-    std::string code = inWork("code.cpp");
-    if (!writeText(code, parts->first)) {
+    std::string code = inWork(stem + ".cpp");
+    if (!writeText(code, (shared + text).str())) {
       error = "cannot write " + code;
       return false;
     }
-    std::string tmpObject = object + ".tmp" + std::to_string(::getpid());
-    std::string tmpDep = depFile + ".tmp" + std::to_string(::getpid());
+    std::string suffix = ".tmp" + std::to_string(::getpid());
     std::vector<std::string> args = withFlags(true);
-    args.insert(args.end(), {"-x", how.language.str(), "-c", code, "-o",
-                             tmpObject, "-MD", "-MF", tmpDep});
-    if (!compileCode(args)) {
-      sys::fs::remove(tmpObject);
-      sys::fs::remove(tmpDep);
+    args.insert(args.end(),
+                {"-x", how.language.str(), "-c", code, "-o",
+                 piece.object + suffix, "-MD", "-MF", piece.depFile + suffix});
+    compiles.push_back(std::move(args));
+    compiled.push_back(i);
+  }
+  if (!compiles.empty()) {
+    if (how.checkBefore && !how.checkBefore(error))
+      return false;
+    std::string suffix = ".tmp" + std::to_string(::getpid());
+    auto removeTemporaries = [&] {
+      for (size_t i : compiled) {
+        sys::fs::remove(pieces[i].object + suffix);
+        sys::fs::remove(pieces[i].depFile + suffix);
+      }
+    };
+    std::vector<std::string> logs;
+    bool ok = runCompilers(compiles, how.what, sourcePath, error, &logs);
+    for (size_t j = 0; ok && how.checkAfter && j < logs.size(); ++j)
+      ok = how.checkAfter(logs[j], error);
+    if (!ok) {
+      removeTemporaries();
       return false;
     }
     // Dependency file first: an object without one is never used.
-    if (sys::fs::rename(tmpDep, depFile) ||
-        sys::fs::rename(tmpObject, object)) {
-      error = "cannot write " + object;
-      return false;
+    for (size_t i : compiled) {
+      Piece &piece = pieces[i];
+      if (sys::fs::rename(piece.depFile + suffix, piece.depFile) ||
+          sys::fs::rename(piece.object + suffix, piece.object)) {
+        removeTemporaries();
+        error = "cannot write " + piece.object;
+        return false;
+      }
     }
   }
 
@@ -367,12 +405,18 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
   args.insert(args.end(), {"-c", data, "-o", dataObject});
   if (!runCompiler(args, how.what, sourcePath, error))
     return false;
-  std::vector<std::string> link = {how.program.str(), "-shared", object,
-                                   dataObject, "-o", output.str()};
+  std::vector<std::string> link = {how.program.str(), "-shared"};
+  for (const Piece &piece : pieces)
+    link.push_back(piece.object);
+  link.insert(link.end(), {dataObject, "-o", output.str()});
   link.insert(link.end(), how.linkFlags.begin(), how.linkFlags.end());
   if (!runCompiler(link, how.what, sourcePath, error))
     return false;
-  if (cache && !hit)
-    trimObjects(sys::path::parent_path(object), {object, depFile});
+  if (cache && !compiled.empty()) {
+    std::vector<std::string> keep;
+    for (const Piece &piece : pieces)
+      keep.insert(keep.end(), {piece.object, piece.depFile});
+    trimObjects(objects, keep);
+  }
   return true;
 }

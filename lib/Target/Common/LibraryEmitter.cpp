@@ -11,13 +11,18 @@
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+
+#include <thread>
 
 using namespace mlir;
 using llvm::formatv;
@@ -213,29 +218,140 @@ std::string runtimeIncludeFlag(StringRef buildIncludeDir) {
 
 bool runCompiler(ArrayRef<std::string> args, StringRef what,
                  StringRef sourcePath, std::string &error, std::string *log) {
-  SmallString<128> logFile;
-  if (llvm::sys::fs::createTemporaryFile("ampc-compiler", "log", logFile)) {
-    error = "cannot create a temporary file";
-    return false;
-  }
-  llvm::FileRemover removeLog(logFile);
-  SmallVector<StringRef> refs(args.begin(), args.end());
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
-                                          StringRef(logFile)};
-  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects);
-  auto text = llvm::MemoryBuffer::getFile(logFile);
-  StringRef printed = text ? (*text)->getBuffer() : StringRef();
-  if (log)
-    *log = printed.str();
-  if (rc == 0)
-    return true;
-  error = what.str() + " failed on " + sourcePath.str();
-  for (StringRef line : llvm::split(printed, '\n'))
-    if (line.contains("error")) {
-      error += ": " + line.trim().str();
-      break;
+  std::vector<std::string> logs;
+  bool ok = runCompilers({std::vector<std::string>(args.begin(), args.end())},
+                         what, sourcePath, error, log ? &logs : nullptr);
+  if (log && !logs.empty())
+    *log = std::move(logs.front());
+  return ok;
+}
+
+unsigned compileJobs() {
+  unsigned jobs = 0;
+  if (const char *env = std::getenv("AMPC_COMPILE_JOBS"))
+    StringRef(env).getAsInteger(10, jobs);
+  if (jobs == 0)
+    jobs = std::thread::hardware_concurrency();
+  return std::max(jobs, 1u);
+}
+
+std::vector<std::string> cutPieces(StringRef body, ArrayRef<size_t> opEnds,
+                                   size_t pieceBytes) {
+  if (pieceBytes == 0 || body.size() < 2 * pieceBytes)
+    return {body.str()};
+  // The pointer declarations at the top level of the body, by name.
+  llvm::StringMap<StringRef> declarations;
+  auto declared = [](StringRef line) -> StringRef {
+    if (!line.starts_with("  ") || line.starts_with("   ") ||
+        !(line.contains(" = reinterpret_cast<") ||
+          line.contains(" = static_cast<const ")))
+      return {};
+    StringRef left = line.split(" = ").first;
+    size_t star = left.rfind('*');
+    return star == StringRef::npos ? StringRef() : left.drop_front(star + 1);
+  };
+  for (StringRef line : llvm::split(body, '\n'))
+    if (StringRef n = declared(line); !n.empty())
+      declarations[n] = line;
+  std::vector<std::string> pieces;
+  size_t begin = 0;
+  auto finish = [&](size_t end) {
+    StringRef text = body.slice(begin, end);
+    begin = end;
+    std::string statements, uses;
+    llvm::StringSet<> used;
+    for (StringRef line : llvm::split(text, '\n')) {
+      if (line.empty())
+        continue;
+      if (declared(line).empty())
+        statements += (line + "\n").str();
+      // Every identifier of the line that names a declaration.
+      for (size_t i = 0; i < line.size();) {
+        if (!llvm::isAlpha(line[i]) && line[i] != '_') {
+          ++i;
+          continue;
+        }
+        size_t j = i;
+        while (j < line.size() && (llvm::isAlnum(line[j]) || line[j] == '_'))
+          ++j;
+        StringRef word = line.slice(i, j);
+        if (declarations.count(word) && used.insert(word).second)
+          uses += (declarations.lookup(word) + "\n").str();
+        i = j;
+      }
     }
-  return false;
+    pieces.push_back(uses + statements);
+  };
+  for (size_t end : opEnds)
+    if (end - begin >= pieceBytes && body.size() - end >= pieceBytes / 2)
+      finish(end);
+  finish(body.size());
+  return pieces;
+}
+
+bool runCompilers(ArrayRef<std::vector<std::string>> jobs, StringRef what,
+                  StringRef sourcePath, std::string &error,
+                  std::vector<std::string> *logs) {
+  struct Running {
+    llvm::sys::ProcessInfo process;
+    SmallString<128> log;
+  };
+  std::vector<Running> running(jobs.size());
+  std::vector<int> status(jobs.size(), -1);
+  llvm::scope_exit cleanup([&] {
+    for (Running &r : running)
+      if (!r.log.empty())
+        llvm::sys::fs::remove(r.log);
+  });
+  // Starts job `i`; false when it cannot be started.
+  auto start = [&](size_t i) {
+    if (llvm::sys::fs::createTemporaryFile("ampc-compiler", "log",
+                                           running[i].log))
+      return false;
+    SmallVector<StringRef> refs(jobs[i].begin(), jobs[i].end());
+    std::optional<StringRef> redirects[] = {
+        std::nullopt, StringRef(running[i].log), StringRef(running[i].log)};
+    running[i].process = llvm::sys::ExecuteNoWait(jobs[i][0], refs,
+                                                  std::nullopt, redirects);
+    return running[i].process.Pid != llvm::sys::ProcessInfo::InvalidPid;
+  };
+  size_t next = 0, limit = compileJobs();
+  std::vector<size_t> active;
+  while (next < jobs.size() || !active.empty()) {
+    while (next < jobs.size() && active.size() < limit) {
+      if (!start(next))
+        status[next] = -1;
+      else
+        active.push_back(next);
+      ++next;
+    }
+    // The oldest running job (the compiles of one source take similar
+    // times, so waiting in order loses little).
+    size_t i = active.front();
+    active.erase(active.begin());
+    status[i] = llvm::sys::Wait(running[i].process, std::nullopt).ReturnCode;
+  }
+  if (logs)
+    logs->clear();
+  bool ok = true;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::string printed;
+    if (!running[i].log.empty())
+      if (auto text = llvm::MemoryBuffer::getFile(running[i].log))
+        printed = (*text)->getBuffer().str();
+    if (logs)
+      logs->push_back(printed);
+    if (status[i] == 0 || !ok)
+      continue;
+    ok = false;
+    error = what.str() + " failed on " + sourcePath.str();
+    for (StringRef line : llvm::split(printed, '\n'))
+      if (line.contains("error")) {
+        error += ": " + line.trim().str();
+        break;
+      }
+  }
+  return ok;
 }
 
 uint64_t dropoutSeed(Operation *dropout) {
@@ -509,7 +625,9 @@ static StringAttr storageSymbol(Value v) {
 }
 
 LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
-                                           llvm::raw_ostream &body) {
+                                           llvm::raw_string_ostream &body,
+                                           SmallVectorImpl<size_t> &opEnds) {
+  opEnds.clear();
   names.clear();
   if (auto staging = f->getAttrOfType<DenseI64ArrayAttr>(ampc::kInputOffsetsAttr))
     inputOffsets = staging.asArrayRef();
@@ -554,6 +672,7 @@ LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
                               << t;
     if (failed(emitOp(&op, body)))
       return failure();
+    opEnds.push_back(body.str().size());
   }
   return success();
 }
@@ -887,14 +1006,14 @@ LogicalResult LibraryEmitter::run() {
 
   std::string inferText, stepText;
   llvm::raw_string_ostream inferBody(inferText), stepBody(stepText);
-  if (failed(emitFunction(forward, inferBody)))
+  if (failed(emitFunction(forward, inferBody, inferOpEnds)))
     return failure();
   if (trainStep) {
     if (trainStep.getArgumentTypes() != forward.getArgumentTypes())
       return trainStep.emitError()
              << "must take the arguments of @forward (the library has one "
                 "list of inputs)";
-    if (failed(emitFunction(trainStep, stepBody)))
+    if (failed(emitFunction(trainStep, stepBody, stepOpEnds)))
       return failure();
   }
   return emitLibrary(forward, trainStep, inferText, stepText);

@@ -957,7 +957,46 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
      << "\n";
   for (StringRef header : kIncludes)
     os << "#include \"" << header << "\"\n";
-  os << "\n";
+  os << "\n" << constants;
+  // A large body is cut into pieces (functions of their own, which the
+  // compile builds apart and at once; kPieceMarker), the function
+  // calling them in order and returning the first error.
+  bool training = isTraining(trainStep);
+  struct Body {
+    std::string name;
+    std::vector<std::string> pieces;
+  };
+  SmallVector<Body> bodies;
+  bodies.push_back({"infer", cutPieces(inferBody, inferOpEnds,
+                                             options.pieceBytes)});
+  if (trainStep)
+    bodies.push_back({training ? "trainStepBody" : "gradients",
+                      cutPieces(stepBody, stepOpEnds, options.pieceBytes)});
+  auto pieceName = [&](const Body &body, size_t i) {
+    return symbol("ampc_" + body.name + "_piece" + std::to_string(i));
+  };
+  auto signature = [](StringRef name) {
+    return ("int32_t " + name +
+            "(unsigned char *state, const void *const *inputs, "
+            "void *const *outputs)")
+        .str();
+  };
+  bool pieced = llvm::any_of(bodies, [](const Body &b) {
+    return b.pieces.size() > 1;
+  });
+  if (pieced) {
+    for (const Body &body : bodies)
+      for (size_t i = 0; i < body.pieces.size(); ++i)
+        os << signature(pieceName(body, i)) << ";\n";
+    for (const Body &body : bodies)
+      for (size_t i = 0; i < body.pieces.size(); ++i)
+        os << "\n"
+           << kPieceMarker << "\n"
+           << signature(pieceName(body, i))
+           << " {\n  (void)state; (void)inputs; (void)outputs;\n"
+           << body.pieces[i] << "  return 0;\n}\n";
+    os << "\n" << kPieceMarker << "\n";
+  }
   emitParameterBlob(
       "The parameters' initial values, laid out as in the state.");
   emitCopyTable();
@@ -972,7 +1011,7 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
         "uint64_t bytes) {\n"
         "  std::memcpy(static_cast<unsigned char *>(raw) + offset, in, bytes);\n"
         "  return 0;\n}\n\n";
-  os << constants << "\nstatic int32_t init(void *raw, const ampc_abi_config *) {\n";
+  os << "static int32_t init(void *raw, const ampc_abi_config *) {\n";
   if (blobBytes)
     os << "  std::memcpy(raw, " << symbol("ampc_parameter_blob") << ", "
        << blobBytes << "ULL);\n";
@@ -981,17 +1020,22 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
                   "{0}, {1}ULL, {2}, {3}LL);\n",
                   f.offset, f.word, f.width, f.count);
   os << "  return refreshCopies(raw, -1);\n}\n\n";
-  auto function = [&](StringRef name, StringRef body) {
-    os << "static int32_t " << name
+  auto function = [&](const Body &body) {
+    os << "static int32_t " << body.name
        << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
           "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
-          "  (void)state; (void)inputs; (void)outputs;\n"
-       << body << "  return 0;\n}\n\n";
+          "  (void)state; (void)inputs; (void)outputs;\n";
+    if (!pieced)
+      os << body.pieces.front();
+    else
+      for (size_t i = 0; i < body.pieces.size(); ++i)
+        os << "  if (int32_t status = " << pieceName(body, i)
+           << "(state, inputs, outputs))\n    return status;\n";
+    os << "  return 0;\n}\n\n";
   };
-  function("infer", inferBody);
-  bool training = isTraining(trainStep);
+  function(bodies[0]);
   if (trainStep) {
-    function(training ? "trainStepBody" : "gradients", stepBody);
+    function(bodies[1]);
     if (failed(emitParameterAccess(trainStep)))
       return failure();
   }
