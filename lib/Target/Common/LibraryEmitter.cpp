@@ -325,6 +325,8 @@ bool runCompilers(ArrayRef<std::vector<std::string>> jobs, StringRef what,
         active.push_back(next);
       ++next;
     }
+    if (active.empty())
+      break; // none could be started
     // The oldest running job (the compiles of one source take similar
     // times, so waiting in order loses little).
     size_t i = active.front();
