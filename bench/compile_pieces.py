@@ -19,31 +19,20 @@ wall time as a ratio of the first --kb's.
 """
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "utils", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "Models", "Inputs"))
+sys.path.insert(0, HERE)
+
+from rebuild_time import timed  # noqa: E402  (wall and CPU seconds)
 
 MARKER = "piece, compiled apart after the shared lines above"
-
-
-def run(cmd, env):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode:
-        sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime -
-                                                        before.ru_stime)
 
 
 def main():
@@ -87,9 +76,9 @@ def main():
                 cmd = [ampc, model, "--target=cpu",
                        f"--compile-piece-kb={kb}", "-o",
                        os.path.join(work, "lib.so")]
-                run(cmd, env)  # builds the precompiled header
+                timed(cmd, env)  # builds the precompiled header
                 shutil.rmtree(os.path.join(cache, "objects"))
-                wall, cpu = run(cmd, env)
+                wall, cpu = timed(cmd, env)
                 walls.append(wall)
                 cpus.append(cpu)
             wall, cpu = statistics.median(walls), statistics.median(cpus)

@@ -104,6 +104,18 @@ public:
     return WhereOp::create(b, loc, mask, grad, scalar(0.0, grad));
   }
 
+  /// The product of the other factors of each element of `x` in its
+  /// product, without dividing by zero: `isZero` = (x == 0), `zeros` the
+  /// count of zeros among the factors and `nonZero` the product of the
+  /// non-zero ones (both broadcast to x). p / x when there is no zero, p
+  /// for the zero itself when there is one, 0 otherwise.
+  Value productOfOthers(Value x, Value isZero, Value zeros, Value nonZero) {
+    Value zero = scalar(0.0, zeros), one = scalar(1.0, zeros);
+    return WhereOp::create(
+        b, loc, isZero, select(EqualOp::create(b, loc, zeros, one), nonZero),
+        select(EqualOp::create(b, loc, zeros, zero), div(nonZero, x)));
+  }
+
   /// Softmax along `axis`, adjoint from the result y:
   /// dx = y * (dy - sum(dy * y, axis)).
   Value softmaxBackward(Value grad, Value y, int64_t axis) {
@@ -719,18 +731,16 @@ LogicalResult ScatterOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
       dOperands[0] = ab.mul(dy, scatter(filled(data, 1.0), updates, "mul"));
     if (!wanted[2])
       return success();
-    Value zero = ab.scalar(0.0, updates), one = ab.scalar(1.0, updates);
-    Value isZero = EqualOp::create(b, ab.loc, updates, zero);
+    Value isZero =
+        EqualOp::create(b, ab.loc, updates, ab.scalar(0.0, updates));
     Value zeros = gather(scatter(filled(data, 0.0),
                                  ab.castTo(isZero, elementOf(data)), "add"));
-    Value nonZero = gather(
-        scatter(data, WhereOp::create(b, ab.loc, isZero, one, updates), "mul"));
-    Value others = WhereOp::create(
-        b, ab.loc, isZero,
-        ab.select(EqualOp::create(b, ab.loc, zeros, one), nonZero),
-        ab.select(EqualOp::create(b, ab.loc, zeros, zero),
-                  ab.div(nonZero, updates)));
-    dOperands[2] = ab.mul(gather(dy), others);
+    Value nonZero = gather(scatter(
+        data,
+        WhereOp::create(b, ab.loc, isZero, ab.scalar(1.0, updates), updates),
+        "mul"));
+    dOperands[2] = ab.mul(gather(dy),
+                          ab.productOfOthers(updates, isZero, zeros, nonZero));
     return success();
   }
   if (wanted[0])
@@ -856,12 +866,8 @@ LogicalResult ReduceProdOp::buildGradient(OpBuilder &b,
                              /*keepDims=*/true);
   Value nonZero = ReduceProdOp::create(
       b, ab.loc, WhereOp::create(b, ab.loc, isZero, one, x), axes, 1);
-  Value noZero = EqualOp::create(b, ab.loc, zeros, zero);
-  Value oneZero = EqualOp::create(b, ab.loc, zeros, one);
-  Value others = WhereOp::create(
-      b, ab.loc, isZero, ab.select(oneZero, nonZero),
-      ab.select(noZero, ab.div(nonZero, x)));
-  dOperands[0] = ab.mul(ab.broadcastBack(dResults[0], x, axes, 1.0), others);
+  dOperands[0] = ab.mul(ab.broadcastBack(dResults[0], x, axes, 1.0),
+                        ab.productOfOthers(x, isZero, zeros, nonZero));
   return success();
 }
 

@@ -26,7 +26,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ampc {
 
@@ -140,15 +142,24 @@ bool runCompilers(llvm::ArrayRef<std::vector<std::string>> jobs,
 /// How many compiles of one library run at once: $AMPC_COMPILE_JOBS, else
 /// the number of hardware threads.
 unsigned compileJobs();
+/// The host C++ compiler: $CXX, else `c++`, found on PATH; nothing, with
+/// `error` set, when there is none.
+std::optional<std::string> hostCompiler(std::string &error);
 
-/// A function body cut into pieces of about `pieceBytes` at the offsets
-/// `opEnds` (ends of top-level statements): each piece's statements with,
-/// before them, the state and input pointer declarations (`  T *NAME =
-/// reinterpret_cast<T *>(state + N);`, `  const T *inN = ...`) of the
-/// whole body that it uses. One piece when the body is smaller than two
+/// Where an emitted function body may be cut (cutPieces).
+struct BodyLayout {
+  /// The offsets in the body where each top-level op's text ends.
+  llvm::SmallVector<size_t> opEnds;
+  /// The line that declares each state or input pointer in the body, by
+  /// the pointer's name.
+  llvm::StringMap<std::string> declarations;
+};
+/// A function body cut into pieces of about `pieceBytes` at `layout`'s op
+/// ends: each piece's statements with, before them, the pointer
+/// declarations it uses. One piece when the body is smaller than two
 /// pieces or `pieceBytes` is 0.
 std::vector<std::string> cutPieces(llvm::StringRef body,
-                                   llvm::ArrayRef<size_t> opEnds,
+                                   const BodyLayout &layout,
                                    size_t pieceBytes);
 /// How a target's compiler builds a library (compileLibrary).
 struct LibraryCompile {
@@ -337,6 +348,17 @@ protected:
   /// What goes after kDataMarker (emitDescriptor writes it last).
   std::string dataSection;
   llvm::DenseMap<mlir::Value, std::string> names;
+  /// The layout of the body emitFunction is writing.
+  emit::BodyLayout *layout = nullptr;
+  /// Writes `line` (`  T *NAME = ...;`, without the newline) declaring the
+  /// pointer `name` to `body`, and records it in the layout.
+  void declarePointer(llvm::StringRef name, const llvm::Twine &line,
+                      llvm::raw_ostream &body) {
+    std::string text = line.str();
+    body << text << "\n";
+    if (layout)
+      layout->declarations[name] = std::move(text);
+  }
   /// Offsets in the state of the values bound there (views take their
   /// operand's).
   llvm::DenseMap<mlir::Value, int64_t> stateOffsets;
@@ -373,12 +395,11 @@ private:
   int64_t layOutConstant(mlir::Operation *constant);
   mlir::LogicalResult emitFunction(mlir::func::FuncOp f,
                                    llvm::raw_string_ostream &body,
-                                   llvm::SmallVectorImpl<size_t> &opEnds);
+                                   emit::BodyLayout &bodyLayout);
 
 protected:
-  /// Where each top-level op's text ends in the bodies emitLibrary gets:
-  /// the places cutPieces may cut them.
-  llvm::SmallVector<size_t> inferOpEnds, stepOpEnds;
+  /// Where the bodies emitLibrary gets may be cut (cutPieces).
+  emit::BodyLayout inferLayout, stepLayout;
 };
 
 } // namespace ampc

@@ -1,14 +1,14 @@
-//===- CompileCache.cpp - precompiled runtime headers for the host compiler
-//===//
+//===- CompileCache.cpp - the compile cache of generated sources ----------===//
 //
-// Most of a small model's C++ compile is the compiler parsing the kernel
-// headers the generated source includes (docs/design.md, "Faster
-// rebuilds"). Those headers change with ampc only, so GCC's precompiled
-// header of them is built once per compiler and flags into ampc's cache
-// folder and every later compile includes it. The cache is a speed-up
-// only: whenever it cannot be used (off, another process building it, a
-// compiler that is not GCC, a failed build) the compile parses the headers
-// itself and produces the same library.
+// Builds a generated source into a library (emit::compileLibrary) so that
+// a rebuild redoes little (docs/design.md, "Faster rebuilds"): the runtime
+// headers come from GCC's precompiled header, built once per compiler and
+// flags into ampc's cache folder; the code is compiled apart from the data
+// (kDataMarker), in pieces compiled at once (kPieceMarker), each piece's
+// object kept in the cache under the hash of its compiler, flags and text.
+// The cache is a speed-up only: whenever it cannot be used (off, another
+// process building the header, a compiler that is not GCC, a failed
+// build) the compile does the work itself and produces the same library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -326,6 +326,8 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
     bool hit = false;
   };
   std::vector<Piece> pieces(pieceText.size());
+  // Objects are written under temporary names and renamed when whole.
+  std::string suffix = ".tmp" + std::to_string(::getpid());
   std::vector<std::vector<std::string>> compiles;
   std::vector<size_t> compiled;
   for (auto [i, text] : llvm::enumerate(pieceText)) {
@@ -357,7 +359,6 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
       error = "cannot write " + code;
       return false;
     }
-    std::string suffix = ".tmp" + std::to_string(::getpid());
     std::vector<std::string> args = withFlags(true);
     args.insert(args.end(),
                 {"-x", how.language.str(), "-c", code, "-o",
@@ -368,7 +369,6 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
   if (!compiles.empty()) {
     if (how.checkBefore && !how.checkBefore(error))
       return false;
-    std::string suffix = ".tmp" + std::to_string(::getpid());
     auto removeTemporaries = [&] {
       for (size_t i : compiled) {
         sys::fs::remove(pieces[i].object + suffix);

@@ -226,6 +226,18 @@ bool runCompiler(ArrayRef<std::string> args, StringRef what,
   return ok;
 }
 
+std::optional<std::string> hostCompiler(std::string &error) {
+  std::string compiler = "c++";
+  if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
+    compiler = cxx;
+  auto program = llvm::sys::findProgramByName(compiler);
+  if (!program) {
+    error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
+    return std::nullopt;
+  }
+  return *program;
+}
+
 unsigned compileJobs() {
   unsigned jobs = 0;
   if (const char *env = std::getenv("AMPC_COMPILE_JOBS"))
@@ -235,24 +247,14 @@ unsigned compileJobs() {
   return std::max(jobs, 1u);
 }
 
-std::vector<std::string> cutPieces(StringRef body, ArrayRef<size_t> opEnds,
+std::vector<std::string> cutPieces(StringRef body, const BodyLayout &layout,
                                    size_t pieceBytes) {
   if (pieceBytes == 0 || body.size() < 2 * pieceBytes)
     return {body.str()};
-  // The pointer declarations at the top level of the body, by name.
-  llvm::StringMap<StringRef> declarations;
-  auto declared = [](StringRef line) -> StringRef {
-    if (!line.starts_with("  ") || line.starts_with("   ") ||
-        !(line.contains(" = reinterpret_cast<") ||
-          line.contains(" = static_cast<const ")))
-      return {};
-    StringRef left = line.split(" = ").first;
-    size_t star = left.rfind('*');
-    return star == StringRef::npos ? StringRef() : left.drop_front(star + 1);
-  };
-  for (StringRef line : llvm::split(body, '\n'))
-    if (StringRef n = declared(line); !n.empty())
-      declarations[n] = line;
+  const llvm::StringMap<std::string> &declarations = layout.declarations;
+  llvm::StringSet<> declarationLines;
+  for (const auto &d : declarations)
+    declarationLines.insert(d.getValue());
   std::vector<std::string> pieces;
   size_t begin = 0;
   auto finish = [&](size_t end) {
@@ -263,7 +265,7 @@ std::vector<std::string> cutPieces(StringRef body, ArrayRef<size_t> opEnds,
     for (StringRef line : llvm::split(text, '\n')) {
       if (line.empty())
         continue;
-      if (declared(line).empty())
+      if (!declarationLines.contains(line))
         statements += (line + "\n").str();
       // Every identifier of the line that names a declaration.
       for (size_t i = 0; i < line.size();) {
@@ -275,14 +277,15 @@ std::vector<std::string> cutPieces(StringRef body, ArrayRef<size_t> opEnds,
         while (j < line.size() && (llvm::isAlnum(line[j]) || line[j] == '_'))
           ++j;
         StringRef word = line.slice(i, j);
-        if (declarations.count(word) && used.insert(word).second)
-          uses += (declarations.lookup(word) + "\n").str();
+        if (auto it = declarations.find(word);
+            it != declarations.end() && used.insert(word).second)
+          uses += it->getValue() + "\n";
         i = j;
       }
     }
     pieces.push_back(uses + statements);
   };
-  for (size_t end : opEnds)
+  for (size_t end : layout.opEnds)
     if (end - begin >= pieceBytes && body.size() - end >= pieceBytes / 2)
       finish(end);
   finish(body.size());
@@ -318,13 +321,10 @@ bool runCompilers(ArrayRef<std::vector<std::string>> jobs, StringRef what,
   size_t next = 0, limit = compileJobs();
   std::vector<size_t> active;
   while (next < jobs.size() || !active.empty()) {
-    while (next < jobs.size() && active.size() < limit) {
-      if (!start(next))
-        status[next] = -1;
-      else
+    // A job that cannot be started keeps status -1: a failure.
+    for (; next < jobs.size() && active.size() < limit; ++next)
+      if (start(next))
         active.push_back(next);
-      ++next;
-    }
     if (active.empty())
       break; // none could be started
     // The oldest running job (the compiles of one source take similar
@@ -507,8 +507,10 @@ void LibraryEmitter::bindStorage(Value v, StringRef prefix, int64_t offset,
   names[v] = n;
   stateOffsets[v] = offset;
   StringRef type = storageType(elementOf(v));
-  body << "  " << type << " *" << n << " = reinterpret_cast<" << type
-       << " *>(state + " << offset << ");\n";
+  declarePointer(n,
+                 "  " + type + " *" + n + " = reinterpret_cast<" + type +
+                     " *>(state + " + std::to_string(offset) + ");",
+                 body);
 }
 
 bool LibraryEmitter::constantInState(Operation *constant) const {
@@ -628,8 +630,10 @@ static StringAttr storageSymbol(Value v) {
 
 LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
                                            llvm::raw_string_ostream &body,
-                                           SmallVectorImpl<size_t> &opEnds) {
-  opEnds.clear();
+                                           emit::BodyLayout &bodyLayout) {
+  bodyLayout = {};
+  layout = &bodyLayout;
+  llvm::scope_exit noLayout([&] { layout = nullptr; });
   names.clear();
   if (auto staging = f->getAttrOfType<DenseI64ArrayAttr>(ampc::kInputOffsetsAttr))
     inputOffsets = staging.asArrayRef();
@@ -674,7 +678,7 @@ LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
                               << t;
     if (failed(emitOp(&op, body)))
       return failure();
-    opEnds.push_back(body.str().size());
+    bodyLayout.opEnds.push_back(body.str().size());
   }
   return success();
 }
@@ -1008,14 +1012,14 @@ LogicalResult LibraryEmitter::run() {
 
   std::string inferText, stepText;
   llvm::raw_string_ostream inferBody(inferText), stepBody(stepText);
-  if (failed(emitFunction(forward, inferBody, inferOpEnds)))
+  if (failed(emitFunction(forward, inferBody, inferLayout)))
     return failure();
   if (trainStep) {
     if (trainStep.getArgumentTypes() != forward.getArgumentTypes())
       return trainStep.emitError()
              << "must take the arguments of @forward (the library has one "
                 "list of inputs)";
-    if (failed(emitFunction(trainStep, stepBody, stepOpEnds)))
+    if (failed(emitFunction(trainStep, stepBody, stepLayout)))
       return failure();
   }
   return emitLibrary(forward, trainStep, inferText, stepText);

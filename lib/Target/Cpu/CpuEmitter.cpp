@@ -941,8 +941,11 @@ void Emitter::emitArgument(unsigned index, BlockArgument arg,
   Type t = elementOf(arg);
   std::string n = "in" + std::to_string(index);
   names[arg] = n;
-  body << "  const " << storageType(t) << " *" << n << " = static_cast<const "
-       << storageType(t) << " *>(inputs[" << index << "]);\n";
+  declarePointer(n,
+                 "  const " + storageType(t) + " *" + n +
+                     " = static_cast<const " + storageType(t) + " *>(inputs[" +
+                     std::to_string(index) + "]);",
+                 body);
 }
 
 void Emitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
@@ -967,11 +970,11 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
     std::vector<std::string> pieces;
   };
   SmallVector<Body> bodies;
-  bodies.push_back({"infer", cutPieces(inferBody, inferOpEnds,
-                                             options.pieceBytes)});
+  bodies.push_back(
+      {"infer", cutPieces(inferBody, inferLayout, options.pieceBytes)});
   if (trainStep)
     bodies.push_back({training ? "trainStepBody" : "gradients",
-                      cutPieces(stepBody, stepOpEnds, options.pieceBytes)});
+                      cutPieces(stepBody, stepLayout, options.pieceBytes)});
   auto pieceName = [&](const Body &body, size_t i) {
     return symbol("ampc_" + body.name + "_piece" + std::to_string(i));
   };
@@ -1060,14 +1063,9 @@ LogicalResult ampc::emitCpuSource(ModuleOp module,
 
 bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
                              std::string &error) {
-  std::string compiler = "c++";
-  if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
-    compiler = cxx;
-  auto program = llvm::sys::findProgramByName(compiler);
-  if (!program) {
-    error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
+  std::optional<std::string> program = emit::hostCompiler(error);
+  if (!program)
     return false;
-  }
   std::vector<std::string> flags = {
       "-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden",
       emit::runtimeIncludeFlag(AMPC_RUNTIME_INCLUDE_DIR)};

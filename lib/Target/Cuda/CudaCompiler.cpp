@@ -7,6 +7,7 @@
 #include "ampc/Target/CudaTarget.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Demangle/Demangle.h"
@@ -227,10 +228,7 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
     error = "cannot create a temporary folder";
     return false;
   }
-  struct RemoveFolder {
-    llvm::SmallString<128> &path;
-    ~RemoveFolder() { llvm::sys::fs::remove_directories(path); }
-  } removeKeep{keep};
+  llvm::scope_exit removeKeep([&] { llvm::sys::fs::remove_directories(keep); });
   // Each architecture's device code compiled in a thread of its own
   // (--threads 0: as many as this machine has cores), which changes
   // nothing in the library.
@@ -262,14 +260,9 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
 
 bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
                                  bool checkResources, std::string &error) {
-  std::string compiler = "c++";
-  if (const char *cxx = std::getenv("CXX"); cxx && *cxx)
-    compiler = cxx;
-  auto program = llvm::sys::findProgramByName(compiler);
-  if (!program) {
-    error = "no C++ compiler '" + compiler + "' on PATH (set CXX)";
+  std::optional<std::string> program = emit::hostCompiler(error);
+  if (!program)
     return false;
-  }
   std::string simLibrary = emit::installedPath(
       "lib", "libampc_cudasim.so", AMPC_CUDASIM_LIBRARY_DIR);
   std::vector<std::string> flags = {
