@@ -266,6 +266,24 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       [](double a, double b) { return a / b; });
 }
 
+// ONNX Mod: with fmod = 0 (integers only) the result takes the divisor's
+// sign, as Python's %; with fmod = 1 the dividend's, as C's fmod and %. A
+// zero integer divisor is left for the kernel.
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  bool cStyle = getFmod() != 0;
+  return foldBinary(
+      *this, adaptor.getOperands(),
+      [cStyle](int64_t a, int64_t b) -> std::optional<int64_t> {
+        if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
+          return std::nullopt;
+        int64_t r = a % b;
+        if (!cStyle && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+        return r;
+      },
+      [](double a, double b) { return std::fmod(a, b); });
+}
+
 OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(),
@@ -491,5 +509,28 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
     int64_t id = ids[(flat / inner) % numIds];
     int64_t outer = flat / inner / numIds;
     return (outer * axisDim + id) * inner + in;
+  });
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  DenseElementsAttr input = smallConstant(adaptor.getInput());
+  if (!input)
+    return {};
+  auto inType = cast<RankedTensorType>(input.getType());
+  auto type = cast<RankedTensorType>(getType());
+  // Output dimension d is input dimension perm[d].
+  SmallVector<int64_t> inStrides(inType.getRank(), 1);
+  for (int64_t d = inType.getRank() - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * inType.getDimSize(d + 1);
+  return rearrange(input, type, [&](int64_t flat) {
+    int64_t index = 0;
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      index += (flat % type.getDimSize(d)) * inStrides[perm[d]];
+      flat /= type.getDimSize(d);
+    }
+    return index;
   });
 }

@@ -362,3 +362,47 @@ func.func @constants_deduplicated() -> (tensor<2xi64>, tensor<2xi64>) {
   %b = ampc.constant dense<[2, 3]> : tensor<2xi64>
   return %a, %b : tensor<2xi64>, tensor<2xi64>
 }
+
+// -----
+
+// Mod folds with ONNX's signs: fmod = 0 takes the divisor's sign (7 mod -3
+// = -2, -7 mod 3 = 2), fmod = 1 the dividend's (-7 fmod 3 = -1, 7 fmod -3 =
+// 1, -5 fmod 3 = -2; 5.5 fmod -2 = 1.5). A zero divisor is left for the
+// kernel.
+// CHECK-LABEL: func.func @mod_signs
+// CHECK-DAG: %[[PY:.+]] = ampc.constant dense<[-2, 2, 1, 0]> : tensor<4xi64>
+// CHECK-DAG: %[[C:.+]] = ampc.constant dense<[1, -1, -2, 0]> : tensor<4xi64>
+// CHECK-DAG: %[[F:.+]] = ampc.constant dense<[1.500000e+00, -1.500000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[Z:.+]] = ampc.mod
+// CHECK: return %[[PY]], %[[C]], %[[F]], %[[Z]]
+func.func @mod_signs() -> (tensor<4xi64>, tensor<4xi64>, tensor<2xf32>, tensor<1xi64>) {
+  %a = ampc.constant dense<[7, -7, 7, 6]> : tensor<4xi64>
+  %b = ampc.constant dense<[-3, 3, 3, 3]> : tensor<4xi64>
+  %py = ampc.mod %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %c1 = ampc.constant dense<[7, -7, -5, 6]> : tensor<4xi64>
+  %c2 = ampc.constant dense<[-3, 3, 3, -3]> : tensor<4xi64>
+  %c = ampc.mod %c1, %c2 {fmod = 1 : i64} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %f1 = ampc.constant dense<[5.5, -5.5]> : tensor<2xf32>
+  %f2 = ampc.constant dense<[-2.0, 2.0]> : tensor<2xf32>
+  %f = ampc.mod %f1, %f2 {fmod = 1 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %z1 = ampc.constant dense<[4]> : tensor<1xi64>
+  %z2 = ampc.constant dense<[0]> : tensor<1xi64>
+  %z = ampc.mod %z1, %z2 : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  return %py, %c, %f, %z : tensor<4xi64>, tensor<4xi64>, tensor<2xf32>, tensor<1xi64>
+}
+
+// -----
+
+// Transpose of a constant: output dimension d is input dimension perm[d].
+// [[[0 1 2] [3 4 5]]] (1x2x3) with perm (2, 0, 1) is 3x1x2: [[0 3]] [[1 4]]
+// [[2 5]]. The identity permutation is the operand itself.
+// CHECK-LABEL: func.func @transpose_constant
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CHECK: %[[T:.+]] = ampc.constant dense<{{\[\[\[}}0, 3]], {{\[\[}}1, 4]], {{\[\[}}2, 5]]]> : tensor<3x1x2xi64>
+// CHECK-NEXT: return %[[T]], %[[X]]
+func.func @transpose_constant(%x: tensor<2x3xf32>) -> (tensor<3x1x2xi64>, tensor<2x3xf32>) {
+  %a = ampc.constant dense<[[[0, 1, 2], [3, 4, 5]]]> : tensor<1x2x3xi64>
+  %t = ampc.transpose %a {perm = array<i64: 2, 0, 1>} : (tensor<1x2x3xi64>) -> tensor<3x1x2xi64>
+  %i = ampc.transpose %x {perm = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %t, %i : tensor<3x1x2xi64>, tensor<2x3xf32>
+}

@@ -78,7 +78,6 @@ def AMPC_MinOp : AMPC_BinaryOp<"min", AMPC_Tensor, "Min", [Commutative, AMPC_Pro
 def AMPC_ModOp : AMPC_BinaryOp<"mod", AMPC_Tensor, "Mod", [AMPC_Promote, AMPC_Gradient]> {
   let arguments = (ins AMPC_Tensor:$lhs, AMPC_Tensor:$rhs,
                        DefaultValuedAttr<I64Attr, "0">:$fmod);
-  let hasFolder = 0;
   let hasVerifier = 1;
 }
 

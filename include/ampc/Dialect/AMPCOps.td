@@ -684,6 +684,7 @@ def AMPC_TransposeOp : AMPC_Op<"transpose",
   let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs AMPC_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def AMPC_FlattenOp : AMPC_Op<"flatten",
