@@ -641,27 +641,99 @@ __global__ void topK(const typename L::Storage *in, int64_t *out,
   }
 }
 
-/// gather_grad: each output element sums, in C and in index order, the
-/// gradients of the indices that name it (deterministic, no atomics).
-template <typename C, typename G, typename I, typename L, typename S>
-__global__ void gatherGrad(const G *grad, const I *indices, G *out,
-                           int64_t outer, int64_t axisSize, int64_t count,
-                           int64_t inner, int32_t *error, int32_t code) {
+/// gather_grad in work linear in the indices and the output: the indices
+/// are bucketed by the table row they name (a counting sort), each bucket
+/// put back in index order, then each output element sums its row's bucket
+/// in C, in index order, as the CPU kernel adds (deterministic: the atomics
+/// only count and claim slots). `buckets` holds 2 * axisSize + 1 counters,
+/// zeroed before gatherGradCount: the rows' starts (axisSize + 1) and the
+/// fill cursors (axisSize); `order` holds `count` index positions.
+template <typename I>
+__global__ void gatherGradCount(const I *indices, int64_t count,
+                                int64_t axisSize,
+                                unsigned long long *buckets, int32_t *error,
+                                int32_t code) {
+  AMPC_FOR(i, count) {
+    int64_t at = static_cast<int64_t>(indices[i]);
+    if (at < -axisSize || at >= axisSize) {
+      raise(error, code);
+      continue;
+    }
+    atomicAdd(buckets + (at < 0 ? at + axisSize : at) + 1, 1ULL);
+  }
+}
+
+/// The rows' counts (buckets[1 ... n - 1], buckets[0] = 0) made their
+/// starts, an inclusive prefix sum, by one block: each thread sums a
+/// contiguous share, the shares' totals are scanned in shared memory, then
+/// each thread writes its share's running sums.
+__global__ inline void gatherGradStarts(unsigned long long *buckets, int64_t n) {
+  __shared__ unsigned long long share[kThreads];
+  const int64_t t = threadIdx.x, per = (n + blockDim.x - 1) / blockDim.x;
+  const int64_t begin = t * per < n ? t * per : n;
+  const int64_t end = begin + per < n ? begin + per : n;
+  unsigned long long total = 0;
+  for (int64_t k = begin; k < end; ++k)
+    total += buckets[k];
+  share[t] = total;
+  __syncthreads();
+  if (t == 0)
+    for (unsigned k = 1; k < blockDim.x; ++k)
+      share[k] += share[k - 1];
+  __syncthreads();
+  unsigned long long running = t == 0 ? 0 : share[t - 1];
+  for (int64_t k = begin; k < end; ++k) {
+    running += buckets[k];
+    buckets[k] = running;
+  }
+}
+
+/// Each valid index claims a slot of its row's bucket (in any order).
+template <typename I>
+__global__ void gatherGradFill(const I *indices, int64_t count,
+                               int64_t axisSize, unsigned long long *buckets,
+                               int64_t *order) {
+  AMPC_FOR(i, count) {
+    int64_t at = static_cast<int64_t>(indices[i]);
+    if (at < -axisSize || at >= axisSize)
+      continue;
+    if (at < 0)
+      at += axisSize;
+    const unsigned long long slot =
+        atomicAdd(buckets + axisSize + 1 + at, 1ULL);
+    order[buckets[at] + slot] = i;
+  }
+}
+
+/// Each row's bucket sorted back into index order (insertion sort: buckets
+/// are mostly short; one row named by every index costs count^2 / 2 steps
+/// of one thread).
+__global__ inline void gatherGradSort(const unsigned long long *buckets,
+                               int64_t axisSize, int64_t *order) {
+  AMPC_FOR(k, axisSize) {
+    const int64_t begin = buckets[k], end = buckets[k + 1];
+    for (int64_t s = begin + 1; s < end; ++s) {
+      const int64_t v = order[s];
+      int64_t d = s;
+      for (; d > begin && order[d - 1] > v; --d)
+        order[d] = order[d - 1];
+      order[d] = v;
+    }
+  }
+}
+
+/// Each output element (o, k, j) sums grad[o, i, j] over its row k's
+/// bucket, in index order.
+template <typename C, typename G, typename L, typename S>
+__global__ void gatherGrad(const G *grad, const unsigned long long *buckets,
+                           const int64_t *order, G *out, int64_t outer,
+                           int64_t axisSize, int64_t count, int64_t inner) {
   AMPC_FOR(x, outer * axisSize * inner) {
     const int64_t j = x % inner, k = (x / inner) % axisSize,
                   o = x / (inner * axisSize);
     C sum = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t at = static_cast<int64_t>(indices[i]);
-      if (at < -axisSize || at >= axisSize) {
-        raise(error, code);
-        continue;
-      }
-      if (at < 0)
-        at += axisSize;
-      if (at == k)
-        sum += static_cast<C>(L::load(grad[(o * count + i) * inner + j]));
-    }
+    for (int64_t s = buckets[k], end = buckets[k + 1]; s < end; ++s)
+      sum += static_cast<C>(L::load(grad[(o * count + order[s]) * inner + j]));
     out[x] = S::store(sum);
   }
 }

@@ -766,24 +766,52 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
         return success();
       })
       .Case([&](ampc::GatherGradOp o) {
+        // A counting sort of the indices by row, then a sum per output
+        // element over its row's indices (CudaKernels.cuh, gatherGrad*).
         GatherGeometry g = gatherGeometry(op);
         Type t = elementOf(o.getOutput());
-        int64_t count = tensorOf(o.getOutput()).getNumElements();
-        if (count)
+        int64_t outCount = tensorOf(o.getOutput()).getNumElements();
+        if (!outCount)
+          return success();
+        int64_t rows = g.data.size;
+        std::string buckets = scratch(op, "buckets", "unsigned long long"),
+                    order = scratch(op, "order", "int64_t"),
+                    indices = name(o.getIndices());
+        StringRef indexType = storageType(elementOf(o.getIndices()));
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
+                        "ctx.stream), {2});\n",
+                        buckets, 8 * (2 * rows + 1), where(op));
+        if (g.indexCount) {
           launch(op,
-                 formatv("ampc::cuda::gatherGrad<{0}, {1}, {2}, {3}, {4}>",
-                         accumulation(op), storageType(t),
-                         storageType(elementOf(o.getIndices())), codec(t),
-                         codec(t))
-                     .str(),
-                 count,
-                 formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}",
-                         name(o.getGrad()), name(o.getIndices()),
-                         name(o.getOutput()), g.data.outer, g.data.size,
-                         g.indexCount, g.data.inner,
+                 formatv("ampc::cuda::gatherGradCount<{0}>", indexType).str(),
+                 g.indexCount,
+                 formatv("{0}, {1}LL, {2}LL, {3}, {4}", indices, g.indexCount,
+                         rows, buckets,
                          deviceError(op, "an index is out of range"))
                      .str(),
                  body);
+          launch(op, "ampc::cuda::gatherGradStarts", 1,
+                 formatv("{0}, {1}LL", buckets, rows + 1).str(), body, "1u");
+          launch(op,
+                 formatv("ampc::cuda::gatherGradFill<{0}>", indexType).str(),
+                 g.indexCount,
+                 formatv("{0}, {1}LL, {2}LL, {3}, {4}", indices, g.indexCount,
+                         rows, buckets, order)
+                     .str(),
+                 body);
+          launch(op, "ampc::cuda::gatherGradSort", rows,
+                 formatv("{0}, {1}LL, {2}", buckets, rows, order).str(), body);
+        }
+        launch(op,
+               formatv("ampc::cuda::gatherGrad<{0}, {1}, {2}, {3}>",
+                       accumulation(op), storageType(t), codec(t), codec(t))
+                   .str(),
+               outCount,
+               formatv("{0}, {1}, {2}, {3}, {4}LL, {5}LL, {6}LL, {7}LL",
+                       name(o.getGrad()), buckets, order, name(o.getOutput()),
+                       g.data.outer, rows, g.indexCount, g.data.inner)
+                   .str(),
+               body);
         return success();
       })
       .Case([&](ampc::ShapeOp o) {

@@ -546,6 +546,13 @@ ScratchLayout cudaScratch(Operation *op) {
         if (isa<ampc::ConvBackwardWeightOp>(op))
           l.add("sum", countOf(op->getResult(0)), acc);
       })
+      .Case([&](ampc::GatherGradOp) {
+        // The rows' starts and fill cursors, and the indices bucketed by
+        // row (CudaKernels.cuh, gatherGrad*).
+        GatherGeometry g = gatherGeometry(op);
+        l.add("buckets", 2 * g.data.size + 1, 8);
+        l.add("order", g.indexCount, 8);
+      })
       .Case([&](ampc::MaxPoolGradOp o) {
         l.add("acc", countOf(o.getOutput()), acc);
       })

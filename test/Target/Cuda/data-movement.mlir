@@ -41,8 +41,11 @@ func.func @forward(%x: tensor<2x3x4xf32>, %a: tensor<2x8xf16>, %b: tensor<3x8xf1
 // -----
 
 // A Slice through a Reshape view (input element 8), an Exp reading the
-// slice through a Squeeze view; GatherGrad (a thread per table element,
-// 60); SliceGrad: a 64-byte memset, then the scatter with stride 2.
+// slice through a Squeeze view; GatherGrad: its scratch (the rows'
+// starts and cursors, 2 x 10 + 1 counters) cleared, the 6 indices counted
+// per row, the starts summed by one block, the indices bucketed and each
+// bucket sorted, then a thread per table element (60) sums its bucket;
+// SliceGrad: a 64-byte memset, then the scatter with stride 2.
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
 // CHECK-NEXT:    ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[S]], 4LL, 8LL, ampc::cuda::Strided{2, {1LL, 4LL}, {4LL, 1LL}});
@@ -51,9 +54,18 @@ func.func @forward(%x: tensor<2x3x4xf32>, %a: tensor<2x8xf16>, %b: tensor<3x8xf1
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, [[S]], [[E]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.exp");
 // CHECK-NEXT:    float *[[GG:v[0-9]+]] = reinterpret_cast<float *>(state + 512);
-// CHECK-NEXT:    ampc::cuda::launch("gatherGrad<float, float, int64_t, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::gatherGrad<float, float, int64_t, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(60LL), ampc::cuda::kThreads, 0, ctx.stream, in1, in2, [[GG]], 1LL, 10LL, 6LL, 6LL, reinterpret_cast<int32_t *>(state + {{[0-9]+}}), 1);
+// CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync(reinterpret_cast<unsigned long long *>(state + [[B:[0-9]+]]), 0, 168ULL, ctx.stream), "ampc.gather_grad");
+// CHECK-NEXT:    ampc::cuda::launch("gatherGradCount<int64_t>", ampc::cuda::gatherGradCount<int64_t>, ampc::cuda::blocks(6LL), ampc::cuda::kThreads, 0, ctx.stream, in2, 6LL, 10LL, reinterpret_cast<unsigned long long *>(state + [[B]]), reinterpret_cast<int32_t *>(state + {{[0-9]+}}), 1);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
-// CHECK-NEXT:    float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
+// CHECK-NEXT:    ampc::cuda::launch("gatherGradStarts", ampc::cuda::gatherGradStarts, 1u, ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<unsigned long long *>(state + [[B]]), 11LL);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
+// CHECK-NEXT:    ampc::cuda::launch("gatherGradFill<int64_t>", ampc::cuda::gatherGradFill<int64_t>, ampc::cuda::blocks(6LL), ampc::cuda::kThreads, 0, ctx.stream, in2, 6LL, 10LL, reinterpret_cast<unsigned long long *>(state + [[B]]), reinterpret_cast<int64_t *>(state + [[O:[0-9]+]]));
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
+// CHECK-NEXT:    ampc::cuda::launch("gatherGradSort", ampc::cuda::gatherGradSort, ampc::cuda::blocks(10LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<unsigned long long *>(state + [[B]]), 10LL, reinterpret_cast<int64_t *>(state + [[O]]));
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
+// CHECK-NEXT:    ampc::cuda::launch("gatherGrad<float, float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::gatherGrad<float, float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(60LL), ampc::cuda::kThreads, 0, ctx.stream, in1, reinterpret_cast<unsigned long long *>(state + [[B]]), reinterpret_cast<int64_t *>(state + [[O]]), [[GG]], 1LL, 10LL, 6LL, 6LL);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.gather_grad");
+// CHECK-NEXT:    float *[[SG:v[0-9]+]] = reinterpret_cast<float *>(state + {{[0-9]+}});
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[SG]], 0, 64ULL, ctx.stream), "ampc.slice_grad");
 // CHECK-NEXT:    ampc::cuda::launch("stridedScatter<float>", ampc::cuda::stridedScatter<float>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in3, [[SG]], 8LL, 0LL, ampc::cuda::Strided{2, {2LL, 4LL}, {8LL, 2LL}});
 func.func @forward(%x: tensor<2x3x4xf32>, %dg: tensor<2x3x6xf32>, %ids: tensor<2x3xi64>, %ds: tensor<2x4xf32>) -> (tensor<4xf32>, tensor<10x6xf32>, tensor<2x8xf32>) {
