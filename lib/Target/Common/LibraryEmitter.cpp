@@ -405,6 +405,30 @@ static void emitByteArray(llvm::raw_ostream &os, StringRef name,
   os << "\n};\n";
 }
 
+namespace {
+/// The declaration of a blob that incbinBlob defines.
+std::string externBlob(StringRef name) {
+  return "extern \"C\" const unsigned char *const " + name.str() + ";\n";
+}
+
+/// The bytes of `file` (assembler .incbin) behind the hidden pointer
+/// `name`. They go in the large read-only section, which the linker places
+/// after .bss, and the code reaches them through an 8-byte pointer in
+/// .data.rel.ro: in .rodata, between the code and its data, a blob of 2 GiB
+/// or more put the code's 32-bit PC-relative references out of range and
+/// the link failed ("relocation truncated to fit"), and a pointer reaches
+/// a second blob that starts beyond 2 GiB.
+std::string incbinBlob(StringRef name, StringRef file) {
+  std::string n = name.str(), data = n + "_data";
+  return "asm(\".pushsection .lrodata,\\\"al\\\"\\n.balign 64\\n" + data +
+         ":\\n.incbin \\\"" + cString(file) +
+         "\\\"\\n.popsection\\n.pushsection .data.rel.ro,\\\"aw\\\"\\n"
+         ".balign 8\\n.globl " + n + "\\n.hidden " + n + "\\n.type " + n +
+         ", @object\\n.size " + n + ", 8\\n" + n + ":\\n.quad " + data +
+         "\\n.popsection\\n\");\n";
+}
+} // namespace
+
 void LibraryEmitter::emitParameterBlob(StringRef comment) {
   if (!blobBytes)
     return;
@@ -415,12 +439,8 @@ void LibraryEmitter::emitParameterBlob(StringRef comment) {
     os << "\n";
     return;
   }
-  os << "// " << comment << "\nextern \"C\" const unsigned char " << name
-     << "[];\n\n";
-  dataSection += "asm(\".section .rodata\\n.balign 64\\n.globl " +
-                 name + "\\n.hidden " + name + "\\n.type " + name +
-                 ", @object\\n" + name + ":\\n.incbin \\\"" +
-                 cString(options.parameterFile) + "\\\"\\n.previous\\n\");\n";
+  os << "// " << comment << "\n" << externBlob(name) << "\n";
+  dataSection += incbinBlob(name, options.parameterFile);
 }
 
 void LibraryEmitter::emitTrainStepEntry() {
@@ -840,12 +860,8 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
   if (options.onnxFile.empty() && !options.onnxData.empty())
     emitByteArray(os, onnxName, options.onnxData);
   else if (!options.onnxFile.empty()) {
-    os << "extern \"C\" const unsigned char " << onnxName << "[];\n";
-    dataSection += "asm(\".section .rodata\\n.balign 64\\n.globl " +
-                   onnxName + "\\n.hidden " + onnxName + "\\n.type " +
-                   onnxName + ", @object\\n" + onnxName +
-                   ":\\n.incbin \\\"" + cString(options.onnxFile) +
-                   "\\\"\\n.previous\\n\");\n";
+    os << externBlob(onnxName);
+    dataSection += incbinBlob(onnxName, options.onnxFile);
   }
   // With the data in files, what varies with it without changing the code
   // (the ONNX model's size, the hyperparameters' text) is data too.
