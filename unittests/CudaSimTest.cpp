@@ -190,6 +190,48 @@ TEST(CudaSim, PairwiseSumMatchesRecursiveOrder) {
   }
 }
 
+/// gather_grad's bucket sort: correct for any order, and its comparisons
+/// stay O(n log n) for a bucket filled in reverse (one row named by every
+/// index, slots claimed last first), O(n) for one filled in order.
+TEST(CudaSim, BucketSortIsNLogNForAnyOrder) {
+  struct Counted {
+    int64_t v;
+    static int64_t &comparisons() {
+      static int64_t c = 0;
+      return c;
+    }
+    bool operator<(const Counted &o) const {
+      ++comparisons();
+      return v < o.v;
+    }
+  };
+  auto sortCounting = [](std::vector<Counted> v) {
+    Counted::comparisons() = 0;
+    ampc::cuda::sortAscending(v.data(), static_cast<int64_t>(v.size()));
+    for (size_t i = 0; i < v.size(); ++i)
+      EXPECT_EQ(v[i].v, static_cast<int64_t>(i));
+    return Counted::comparisons();
+  };
+  const int64_t n = 20000;
+  std::vector<Counted> inOrder(n), reversed(n), shuffled(n);
+  for (int64_t i = 0; i < n; ++i) {
+    inOrder[i].v = i;
+    reversed[i].v = n - 1 - i;
+    shuffled[i].v = (i * 7919) % n; // 7919 is prime to 20000: a permutation
+  }
+  // Insertion sort alone: n^2 / 2 = 2e8 comparisons reversed.
+  const int64_t nLogN = n * 15; // log2(20000) < 15
+  EXPECT_LE(sortCounting(reversed), 2 * nLogN + 10 * n);
+  EXPECT_LE(sortCounting(shuffled), 2 * nLogN + 10 * n);
+  EXPECT_LE(sortCounting(inOrder), n);
+  for (int64_t small : {0, 1, 2, 3, 33}) {
+    std::vector<Counted> v(small);
+    for (int64_t i = 0; i < small; ++i)
+      v[i].v = small - 1 - i;
+    sortCounting(v);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Streams and memory
 //===----------------------------------------------------------------------===//

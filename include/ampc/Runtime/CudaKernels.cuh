@@ -705,20 +705,55 @@ __global__ void gatherGradFill(const I *indices, int64_t count,
   }
 }
 
-/// Each row's bucket sorted back into index order (insertion sort: buckets
-/// are mostly short; one row named by every index costs count^2 / 2 steps
-/// of one thread).
-__global__ inline void gatherGradSort(const unsigned long long *buckets,
-                               int64_t axisSize, int64_t *order) {
-  AMPC_FOR(k, axisSize) {
-    const int64_t begin = buckets[k], end = buckets[k + 1];
-    for (int64_t s = begin + 1; s < end; ++s) {
-      const int64_t v = order[s];
-      int64_t d = s;
-      for (; d > begin && order[d - 1] > v; --d)
-        order[d] = order[d - 1];
-      order[d] = v;
+/// Sorts a[0, n) ascending in O(n log n) comparisons however the values
+/// came, and in O(n) when they came nearly in order: insertion sort while
+/// its moves stay within 8 n, heapsort of the whole range once they do not.
+/// (The atomics of gatherGradFill claim slots roughly in index order within
+/// a warp but not across a grid, and a padding token may name one row
+/// thousands of times a batch: insertion sort alone would cost n^2 / 4.)
+template <typename T>
+__host__ __device__ void sortAscending(T *a, int64_t n) {
+  if (n < 2)
+    return;
+  int64_t budget = 8 * n;
+  int64_t s = 1;
+  for (; s < n && budget >= 0; ++s) {
+    const T v = a[s];
+    int64_t d = s;
+    for (; d > 0 && v < a[d - 1]; --d, --budget)
+      a[d] = a[d - 1];
+    a[d] = v;
+  }
+  if (s == n)
+    return;
+  auto siftDown = [a](int64_t root, int64_t size) {
+    const T v = a[root];
+    for (int64_t child = 2 * root + 1; child < size;
+         root = child, child = 2 * root + 1) {
+      if (child + 1 < size && a[child] < a[child + 1])
+        ++child;
+      if (!(v < a[child]))
+        break;
+      a[root] = a[child];
     }
+    a[root] = v;
+  };
+  for (int64_t root = n / 2; root-- > 0;)
+    siftDown(root, n);
+  for (int64_t end = n - 1; end > 0; --end) {
+    const T top = a[0];
+    a[0] = a[end];
+    a[end] = top;
+    siftDown(0, end);
+  }
+}
+
+/// Each row's bucket sorted back into index order.
+__global__ inline void gatherGradSort(const unsigned long long *buckets,
+                                      int64_t axisSize, int64_t *order) {
+  AMPC_FOR(k, axisSize) {
+    const int64_t begin = buckets[k];
+    sortAscending(order + begin, static_cast<int64_t>(buckets[k + 1]) - begin);
   }
 }
 
