@@ -117,6 +117,24 @@ def amp_step(forward, optimizer, scaler, x, label, loss_kind):
     return loss
 
 
+def optimizer_steps(model, inputs, steps, max_skips=16):
+    """Calls model.train_step(inputs) (an ampc.runtime.Model) until `steps`
+    optimizer steps were taken or `steps + max_skips` calls were made: the
+    dynamic loss scaler starts at 2^16 and skips the steps whose FP16
+    gradients overflow, halving the scale (GradScaler's warm-up). Returns
+    (losses, calls, skipped): losses[k] is the loss before optimizer step
+    k + 1."""
+    losses, skipped, calls = [], 0, 0
+    while len(losses) < steps and calls < steps + max_skips:
+        loss = float(model.train_step(inputs))
+        calls += 1
+        now = model.scaler_state()["skipped_steps"]
+        if now == skipped:
+            losses.append(loss)
+        skipped = now
+    return losses, calls, skipped
+
+
 def export_onnx(model, example, path, training):
     """torch.onnx.export as the tests do: opset 17, one input "input" and
     one output "output", static shapes; in training mode nothing is

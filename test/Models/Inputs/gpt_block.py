@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from ampc.runtime import Model
-from ampc_testing import export_onnx, relative_difference, report_failures
+from ampc_testing import (export_onnx, optimizer_steps, relative_difference,
+                          report_failures)
 
 warnings.filterwarnings("ignore")
 
@@ -120,15 +121,8 @@ def main():
     lib = os.path.join(args.workdir, "gpt.train.so")
     subprocess.run([args.ampc, onnx_path, "--target=cpu", "-o", lib],
                    check=True)
-    losses, skipped, calls = [], 0, 0
     with Model(lib, args.runtime) as m:
-        while len(losses) < args.steps and calls < args.steps + 16:
-            value = float(m.train_step(inputs))
-            calls += 1
-            state = m.scaler_state()
-            if state["skipped_steps"] == skipped:
-                losses.append(value)
-            skipped = state["skipped_steps"]
+        losses, calls, skipped = optimizer_steps(m, inputs, args.steps)
     ok = (len(losses) == args.steps and all(np.isfinite(losses)) and
           all(b < a for a, b in zip(losses, losses[1:])))
     print("fp16 training: %d calls (%d skipped by the scaler), losses %s: %s"

@@ -125,7 +125,7 @@ def main():
     args = p.parse_args()
     import torch
     from ampc.runtime import Model
-    from ampc_testing import export_onnx
+    from ampc_testing import export_onnx, optimizer_steps
     names = ALL if args.all else (args.models or ["squeezenet1_1"])
     os.makedirs(args.out, exist_ok=True)
     passed, failed, unexportable = [], [], []
@@ -162,20 +162,12 @@ def main():
             print("%s: FAIL: ampc: %s" % (name, message[:300]), flush=True)
             failed.append(name)
             continue
-        # Steps until --steps optimizer steps were taken: the dynamic loss
-        # scaler starts at 2^16 and skips the steps whose FP16 gradients
-        # overflow, halving the scale (GradScaler's warm-up; at most
-        # MAX_SKIPS). losses[k] is the loss before optimizer step k + 1.
-        losses, skipped, calls = [], 0, 0
+        # At most MAX_SKIPS steps skipped by the scaler (ampc_testing's
+        # optimizer_steps).
         start = time.time()
         with Model(lib, args.runtime) as model:
-            while len(losses) < args.steps and calls < args.steps + MAX_SKIPS:
-                loss = float(model.train_step({"input": x.numpy(), "label": y}))
-                calls += 1
-                state = model.scaler_state()
-                if state["skipped_steps"] == skipped:
-                    losses.append(loss)
-                skipped = state["skipped_steps"]
+            losses, calls, skipped = optimizer_steps(
+                model, {"input": x.numpy(), "label": y}, args.steps, MAX_SKIPS)
         trained = time.time() - start
         problems = []
         if len(losses) < args.steps:

@@ -52,17 +52,11 @@ def ampc_gradients(args, onnx_path, target, inputs):
 
 def ampc_losses(args, onnx_path, target, inputs):
     from ampc.runtime import Model
+    from ampc_testing import optimizer_steps
     lib = onnx_path[:-5] + "-train-%s.so" % target
     compile_lib(args, onnx_path, lib, target, ["--lr=1e-4"])
-    losses, skipped, calls = [], 0, 0
     with Model(lib) as m:
-        while len(losses) < args.steps and calls < args.steps + tv.MAX_SKIPS:
-            loss = float(m.train_step(inputs))
-            calls += 1
-            state = m.scaler_state()
-            if state["skipped_steps"] == skipped:
-                losses.append(loss)
-            skipped = state["skipped_steps"]
+        losses, _, _ = optimizer_steps(m, inputs, args.steps, tv.MAX_SKIPS)
     return losses
 
 
