@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (ampc_dtype dtype : {AMPC_DTYPE_F32, AMPC_DTYPE_F16, AMPC_DTYPE_BF16,
                            AMPC_DTYPE_F64, AMPC_DTYPE_I64, AMPC_DTYPE_I32,
-                           AMPC_DTYPE_I8, AMPC_DTYPE_U8, AMPC_DTYPE_BOOL}) {
+                           AMPC_DTYPE_U64, AMPC_DTYPE_U32, AMPC_DTYPE_I16,
+                           AMPC_DTYPE_U16, AMPC_DTYPE_I8, AMPC_DTYPE_U8,
+                           AMPC_DTYPE_BOOL}) {
     std::vector<unsigned char> out;
     ampc::train::convertNpy(array, dtype, out, error);
   }

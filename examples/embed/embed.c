@@ -23,6 +23,12 @@ static ampc_dtype npyDtype(const char *descr) {
   if (!strcmp(descr, "<f8")) return AMPC_DTYPE_F64;
   if (!strcmp(descr, "<i8")) return AMPC_DTYPE_I64;
   if (!strcmp(descr, "<i4")) return AMPC_DTYPE_I32;
+  if (!strcmp(descr, "<i2")) return AMPC_DTYPE_I16;
+  if (!strcmp(descr, "<u8")) return AMPC_DTYPE_U64;
+  if (!strcmp(descr, "<u4")) return AMPC_DTYPE_U32;
+  if (!strcmp(descr, "<u2")) return AMPC_DTYPE_U16;
+  if (!strcmp(descr, "|i1")) return AMPC_DTYPE_I8;
+  if (!strcmp(descr, "|u1")) return AMPC_DTYPE_U8;
   if (!strcmp(descr, "|b1")) return AMPC_DTYPE_BOOL;
   return (ampc_dtype)0;
 }
@@ -95,6 +101,12 @@ static void printValue(ampc_dtype dtype, const void *data, size_t i) {
   case AMPC_DTYPE_F64: printf("%.17g\n", ((const double *)data)[i]); break;
   case AMPC_DTYPE_I64: printf("%lld\n", (long long)((const int64_t *)data)[i]); break;
   case AMPC_DTYPE_I32: printf("%d\n", ((const int32_t *)data)[i]); break;
+  case AMPC_DTYPE_U64: printf("%llu\n", (unsigned long long)((const uint64_t *)data)[i]); break;
+  case AMPC_DTYPE_U32: printf("%u\n", (unsigned)((const uint32_t *)data)[i]); break;
+  case AMPC_DTYPE_I16: printf("%d\n", ((const int16_t *)data)[i]); break;
+  case AMPC_DTYPE_U16: printf("%u\n", (unsigned)((const uint16_t *)data)[i]); break;
+  case AMPC_DTYPE_I8: printf("%d\n", ((const int8_t *)data)[i]); break;
+  case AMPC_DTYPE_U8:
   case AMPC_DTYPE_BOOL: printf("%d\n", ((const uint8_t *)data)[i]); break;
   default: printf("(%s value)\n", ampc_dtype_name(dtype)); break;
   }

@@ -151,8 +151,8 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     if (!op->hasTrait<Accumulating>() || !type ||
         !(type.getValue().isF32() || type.getValue().isF64() ||
           type.getValue().isInteger(64)))
-      return op->emitOpError("'ampc.accumulate' must be f32, f64 or i64 on "
-                             "an op that accumulates, got ")
+      return op->emitOpError("'ampc.accumulate' must be f32, f64, i64 or "
+                             "ui64 on an op that accumulates, got ")
              << value;
     return success();
   }

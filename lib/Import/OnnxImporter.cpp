@@ -1590,7 +1590,27 @@ FailureOr<Outputs> importComposedReduce(NodeContext &nc, StringRef kind) {
   } else if (kind == "ReduceLogSum") {
     r = unary("ampc.log", reduce("ampc.reduce_sum", x, keep));
   } else if (kind == "ReduceMin") {
-    r = unary("ampc.neg", reduce("ampc.reduce_max", unary("ampc.neg", x), keep));
+    // min = flip(max(flip(x))) for an order-reversing flip that is its own
+    // inverse: -x for floats; for integers ~x, as c - x with c = -1
+    // (signed) or the largest value (unsigned), which never overflows
+    // (-x does at the smallest signed value).
+    Type element = cast<RankedTensorType>(x.getType()).getElementType();
+    Value c;
+    if (auto i = dyn_cast<IntegerType>(element)) {
+      APInt all = APInt::getAllOnes(i.getWidth()); // -1, or the largest
+      FailureOr<Outputs> k = constant(
+          nc, DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                     ArrayRef<APInt>(all)));
+      if (failed(k))
+        return failure();
+      c = (*k)[0];
+    }
+    auto flip = [&](Value v) {
+      if (!v || !c)
+        return unary("ampc.neg", v);
+      return part(nc, "ampc.sub", {c, v});
+    };
+    r = flip(reduce("ampc.reduce_max", flip(x), keep));
   } else { // ReduceLogSumExp
     Value max = reduce("ampc.reduce_max", x, 1);
     Value shifted = part(nc, "ampc.sub", {x, max});
@@ -1631,9 +1651,9 @@ FailureOr<Outputs> importReduceLogSumExp(NodeContext &nc) {
 }
 FailureOr<Outputs> importReduceMin(NodeContext &nc) {
   auto element = cast<RankedTensorType>(nc.input(0).getType()).getElementType();
-  if (element.isUnsignedInteger() || element.isInteger(1))
-    return nc.error("ReduceMin of unsigned or boolean data is not supported "
-                    "(it is computed as -ReduceMax(-x))");
+  if (element.isInteger(1))
+    return nc.error("ReduceMin of boolean data is not supported (it is "
+                    "computed as ~ReduceMax(~x))");
   return importComposedReduce(nc, "ReduceMin");
 }
 

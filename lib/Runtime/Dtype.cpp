@@ -19,11 +19,15 @@ size_t ampc_dtype_size(ampc_dtype dtype) {
     return 1;
   case AMPC_DTYPE_F16:
   case AMPC_DTYPE_BF16:
+  case AMPC_DTYPE_U16:
+  case AMPC_DTYPE_I16:
     return 2;
   case AMPC_DTYPE_F32:
   case AMPC_DTYPE_I32:
+  case AMPC_DTYPE_U32:
     return 4;
   case AMPC_DTYPE_I64:
+  case AMPC_DTYPE_U64:
   case AMPC_DTYPE_F64:
     return 8;
   }
@@ -38,8 +42,16 @@ const char *ampc_dtype_name(ampc_dtype dtype) {
     return "u8";
   case AMPC_DTYPE_I8:
     return "i8";
+  case AMPC_DTYPE_U16:
+    return "u16";
+  case AMPC_DTYPE_I16:
+    return "i16";
   case AMPC_DTYPE_I32:
     return "i32";
+  case AMPC_DTYPE_U32:
+    return "u32";
+  case AMPC_DTYPE_U64:
+    return "u64";
   case AMPC_DTYPE_I64:
     return "i64";
   case AMPC_DTYPE_BOOL:

@@ -35,16 +35,18 @@ struct AssignAccumulation
       bool f64 = llvm::any_of(op->getOperandTypes(), isF64Tensor) ||
                  llvm::any_of(op->getResultTypes(), isF64Tensor);
       // An integer reduction sums, multiplies or compares exactly in int64
-      // (FP32 would round past 2^24).
-      bool integer =
-          isa<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-              ampc::ReduceProdOp>(op) &&
-          isa<IntegerType>(
-              cast<RankedTensorType>(op->getOperand(0).getType())
-                  .getElementType());
-      Type type = integer ? Type(b.getI64Type())
-                  : f64   ? Type(b.getF64Type())
-                          : Type(b.getF32Type());
+      // (FP32 would round past 2^24), an unsigned one in uint64 (int64
+      // would compare values past 2^63 as negative).
+      auto integer = dyn_cast<IntegerType>(
+          cast<RankedTensorType>(op->getOperand(0).getType()).getElementType());
+      if (!isa<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+               ampc::ReduceProdOp>(op))
+        integer = {};
+      Type type = integer && integer.isUnsigned()
+                      ? Type(b.getIntegerType(64, /*isSigned=*/false))
+                  : integer ? Type(b.getI64Type())
+                  : f64     ? Type(b.getF64Type())
+                            : Type(b.getF32Type());
       op->setAttr(ampc::kAccumulateAttr, TypeAttr::get(type));
     });
   }

@@ -36,15 +36,20 @@ _NUMPY_OF_DTYPE = {
     1: np.dtype(np.float32),
     2: np.dtype(np.uint8),
     3: np.dtype(np.int8),
+    4: np.dtype(np.uint16),
+    5: np.dtype(np.int16),
     6: np.dtype(np.int32),
     7: np.dtype(np.int64),
     9: np.dtype(np.bool_),
     10: np.dtype(np.float16),
     11: np.dtype(np.float64),
+    12: np.dtype(np.uint32),
+    13: np.dtype(np.uint64),
     16: np.dtype(np.uint16),  # bf16 bits
 }
-# ampc has no uint16 type, so a uint16 array is bf16 bits.
-_DTYPE_OF_NUMPY = {v: k for k, v in _NUMPY_OF_DTYPE.items()}
+# A uint16 array is u16 unless the tensor it is for is bf16 (_TensorArray).
+_DTYPE_OF_NUMPY = {v: k for k, v in sorted(_NUMPY_OF_DTYPE.items(),
+                                           reverse=True)}
 
 
 class AmpcError(RuntimeError):
@@ -196,16 +201,24 @@ class _TensorArray:
     """ampc_tensor views of numpy arrays, kept alive with the arrays and
     shapes they point into."""
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, infos=()):
+        """`infos`: the TensorInfo of each array's tensor, where known; an
+        array whose numpy dtype stores the tensor's dtype (uint16 for bf16)
+        takes the tensor's dtype."""
         # np.require keeps rank 0 (np.ascontiguousarray makes it rank 1).
         self.arrays = [np.require(a, requirements="C") for a in arrays]
         self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
                        for a in self.arrays]
         self.tensors = (_Tensor * max(len(self.arrays), 1))()
-        for t, a, shape in zip(self.tensors, self.arrays, self.shapes):
+        infos = list(infos)
+        for i, (t, a, shape) in enumerate(zip(self.tensors, self.arrays,
+                                              self.shapes)):
             if a.dtype not in _DTYPE_OF_NUMPY:
                 raise TypeError("ampc has no dtype for numpy %s" % a.dtype)
             t.dtype = _DTYPE_OF_NUMPY[a.dtype]
+            if i < len(infos) and \
+                    _NUMPY_OF_DTYPE.get(infos[i].ampc_dtype) == a.dtype:
+                t.dtype = infos[i].ampc_dtype
             t.rank = a.ndim
             t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
             t.data = a.ctypes.data
@@ -363,8 +376,8 @@ class Model:
         """ampc_model_infer on fixed arrays, as a function of no arguments
         that writes `outputs` (C-contiguous arrays, one per model output) in
         place: the runtime call alone, for a benchmark's timing loop."""
-        ins = _TensorArray(self._input_list(inputs))
-        outs = _TensorArray(self._in_place(outputs))
+        ins = _TensorArray(self._input_list(inputs), self.inputs)
+        outs = _TensorArray(self._in_place(outputs), self.outputs)
 
         def run():
             self._check(self._lib.ampc_model_infer(
@@ -383,7 +396,8 @@ class Model:
     def get_parameter(self, parameter):
         """The current value of a parameter (index or name)."""
         index = self.parameter_index(parameter)
-        out = _TensorArray([self._empty(self.parameters[index])])
+        out = _TensorArray([self._empty(self.parameters[index])],
+                           [self.parameters[index]])
         self._check(self._lib.ampc_model_get_parameter(self._handle, index,
                                                        out.pointer()))
         return out.arrays[0]
@@ -391,7 +405,7 @@ class Model:
     def set_parameter(self, parameter, value):
         """Replaces a parameter's (index or name) value with `value`."""
         index = self.parameter_index(parameter)
-        value = _TensorArray([value])
+        value = _TensorArray([value], [self.parameters[index]])
         self._check(self._lib.ampc_model_set_parameter(self._handle, index,
                                                        value.pointer()))
 
@@ -403,9 +417,11 @@ class Model:
             raise AmpcError(AMPC_ERROR_UNSUPPORTED,
                             "the model computes no gradients (compiled for "
                             "inference)")
-        ins = _TensorArray(self._input_list(inputs))
-        loss = _TensorArray([self._empty(self.outputs[0])])
+        ins = _TensorArray(self._input_list(inputs), self.inputs)
+        loss = _TensorArray([self._empty(self.outputs[0])], self.outputs)
         grads = _TensorArray([self._empty(self.parameters[p])
+                              for p in self.gradient_parameters],
+                             [self.parameters[p]
                               for p in self.gradient_parameters])
         self._check(self._lib.ampc_model_gradients(
             self._handle, ins.pointer(), len(ins.arrays), loss.pointer(),
@@ -435,8 +451,8 @@ class Model:
         arguments that writes the loss into `loss` (a C-contiguous array of
         the loss's shape) and does not wait for a CUDA model's stream: the
         runtime call alone, for a benchmark's timing loop."""
-        ins = _TensorArray(self._input_list(inputs))
-        out = _TensorArray(self._in_place([loss]))
+        ins = _TensorArray(self._input_list(inputs), self.inputs)
+        out = _TensorArray(self._in_place([loss]), self.outputs)
 
         def run():
             self._check(self._lib.ampc_model_train_step(

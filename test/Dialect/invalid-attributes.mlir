@@ -247,7 +247,7 @@ func.func @input_offsets_too_many(%x: tensor<4xf32>) -> tensor<4xf32> attributes
 // -----
 
 func.func @accumulate_in_f16(%x: tensor<4x4xf16>) -> tensor<4x4xf16> {
-  // expected-error @+1 {{'ampc.matmul' op 'ampc.accumulate' must be f32, f64 or i64 on an op that accumulates, got f16}}
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.accumulate' must be f32, f64, i64 or ui64 on an op that accumulates, got f16}}
   %0 = ampc.matmul %x, %x {ampc.accumulate = f16} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
   return %0 : tensor<4x4xf16>
 }
@@ -255,7 +255,7 @@ func.func @accumulate_in_f16(%x: tensor<4x4xf16>) -> tensor<4x4xf16> {
 // -----
 
 func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'ampc.exp' op 'ampc.accumulate' must be f32, f64 or i64 on an op that accumulates, got f32}}
+  // expected-error @+1 {{'ampc.exp' op 'ampc.accumulate' must be f32, f64, i64 or ui64 on an op that accumulates, got f32}}
   %0 = ampc.exp %x {ampc.accumulate = f32} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

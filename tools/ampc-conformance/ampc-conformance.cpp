@@ -37,6 +37,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <map>
 #include <thread>
 
@@ -81,6 +83,10 @@ ampc_dtype dtypeOf(int onnxType) {
   case onnx::TensorProto::INT32: return AMPC_DTYPE_I32;
   case onnx::TensorProto::INT8: return AMPC_DTYPE_I8;
   case onnx::TensorProto::UINT8: return AMPC_DTYPE_U8;
+  case onnx::TensorProto::INT16: return AMPC_DTYPE_I16;
+  case onnx::TensorProto::UINT16: return AMPC_DTYPE_U16;
+  case onnx::TensorProto::UINT32: return AMPC_DTYPE_U32;
+  case onnx::TensorProto::UINT64: return AMPC_DTYPE_U64;
   case onnx::TensorProto::BOOL: return AMPC_DTYPE_BOOL;
   default: return static_cast<ampc_dtype>(0);
   }
@@ -121,6 +127,8 @@ bool readTensor(StringRef path, ampc_dtype declared, HostTensor &out,
       case AMPC_DTYPE_F32: { float v = t.float_data(i); std::memcpy(p, &v, 4); break; }
       case AMPC_DTYPE_F64: { double v = t.double_data(i); std::memcpy(p, &v, 8); break; }
       case AMPC_DTYPE_I64: { int64_t v = t.int64_data(i); std::memcpy(p, &v, 8); break; }
+      case AMPC_DTYPE_U64: { uint64_t v = t.uint64_data(i); std::memcpy(p, &v, 8); break; }
+      case AMPC_DTYPE_U32: { uint32_t v = static_cast<uint32_t>(t.uint64_data(i)); std::memcpy(p, &v, 4); break; }
       default: {
         // int32_data holds every narrower type, 16-bit floats as their bits.
         int32_t v = t.int32_data(i);
@@ -145,9 +153,40 @@ double valueAt(const HostTensor &t, size_t i) {
   case AMPC_DTYPE_BF16: { uint16_t v; std::memcpy(&v, p, 2); return ampc::numeric::bf16BitsToF32(v); }
   case AMPC_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
   case AMPC_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  case AMPC_DTYPE_U64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  case AMPC_DTYPE_U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  case AMPC_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case AMPC_DTYPE_U16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
   case AMPC_DTYPE_I8: return static_cast<int8_t>(*p);
   default: return static_cast<uint8_t>(*p);
   }
+}
+
+/// Element i of an integer or bool tensor, exactly (u64 and i64 both fit);
+/// nullopt for a float tensor.
+std::optional<__int128> integerAt(const HostTensor &t, size_t i) {
+  const char *p = t.bytes.data() + i * ampc_dtype_size(t.dtype);
+  auto read = [p](auto v) -> __int128 {
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  switch (t.dtype) {
+  case AMPC_DTYPE_I64: return read(int64_t());
+  case AMPC_DTYPE_U64: return read(uint64_t());
+  case AMPC_DTYPE_I32: return read(int32_t());
+  case AMPC_DTYPE_U32: return read(uint32_t());
+  case AMPC_DTYPE_I16: return read(int16_t());
+  case AMPC_DTYPE_U16: return read(uint16_t());
+  case AMPC_DTYPE_I8: return read(int8_t());
+  case AMPC_DTYPE_U8:
+  case AMPC_DTYPE_BOOL: return read(uint8_t());
+  default: return std::nullopt;
+  }
+}
+
+std::string integerText(__int128 v) {
+  return v < 0 ? std::to_string(static_cast<int64_t>(v))
+               : std::to_string(static_cast<uint64_t>(v));
 }
 
 enum class Outcome { Passed, Failed, Skipped };
@@ -415,6 +454,16 @@ Outcome Runner::check(const Prepared &test) {
         return fail(folder, "output " + Twine(k) + " has another shape than expected");
       size_t n = got.bytes.size() / ampc_dtype_size(got.dtype);
       for (size_t i = 0; i < n; ++i) {
+        // Integers compare exactly (a double holds neither u64 nor i64).
+        std::optional<__int128> gi = integerAt(got, i), wi = integerAt(want, i);
+        if (gi && wi) {
+          if (*gi != *wi)
+            return fail(folder, formatv("{0}: output {1} element {2}: got {3}, "
+                                        "expected {4}",
+                                        sys::path::filename(set), k, i,
+                                        integerText(*gi), integerText(*wi)));
+          continue;
+        }
         double g = valueAt(got, i), w = valueAt(want, i);
         if (std::isnan(w) && std::isnan(g))
           continue;

@@ -535,22 +535,13 @@ struct HostTensor {
       std::memcpy(p, &value, sizeof(value));
     }
   }
-  /// Sets element `i` of an integer or boolean tensor.
+  /// Sets element `i` of an integer or boolean tensor: the low bytes of
+  /// the two's complement value, which are the value in any integer dtype
+  /// that holds it (little-endian host).
   void setInteger(int64_t i, int64_t value) {
     size_t size = ampc_dtype_size(dtype);
-    unsigned char *p = bytes.data() + static_cast<size_t>(i) * size;
-    switch (dtype) {
-    case AMPC_DTYPE_I64:
-      std::memcpy(p, &value, 8);
-      return;
-    case AMPC_DTYPE_I32: {
-      int32_t v = static_cast<int32_t>(value);
-      std::memcpy(p, &v, 4);
-      return;
-    }
-    default:
-      *p = static_cast<unsigned char>(value);
-    }
+    uint64_t bits = static_cast<uint64_t>(value);
+    std::memcpy(bytes.data() + static_cast<size_t>(i) * size, &bits, size);
   }
 };
 
@@ -563,8 +554,14 @@ int64_t integerLimit(ampc_dtype dtype) {
     return 256;
   case AMPC_DTYPE_BOOL:
     return 2;
+  case AMPC_DTYPE_I16:
+    return int64_t(1) << 15;
+  case AMPC_DTYPE_U16:
+    return int64_t(1) << 16;
   case AMPC_DTYPE_I32:
     return int64_t(1) << 31;
+  case AMPC_DTYPE_U32:
+    return int64_t(1) << 32;
   default:
     return INT64_MAX;
   }

@@ -137,20 +137,25 @@ double floatAt(const NpyArray &a, size_t i) {
   }
 }
 
-/// Element i of an integer or bool array; `tooLarge` is set for a uint64
-/// above INT64_MAX (returned as its bits).
-int64_t integerAt(const NpyArray &a, size_t i, bool &tooLarge) {
+/// Element i of an integer or bool array, exactly (a uint64 past int64's
+/// range included).
+__int128 integerAt(const NpyArray &a, size_t i) {
   const unsigned char *p = a.data.data() + i * size_t(a.itemSize);
-  tooLarge = false;
   uint64_t bits = 0;
   std::memcpy(&bits, p, size_t(a.itemSize)); // little-endian host
-  if (a.kind == 'u' || a.kind == 'b') {
-    if (a.itemSize == 8 && bits > uint64_t(std::numeric_limits<int64_t>::max()))
-      tooLarge = true;
-    return int64_t(bits);
-  }
+  if (a.kind == 'u' || a.kind == 'b')
+    return bits;
   int shift = 64 - 8 * a.itemSize;
   return int64_t(bits << shift) >> shift; // sign-extend
+}
+
+std::string integerText(__int128 v) {
+  return v < 0 ? std::to_string(int64_t(v)) : std::to_string(uint64_t(v));
+}
+
+/// The values an integer dtype holds, as [lo, hi].
+template <typename T> std::pair<__int128, __int128> rangeOf() {
+  return {std::numeric_limits<T>::min(), std::numeric_limits<T>::max()};
 }
 
 template <typename T> void store(std::vector<unsigned char> &out, size_t i, T v) {
@@ -323,7 +328,11 @@ bool convertNpy(const NpyArray &array, ampc_dtype dtype,
     }
     return true;
   case AMPC_DTYPE_I64:
+  case AMPC_DTYPE_U64:
   case AMPC_DTYPE_I32:
+  case AMPC_DTYPE_U32:
+  case AMPC_DTYPE_I16:
+  case AMPC_DTYPE_U16:
   case AMPC_DTYPE_I8:
   case AMPC_DTYPE_U8: {
     if (!isInteger) {
@@ -331,29 +340,25 @@ bool convertNpy(const NpyArray &array, ampc_dtype dtype,
                     : "bool arrays are not converted to integers";
       return false;
     }
-    int64_t lo = dtype == AMPC_DTYPE_I64   ? std::numeric_limits<int64_t>::min()
-                 : dtype == AMPC_DTYPE_I32 ? std::numeric_limits<int32_t>::min()
-                 : dtype == AMPC_DTYPE_I8  ? -128
-                                           : 0;
-    int64_t hi = dtype == AMPC_DTYPE_I64   ? std::numeric_limits<int64_t>::max()
-                 : dtype == AMPC_DTYPE_I32 ? std::numeric_limits<int32_t>::max()
-                 : dtype == AMPC_DTYPE_I8  ? 127
-                                           : 255;
+    auto [lo, hi] = dtype == AMPC_DTYPE_I64   ? rangeOf<int64_t>()
+                    : dtype == AMPC_DTYPE_U64 ? rangeOf<uint64_t>()
+                    : dtype == AMPC_DTYPE_I32 ? rangeOf<int32_t>()
+                    : dtype == AMPC_DTYPE_U32 ? rangeOf<uint32_t>()
+                    : dtype == AMPC_DTYPE_I16 ? rangeOf<int16_t>()
+                    : dtype == AMPC_DTYPE_U16 ? rangeOf<uint16_t>()
+                    : dtype == AMPC_DTYPE_I8  ? rangeOf<int8_t>()
+                                              : rangeOf<uint8_t>();
     for (size_t i = 0; i < count; ++i) {
-      bool tooLarge;
-      int64_t v = integerAt(array, i, tooLarge);
-      if (tooLarge || v < lo || v > hi) {
-        why = "element " + std::to_string(i) + " (" +
-              (tooLarge ? std::to_string(uint64_t(v)) : std::to_string(v)) +
+      __int128 v = integerAt(array, i);
+      if (v < lo || v > hi) {
+        why = "element " + std::to_string(i) + " (" + integerText(v) +
               ") does not fit " + ampc_dtype_name(dtype);
         return false;
       }
-      switch (dtype) {
-      case AMPC_DTYPE_I64: store(out, i, v); break;
-      case AMPC_DTYPE_I32: store(out, i, int32_t(v)); break;
-      case AMPC_DTYPE_I8: store(out, i, int8_t(v)); break;
-      default: store(out, i, uint8_t(v)); break;
-      }
+      // Two's complement: the low `size` bytes are the value in any of the
+      // integer dtypes it fits.
+      uint64_t bits = static_cast<uint64_t>(v);
+      std::memcpy(out.data() + i * size, &bits, size); // little-endian host
     }
     return true;
   }
@@ -383,6 +388,10 @@ bool ampc::train::writeNpy(const std::string &path, ampc_dtype dtype,
   case AMPC_DTYPE_F16: descr = "<f2"; break;
   case AMPC_DTYPE_I64: descr = "<i8"; break;
   case AMPC_DTYPE_I32: descr = "<i4"; break;
+  case AMPC_DTYPE_U64: descr = "<u8"; break;
+  case AMPC_DTYPE_U32: descr = "<u4"; break;
+  case AMPC_DTYPE_I16: descr = "<i2"; break;
+  case AMPC_DTYPE_U16: descr = "<u2"; break;
   case AMPC_DTYPE_I8: descr = "|i1"; break;
   case AMPC_DTYPE_U8: descr = "|u1"; break;
   case AMPC_DTYPE_BOOL: descr = "|b1"; break;

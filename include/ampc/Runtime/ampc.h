@@ -107,11 +107,15 @@ typedef enum ampc_dtype AMPC_ENUM_TYPE {
   AMPC_DTYPE_F32 = 1,
   AMPC_DTYPE_U8 = 2,
   AMPC_DTYPE_I8 = 3,
+  AMPC_DTYPE_U16 = 4,
+  AMPC_DTYPE_I16 = 5,
   AMPC_DTYPE_I32 = 6,
   AMPC_DTYPE_I64 = 7,
   AMPC_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
   AMPC_DTYPE_F16 = 10,
   AMPC_DTYPE_F64 = 11,
+  AMPC_DTYPE_U32 = 12,
+  AMPC_DTYPE_U64 = 13,
   AMPC_DTYPE_BF16 = 16
 } ampc_dtype;
 

@@ -351,8 +351,8 @@ def AssignAccumulationPass
     softmax, normalisation, losses, their gradients, the gradient norm)
     the type its kernels accumulate in, as `ampc.accumulate`: f64 when any
     of its float operands or results is f64, i64 for a ReduceSum, Mean,
-    Max or Prod of integers (exact where FP32 rounds past 2^24), f32
-    otherwise. 16-bit data is
+    Max or Prod of signed integers and ui64 of unsigned ones (exact where
+    FP32 rounds past 2^24), f32 otherwise. 16-bit data is
     thus always summed in FP32 (as cuBLASLt's CUBLAS_COMPUTE_32F and
     PyTorch's autocast kernels do) and rounded once when stored. The
     targets print what the attribute says; the memory plan sizes the

@@ -37,8 +37,9 @@ int onnxDtype(Type t) {
   if (t.isF64()) return 11;
   if (t.isInteger(1)) return 9;
   if (t.isInteger(8)) return t.isUnsignedInteger() ? 2 : 3;
-  if (t.isInteger(32)) return 6;
-  if (t.isInteger(64)) return 7;
+  if (t.isInteger(16)) return t.isUnsignedInteger() ? 4 : 5;
+  if (t.isInteger(32)) return t.isUnsignedInteger() ? 12 : 6;
+  if (t.isInteger(64)) return t.isUnsignedInteger() ? 13 : 7;
   return 0;
 }
 
@@ -48,8 +49,9 @@ StringRef storageType(Type t) {
   if (t.isF16() || t.isBF16()) return "uint16_t";
   if (t.isInteger(1)) return "uint8_t";
   if (t.isInteger(8)) return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
-  if (t.isInteger(32)) return "int32_t";
-  if (t.isInteger(64)) return "int64_t";
+  if (t.isInteger(16)) return t.isUnsignedInteger() ? "uint16_t" : "int16_t";
+  if (t.isInteger(32)) return t.isUnsignedInteger() ? "uint32_t" : "int32_t";
+  if (t.isInteger(64)) return t.isUnsignedInteger() ? "uint64_t" : "int64_t";
   return "";
 }
 
@@ -68,12 +70,7 @@ StringRef computeType(Type t) {
   return storageType(t);
 }
 
-int64_t storageSize(Type t) {
-  if (t.isF64() || t.isInteger(64)) return 8;
-  if (t.isF32() || t.isInteger(32)) return 4;
-  if (t.isF16() || t.isBF16()) return 2;
-  return 1;
-}
+int64_t storageSize(Type t) { return ampc::storageBytes(t); }
 
 StringRef accumulatorType(Type t) {
   if (isa<FloatType>(t))
@@ -173,6 +170,8 @@ std::string constantElements(Operation *constant) {
       // The most negative int64 has no literal: write it as an expression.
       if (t.isInteger(1))
         cs << value.getZExtValue();
+      else if (t.isUnsignedInteger())
+        cs << value.getZExtValue() << (t.isInteger(64) ? "ULL" : "u");
       else if (value.isMinSignedValue() && t.isInteger(64))
         cs << "(-9223372036854775807LL - 1)";
       else

@@ -53,7 +53,7 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
 StringRef accumulation(Operation *op) {
   auto type = op->getAttrOfType<TypeAttr>(ampc::kAccumulateAttr);
   if (type && type.getValue().isInteger(64))
-    return "int64_t";
+    return type.getValue().isUnsignedInteger() ? "uint64_t" : "int64_t";
   return type && type.getValue().isF64() ? "double" : "float";
 }
 

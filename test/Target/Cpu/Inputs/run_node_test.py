@@ -70,7 +70,9 @@ T = onnx.TensorProto
 FLOATS = {T.FLOAT, T.FLOAT16, T.BFLOAT16, T.DOUBLE}
 NUMPY = {T.FLOAT: np.float32, T.DOUBLE: np.float64, T.FLOAT16: np.float16,
          T.BFLOAT16: np.float32, T.INT64: np.int64, T.INT32: np.int32,
-         T.INT8: np.int8, T.UINT8: np.uint8, T.BOOL: np.bool_}
+         T.INT8: np.int8, T.UINT8: np.uint8, T.BOOL: np.bool_,
+         T.INT16: np.int16, T.UINT16: np.uint16, T.UINT32: np.uint32,
+         T.UINT64: np.uint64}
 
 
 def F32(value):
@@ -488,25 +490,35 @@ def interpret(model, feeds):
 # Running ampc and comparing.
 # --------------------------------------------------------------------------
 
+INTEGER_NAMES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool")
+
+
 def parse_embed(text):
-    outputs, current = [], None
+    """ampc-embed's outputs: float64 arrays, and integer ones as arrays of
+    Python ints (exact: a double holds neither i64 nor u64)."""
+    outputs, current, integer = [], None, []
     for line in text.splitlines():
         if line.startswith("output "):
             current = []
             outputs.append(current)
+            integer.append(line.split("(", 1)[1].split(",")[0] in INTEGER_NAMES)
+        elif current is not None and integer[-1]:
+            current.append(int(line))
         elif current is not None:
             current.append(float(line) if line not in ("nan", "-nan") else np.nan)
-    return [np.array(o, np.float64) for o in outputs]
+    return [np.array(o, object) if exact else np.array(o, np.float64)
+            for o, exact in zip(outputs, integer)]
 
 
 def compare(name, got, want, dtype, args):
     want = np.asarray(want).reshape(-1)
     if got.shape != want.shape:
         return f"{name}: {got.size} values, expected {want.size}", 0.0
-    if dtype not in FLOATS:
-        bad = np.nonzero(got != want.astype(np.float64))[0]
+    if dtype not in FLOATS:  # exactly, as Python ints
+        bad = [k for k, (g, w) in enumerate(zip(got.tolist(), want.tolist()))
+               if int(g) != int(w)]
         return (f"{name}: {len(bad)} values differ, first at {bad[0]}: got "
-                f"{got[bad[0]]}, want {want[bad[0]]}" if len(bad) else None), 0.0
+                f"{got[bad[0]]}, want {want[bad[0]]}" if bad else None), 0.0
     if dtype == T.FLOAT and not WIDE:  # embed prints 9 digits: the float
         got = got.astype(np.float32).astype(np.float64)
     want = want.astype(np.float64)

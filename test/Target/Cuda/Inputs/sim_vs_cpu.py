@@ -108,7 +108,7 @@ def inputs_for(model, seed):
             arrays.append(rng.standard_normal(info.shape).astype(info.dtype))
         elif info.dtype.kind == "b":
             arrays.append(rng.integers(0, 2, info.shape).astype(info.dtype))
-        elif info.dtype == np.uint16:  # bf16 bits of N(0, 1) values
+        elif info.ampc_dtype == 16:  # bf16 bits of N(0, 1) values
             f = rng.standard_normal(info.shape).astype(np.float32)
             arrays.append((f.view(np.uint32) >> 16).astype(np.uint16))
         elif info.name == "label":  # the loss ampc attaches: class 0 exists
@@ -118,9 +118,9 @@ def inputs_for(model, seed):
     return arrays
 
 
-def as_float(a):
+def as_float(a, bf16):
     a = np.asarray(a)
-    if a.dtype == np.uint16:  # bf16 bits
+    if bf16:
         return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return a.astype(np.float64)
 
@@ -130,14 +130,17 @@ class Differences:
         self.worst = {}  # what -> (relative excess, abs diff, rel diff)
         self.failures = []
 
-    def compare(self, what, cpu, sim, tolerance):
+    def compare(self, what, cpu, sim, tolerance, info=None):
+        """`info`: the tensor's TensorInfo where known; without it a uint16
+        array is bf16 bits (parameters and gradients are never u16)."""
         rtol, atol = TOLERANCE[tolerance]
-        a, b = as_float(cpu), as_float(sim)
+        bf16 = info.ampc_dtype == 16 if info else \
+            np.asarray(cpu).dtype == np.uint16
+        a, b = as_float(cpu, bf16), as_float(sim, bf16)
         if a.shape != b.shape:
             self.failures.append("%s: shapes %s and %s" % (what, a.shape, b.shape))
             return
-        if np.issubdtype(np.asarray(cpu).dtype, np.integer) and \
-                np.asarray(cpu).dtype != np.uint16:
+        if np.issubdtype(np.asarray(cpu).dtype, np.integer) and not bf16:
             if not np.array_equal(a, b):
                 self.failures.append("%s: integers differ" % what)
             return
@@ -197,12 +200,14 @@ def run_child(args):
                                + refused}
         if kind == "infer":
             for i, (a, b) in enumerate(zip(cpu.infer(x), sim.infer(x))):
-                d.compare("output %d" % i, a, b, spec["precision"])
+                d.compare("output %d" % i, a, b, spec["precision"],
+                          cpu.outputs[i])
         elif kind == "gradients":
             # The forward of a training library: the loss, then the model's
             # outputs.
             for i, (a, b) in enumerate(zip(cpu.infer(x), sim.infer(x))):
-                d.compare("forward output %d" % i, a, b, spec["precision"])
+                d.compare("forward output %d" % i, a, b, spec["precision"],
+                          cpu.outputs[i])
             la, ga = cpu.gradients(x)
             lb, gb = sim.gradients(x)
             d.compare("loss", la, lb, spec["precision"])
