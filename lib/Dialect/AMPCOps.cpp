@@ -321,6 +321,7 @@ AMPC_SAME_TYPE_INFERENCE(CeluOp)
 AMPC_SAME_TYPE_INFERENCE(SeluOp)
 AMPC_SAME_TYPE_INFERENCE(HardSigmoidOp)
 AMPC_SAME_TYPE_INFERENCE(ThresholdedReluOp)
+AMPC_SAME_TYPE_INFERENCE(ShrinkOp)
 AMPC_SAME_TYPE_INFERENCE(NotOp)
 #undef AMPC_SAME_TYPE_INFERENCE
 
@@ -353,6 +354,15 @@ LogicalResult ModOp::verify() {
   return success();
 }
 
+LogicalResult BitShiftOp::verify() {
+  if (getLeft() != 0 && getLeft() != 1)
+    return emitOpError("left must be 0 or 1, got ") << getLeft();
+  if (!getOutput().getType().getElementType().isUnsignedInteger())
+    return emitOpError("shifts unsigned integers only, got ")
+           << getOutput().getType().getElementType();
+  return success();
+}
+
 // `approximate` is a GeluApproximate: the attribute's parser and type
 // admit only its cases.
 LogicalResult GeluOp::inferReturnTypes(MLIRContext *, OptLoc loc,
@@ -374,6 +384,7 @@ AMPC_BROADCAST_INFERENCE(PReluOp)
 AMPC_BROADCAST_INFERENCE(MaxOp)
 AMPC_BROADCAST_INFERENCE(MinOp)
 AMPC_BROADCAST_INFERENCE(ModOp)
+AMPC_BROADCAST_INFERENCE(BitShiftOp)
 AMPC_BROADCAST_INFERENCE(ClipOp)
 #undef AMPC_BROADCAST_INFERENCE
 

@@ -1091,6 +1091,15 @@ AMPC_UNARY_GRADIENT(ThresholdedReluOp, {
   return WhereOp::create(b, ab.loc, above, ab.scalar(1.0, x),
                          ab.scalar(0.0, x));
 })
+// keeps: x; dx = dy where x < -lambd or x > lambd, else 0.
+AMPC_UNARY_GRADIENT(ShrinkOp, {
+  double lambd = getLambd().convertToDouble();
+  Value outside =
+      OrOp::create(b, ab.loc, LessOp::create(b, ab.loc, x, ab.scalar(-lambd, x)),
+                   GreaterOp::create(b, ab.loc, x, ab.scalar(lambd, x)));
+  return WhereOp::create(b, ab.loc, outside, ab.scalar(1.0, x),
+                         ab.scalar(0.0, x));
+})
 #undef AMPC_UNARY_GRADIENT
 
 // keeps: x and the slope; dx = dy (x >= 0) or dy * slope, dslope = dy * x

@@ -958,7 +958,8 @@ withFloats(NodeContext &nc,
 
 constexpr char kElu[] = "ampc.elu", kCelu[] = "ampc.celu",
                kSelu[] = "ampc.selu", kHardSigmoid[] = "ampc.hard_sigmoid",
-               kThresholdedRelu[] = "ampc.thresholded_relu";
+               kThresholdedRelu[] = "ampc.thresholded_relu",
+               kShrink[] = "ampc.shrink";
 
 FailureOr<Outputs> importElu(NodeContext &nc) {
   return withFloats<kElu>(nc, {{"alpha", 1.0f}});
@@ -976,6 +977,23 @@ FailureOr<Outputs> importHardSigmoid(NodeContext &nc) {
 }
 FailureOr<Outputs> importThresholdedRelu(NodeContext &nc) {
   return withFloats<kThresholdedRelu>(nc, {{"alpha", 1.0f}});
+}
+
+FailureOr<Outputs> importShrink(NodeContext &nc) {
+  if (!isa<FloatType>(
+          cast<RankedTensorType>(nc.input(0).getType()).getElementType()))
+    return nc.error("Shrink of integer data is not supported (floats only)");
+  return withFloats<kShrink>(nc, {{"lambd", 0.5f}, {"bias", 0.0f}});
+}
+
+/// BitShift: `direction` LEFT or RIGHT as the op's `left`.
+FailureOr<Outputs> importBitShift(NodeContext &nc) {
+  std::string direction = nc.getString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return nc.error("'direction' must be LEFT or RIGHT, got '" + direction +
+                    "'");
+  return buildSame(nc, "ampc.bit_shift",
+                   {nc.i64("left", direction == "LEFT" ? 1 : 0)});
 }
 
 FailureOr<Outputs> importIsInf(NodeContext &nc) {
@@ -4009,6 +4027,7 @@ const std::vector<OpRule> &rules() {
       {"HardSigmoid", "ampc.hard_sigmoid", 6, 1, 1, 1, {{"alpha", F}, {"beta", F}},
        importHardSigmoid},
       {"ThresholdedRelu", "ampc.thresholded_relu", 10, 1, 1, 1, {{"alpha", F}}, importThresholdedRelu},
+      {"Shrink", "ampc.shrink", 9, 1, 1, 1, {{"lambd", F}, {"bias", F}}, importShrink},
       {"PRelu", "ampc.prelu", 9, 2, 2, 1, {}, importPRelu},
       {"Clip", "ampc.clip", 6, 1, 3, 1, {{"min", F}, {"max", F}}, importClip},
       {"Max", "ampc.max", 8, 1, 1 << 20, 1, {}, importMax},
@@ -4016,6 +4035,8 @@ const std::vector<OpRule> &rules() {
       {"Sum", "ampc.add", 8, 1, 1 << 20, 1, {}, importSum},
       {"Mean", "ampc.add", 8, 1, 1 << 20, 1, {}, importMean},
       {"Mod", "ampc.mod", 10, 2, 2, 1, {{"fmod", I}}, importMod},
+      {"BitShift", "ampc.bit_shift", 11, 2, 2, 1, {{"direction", S}},
+       importBitShift},
       {"Greater", "ampc.greater", 9, 2, 2, 1, {}, simple<kGreater>},
       {"Less", "ampc.less", 9, 2, 2, 1, {}, simple<kLess>},
       {"GreaterOrEqual", "ampc.greater_or_equal", 12, 2, 2, 1, {}, simple<kGreaterOrEqual>},

@@ -1470,3 +1470,19 @@ func.func @celu_alpha_zero(%x: tensor<4xf32>) {
   %0 = ampc.celu %x {alpha = 0.0 : f32} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @bit_shift_direction(%a: tensor<4xui8>, %b: tensor<4xui8>) {
+  // expected-error @+1 {{'ampc.bit_shift' op left must be 0 or 1, got 2}}
+  %0 = ampc.bit_shift %a, %b {left = 2 : i64} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return
+}
+
+// -----
+
+func.func @bit_shift_signed(%a: tensor<4xi8>, %b: tensor<4xi8>) {
+  // expected-error @+1 {{'ampc.bit_shift' op shifts unsigned integers only, got 'i8'}}
+  %0 = ampc.bit_shift %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return
+}

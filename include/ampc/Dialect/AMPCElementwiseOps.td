@@ -59,6 +59,12 @@ def AMPC_HardSigmoidOp : AMPC_UnaryOp<"hard_sigmoid", AMPC_FloatTensor, "HardSig
                        DefaultValuedAttr<F32Attr, "0.2">:$alpha,
                        DefaultValuedAttr<F32Attr, "0.5">:$beta);
 }
+// Shrink: x - bias above lambd, x + bias below -lambd, 0 between.
+def AMPC_ShrinkOp : AMPC_UnaryOp<"shrink", AMPC_FloatTensor, "Shrink", [AMPC_Follow, AMPC_Gradient]> {
+  let arguments = (ins AMPC_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "0.5">:$lambd,
+                       DefaultValuedAttr<F32Attr, "0.0">:$bias);
+}
 def AMPC_ThresholdedReluOp : AMPC_UnaryOp<"thresholded_relu", AMPC_FloatTensor, "ThresholdedRelu", [AMPC_Follow, AMPC_Gradient]> {
   let arguments = (ins AMPC_FloatTensor:$input,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha);
@@ -78,6 +84,15 @@ def AMPC_MinOp : AMPC_BinaryOp<"min", AMPC_Tensor, "Min", [Commutative, AMPC_Pro
 def AMPC_ModOp : AMPC_BinaryOp<"mod", AMPC_Tensor, "Mod", [AMPC_Promote, AMPC_Gradient]> {
   let arguments = (ins AMPC_Tensor:$lhs, AMPC_Tensor:$rhs,
                        DefaultValuedAttr<I64Attr, "0">:$fmod);
+  let hasVerifier = 1;
+}
+
+// BitShift: lhs shifted left (`left` 1) or right (0) by rhs bits, unsigned
+// integers only (ONNX); a shift by the width or more gives 0 (numpy's).
+def AMPC_BitShiftOp : AMPC_BinaryOp<"bit_shift", AMPC_Tensor, "BitShift", [AMPC_Promote, AMPC_NonDifferentiable]> {
+  let arguments = (ins AMPC_Tensor:$lhs, AMPC_Tensor:$rhs,
+                       DefaultValuedAttr<I64Attr, "1">:$left);
+  let hasFolder = 0;
   let hasVerifier = 1;
 }
 

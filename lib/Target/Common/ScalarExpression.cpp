@@ -169,6 +169,21 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                            o.getAlpha().convertToFloat())
                 .str();
           })
+          .Case([&](ampc::ShrinkOp o) {
+            float lambd = o.getLambd().convertToFloat(),
+                  bias = o.getBias().convertToFloat();
+            return formatv("{0} < {1}({2:e9}) ? {0} + {1}({3:e9}) : ({0} > "
+                           "{1}({4:e9}) ? {0} - {1}({3:e9}) : {1}(0))",
+                           x, c, -lambd, bias, lambd)
+                .str();
+          })
+          .Case([&](ampc::BitShiftOp o) {
+            // C++ leaves a shift by the width or more undefined.
+            unsigned bits = o.getOutput().getType().getElementTypeBitWidth();
+            return formatv("{1} >= {2} ? {3}(0) : {3}({0} {4} {1})", x, arg(1),
+                           bits, c, o.getLeft() ? "<<" : ">>")
+                .str();
+          })
           .Case([&](ampc::PReluOp) {
             return formatv("{0} < {1}(0) ? {2} * {0} : {0}", x, c, arg(1)).str();
           })

@@ -859,7 +859,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
                           "ctx.stream), {3});\n",
                           name(o.getOutput()), name(o.getData()), bytes,
                           where(op));
-        if (g.data.outer * g.data.inner && g.indexCount)
+        if (g.data.outer * g.data.inner != 0 && g.indexCount)
           launch(op,
                  formatv("ampc::cuda::scatter<{0}, {1}, {2}>",
                          computeType(t.getElementType()),

@@ -28,6 +28,15 @@ for name, code, _ in types:
 inputs.append(helper.make_tensor_value_info("h", TensorProto.BFLOAT16, [3]))
 nodes.append(helper.make_node("Cast", ["h"], ["h_f32"], to=TensorProto.FLOAT))
 outputs.append(helper.make_tensor_value_info("h_f32", TensorProto.FLOAT, [3]))
+# BitShift (unsigned only), by counts up to the width + 1: a shift by the
+# width or more gives 0.
+for name, code, _ in types[1:]:
+    for direction in ["LEFT", "RIGHT"]:
+        out = direction.lower() + "_" + name
+        nodes.append(helper.make_node("BitShift", ["a_" + name, "n_" + name],
+                                      [out], direction=direction))
+        outputs.append(helper.make_tensor_value_info(out, code, [5]))
+    inputs.append(helper.make_tensor_value_info("n_" + name, code, [5]))
 graph = helper.make_graph(nodes, "element_types", inputs, outputs)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 path = os.path.join(work, "element_types.onnx")
@@ -51,6 +60,11 @@ for name, _, dt in types:
     feed += [a, b]
 bits = np.array([0x3F80, 0xC040, 0x4049], np.uint16)   # 1.0, -3.0, 3.140625
 feed.append(bits)
+shifts = {}
+for name, _, dt in types[1:]:
+    width = np.iinfo(dt).bits
+    shifts[name] = np.array([0, 1, width - 1, width, width + 1], dt)
+    feed.append(shifts[name])
 got = lib.infer(*feed)
 k = 0
 for i, (name, _, dt) in enumerate(types):
@@ -62,6 +76,18 @@ for i, (name, _, dt) in enumerate(types):
         assert np.array_equal(got[k], want[op]), (op, name, a, b, got[k], want[op])
         k += 1
     print("%s: Max, Min, Mod, Add exact" % name)
-assert lib.inputs[-1].ampc_dtype == 16 and lib.inputs[0].ampc_dtype == 5
+assert lib.inputs[8].ampc_dtype == 16 and lib.inputs[0].ampc_dtype == 5
 assert np.array_equal(got[k], np.array([1.0, -3.0, 3.140625], np.float32)), got[k]
 print("bf16 from uint16 bits: %s" % got[k].tolist())
+k += 1
+for i, (name, _, dt) in enumerate(types[1:], start=1):
+    width = np.iinfo(dt).bits
+    a = [int(v) for v in feed[2 * i]]
+    n = [int(v) for v in shifts[name]]
+    for left in [True, False]:
+        want = [0 if c >= width else
+                ((v << c) & ((1 << width) - 1) if left else v >> c)
+                for v, c in zip(a, n)]
+        assert [int(v) for v in got[k]] == want, (name, left, got[k], want)
+        k += 1
+    print("%s: BitShift left and right exact, shifts past the width 0" % name)
