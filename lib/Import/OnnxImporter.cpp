@@ -1675,6 +1675,155 @@ FailureOr<Outputs> importReduceMin(NodeContext &nc) {
   return importComposedReduce(nc, "ReduceMin");
 }
 
+//===----------------------------------------------------------------------===//
+// Quantization: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+// as compositions (Div, Round, Add, Clip, Cast; Sub, Mul; the reductions).
+// Round is not differentiable, so a quantized value is a constant to
+// autodiff: training through a QuantizeLinear gives x no gradient (torch's
+// fake quantization passes it straight through; not done).
+//===----------------------------------------------------------------------===//
+
+/// A per-axis scale or zero point `v` (1-D of the length of x's `axis`)
+/// reshaped to broadcast along that axis; a scalar (or one value) as a
+/// scalar, whatever the axis (ONNX reads it only for per-axis values).
+/// Null after an error at the node.
+Value alongAxis(NodeContext &nc, Value v, RankedTensorType x, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 0 || (t.getRank() == 1 && t.getDimSize(0) == 1))
+    return t.getRank() == 0 ? v : reshaped(nc, v, {});
+  std::optional<int64_t> axis =
+      ampc::normalizeAxis(nc.getInt("axis", 1), x.getRank());
+  if (!axis) {
+    (void)nc.error("axis " + Twine(nc.getInt("axis", 1)) +
+                   " is out of range for rank " + Twine(x.getRank()));
+    return Value();
+  }
+  int64_t length = x.getDimSize(*axis);
+  if (t.getRank() != 1 || t.getDimSize(0) != length) {
+    (void)nc.error(what + " must be a scalar or hold " + Twine(length) +
+                   " values (the length of axis " + Twine(*axis) + "), got " +
+                   formatDims(t.getShape()));
+    return Value();
+  }
+  SmallVector<int64_t> shape(x.getRank() - *axis, 1);
+  shape[0] = length;
+  return reshaped(nc, v, shape);
+}
+
+/// The scale and zero point of a (De)QuantizeLinear node, broadcast along
+/// its axis, the zero point as the scale's float type (null where absent);
+/// false after an error.
+bool quantizationParameters(NodeContext &nc, Value x, Value &scale,
+                            Value &zeroFloat) {
+  auto in = cast<RankedTensorType>(x.getType());
+  scale = alongAxis(nc, nc.input(1), in, "the scale");
+  if (!scale)
+    return false;
+  zeroFloat = Value();
+  if (Value zp = nc.input(2)) {
+    zp = alongAxis(nc, zp, in, "the zero point");
+    if (!zp)
+      return false;
+    auto zt = cast<RankedTensorType>(zp.getType());
+    zeroFloat = part(nc, "ampc.cast", zp, {},
+                     zt.clone(cast<RankedTensorType>(scale.getType())
+                                  .getElementType()));
+    return bool(zeroFloat);
+  }
+  return true;
+}
+
+/// saturate(round(x / scale) + zero point) as `element` (uint8 or int8).
+Value quantize(NodeContext &nc, Value x, Value scale, Value zeroFloat,
+               IntegerType element) {
+  Type f = cast<RankedTensorType>(x.getType()).getElementType();
+  Value q = part(nc, "ampc.round", part(nc, "ampc.div", {x, scale}));
+  if (zeroFloat)
+    q = part(nc, "ampc.add", {q, zeroFloat});
+  bool isUnsigned = element.isUnsigned();
+  double lo = isUnsigned ? 0.0 : -128.0, hi = isUnsigned ? 255.0 : 127.0;
+  q = part(nc, "ampc.clip", {q, scalarOf(nc, f, lo), scalarOf(nc, f, hi)});
+  if (!q)
+    return Value();
+  return part(nc, "ampc.cast", q, {},
+              cast<RankedTensorType>(q.getType()).clone(element));
+}
+
+/// The 8-bit integer type of a quantized tensor, or an error.
+FailureOr<IntegerType> quantizedType(NodeContext &nc, Type t, StringRef what) {
+  auto i = dyn_cast<IntegerType>(t);
+  if (i && i.getWidth() == 8)
+    return i;
+  std::string text;
+  llvm::raw_string_ostream(text) << t;
+  return nc.error(what + " must be uint8 or int8, got " + text);
+}
+
+FailureOr<Outputs> importQuantizeLinear(NodeContext &nc) {
+  Value x = nc.input(0), scale, zeroFloat;
+  if (!quantizationParameters(nc, x, scale, zeroFloat))
+    return failure();
+  // Without a zero point the result is uint8 (ONNX's default).
+  Type element = nc.input(2)
+                     ? cast<RankedTensorType>(nc.input(2).getType())
+                           .getElementType()
+                     : IntegerType::get(nc.b.getContext(), 8,
+                                        IntegerType::Unsigned);
+  FailureOr<IntegerType> q = quantizedType(nc, element, "the zero point");
+  if (failed(q))
+    return failure();
+  Value r = quantize(nc, x, scale, zeroFloat, *q);
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
+FailureOr<Outputs> importDequantizeLinear(NodeContext &nc) {
+  Value x = nc.input(0), scale, zeroFloat;
+  if (!quantizationParameters(nc, x, scale, zeroFloat))
+    return failure();
+  auto in = cast<RankedTensorType>(x.getType());
+  Value y = part(nc, "ampc.cast", x, {},
+                 in.clone(cast<RankedTensorType>(scale.getType())
+                              .getElementType()));
+  if (zeroFloat)
+    y = part(nc, "ampc.sub", {y, zeroFloat});
+  y = part(nc, "ampc.mul", {y, scale});
+  if (!y)
+    return failure();
+  return Outputs{y};
+}
+
+/// DynamicQuantizeLinear: uint8 with the scale and zero point of x's range
+/// widened to hold 0: scale = (max(x, 0) - min(x, 0)) / 255, zero point =
+/// round(clip(-min / scale, 0, 255)).
+FailureOr<Outputs> importDynamicQuantizeLinear(NodeContext &nc) {
+  Value x = nc.input(0);
+  Type f = cast<RankedTensorType>(x.getType()).getElementType();
+  auto all = [&](StringRef op, Value v) {
+    return part(nc, op, v,
+                {nc.ints("axes", {}), nc.i64("keepdims", 0)});
+  };
+  Value zero = scalarOf(nc, f, 0.0);
+  Value max = part(nc, "ampc.max", {all("ampc.reduce_max", x), zero});
+  Value negMin = part(nc, "ampc.max",
+                      {all("ampc.reduce_max", part(nc, "ampc.neg", x)), zero});
+  Value scale = part(nc, "ampc.div",
+                     {part(nc, "ampc.add", {max, negMin}), scalarOf(nc, f, 255.0)});
+  Value zeroFloat = part(
+      nc, "ampc.round",
+      part(nc, "ampc.clip", {part(nc, "ampc.div", {negMin, scale}), zero,
+                             scalarOf(nc, f, 255.0)}));
+  auto u8 = IntegerType::get(nc.b.getContext(), 8, IntegerType::Unsigned);
+  Value y = quantize(nc, x, scale, zeroFloat, u8);
+  Value zp = zeroFloat ? part(nc, "ampc.cast", zeroFloat, {},
+                              RankedTensorType::get({}, u8))
+                       : Value();
+  if (!y || !zp)
+    return failure();
+  return Outputs{y, scale, zp};
+}
+
 /// Size: the element count, known at compile time.
 FailureOr<Outputs> importSize(NodeContext &nc) {
   auto in = cast<RankedTensorType>(nc.input(0).getType());
@@ -4037,6 +4186,12 @@ const std::vector<OpRule> &rules() {
       {"Mod", "ampc.mod", 10, 2, 2, 1, {{"fmod", I}}, importMod},
       {"BitShift", "ampc.bit_shift", 11, 2, 2, 1, {{"direction", S}},
        importBitShift},
+      {"QuantizeLinear", "ampc.round", 10, 2, 3, 1, {{"axis", I}},
+       importQuantizeLinear},
+      {"DequantizeLinear", "ampc.mul", 10, 2, 3, 1, {{"axis", I}},
+       importDequantizeLinear},
+      {"DynamicQuantizeLinear", "ampc.round", 11, 1, 1, 3, {},
+       importDynamicQuantizeLinear},
       {"Greater", "ampc.greater", 9, 2, 2, 1, {}, simple<kGreater>},
       {"Less", "ampc.less", 9, 2, 2, 1, {}, simple<kLess>},
       {"GreaterOrEqual", "ampc.greater_or_equal", 12, 2, 2, 1, {}, simple<kGreaterOrEqual>},
