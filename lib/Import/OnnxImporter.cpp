@@ -210,6 +210,23 @@ public:
   /// --max-tensor-bytes: the largest tensor a node may make.
   int64_t maxTensorBytes() const { return options.maxTensorBytes; }
 
+  /// Marks the parameter `v` loads (if it loads one) frozen: it keeps its
+  /// value and gets no gradient (a quantization scale or zero point, which
+  /// torch's observers set, not its optimizer).
+  void freezeParameter(Value v) {
+    if (auto load = v ? v.getDefiningOp<ampc::LoadParameterOp>() : nullptr)
+      if (auto param = parameters.lookup(load.getParameter()))
+        param->setAttr(ampc::kFrozenAttr, UnitAttr::get(ctx));
+  }
+
+  /// A QuantizeLinear result and what a following DequantizeLinear needs
+  /// for the straight-through estimator: the float input, where it was in
+  /// the 8-bit range before saturation, and the scale and zero point.
+  struct Quantized {
+    Value input, inRange, scale, zeroPoint;
+  };
+  llvm::DenseMap<Value, Quantized> quantized;
+
 private:
   LogicalResult error(const Twine &message) {
     emitError(fileLoc) << message;
@@ -1733,16 +1750,22 @@ bool quantizationParameters(NodeContext &nc, Value x, Value &scale,
   return true;
 }
 
-/// saturate(round(x / scale) + zero point) as `element` (uint8 or int8).
+/// saturate(round(x / scale) + zero point) as `element` (uint8 or int8);
+/// `inRange`, where given, gets where the unsaturated value was in range.
 Value quantize(NodeContext &nc, Value x, Value scale, Value zeroFloat,
-               IntegerType element) {
+               IntegerType element, Value *inRange = nullptr) {
   Type f = cast<RankedTensorType>(x.getType()).getElementType();
   Value q = part(nc, "ampc.round", part(nc, "ampc.div", {x, scale}));
   if (zeroFloat)
     q = part(nc, "ampc.add", {q, zeroFloat});
   bool isUnsigned = element.isUnsigned();
   double lo = isUnsigned ? 0.0 : -128.0, hi = isUnsigned ? 255.0 : 127.0;
-  q = part(nc, "ampc.clip", {q, scalarOf(nc, f, lo), scalarOf(nc, f, hi)});
+  Value loV = scalarOf(nc, f, lo), hiV = scalarOf(nc, f, hi);
+  if (inRange)
+    *inRange = part(nc, "ampc.and",
+                    {part(nc, "ampc.greater_or_equal", {q, loV}),
+                     part(nc, "ampc.less_or_equal", {q, hiV})});
+  q = part(nc, "ampc.clip", {q, loV, hiV});
   if (!q)
     return Value();
   return part(nc, "ampc.cast", q, {},
@@ -1772,9 +1795,11 @@ FailureOr<Outputs> importQuantizeLinear(NodeContext &nc) {
   FailureOr<IntegerType> q = quantizedType(nc, element, "the zero point");
   if (failed(q))
     return failure();
-  Value r = quantize(nc, x, scale, zeroFloat, *q);
-  if (!r)
+  Value inRange;
+  Value r = quantize(nc, x, scale, zeroFloat, *q, &inRange);
+  if (!r || !inRange)
     return failure();
+  nc.importer.quantized[r] = {x, inRange, nc.input(1), nc.input(2)};
   return Outputs{r};
 }
 
@@ -1791,6 +1816,29 @@ FailureOr<Outputs> importDequantizeLinear(NodeContext &nc) {
   y = part(nc, "ampc.mul", {y, scale});
   if (!y)
     return failure();
+  // A QuantizeLinear's result dequantized with its own scale and zero
+  // point is fake quantization (what torch exports for quantization-aware
+  // training): the gradient passes straight through to the float input
+  // where it was in range (torch's fake_quantize backward), and the scale
+  // and zero point are frozen (torch's observers set them).
+  auto found = nc.importer.quantized.find(x);
+  if (found != nc.importer.quantized.end() &&
+      found->second.scale == nc.input(1) &&
+      found->second.zeroPoint == nc.input(2)) {
+    const auto &q = found->second;
+    if (q.input.getType() != y.getType())
+      return Outputs{y};
+    Value pass = part(nc, "ampc.sub",
+                      {q.input, part(nc, "ampc.stop_gradient", q.input)});
+    Value zero = scalarOf(nc, cast<RankedTensorType>(y.getType())
+                                  .getElementType(), 0.0);
+    y = part(nc, "ampc.add",
+             {y, part(nc, "ampc.where", {q.inRange, pass, zero})});
+    if (!y)
+      return failure();
+    nc.importer.freezeParameter(nc.input(1));
+    nc.importer.freezeParameter(nc.input(2));
+  }
   return Outputs{y};
 }
 

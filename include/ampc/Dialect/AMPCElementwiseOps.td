@@ -106,6 +106,18 @@ def AMPC_OrOp : AMPC_BinaryOp<"or", AMPC_BoolTensor, "Or", [Commutative, AMPC_No
 def AMPC_XorOp : AMPC_BinaryOp<"xor", AMPC_BoolTensor, "Xor", [Commutative, AMPC_NonDifferentiable]>;
 def AMPC_NotOp : AMPC_UnaryOp<"not", AMPC_BoolTensor, "Not", [AMPC_NonDifferentiable]>;
 
+// StopGradient: its input, unchanged, and a constant to autodiff. Not an
+// ONNX op: the importer builds straight-through estimators with it (a
+// QuantizeLinear followed by its DequantizeLinear).
+def AMPC_StopGradientOp : AMPC_UnaryOp<"stop_gradient", AMPC_Tensor, "StopGradient", [AMPC_Follow, AMPC_NonDifferentiable]> {
+  let description = [{
+    Its input, unchanged; autodiff treats the result as a constant. The
+    importer builds straight-through estimators with it:
+    `y + mask * (x - stop_gradient(x))` has y's value and passes dy to x
+    where `mask`.
+  }];
+}
+
 // IsNaN and IsInf: i1 results of a float input.
 def AMPC_IsNaNOp : AMPC_Op<"is_nan",
     [Pure, InferTypeOpAdaptor, AMPC_Elementwise, AMPC_Follow, AMPC_NonDifferentiable]> {

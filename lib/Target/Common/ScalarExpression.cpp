@@ -169,6 +169,7 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                            o.getAlpha().convertToFloat())
                 .str();
           })
+          .Case([&](ampc::StopGradientOp) { return x; })
           .Case([&](ampc::ShrinkOp o) {
             float lambd = o.getLambd().convertToFloat(),
                   bias = o.getBias().convertToFloat();
