@@ -2704,6 +2704,61 @@ FailureOr<Outputs> importEyeLike(NodeContext &nc) {
   return Outputs{r};
 }
 
+/// HannWindow, HammingWindow and BlackmanWindow: a0 - a1 cos(2 pi n / N) +
+/// a2 cos(4 pi n / N) for n < size, N = size when `periodic` (the default),
+/// size - 1 otherwise; a constant at import (the size is a compile-time
+/// input), computed in double and cast to `output_datatype`.
+FailureOr<Outputs> importWindow(NodeContext &nc, double a0, double a1,
+                                double a2) {
+  FailureOr<SmallVector<int64_t>> size = nc.constantInts(0, "size");
+  if (failed(size))
+    return failure();
+  if (size->size() != 1 || (*size)[0] < 0)
+    return nc.error("the size must be one value >= 0, got " +
+                    formatDims(*size));
+  int64_t n = (*size)[0];
+  Type element =
+      elementTypeFromOnnx(nc.b.getContext(), nc.getInt("output_datatype", 1));
+  if (!element)
+    return nc.error("unsupported output_datatype " +
+                    onnxTypeName(nc.getInt("output_datatype", 1)));
+  auto type = RankedTensorType::get({n}, element);
+  if (std::string problem =
+          ampc::checkTensorSize(type, nc.importer.maxTensorBytes());
+      !problem.empty())
+    return nc.error("the window " + problem + " (--max-tensor-bytes)");
+  // Computed here, element by element: at most 2^24 (as Range).
+  constexpr int64_t kMaxWindow = int64_t(1) << 24;
+  if (n > kMaxWindow)
+    return nc.error("a window of " + Twine(n) + " values: at most 2^24");
+  double period = static_cast<double>(nc.getInt("periodic", 1) ? n : n - 1);
+  SmallVector<double> values;
+  for (int64_t i = 0; i < n; ++i) {
+    double t = period > 0 ? 2 * M_PI * static_cast<double>(i) / period : 0;
+    values.push_back(a0 - a1 * std::cos(t) + a2 * std::cos(2 * t));
+  }
+  FailureOr<Outputs> c = constant(
+      nc, DenseElementsAttr::get(type.clone(nc.b.getF64Type()),
+                                 ArrayRef<double>(values)));
+  if (failed(c))
+    return failure();
+  if (element.isF64())
+    return c;
+  Value r = part(nc, "ampc.cast", (*c)[0], {}, type);
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+FailureOr<Outputs> importHannWindow(NodeContext &nc) {
+  return importWindow(nc, 0.5, 0.5, 0.0);
+}
+FailureOr<Outputs> importHammingWindow(NodeContext &nc) {
+  return importWindow(nc, 25.0 / 46.0, 21.0 / 46.0, 0.0);
+}
+FailureOr<Outputs> importBlackmanWindow(NodeContext &nc) {
+  return importWindow(nc, 0.42, 0.5, 0.08);
+}
+
 /// A 1-D int64 constant holding `values`.
 Value indexVector(NodeContext &nc, ArrayRef<int64_t> values) {
   auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
@@ -4380,6 +4435,12 @@ const std::vector<OpRule> &rules() {
       {"Shape", "ampc.shape", 1, 1, 1, 1, {{"start", I}, {"end", I}}, importShape},
       {"ConstantOfShape", "ampc.constant", 9, 1, 1, 1, {{"value", T}}, importConstantOfShape, {0}},
       {"Range", "ampc.constant", 11, 3, 3, 1, {}, importRange, {0, 1, 2}},
+      {"HannWindow", "ampc.constant", 17, 1, 1, 1,
+       {{"output_datatype", I}, {"periodic", I}}, importHannWindow, {0}},
+      {"HammingWindow", "ampc.constant", 17, 1, 1, 1,
+       {{"output_datatype", I}, {"periodic", I}}, importHammingWindow, {0}},
+      {"BlackmanWindow", "ampc.constant", 17, 1, 1, 1,
+       {{"output_datatype", I}, {"periodic", I}}, importBlackmanWindow, {0}},
       {"Constant", "ampc.constant", 1, 0, 0, 1,
        {{"value", T}, {"value_float", F}, {"value_floats", Fs},
         {"value_int", I}, {"value_ints", Is}, {"value_string", S},

@@ -78,8 +78,8 @@ assert not np.array_equal(trained.get_parameter("w"), before["w"])
 print("3 training steps: w changed, s_w and s_a unchanged")
 
 # The same through torch.onnx.export of a module that fake-quantizes its
-# weight and output (torch writes each scale once, a Constant that its
-# QuantizeLinear and DequantizeLinear share).
+# weight per channel and its output per tensor (torch writes each scale
+# once, a Constant that its QuantizeLinear and DequantizeLinear share).
 
 
 class FakeQuantLinear(torch.nn.Module):
@@ -88,7 +88,11 @@ class FakeQuantLinear(torch.nn.Module):
         self.fc = torch.nn.Linear(6, 4)
 
     def forward(self, v):
-        wq = torch.fake_quantize_per_tensor_affine(self.fc.weight, float(s_w), 0, -128, 127)
+        # Per output channel (axis 0, int8), as torch's default QAT config
+        # quantizes weights.
+        wq = torch.fake_quantize_per_channel_affine(
+            self.fc.weight, torch.tensor([0.05, 0.02, 0.1, 0.04]),
+            torch.zeros(4, dtype=torch.int32), 0, -128, 127)
         h = torch.nn.functional.linear(v, wq, self.fc.bias)
         return torch.fake_quantize_per_tensor_affine(h, float(s_a), 128, 0, 255)
 
@@ -110,5 +114,6 @@ for name, p in module.named_parameters():
     assert np.abs(want).max() > 0, name
     worst = max(worst, float(np.abs(grads[name] - want).max() / np.abs(want).max()))
 assert abs(float(got_loss) - float(torch_loss)) <= 1e-6 * abs(float(torch_loss)) and worst < 1e-5, (got_loss, torch_loss, worst)
-print("torch.onnx.export of fake_quantize_per_tensor_affine: gradients of %s "
+print("torch.onnx.export of fake_quantize_per_channel_affine and "
+      "fake_quantize_per_tensor_affine: gradients of %s "
       "match torch's (%.1e relative)" % (sorted(grads), worst))
