@@ -2759,6 +2759,99 @@ FailureOr<Outputs> importBlackmanWindow(NodeContext &nc) {
   return importWindow(nc, 0.42, 0.5, 0.08);
 }
 
+/// MaxUnpool: X's values written at the flat output positions MaxPool's
+/// Indices gave (ampc.scatter into zeros), the output's spatial dims
+/// (in - 1) * stride + kernel - pads, or `output_shape` (input 2, a
+/// compile-time input).
+FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
+  Value x = nc.input(0), indices = nc.input(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto it = cast<RankedTensorType>(indices.getType());
+  int64_t rank = xt.getRank(), spatial = rank - 2;
+  if (rank < 3)
+    return nc.error("X must have rank 3 or more (N, C, spatial...)");
+  if (it.getShape() != xt.getShape() || !it.getElementType().isInteger(64))
+    return nc.error("I must be int64 of X's shape " +
+                    formatDims(xt.getShape()) + ", got " +
+                    formatDims(it.getShape()));
+  std::optional<SmallVector<int64_t>> kernel = nc.getInts("kernel_shape");
+  if (!kernel || static_cast<int64_t>(kernel->size()) != spatial)
+    return nc.error("'kernel_shape' must hold " + Twine(spatial) + " values");
+  SmallVector<int64_t> strides =
+      nc.getInts("strides").value_or(SmallVector<int64_t>(spatial, 1));
+  SmallVector<int64_t> pads =
+      nc.getInts("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if (static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return nc.error("'strides' must hold " + Twine(spatial) +
+                    " values and 'pads' " + Twine(2 * spatial));
+  SmallVector<int64_t> shape(xt.getShape());
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t d;
+    if (llvm::MulOverflow(shape[2 + i] - 1, strides[i], d) ||
+        llvm::AddOverflow(d, (*kernel)[i] - pads[i] - pads[spatial + i], d) ||
+        d <= 0 || strides[i] <= 0 || (*kernel)[i] <= 0)
+      return nc.error("spatial axis " + Twine(i) +
+                      " has no positive unpooled size");
+    shape[2 + i] = d;
+  }
+  // The indices are flat positions in the default shape; a larger
+  // output_shape pads each axis at its end (ONNX's reference), so they are
+  // moved to the same coordinates of the larger shape.
+  Value flat = reshaped(nc, indices, {xt.getNumElements()});
+  if (nc.input(2)) {
+    FailureOr<SmallVector<int64_t>> given = nc.constantInts(2, "output_shape");
+    if (failed(given))
+      return failure();
+    if (static_cast<int64_t>(given->size()) != rank ||
+        llvm::any_of(llvm::zip(*given, shape), [](auto p) {
+          return std::get<0>(p) < std::get<1>(p);
+        }))
+      return nc.error("output_shape " + formatDims(*given) + " must hold " +
+                      Twine(rank) + " dims, each at least the unpooled " +
+                      formatDims(shape));
+    if (std::string problem = ampc::checkTensorSize(
+            xt.clone(*given), nc.importer.maxTensorBytes());
+        !problem.empty())
+      return nc.error("the output " + problem + " (--max-tensor-bytes)");
+    if (ArrayRef<int64_t>(*given) != ArrayRef<int64_t>(shape)) {
+      auto i64 = nc.b.getI64Type();
+      Value rest = flat, moved = scalarOf(nc, i64, 0.0);
+      int64_t stride = 1;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        Value dim = scalarOf(nc, i64, static_cast<double>(shape[d]));
+        Value coordinate = part(nc, "ampc.mod", {rest, dim});
+        rest = part(nc, "ampc.div", {rest, dim});
+        moved = part(nc, "ampc.add",
+                     {moved, part(nc, "ampc.mul",
+                                  {coordinate,
+                                   scalarOf(nc, i64,
+                                            static_cast<double>(stride))})});
+        stride *= (*given)[d];
+      }
+      flat = moved;
+    }
+    shape.assign(given->begin(), given->end());
+  }
+  auto outType = xt.clone(shape);
+  if (std::string problem =
+          ampc::checkTensorSize(outType, nc.importer.maxTensorBytes());
+      !problem.empty())
+    return nc.error("the output " + problem + " (--max-tensor-bytes)");
+  int64_t total = outType.getNumElements();
+  Value zeros = part(nc, "ampc.expand",
+                     scalarOf(nc, xt.getElementType(), 0.0), {},
+                     RankedTensorType::get({total}, xt.getElementType()));
+  Value r = part(nc, "ampc.scatter",
+                 {zeros, flat, reshaped(nc, x, {xt.getNumElements()})},
+                 {nc.i64("axis", 0),
+                  nc.b.getNamedAttr("reduction", nc.b.getStringAttr("none"))});
+  r = r ? reshaped(nc, r, shape) : Value();
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
 /// A 1-D int64 constant holding `values`.
 Value indexVector(NodeContext &nc, ArrayRef<int64_t> values) {
   auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
@@ -4349,6 +4442,9 @@ const std::vector<OpRule> &rules() {
         {"output_padding", Is}, {"output_shape", Is}, {"pads", Is},
         {"strides", Is}},
        importConvTranspose},
+      {"MaxUnpool", "ampc.scatter", 9, 2, 3, 1,
+       {{"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
+       importMaxUnpool, {2}},
       {"MaxPool", "ampc.max_pool", 1, 1, 1, 2,
        {{"auto_pad", S}, {"ceil_mode", I}, {"dilations", Is},
         {"kernel_shape", Is}, {"pads", Is}, {"storage_order", I},

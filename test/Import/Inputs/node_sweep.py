@@ -30,7 +30,7 @@ COMPILE_TIME_OPERANDS = {
     "Trilu": {1}, "Split": {1}, "Tile": {1}, "Resize": {1, 2, 3},
     "Upsample": {1}, "CumSum": {1}, "OneHot": {1}, "Pad": {1, 2, 3},
     "TopK": {1}, "ReduceProd": {1}, "HannWindow": {0}, "HammingWindow": {0},
-    "BlackmanWindow": {0},
+    "BlackmanWindow": {0}, "MaxUnpool": {2},
 }
 
 SUPPORTED_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "BOOL", "INT8",

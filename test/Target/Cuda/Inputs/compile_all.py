@@ -61,6 +61,11 @@ def compile_sources(ampc, sources, library, flags):
         bodies.append(f"namespace {namespace} {{\n")
         with open(source) as f:
             for line in f:
+                # ampc compiles a source's code, data and pieces apart at
+                # its marker lines, which would cut the namespace: one
+                # source alone has one data marker, and ampc would split it.
+                if line.startswith("// ---- ampc: "):
+                    continue
                 if line.startswith("#include"):
                     if line not in includes:
                         includes.append(line)
