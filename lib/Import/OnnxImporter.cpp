@@ -3938,6 +3938,55 @@ FailureOr<Outputs> importGatherElements(NodeContext &nc) {
   return Outputs{r};
 }
 
+/// ReverseSequence: a GatherElements along time_axis at index len - 1 - t
+/// where t < len (the batch's sequence_lens), t elsewhere.
+FailureOr<Outputs> importReverseSequence(NodeContext &nc) {
+  Value x = nc.input(0), lens = nc.input(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto lt = cast<RankedTensorType>(lens.getType());
+  int64_t timeAxis = nc.getInt("time_axis", 0),
+          batchAxis = nc.getInt("batch_axis", 1);
+  if (xt.getRank() < 2)
+    return nc.error("input must have rank 2 or more");
+  if (!((timeAxis == 0 && batchAxis == 1) || (timeAxis == 1 && batchAxis == 0)))
+    return nc.error("time_axis and batch_axis must be 0 and 1 in some order, "
+                    "got " + Twine(timeAxis) + " and " + Twine(batchAxis));
+  int64_t steps = xt.getDimSize(timeAxis), batch = xt.getDimSize(batchAxis);
+  if (lt.getRank() != 1 || lt.getDimSize(0) != batch ||
+      !lt.getElementType().isInteger(64))
+    return nc.error("sequence_lens must be int64 [" + Twine(batch) +
+                    "] (one length per batch entry), got " +
+                    formatDims(lt.getShape()));
+  auto i64 = nc.b.getI64Type();
+  SmallVector<int64_t> tShape(2, 1), lShape(2, 1), iota;
+  tShape[timeAxis] = steps;
+  lShape[batchAxis] = batch;
+  for (int64_t t = 0; t < steps; ++t)
+    iota.push_back(t);
+  Value t = reshaped(nc, indexVector(nc, iota), tShape);
+  Value len = reshaped(nc, lens, lShape);
+  Value reversed = part(nc, "ampc.sub",
+                        {part(nc, "ampc.sub", {len, scalarOf(nc, i64, 1.0)}), t});
+  Value index = part(nc, "ampc.where",
+                     {part(nc, "ampc.less", {t, len}), reversed, t});
+  if (!index)
+    return failure();
+  // (T, B) or (B, T), then 1s for the other axes, expanded to x's shape.
+  SmallVector<int64_t> shape2(xt.getShape().take_front(2));
+  shape2.append(xt.getRank() - 2, 1);
+  index = part(nc, "ampc.expand", reshaped(nc, index, shape2), {},
+               RankedTensorType::get(xt.getShape(), i64));
+  Value positions = index ? elementPositions(nc, index, xt.getShape(),
+                                             timeAxis, /*checked=*/true)
+                          : Value();
+  Value r = part(nc, "ampc.gather",
+                 {reshaped(nc, x, {xt.getNumElements()}), positions},
+                 {nc.i64("axis", 0)});
+  if (!r)
+    return failure();
+  return Outputs{r};
+}
+
 /// The reduction attribute of ScatterElements and ScatterND: none, add and
 /// mul from opset 16, max and min from 18.
 FailureOr<NamedAttribute> scatterReduction(NodeContext &nc) {
@@ -4442,6 +4491,8 @@ const std::vector<OpRule> &rules() {
         {"output_padding", Is}, {"output_shape", Is}, {"pads", Is},
         {"strides", Is}},
        importConvTranspose},
+      {"ReverseSequence", "ampc.gather", 10, 2, 2, 1,
+       {{"batch_axis", I}, {"time_axis", I}}, importReverseSequence},
       {"MaxUnpool", "ampc.scatter", 9, 2, 3, 1,
        {{"kernel_shape", Is}, {"pads", Is}, {"strides", Is}},
        importMaxUnpool, {2}},
