@@ -211,8 +211,8 @@ public:
   int64_t maxTensorBytes() const { return options.maxTensorBytes; }
 
   /// Marks the parameter `v` loads (if it loads one) frozen: it keeps its
-  /// value and gets no gradient (a quantization scale or zero point, which
-  /// torch's observers set, not its optimizer).
+  /// value and gets no gradient (a quantization scale, which torch's
+  /// observers set, not its optimizer).
   void freezeParameter(Value v) {
     if (auto load = v ? v.getDefiningOp<ampc::LoadParameterOp>() : nullptr)
       if (auto param = parameters.lookup(load.getParameter()))
@@ -1695,9 +1695,9 @@ FailureOr<Outputs> importReduceMin(NodeContext &nc) {
 //===----------------------------------------------------------------------===//
 // Quantization: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
 // as compositions (Div, Round, Add, Clip, Cast; Sub, Mul; the reductions).
-// Round is not differentiable, so a quantized value is a constant to
-// autodiff: training through a QuantizeLinear gives x no gradient (torch's
-// fake quantization passes it straight through; not done).
+// Round is not differentiable, so a quantized value alone is a constant to
+// autodiff; a QuantizeLinear its DequantizeLinear takes back is fake
+// quantization, with torch's straight-through gradient (below).
 //===----------------------------------------------------------------------===//
 
 /// A per-axis scale or zero point `v` (1-D of the length of x's `axis`)
@@ -1820,14 +1820,14 @@ FailureOr<Outputs> importDequantizeLinear(NodeContext &nc) {
   // point is fake quantization (what torch exports for quantization-aware
   // training): the gradient passes straight through to the float input
   // where it was in range (torch's fake_quantize backward), and the scale
-  // and zero point are frozen (torch's observers set them).
+  // is frozen (torch's observers set it; a zero point is an integer
+  // initializer, a constant already).
   auto found = nc.importer.quantized.find(x);
   if (found != nc.importer.quantized.end() &&
       found->second.scale == nc.input(1) &&
       found->second.zeroPoint == nc.input(2)) {
     const auto &q = found->second;
-    if (q.input.getType() != y.getType())
-      return Outputs{y};
+    // q.input has y's type: QuantizeLinear divided it by this same scale.
     Value pass = part(nc, "ampc.sub",
                       {q.input, part(nc, "ampc.stop_gradient", q.input)});
     Value zero = scalarOf(nc, cast<RankedTensorType>(y.getType())
@@ -1837,7 +1837,6 @@ FailureOr<Outputs> importDequantizeLinear(NodeContext &nc) {
     if (!y)
       return failure();
     nc.importer.freezeParameter(nc.input(1));
-    nc.importer.freezeParameter(nc.input(2));
   }
   return Outputs{y};
 }
@@ -2795,10 +2794,7 @@ FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
                       " has no positive unpooled size");
     shape[2 + i] = d;
   }
-  // The indices are flat positions in the default shape; a larger
-  // output_shape pads each axis at its end (ONNX's reference), so they are
-  // moved to the same coordinates of the larger shape.
-  Value flat = reshaped(nc, indices, {xt.getNumElements()});
+  SmallVector<int64_t> outShape = shape;
   if (nc.input(2)) {
     FailureOr<SmallVector<int64_t>> given = nc.constantInts(2, "output_shape");
     if (failed(given))
@@ -2810,34 +2806,35 @@ FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
       return nc.error("output_shape " + formatDims(*given) + " must hold " +
                       Twine(rank) + " dims, each at least the unpooled " +
                       formatDims(shape));
-    if (std::string problem = ampc::checkTensorSize(
-            xt.clone(*given), nc.importer.maxTensorBytes());
-        !problem.empty())
-      return nc.error("the output " + problem + " (--max-tensor-bytes)");
-    if (ArrayRef<int64_t>(*given) != ArrayRef<int64_t>(shape)) {
-      auto i64 = nc.b.getI64Type();
-      Value rest = flat, moved = scalarOf(nc, i64, 0.0);
-      int64_t stride = 1;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        Value dim = scalarOf(nc, i64, static_cast<double>(shape[d]));
-        Value coordinate = part(nc, "ampc.mod", {rest, dim});
-        rest = part(nc, "ampc.div", {rest, dim});
-        moved = part(nc, "ampc.add",
-                     {moved, part(nc, "ampc.mul",
-                                  {coordinate,
-                                   scalarOf(nc, i64,
-                                            static_cast<double>(stride))})});
-        stride *= (*given)[d];
-      }
-      flat = moved;
-    }
-    shape.assign(given->begin(), given->end());
+    outShape = *given;
   }
-  auto outType = xt.clone(shape);
+  auto outType = xt.clone(outShape);
   if (std::string problem =
           ampc::checkTensorSize(outType, nc.importer.maxTensorBytes());
       !problem.empty())
     return nc.error("the output " + problem + " (--max-tensor-bytes)");
+  // The indices are flat positions in the unpooled shape; a larger
+  // output_shape pads each axis at its end (ONNX's reference), so they are
+  // moved to the same coordinates of the larger shape.
+  Value flat = reshaped(nc, indices, {xt.getNumElements()});
+  if (outShape != shape) {
+    auto i64 = nc.b.getI64Type();
+    Value rest = flat, moved = scalarOf(nc, i64, 0.0);
+    int64_t stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      Value dim = scalarOf(nc, i64, static_cast<double>(shape[d]));
+      Value coordinate = part(nc, "ampc.mod", {rest, dim});
+      rest = part(nc, "ampc.div", {rest, dim});
+      moved = part(nc, "ampc.add",
+                   {moved, part(nc, "ampc.mul",
+                                {coordinate, scalarOf(nc, i64,
+                                                      static_cast<double>(
+                                                          stride))})});
+      stride *= outShape[d];
+    }
+    flat = moved;
+  }
+  shape = outShape;
   int64_t total = outType.getNumElements();
   Value zeros = part(nc, "ampc.expand",
                      scalarOf(nc, xt.getElementType(), 0.0), {},
@@ -3958,12 +3955,10 @@ FailureOr<Outputs> importReverseSequence(NodeContext &nc) {
                     "] (one length per batch entry), got " +
                     formatDims(lt.getShape()));
   auto i64 = nc.b.getI64Type();
-  SmallVector<int64_t> tShape(2, 1), lShape(2, 1), iota;
+  SmallVector<int64_t> tShape(2, 1), lShape(2, 1);
   tShape[timeAxis] = steps;
   lShape[batchAxis] = batch;
-  for (int64_t t = 0; t < steps; ++t)
-    iota.push_back(t);
-  Value t = reshaped(nc, indexVector(nc, iota), tShape);
+  Value t = indexVector(nc, steps, tShape, i64);
   Value len = reshaped(nc, lens, lShape);
   Value reversed = part(nc, "ampc.sub",
                         {part(nc, "ampc.sub", {len, scalarOf(nc, i64, 1.0)}), t});
