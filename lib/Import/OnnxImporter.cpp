@@ -1786,6 +1786,11 @@ FailureOr<Outputs> importQuantizeLinear(NodeContext &nc) {
   Value x = nc.input(0), scale, zeroFloat;
   if (!quantizationParameters(nc, x, scale, zeroFloat))
     return failure();
+  // int32 data (opsets 10 to 18) is quantized as the scale's float type.
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type f = cast<RankedTensorType>(scale.getType()).getElementType();
+  if (isa<IntegerType>(xt.getElementType()))
+    x = part(nc, "ampc.cast", x, {}, xt.clone(f));
   // Without a zero point the result is uint8 (ONNX's default).
   Type element = nc.input(2)
                      ? cast<RankedTensorType>(nc.input(2).getType())
@@ -1847,6 +1852,11 @@ FailureOr<Outputs> importDequantizeLinear(NodeContext &nc) {
 FailureOr<Outputs> importDynamicQuantizeLinear(NodeContext &nc) {
   Value x = nc.input(0);
   Type f = cast<RankedTensorType>(x.getType()).getElementType();
+  if (!isa<FloatType>(f)) {
+    std::string text;
+    llvm::raw_string_ostream(text) << f;
+    return nc.error("x must be a float tensor, got " + text);
+  }
   auto all = [&](StringRef op, Value v) {
     return part(nc, op, v,
                 {nc.ints("axes", {}), nc.i64("keepdims", 0)});

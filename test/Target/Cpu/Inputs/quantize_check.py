@@ -65,20 +65,25 @@ nodes = [
     helper.make_node("DequantizeLinear", ["q_c", "scale_c", "zp_c"], ["d_c"], axis=0),
     helper.make_node("DequantizeLinear", ["q_l", "scale_l", "zp_l"], ["d_l"], axis=2),
     helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zp"]),
+    helper.make_node("QuantizeLinear", ["xi", "scale_t"], ["q_i"]),
 ]
 out = [("q_c", T.INT8, [3, 4, 5]), ("q_l", T.UINT8, [3, 4, 5]),
        ("q_t", T.UINT8, [3, 4, 5]), ("d_c", T.FLOAT, [3, 4, 5]),
        ("d_l", T.FLOAT, [3, 4, 5]), ("y", T.UINT8, [3, 4, 5]),
-       ("y_scale", T.FLOAT, []), ("y_zp", T.UINT8, [])]
+       ("y_scale", T.FLOAT, []), ("y_zp", T.UINT8, []),
+       ("q_i", T.UINT8, [7])]
 graph = helper.make_graph(
-    nodes, "quantize", [helper.make_tensor_value_info("x", T.FLOAT, [3, 4, 5])],
+    nodes, "quantize", [helper.make_tensor_value_info("x", T.FLOAT, [3, 4, 5]),
+                        helper.make_tensor_value_info("xi", T.INT32, [7])],
     [helper.make_tensor_value_info(*o) for o in out], inits)
 path = os.path.join(work, "quantize.onnx")
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 lib = ampc.compile(path, output=os.path.join(work, "quantize-%s.so" % target),
                    target=target, mode="infer", precision="fp32")
-got = dict(zip([o[0] for o in out], lib.infer(x)))
+# int32 data (opsets 10 to 18): quantized as float32.
+xi = np.array([-5, 0, 1, 2, 3, 100, 1000], np.int32)
+got = dict(zip([o[0] for o in out], lib.infer(x, xi)))
 q_c = quantize(x, scale_c, zp_c, np.int8, 0)
 q_l = quantize(x, scale_l, zp_l, np.uint8, 2)
 y, y_scale, y_zp = dynamic(x)
@@ -86,12 +91,14 @@ want = {"q_c": q_c, "q_l": q_l,
         "q_t": quantize(x, scale_t, np.array(0, np.uint8), np.uint8),
         "d_c": dequantize(q_c, scale_c, zp_c, 0),
         "d_l": dequantize(q_l, scale_l, zp_l, 2),
-        "y": y, "y_scale": y_scale, "y_zp": y_zp}
+        "y": y, "y_scale": y_scale, "y_zp": y_zp,
+        "q_i": quantize(xi.astype(np.float32), scale_t, np.array(0, np.uint8), np.uint8)}
 assert q_c[0, 0, :4].tolist() == [2 - 3, 4 - 3, -2 - 3, 127], q_c[0, 0, :4]
 for name, _, _ in out:
     g, w = got[name], np.asarray(want[name])
     assert g.dtype == w.dtype and g.shape == w.shape, (name, g.dtype, w.dtype, g.shape)
     assert np.array_equal(g, w), (name, g, w)
-print("QuantizeLinear: per axis 0 (int8), per axis -1 (uint8), per tensor: exact")
+print("QuantizeLinear: per axis 0 (int8), per axis -1 (uint8), per tensor, "
+      "int32 data: exact")
 print("DequantizeLinear: per axis 0 and 2: exact")
 print("DynamicQuantizeLinear: y, scale %.6g, zero point %d: exact" % (y_scale, y_zp))
