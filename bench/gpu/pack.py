@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 
+import onnx as onnx_module
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +34,10 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--gpu-arch", default="sm_90a")
     p.add_argument("--models", nargs="+", default=bm.MODELS, choices=bm.MODELS)
+    p.add_argument("--bf16-weights", action="store_true",
+                   help="round the initial weights to BF16 values (kept in "
+                   "FP32): the libraries then compress to about half "
+                   "(tar -cJ), so that every model fits one transfer")
     args = p.parse_args()
     build = os.path.abspath(args.build)
     out = os.path.abspath(args.out)
@@ -40,15 +45,25 @@ def main():
     for name in args.models:
         torch.manual_seed(0)
         m = bm.module(name)
+        if args.bf16_weights:
+            with torch.no_grad():
+                for t in m.parameters():
+                    t.copy_(t.to(torch.bfloat16).float())
         x, _ = bm.example(name)
         onnx = os.path.join(out, name + ".onnx")
         export_onnx(m, x, onnx, training=True)
+        # Buffers do not train (the GPT block's causal mask); BatchNorm's
+        # running statistics, buffers too, are updated as torch does.
+        initializers = {t.name for t in onnx_module.load(onnx).graph.initializer}
+        buffers = [n for n, _ in m.named_buffers() if n in initializers]
         command = [os.path.join(build, "bin", "ampc"), onnx, "--target=cuda",
                    "--gpu-arch=" + args.gpu_arch, "--precision=fp16",
                    "--loss=" + bm.LOSS[name], "--optimizer=adamw",
                    "--lr=%r" % bm.ADAMW["lr"],
                    "--weight-decay=%r" % bm.ADAMW["weight_decay"],
-                   "--embed-model=false", "-o",
+                   "--embed-model=false"] + (
+                       ["--freeze=" + ",".join(buffers)] if buffers else []) + [
+                   "-o",
                    os.path.join(out, name + ".cuda.train.so")]
         r = subprocess.run(command, capture_output=True, text=True)
         if r.returncode:
@@ -57,7 +72,7 @@ def main():
         os.remove(onnx)
         print("pack: %s compiled" % name)
     shutil.copy(os.path.join(build, "lib", "libampc_runtime.so"), out)
-    for f in ("models.py", "bench.py"):
+    for f in ("models.py", "bench.py", "kernel_profile.py"):
         shutil.copy(os.path.join(HERE, f), out)
     shutil.copy(os.path.join(ROOT, "test", "gpu", "run.sh"), out)
     shutil.copy(os.path.join(PYTHON_UTILS, "ampc_testing.py"), out)
