@@ -88,6 +88,7 @@ struct State {
 struct ReadResult {
   bool ok = false;
   bool corrupt = false;
+  bool incompatible = false;
   std::string error;
   std::vector<std::vector<unsigned char>> data;
   std::vector<bool> present;
@@ -97,7 +98,7 @@ ReadResult read(const std::string &path, const State &state,
                 const std::string &model = "mlp") {
   ReadResult r;
   r.ok = readCheckpoint(path, model, state.tensors, r.data, r.present, r.error,
-                        r.corrupt);
+                        r.corrupt, &r.incompatible);
   return r;
 }
 
@@ -250,8 +251,12 @@ TEST(CheckpointTest, OtherModel) {
   write(path, state, "a");
   ReadResult r = read(path, state, "b");
   EXPECT_FALSE(r.ok);
-  EXPECT_TRUE(r.corrupt);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'a', this model is 'b'");
+  EXPECT_FALSE(r.corrupt);
+  EXPECT_TRUE(r.incompatible);
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint of "
+                            "model 'a', this model is 'b' (saved by a library "
+                            "of another model or compiled with other "
+                            "training options)");
 }
 
 TEST(CheckpointTest, OtherTensorList) {
@@ -263,25 +268,36 @@ TEST(CheckpointTest, OtherTensorList) {
   State transposed;
   transposed.tensors[0].shape = {3, 2};
   ReadResult r = read(path, transposed);
-  EXPECT_TRUE(r.corrupt);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has tensor "
+  // Intact but not this library's: incompatible, not corrupt.
+  EXPECT_FALSE(r.corrupt);
+  EXPECT_TRUE(r.incompatible);
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint "
+                            "of model 'mlp' has tensor "
                             "'fc1.weight' f32 [2, 3], this model expects "
-                            "'fc1.weight' f32 [3, 2]");
+                            "'fc1.weight' f32 [3, 2] (saved by a library of "
+                            "another model or compiled with other training "
+                            "options)");
 
   State renamed;
   renamed.tensors[1].name = "fc1.b";
   r = read(path, renamed);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has tensor "
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint "
+                            "of model 'mlp' has tensor "
                             "'fc1.bias' f32 [2], this model expects "
-                            "'fc1.b' f32 [2]");
+                            "'fc1.b' f32 [2]"
+                            " (saved by a library of another model or "
+                            "compiled with other training options)");
 
   State retyped;
   retyped.tensors[3].dtype = I32;
   retyped.tensors[3].bytes = 4;
   r = read(path, retyped);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has tensor "
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint "
+                            "of model 'mlp' has tensor "
                             "'ampc.step' i64 [], this model expects "
-                            "'ampc.step' i32 []");
+                            "'ampc.step' i32 []"
+                            " (saved by a library of another model or "
+                            "compiled with other training options)");
 
   // The scaler's growth tracker is optional (the model has none: ignored);
   // the step count is not.
@@ -289,15 +305,21 @@ TEST(CheckpointTest, OtherTensorList) {
   fewer.tensors.pop_back();
   fewer.tensors.pop_back();
   r = read(path, fewer);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has 5 tensors, this "
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint "
+                            "of model 'mlp' has 5 tensors, this "
                             "model expects 3 (first extra: "
-                            "'ampc.step' i64 [])");
+                            "'ampc.step' i64 [])"
+                            " (saved by a library of another model or "
+                            "compiled with other training options)");
 
   State more;
   more.tensors.push_back({"ampc.lr", F32, {}, 4});
   r = read(path, more);
-  EXPECT_EQ(r.error, path + ": checkpoint of model 'mlp' has 5 tensors, this "
-                            "model expects 6 (first missing: 'ampc.lr' f32 [])");
+  EXPECT_EQ(r.error, path + ": incompatible with this library: checkpoint "
+                            "of model 'mlp' has 5 tensors, this "
+                            "model expects 6 (first missing: 'ampc.lr' f32 [])"
+                            " (saved by a library of another model or "
+                            "compiled with other training options)");
   EXPECT_TRUE(r.data.empty());
 }
 
@@ -346,9 +368,12 @@ TEST(CheckpointTest, ScalerStateIsOptionalBetweenPrecisions) {
   noMoment.tensors.erase(noMoment.tensors.begin() + 2);
   r = read(path32, noMoment);
   EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.error, path32 + ": checkpoint of model 'mlp' has tensor "
+  EXPECT_EQ(r.error, path32 + ": incompatible with this library: checkpoint "
+                              "of model 'mlp' has tensor "
                               "'fc1.weight.exp_avg' f32 [2, 3], this model "
-                              "expects 'ampc.step' i64 []");
+                              "expects 'ampc.step' i64 [] (saved by a library "
+                              "of another model or compiled with other "
+                              "training options)");
 }
 
 TEST(CheckpointTest, MissingFileIsAnIoError) {

@@ -1602,6 +1602,89 @@ TEST(RuntimeTraining, StateRoundTripsAndReleasedHandlesAreRefused) {
 
 // A library with an optimizer runs train_step and has no gradients entry:
 // the message says so, not that it was compiled for inference.
+// Buffers (issue 34): state the step updates that is neither trained nor
+// the optimizer's, such as BatchNorm's statistics and batch counters.
+TEST(RuntimeBuffers, DescribedReadWrittenAndUpdatedByTheStep) {
+  ampc_model *model = nullptr;
+  ASSERT_EQ(ampc_model_load(fixturePath("fixture_train_buffer").c_str(),
+                            nullptr, &model),
+            AMPC_OK)
+      << ampc_last_error();
+  int32_t count = -1;
+  ASSERT_EQ(ampc_model_num_buffers(model, &count), AMPC_OK);
+  EXPECT_EQ(count, 1);
+  ampc_tensor_info info;
+  ASSERT_EQ(ampc_model_buffer_info(model, 0, &info), AMPC_OK);
+  EXPECT_STREQ(info.name, "batches");
+  EXPECT_EQ(info.dtype, AMPC_DTYPE_I64);
+  EXPECT_EQ(info.rank, 0);
+
+  int64_t value = -1;
+  ampc_tensor tensor{AMPC_DTYPE_I64, 0, nullptr, &value, sizeof value};
+  ASSERT_EQ(ampc_model_get_buffer(model, 0, &tensor), AMPC_OK);
+  EXPECT_EQ(value, 0);
+  value = 41;
+  ASSERT_EQ(ampc_model_set_buffer(model, 0, &tensor), AMPC_OK);
+  InputBuffers in(model);
+  float loss = 0;
+  ampc_tensor lossTensor{AMPC_DTYPE_F32, 0, nullptr, &loss, sizeof loss};
+  ASSERT_EQ(ampc_model_train_step(model, in.tensors.data(), 2, &lossTensor),
+            AMPC_OK)
+      << ampc_last_error();
+  value = 0;
+  ASSERT_EQ(ampc_model_get_buffer(model, 0, &tensor), AMPC_OK);
+  EXPECT_EQ(value, 42);
+
+  // Misuse is an error status with the call's name, never a crash.
+  EXPECT_EQ(ampc_model_num_buffers(model, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ampc_model_buffer_info(model, 1, &info),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ampc_model_buffer_info: buffer index 1 is out of "
+                           "range, the model has 1 buffer"))
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_get_buffer(model, -1, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ampc_model_get_buffer: buffer index -1 is out of "
+                           "range"))
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_set_buffer(model, 0, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ampc_model_set_buffer: in is NULL"));
+  float wrong = 0;
+  ampc_tensor wrongDtype{AMPC_DTYPE_F32, 0, nullptr, &wrong, sizeof wrong};
+  EXPECT_EQ(ampc_model_set_buffer(model, 0, &wrongDtype),
+            AMPC_ERROR_DTYPE_MISMATCH);
+  EXPECT_TRUE(lastErrorHas("buffer 0 ('batches') has dtype f32, the model "
+                           "expects i64"))
+      << ampc_last_error();
+  ampc_model_release(model);
+  EXPECT_EQ(ampc_model_num_buffers(model, &count),
+            AMPC_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeBuffers, NoneWithoutThemAndAMalformedListIsRefused) {
+  TrainFixture f;
+  ASSERT_NE(f.model, nullptr);
+  int32_t count = -1;
+  ASSERT_EQ(ampc_model_num_buffers(f.model, &count), AMPC_OK);
+  EXPECT_EQ(count, 0);
+  int64_t value = 0;
+  ampc_tensor tensor{AMPC_DTYPE_I64, 0, nullptr, &value, sizeof value};
+  EXPECT_EQ(ampc_model_get_buffer(f.model, 0, &tensor),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("the model has 0 buffers")) << ampc_last_error();
+
+  ampc_model *model = nullptr;
+  EXPECT_EQ(ampc_model_load(fixturePath("fixture_train_bad_buffer").c_str(),
+                            nullptr, &model),
+            AMPC_ERROR_CORRUPT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_TRUE(lastErrorHas("buffer 0 is state tensor 0, which is a "
+                           "parameter, out of range or another buffer"))
+      << ampc_last_error();
+}
+
 TEST(RuntimeTraining, GradientsOfAnOptimizerLibraryNameTheOptimizer) {
   TrainFixture f;
   ASSERT_NE(f.model, nullptr);

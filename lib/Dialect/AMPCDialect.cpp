@@ -95,9 +95,15 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kFrozenAttr) {
-    if (!isa<UnitAttr>(value) || !isa<ParameterOp>(op))
-      return op->emitOpError("'ampc.frozen' must be a unit attribute on an "
-                             "ampc.parameter");
+    if (!isa<UnitAttr, StringAttr>(value) || !isa<ParameterOp>(op))
+      return op->emitOpError("'ampc.frozen' must be a unit attribute or a "
+                             "reason (a string) on an ampc.parameter");
+    return success();
+  }
+  if (name == kBufferAttr) {
+    if (!isa<UnitAttr>(value) || !isa<StateOp>(op))
+      return op->emitOpError("'ampc.buffer' must be a unit attribute on an "
+                             "ampc.state");
     return success();
   }
   if (name == kPrecisionAttr) {

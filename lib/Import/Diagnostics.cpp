@@ -96,8 +96,7 @@ ampc::OnnxDiagnosticHandler::OnnxDiagnosticHandler(MLIRContext *context)
   setHandler([this](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
       ++errors;
-    if (diag.getSeverity() != DiagnosticSeverity::Remark)
-      llvm::errs() << formatDiagnostic(diag) << "\n";
+    llvm::errs() << formatDiagnostic(diag) << "\n";
     return success();
   });
 }

@@ -216,7 +216,8 @@ public:
   void freezeParameter(Value v) {
     if (auto load = v ? v.getDefiningOp<ampc::LoadParameterOp>() : nullptr)
       if (auto param = parameters.lookup(load.getParameter()))
-        param->setAttr(ampc::kFrozenAttr, UnitAttr::get(ctx));
+        param->setAttr(ampc::kFrozenAttr,
+                      b.getStringAttr("a quantization scale"));
   }
 
   /// A QuantizeLinear result and what a following DequantizeLinear needs
@@ -692,7 +693,8 @@ LogicalResult Importer::checkSupportedOps() {
   }
   if (refusals.empty())
     return success();
-  // The supported ops are listed once, on the last line of an unknown op.
+  // Where the supported ops are is said once, on the last line of an
+  // unknown op (the list itself, 150 names, buried the model's own problem).
   const Refusal *listAt = nullptr;
   for (const auto &[why, refusal] : refusals)
     if (refusal.unknownOp)
@@ -703,7 +705,8 @@ LogicalResult Importer::checkSupportedOps() {
     if (refusal.count > 1)
       d << ": " << refusal.count << " nodes, this is the first";
     if (&refusal == listAt)
-      d << "; ampc supports: " << llvm::join(ampc::supportedOnnxOps(), ", ");
+      d << "; the supported ops are listed in docs/ops.md and by "
+           "'ampc --list-ops'";
   }
   return failure();
 }

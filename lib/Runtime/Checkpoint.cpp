@@ -429,8 +429,10 @@ bool readCheckpoint(const std::string &path, const std::string &modelName,
                     const std::vector<StateTensor> &tensors,
                     std::vector<std::vector<unsigned char>> &out,
                     std::vector<bool> &present, std::string &error,
-                    bool &corrupt) {
+                    bool &corrupt, bool *incompatible) {
   corrupt = false;
+  if (incompatible)
+    *incompatible = false;
   auto ioError = [&](const std::string &what) {
     error = path + ": " + what + ": " + systemError();
     corrupt = false;
@@ -537,8 +539,15 @@ bool readCheckpoint(const std::string &path, const std::string &modelName,
 
   std::vector<int64_t> fileIndex;
   std::string mismatch = compareWithModel(parsed, modelName, tensors, fileIndex);
-  if (!mismatch.empty())
-    return malformed(mismatch);
+  if (!mismatch.empty()) {
+    // Intact (the checksum held), only not for this library.
+    error = path + ": incompatible with this library: " + mismatch +
+            " (saved by a library of another model or compiled with other "
+            "training options)";
+    if (incompatible)
+      *incompatible = true;
+    return false;
+  }
   out.assign(tensors.size(), {});
   present.assign(tensors.size(), false);
   for (size_t j = 0; j < tensors.size(); ++j)

@@ -64,13 +64,15 @@ bool writeFileAtomically(
 /// out[i] holds its tensors[i].bytes bytes. On
 /// failure returns false, leaves `out` alone, sets `error` to one line
 /// starting with the file's path and `corrupt` to true when the file is
-/// malformed or belongs to another model, false when it could not be read
-/// (missing, unreadable).
+/// malformed, false when it could not be read (missing, unreadable) or is
+/// intact but another model's or another training setup's (its tensors
+/// differ from `tensors`: another optimizer's state, say); then
+/// `*incompatible`, when given, is set.
 bool readCheckpoint(const std::string &path, const std::string &modelName,
                     const std::vector<StateTensor> &tensors,
                     std::vector<std::vector<unsigned char>> &out,
                     std::vector<bool> &present, std::string &error,
-                    bool &corrupt);
+                    bool &corrupt, bool *incompatible = nullptr);
 
 } // namespace ampc::runtime
 

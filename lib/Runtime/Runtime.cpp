@@ -129,6 +129,10 @@ struct Model {
   int32_t (*readState)(void *, int32_t, void *) = nullptr;
   int32_t (*writeState)(void *, int32_t, const void *) = nullptr;
   std::vector<TensorDesc> stateTensors;
+  /// The model's buffers (BatchNorm statistics and counters): their
+  /// descriptions and their indices among the state tensors.
+  std::vector<TensorDesc> buffers;
+  std::vector<int32_t> bufferStates;
   std::string optimizer, hyperparameters, lossScaling;
   int32_t numLabels = 0;
   const unsigned char *onnxModel = nullptr;
@@ -394,6 +398,29 @@ ampc_status readTrainingFields(Model &model) {
           readTensors(model, "state tensor", abi->num_state_tensors,
                       abi->state_tensors, model.stateTensors))
     return status;
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(buffer_states) &&
+      abi->num_buffers != 0) {
+    const int32_t count = static_cast<int32_t>(model.stateTensors.size());
+    if (abi->num_buffers < 0 || abi->num_buffers > count ||
+        !abi->buffer_states)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': %d buffers among %d state tensors%s", path,
+                         abi->num_buffers, count,
+                         abi->buffer_states ? "" : " and no index list"));
+    std::vector<bool> seen(model.stateTensors.size());
+    for (int32_t b = 0; b < abi->num_buffers; ++b) {
+      int32_t i = abi->buffer_states[b];
+      if (i < static_cast<int32_t>(model.parameters.size()) || i >= count ||
+          seen[static_cast<size_t>(i)])
+        return fail(AMPC_ERROR_CORRUPT, kLoad,
+                    format("'%s': buffer %d is state tensor %d, which is a "
+                           "parameter, out of range or another buffer",
+                           path, b, i));
+      seen[static_cast<size_t>(i)] = true;
+      model.bufferStates.push_back(i);
+      model.buffers.push_back(model.stateTensors[static_cast<size_t>(i)]);
+    }
+  }
   model.trainStep = abi->train_step;
   model.readState = abi->read_state;
   model.writeState = abi->write_state;
@@ -551,10 +578,12 @@ constexpr const char *kSetParameter = "ampc_model_set_parameter";
 constexpr const char *kNumGradients = "ampc_model_num_gradients";
 constexpr const char *kGradientInfo = "ampc_model_gradient_info";
 constexpr const char *kGradients = "ampc_model_gradients";
+constexpr const char *kGetBuffer = "ampc_model_get_buffer";
+constexpr const char *kSetBuffer = "ampc_model_set_buffer";
 
 /// What a caller's tensor stands for in a call; decides the description it
 /// must match and how messages name it.
-enum class Role { Input, Output, Parameter, Loss, Gradient };
+enum class Role { Input, Output, Parameter, Loss, Gradient, Buffer };
 
 /// The model's description of tensor `index` in `role`. The loss has the
 /// dtype and shape of output 0; gradient g those of its parameter.
@@ -574,6 +603,8 @@ const TensorDesc &descriptionOf(const Model &model, Role role, int32_t index) {
   case Role::Gradient:
     return at(model.parameters,
               model.gradientParameters[static_cast<size_t>(index)]);
+  case Role::Buffer:
+    return at(model.buffers, index);
   }
   assert(false && "unknown role");
   return at(model.inputs, index);
@@ -596,6 +627,8 @@ std::string labelOf(const Model &model, Role role, int32_t index) {
     return format("gradient %d (of parameter %d '%s')", index,
                   model.gradientParameters[static_cast<size_t>(index)],
                   desc.name.c_str());
+  case Role::Buffer:
+    return desc.label("buffer", index);
   }
   return desc.name;
 }
@@ -908,6 +941,23 @@ ampc_status ampc_model_parameter_info(const ampc_model *model, int32_t index,
                     "parameter", &Model::parameters);
 }
 
+ampc_status ampc_model_num_buffers(const ampc_model *handle, int32_t *out) {
+  std::shared_ptr<Model> model = lookup(handle, "ampc_model_num_buffers");
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!out)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, "ampc_model_num_buffers",
+                "out is NULL");
+  *out = static_cast<int32_t>(model->buffers.size());
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_buffer_info(const ampc_model *model, int32_t index,
+                                   ampc_tensor_info *out) {
+  return tensorInfo(model, index, out, "ampc_model_buffer_info", "buffer",
+                    &Model::buffers);
+}
+
 ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
                              int32_t num_inputs, ampc_tensor *outputs,
                              int32_t num_outputs) {
@@ -1006,6 +1056,49 @@ ampc_status ampc_model_set_parameter(ampc_model *handle, int32_t index,
                        labelOf(*model, Role::Parameter, index).c_str(),
                        model->libraryError(code).c_str()));
   return AMPC_OK;
+}
+
+/// ampc_model_get_buffer and ampc_model_set_buffer: `index` and the
+/// caller's tensor checked, then one read or write of the state tensor.
+static ampc_status accessBuffer(const char *call, const ampc_model *handle,
+                         int32_t index, const ampc_tensor *tensor,
+                         bool write) {
+  std::shared_ptr<Model> model = lookup(handle, call);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  const int32_t count = static_cast<int32_t>(model->buffers.size());
+  if (index < 0 || index >= count)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+                format("buffer index %d is out of range, the model has %s",
+                       index, plural(count, "buffer").c_str()));
+  if (!tensor)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+                write ? "in is NULL" : "out is NULL");
+  if (ampc_status status =
+          checkTensor(call, *model, Role::Buffer, index, *tensor))
+    return status;
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  int32_t state = model->bufferStates[static_cast<size_t>(index)];
+  int32_t code = write ? model->writeState(model->state, state, tensor->data)
+                       : model->readState(model->state, state,
+                                          tensor->data);
+  if (code != 0)
+    return fail(AMPC_ERROR_EXECUTION, call,
+                format("model '%s' failed to %s %s: %s", model->name.c_str(),
+                       write ? "write" : "read",
+                       labelOf(*model, Role::Buffer, index).c_str(),
+                       model->libraryError(code).c_str()));
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_get_buffer(const ampc_model *handle, int32_t index,
+                                  ampc_tensor *out) {
+  return accessBuffer(kGetBuffer, handle, index, out, /*write=*/false);
+}
+
+ampc_status ampc_model_set_buffer(ampc_model *handle, int32_t index,
+                                  const ampc_tensor *in) {
+  return accessBuffer(kSetBuffer, handle, index, in, /*write=*/true);
 }
 
 ampc_status ampc_model_num_gradients(const ampc_model *handle, int32_t *out) {
@@ -1341,12 +1434,14 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
   std::vector<std::vector<unsigned char>> data;
   std::vector<bool> present;
   std::string error;
-  bool corrupt = false;
+  bool corrupt = false, incompatible = false;
   if (!ampc::runtime::readCheckpoint(path, model->name,
                                      checkpointTensors(*model), data, present,
-                                     error, corrupt))
-    return fail(corrupt ? AMPC_ERROR_CORRUPT : AMPC_ERROR_IO, kLoadCheckpoint,
-                error);
+                                     error, corrupt, &incompatible))
+    return fail(corrupt        ? AMPC_ERROR_CORRUPT
+                : incompatible ? AMPC_ERROR_INVALID_ARGUMENT
+                               : AMPC_ERROR_IO,
+                kLoadCheckpoint, error);
   // The scalars must be what the setters accept: a checkpoint with a valid
   // checksum can still carry a NaN scale or a negative step count.
   for (size_t i = 0; i < data.size(); ++i) {

@@ -14,8 +14,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
+#include <optional>
 
 namespace ampc {
 #define GEN_PASS_DEF_ATTACHOPTIMIZERPASS
@@ -28,6 +30,58 @@ namespace {
 
 /// The suffix of the low-precision copy of a weight read in `t`.
 StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
+
+/// One of torch's param_groups: the parameters a glob matches, with their
+/// own learning rate and weight decay where given.
+struct ParamGroup {
+  std::string spelling;
+  llvm::GlobPattern glob;
+  std::optional<double> lr, weightDecay;
+  bool used = false;
+  /// `ampc.lr` times lr / the default lr, built once.
+  Value learningRate;
+};
+
+/// Parses "GLOB:lr=X;weight_decay=Y"; false with `error` set.
+bool parseParamGroup(StringRef spec, ParamGroup &group, std::string &error) {
+  group.spelling = spec.str();
+  auto [pattern, settings] = spec.rsplit(':');
+  if (pattern.empty() || settings.empty() || pattern == spec) {
+    error = "'" + spec.str() + "' must be GLOB:lr=X;weight_decay=Y";
+    return false;
+  }
+  llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(pattern);
+  if (!glob) {
+    error = "'" + spec.str() +
+            "': not a valid glob: " + llvm::toString(glob.takeError());
+    return false;
+  }
+  group.glob = std::move(*glob);
+  SmallVector<StringRef> pairs;
+  settings.split(pairs, ';', -1, /*KeepEmpty=*/false);
+  for (StringRef pair : pairs) {
+    auto [key, text] = pair.split('=');
+    double value = 0;
+    if (text.trim().getAsDouble(value) || !(value >= 0) ||
+        !std::isfinite(value)) {
+      error = "'" + spec.str() + "': " + key.trim().str() +
+              " must be a finite number >= 0, got '" + text.trim().str() +
+              "'";
+      return false;
+    }
+    key = key.trim();
+    if (key == "lr")
+      group.lr = value;
+    else if (key == "weight_decay")
+      group.weightDecay = value;
+    else {
+      error = "'" + spec.str() + "': '" + key.str() +
+              "' is not a group setting (lr, weight_decay)";
+      return false;
+    }
+  }
+  return true;
+}
 
 struct AttachOptimizerPass
     : ampc::impl::AttachOptimizerPassBase<AttachOptimizerPass> {
@@ -57,6 +111,21 @@ struct AttachOptimizerPass
              "weight-decay, eps, clip-grad-norm finite and >= 0, betas in "
              "[0, 1), and nesterov only with momentum > 0 and dampening 0";
       return signalPassFailure();
+    }
+    std::vector<ParamGroup> groups(paramGroups.size());
+    for (auto [spec, group] : llvm::zip(paramGroups, groups)) {
+      std::string error;
+      if (!parseParamGroup(spec, group, error)) {
+        module.emitError() << "ampc-attach-optimizer: parameter group "
+                           << error;
+        return signalPassFailure();
+      }
+      if (group.lr && *group.lr != lr && !(lr > 0)) {
+        module.emitError()
+            << "ampc-attach-optimizer: parameter group '" << spec
+            << "' sets lr, which is a multiple of --lr: --lr must be > 0";
+        return signalPassFailure();
+      }
     }
     auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);
     if (!step) {
@@ -147,14 +216,38 @@ struct AttachOptimizerPass
         moments.push_back(ampc::declareState(
             symbols, step, (param.getValue() + momentNames[m]).str(), zero));
       b.setInsertionPoint(ret);
+      // The parameter's group: its learning rate and weight decay.
+      Value rate = learningRate;
+      double paramDecay = decay;
+      for (ParamGroup &group : groups) {
+        if (!group.glob.match(param.getValue()))
+          continue;
+        group.used = true;
+        if (group.lr && *group.lr != lr) {
+          if (!group.learningRate) {
+            OpBuilder::InsertionGuard atStart(b);
+            b.setInsertionPointAfterValue(learningRate);
+            group.learningRate = ampc::MulOp::create(
+                b, loc, learningRate,
+                ampc::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(RankedTensorType::get({}, f32),
+                                           static_cast<float>(*group.lr /
+                                                              lr))));
+          }
+          rate = group.learningRate;
+        }
+        paramDecay = group.weightDecay.value_or(decay);
+        break;
+      }
       SmallVector<Type> resultTypes(1 + numMoments, type);
       auto update = ampc::OptimizerUpdateOp::create(
-          b, loc, resultTypes, master, grad, learningRate, stepCount, foundInf,
+          b, loc, resultTypes, master, grad, rate, stepCount, foundInf,
           moments, ampc::OptimizerKindAttr::get(ctx, kind),
           b.getF32FloatAttr(momentum),
           b.getF32FloatAttr(dampening), b.getBoolAttr(nesterov),
           b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
-          b.getF32FloatAttr(eps), b.getF32FloatAttr(decay));
+          b.getF32FloatAttr(eps), b.getF32FloatAttr(paramDecay));
       ampc::StoreOp::create(b, loc, param.getValue(), update.getNewParam());
       for (unsigned m = 0; m < numMoments; ++m)
         ampc::StoreOp::create(b, loc,
@@ -202,6 +295,13 @@ struct AttachOptimizerPass
                   .str();
     if (clipGradNorm > 0)
       hyper += llvm::formatv(" clip_grad_norm={0}", clipGradNorm).str();
+    for (const ParamGroup &group : groups) {
+      hyper += " group=" + group.spelling;
+      if (!group.used)
+        module.emitWarning()
+            << "parameter group '" << group.spelling
+            << "' matches no trained parameter of the model";
+    }
     module->setAttr(ampc::kOptimizerAttr,
                     ampc::OptimizerKindAttr::get(ctx, kind));
     module->setAttr(ampc::kHyperparametersAttr, b.getStringAttr(hyper));

@@ -89,6 +89,46 @@ struct Activity {
   }
 };
 
+/// Whether every use of `param` in `step` is as the running mean or
+/// variance of a training-mode BatchNormalization: a running statistic,
+/// which ampc-running-statistics makes state (not a frozen parameter).
+bool isRunningStatistic(ampc::ParameterOp param, func::FuncOp step) {
+  bool any = false, other = false;
+  step.walk([&](ampc::LoadParameterOp load) {
+    if (load.getParameterAttr().getAttr() != param.getSymNameAttr())
+      return;
+    for (OpOperand &use : load.getOutput().getUses()) {
+      auto bn = dyn_cast<ampc::BatchNormalizationOp>(use.getOwner());
+      bool statistic = bn && bn.getTrainingMode() &&
+                       (use.get() == bn.getInputMean() ||
+                        use.get() == bn.getInputVar());
+      (statistic ? any : other) = true;
+    }
+  });
+  return any && !other;
+}
+
+/// The parameters that get no gradient although nothing froze them are
+/// frozen with the reason, so that the decision is visible (--summary) and
+/// no later pass mistakes them for trainable: a causal mask added to
+/// scores through Where, a tensor only compared or used as indices.
+void markUntrainable(ModuleOp module, func::FuncOp step,
+                     const llvm::DenseMap<StringAttr, Value> &gradientOf) {
+  Builder b(module.getContext());
+  for (auto param : module.getOps<ampc::ParameterOp>()) {
+    if (param->hasAttr(ampc::kFrozenAttr) ||
+        gradientOf.contains(param.getSymNameAttr()) ||
+        isRunningStatistic(param, step))
+      continue;
+    param->setAttr(ampc::kFrozenAttr,
+                   b.getStringAttr("no gradient reaches it"));
+    emitRemark(param.getLoc())
+        << "initializer '" << param.getSymName()
+        << "' does not train: the loss reaches it only through comparisons, "
+           "shapes, indices or Where conditions, or not at all";
+  }
+}
+
 class Autodiff : public ampc::impl::AutodiffPassBase<Autodiff> {
 public:
   using Base::Base;
@@ -289,6 +329,7 @@ void Autodiff::runOnOperation() {
     resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
         ampc::kGradientOfAttr, FlatSymbolRefAttr::get(param.getSymNameAttr()))));
   }
+  markUntrainable(module, trainStep, gradientOf);
   func::ReturnOp::create(b, ret->getLoc(), results);
   ret->erase();
   trainStep.setType(FunctionType::get(&getContext(), trainStep.getArgumentTypes(),

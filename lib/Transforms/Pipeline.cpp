@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -53,6 +54,12 @@ const PipelineStep kPipeline[] = {
     {"ampc-assign-precision", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createAssignPrecisionPass(o.precision);
+     }},
+    {"ampc-freeze-parameters", PipelinePart::Graph, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.freeze.freeze.empty() && o.freeze.trainable.empty())
+         return nullptr;
+       return ampc::createFreezeParametersPass(o.freeze);
      }},
     {"ampc-autodiff", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
@@ -224,6 +231,9 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.precision.forceLowp.assign(flags.forceLowp.begin(),
                                      flags.forceLowp.end());
   options.precision.rulesFile = flags.ampRules;
+  options.freeze.freeze.assign(flags.freeze.begin(), flags.freeze.end());
+  options.freeze.trainable.assign(flags.trainable.begin(),
+                                  flags.trainable.end());
   options.training = flags.training;
   options.evalForward = !flags.inferTrainingMode;
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
@@ -267,6 +277,21 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.optimizer.beta2 = flags.beta2;
   options.optimizer.eps = flags.eps;
   options.optimizer.clipGradNorm = flags.clipGradNorm;
+  // The pass's list is comma separated: a group's settings go with ';'.
+  options.optimizer.paramGroups.clear();
+  for (const std::string &group : flags.paramGroups) {
+    size_t colon = group.rfind(':');
+    if (colon == std::string::npos || colon == 0 ||
+        colon + 1 == group.size())
+      return fail("param-group", "'" + group +
+                                     "' must be GLOB:lr=X,weight_decay=Y");
+    std::string settings = group.substr(colon + 1);
+    std::replace(settings.begin(), settings.end(), ',', ';');
+    options.optimizer.paramGroups.push_back(group.substr(0, colon + 1) +
+                                            settings);
+  }
+  if (!flags.paramGroups.empty() && *optimizer == OptimizerKind::None)
+    return fail("param-group", "needs an optimizer, got --optimizer=none");
   if (flags.accumulate < 1)
     return fail("accumulate",
                 "must be at least 1, got " + Twine(flags.accumulate));
@@ -326,6 +351,15 @@ struct PipelineRegistrationOptions
                                     llvm::cl::desc("op:TYPE or node:NAME")};
   Option<std::string> ampRules{*this, "amp-rules",
                                llvm::cl::desc("a rules file (JSON)")};
+  ListOption<std::string> freeze{
+      *this, "freeze", llvm::cl::desc("initializer globs that do not train")};
+  ListOption<std::string> trainable{
+      *this, "trainable",
+      llvm::cl::desc("initializer globs that train (the others do not)")};
+  ListOption<std::string> paramGroups{
+      *this, "param-group",
+      llvm::cl::desc("parameter groups: GLOB:lr=X;weight_decay=Y (';' "
+                     "between a group's settings)")};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
@@ -437,6 +471,9 @@ struct PipelineRegistrationOptions
     f.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     f.forceLowp.assign(forceLowp.begin(), forceLowp.end());
     f.ampRules = ampRules;
+    f.freeze.assign(freeze.begin(), freeze.end());
+    f.trainable.assign(trainable.begin(), trainable.end());
+    f.paramGroups.assign(paramGroups.begin(), paramGroups.end());
     f.inferTrainingMode = inferTrainingMode;
     f.loss = loss;
     f.label = label;

@@ -27,6 +27,49 @@ struct RunningStatisticsPass
     : ampc::impl::RunningStatisticsPassBase<RunningStatisticsPass> {
   using Base::Base;
 
+  /// torch's BatchNorm counts its training-mode batches in the buffer
+  /// PREFIX.num_batches_tracked beside PREFIX.running_mean; the export
+  /// drops it (no ONNX op reads it), the library keeps it as an i64 state
+  /// the step increments with the statistics, so that state_dict() has
+  /// every entry torch's has.
+  void countBatches(
+      SymbolTable &symbols, func::FuncOp step,
+      const llvm::MapVector<StringAttr,
+                            std::pair<ampc::BatchNormalizationOp, Value>>
+          &updates,
+      Value foundInf) {
+    OpBuilder b(&getContext());
+    auto scalar = RankedTensorType::get({}, b.getI64Type());
+    Operation *ret = step.getBody().front().getTerminator();
+    for (auto &[name, update] : updates) {
+      StringRef mean = name.getValue();
+      auto [bn, next] = update;
+      if (next != bn.getRunningMean() || !mean.ends_with("running_mean"))
+        continue;
+      std::string counter =
+          (mean.drop_back(StringRef("running_mean").size()) +
+           "num_batches_tracked")
+              .str();
+      if (symbols.lookup(counter))
+        continue;
+      Value count = ampc::declareState(
+          symbols, step, counter,
+          DenseElementsAttr::get(scalar, b.getI64IntegerAttr(0)));
+      symbols.lookup(counter)->setAttr(ampc::kBufferAttr, b.getUnitAttr());
+      b.setInsertionPoint(ret);
+      Value value;
+      if (foundInf) {
+        value = ampc::countIf(b, bn.getLoc(), count, foundInf, false);
+      } else {
+        Value one = ampc::ConstantOp::create(
+            b, bn.getLoc(),
+            DenseElementsAttr::get(scalar, b.getI64IntegerAttr(1)));
+        value = ampc::AddOp::create(b, bn.getLoc(), count, one);
+      }
+      ampc::StoreOp::create(b, bn.getLoc(), counter, value);
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);
@@ -71,6 +114,7 @@ struct RunningStatisticsPass
       auto state = ampc::StateOp::create(b, param.getLoc(), name.getValue(),
                                          param.getType(),
                                          param.getInitialValue(), nullptr);
+      state->setAttr(ampc::kBufferAttr, b.getUnitAttr());
       symbols.erase(param);
       symbols.insert(state, Block::iterator(state));
     }
@@ -90,6 +134,7 @@ struct RunningStatisticsPass
     // The step stores the new values last; an overflow keeps the old ones.
     Value foundInf = ampc::findFoundInf(step);
     Operation *ret = step.getBody().front().getTerminator();
+    countBatches(symbols, step, updates, foundInf);
     b.setInsertionPoint(ret);
     for (auto &[name, update] : updates) {
       auto [bn, next] = update;

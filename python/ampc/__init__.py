@@ -2,25 +2,44 @@
 library and train or run it through the runtime C API.
 
     import ampc
-    model = ampc.compile(net, (x, y), "train.so", loss="cross_entropy")
+    model = ampc.compile(net, (x,), loss="cross_entropy")  # the model's inputs
     for x, y in batches:
         loss = model.train_step(x, y)          # numpy arrays or torch tensors
     net.load_state_dict({k: torch.from_numpy(v)
                          for k, v in model.state_dict().items()})
     model.save_checkpoint("run.ckpt"); model.export_onnx("trained.onnx")
 
-Errors are `ampc.AmpcError` (a RuntimeError) carrying the runtime's or the
-compiler's message. docs/python.md has a PyTorch AMP loop and the same loop
-with ampc side by side.
+A torch module trains what torch would train: parameters with
+`requires_grad=False` and registered buffers are frozen (`--freeze`), and the
+module is left as it was (the export's forward pass changes BatchNorm's
+statistics; they are put back). The compiler's warnings and notes arrive as
+`ampc.AmpcWarning`s; a failed compile raises `ampc.CompileError`, runtime
+failures `ampc.AmpcError` (both RuntimeErrors) with the runtime's message.
+docs/python.md has a PyTorch AMP loop and the same loop with ampc side by
+side.
 """
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import warnings
 
 from .runtime import AMPC_OK, AmpcError, Model, TensorInfo, load_runtime  # noqa: F401
 
-__all__ = ["compile", "export", "Model", "AmpcError", "find_compiler"]
+__all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
+           "AmpcWarning", "find_compiler", "frozen_names"]
+
+
+class CompileError(AmpcError):
+    """ampc refused the model or failed to compile it; the message is the
+    compiler's, naming the user's model (never a temporary file)."""
+
+
+class AmpcWarning(UserWarning):
+    """A warning or note of the compiler on a compile that succeeded (a
+    --keep-fp32 rule that names no node, a folded BatchNorm, an initializer
+    frozen because no gradient reaches it)."""
 
 
 def find_compiler():
@@ -41,25 +60,75 @@ def find_compiler():
                             "AMPC_RUNTIME to an installed prefix's runtime")
 
 
+def _module_state(module):
+    """What torch.onnx.export may change in `module`: every parameter's and
+    buffer's value, and each submodule's `training` flag."""
+    tensors = {name: t.detach().clone()
+               for name, t in module.state_dict(keep_vars=True).items()}
+    flags = {name: m.training for name, m in module.named_modules()}
+    return tensors, flags
+
+
+def _restore_module_state(module, saved):
+    import torch
+    tensors, flags = saved
+    with torch.no_grad():
+        for name, t in module.state_dict(keep_vars=True).items():
+            if name in tensors:
+                t.copy_(tensors[name])
+    for name, m in module.named_modules():
+        if name in flags:
+            m.training = flags[name]
+
+
 def export(module, example_inputs, path, input_names=None,
-           output_names=None, opset=17):
+           output_names=None, opset=17, dynamic_batch=False):
     """Exports a torch module with torch.onnx.export as ampc reads it for
     training: training mode (Dropout and BatchNorm as in training), no
-    constant folding, so parameters keep their state_dict names. Returns
-    `path`."""
+    constant folding, so parameters keep their state_dict names. The module
+    is left as it was: the export's forward pass updates BatchNorm's running
+    statistics and counters, which are put back, and every `training` flag
+    is restored. dynamic_batch: the leading dimension of every input and
+    output is symbolic ("batch"), for ampc's --batch. Returns `path`."""
     import torch
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     input_names = input_names or ["input%d" % i
                                   for i in range(len(example_inputs))]
-    was_training = module.training
-    torch.onnx.export(module, tuple(example_inputs), path,
-                      input_names=list(input_names),
-                      output_names=list(output_names or ["output"]),
-                      opset_version=opset, do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    module.train(was_training)
+    output_names = list(output_names or ["output"])
+    dynamic_axes = ({n: {0: "batch"} for n in list(input_names) + output_names}
+                    if dynamic_batch else None)
+    saved = _module_state(module)
+    try:
+        torch.onnx.export(module, tuple(example_inputs), path,
+                          input_names=list(input_names),
+                          output_names=output_names,
+                          opset_version=opset, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          dynamic_axes=dynamic_axes)
+    finally:
+        _restore_module_state(module, saved)
     return path
+
+
+def frozen_names(module):
+    """The state_dict names of `module` that torch's optimizers do not
+    train: parameters with requires_grad=False and every buffer (BatchNorm's
+    running statistics are buffers too; ampc updates those as torch does)."""
+    names = [n for n, p in module.named_parameters() if not p.requires_grad]
+    return names + [n for n, _ in module.named_buffers()]
+
+
+def _glob_escape(name):
+    # --freeze takes globs; a state_dict name is matched as it is.
+    return re.sub(r"([*?\[\]\\{}])", r"\\\1", name)
+
+
+def _initializer_names(path):
+    import onnx
+    return {t.name for t in onnx.load(os.fspath(path),
+                                      load_external_data=False)
+            .graph.initializer}
 
 
 def _flag(name, value):
@@ -73,34 +142,105 @@ def _flag(name, value):
     return [name + "=" + str(value)]
 
 
+def _param_group_flags(groups):
+    """torch-style param_groups ([{"params": [names or globs], "lr": X,
+    "weight_decay": Y}, ...]) as ampc's --param-group flags, one per name,
+    in order (the first group that names a parameter wins)."""
+    flags = []
+    for group in groups:
+        unknown = set(group) - {"params", "lr", "weight_decay"}
+        if unknown:
+            raise ValueError("param_groups: %s are not group settings ampc "
+                             "takes (params, lr, weight_decay)" %
+                             sorted(unknown))
+        settings = ",".join("%s=%r" % (k, float(group[k]))
+                            for k in ("lr", "weight_decay") if k in group)
+        params = group.get("params", [])
+        if isinstance(params, str):
+            params = [params]
+        for name in params:
+            if not isinstance(name, str):
+                raise ValueError("param_groups: 'params' holds names or "
+                                 "globs (strings), got %r" % type(name))
+            flags.append("--param-group=%s:%s" % (name, settings))
+    return flags
+
+
 def compile(model, example_inputs=None, output=None, *, target=None,
             mode="train", **options):
     """Compiles `model` (a path to an .onnx/.onnxtext file, or a torch
     module exported first with `export` on `example_inputs`, the model's
     inputs only) with ampc and loads the library. `options` are ampc's
     flags with '_' for '-' (precision="bf16", optimizer="sgd", lr=0.1,
-    loss="mse", keep_fp32=["op:Softmax"], batch=32, ...); `target` None
-    is ampc's default (cuda where a GPU and nvcc are, else cpu). `output` is the
-    library's path (default: a temporary folder that lives as long as the
-    process). Returns a `Model`; a compile error raises AmpcError with
-    ampc's message."""
-    folder = None
-    if output is None:
-        folder = tempfile.mkdtemp(prefix="ampc-python-")
-        output = os.path.join(folder, "model.so")
+    loss="mse", keep_fp32=["op:Softmax"], batch=32, freeze=["backbone.*"],
+    ...; with a torch module, batch=N exports the batch dimension symbolic
+    and compiles for N rows; param_groups=[{"params": ["head.*"],
+    "lr": 1e-2}, {"params": [...], "weight_decay": 0.0}] as torch's
+    param_groups, the parameters no group names taking lr and
+    weight_decay); `target` None is ampc's default (cuda where a GPU and nvcc are,
+    else cpu). For a torch module, the parameters with requires_grad=False
+    and the buffers are frozen (added to `freeze`), and the module is left
+    unchanged. `output` is the library's path (default: a temporary file,
+    removed once loaded). Returns a `Model`. The compiler's warnings and
+    notes are issued as AmpcWarning; a compile error raises CompileError
+    with ampc's message."""
+    folder = tempfile.mkdtemp(prefix="ampc-python-")
+    try:
+        return _compile(model, example_inputs, output, folder, target, mode,
+                        options)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _compile(model, example_inputs, output, folder, target, mode, options):
+    # Without `output`, the library (whose name the runtime's messages use)
+    # is named after the module's class or the model's file.
+    stem = (type(model).__name__ if not isinstance(model, (str, os.PathLike))
+            else os.path.basename(os.fspath(model)).split(".")[0])
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "model"
+    library = output if output is not None else os.path.join(folder,
+                                                            stem + ".so")
     path = model
-    if not isinstance(model, (str, os.PathLike)):
+    shown = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    if shown is None:
         if example_inputs is None:
             raise ValueError("compiling a torch module needs example_inputs")
-        folder = folder or tempfile.mkdtemp(prefix="ampc-python-")
-        path = export(model, example_inputs, os.path.join(folder, "model.onnx"))
-    command = [find_compiler(), os.fspath(path), "-o", os.fspath(output),
+        # batch=N: the batch dimension is exported symbolic, so that ampc
+        # can bind it to N (the example's own size otherwise).
+        path = export(model, example_inputs,
+                      os.path.join(folder, stem + ".onnx"),
+                      dynamic_batch=options.get("batch") is not None)
+        shown = "the %s module (exported to ONNX)" % type(model).__name__
+        if mode == "train":
+            present = _initializer_names(path)
+            frozen = [_glob_escape(n) for n in frozen_names(model)
+                      if n in present]
+            if frozen:
+                given = options.get("freeze") or []
+                if isinstance(given, str):
+                    given = [given]
+                options = dict(options, freeze=list(given) + frozen)
+    command = [find_compiler(), os.fspath(path), "-o", os.fspath(library),
                "--mode=" + mode] + _flag("target", target)
+    options = dict(options)
+    command += _param_group_flags(options.pop("param_groups", None) or [])
     for name, value in options.items():
         command += _flag(name, value)
     p = subprocess.run(command, capture_output=True, text=True)
+    # The temporary folder is nobody's business: messages name the model.
+    messages = [l.replace(os.fspath(path), shown).replace(folder, "<tmp>")
+                for l in p.stderr.splitlines() if l.strip()]
     if p.returncode != 0:
-        lines = [l for l in p.stderr.splitlines() if "error" in l]
-        raise AmpcError(1, lines[0] if lines else p.stderr.strip() or
-                        "ampc exited with status %d" % p.returncode)
-    return Model(output)
+        errors = [l for l in messages if l.startswith("error")]
+        raise CompileError(1, "\n".join(errors) if errors else
+                           "\n".join(messages) or
+                           "ampc exited with status %d" % p.returncode)
+    for line in messages:
+        warnings.warn(line, AmpcWarning, stacklevel=3)
+    loaded = Model(library)
+    if not isinstance(model, (str, os.PathLike)):
+        # The library starts from the module as the user has it (the ONNX
+        # file holds BatchNorm statistics after the export's forward pass,
+        # and no batch counters).
+        loaded.load_state_dict(model.state_dict(), strict=False)
+    return loaded

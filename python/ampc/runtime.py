@@ -28,6 +28,7 @@ from collections import namedtuple
 import numpy as np
 
 AMPC_OK = 0
+AMPC_ERROR_SHAPE_MISMATCH = 4
 AMPC_ERROR_UNSUPPORTED = 6
 
 # ampc_dtype values (ONNX TensorProto codes) and the numpy dtypes that hold
@@ -50,6 +51,10 @@ _NUMPY_OF_DTYPE = {
 # A uint16 array is u16 unless the tensor it is for is bf16 (_TensorArray).
 _DTYPE_OF_NUMPY = {v: k for k, v in sorted(_NUMPY_OF_DTYPE.items(),
                                            reverse=True)}
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys",
+                              ["missing_keys", "unexpected_keys"])
 
 
 class AmpcError(RuntimeError):
@@ -156,6 +161,14 @@ def load_runtime(path=None):
                                             ctypes.POINTER(_TensorInfo)]),
         "ampc_model_parameter_info": (status, [model_p, ctypes.c_int32,
                                                ctypes.POINTER(_TensorInfo)]),
+        "ampc_model_num_buffers": (status, [model_p,
+                                            ctypes.POINTER(ctypes.c_int32)]),
+        "ampc_model_buffer_info": (status, [model_p, ctypes.c_int32,
+                                            ctypes.POINTER(_TensorInfo)]),
+        "ampc_model_get_buffer": (status, [model_p, ctypes.c_int32,
+                                           ctypes.POINTER(_Tensor)]),
+        "ampc_model_set_buffer": (status, [model_p, ctypes.c_int32,
+                                           ctypes.POINTER(_Tensor)]),
         "ampc_model_infer": (status, [model_p, ctypes.POINTER(_Tensor),
                                       ctypes.c_int32, ctypes.POINTER(_Tensor),
                                       ctypes.c_int32]),
@@ -261,6 +274,12 @@ class Model:
                                       info.num_outputs)
         self.parameters = self._describe(self._lib.ampc_model_parameter_info,
                                          info.num_parameters)
+        # The model's buffers (BatchNorm's statistics and counters).
+        count = ctypes.c_int32()
+        self._check(self._lib.ampc_model_num_buffers(handle,
+                                                     ctypes.byref(count)))
+        self.buffers = self._describe(self._lib.ampc_model_buffer_info,
+                                      count.value)
         # Which parameter each gradient belongs to; None for a library that
         # computes no gradients (compiled for inference).
         self.gradient_parameters = self._gradient_parameters()
@@ -306,7 +325,11 @@ class Model:
         count = ctypes.c_int32()
         status = self._lib.ampc_model_num_gradients(self._handle,
                                                     ctypes.byref(count))
-        if status == AMPC_ERROR_UNSUPPORTED:  # an inference library
+        if status == AMPC_ERROR_UNSUPPORTED:
+            # No gradients entry: an inference library, or one compiled
+            # with an optimizer. The runtime's message says which.
+            self._no_gradients = self._lib.ampc_last_error().decode() \
+                .replace("ampc_model_num_gradients", "ampc_model_gradients")
             return None
         self._check(status)
         result = []
@@ -355,12 +378,56 @@ class Model:
         inputs = self._input_list(inputs)
         labels = self._labels
         model_only = labels and len(inputs) == len(self.inputs) - labels
+        rows = self._partial_batch(inputs)
+        if rows is not None:
+            if labels and not model_only:
+                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                    "infer: a partial batch of %d rows with labels: the loss "
+                    "would count the padding; pass the inputs without labels "
+                    "for the outputs" % rows))
+            inputs = [self._pad(x, info) for x, info in
+                      zip(inputs, self.inputs)]
         if model_only:
             inputs = inputs + [np.zeros(i.shape, i.dtype)
                                for i in self.inputs[len(inputs):]]
         outputs = [self._empty(o) for o in self.outputs]
         self.bind_infer(inputs, outputs)()
-        return outputs[1:] if model_only else outputs
+        outputs = outputs[1:] if model_only else outputs
+        if rows is not None:
+            batch = self.inputs[0].shape[0]
+            outputs = [o[:rows] if o.ndim and o.shape[0] == batch else o
+                       for o in outputs]
+        return outputs
+
+    def _partial_batch(self, inputs):
+        """The rows of a partial last batch: every given input has fewer
+        rows than the model's batch (the leading dimension all inputs
+        share) and otherwise the model's shape; None otherwise."""
+        if not self.inputs or not self.inputs[0].shape:
+            return None
+        batch = self.inputs[0].shape[0]
+        rows = set()
+        for x, info in zip(inputs, self.inputs):
+            shape = tuple(getattr(x, "shape", ()))
+            if not info.shape or info.shape[0] != batch or not shape or \
+                    shape[1:] != tuple(info.shape[1:]):
+                return None
+            rows.add(shape[0])
+        if len(rows) != 1:
+            return None
+        (n,) = rows
+        return n if 0 < n < batch else None
+
+    @staticmethod
+    def _pad(x, info):
+        """`x` with zero rows appended up to the model's batch; each output
+        row depends on its own input row in eval mode (BatchNorm on its
+        running statistics), so the padding is dropped from the outputs."""
+        if hasattr(x, "detach"):
+            x = x.detach().cpu().numpy()
+        x = np.asarray(x)
+        pad = np.zeros((info.shape[0] - x.shape[0],) + x.shape[1:], x.dtype)
+        return np.concatenate([x, pad])
 
     def num_labels(self):
         """The label inputs of a training library (the last inputs); 0 for
@@ -409,14 +476,39 @@ class Model:
         self._check(self._lib.ampc_model_set_parameter(self._handle, index,
                                                        value.pointer()))
 
+    def _buffer_index(self, buffer):
+        if isinstance(buffer, int):
+            return buffer
+        for i, b in enumerate(self.buffers):
+            if b.name == buffer:
+                return i
+        raise KeyError("the model has no buffer '%s'" % buffer)
+
+    def get_buffer(self, buffer):
+        """The current value of a buffer (index or name): BatchNorm's
+        running statistics and batch counters, which the steps update."""
+        index = self._buffer_index(buffer)
+        out = _TensorArray([self._empty(self.buffers[index])],
+                           [self.buffers[index]])
+        self._check(self._lib.ampc_model_get_buffer(self._handle, index,
+                                                    out.pointer()))
+        return out.arrays[0]
+
+    def set_buffer(self, buffer, value):
+        """Replaces a buffer's (index or name) value with `value`."""
+        index = self._buffer_index(buffer)
+        value = _TensorArray([value], [self.buffers[index]])
+        self._check(self._lib.ampc_model_set_buffer(self._handle, index,
+                                                    value.pointer()))
+
     def gradients(self, inputs):
         """Forward and backward on `inputs`: (loss, {parameter name:
         gradient}), the dict in the library's gradient order. The parameters
         are left unchanged."""
         if self.gradient_parameters is None:
-            raise AmpcError(AMPC_ERROR_UNSUPPORTED,
-                            "the model computes no gradients (compiled for "
-                            "inference)")
+            raise AmpcError(AMPC_ERROR_UNSUPPORTED, "%s (%s)" % (
+                self._no_gradients,
+                self._lib.ampc_status_string(AMPC_ERROR_UNSUPPORTED).decode()))
         ins = _TensorArray(self._input_list(inputs), self.inputs)
         loss = _TensorArray([self._empty(self.outputs[0])], self.outputs)
         grads = _TensorArray([self._empty(self.parameters[p])
@@ -438,7 +530,17 @@ class Model:
         returned array holds the loss after `synchronize()`."""
         loss = self._empty(self.outputs[0])
         step = self.bind_train_step(inputs, loss)
-        step()
+        try:
+            step()
+        except AmpcError as e:
+            rows = self._partial_batch(self._input_list(inputs))
+            if e.status != AMPC_ERROR_SHAPE_MISMATCH or rows is None:
+                raise
+            raise AmpcError(e.status, (
+                "%s; a partial last batch (%d rows, the library's batch is "
+                "%d) is not trained: drop it (DataLoader(..., "
+                "drop_last=True)) or compile a library for its size" % (
+                    e, rows, self.inputs[0].shape[0]))) from None
         # On a CUDA model the loss reaches its buffer with the stream.
         if wait:
             self.synchronize()
@@ -505,31 +607,47 @@ class Model:
             self._handle, os.fsencode(path)))
 
     def state_dict(self):
-        """{parameter name: numpy array}: the trained values, by the names
-        the ONNX model gave them (a torch module's state_dict names when it
-        was exported with torch.onnx.export)."""
-        return {p.name: self.get_parameter(i)
-                for i, p in enumerate(self.parameters)}
+        """{name: numpy array}: every parameter (trained or frozen) and
+        buffer (BatchNorm's running_mean, running_var, num_batches_tracked)
+        by the names the ONNX model gave them: a torch module's state_dict
+        names and dtypes when it was exported with torch.onnx.export."""
+        state = {p.name: self.get_parameter(i)
+                 for i, p in enumerate(self.parameters)}
+        state.update({b.name: self.get_buffer(i)
+                      for i, b in enumerate(self.buffers)})
+        return state
 
     def load_state_dict(self, state, strict=True):
-        """Sets parameters from {name: array or torch tensor}, e.g. a torch
-        module's state_dict(). strict: every parameter given and no other
-        name (torch's BatchNorm buffers such as num_batches_tracked, which
-        ampc does not train, are ignored either way)."""
-        names = {p.name for p in self.parameters}
-        ignored = {n for n in state if n.endswith("num_batches_tracked")}
-        if strict:
-            missing = sorted(names - set(state))
-            unexpected = sorted(set(state) - names - ignored)
-            if missing or unexpected:
-                raise KeyError("load_state_dict: missing %s, unexpected %s" %
-                               (missing or "none", unexpected or "none"))
+        """Sets parameters and buffers from {name: array or torch tensor},
+        e.g. a torch module's state_dict(). As torch's: with strict, a
+        missing or unexpected name raises RuntimeError (nothing is loaded);
+        otherwise returns (missing_keys, unexpected_keys). A library without
+        batch counters (compiled for inference, or without an optimizer)
+        ignores torch's `num_batches_tracked` entries."""
+        targets = {p.name: (self.set_parameter, p) for p in self.parameters}
+        targets.update({b.name: (self.set_buffer, b) for b in self.buffers})
+        missing = [n for n in targets if n not in state]
+        unexpected = [n for n in state if n not in targets and
+                      not n.endswith("num_batches_tracked")]
+        if strict and (missing or unexpected):
+            errors = []
+            if missing:
+                errors.append("Missing key(s) in state_dict: %s. " %
+                              ", ".join('"%s"' % k for k in missing))
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: %s. " %
+                              ", ".join('"%s"' % k for k in unexpected))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for %s:\n\t%s" %
+                (self.info.name, "\n\t".join(errors)))
         for name, value in state.items():
-            if name in names:
-                if hasattr(value, "detach"):
-                    value = value.detach().cpu().numpy()
-                info = self.parameters[self.parameter_index(name)]
-                self.set_parameter(name, np.asarray(value, info.dtype))
+            if name not in targets:
+                continue
+            if hasattr(value, "detach"):
+                value = value.detach().cpu().numpy()
+            setter, info = targets[name]
+            setter(name, np.asarray(value, info.dtype))
+        return IncompatibleKeys(missing, unexpected)
 
     def export_onnx(self, path):
         self._check(self._lib.ampc_model_export_onnx(

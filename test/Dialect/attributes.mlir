@@ -11,6 +11,10 @@ module attributes {ampc.hyperparameters = "lr=1e-3", ampc.loss_scaling = #ampc<l
 
 // CHECK: ampc.parameter @w {ampc.frozen} : tensor<4x8xf32>
 ampc.parameter @w {ampc.frozen} : tensor<4x8xf32> = dense<1.0> : tensor<4x8xf32>
+// CHECK: ampc.parameter @mask {ampc.frozen = "--freeze mask"} : tensor<2xf32>
+ampc.parameter @mask {ampc.frozen = "--freeze mask"} : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+// CHECK: ampc.state @bn.num_batches_tracked {ampc.buffer} : tensor<i64>
+ampc.state @bn.num_batches_tracked {ampc.buffer} : tensor<i64> = dense<0> : tensor<i64>
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%{{.+}}: tensor<4x8xf32> {ampc.name = "x"}, %{{.+}}: tensor<4xi64> {ampc.label, ampc.name = "y"})

@@ -22,8 +22,13 @@ func.func @loss_seed_on_a_relu(%x: tensor<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{'ampc.parameter' op 'ampc.frozen' must be a unit attribute on an ampc.parameter}}
+// expected-error @+1 {{'ampc.parameter' op 'ampc.frozen' must be a unit attribute or a reason (a string) on an ampc.parameter}}
 ampc.parameter @w {ampc.frozen = 1 : i64} : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+
+// -----
+
+// expected-error @+1 {{'ampc.parameter' op 'ampc.buffer' must be a unit attribute on an ampc.state}}
+ampc.parameter @p {ampc.buffer} : tensor<2xf32> = dense<1.0> : tensor<2xf32>
 
 // -----
 

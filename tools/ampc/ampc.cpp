@@ -275,6 +275,24 @@ cl::list<std::string>
                        "node:NAME)"),
               cl::value_desc("RULE,..."), cl::CommaSeparated,
               cl::cat(ampcCategory));
+cl::list<std::string>
+    freeze("freeze",
+           cl::desc("initializers that do not train (globs over their "
+                    "names, e.g. 'backbone.*'): no gradient, no optimizer "
+                    "state, kept bit for bit"),
+           cl::value_desc("GLOB,..."), cl::CommaSeparated,
+           cl::cat(trainingCategory));
+cl::list<std::string> trainable(
+    "trainable",
+    cl::desc("train only the initializers these globs match (--freeze "
+             "still applies to them)"),
+    cl::value_desc("GLOB,..."), cl::CommaSeparated, cl::cat(trainingCategory));
+cl::list<std::string> paramGroups(
+    "param-group",
+    cl::desc("a parameter group as torch's param_groups, repeatable, the "
+             "first that matches a parameter wins: GLOB:lr=X,weight_decay=Y "
+             "(either key may be left out)"),
+    cl::value_desc("GLOB:lr=X,weight_decay=Y"), cl::cat(trainingCategory));
 cl::opt<std::string>
     ampRules("amp-rules",
              cl::desc("JSON file changing categories and overriding nodes "
@@ -367,6 +385,21 @@ std::string summarize(StringRef file, mlir::ModuleOp module) {
   if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
     os << ", " << forward.getNumArguments() << " input(s), "
        << forward.getNumResults() << " output(s)";
+  // Which initializers train, and why the others do not.
+  std::vector<std::string> frozen;
+  for (auto param : module.getOps<ampc::ParameterOp>())
+    if (mlir::Attribute reason = param->getAttr(ampc::kFrozenAttr)) {
+      auto text = dyn_cast<mlir::StringAttr>(reason);
+      frozen.push_back((param.getSymName() + " (" +
+                        (text ? text.getValue() : StringRef("frozen")) + ")")
+                           .str());
+    }
+  if (!frozen.empty()) {
+    os << "; " << params - frozen.size() << " trainable, " << frozen.size()
+       << " frozen: ";
+    for (auto [i, f] : llvm::enumerate(frozen))
+      os << (i ? "; " : "") << f;
+  }
   return text;
 }
 
@@ -635,6 +668,9 @@ int main(int argc, char **argv) {
   flags.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   flags.forceLowp.assign(forceLowp.begin(), forceLowp.end());
   flags.ampRules = ampRules;
+  flags.freeze.assign(freeze.begin(), freeze.end());
+  flags.trainable.assign(trainable.begin(), trainable.end());
+  flags.paramGroups.assign(paramGroups.begin(), paramGroups.end());
   flags.training = mode == Mode::Train;
   flags.inferTrainingMode = inferTrainingMode;
   flags.loss = loss;

@@ -42,8 +42,15 @@ constexpr llvm::StringLiteral kAutocastAttr = "ampc.autocast";
 constexpr llvm::StringLiteral kPrecisionAttr = "ampc.precision";
 /// Unit attribute on the constant ampc-autodiff seeds the backward with.
 constexpr llvm::StringLiteral kLossSeedAttr = "ampc.loss_seed";
-/// Unit attribute on an `ampc.parameter` that gets no gradient.
+/// On an `ampc.parameter` that does not train (no gradient, no optimizer
+/// state): unit, or a string saying why ("--freeze backbone.*", "no
+/// gradient reaches it", "a quantization scale").
 constexpr llvm::StringLiteral kFrozenAttr = "ampc.frozen";
+/// Unit attribute on an `ampc.state` that is a buffer of the model (torch's
+/// word): state the step updates that is neither trained nor the
+/// optimizer's, such as BatchNorm's running statistics and batch counter.
+/// The library lists buffers for state_dict() (ModelAbi.h, buffer_states).
+constexpr llvm::StringLiteral kBufferAttr = "ampc.buffer";
 /// Op attribute (ampc-plan-memory): `array<i64>`, one arena offset per
 /// result, -1 for results without a buffer of their own.
 constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";

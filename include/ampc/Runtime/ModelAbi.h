@@ -176,6 +176,16 @@ typedef struct ampc_model_abi {
   /// reports an error a kernel found meanwhile. NULL for a library whose
   /// functions finish before they return (the CPU target).
   int32_t (*synchronize)(void *state);
+
+  /* Buffers (appended). */
+
+  /// The state tensors that are the model's buffers (torch's word): state
+  /// `train_step` updates that is neither trained nor the optimizer's —
+  /// BatchNorm's running statistics and "PREFIX.num_batches_tracked"
+  /// counters — as `num_buffers` distinct indices into `state_tensors`.
+  /// 0/NULL without an optimizer (the statistics are then parameters).
+  int32_t num_buffers;
+  const int32_t *buffer_states;
 } ampc_model_abi;
 
 /// Exported by every compiled model library; returns its descriptor.

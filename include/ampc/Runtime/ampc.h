@@ -236,6 +236,21 @@ AMPC_API ampc_status ampc_model_parameter_info(const ampc_model *model,
                                                int32_t index,
                                                ampc_tensor_info *out);
 
+/// Writes to `*out` how many buffers the model has: state its training step
+/// updates that is neither trained nor the optimizer's, as torch calls
+/// them (BatchNorm's running_mean, running_var and num_batches_tracked,
+/// named as in the torch module's state_dict). 0 for a library without an
+/// optimizer, where such tensors are parameters (frozen). Constant buffers
+/// (a position encoding, a mask) are frozen parameters, not buffers here.
+/// Errors: AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_num_buffers(const ampc_model *model,
+                                            int32_t *out);
+
+/// Describes buffer `index` (0 <= index < num_buffers) in `*out`.
+AMPC_API ampc_status ampc_model_buffer_info(const ampc_model *model,
+                                            int32_t index,
+                                            ampc_tensor_info *out);
+
 /*===----------------------------------------------------------------------===*
  * Running
  *===----------------------------------------------------------------------===*/
@@ -301,6 +316,15 @@ AMPC_API ampc_status ampc_model_get_parameter(const ampc_model *model,
 /// Errors: as `ampc_model_get_parameter`.
 AMPC_API ampc_status ampc_model_set_parameter(ampc_model *model, int32_t index,
                                               const ampc_tensor *in);
+
+/// Copies buffer `index` into `*out` (the buffer's dtype and shape), or
+/// replaces it with `*in`; later steps start from the new value.
+/// Errors: AMPC_ERROR_INVALID_ARGUMENT (index, NULL), AMPC_ERROR_DTYPE_MISMATCH,
+/// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_get_buffer(const ampc_model *model,
+                                           int32_t index, ampc_tensor *out);
+AMPC_API ampc_status ampc_model_set_buffer(ampc_model *model, int32_t index,
+                                           const ampc_tensor *in);
 
 /// Writes to `*out` how many gradients `ampc_model_gradients` computes: one
 /// per trainable parameter (frozen ones, such as integer parameters or those
@@ -436,8 +460,10 @@ AMPC_API ampc_status ampc_model_save_checkpoint(const ampc_model *model,
 /// file, another format version, or a checkpoint of a different model
 /// (other state names, dtypes or shapes) is refused with a message naming
 /// the file and what is wrong, and the model is left as it was.
-/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT,
-/// AMPC_ERROR_IO, AMPC_ERROR_CORRUPT.
+/// Errors: AMPC_ERROR_UNSUPPORTED, AMPC_ERROR_INVALID_ARGUMENT (also an
+/// intact checkpoint of another model or training setup: "incompatible with
+/// this library", e.g. AdamW's state into an SGD library), AMPC_ERROR_IO,
+/// AMPC_ERROR_CORRUPT (malformed, truncated, checksum).
 AMPC_API ampc_status ampc_model_load_checkpoint(ampc_model *model,
                                                 const char *path);
 

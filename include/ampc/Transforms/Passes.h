@@ -52,6 +52,8 @@ struct PipelineOptions {
   /// ampc-assign-precision: dtype (ampc::LowPrecisionType), propagation
   /// (ampc::Propagation), overrides, rules file.
   AssignPrecisionPassOptions precision;
+  /// ampc-freeze-parameters: the initializers that do not train.
+  FreezeParametersPassOptions freeze;
   /// ampc-insert-loss-scaling: mode (ampc::LossScalingMode; `None` leaves
   /// the pass out) and the scaler's constants.
   InsertLossScalingPassOptions lossScaling;

@@ -141,6 +141,37 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FreezeParametersPass : Pass<"ampc-freeze-parameters", "mlir::ModuleOp"> {
+  let summary = "decide which initializers train: --freeze, --trainable, "
+                "and those no gradient reaches";
+  let description = [{
+    The trainable set is a decision in the IR: an `ampc.parameter` that
+    does not train carries `ampc.frozen = "REASON"`, and ampc-autodiff
+    computes no gradient for it (nor anything that only its gradient
+    needs), so the optimizer keeps no state for it and never changes it;
+    it stays a parameter (state_dict, checkpoints, ONNX export).
+
+    - `freeze`: globs (`*`, `?`, `[...]`, as `--keep-fp32` node rules) over
+      initializer names; a match is frozen ("--freeze PATTERN").
+    - `trainable`: when given, an initializer that matches none of these
+      globs is frozen ("not --trainable"). `freeze` wins over `trainable`.
+
+    (ampc-autodiff freezes the rest that cannot train: an initializer the
+    loss reaches only through comparisons, shapes, indices or `Where`
+    conditions, whose gradient is structurally zero, like a causal mask.)
+    A glob that matches no initializer is a warning (a misspelt name must
+    not silently train the whole model). Runs before ampc-autodiff, in
+    training only. `--summary` lists every frozen initializer and why.
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "initializer globs that do not train">,
+    ListOption<"trainable", "trainable", "std::string",
+               "initializer globs that train (the others do not)">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode autodiff: @train_step from @forward and its loss";
   let description = [{
@@ -161,7 +192,11 @@ def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
     load. Only values on a path from a trainable parameter to the loss get
     adjoints: integer and boolean values, non-differentiable operands
     (BatchNormalization's running statistics, class weights) and frozen
-    parameters (an `ampc.frozen` unit attribute) get none. Forward ops
+    parameters (`ampc.frozen`, unit or a reason) get none; a parameter
+    that gets no gradient although nothing froze it (the loss reaches it
+    only through comparisons, shapes, indices or `Where` conditions, or not
+    at all) is marked `ampc.frozen = "no gradient reaches it"` with a
+    note. Forward ops
     neither the loss nor a rule needs are removed from `@train_step`.
 
     Errors (at the op's location, naming its ONNX node): no `@forward`, a
@@ -253,6 +288,15 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     NAME.bf16) that the step writes after the update, so the forward never
     casts weights. `clip-grad-norm` > 0 clips the unscaled gradients first.
     `kind=none` leaves @train_step returning the gradients.
+
+    Parameter groups, as torch's `param_groups`: each of `param-groups` is
+    `GLOB:lr=X;weight_decay=Y` (either key may be left out); a trained
+    parameter takes the first group whose glob matches its name, the
+    others the pass's `lr` and weight decay. A group's learning rate is
+    `ampc.lr` times X / `lr`, so that a schedule setting `ampc.lr` scales
+    every group as torch's schedulers scale each base rate (exact for the
+    schedules proportional to it). A group that matches no trained
+    parameter is a warning.
   }];
   let options = [
     Option<"kind", "kind", "ampc::OptimizerKind",
@@ -268,6 +312,8 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "adam, adamw">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "adam, adamw">,
     Option<"eps", "eps", "double", /*default=*/"1.0e-8", "adam, adamw">,
+    ListOption<"paramGroups", "param-groups", "std::string",
+               "GLOB:lr=X;weight_decay=Y per group, first match wins">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "maximal global gradient norm; 0: no clipping">,
   ];

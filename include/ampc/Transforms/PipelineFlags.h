@@ -29,6 +29,11 @@ struct PipelineFlags {
   std::string propagation = "autocast";
   std::vector<std::string> keepFp32, forceLowp;
   std::string ampRules;
+  /// `--freeze` / `--trainable`: initializer globs (ampc-freeze-parameters).
+  std::vector<std::string> freeze, trainable;
+  /// `--param-group GLOB:lr=X,weight_decay=Y` (ampc-attach-optimizer's
+  /// groups, whose settings it separates with ';').
+  std::vector<std::string> paramGroups;
   /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
   bool inferTrainingMode = false;
   /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the

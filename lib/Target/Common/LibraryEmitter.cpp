@@ -746,9 +746,13 @@ void LibraryEmitter::emitStateAccess() {
   for (auto p : module.getOps<ampc::ParameterOp>())
     tensors.push_back({p.getSymName(), cast<RankedTensorType>(p.getType())});
   int32_t numParameters = tensors.size();
+  std::string buffers;
   for (auto s : module.getOps<ampc::StateOp>())
-    if (!s.getDerivedFromAttr())
+    if (!s.getDerivedFromAttr()) {
+      if (s->hasAttr(ampc::kBufferAttr))
+        buffers += formatv("{0}, ", tensors.size()).str();
       tensors.push_back({s.getSymName(), cast<RankedTensorType>(s.getType())});
+    }
   std::string entries, offsets, sizes;
   for (auto [i, entry] : llvm::enumerate(tensors)) {
     auto [symbol, t] = entry;
@@ -765,6 +769,11 @@ void LibraryEmitter::emitStateAccess() {
   os << "static const ampc_abi_tensor stateTensors[] = {\n"
      << entries << "  {\"\", 0, 0, nullptr},\n};\n"
      << "static const int32_t kNumStateTensors = " << tensors.size() << ";\n"
+     << "// The model's buffers (BatchNorm statistics and counters) among "
+        "them.\n"
+     << "static const int32_t kBufferStates[] = {" << buffers << "-1};\n"
+     << "static const int32_t kNumBuffers = "
+     << llvm::count(buffers, ',') << ";\n"
      << "static const uint64_t kStateOffsets[] = {" << offsets << "0};\n"
      << "static const uint64_t kStateBytes[] = {" << sizes << "0};\n"
      << "static int32_t readState(void *raw, int32_t i, void *out) {\n"
@@ -908,6 +917,7 @@ static const ampc_model_abi kModel = {
   {7},
   {9},
   {12},
+  {14},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
@@ -926,7 +936,8 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                           : std::string("nullptr, nullptr, 0, nullptr, nullptr"),
                 trainStep ? "train" : "infer", trainingFields, targetName(),
                 hasRelease ? "release" : "nullptr", synchronizeFunction(),
-                symbol("ampc_model_entry"));
+                symbol("ampc_model_entry"),
+                training ? "kNumBuffers, kBufferStates" : "0, nullptr");
   if (!dataSection.empty())
     os << "\n" << kDataMarker << "\n" << dataSection;
 }
