@@ -231,6 +231,9 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.precision.forceLowp.assign(flags.forceLowp.begin(),
                                      flags.forceLowp.end());
   options.precision.rulesFile = flags.ampRules;
+  if (!flags.training && (!flags.freeze.empty() || !flags.trainable.empty()))
+    return fail(flags.freeze.empty() ? "trainable" : "freeze",
+                "decides what trains: it needs --mode=train");
   options.freeze.freeze.assign(flags.freeze.begin(), flags.freeze.end());
   options.freeze.trainable.assign(flags.trainable.begin(),
                                   flags.trainable.end());

@@ -340,14 +340,19 @@ class Model:
             result.append(index.value)
         return result
 
+    @staticmethod
+    def _index_in(infos, key, kind):
+        """The index of a tensor of `infos` given by index or by name."""
+        if isinstance(key, int):
+            return key
+        for i, info in enumerate(infos):
+            if info.name == key:
+                return i
+        raise KeyError("the model has no %s '%s'" % (kind, key))
+
     def parameter_index(self, parameter):
         """The index of a parameter given by index or by name."""
-        if isinstance(parameter, int):
-            return parameter
-        for i, p in enumerate(self.parameters):
-            if p.name == parameter:
-                return i
-        raise KeyError("the model has no parameter '%s'" % parameter)
+        return self._index_in(self.parameters, parameter, "parameter")
 
     def _input_list(self, inputs):
         """Inputs as a list in the model's order, from a list or a dict keyed
@@ -460,46 +465,35 @@ class Model:
                                  "C-contiguous")
         return arrays
 
+    def _read(self, call, infos, index):
+        out = _TensorArray([self._empty(infos[index])], [infos[index]])
+        self._check(call(self._handle, index, out.pointer()))
+        return out.arrays[0]
+
+    def _write(self, call, infos, index, value):
+        value = _TensorArray([value], [infos[index]])
+        self._check(call(self._handle, index, value.pointer()))
+
     def get_parameter(self, parameter):
         """The current value of a parameter (index or name)."""
-        index = self.parameter_index(parameter)
-        out = _TensorArray([self._empty(self.parameters[index])],
-                           [self.parameters[index]])
-        self._check(self._lib.ampc_model_get_parameter(self._handle, index,
-                                                       out.pointer()))
-        return out.arrays[0]
+        return self._read(self._lib.ampc_model_get_parameter, self.parameters,
+                          self.parameter_index(parameter))
 
     def set_parameter(self, parameter, value):
         """Replaces a parameter's (index or name) value with `value`."""
-        index = self.parameter_index(parameter)
-        value = _TensorArray([value], [self.parameters[index]])
-        self._check(self._lib.ampc_model_set_parameter(self._handle, index,
-                                                       value.pointer()))
-
-    def _buffer_index(self, buffer):
-        if isinstance(buffer, int):
-            return buffer
-        for i, b in enumerate(self.buffers):
-            if b.name == buffer:
-                return i
-        raise KeyError("the model has no buffer '%s'" % buffer)
+        self._write(self._lib.ampc_model_set_parameter, self.parameters,
+                    self.parameter_index(parameter), value)
 
     def get_buffer(self, buffer):
         """The current value of a buffer (index or name): BatchNorm's
         running statistics and batch counters, which the steps update."""
-        index = self._buffer_index(buffer)
-        out = _TensorArray([self._empty(self.buffers[index])],
-                           [self.buffers[index]])
-        self._check(self._lib.ampc_model_get_buffer(self._handle, index,
-                                                    out.pointer()))
-        return out.arrays[0]
+        return self._read(self._lib.ampc_model_get_buffer, self.buffers,
+                          self._index_in(self.buffers, buffer, "buffer"))
 
     def set_buffer(self, buffer, value):
         """Replaces a buffer's (index or name) value with `value`."""
-        index = self._buffer_index(buffer)
-        value = _TensorArray([value], [self.buffers[index]])
-        self._check(self._lib.ampc_model_set_buffer(self._handle, index,
-                                                    value.pointer()))
+        self._write(self._lib.ampc_model_set_buffer, self.buffers,
+                    self._index_in(self.buffers, buffer, "buffer"), value)
 
     def gradients(self, inputs):
         """Forward and backward on `inputs`: (loss, {parameter name:

@@ -7,9 +7,10 @@
 // CHECK-LABEL: module
 // CHECK-NEXT: ampc.parameter @scale
 // CHECK-NEXT: ampc.parameter @bias
-// CHECK-NEXT: ampc.state @mean : tensor<2xf32> = dense<[1.000000e-01, 2.000000e-01]>
-// CHECK-NEXT: ampc.state @var : tensor<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
+// CHECK-NEXT: ampc.state @mean {ampc.buffer} : tensor<2xf32> = dense<[1.000000e-01, 2.000000e-01]>
+// CHECK-NEXT: ampc.state @var {ampc.buffer} : tensor<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
 // CHECK-NOT: ampc.parameter @mean
+// CHECK-NOT: num_batches_tracked
 // CHECK-LABEL: func.func @forward
 // CHECK-DAG: %[[M:.+]] = ampc.load_state @mean : tensor<2xf32>
 // CHECK-DAG: %[[V:.+]] = ampc.load_state @var : tensor<2xf32>
@@ -98,5 +99,41 @@ module {
     // expected-error @+1 {{the running statistic 'mean' is also updated by another BatchNormalization node}}
     %y2, %a, %b = ampc.batch_normalization %y, %s, %s, %m, %v {training_mode = 1 : i64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
     return %y2 : tensor<4x2xf32>
+  }
+}
+
+// -----
+
+// torch's names: PREFIX.running_mean gets the batch counter torch keeps as
+// PREFIX.num_batches_tracked (an i64 buffer the export drops), incremented
+// with the statistics, not on a step the scaler skips.
+// CHECK-LABEL: module
+// CHECK: ampc.state @bn.running_mean {ampc.buffer}
+// CHECK: ampc.state @bn.running_var {ampc.buffer}
+// CHECK: ampc.state @bn.num_batches_tracked {ampc.buffer} : tensor<i64> = dense<0> : tensor<i64>
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[N:.+]] = ampc.load_state @bn.num_batches_tracked : tensor<i64>
+// CHECK: %[[U:.+]], %[[F:.+]] = ampc.unscale
+// CHECK: %[[ONE:.+]] = ampc.constant dense<1> : tensor<i64>
+// CHECK-NEXT: %[[NEXT:.+]] = ampc.add %[[N]], %[[ONE]]
+// CHECK-NEXT: %[[KEPT:.+]] = ampc.where %[[F]], %[[N]], %[[NEXT]]
+// CHECK-NEXT: ampc.store @bn.num_batches_tracked, %[[KEPT]]
+module {
+  ampc.parameter @scale : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+  ampc.parameter @bias : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+  ampc.parameter @bn.running_mean : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+  ampc.parameter @bn.running_var : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+  ampc.state @ampc.loss_scale : tensor<f32> = dense<6.553600e+04> : tensor<f32>
+  func.func @train_step(%x: tensor<4x2xf32>) -> tensor<f32> {
+    %sc = ampc.load_state @ampc.loss_scale : tensor<f32>
+    %s = ampc.load_parameter @scale : tensor<2xf32>
+    %b = ampc.load_parameter @bias : tensor<2xf32>
+    %m = ampc.load_parameter @bn.running_mean : tensor<2xf32>
+    %v = ampc.load_parameter @bn.running_var : tensor<2xf32>
+    %y, %rm, %rv = ampc.batch_normalization %x, %s, %b, %m, %v {training_mode = 1 : i64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %l = ampc.reduce_mean %y {axes = array<i64>, keepdims = 0 : i64} : (tensor<4x2xf32>) -> tensor<f32>
+    %u, %f = ampc.unscale %sc, %s : (tensor<f32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<i1>)
+    ampc.store @scale, %u : tensor<2xf32>
+    return %l : tensor<f32>
   }
 }

@@ -13,7 +13,10 @@ Tolerances (largest relative difference, max|a - b| / max|b|):
   (or of 1e-3 of the model's largest gradient, where that is more: a
   gradient that is zero in exact arithmetic is rounding noise on both);
 - CUDA vs PyTorch AMP, loss of every step: 2e-2 (autocast rounds in places
-  ampc's lists do not, and the other way round).
+  ampc's lists do not, and the other way round);
+- CUDA vs PyTorch AMP, BatchNorm's buffers after the steps (the library's
+  read with get_buffer, after its initial values were written with
+  set_buffer): running statistics 2e-2, num_batches_tracked exactly.
 """
 import functools
 import os
@@ -58,8 +61,15 @@ def main():
         batch = lambda s: {"input": x[s], "label": y[s]}  # noqa: E731
         model = Model(os.path.join(HERE, name + ".cuda.train.so"), RUNTIME)
         assert model.info.target == "cuda", model.info
+        # The buffers start where the torch module's do (the export's
+        # forward pass counted one batch).
+        initial = torch.load(os.path.join(HERE, name + ".init.pt"))
+        for b in model.buffers:
+            model.set_buffer(b.name, initial[b.name].numpy())
         ampc_losses = [float(model.train_step(batch(s)))
                        for s in range(gm.STEPS)]
+        buffers = {b.name: model.get_buffer(b.name) for b in model.buffers}
+        skipped = model.scaler_state()["skipped_steps"]
         model.close()
         cpu_losses = np.load(os.path.join(HERE, name + ".cpu.losses.npy"))
         print("%s: ampc CUDA losses %s" % (name, " ".join(
@@ -104,6 +114,20 @@ def main():
                max(relative([a], [t]) for a, t in zip(ampc_losses,
                                                       torch_losses)),
                TOL_LOSS_TORCH)
+        if buffers:
+            want = {k: v.cpu().numpy() for k, v in m.state_dict().items()}
+            # A step the scaler skips leaves ampc's statistics and counters
+            # as they were (docs/design.md); torch's forward updated them.
+            counts = all(int(buffers[k]) == int(want[k]) - skipped
+                         for k in buffers
+                         if k.endswith("num_batches_tracked"))
+            worst = max(relative(buffers[k].ravel(), want[k].ravel())
+                        for k in buffers if "running" in k)
+            report("%s %d buffers vs PyTorch CUDA AMP's (statistics; counters "
+                   "%s, %d skipped steps)" % (
+                       name, len(buffers),
+                       "equal" if counts else "DIFFERENT", skipped),
+                   worst if counts else float("inf"), TOL_LOSS_TORCH)
 
     # The scaler on the device: an input that overflows FP16 makes the step
     # skip (parameters and step count bit-identical, scale halved, one
