@@ -3,7 +3,7 @@
 // The node context every import rule gets, and the helpers that build the
 // ampc ops of ops imported as compositions: shared by OnnxImporter.cpp (the
 // rule table, kRules, and most rules) and the families of rules kept in
-// files of their own.
+// files of their own (Recurrent.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,6 +167,15 @@ mlir::Value reshaped(NodeContext &nc, mlir::Value v,
 /// `v` transposed by `perm` (itself when `perm` is the identity).
 mlir::Value transposed(NodeContext &nc, mlir::Value v,
                        llvm::ArrayRef<int64_t> perm);
+
+//===----------------------------------------------------------------------===//
+// Rules defined in files of their own
+//===----------------------------------------------------------------------===//
+
+/// Recurrent.cpp: LSTM, GRU and RNN unrolled over the sequence.
+mlir::FailureOr<Outputs> importLSTM(NodeContext &nc);
+mlir::FailureOr<Outputs> importGRU(NodeContext &nc);
+mlir::FailureOr<Outputs> importRNN(NodeContext &nc);
 
 } // namespace ampc::detail
 
