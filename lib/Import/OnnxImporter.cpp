@@ -15,6 +15,7 @@
 #include "ampc/Support/Nesting.h"
 #include "ampc/Support/RegularFile.h"
 
+#include "ImportRules.h"
 #include "TensorConversion.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
@@ -50,117 +51,23 @@ using ampc::detail::convertTensor;
 using ampc::detail::elementTypeFromOnnx;
 using ampc::detail::onnxTypeName;
 
-namespace {
-
-std::string formatDims(ArrayRef<int64_t> dims) {
+std::string ampc::detail::formatDims(ArrayRef<int64_t> dims) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(dims))
     s += (i ? ", " : "") + std::to_string(d);
   return s + "]";
 }
 
-class Importer;
+std::string ampc::detail::formatNumber(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", v);
+  return buffer;
+}
 
-/// What an import rule sees of one ONNX node.
-struct NodeContext {
-  Importer &importer;
-  const onnx::NodeProto &node;
-  Location loc;
-  int64_t opset;
-  SmallVector<Value> inputs; // null where an optional input is absent
-  OpBuilder &b;
+using namespace ampc::detail;
 
-  Value input(size_t i) const { return i < inputs.size() ? inputs[i] : Value(); }
-  size_t numOutputs() const { return node.output_size(); }
-  bool outputUsed(int i) const {
-    return i < node.output_size() && !node.output(i).empty();
-  }
+namespace {
 
-  const onnx::AttributeProto *attr(StringRef name) const {
-    for (const auto &a : node.attribute())
-      if (a.name() == name)
-        return &a;
-    return nullptr;
-  }
-  int64_t getInt(StringRef name, int64_t dflt) const {
-    const auto *a = attr(name);
-    return a ? a->i() : dflt;
-  }
-  float getFloat(StringRef name, float dflt) const {
-    const auto *a = attr(name);
-    return a ? a->f() : dflt;
-  }
-  std::string getString(StringRef name, StringRef dflt) const {
-    const auto *a = attr(name);
-    return a ? a->s() : dflt.str();
-  }
-  std::optional<SmallVector<int64_t>> getInts(StringRef name) const {
-    const auto *a = attr(name);
-    if (!a)
-      return std::nullopt;
-    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
-  }
-
-  /// Reports an error at this node and returns failure.
-  LogicalResult error(const Twine &message) const {
-    emitError(loc) << message;
-    return failure();
-  }
-
-  /// The constant value of input `i`, which must be known at import.
-  FailureOr<DenseElementsAttr> constantInput(size_t i, StringRef what) const {
-    DenseElementsAttr value;
-    Value v = input(i);
-    if (!v || !matchPattern(v, m_Constant(&value)))
-      return error("input " + Twine(i) + " (" + what +
-                   ") must be a constant once shapes are bound");
-    return value;
-  }
-
-  /// The integer values of constant input `i`.
-  FailureOr<SmallVector<int64_t>> constantInts(size_t i, StringRef what) const {
-    FailureOr<DenseElementsAttr> value = constantInput(i, what);
-    if (failed(value))
-      return failure();
-    if (!isa<IntegerType>(value->getElementType()))
-      return error("input " + Twine(i) + " (" + what + ") must be integer");
-    SmallVector<int64_t> out;
-    for (const APInt &v : value->getValues<APInt>())
-      out.push_back(v.getSExtValue());
-    return out;
-  }
-
-  /// Builds `opName`, inferring result types unless `resultTypes` is given,
-  /// verifies it and folds it when its operands are constant.
-  FailureOr<SmallVector<Value>> build(StringRef opName, ValueRange operands,
-                                      ArrayRef<NamedAttribute> attrs = {},
-                                      unsigned numResults = 1,
-                                      TypeRange resultTypes = {});
-
-  NamedAttribute i64(StringRef name, int64_t v) const {
-    return b.getNamedAttr(name, b.getI64IntegerAttr(v));
-  }
-  NamedAttribute f32(StringRef name, float v) const {
-    return b.getNamedAttr(name, b.getF32FloatAttr(v));
-  }
-  NamedAttribute ints(StringRef name, ArrayRef<int64_t> v) const {
-    return b.getNamedAttr(name, b.getDenseI64ArrayAttr(v));
-  }
-  /// String attribute `name` (default `dflt`) as the enum attribute AttrT of
-  /// the case of E it spells (ONNX and AMPCOps.td spell them alike); any
-  /// other word is an error at the node.
-  template <typename E, typename AttrT>
-  FailureOr<NamedAttribute> enumAttr(StringRef name, StringRef dflt) const {
-    std::string word = getString(name, dflt);
-    std::optional<E> value = ampc::symbolizeEnum<E>(word);
-    if (!value)
-      return error("'" + name + "' must be " + ampc::enumChoices<E>() +
-                   ", got '" + word + "'");
-    return b.getNamedAttr(name, AttrT::get(b.getContext(), *value));
-  }
-};
-
-using Outputs = SmallVector<Value>;
 using RuleFn = FailureOr<Outputs> (*)(NodeContext &);
 
 /// Attribute kinds as ONNX's AttributeProto names them.
@@ -194,6 +101,11 @@ const OpRule *ruleFor(StringRef opType) {
       return &r;
   return nullptr;
 }
+
+} // namespace
+
+// The importer is NodeContext's (ImportRules.h), so it shares its namespace.
+namespace ampc::detail {
 
 class Importer {
 public:
@@ -903,6 +815,10 @@ OwningOpRef<ModuleOp> Importer::run() {
   return owned;
 }
 
+} // namespace ampc::detail
+
+namespace {
+
 //===----------------------------------------------------------------------===//
 // Import rules
 //===----------------------------------------------------------------------===//
@@ -945,8 +861,6 @@ FailureOr<Outputs> importGelu(NodeContext &nc) {
     return failure();
   return buildSame(nc, "ampc.gelu", {*approximate});
 }
-
-FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value);
 
 constexpr char kAbs[] = "ampc.abs", kSign[] = "ampc.sign",
                kFloor[] = "ampc.floor", kCeil[] = "ampc.ceil",
@@ -1508,10 +1422,13 @@ FailureOr<Outputs> importReduceSum(NodeContext &nc) {
 // categories and gradient rules are those of the parts (docs/ops.md).
 //===----------------------------------------------------------------------===//
 
-/// The single result of `opName` on `operands`, null after an error (an
-/// operand that is null is an earlier part that failed, already reported).
+} // namespace
+
+// The parts every composition uses (ImportRules.h).
+namespace ampc::detail {
+
 Value part(NodeContext &nc, StringRef opName, ValueRange operands,
-           ArrayRef<NamedAttribute> attrs = {}, Type resultType = {}) {
+           ArrayRef<NamedAttribute> attrs, Type resultType) {
   if (llvm::any_of(operands, [](Value v) { return !v; }))
     return Value();
   FailureOr<Outputs> r =
@@ -1520,7 +1437,6 @@ Value part(NodeContext &nc, StringRef opName, ValueRange operands,
   return failed(r) ? Value() : (*r)[0];
 }
 
-/// A zero-dimensional constant `value` of `element`.
 Value scalarOf(NodeContext &nc, Type element, double value) {
   auto type = RankedTensorType::get({}, element);
   Attribute attr = isa<FloatType>(element)
@@ -1531,13 +1447,26 @@ Value scalarOf(NodeContext &nc, Type element, double value) {
   return failed(c) ? Value() : (*c)[0];
 }
 
-/// `v` reshaped to `shape`.
 Value reshaped(NodeContext &nc, Value v, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(v.getType());
   if (type.getShape() == shape)
     return v;
   return part(nc, "ampc.reshape", v, {}, type.clone(shape));
 }
+
+Value transposed(NodeContext &nc, Value v, ArrayRef<int64_t> perm) {
+  if (!v || llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return v;
+  return part(nc, "ampc.transpose", v, {nc.ints("perm", perm)});
+}
+
+FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
+  return nc.build("ampc.constant", {}, {nc.b.getNamedAttr("value", value)});
+}
+
+} // namespace ampc::detail
+
+namespace {
 
 /// column - row for a rows x cols matrix, as an int64 (rows, cols) value
 /// computed from two index vectors (constants of rows + cols elements, so
@@ -1556,13 +1485,6 @@ Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols) {
   if (!row || !col)
     return Value();
   return part(nc, "ampc.sub", {col, row});
-}
-
-/// `v` transposed by `perm` (itself when `perm` is the identity).
-Value transposed(NodeContext &nc, Value v, ArrayRef<int64_t> perm) {
-  if (!v || llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-    return v;
-  return part(nc, "ampc.transpose", v, {nc.ints("perm", perm)});
 }
 
 /// The int64 (or, for a float `element`, f64) constant 0, step, 2 step, ...
@@ -2286,13 +2208,6 @@ Value resizeAxis(NodeContext &nc, Value v, const ResizeMode &m,
     sum = e ? part(nc, "ampc.add", {sum, e}) : Value();
   }
   return sum;
-}
-
-/// `v` as printf's %g writes it, for messages.
-std::string formatNumber(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", v);
-  return buffer;
 }
 
 /// The float values of constant input `i` (empty when the input is absent
@@ -4220,11 +4135,6 @@ FailureOr<Outputs> importShape(NodeContext &nc) {
   return nc.build("ampc.shape", nc.input(0), attrs);
 }
 
-/// A constant op holding `value`.
-FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
-  return nc.build("ampc.constant", {}, {nc.b.getNamedAttr("value", value)});
-}
-
 FailureOr<Outputs> importConstantOfShape(NodeContext &nc) {
   FailureOr<SmallVector<int64_t>> shape = nc.constantInts(0, "shape");
   if (failed(shape))
@@ -4499,6 +4409,23 @@ const std::vector<OpRule> &rules() {
         {"output_padding", Is}, {"output_shape", Is}, {"pads", Is},
         {"strides", Is}},
        importConvTranspose},
+      // The recurrent ops (Recurrent.cpp): X, W, R, then B, sequence_lens,
+      // initial_h (LSTM: initial_c, P); outputs Y, Y_h (LSTM: Y_c).
+      {"LSTM", "ampc.gemm", 7, 3, 8, 3,
+       {{"activation_alpha", Fs}, {"activation_beta", Fs},
+        {"activations", AttrKind::Strings}, {"clip", F}, {"direction", S},
+        {"hidden_size", I}, {"input_forget", I}, {"layout", I}},
+       importLSTM},
+      {"GRU", "ampc.gemm", 7, 3, 6, 2,
+       {{"activation_alpha", Fs}, {"activation_beta", Fs},
+        {"activations", AttrKind::Strings}, {"clip", F}, {"direction", S},
+        {"hidden_size", I}, {"layout", I}, {"linear_before_reset", I}},
+       importGRU},
+      {"RNN", "ampc.gemm", 7, 3, 6, 2,
+       {{"activation_alpha", Fs}, {"activation_beta", Fs},
+        {"activations", AttrKind::Strings}, {"clip", F}, {"direction", S},
+        {"hidden_size", I}, {"layout", I}},
+       importRNN},
       {"ReverseSequence", "ampc.gather", 10, 2, 2, 1,
        {{"batch_axis", I}, {"time_axis", I}}, importReverseSequence},
       {"MaxUnpool", "ampc.scatter", 9, 2, 3, 1,
