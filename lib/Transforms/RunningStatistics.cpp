@@ -3,8 +3,10 @@
 // torch.nn.BatchNorm keeps running_mean and running_var as buffers that
 // every training-mode forward updates; an ONNX export has them as
 // initializers, which the importer makes parameters. This pass makes them
-// state of the same name that @train_step writes (skipped with the rest of
-// the step on overflow) and @forward reads.
+// state of the same name that @train_step writes and @forward reads. Like
+// torch's, they are updated by every step's forward, also on a step whose
+// optimizer update the loss scaler skips (GradScaler skips
+// optimizer.step(), not the forward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,14 +32,13 @@ struct RunningStatisticsPass
   /// torch's BatchNorm counts its training-mode batches in the buffer
   /// PREFIX.num_batches_tracked beside PREFIX.running_mean; the export
   /// drops it (no ONNX op reads it), the library keeps it as an i64 state
-  /// the step increments with the statistics, so that state_dict() has
+  /// every step increments with the statistics, so that state_dict() has
   /// every entry torch's has.
   void countBatches(
       SymbolTable &symbols, func::FuncOp step,
       const llvm::MapVector<StringAttr,
                             std::pair<ampc::BatchNormalizationOp, Value>>
-          &updates,
-      Value foundInf) {
+          &updates) {
     OpBuilder b(&getContext());
     auto scalar = RankedTensorType::get({}, b.getI64Type());
     Operation *ret = step.getBody().front().getTerminator();
@@ -57,15 +58,9 @@ struct RunningStatisticsPass
           DenseElementsAttr::get(scalar, b.getI64IntegerAttr(0)));
       symbols.lookup(counter)->setAttr(ampc::kBufferAttr, b.getUnitAttr());
       b.setInsertionPoint(ret);
-      Value value;
-      if (foundInf) {
-        value = ampc::countIf(b, bn.getLoc(), count, foundInf, false);
-      } else {
-        Value one = ampc::ConstantOp::create(
-            b, bn.getLoc(),
-            DenseElementsAttr::get(scalar, b.getI64IntegerAttr(1)));
-        value = ampc::AddOp::create(b, bn.getLoc(), count, one);
-      }
+      Value one = ampc::ConstantOp::create(
+          b, bn.getLoc(), DenseElementsAttr::get(scalar, b.getI64IntegerAttr(1)));
+      Value value = ampc::AddOp::create(b, bn.getLoc(), count, one);
       ampc::StoreOp::create(b, bn.getLoc(), counter, value);
     }
   }
@@ -131,19 +126,14 @@ struct RunningStatisticsPass
       load.erase();
     }
 
-    // The step stores the new values last; an overflow keeps the old ones.
-    Value foundInf = ampc::findFoundInf(step);
+    // The step stores the new values last, whether or not the scaler
+    // skips its optimizer update, as torch's forward updates them.
     Operation *ret = step.getBody().front().getTerminator();
-    countBatches(symbols, step, updates, foundInf);
+    countBatches(symbols, step, updates);
     b.setInsertionPoint(ret);
     for (auto &[name, update] : updates) {
       auto [bn, next] = update;
-      Value old = next == bn.getRunningMean() ? bn.getInputMean()
-                                              : bn.getInputVar();
-      Value value = next;
-      if (foundInf)
-        value = ampc::WhereOp::create(b, bn.getLoc(), foundInf, old, next);
-      ampc::StoreOp::create(b, bn.getLoc(), name.getValue(), value);
+      ampc::StoreOp::create(b, bn.getLoc(), name.getValue(), next);
     }
   }
 };

@@ -234,9 +234,12 @@ def RunningStatisticsPass : Pass<"ampc-running-statistics", "mlir::ModuleOp"> {
     type and initial value (no gradient, no optimizer, no low-precision
     copy; checkpoints hold them, the ONNX export writes them, `@forward`
     reads them in eval mode), and `@train_step` stores the op's running
-    results at its end, keeping the old values when the loss scaler found
-    an overflow (the whole step is skipped). Runs after
-    ampc-attach-optimizer, which makes the skip flag.
+    results at its end, also on a step whose optimizer update the loss
+    scaler skips: torch's forward updates them before GradScaler skips
+    `optimizer.step()`. A running mean named `PREFIX.running_mean` (torch's
+    names) also gets the batch counter `PREFIX.num_batches_tracked`, an i64
+    state the step increments. The states are marked `ampc.buffer`. Runs
+    after ampc-attach-optimizer.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
