@@ -274,14 +274,25 @@ def full_checks(spec, cpu, sim, batches, d):
                 after["scale"] != np.float32(3e38) * np.float32(0.5):
             d.failures.append("overflow skip: scaler state %s" % after)
         # Every state tensor (moments, step, learning rate): only the
-        # scaler's own changed.
+        # scaler's own changed, and the model's buffers (BatchNorm's
+        # statistics and counters), which the forward updates as torch's
+        # does; those match the CPU target's after the same step.
         import checkpoint_format
         _, a = checkpoint_format.read(os.path.join(folder, "before-skip.ckpt"))
         _, b = checkpoint_format.read(os.path.join(folder, "after-skip.ckpt"))
+        buffers = {t.name for t in sim.buffers}
         for n in a:
-            if n not in ("ampc.loss_scale", "ampc.growth_tracker",
-                         "ampc.skipped_steps"):
+            if n not in buffers and n not in (
+                    "ampc.loss_scale", "ampc.growth_tracker",
+                    "ampc.skipped_steps"):
                 d.exact("after the skipped step, state " + n, a[n], b[n])
+        if buffers:
+            cpu.set_scaler_state(3e38, state["growth_tracker"],
+                                 state["steps"], state["skipped_steps"])
+            cpu.train_step(batches[0])
+            for n in sorted(buffers):
+                d.compare("after the skipped step, buffer " + n,
+                          cpu.get_buffer(n), sim.get_buffer(n), "train")
 
 
 # ---------------------------------------------------------------------------
