@@ -269,8 +269,11 @@ State lstmCell(NodeContext &nc, const Recurrence &rec, const Direction &d,
   in = activate(nc, f, inClipped);
   forget = rec.inputForget ? complement(nc, rec, f, inClipped, in)
                            : activate(nc, f, clipped(nc, rec, forget));
-  Value c = add(nc, mul(nc, forget, prev.c),
-                mul(nc, in, activate(nc, g, clipped(nc, rec, cell))));
+  // One op per statement: the order of a call's arguments is unspecified,
+  // and the IR (and its tests) must not depend on the host compiler.
+  Value kept = mul(nc, forget, prev.c);
+  Value candidate = activate(nc, g, clipped(nc, rec, cell));
+  Value c = add(nc, kept, mul(nc, in, candidate));
   if (d.peepholeOut)
     out = add(nc, out, mul(nc, d.peepholeOut, c));
   out = activate(nc, f, clipped(nc, rec, out));
@@ -285,19 +288,22 @@ State gruCell(NodeContext &nc, const Recurrence &rec, const Direction &d,
   int64_t h = rec.hidden;
   const Activation &f = d.activations[0], &g = d.activations[1];
   Value recurrent = linear(nc, prev.h, d.r, d.rb);
-  Value zIn =
-      clipped(nc, rec, add(nc, gate(nc, x, 0, h), gate(nc, recurrent, 0, h)));
+  // One op per statement where a call would create two: the order of a
+  // call's arguments is unspecified (GCC and Clang differ).
+  Value xz = gate(nc, x, 0, h);
+  Value zIn = clipped(nc, rec, add(nc, xz, gate(nc, recurrent, 0, h)));
   Value z = activate(nc, f, zIn);
-  Value r = activate(
-      nc, f,
-      clipped(nc, rec, add(nc, gate(nc, x, 1, h), gate(nc, recurrent, 1, h))));
+  Value xr = gate(nc, x, 1, h);
+  Value r =
+      activate(nc, f, clipped(nc, rec, add(nc, xr, gate(nc, recurrent, 1, h))));
   Value hidden = rec.linearBeforeReset
                      ? mul(nc, r, gate(nc, recurrent, 2, h))
                      : linear(nc, mul(nc, r, prev.h), d.rHidden, d.rbHidden);
   Value candidate =
       activate(nc, g, clipped(nc, rec, add(nc, gate(nc, x, 2, h), hidden)));
   Value keep = complement(nc, rec, f, zIn, z);
-  return {add(nc, mul(nc, keep, candidate), mul(nc, z, prev.h)), Value()};
+  Value fresh = mul(nc, keep, candidate);
+  return {add(nc, fresh, mul(nc, z, prev.h)), Value()};
 }
 
 /// Ht = f(Xt Wi + Ht-1 Ri + Wbi + Rbi).
