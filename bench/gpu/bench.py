@@ -58,8 +58,7 @@ def main():
         print("SKIPPED: no CUDA device visible; nothing was measured")
         return 0
     runtime = os.path.join(HERE, "libampc_runtime.so")
-    names = args.models or [n for n in bm.MODELS if os.path.exists(
-        os.path.join(HERE, n + ".cuda.train.so"))]
+    names = bm.packed(HERE, args.models)
     print("device: %s; torch %s (CUDA %s)" % (torch.cuda.get_device_name(0),
                                               torch.__version__,
                                               torch.version.cuda))
@@ -69,7 +68,7 @@ def main():
         x, label = bm.example(name)
         torch.cuda.synchronize()
         free_before, _ = torch.cuda.mem_get_info()
-        model = Model(os.path.join(HERE, name + ".cuda.train.so"), runtime,
+        model = Model(bm.library(HERE, name), runtime,
                       cuda_stream=stream.cuda_stream)
         inputs = {"input": x.numpy(), "label": label.numpy()}
         initial = {p.name: model.get_parameter(p.name) for p in model.parameters}

@@ -32,12 +32,11 @@ def main():
         print("SKIPPED: no CUDA device visible; nothing was profiled")
         return 0
     runtime = os.path.join(HERE, "libampc_runtime.so")
-    names = args.models or [n for n in bm.MODELS if os.path.exists(
-        os.path.join(HERE, n + ".cuda.train.so"))]
+    names = bm.packed(HERE, args.models)
     stream = torch.cuda.Stream()
     for name in names:
         x, label = bm.example(name)
-        model = Model(os.path.join(HERE, name + ".cuda.train.so"), runtime,
+        model = Model(bm.library(HERE, name), runtime,
                       cuda_stream=stream.cuda_stream)
         inputs = {"input": x.numpy(), "label": label.numpy()}
         for _ in range(args.warmup):

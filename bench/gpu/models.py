@@ -11,6 +11,7 @@ All train with AdamW (lr 1e-3, weight decay 0.01) at FP16 with dynamic loss
 scaling.
 """
 import math
+import os
 
 import torch
 
@@ -50,6 +51,16 @@ class GptBlock(torch.nn.Module):
         y = (attention @ v).transpose(1, 2).reshape(self.batch, self.seq, self.d)
         x = x + self.proj(y)
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+def library(folder, name):
+    """The CUDA training library of model `name` in a pack."""
+    return os.path.join(folder, name + ".cuda.train.so")
+
+
+def packed(folder, wanted=None):
+    """`wanted`, or the models of MODELS whose library the pack holds."""
+    return wanted or [n for n in MODELS if os.path.exists(library(folder, n))]
 
 
 def module(name):

@@ -1061,8 +1061,8 @@ ampc_status ampc_model_set_parameter(ampc_model *handle, int32_t index,
 /// ampc_model_get_buffer and ampc_model_set_buffer: `index` and the
 /// caller's tensor checked, then one read or write of the state tensor.
 static ampc_status accessBuffer(const char *call, const ampc_model *handle,
-                         int32_t index, const ampc_tensor *tensor,
-                         bool write) {
+                                int32_t index, const ampc_tensor *tensor,
+                                bool write) {
   std::shared_ptr<Model> model = lookup(handle, call);
   if (!model)
     return AMPC_ERROR_INVALID_ARGUMENT;
@@ -1080,8 +1080,7 @@ static ampc_status accessBuffer(const char *call, const ampc_model *handle,
   std::lock_guard<std::mutex> lock(model->runMutex);
   int32_t state = model->bufferStates[static_cast<size_t>(index)];
   int32_t code = write ? model->writeState(model->state, state, tensor->data)
-                       : model->readState(model->state, state,
-                                          tensor->data);
+                       : model->readState(model->state, state, tensor->data);
   if (code != 0)
     return fail(AMPC_ERROR_EXECUTION, call,
                 format("model '%s' failed to %s %s: %s", model->name.c_str(),

@@ -89,23 +89,25 @@ struct Activity {
   }
 };
 
-/// Whether every use of `param` in `step` is as the running mean or
-/// variance of a training-mode BatchNormalization: a running statistic,
-/// which ampc-running-statistics makes state (not a frozen parameter).
-bool isRunningStatistic(ampc::ParameterOp param, func::FuncOp step) {
-  bool any = false, other = false;
+/// The parameters `step` reads only as the running mean or variance of a
+/// training-mode BatchNormalization: running statistics, which
+/// ampc-running-statistics makes state (not frozen parameters). One walk
+/// over the step for all parameters.
+llvm::DenseSet<StringAttr> runningStatistics(func::FuncOp step) {
+  llvm::DenseSet<StringAttr> statistic, other;
   step.walk([&](ampc::LoadParameterOp load) {
-    if (load.getParameterAttr().getAttr() != param.getSymNameAttr())
-      return;
+    StringAttr name = load.getParameterAttr().getAttr();
     for (OpOperand &use : load.getOutput().getUses()) {
       auto bn = dyn_cast<ampc::BatchNormalizationOp>(use.getOwner());
-      bool statistic = bn && bn.getTrainingMode() &&
-                       (use.get() == bn.getInputMean() ||
-                        use.get() == bn.getInputVar());
-      (statistic ? any : other) = true;
+      bool isStatistic = bn && bn.getTrainingMode() &&
+                         (use.get() == bn.getInputMean() ||
+                          use.get() == bn.getInputVar());
+      (isStatistic ? statistic : other).insert(name);
     }
   });
-  return any && !other;
+  for (StringAttr name : other)
+    statistic.erase(name);
+  return statistic;
 }
 
 /// The parameters that get no gradient although nothing froze them are
@@ -115,10 +117,11 @@ bool isRunningStatistic(ampc::ParameterOp param, func::FuncOp step) {
 void markUntrainable(ModuleOp module, func::FuncOp step,
                      const llvm::DenseMap<StringAttr, Value> &gradientOf) {
   Builder b(module.getContext());
+  llvm::DenseSet<StringAttr> statistics = runningStatistics(step);
   for (auto param : module.getOps<ampc::ParameterOp>()) {
     if (param->hasAttr(ampc::kFrozenAttr) ||
         gradientOf.contains(param.getSymNameAttr()) ||
-        isRunningStatistic(param, step))
+        statistics.contains(param.getSymNameAttr()))
       continue;
     param->setAttr(ampc::kFrozenAttr,
                    b.getStringAttr("no gradient reaches it"));
