@@ -34,6 +34,7 @@
 #include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 #include <onnx/onnx_pb.h>
@@ -4603,6 +4604,35 @@ static bool bringForward(onnx::ModelProto &model, std::string &error) {
   for (const auto &out : graph.output())
     if (out.name().empty() || !defined.contains(out.name()))
       return true;
+  // Its adapters also assume every node matches its op's schema at the
+  // model's opset (the Add adapter reads a second input an Add with one
+  // does not have, and crashed): a node that does not is refused here, by
+  // the schema's own check.
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
+    if (!schema)
+      return true;
+    std::string invalid;
+    try {
+      schema->Verify(node);
+      continue;
+    } catch (const std::exception &e) {
+      invalid = StringRef(e.what()).trim().str();
+    } catch (...) {
+      invalid = "unknown failure";
+    }
+    std::replace(invalid.begin(), invalid.end(), '\n', ' ');
+    // libonnx names the node again: "Node (NAME) has input size ...".
+    if (StringRef(invalid).starts_with("Node ("))
+      if (size_t close = invalid.find(") "); close != std::string::npos)
+        invalid = invalid.substr(close + 2);
+    error = "node '" + ampc::onnxNodeName(node, i) + "' (" + node.op_type() +
+            "): does not match " + node.op_type() + " at the model's opset " +
+            std::to_string(opset) + ": " + invalid;
+    return false;
+  }
   std::string why;
   try {
     // Some adapters (Softmax 12 to 13) need the shapes of their inputs.
