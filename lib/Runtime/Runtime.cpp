@@ -16,8 +16,10 @@
 #include "ampc/Runtime/ampc.h"
 
 #include "Checkpoint.h"
+#include "ampc/Support/RegularFile.h"
 #include "OnnxRewrite.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdarg>
 #include <cstdio>
@@ -25,8 +27,11 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -89,6 +94,119 @@ std::string shapeText(const int64_t *shape, int32_t rank) {
 // Models and the handle registry
 //===----------------------------------------------------------------------===//
 
+/// The /proc/self/fd numbers whose names a loaded private copy was opened
+/// by (openPrivateCopy). The loader knows an object by the name it was
+/// opened by, so a copy must never be opened by the name of one still
+/// loaded, though its descriptor was closed and the number reused.
+struct CopyNames {
+  std::mutex mutex;
+  std::set<int> held;
+};
+CopyNames &copyNames() {
+  static CopyNames *names = new CopyNames; // never destroyed: see registry()
+  return *names;
+}
+std::string copyName(int number) {
+  return "/proc/self/fd/" + std::to_string(number);
+}
+
+/// Opens the library at `path` from a private copy of its bytes, so that a
+/// load always runs the code the file holds now. dlopen hands back the
+/// object it already mapped for a path (or for the same file) while that
+/// object is loaded, so a library rebuilt at the same path came back as the
+/// old one, with the old shapes and hyperparameters. The copy is an
+/// anonymous in-memory file (memfd): a new inode per load, gone with its
+/// last mapping, nothing to clean up after a crash. Only a regular file is
+/// read (a FIFO would block the open). Returns null with `error` set, else
+/// the handle and in `number` the descriptor number of the copy's name
+/// (releaseCopyName gives it back after dlclose).
+void *openPrivateCopy(const std::string &path, int &number,
+                      std::string &error) {
+  ampc::RegularFile file;
+  if (!file.open(path, error))
+    return nullptr;
+  int copy = memfd_create("ampc-model", MFD_CLOEXEC);
+  if (copy < 0) {
+    error = format("cannot make a private copy: %s", std::strerror(errno));
+    return nullptr;
+  }
+  auto closeCopy = [&] { ::close(copy); };
+  uint64_t done = 0;
+  while (done < file.size) {
+    off_t offset = static_cast<off_t>(done);
+    size_t chunk = static_cast<size_t>(
+        std::min<uint64_t>(file.size - done, ampc::kReadChunkBytes));
+    ssize_t sent = sendfile(copy, file.fd, &offset, chunk);
+    if (sent < 0 && errno == EINTR)
+      continue;
+    if (sent <= 0) {
+      error = sent < 0 ? format("cannot copy it: %s", std::strerror(errno))
+                       : std::string("the file ended early (truncated while "
+                                     "reading?)");
+      closeCopy();
+      return nullptr;
+    }
+    done += static_cast<uint64_t>(sent);
+  }
+  // Move the copy to a descriptor number whose name no loaded object has:
+  // not one a live copy holds, and not one the loader already knows (a
+  // library that cannot be unloaded keeps its name after dlclose).
+  CopyNames &names = copyNames();
+  std::lock_guard<std::mutex> lock(names.mutex);
+  std::vector<int> skipped;
+  int from = 3;
+  for (;;) {
+    int moved = fcntl(copy, F_DUPFD_CLOEXEC, from);
+    if (moved < 0) {
+      error = format("cannot make a private copy: %s", std::strerror(errno));
+      break;
+    }
+    from = moved + 1;
+    if (!names.held.count(moved)) {
+      void *loaded = dlopen(copyName(moved).c_str(), RTLD_NOW | RTLD_NOLOAD);
+      if (!loaded) {
+        ::close(copy);
+        copy = moved;
+        break;
+      }
+      dlclose(loaded);
+      names.held.insert(moved);
+    }
+    skipped.push_back(moved);
+  }
+  for (int fd : skipped)
+    ::close(fd);
+  if (!error.empty()) {
+    closeCopy();
+    return nullptr;
+  }
+  std::string name = copyName(copy);
+  dlerror();
+  void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *why = dlerror();
+    error = why ? why : "unknown loader error";
+    // The loader names the copy; the user knows the file.
+    for (size_t at; (at = error.find(name)) != std::string::npos;)
+      error.replace(at, name.size(), path);
+  } else {
+    names.held.insert(copy);
+    number = copy;
+  }
+  closeCopy();
+  return library;
+}
+
+/// After the dlclose of a copy opened by openPrivateCopy: its name is free
+/// again unless the loader still holds the object.
+void releaseCopyName(int number) {
+  CopyNames &names = copyNames();
+  std::lock_guard<std::mutex> lock(names.mutex);
+  if (void *loaded = dlopen(copyName(number).c_str(), RTLD_NOW | RTLD_NOLOAD))
+    dlclose(loaded);
+  else
+    names.held.erase(number);
+}
 /// A validated copy of one ampc_abi_tensor.
 struct TensorDesc {
   std::string name;
@@ -108,6 +226,8 @@ struct TensorDesc {
 
 struct Model {
   void *library = nullptr;
+  /// The descriptor number of the name `library` was opened by.
+  int copyNumber = -1;
   const ampc_model_abi *abi = nullptr;
   std::string path;
   std::string name, target, precision, mode;
@@ -157,8 +277,10 @@ struct Model {
     if (initialized && abi->release)
       abi->release(state);
     std::free(state);
-    if (library)
+    if (library) {
       dlclose(library);
+      releaseCopyName(copyNumber);
+    }
   }
 
   /// The library's message after a non-zero return code.
@@ -845,18 +967,14 @@ ampc_status ampc_model_load_entry(const char *path, const char *entrySymbol,
 
   auto model = std::make_shared<Model>();
   model->path = path;
-  // dlopen searches the library path for a name without a slash; a model is
-  // a file the application names, so a bare name means the current folder.
-  std::string openPath = std::strchr(path, '/') ? model->path
-                                                : "./" + model->path;
-  dlerror();
-  model->library = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!model->library) {
-    const char *why = dlerror();
+  // A model is a file the application names: a bare name means the current
+  // folder (not the loader's search path), and each load reads the file as
+  // it is now (openPrivateCopy).
+  std::string error;
+  model->library = openPrivateCopy(model->path, model->copyNumber, error);
+  if (!model->library)
     return fail(AMPC_ERROR_NOT_FOUND, kLoad,
-                format("cannot open '%s': %s", path,
-                       why ? why : "unknown loader error"));
-  }
+                format("cannot open '%s': %s", path, error.c_str()));
   dlerror();
   const char *entryName = entrySymbol ? entrySymbol : AMPC_MODEL_ENTRY_SYMBOL;
   void *entry = dlsym(model->library, entryName);

@@ -165,7 +165,15 @@ AMPC_API void ampc_model_options_init(ampc_model_options *options);
 /// self-description, and initializes a fresh instance of its state.
 /// `options` may be NULL for the defaults. On success `*out_model` holds a
 /// new handle to release with `ampc_model_release`; on failure it is NULL.
-/// Errors: AMPC_ERROR_NOT_FOUND (cannot open, not a shared library, no
+/// Each load runs the code the file holds at the time of the call: the
+/// runtime loads a private in-memory copy of the file (not the file by its
+/// path, which the system loader would answer with an object it already
+/// holds for that path), so a library rebuilt at the same path loads as the
+/// new one while handles of the old one stay live and keep running the old
+/// code, unaffected by the file being rewritten or removed. Only a regular
+/// file is loaded (a FIFO or a device is refused without blocking).
+/// Errors: AMPC_ERROR_NOT_FOUND (cannot open, not a regular file, not a
+/// shared library, no
 /// `ampc_model_entry`; the message carries the loader's text),
 /// AMPC_ERROR_ABI_MISMATCH (names both versions), AMPC_ERROR_CORRUPT (bad
 /// self-description), AMPC_ERROR_UNSUPPORTED (a mode this runtime cannot
