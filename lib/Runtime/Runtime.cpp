@@ -1178,6 +1178,11 @@ ampc_status ampc_model_set_parameter(ampc_model *handle, int32_t index,
 
 /// ampc_model_get_buffer and ampc_model_set_buffer: `index` and the
 /// caller's tensor checked, then one read or write of the state tensor.
+namespace {
+std::string stateValueProblem(const Model &model, size_t index,
+                              const void *data);
+} // namespace
+
 static ampc_status accessBuffer(const char *call, const ampc_model *handle,
                                 int32_t index, const ampc_tensor *tensor,
                                 bool write) {
@@ -1195,8 +1200,17 @@ static ampc_status accessBuffer(const char *call, const ampc_model *handle,
   if (ampc_status status =
           checkTensor(call, *model, Role::Buffer, index, *tensor))
     return status;
-  std::lock_guard<std::mutex> lock(model->runMutex);
   int32_t state = model->bufferStates[static_cast<size_t>(index)];
+  if (write) {
+    std::string problem =
+        stateValueProblem(*model, static_cast<size_t>(state), tensor->data);
+    if (!problem.empty())
+      return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+                  format("%s: %s (the model is unchanged)",
+                         labelOf(*model, Role::Buffer, index).c_str(),
+                         problem.c_str()));
+  }
+  std::lock_guard<std::mutex> lock(model->runMutex);
   int32_t code = write ? model->writeState(model->state, state, tensor->data)
                        : model->readState(model->state, state, tensor->data);
   if (code != 0)
@@ -1340,6 +1354,64 @@ std::shared_ptr<Model> lookupTraining(const ampc_model *handle,
     return nullptr;
   }
   return model;
+}
+
+/// The largest step or batch count the runtime accepts: every count stays
+/// exact in a double (Adam's bias corrections are computed from it) and no
+/// number of later steps can overflow it.
+constexpr int64_t kMaxCount = int64_t(1) << 53;
+/// The loss scaler's growth tracker counts up to the growth interval and
+/// resets; the step adds one to it.
+constexpr int32_t kMaxGrowthTracker = INT32_MAX - 1;
+
+/// Why `data` cannot be the value of state tensor `index` (the checkpoint
+/// reader and the setters refuse what a later step would turn into an
+/// overflow or a NaN), or "" when it can.
+std::string stateValueProblem(const Model &model, size_t index,
+                              const void *data) {
+  const TensorDesc &t = model.stateTensors[index];
+  const std::string &name = t.name;
+  auto scalar = [&](auto v) {
+    std::memcpy(&v, data, sizeof v);
+    return v;
+  };
+  if (name == "ampc.lr" || name == "ampc.loss_scale") {
+    float v = scalar(0.0f);
+    bool positive = name == "ampc.loss_scale";
+    if (!std::isfinite(v) || v < 0 || (positive && v == 0))
+      return format("%g, expected a finite value %s", double(v),
+                    positive ? "> 0" : ">= 0");
+    return "";
+  }
+  if (name == "ampc.growth_tracker") {
+    int32_t v = scalar(int32_t(0));
+    if (v < 0 || v > kMaxGrowthTracker)
+      return format("%d, expected 0 to %d", v, kMaxGrowthTracker);
+    return "";
+  }
+  bool counter = name == "ampc.step" || name == "ampc.skipped_steps" ||
+                 (t.dtype == AMPC_DTYPE_I64 && t.shape.empty() &&
+                  std::find(model.bufferStates.begin(), model.bufferStates.end(),
+                            static_cast<int32_t>(index)) !=
+                      model.bufferStates.end());
+  if (counter) {
+    int64_t v = scalar(int64_t(0));
+    if (v < 0 || v > kMaxCount)
+      return format("%lld, expected a count from 0 to 2^53",
+                    static_cast<long long>(v));
+    return "";
+  }
+  // Adam's second moments: a square root is taken of them.
+  if (t.dtype == AMPC_DTYPE_F32 && name.size() > 11 &&
+      name.compare(name.size() - 11, 11, ".exp_avg_sq") == 0) {
+    const float *v = static_cast<const float *>(data);
+    for (size_t i = 0; i < t.byteSize / sizeof(float); ++i)
+      if (!(v[i] >= 0) || std::isinf(v[i]))
+        return format("%g at element %zu, expected second moments that are "
+                      "finite and >= 0",
+                      double(v[i]), i);
+  }
+  return "";
 }
 
 /// Index of the state tensor `name`, or -1.
@@ -1487,9 +1559,12 @@ ampc_status ampc_model_set_scaler_state(ampc_model *handle,
   if (!in)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetScaler, "in is NULL");
   if (!std::isfinite(in->scale) || !(in->scale > 0) ||
-      in->growth_tracker < 0 || in->steps < 0 || in->skipped_steps < 0)
+      in->growth_tracker < 0 || in->growth_tracker > kMaxGrowthTracker ||
+      in->steps < 0 || in->steps > kMaxCount || in->skipped_steps < 0 ||
+      in->skipped_steps > kMaxCount)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kSetScaler,
-                format("expected a finite scale > 0 and counters >= 0, got "
+                format("expected a finite scale > 0, growth_tracker from 0 "
+                       "to 2^31-2 and steps from 0 to 2^53, got "
                        "scale %g, growth_tracker %d, steps %lld, "
                        "skipped_steps %lld",
                        static_cast<double>(in->scale), in->growth_tracker,
@@ -1559,35 +1634,18 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
                 : incompatible ? AMPC_ERROR_INVALID_ARGUMENT
                                : AMPC_ERROR_IO,
                 kLoadCheckpoint, error);
-  // The scalars must be what the setters accept: a checkpoint with a valid
-  // checksum can still carry a NaN scale or a negative step count.
+  // The state must be what the setters accept: a checkpoint with a valid
+  // checksum can still carry a NaN scale, a negative step count, a count a
+  // later step would overflow or a negative second moment.
   for (size_t i = 0; i < data.size(); ++i) {
     if (!present[i])
       continue;
-    const TensorDesc &t = model->stateTensors[i];
-    std::string problem;
-    if (t.name == "ampc.lr" || t.name == "ampc.loss_scale") {
-      float v;
-      std::memcpy(&v, data[i].data(), sizeof v);
-      bool positive = t.name == "ampc.loss_scale";
-      if (!std::isfinite(v) || v < 0 || (positive && v == 0))
-        problem = format("%g, expected a finite value %s", double(v),
-                         positive ? "> 0" : ">= 0");
-    } else if (t.name == "ampc.growth_tracker") {
-      int32_t v;
-      std::memcpy(&v, data[i].data(), sizeof v);
-      if (v < 0)
-        problem = format("%d, expected >= 0", v);
-    } else if (t.name == "ampc.step" || t.name == "ampc.skipped_steps") {
-      int64_t v;
-      std::memcpy(&v, data[i].data(), sizeof v);
-      if (v < 0)
-        problem = format("%lld, expected >= 0", static_cast<long long>(v));
-    }
+    std::string problem = stateValueProblem(*model, i, data[i].data());
     if (!problem.empty())
       return fail(AMPC_ERROR_CORRUPT, kLoadCheckpoint,
                   format("%s: '%s' is %s (the model is unchanged)", path,
-                         t.name.c_str(), problem.c_str()));
+                         model->stateTensors[i].name.c_str(),
+                         problem.c_str()));
   }
   // State the file lacks (the loss scaler's, from another precision) keeps
   // its current value.

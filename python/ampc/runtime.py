@@ -28,7 +28,9 @@ from collections import namedtuple
 import numpy as np
 
 AMPC_OK = 0
+AMPC_ERROR_INVALID_ARGUMENT = 1
 AMPC_ERROR_SHAPE_MISMATCH = 4
+AMPC_ERROR_DTYPE_MISMATCH = 5
 AMPC_ERROR_UNSUPPORTED = 6
 
 # ampc_dtype values (ONNX TensorProto codes) and the numpy dtypes that hold
@@ -210,20 +212,73 @@ def load_runtime(path=None):
     return lib
 
 
+def _shape_text(shape):
+    return "[%s]" % ", ".join(str(d) for d in shape)
+
+
+def _check_array(a, info, label):
+    """Raises AmpcError as the runtime would when `a` (an array or a nested
+    list) cannot be the tensor `info`; looks at the shape and dtype only,
+    never copies."""
+    shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+    if tuple(shape) != tuple(info.shape):
+        raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+            "%s has shape %s, the model expects %s (shape mismatch)" %
+            (label, _shape_text(shape), _shape_text(info.shape))))
+    dtype = getattr(a, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype != info.dtype:
+        raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+            "%s has dtype %s, the model expects %s (dtype mismatch)" %
+            (label, dtype, info.dtype)))
+
+
+def _converted(value, info, label, any_dtype=False):
+    """`value` as an array of the tensor's dtype: a float array of another
+    float dtype is converted (any dtype with `any_dtype`), others are left
+    for the runtime to check. A finite value that the tensor's dtype cannot
+    hold (2.7e40 in float32 is inf) is refused with its position rather than
+    stored as inf."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    source = np.asarray(value)
+    _check_array(source, info._replace(dtype=source.dtype), label)
+    if source.dtype == info.dtype or not (
+            any_dtype or (source.dtype.kind == "f" and info.dtype.kind == "f")):
+        return source
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = source.astype(info.dtype, copy=False)
+    if source.dtype.kind == "f" and info.dtype.kind == "f":
+        lost = np.isfinite(source) & ~np.isfinite(converted)
+        if lost.any():
+            where = tuple(int(i) for i in np.argwhere(lost)[0])
+            raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                "%s: element %s (%r) does not fit %s (it would be %s)" %
+                (label, list(where), float(source[where]), info.dtype,
+                 float(converted[where]))))
+    return converted
+
+
 class _TensorArray:
     """ampc_tensor views of numpy arrays, kept alive with the arrays and
     shapes they point into."""
 
-    def __init__(self, arrays, infos=()):
+    def __init__(self, arrays, infos=(), kind="tensor"):
         """`infos`: the TensorInfo of each array's tensor, where known; an
         array whose numpy dtype stores the tensor's dtype (uint16 for bf16)
-        takes the tensor's dtype."""
+        takes the tensor's dtype. An array with a known tensor is checked
+        against it (shape, then dtype) before anything is copied: a
+        broadcast view of billions of rows is refused, not made contiguous
+        first. `kind` names the tensors in messages ("input", ...)."""
+        infos = list(infos)
+        arrays = [a.detach().cpu().numpy() if hasattr(a, "detach") else a
+                  for a in arrays]
+        for i, (a, info) in enumerate(zip(arrays, infos)):
+            _check_array(a, info, "%s %d ('%s')" % (kind, i, info.name))
         # np.require keeps rank 0 (np.ascontiguousarray makes it rank 1).
         self.arrays = [np.require(a, requirements="C") for a in arrays]
         self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
                        for a in self.arrays]
         self.tensors = (_Tensor * max(len(self.arrays), 1))()
-        infos = list(infos)
         for i, (t, a, shape) in enumerate(zip(self.tensors, self.arrays,
                                               self.shapes)):
             if a.dtype not in _DTYPE_OF_NUMPY:
@@ -448,8 +503,8 @@ class Model:
         """ampc_model_infer on fixed arrays, as a function of no arguments
         that writes `outputs` (C-contiguous arrays, one per model output) in
         place: the runtime call alone, for a benchmark's timing loop."""
-        ins = _TensorArray(self._input_list(inputs), self.inputs)
-        outs = _TensorArray(self._in_place(outputs), self.outputs)
+        ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
+        outs = _TensorArray(self._in_place(outputs), self.outputs, "output")
 
         def run():
             self._check(self._lib.ampc_model_infer(
@@ -470,8 +525,10 @@ class Model:
         self._check(call(self._handle, index, out.pointer()))
         return out.arrays[0]
 
-    def _write(self, call, infos, index, value):
-        value = _TensorArray([value], [infos[index]])
+    def _write(self, call, infos, index, value, kind):
+        label = "%s %d ('%s')" % (kind, index, infos[index].name)
+        value = _TensorArray([_converted(value, infos[index], label)],
+                             [infos[index]], kind)
         self._check(call(self._handle, index, value.pointer()))
 
     def get_parameter(self, parameter):
@@ -482,7 +539,7 @@ class Model:
     def set_parameter(self, parameter, value):
         """Replaces a parameter's (index or name) value with `value`."""
         self._write(self._lib.ampc_model_set_parameter, self.parameters,
-                    self.parameter_index(parameter), value)
+                    self.parameter_index(parameter), value, "parameter")
 
     def get_buffer(self, buffer):
         """The current value of a buffer (index or name): BatchNorm's
@@ -493,7 +550,8 @@ class Model:
     def set_buffer(self, buffer, value):
         """Replaces a buffer's (index or name) value with `value`."""
         self._write(self._lib.ampc_model_set_buffer, self.buffers,
-                    self._index_in(self.buffers, buffer, "buffer"), value)
+                    self._index_in(self.buffers, buffer, "buffer"), value,
+                    "buffer")
 
     def gradients(self, inputs):
         """Forward and backward on `inputs`: (loss, {parameter name:
@@ -503,8 +561,9 @@ class Model:
             raise AmpcError(AMPC_ERROR_UNSUPPORTED, "%s (%s)" % (
                 self._no_gradients,
                 self._lib.ampc_status_string(AMPC_ERROR_UNSUPPORTED).decode()))
-        ins = _TensorArray(self._input_list(inputs), self.inputs)
-        loss = _TensorArray([self._empty(self.outputs[0])], self.outputs)
+        ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
+        loss = _TensorArray([self._empty(self.outputs[0])], self.outputs,
+                            "output")
         grads = _TensorArray([self._empty(self.parameters[p])
                               for p in self.gradient_parameters],
                              [self.parameters[p]
@@ -523,8 +582,8 @@ class Model:
         With wait=False on a CUDA model the step is only queued: the
         returned array holds the loss after `synchronize()`."""
         loss = self._empty(self.outputs[0])
-        step = self.bind_train_step(inputs, loss)
         try:
+            step = self.bind_train_step(inputs, loss)
             step()
         except AmpcError as e:
             rows = self._partial_batch(self._input_list(inputs))
@@ -547,8 +606,8 @@ class Model:
         arguments that writes the loss into `loss` (a C-contiguous array of
         the loss's shape) and does not wait for a CUDA model's stream: the
         runtime call alone, for a benchmark's timing loop."""
-        ins = _TensorArray(self._input_list(inputs), self.inputs)
-        out = _TensorArray(self._in_place([loss]), self.outputs)
+        ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
+        out = _TensorArray(self._in_place([loss]), self.outputs, "output")
 
         def run():
             self._check(self._lib.ampc_model_train_step(
@@ -588,6 +647,18 @@ class Model:
         return {name: getattr(state, name) for name, _ in state._fields_}
 
     def set_scaler_state(self, scale, growth_tracker, steps, skipped_steps):
+        # ctypes keeps the low bits of an int too large for its field
+        # (2**64 + 1 became 1): out of its C type, a value is refused here;
+        # in it, the runtime checks the ranges.
+        for name, value, bits in (("growth_tracker", growth_tracker, 32),
+                                  ("steps", steps, 64),
+                                  ("skipped_steps", skipped_steps, 64)):
+            if not isinstance(value, (int, np.integer)) or \
+                    isinstance(value, bool) or \
+                    not -2 ** (bits - 1) <= int(value) < 2 ** (bits - 1):
+                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                    "set_scaler_state: %s is %r, expected an int%d "
+                    "(invalid argument)" % (name, value, bits)))
         state = _ScalerState(scale, growth_tracker, steps, skipped_steps)
         self._check(self._lib.ampc_model_set_scaler_state(
             self._handle, ctypes.byref(state)))
@@ -640,7 +711,8 @@ class Model:
             if hasattr(value, "detach"):
                 value = value.detach().cpu().numpy()
             setter, info = targets[name]
-            setter(name, np.asarray(value, info.dtype))
+            setter(name, _converted(value, info, "'%s'" % name,
+                                    any_dtype=True))
         return IncompatibleKeys(missing, unexpected)
 
     def export_onnx(self, path):

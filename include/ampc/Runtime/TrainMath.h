@@ -120,7 +120,9 @@ AMPC_HD inline void updateScale(float scale, int32_t tracker, bool foundInf,
     return;
   }
   const int32_t t = tracker + 1;
-  if (t == growthInterval) {
+  // `>=`, not torch's `==`: a tracker past the interval (set by hand)
+  // grows the scale once and resets, rather than counting on to overflow.
+  if (t >= growthInterval) {
     const float grown = scale * growthFactor;
     float s = std::isfinite(grown) ? grown : scale;
     if (maxScale > 0 && s > maxScale)
