@@ -317,14 +317,32 @@ bool convertNpy(const NpyArray &array, ampc_dtype dtype,
     }
     for (size_t i = 0; i < count; ++i) {
       double v = floatAt(array, i);
-      if (dtype == AMPC_DTYPE_F64)
+      // The value as the tensor stores it: a finite value that becomes inf
+      // there (1e300 in float32, 70000 in float16) is refused, not trained
+      // on as inf.
+      double stored = v;
+      if (dtype == AMPC_DTYPE_F64) {
         store(out, i, v);
-      else if (dtype == AMPC_DTYPE_F32)
+      } else if (dtype == AMPC_DTYPE_F32) {
         store(out, i, float(v));
-      else if (dtype == AMPC_DTYPE_F16)
-        store(out, i, numeric::f32ToF16Bits(float(v)));
-      else
-        store(out, i, numeric::f32ToBf16Bits(float(v)));
+        stored = float(v);
+      } else if (dtype == AMPC_DTYPE_F16) {
+        uint16_t bits = numeric::f32ToF16Bits(float(v));
+        store(out, i, bits);
+        stored = numeric::f16BitsToF32(bits);
+      } else {
+        uint16_t bits = numeric::f32ToBf16Bits(float(v));
+        store(out, i, bits);
+        stored = numeric::bf16BitsToF32(bits);
+      }
+      if (std::isfinite(v) && !std::isfinite(stored)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", v);
+        why = "element " + std::to_string(i) + " (" + text +
+              ") does not fit " + ampc_dtype_name(dtype) + " (it would be " +
+              (stored > 0 ? "inf" : "-inf") + ")";
+        return false;
+      }
     }
     return true;
   case AMPC_DTYPE_I64:

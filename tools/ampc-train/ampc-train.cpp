@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -716,6 +717,11 @@ int Trainer::run() {
   double lastEpochLoss = NAN;
   EvalResult lastEval;
   int64_t stepsRun = 0, savedAt = -1;
+  // Which of the last 100 steps the loss scaler skipped: a run where it
+  // skips most of them trains nothing, and says so once.
+  std::deque<bool> recentSkips;
+  int64_t recentSkipCount = 0, lastSkipped = scaler.skipped_steps;
+  bool warnedSkips = false;
   while (globalStep < lastStep) {
     int64_t epoch = globalStep / stepsPerEpoch;
     int64_t first = globalStep % stepsPerEpoch;
@@ -742,6 +748,24 @@ int Trainer::run() {
       if (std::isfinite(value))
         lossSum += value, ++lossCount;
       check(ampc_model_get_scaler_state(model, &scaler), o.library);
+      bool skipped = scaler.skipped_steps != lastSkipped;
+      lastSkipped = scaler.skipped_steps;
+      recentSkips.push_back(skipped);
+      recentSkipCount += skipped;
+      if (recentSkips.size() > 100) {
+        recentSkipCount -= recentSkips.front();
+        recentSkips.pop_front();
+      }
+      if (!warnedSkips && recentSkips.size() == 100 && recentSkipCount > 50) {
+        warnedSkips = true;
+        std::fprintf(stderr,
+                     "ampc-train: warning: the loss scaler skipped %lld of "
+                     "the last 100 steps (step %lld, scale %g): the model "
+                     "is hardly training, its gradients are not finite; "
+                     "check the data (--inputs) and the learning rate\n",
+                     (long long)recentSkipCount, (long long)globalStep,
+                     double(scaler.scale));
+      }
       float lr = 0;
       check(ampc_model_get_learning_rate(model, &lr), o.library);
       plotSteps.push_back(double(globalStep));
