@@ -435,8 +435,7 @@ std::string AttachLoss::checkOptions(RankedTensorType outputType) {
     for (double w : list)
       // Kept as an f32 constant: 1e39 would become inf.
       if (!(w >= 0.0 && std::isfinite(float(w))))
-        return (name + " must be finite and >= 0 in f32, got " + shortest(w))
-            .str();
+        return (name + " must be finite and >= 0, got " + shortest(w)).str();
   auto dim = [&](int64_t axis) {
     return axis < outputType.getRank() ? outputType.getDimSize(axis) : 1;
   };
