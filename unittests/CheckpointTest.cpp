@@ -397,9 +397,8 @@ TEST(CheckpointTest, WriteIntoMissingFolder) {
   std::string path = dir.path + "/no/such/folder/state.ckpt";
   std::string error;
   EXPECT_FALSE(writeCheckpoint(path, "mlp", state.tensors, state.data(), error));
-  EXPECT_EQ(error, path + ": cannot write checkpoint: cannot create a "
-                          "temporary file in '" + dir.path +
-                          "/no/such/folder': No such file or directory");
+  EXPECT_EQ(error, path + ": cannot write checkpoint: no folder '" +
+                          dir.path + "/no/such/folder'");
   EXPECT_TRUE(dir.entries().empty());
 }
 
@@ -551,8 +550,7 @@ TEST(CheckpointTest, AtomicWriteReplacesOnlyRegularFiles) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   EXPECT_FALSE(writeOneByte(fifo, error));
   EXPECT_EQ(error, fifo + ": cannot write the file: it exists and is not a "
-                          "regular file (a device, FIFO or socket); give the "
-                          "path of a file");
+                          "regular file (a FIFO); give the path of a file");
   struct stat info;
   ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
   EXPECT_TRUE(S_ISFIFO(info.st_mode));
@@ -567,7 +565,7 @@ TEST(CheckpointTest, AtomicWriteReplacesOnlyRegularFiles) {
   writeFile(target, "keep");
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   EXPECT_FALSE(writeOneByte(link, error));
-  EXPECT_NE(error.find("(a symbolic link)"), std::string::npos) << error;
+  EXPECT_NE(error.find("it is a symbolic link"), std::string::npos) << error;
   EXPECT_EQ(readFile(target), "keep");
   ASSERT_EQ(::lstat(link.c_str(), &info), 0);
   EXPECT_TRUE(S_ISLNK(info.st_mode));

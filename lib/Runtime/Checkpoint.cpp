@@ -35,6 +35,7 @@
 #include "Checkpoint.h"
 
 #include "ampc/Runtime/ampc.h"
+#include "ampc/Support/OutputFile.h"
 #include "ampc/Support/RegularFile.h"
 
 #include <algorithm>
@@ -43,6 +44,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,22 +110,6 @@ std::string describeTensor(const StateTensor &t) {
 
 std::string systemError() { return std::strerror(errno); }
 
-/// write(2) until everything is written or an error other than EINTR.
-bool writeAll(int fd, const void *data, size_t size) {
-  const char *p = static_cast<const char *>(data);
-  while (size) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 /// read(2) until `size` bytes or end of file; returns the bytes read, or -1
 /// with errno on an error.
 ssize_t readAll(int fd, void *data, size_t size) {
@@ -141,22 +127,6 @@ ssize_t readAll(int fd, void *data, size_t size) {
     done += static_cast<size_t>(n);
   }
   return static_cast<ssize_t>(done);
-}
-
-/// Closes a descriptor when it goes out of scope.
-struct FileDescriptor {
-  int fd = -1;
-  ~FileDescriptor() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
-std::string folderOf(const std::string &path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 /// The header (everything before the data) of a checkpoint.
@@ -291,29 +261,6 @@ std::string compareWithModel(const ParsedHeader &fileHeader,
   return "";
 }
 
-/// Removes what an interrupted earlier write of `path` left: regular files
-/// named PATH.tmp-XXXXXX (mkstemp's six characters) not modified for ten
-/// minutes (a write still in progress is younger).
-void removeStaleTemporaries(const std::string &path) {
-  std::string folder = folderOf(path);
-  std::string base = path.substr(path.find_last_of('/') + 1) + ".tmp-";
-  DIR *dir = ::opendir(folder.c_str());
-  if (!dir)
-    return;
-  time_t now = ::time(nullptr);
-  while (dirent *entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name.size() != base.size() + 6 || name.compare(0, base.size(), base))
-      continue;
-    std::string full = folder + "/" + name;
-    struct stat info;
-    if (::lstat(full.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-        now - info.st_mtime > 600)
-      ::unlink(full.c_str());
-  }
-  ::closedir(dir);
-}
-
 } // namespace
 
 uint64_t checkpointChecksum(const void *data, size_t size) {
@@ -360,68 +307,36 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
   return writeFileAtomically(path, pieces, "checkpoint", error);
 }
 
+namespace {
+/// The program and every library this process has loaded.
+std::vector<ProtectedFile> loadedObjects() {
+  std::vector<ProtectedFile> objects;
+  protectFile(objects, "/proc/self/exe", "the program running");
+  ::dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        if (info->dlpi_name && *info->dlpi_name)
+          protectFile(*static_cast<std::vector<ProtectedFile> *>(data),
+                      info->dlpi_name,
+                      std::string("a library in use ('") + info->dlpi_name +
+                          "')");
+        return 0;
+      },
+      &objects);
+  return objects;
+}
+} // namespace
+
 bool writeFileAtomically(
     const std::string &path,
     const std::vector<std::pair<const void *, size_t>> &pieces,
     const std::string &what, std::string &error) {
-  std::string folder = folderOf(path);
-  // Only a regular file is replaced: renaming over /dev/null or a FIFO
-  // would swap a device for a file, over a symbolic link would drop it.
-  struct stat existing;
-  if (::lstat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
-    error = path + ": cannot write " + what + ": it exists and is not a " +
-            "regular file (" +
-            (S_ISDIR(existing.st_mode)   ? "a folder"
-             : S_ISLNK(existing.st_mode) ? "a symbolic link"
-                                         : "a device, FIFO or socket") +
-            "); give the path of a file";
+  // docs/design.md, Output files: ampc/Support/OutputFile.h's rules, and
+  // never over a library this process runs (a model's own train.so).
+  std::string why;
+  if (!writeOutputFile(path, pieces, loadedObjects(), why)) {
+    error = path + ": cannot write " + what + ": " + why;
     return false;
   }
-  removeStaleTemporaries(path);
-  std::string temporary = path + ".tmp-XXXXXX";
-  FileDescriptor file;
-  file.fd = ::mkstemp(&temporary[0]);
-  if (file.fd < 0) {
-    error = path + ": cannot write " + what +
-            ": cannot create a temporary file in '" + folder +
-            "': " + systemError();
-    return false;
-  }
-  auto failWith = [&](const std::string &why) {
-    error = path + ": cannot write " + what + ": " + why + ": " + systemError();
-    ::close(file.fd);
-    file.fd = -1;
-    ::unlink(temporary.c_str());
-    return false;
-  };
-  // mkstemp makes the file private (0600); the result is an ordinary file.
-  if (::fchmod(file.fd, 0644) != 0)
-    return failWith("cannot set the mode of '" + temporary + "'");
-  for (const auto &[bytes, size] : pieces)
-    if (!writeAll(file.fd, bytes, size))
-      return failWith("cannot write '" + temporary + "'");
-  if (::fsync(file.fd) != 0)
-    return failWith("cannot flush '" + temporary + "' to disk");
-  int fd = file.fd;
-  file.fd = -1;
-  if (::close(fd) != 0) {
-    error = path + ": cannot write " + what + ": cannot close '" + temporary +
-            "': " + systemError();
-    ::unlink(temporary.c_str());
-    return false;
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot write " + what + ": cannot rename '" +
-            temporary + "' to it: " + systemError();
-    ::unlink(temporary.c_str());
-    return false;
-  }
-  // Makes the rename itself durable; a failure here loses nothing that is
-  // already written, so it is not reported.
-  FileDescriptor dir;
-  dir.fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir.fd >= 0)
-    ::fsync(dir.fd);
   return true;
 }
 

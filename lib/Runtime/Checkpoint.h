@@ -47,10 +47,12 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
                      const std::vector<const void *> &data,
                      std::string &error);
 
-/// Writes `pieces` one after the other to `path` atomically: a temporary
-/// file in the same folder, fsync, rename over `path`; the temporary is
-/// removed on failure and `error` says what failed ("PATH: cannot write
-/// WHAT: ...").
+/// Writes `pieces` one after the other to `path` by the output rules of
+/// ampc/Support/OutputFile.h (a temporary file in the same folder, fsync,
+/// rename over `path`; no link, read-only file or non-regular file
+/// replaced), never over the program or a library this process has loaded
+/// (dl_iterate_phdr: a model's own library); `error` says what failed
+/// ("PATH: cannot write WHAT: ...").
 bool writeFileAtomically(
     const std::string &path,
     const std::vector<std::pair<const void *, size_t>> &pieces,

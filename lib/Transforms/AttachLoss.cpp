@@ -433,7 +433,8 @@ std::string AttachLoss::checkOptions(RankedTensorType outputType) {
        {std::pair<StringRef, ArrayRef<double>>("class-weights", classWeights),
         {"pos-weight", posWeight}})
     for (double w : list)
-      if (!(w >= 0.0 && std::isfinite(w)))
+      // Kept as an f32 constant: 1e39 would become inf.
+      if (!(w >= 0.0 && std::isfinite(float(w))))
         return (name + " must be finite and >= 0, got " + shortest(w)).str();
   auto dim = [&](int64_t axis) {
     return axis < outputType.getRank() ? outputType.getDimSize(axis) : 1;

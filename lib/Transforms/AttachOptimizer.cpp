@@ -62,11 +62,12 @@ bool parseParamGroup(StringRef spec, ParamGroup &group, std::string &error) {
   for (StringRef pair : pairs) {
     auto [key, text] = pair.split('=');
     double value = 0;
+    // Kept as an f32: a value beyond its range would become inf.
     if (text.trim().getAsDouble(value) || !(value >= 0) ||
-        !std::isfinite(value)) {
+        !std::isfinite(float(value))) {
       error = "'" + spec.str() + "': " + key.trim().str() +
-              " must be a finite number >= 0, got '" + text.trim().str() +
-              "'";
+              " must be a finite number >= 0 that fits in f32, got '" +
+              text.trim().str() + "'";
       return false;
     }
     key = key.trim();

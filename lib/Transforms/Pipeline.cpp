@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -191,6 +192,13 @@ void ampc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<ampc::AMPCDialect, func::FuncDialect>();
 }
 
+/// `v` as %g prints it (1e+39, not 1000000000000000000000000000000000000000).
+static std::string shortest(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
 bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                                     PipelineOptions &options,
                                     StringRef flagPrefix, std::string &error) {
@@ -198,6 +206,47 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     error = (flagPrefix + flag + " " + message).str();
     return false;
   };
+  // Every float flag ends up an f32 in the library (an attribute, a
+  // constant, a state scalar): a double beyond f32's range would be stored
+  // as inf, a tiny nonzero one as 0. NaN and inf go on to the passes,
+  // which refuse them by name.
+  auto fitsF32 = [&](const char *flag, double value) {
+    float stored = static_cast<float>(value);
+    if (std::isfinite(value) && std::isinf(stored))
+      return fail(flag, "value " + shortest(value) +
+                            " is beyond f32, the type the library keeps it "
+                            "in (largest 3.4028235e38)");
+    if (value != 0 && stored == 0)
+      return fail(flag, "value " + shortest(value) +
+                            " rounds to 0 in f32, the type the library "
+                            "keeps it in (smallest 1.4e-45)");
+    return true;
+  };
+  for (auto [flag, value] : std::initializer_list<std::pair<const char *, double>>{
+           {"lr", flags.lr},
+           {"momentum", flags.momentum},
+           {"dampening", flags.dampening},
+           {"weight-decay", flags.weightDecay.value_or(0)},
+           {"beta1", flags.beta1},
+           {"beta2", flags.beta2},
+           {"eps", flags.eps},
+           {"clip-grad-norm", flags.clipGradNorm},
+           {"init-scale", flags.initScale},
+           {"growth-factor", flags.growthFactor},
+           {"backoff-factor", flags.backoffFactor},
+           {"min-scale", flags.minScale},
+           {"max-scale", flags.maxScale},
+           {"label-smoothing", flags.labelSmoothing.value_or(0)},
+           {"huber-delta", flags.huberDelta.value_or(1)},
+           {"smooth-l1-beta", flags.smoothL1Beta.value_or(1)}})
+    if (!fitsF32(flag, value))
+      return false;
+  for (double w : flags.classWeights)
+    if (!fitsF32("class-weights", w))
+      return false;
+  for (double w : flags.posWeight)
+    if (!fitsF32("pos-weight", w))
+      return false;
   options.stopAfter = flags.stopAfter;
   // cuda-sim writes the CUDA kernels.
   std::optional<KernelTarget> kernels =
@@ -318,6 +367,8 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
       return fail("loss-scale",
                   "must be dynamic, none or a positive number, got '" +
                       flags.lossScale + "'");
+    if (!fitsF32("loss-scale", fixed))
+      return false;
     options.lossScaling.initScale = fixed;
     scaling = LossScalingMode::Static;
   }

@@ -319,14 +319,11 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
 }
 
 bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
+                              const std::vector<ProtectedFile> &inputs,
                               std::string &warning, std::string &error) {
   std::string svg = renderSvg(buildDot(r), warning);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) {
-    error = "cannot write " + path.str() + ": " + ec.message();
-    return false;
-  }
+  std::string page;
+  llvm::raw_string_ostream os(page);
   os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>"
      << escapeHtml(r.model) << " precision</title>\n<style>\n"
      << "body{font-family:Helvetica,Arial,sans-serif;margin:1.5em}"
@@ -356,10 +353,10 @@ bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
        << join(n.outputs) << "</td><td>" << n.category << "</td><td>"
        << escapeHtml(n.rule) << "</td></tr>\n";
   os << "</table>\n</body></html>\n";
-  os.close();
-  if (os.has_error()) {
-    error = "cannot write " + path.str() + ": " + os.error().message();
-    os.clear_error();
+  // The output rules of every ampc output (docs/design.md, Output files).
+  std::string why;
+  if (!writeOutputFile(path.str(), {{page.data(), page.size()}}, inputs, why)) {
+    error = path.str() + ": cannot write: " + why;
     return false;
   }
   return true;

@@ -184,6 +184,9 @@ def compile(model, example_inputs=None, output=None, *, target=None,
     removed once loaded). Returns a `Model`. The compiler's warnings and
     notes are issued as AmpcWarning; a compile error raises CompileError
     with ampc's message."""
+    if output is not None and b"\0" in os.fsencode(output):
+        raise ValueError("compile: the output path %r holds a NUL byte" %
+                         (output,))
     folder = tempfile.mkdtemp(prefix="ampc-python-")
     try:
         return _compile(model, example_inputs, output, folder, target, mode,

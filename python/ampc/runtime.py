@@ -59,6 +59,16 @@ IncompatibleKeys = namedtuple("IncompatibleKeys",
                               ["missing_keys", "unexpected_keys"])
 
 
+def _c_path(path, call):
+    """`path` as the bytes the C API takes. A NUL byte would end the C
+    string early and name another file (ctypes passes "a\\0b" as "a"), so
+    it is refused here, before ctypes sees it."""
+    encoded = os.fsencode(path)
+    if b"\0" in encoded:
+        raise ValueError("%s: the path %r holds a NUL byte" % (call, path))
+    return encoded
+
+
 class AmpcError(RuntimeError):
     """A runtime call failed; `status` is its ampc_status, the message is
     ampc_last_error()."""
@@ -316,7 +326,8 @@ class Model:
         # `entry`: one model of a library that holds several (ampc
         # --symbol-suffix); None: the library's only model.
         self._check(self._lib.ampc_model_load_entry(
-            os.fsencode(path), entry.encode() if entry else None,
+            _c_path(path, "ampc_model_load"),
+            entry.encode() if entry else None,
             ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
         info = _ModelInfo()
@@ -665,11 +676,11 @@ class Model:
 
     def save_checkpoint(self, path):
         self._check(self._lib.ampc_model_save_checkpoint(
-            self._handle, os.fsencode(path)))
+            self._handle, _c_path(path, "ampc_model_save_checkpoint")))
 
     def load_checkpoint(self, path):
         self._check(self._lib.ampc_model_load_checkpoint(
-            self._handle, os.fsencode(path)))
+            self._handle, _c_path(path, "ampc_model_load_checkpoint")))
 
     def state_dict(self):
         """{name: numpy array}: every parameter (trained or frozen) and
@@ -717,4 +728,4 @@ class Model:
 
     def export_onnx(self, path):
         self._check(self._lib.ampc_model_export_onnx(
-            self._handle, os.fsencode(path)))
+            self._handle, _c_path(path, "ampc_model_export_onnx")))

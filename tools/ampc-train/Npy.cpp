@@ -9,7 +9,9 @@
 
 #include "Npy.h"
 
+
 #include "ampc/Runtime/Float16.h"
+#include "ampc/Support/OutputFile.h"
 #include "ampc/Support/RegularFile.h"
 
 #include <cerrno>
@@ -447,14 +449,10 @@ bool ampc::train::writeNpy(const std::string &path, ampc_dtype dtype,
     bytes.append(reinterpret_cast<const char *>(data),
                  count * ampc_dtype_size(dtype));
   }
-  std::string temporary = path + ".tmp";
-  FILE *f = std::fopen(temporary.c_str(), "wb");
-  bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (f && std::fclose(f) != 0)
-    ok = false;
-  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot write: " + std::strerror(errno);
-    std::remove(temporary.c_str());
+  // The output rules of every ampc output (ampc/Support/OutputFile.h).
+  std::string why;
+  if (!ampc::writeOutputFile(path, {{bytes.data(), bytes.size()}}, {}, why)) {
+    error = path + ": cannot write: " + why;
     return false;
   }
   return true;

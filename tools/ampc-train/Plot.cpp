@@ -2,6 +2,8 @@
 
 #include "Plot.h"
 
+#include "ampc/Support/OutputFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -321,16 +323,12 @@ bool writePng(const std::string &path, int width, int height,
   putChunk(png, "IDAT", zlib);
   putChunk(png, "IEND", {});
 
-  FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file) {
-    error = path + ": cannot write: " + std::strerror(errno);
+  std::string why;
+  if (!ampc::writeOutputFile(path, {{png.data(), png.size()}}, {}, why)) {
+    error = path + ": cannot write: " + why;
     return false;
   }
-  bool ok = std::fwrite(png.data(), 1, png.size(), file) == png.size();
-  ok = std::fclose(file) == 0 && ok;
-  if (!ok)
-    error = path + ": cannot write: " + std::strerror(errno);
-  return ok;
+  return true;
 }
 
 bool writeTrainingPlot(const std::string &path,

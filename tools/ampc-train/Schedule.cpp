@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 using namespace ampc::train;
@@ -90,8 +91,8 @@ bool ampc::train::parseSchedule(const std::string &spec, Schedule &s,
       return false;
     if (!count(p[1], s.stepSize) || s.stepSize < 1)
       return bad("STEP_SIZE must be an integer >= 1");
-    if (p.size() > 2 && !number(p[2], s.gamma))
-      return bad("GAMMA must be a number");
+    if (p.size() > 2 && (!number(p[2], s.gamma) || s.gamma < 0))
+      return bad("GAMMA must be a number >= 0");
   } else if (name == "multistep") {
     s.kind = Schedule::MultiStep;
     if (!arity(1, 2, "multistep:M1,M2,...[:GAMMA]"))
@@ -104,22 +105,23 @@ bool ampc::train::parseSchedule(const std::string &spec, Schedule &s,
         return bad("milestones must increase");
       s.milestones.push_back(v);
     }
-    if (p.size() > 2 && !number(p[2], s.gamma))
-      return bad("GAMMA must be a number");
+    if (p.size() > 2 && (!number(p[2], s.gamma) || s.gamma < 0))
+      return bad("GAMMA must be a number >= 0");
   } else if (name == "exponential") {
     s.kind = Schedule::Exponential;
     if (!arity(1, 1, "exponential:GAMMA"))
       return false;
-    if (!number(p[1], s.gamma))
-      return bad("GAMMA must be a number");
+    if (!number(p[1], s.gamma) || s.gamma < 0)
+      return bad("GAMMA must be a number >= 0");
   } else if (name == "cosine") {
     s.kind = Schedule::Cosine;
     if (!arity(1, 4, "cosine:T_MAX[:ETA_MIN[:WARMUP[:START_FACTOR]]]"))
       return false;
     if (!count(p[1], s.tMax) || s.tMax < 1)
       return bad("T_MAX must be an integer >= 1");
-    if (p.size() > 2 && !number(p[2], s.etaMin))
-      return bad("ETA_MIN must be a number");
+    if (p.size() > 2 && (!number(p[2], s.etaMin) || s.etaMin < 0 ||
+                         !std::isfinite(float(s.etaMin))))
+      return bad("ETA_MIN must be a number >= 0 that fits in f32");
     if (p.size() > 3 && !count(p[3], s.warmup))
       return bad("WARMUP must be an integer >= 0");
     if (p.size() > 4 && (!number(p[4], s.startFactor) || s.startFactor <= 0 ||
@@ -129,8 +131,9 @@ bool ampc::train::parseSchedule(const std::string &spec, Schedule &s,
     s.kind = Schedule::OneCycle;
     if (!arity(2, 5, "onecycle:MAX_LR:TOTAL_STEPS[:PCT_START[:DIV_FACTOR[:FINAL_DIV_FACTOR]]]"))
       return false;
-    if (!number(p[1], s.maxLr) || s.maxLr <= 0)
-      return bad("MAX_LR must be a number > 0");
+    if (!number(p[1], s.maxLr) || s.maxLr <= 0 ||
+        !std::isfinite(float(s.maxLr)))
+      return bad("MAX_LR must be a number > 0 that fits in f32");
     if (!count(p[2], s.totalSteps) || s.totalSteps < 2)
       return bad("TOTAL_STEPS must be an integer >= 2");
     if (p.size() > 3 && (!number(p[3], s.pctStart) || s.pctStart <= 0 ||
@@ -148,4 +151,33 @@ bool ampc::train::parseSchedule(const std::string &spec, Schedule &s,
                "' (step, multistep, exponential, cosine, onecycle)");
   }
   return true;
+}
+
+bool ampc::train::checkScheduleRange(const Schedule &s, const std::string &spec,
+                                     double base, int64_t first, int64_t last,
+                                     std::string &error) {
+  // A rate is stored as an f32: it must stay finite and >= 0 in f32. Every
+  // schedule moves monotonically between its ends, except cosine and
+  // onecycle, which stay between their ends and base/ETA_MIN and MAX_LR.
+  auto fits = [](double rate) {
+    return rate >= 0 && std::isfinite(float(rate));
+  };
+  if (s.kind == Schedule::Constant || last < first)
+    return true;
+  if (fits(s.rate(base, first)) && fits(s.rate(base, last)))
+    return true;
+  // The first step whose rate does not fit (the rate is monotone).
+  bool firstFits = fits(s.rate(base, first));
+  int64_t lo = first, hi = last;
+  while (firstFits && hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    (fits(s.rate(base, mid)) ? lo : hi) = mid;
+  }
+  int64_t at = firstFits ? hi : first;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", s.rate(base, at));
+  error = "option --lr-schedule '" + spec + "': from the base rate, the rate "
+          "of optimizer step " + std::to_string(at + 1) + " of this run is " +
+          rate + ", beyond the f32 it is stored in (largest 3.4e38)";
+  return false;
 }

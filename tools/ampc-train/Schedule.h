@@ -38,6 +38,15 @@ struct Schedule {
 /// Parses --lr-schedule's value (see ampc-train --help); false with `error`.
 bool parseSchedule(const std::string &spec, Schedule &out, std::string &error);
 
+/// Whether the rates of optimizer steps `first`..`last` (counted from 0)
+/// from the base rate `base` fit in the library's f32 rate (finite, >= 0);
+/// false with `error` naming the first step that does not. Checked before
+/// the first step, so that a schedule fails at the start, not in a setter
+/// after a while.
+bool checkScheduleRange(const Schedule &s, const std::string &spec,
+                        double base, int64_t first, int64_t last,
+                        std::string &error);
+
 } // namespace ampc::train
 
 #endif // AMPC_TRAIN_SCHEDULE_H

@@ -12,6 +12,7 @@
 
 #include "ampc/Runtime/Float16.h"
 #include "ampc/Runtime/ampc.h"
+#include "ampc/Support/OutputFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -102,8 +103,18 @@ last axis against the label; "  eval loss X" when the model has no such
 output). The last line: "final: loss L  accuracy A  (N steps, T s)" (when
 a --resume checkpoint is already at the requested total: "final: nothing to
 train (at step S, asked for T)", with the accuracy of the loaded weights).
+Files written (every output, checked before the library is loaded): never a
+data file, the library or another output of the run (--checkpoint may be the
+--resume file, which it updates), a symbolic link, a read-only file or
+anything but a regular file; each is written to a temporary beside it and
+renamed when whole (new files 0666 minus the umask, a replaced file keeps
+its mode). --lr-schedule and every number are checked before the first step.
 Errors: one line "ampc-train: error: ...", exit status 1.
 )help";
+
+/// --metrics while it is written: a global, so that exit() from die()
+/// removes its temporary.
+ampc::OutputFile metricsFile;
 
 [[noreturn]] void die(const std::string &message) {
   std::fflush(stdout);
@@ -122,6 +133,7 @@ struct Options {
   std::string metrics, checkpoint, resume, plot, exportOnnx;
   std::vector<std::string> predict, outputs;
   Schedule schedule;
+  std::string scheduleSpec;
 };
 
 int64_t parseCount(const std::string &option, const std::string &value) {
@@ -134,23 +146,50 @@ int64_t parseCount(const std::string &option, const std::string &value) {
   return v;
 }
 
-/// Dies unless `path` can be written: an existing regular file or a new
-/// name in a writable folder (checked before training, not after the first
-/// epoch).
-void checkOutputPath(const std::string &option, const std::string &path) {
-  if (path.empty())
-    return;
-  struct stat info;
-  if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    die(option + " " + path + ": exists and is not a regular file");
-  std::string folder = path.find('/') == std::string::npos
-                           ? "."
-                           : path.substr(0, path.rfind('/') + 1);
-  if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    die(option + " " + path + ": no folder '" + folder + "'");
-  if (::access(folder.c_str(), W_OK) != 0)
-    die(option + " " + path + ": cannot write in '" + folder +
-        "': " + std::strerror(errno));
+/// Dies unless every output can be written by the output rules
+/// (ampc/Support/OutputFile.h): checked before anything is loaded or
+/// trained, not after the first epoch. No output replaces the library or a
+/// data file of the run, nor another output; --checkpoint may name the
+/// --resume checkpoint, which it then updates (it is read whole first).
+void checkOutputs(const Options &o) {
+  std::vector<ampc::ProtectedFile> inputs;
+  ampc::protectFile(inputs, o.library, "the model library '" + o.library + "'");
+  for (auto [option, files] :
+       {std::pair<const char *, const std::vector<std::string> *>(
+            "--inputs", &o.inputs),
+        {"--labels", &o.labels},
+        {"--eval-inputs", &o.evalInputs},
+        {"--eval-labels", &o.evalLabels},
+        {"--predict", &o.predict}})
+    for (const std::string &file : *files)
+      ampc::protectFile(inputs, file,
+                        std::string("the ") + option + " file '" + file + "'");
+  std::vector<ampc::ProtectedFile> withResume = inputs;
+  ampc::protectFile(withResume, o.resume,
+                    "the --resume checkpoint '" + o.resume + "'");
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (auto [option, path] :
+       {std::pair<const char *, const std::string *>("--checkpoint",
+                                                     &o.checkpoint),
+        {"--metrics", &o.metrics},
+        {"--plot", &o.plot},
+        {"--export-onnx", &o.exportOnnx}})
+    if (!path->empty())
+      outputs.push_back({option, *path});
+  for (const std::string &path : o.outputs)
+    outputs.push_back({"--output", path});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto &[option, path] = outputs[i];
+    std::string why;
+    if (!ampc::checkOutputPath(path,
+                               option == "--checkpoint" ? inputs : withResume,
+                               why))
+      die(option + " " + path + ": cannot write: " + why);
+    for (size_t j = 0; j < i; ++j)
+      if (ampc::sameOutputPath(path, outputs[j].second))
+        die(option + " " + path + ": cannot write: it is also the " +
+            outputs[j].first + " file");
+  }
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -206,9 +245,14 @@ Options parseOptions(int argc, char **argv) {
     else if (name == "--lr") {
       std::string v = takeValue();
       char *end = nullptr;
+      errno = 0;
       o.lr = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !std::isfinite(o.lr) || o.lr < 0)
-        die("option --lr: expected a finite number >= 0, got '" + v + "'");
+      // The rate is an f32 in the library: a double beyond its range
+      // would be stored as inf.
+      if (v.empty() || *end || !std::isfinite(o.lr) || o.lr < 0 ||
+          !std::isfinite(float(o.lr)))
+        die("option --lr: expected a number >= 0 that fits in f32 (at most "
+            "3.4e38), got '" + v + "'");
     } else if (name == "--seed")
       o.seed = uint64_t(parseCount(name, takeValue()));
     else if (name == "--no-shuffle") {
@@ -233,7 +277,8 @@ Options parseOptions(int argc, char **argv) {
       o.outputs.push_back(takeValue());
     else if (name == "--lr-schedule") {
       std::string error;
-      if (!parseSchedule(takeValue(), o.schedule, error))
+      o.scheduleSpec = takeValue();
+      if (!parseSchedule(o.scheduleSpec, o.schedule, error))
         die(error);
     }
     else
@@ -257,12 +302,7 @@ Options parseOptions(int argc, char **argv) {
     die("--eval-inputs and --eval-labels go together");
   if (o.haveEpochs && o.steps >= 0)
     die("--epochs and --steps exclude each other");
-  checkOutputPath("--checkpoint", o.checkpoint);
-  checkOutputPath("--metrics", o.metrics);
-  checkOutputPath("--plot", o.plot);
-  checkOutputPath("--export-onnx", o.exportOnnx);
-  for (const std::string &path : o.outputs)
-    checkOutputPath("--output", path);
+  checkOutputs(o);
   return o;
 }
 
@@ -689,16 +729,29 @@ int Trainer::run() {
         std::to_string(o.schedule.totalSteps) + " is less than the run's " +
         std::to_string(lastStep) + " steps");
   int64_t totalEpochs = (lastStep + stepsPerEpoch - 1) / stepsPerEpoch;
+  if (std::string error;
+      lastStep > globalStep &&
+      !checkScheduleRange(o.schedule, o.scheduleSpec, baseLr, scaler.steps,
+                          scaler.steps + (lastStep - globalStep) - 1, error))
+    die(error);
 
-  FILE *metrics = nullptr;
-  if (!o.metrics.empty()) {
-    metrics = std::fopen(o.metrics.c_str(), "w");
-    if (!metrics)
-      die(o.metrics + ": cannot write: " + std::strerror(errno));
-    std::fprintf(metrics, "step,epoch,loss,scale,skipped,lr%s\n",
-                 !eval.samples      ? ""
-                 : scoresAccuracy() ? ",eval_loss,accuracy"
-                                    : ",eval_loss");
+  // The CSV grows in a temporary beside it and takes its name at the end
+  // (an error on the way leaves no half file; exit() discards it).
+  const bool metrics = !o.metrics.empty();
+  auto writeMetrics = [&](const std::string &text) {
+    std::string why;
+    if (!metricsFile.write(text.data(), text.size(), why))
+      die(o.metrics + ": cannot write: " + why);
+  };
+  if (metrics) {
+    std::string why;
+    if (!metricsFile.open(o.metrics, {}, why))
+      die(o.metrics + ": cannot write: " + why);
+    writeMetrics(std::string("step,epoch,loss,scale,skipped,lr") +
+                 (!eval.samples      ? ""
+                  : scoresAccuracy() ? ",eval_loss,accuracy"
+                                     : ",eval_loss") +
+                 "\n");
   }
   interactive = !o.quiet && ::isatty(STDOUT_FILENO);
 
@@ -775,18 +828,23 @@ int Trainer::run() {
       if (epochEnd && eval.samples)
         lastEval = evaluate();
       if (metrics) {
-        std::fprintf(metrics, "%lld,%lld,%.9g,%.9g,%lld,%.9g",
-                     (long long)globalStep, (long long)epoch + 1, value,
-                     double(scaler.scale), (long long)scaler.skipped_steps,
-                     double(lr));
+        char row[256];
+        std::snprintf(row, sizeof row, "%lld,%lld,%.9g,%.9g,%lld,%.9g",
+                      (long long)globalStep, (long long)epoch + 1, value,
+                      double(scaler.scale), (long long)scaler.skipped_steps,
+                      double(lr));
+        std::string line = row;
         if (eval.samples && epochEnd) {
-          std::fprintf(metrics, ",%.9g", lastEval.loss);
-          if (scoresAccuracy())
-            std::fprintf(metrics, ",%.9g", lastEval.accuracy);
+          std::snprintf(row, sizeof row, ",%.9g", lastEval.loss);
+          line += row;
+          if (scoresAccuracy()) {
+            std::snprintf(row, sizeof row, ",%.9g", lastEval.accuracy);
+            line += row;
+          }
         } else if (eval.samples) {
-          std::fprintf(metrics, scoresAccuracy() ? ",," : ",");
+          line += scoresAccuracy() ? ",," : ",";
         }
-        std::fputc('\n', metrics);
+        writeMetrics(line + "\n");
       }
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - epochStart)
@@ -826,8 +884,8 @@ int Trainer::run() {
   }
   if (!o.checkpoint.empty() && savedAt != globalStep)
     saveCheckpoint();
-  if (metrics && std::fclose(metrics) != 0)
-    die(o.metrics + ": cannot write: " + std::strerror(errno));
+  if (std::string why; metrics && !metricsFile.commit(why))
+    die(o.metrics + ": cannot write: " + why);
   if (!o.plot.empty()) {
     std::string error;
     if (!writeTrainingPlot(o.plot, plotSteps, plotLoss, plotScale, error))

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Support/OutputFile.h"
 #include "ampc/Target/CpuTarget.h"
 #include "ampc/Target/CudaTarget.h"
 #include "ampc/Transforms/MemoryPlan.h"
@@ -152,16 +153,11 @@ LogicalResult translateModule(ModuleOp module, llvm::raw_ostream &output,
     return failure();
   if (paramsFile.empty())
     return success();
-  std::error_code ec;
-  llvm::raw_fd_ostream file(blobPath, ec);
-  if (!ec) {
-    file << blob;
-    file.close();
-    ec = file.error();
-  }
-  if (ec)
-    return module.emitError()
-           << "cannot write " << blobPath << ": " << ec.message();
+  // The output rules of every ampc output (docs/design.md, Output files).
+  std::string why;
+  if (!ampc::writeOutputFile(blobPath.str().str(), {{blob.data(), blob.size()}},
+                             {}, why))
+    return module.emitError() << blobPath << ": cannot write: " << why;
   return success();
 }
 

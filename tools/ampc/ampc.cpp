@@ -22,20 +22,19 @@
 #include "ampc/Transforms/PipelineFlags.h"
 #include "ampc/Transforms/Precision.h"
 #include "ampc/Transforms/PrecisionReport.h"
+#include "ampc/Support/OutputFile.h"
 #include "ampc/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -408,6 +407,54 @@ int userError(const Twine &message) {
   return 1;
 }
 
+/// The files of this run that no output may replace (docs/design.md,
+/// Output files): the model, the rules file, a source being compiled.
+std::vector<ampc::ProtectedFile> runInputs;
+
+/// Writes `contents` to `path` by the output rules (OutputFile.h).
+bool writeOutput(StringRef path, StringRef contents) {
+  std::string why;
+  if (!ampc::writeOutputFile(path.str(), {{contents.data(), contents.size()}},
+                             runInputs, why))
+    return userError(path + ": cannot write: " + why), false;
+  return true;
+}
+
+/// A side file of a source written to `base` (its parameters, its ONNX
+/// model): `base` with another extension, as an absolute path.
+std::string sideFile(StringRef base, StringRef extension) {
+  SmallString<128> path(base);
+  sys::path::replace_extension(path, extension);
+  sys::fs::make_absolute(path);
+  return path.str().str();
+}
+
+/// Compiles `source` into the library `output` through a temporary beside
+/// it, renamed into place when whole (the compiler's own -o would write
+/// over a link or a read-only file).
+bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
+                     bool resourceCheck,
+                     const std::vector<std::string> &archs,
+                     std::string &error) {
+  ampc::OutputFile library;
+  std::string why;
+  if (!library.open(output.str(), runInputs, why)) {
+    error = output.str() + ": cannot write: " + why;
+    return false;
+  }
+  const std::string &temporary = library.temporaryPath();
+  if (sim    ? !ampc::compileCudaSimLibrary(source, temporary, resourceCheck,
+                                            error)
+      : cuda ? !ampc::compileCudaLibrary(source, temporary, archs, error)
+             : !ampc::compileCpuLibrary(source, temporary, error))
+    return false;
+  if (!library.commit(why)) {
+    error = output.str() + ": cannot write: " + why;
+    return false;
+  }
+  return true;
+}
+
 /// --emit=onnx: the original model with the decisions of `module` applied.
 bool exportOnnx(mlir::ModuleOp module) {
   ampc::NodePrecisions decisions;
@@ -475,11 +522,9 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   // model) as arrays: there is no folder to put files beside it.
   const bool toStdout =
       emit != Emit::So && (outputPath.empty() || outputPath == "-");
-  SmallString<128> parameterFile(base);
-  sys::path::replace_extension(parameterFile, "params.bin");
-  sys::fs::make_absolute(parameterFile);
+  std::string parameterFile = sideFile(base, "params.bin");
   if (!toStdout)
-    options.parameterFile = parameterFile.str().str();
+    options.parameterFile = parameterFile;
   // A training library carries its ONNX model, so the runtime can export
   // the trained weights into it (ampc_model_export_onnx).
   std::string onnxBytes;
@@ -492,13 +537,10 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
       ampc::untieMergedInitializers(proto);
     if (!proto.SerializeToString(&onnxBytes))
       return userError("cannot serialize the model"), false;
-    SmallString<128> onnxFile(base);
-    sys::path::replace_extension(onnxFile, "model.onnx");
-    sys::fs::make_absolute(onnxFile);
     if (toStdout)
       options.onnxData = onnxBytes;
     else
-      options.onnxFile = onnxFile.str().str();
+      options.onnxFile = sideFile(base, "model.onnx");
     options.onnxSize = onnxBytes.size();
   }
 
@@ -507,31 +549,22 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   if (failed(cuda ? ampc::emitCudaSource(module, options, os, parameters)
                   : ampc::emitCpuSource(module, options, os, parameters)))
     return false;
-  auto writeFile = [&](StringRef path, StringRef contents) {
-    std::error_code ec;
-    raw_fd_ostream file(path, ec);
-    if (ec)
-      return userError("cannot write " + path + ": " + ec.message()), false;
-    file << contents;
-    return true;
-  };
-  if (!toStdout && !parameters.empty() && !writeFile(parameterFile, parameters))
+  if (!toStdout && !parameters.empty() &&
+      !writeOutput(parameterFile, parameters))
     return false;
-  if (!options.onnxFile.empty() && !writeFile(options.onnxFile, onnxBytes))
+  if (!options.onnxFile.empty() && !writeOutput(options.onnxFile, onnxBytes))
     return false;
   if (emit != Emit::So) {
     if (outputPath.empty() || outputPath == "-") {
       outs() << source;
       return true;
     }
-    return writeFile(outputPath, source);
+    return writeOutput(outputPath, source);
   }
-  if (!writeFile(base, source))
+  if (!writeOutput(base, source))
     return false;
-  if (sim    ? !ampc::compileCudaSimLibrary(base, outputPath, cudaResourceCheck,
-                                            error)
-      : cuda ? !ampc::compileCudaLibrary(base, outputPath, archs, error)
-             : !ampc::compileCpuLibrary(base, outputPath, error))
+  if (!compileToOutput(base, outputPath, cuda, sim, cudaResourceCheck, archs,
+                       error))
     return userError(inputPath + ": " + error), false;
   return true;
 }
@@ -571,6 +604,10 @@ int main(int argc, char **argv) {
       "Reads an ONNX model (binary .onnx or textual .onnxtext) and compiles "
       "it.\nThe IR printer's --mlir-* options (e.g. "
       "--mlir-elide-elementsattrs-if-larger=N)\nare accepted as well.\n\n"
+      "Output files (-o, side files, --report): never the model or another "
+      "input, a\nsymbolic link, a read-only file or anything but a regular "
+      "file; written to a\ntemporary beside the name and renamed when whole "
+      "(docs/design.md, Output files).\n\n"
       "Environment: CXX and NVCC name the compilers; the host compiler's "
       "precompiled\nheaders and code objects are kept in $AMPC_CACHE_DIR "
       "(default $XDG_CACHE_HOME/ampc\nor ~/.cache/ampc; 'off' turns the "
@@ -631,12 +668,11 @@ int main(int argc, char **argv) {
                        (cudaSource ? "cuda or cuda-sim" : "cpu") + ")");
     if (!sys::fs::exists(inputPath))
       return userError(inputPath + ": cannot open: no such file");
+    ampc::protectFile(runInputs, inputPath,
+                      "the source being compiled ('" + inputPath + "')");
     std::string error;
-    if (sim ? !ampc::compileCudaSimLibrary(inputPath, outputPath,
-                                           cudaResourceCheck, error)
-        : cudaSource
-            ? !ampc::compileCudaLibrary(inputPath, outputPath, archs, error)
-            : !ampc::compileCpuLibrary(inputPath, outputPath, error))
+    if (!compileToOutput(inputPath, outputPath, cudaSource || sim, sim,
+                         cudaResourceCheck, archs, error))
       return userError(inputPath + ": " + error);
     return 0;
   }
@@ -658,6 +694,43 @@ int main(int argc, char **argv) {
   if (!reportPath.empty() && reportKind != ".json" && reportKind != ".html")
     return userError("--report: '" + reportPath +
                      "' must end in .json or .html");
+  // Every output is checked before any work (docs/design.md, Output
+  // files): none replaces an input of the run nor another output.
+  ampc::protectFile(runInputs, inputPath,
+                    "the input model ('" + inputPath + "')");
+  if (!ampRules.empty())
+    ampc::protectFile(runInputs, ampRules,
+                      "the --amp-rules file ('" + ampRules + "')");
+  for (const std::string &spec : boundInputs)
+    if (size_t eq = spec.find('='); eq != std::string::npos)
+      ampc::protectFile(runInputs, spec.substr(eq + 1),
+                        "the --bind-input file ('" + spec.substr(eq + 1) +
+                            "')");
+  {
+    std::vector<std::pair<std::string, std::string>> outputs;
+    const bool toFile = !outputPath.empty() && outputPath != "-";
+    if (!explain && !reportOnly && toFile) {
+      outputs.push_back({"the -o file", outputPath});
+      if (emit == Emit::Cpp || emit == Emit::Cuda) {
+        outputs.push_back({"the parameter file",
+                           sideFile(outputPath, "params.bin")});
+        if (mode == Mode::Train && embedModel)
+          outputs.push_back({"the model file",
+                             sideFile(outputPath, "model.onnx")});
+      }
+    }
+    if (!reportPath.empty())
+      outputs.push_back({"the --report file", reportPath});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string why;
+      if (!ampc::checkOutputPath(outputs[i].second, runInputs, why))
+        return userError(outputs[i].second + ": cannot write: " + why);
+      for (size_t j = 0; j < i; ++j)
+        if (ampc::sameOutputPath(outputs[i].second, outputs[j].second))
+          return userError(outputs[i].second + ": cannot write: it is " +
+                           outputs[j].first + " as well");
+    }
+  }
 
   // The pipeline's options are checked and defaulted where ampc-opt's
   // --ampc-pipeline checks them, so the two run the same passes.
@@ -766,14 +839,15 @@ int main(int argc, char **argv) {
     if (reportPath.empty()) {
       // explain without --report: the table is all.
     } else if (reportKind == ".json") {
-      std::error_code ec;
-      raw_fd_ostream os(reportPath, ec);
-      if (ec)
-        return userError("cannot write " + reportPath + ": " + ec.message());
+      std::string json;
+      raw_string_ostream os(json);
       ampc::writePrecisionJson(report, os);
+      if (!writeOutput(reportPath, json))
+        return 1;
     } else {
       std::string warning, error;
-      if (!ampc::writePrecisionHtml(report, reportPath, warning, error))
+      if (!ampc::writePrecisionHtml(report, reportPath, runInputs, warning,
+                                    error))
         return userError(error);
       if (!warning.empty())
         errs() << "warning: " << reportPath << ": " << warning << "\n";
@@ -799,15 +873,18 @@ int main(int argc, char **argv) {
   if (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda)
     return emitLibrary(*module, cuda, sim, archs) ? 0 : 1;
 
-  std::string error;
-  auto output = mlir::openOutputFile(
-      outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
-  if (!output)
-    return userError(error);
-  module->print(output->os(), mlir::OpPrintingFlags());
-  output->os() << "\n";
-  output->os().flush();
-  output->keep();
+  if (outputPath.empty() || outputPath == "-") {
+    module->print(outs(), mlir::OpPrintingFlags());
+    outs() << "\n";
+    outs().flush();
+  } else {
+    std::string text;
+    raw_string_ostream os(text);
+    module->print(os, mlir::OpPrintingFlags());
+    os << "\n";
+    if (!writeOutput(outputPath, text))
+      return 1;
+  }
   if (summary)
     errs() << summarize(inputPath, *module) << "\n";
   return 0;

@@ -9,6 +9,8 @@
 #ifndef AMPC_TRANSFORMS_PRECISIONREPORT_H
 #define AMPC_TRANSFORMS_PRECISIONREPORT_H
 
+#include "ampc/Support/OutputFile.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,8 +75,10 @@ void writePrecisionJson(const PrecisionReport &report, llvm::raw_ostream &os);
 /// A self-contained page: the graph drawn by Graphviz `dot` (inline SVG, no
 /// network needed), the legend, the table and the summary. Without `dot` the
 /// page has the table only and `warning` says so. False with `error` set when
-/// the page cannot be written.
+/// the page cannot be written. The page is written by the output rules of
+/// ampc/Support/OutputFile.h, never over one of `inputs`.
 bool writePrecisionHtml(const PrecisionReport &report, llvm::StringRef path,
+                        const std::vector<ProtectedFile> &inputs,
                         std::string &warning, std::string &error);
 
 } // namespace ampc
