@@ -10,9 +10,9 @@ Writes synthetic MLPs (binary .onnx through onnx.helper: an input of
 its own --width x --width weight and bias, a final Gemm to 10 classes) into a
 temporary folder, and times the whole `ampc` process on each:
 
-  train  ampc MODEL --emit=mlir -o /dev/null        (import, autodiff, fp16
+  train  ampc MODEL --emit=mlir -o FILE              (import, autodiff, fp16
          loss scaling, sgd optimizer, casts, fusion, memory plan, printing)
-  infer  ampc MODEL --mode=infer --emit=mlir -o /dev/null
+  infer  ampc MODEL --mode=infer --emit=mlir -o FILE
   cpp    ampc MODEL --target=cpu --emit=cpp -o MODEL.cpp   (training step C++
          source and its parameter file, without running the C++ compiler)
 
@@ -108,7 +108,7 @@ def main():
                 # --emit=cpp writes MODEL.params.bin and MODEL.model.onnx
                 # beside its output, so it writes into the temporary folder.
                 out = (os.path.join(work, f"mlp{n}.cpp") if mode == "cpp"
-                       else os.devnull)
+                       else os.path.join(work, "out.mlir"))
                 cmd = [ampc, models[n], *MODES[mode], "-o", out]
                 seconds[mode, n] = time_ampc(cmd, args.runs)
 
@@ -149,7 +149,8 @@ def main():
             print("|---|---|")
             for name in pass_names(ampc, models[large]):
                 cmd = [ampc, models[large], "--emit=mlir",
-                       f"--emit-after={name}", "-o", os.devnull]
+                       f"--emit-after={name}", "-o",
+                       os.path.join(work, "out.mlir")]
                 print(f"| {name} | {time_ampc(cmd, args.runs):.3f} |")
         return 0 if all(verdicts) else 1
     finally:

@@ -307,6 +307,8 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
   return writeFileAtomically(path, pieces, "checkpoint", error);
 }
 
+std::vector<ProtectedFile> (*loadedModelFiles)() = nullptr;
+
 namespace {
 /// The program and every library this process has loaded.
 std::vector<ProtectedFile> loadedObjects() {
@@ -314,7 +316,10 @@ std::vector<ProtectedFile> loadedObjects() {
   protectFile(objects, "/proc/self/exe", "the program running");
   ::dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
-        if (info->dlpi_name && *info->dlpi_name)
+        // A private copy's /proc/self/fd name no longer names it (the
+        // descriptor was closed after the load; loadedModelFiles has it).
+        if (info->dlpi_name && *info->dlpi_name &&
+            std::strncmp(info->dlpi_name, "/proc/self/fd/", 14) != 0)
           protectFile(*static_cast<std::vector<ProtectedFile> *>(data),
                       info->dlpi_name,
                       std::string("a library in use ('") + info->dlpi_name +
@@ -322,6 +327,9 @@ std::vector<ProtectedFile> loadedObjects() {
         return 0;
       },
       &objects);
+  if (loadedModelFiles)
+    for (ProtectedFile &file : loadedModelFiles())
+      objects.push_back(std::move(file));
   return objects;
 }
 } // namespace

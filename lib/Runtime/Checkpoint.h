@@ -9,6 +9,8 @@
 #ifndef AMPC_LIB_RUNTIME_CHECKPOINT_H
 #define AMPC_LIB_RUNTIME_CHECKPOINT_H
 
+#include "ampc/Support/OutputFile.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,6 +59,13 @@ bool writeFileAtomically(
     const std::string &path,
     const std::vector<std::pair<const void *, size_t>> &pieces,
     const std::string &what, std::string &error);
+
+/// The model library files whose code the process runs that
+/// dl_iterate_phdr cannot name: the runtime loads each model from a private
+/// copy (ampc_model_load), so it sets this to list the files its live
+/// models were loaded from; writeFileAtomically never replaces them.
+/// Null: none.
+extern std::vector<ProtectedFile> (*loadedModelFiles)();
 
 /// Reads the checkpoint at `path` and checks all of it before returning: the
 /// magic, the format version, the size (truncation), the checksum, and that

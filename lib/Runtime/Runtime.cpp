@@ -31,6 +31,7 @@
 #include <sys/sendfile.h>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -100,7 +101,9 @@ std::string shapeText(const int64_t *shape, int32_t rank) {
 /// loaded, though its descriptor was closed and the number reused.
 struct CopyNames {
   std::mutex mutex;
-  std::set<int> held;
+  /// Each held number, with the file a live copy was made from (no
+  /// identity for a name another part of the process holds).
+  std::map<int, ampc::ProtectedFile> held;
 };
 CopyNames &copyNames() {
   static CopyNames *names = new CopyNames; // never destroyed: see registry()
@@ -125,6 +128,11 @@ void *openPrivateCopy(const std::string &path, int &number,
   ampc::RegularFile file;
   if (!file.open(path, error))
     return nullptr;
+  struct stat identity;
+  if (::fstat(file.fd, &identity) != 0) {
+    error = std::strerror(errno);
+    return nullptr;
+  }
   int copy = memfd_create("ampc-model", MFD_CLOEXEC);
   if (copy < 0) {
     error = format("cannot make a private copy: %s", std::strerror(errno));
@@ -170,7 +178,7 @@ void *openPrivateCopy(const std::string &path, int &number,
         break;
       }
       dlclose(loaded);
-      names.held.insert(moved);
+      names.held.emplace(moved, ampc::ProtectedFile{});
     }
     skipped.push_back(moved);
   }
@@ -190,8 +198,20 @@ void *openPrivateCopy(const std::string &path, int &number,
     for (size_t at; (at = error.find(name)) != std::string::npos;)
       error.replace(at, name.size(), path);
   } else {
-    names.held.insert(copy);
+    names.held[copy] = ampc::ProtectedFile{
+        {identity.st_dev, identity.st_ino},
+        "a library in use ('" + path + "')"};
     number = copy;
+    // Outputs never replace it (Checkpoint.cpp, writeFileAtomically).
+    ampc::runtime::loadedModelFiles = [] {
+      CopyNames &names = copyNames();
+      std::lock_guard<std::mutex> lock(names.mutex);
+      std::vector<ampc::ProtectedFile> files;
+      for (const auto &entry : names.held)
+        if (!entry.second.what.empty())
+          files.push_back(entry.second);
+      return files;
+    };
   }
   closeCopy();
   return library;

@@ -184,7 +184,8 @@ onnx = ampc.export(attention_net(), (batches[0][0],),
                    os.path.join(work, "attention.onnx"))
 flags = ["--freeze=" + ",".join(ampc.frozen_names(attention_net()))]
 ir = subprocess.run([ampc.find_compiler(), onnx, "--emit=mlir",
-                     "--precision=fp32", "--summary", "-o", os.devnull] + flags,
+                     "--precision=fp32", "--summary", "-o",
+                     os.path.join(work, "summary.mlir")] + flags,
                     capture_output=True, text=True, check=True)
 summary = ir.stderr.strip().splitlines()[-1]
 print("buffers: " + summary[summary.index("parameters"):])

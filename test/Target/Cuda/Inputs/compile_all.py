@@ -32,7 +32,7 @@ def emit_model(ampc, path, index, out):
     cpu_errors = []
     for mode in ("train", "infer"):
         rc, err = run([ampc, path, "--mode=" + mode, "--target=cpu",
-                       "--emit=mlir", "-o", os.devnull])
+                       "--emit=mlir", "-o", "-"])
         if rc != 0:
             cpu_errors.append(err)
             continue  # this mode does not apply to the model
