@@ -42,7 +42,8 @@ config.substitutions.append(
 
 tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance"], tool_dirs)
+    ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance",
+     "ampc-import-sweep"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 # The compilers' precompiled headers and code objects (ampc's compile
