@@ -46,6 +46,7 @@
 #include <queue>
 #include <set>
 #include <exception>
+#include <limits>
 
 using namespace mlir;
 using ampc::detail::convertTensor;
@@ -1099,10 +1100,21 @@ resolvePads(NodeContext &nc, ArrayRef<int64_t> spatial, ArrayRef<int64_t> kernel
       (void)nc.error("'strides' values must be >= 1");
       return failure();
     }
-    int64_t out = (spatial[i] + strides[i] - 1) / strides[i];
-    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - spatial[i]);
-    int64_t small = total / 2, large = total - small;
+    // In 128 bits: kernel, strides and dilations are the model's numbers
+    // (a dilation of 2^62 over a kernel of 3 passes 2^63).
+    using Wide = __int128;
+    Wide out = (Wide(spatial[i]) + strides[i] - 1) / strides[i];
+    Wide span = (Wide(kernel[i]) - 1) * dilations[i] + 1;
+    Wide total = std::max<Wide>(0, (out - 1) * strides[i] + span - spatial[i]);
+    if (total > std::numeric_limits<int64_t>::max()) {
+      (void)nc.error("auto_pad '" + autoPad + "': the padding of spatial dim " +
+                     Twine(i) + " (kernel " + Twine(kernel[i]) +
+                     ", stride " + Twine(strides[i]) + ", dilation " +
+                     Twine(dilations[i]) + ") does not fit in int64");
+      return failure();
+    }
+    int64_t small = static_cast<int64_t>(total / 2),
+            large = static_cast<int64_t>(total) - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
     pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
   }
@@ -1866,9 +1878,14 @@ FailureOr<Outputs> importTrilu(NodeContext &nc) {
     k = (*kv)[0];
   }
   bool upper = nc.getInt("upper", 1) != 0;
-  Value offsets = diagonalOffsets(nc, in.getDimSize(in.getRank() - 2),
-                                  in.getDimSize(in.getRank() - 1));
-  Value kValue = scalarOf(nc, nc.b.getI64Type(), static_cast<double>(k));
+  int64_t rows = in.getDimSize(in.getRank() - 2),
+          cols = in.getDimSize(in.getRank() - 1);
+  Value offsets = diagonalOffsets(nc, rows, cols);
+  // column - row lies in [1 - rows, cols - 1]: k clamped to [-rows, cols]
+  // compares alike, and is exact as the double scalarOf takes (INT64_MAX
+  // is not: it became INT64_MIN, and an upper Trilu kept everything).
+  Value kValue = scalarOf(nc, nc.b.getI64Type(),
+                          static_cast<double>(std::clamp(k, -rows, cols)));
   Value zero = scalarOf(nc, in.getElementType(), 0);
   if (!offsets || !kValue || !zero)
     return failure();
@@ -2679,8 +2696,11 @@ FailureOr<Outputs> importEyeLike(NodeContext &nc) {
                       onnxTypeName(nc.getInt("dtype", 1)));
   }
   Value offsets = diagonalOffsets(nc, in.getDimSize(0), in.getDimSize(1));
-  Value kValue =
-      scalarOf(nc, nc.b.getI64Type(), static_cast<double>(nc.getInt("k", 0)));
+  // Clamped as Trilu's k (column - row lies in [1 - rows, cols - 1]).
+  Value kValue = scalarOf(
+      nc, nc.b.getI64Type(),
+      static_cast<double>(std::clamp<int64_t>(
+          nc.getInt("k", 0), -in.getDimSize(0), in.getDimSize(1))));
   if (!offsets || !kValue)
     return failure();
   Value mask = part(nc, "ampc.equal", {offsets, kValue});
@@ -2773,13 +2793,19 @@ FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
                     " values and 'pads' " + Twine(2 * spatial));
   SmallVector<int64_t> shape(xt.getShape());
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t d;
-    if (llvm::MulOverflow(shape[2 + i] - 1, strides[i], d) ||
-        llvm::AddOverflow(d, (*kernel)[i] - pads[i] - pads[spatial + i], d) ||
-        d <= 0 || strides[i] <= 0 || (*kernel)[i] <= 0)
-      return nc.error("spatial axis " + Twine(i) +
-                      " has no positive unpooled size");
-    shape[2 + i] = d;
+    // (in - 1) stride + kernel - pad begin - pad end, in 128 bits: each
+    // term is the model's (pads of INT64_MIN passed 2^63).
+    __int128 d = (__int128(shape[2 + i]) - 1) * strides[i] + (*kernel)[i] -
+                 pads[i] - pads[spatial + i];
+    if (d <= 0 || d > std::numeric_limits<int64_t>::max() ||
+        strides[i] <= 0 || (*kernel)[i] <= 0)
+      return nc.error("spatial axis " + Twine(i) + ": the unpooled size "
+                      "(in - 1) * stride + kernel - pads must be between 1 "
+                      "and 2^63 - 1 (stride " + Twine(strides[i]) +
+                      ", kernel " + Twine((*kernel)[i]) + ", pads " +
+                      Twine(pads[i]) + " and " + Twine(pads[spatial + i]) +
+                      ")");
+    shape[2 + i] = static_cast<int64_t>(d);
   }
   SmallVector<int64_t> outShape = shape;
   if (nc.input(2)) {

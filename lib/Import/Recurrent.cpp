@@ -13,6 +13,8 @@
 
 #include "ImportRules.h"
 
+#include "ampc/Dialect/TensorSize.h"
+
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -402,6 +404,11 @@ FailureOr<Outputs> importRecurrent(NodeContext &nc, const CellSpec &spec) {
       nc.attr("hidden_size") ? nc.getInt("hidden_size", 0) : rt.getDimSize(2);
   if (hidden <= 0)
     return nc.error("'hidden_size' must be positive, got " + Twine(hidden));
+  // Every state tensor has hidden_size elements per row, so it is at most
+  // kMaxTensorBytes; the products with the gate count below then fit.
+  if (hidden > ampc::kMaxTensorBytes)
+    return nc.error("'hidden_size' " + Twine(hidden) +
+                    " is larger than any tensor ampc makes (2^48 bytes)");
   if (steps == 0 || batch == 0)
     return nc.error("X has no steps or no batch: " + formatDims(xt.getShape()));
   std::string gh = g == 1 ? "hidden_size" : Twine(g).str() + " hidden_size";

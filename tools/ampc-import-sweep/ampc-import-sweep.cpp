@@ -88,6 +88,12 @@ cl::opt<unsigned> timeoutSeconds("timeout",
                                  cl::init(20), cl::cat(category));
 cl::opt<bool> verbose("verbose", cl::desc("print every case and its outcome"),
                       cl::cat(category));
+// The sweep's own test: each case does this before its import, so that a
+// test sees the sweep fail it.
+cl::opt<std::string> injectFailure(
+    "inject-failure",
+    cl::desc("segv, abort, hang or memory in every case (tests the sweep)"),
+    cl::Hidden, cl::cat(category));
 
 constexpr int64_t kValues[] = {0,
                                -1,
@@ -407,25 +413,35 @@ struct Result {
   long peakKiB = 0; // resident memory the case added at its peak
 };
 
+/// A /proc file's text (its size reads as 0, so it is read to the end).
+std::string readProcFile(const char *path) {
+  std::string text;
+  if (FILE *f = std::fopen(path, "r")) {
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f)) > 0;)
+      text.append(chunk, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
 /// A line of /proc/self/status ("VmHWM:", "VmRSS:") in KiB, or -1.
 long statusKiB(StringRef field) {
-  std::string status;
-  if (!readFile("/proc/self/status", status))
-    return -1;
+  std::string status = readProcFile("/proc/self/status");
   size_t at = status.find(field.str());
   if (at == std::string::npos)
     return -1;
   return std::strtol(status.c_str() + at + field.size(), nullptr, 10);
 }
 
+#ifndef AMPC_SWEEP_ASAN
 /// This process's address space (/proc/self/statm) in bytes, or 0.
 rlim_t addressSpace() {
-  std::string statm;
-  if (!readFile("/proc/self/statm", statm))
-    return 0;
+  std::string statm = readProcFile("/proc/self/statm");
   return std::strtoull(statm.c_str(), nullptr, 10) *
          static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
 }
+#endif
 
 /// Imports one case in this process: the outcome and, for a refusal, the
 /// error lines.
@@ -477,7 +493,8 @@ Result importCase(mlir::MLIRContext &context, const Case &c,
 /// dies (a signal, an abort, a failed allocation, the alarm) fails the
 /// case it was running; a new one goes on with the next.
 std::vector<Result> runCases(const std::vector<Case> &cases,
-                             const std::vector<std::string> &nodeNames) {
+                             const std::vector<std::string> &nodeNames,
+                             bool inject) {
   std::vector<Result> results(cases.size());
   size_t next = 0;
   while (next < cases.size()) {
@@ -498,13 +515,14 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
       close(fds[0]);
       if (log)
         dup2(fileno(log), STDERR_FILENO);
-#ifndef AMPC_SWEEP_ASAN
       // LLVM's crash handlers (InitLLVM) print a symbolized stack, which
       // can take longer than the time limit under the memory limit: a
-      // crash here is only counted.
+      // crash here is only counted, with its signal. (ASan and UBSan
+      // findings do not go through these: they print and exit.)
       for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP,
                       SIGSYS, SIGXCPU, SIGXFSZ})
         signal(sig, SIG_DFL);
+#ifndef AMPC_SWEEP_ASAN
       // ASan reserves terabytes of address space for its shadow; under it
       // only the peak resident size is checked.
       if (rlim_t now = addressSpace()) {
@@ -540,6 +558,28 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
         (void)!::write(fds[1], start.data(), start.size());
         alarm(timeoutSeconds);
         auto t0 = std::chrono::steady_clock::now();
+        if (!inject)
+          ;
+        else if (injectFailure == "segv")
+          raise(SIGSEGV);
+        else if (injectFailure == "abort")
+          std::abort();
+        else if (injectFailure == "hang")
+          for (;;)
+            pause();
+        else if (injectFailure == "memory") {
+          // 1.5 times the limit, touched: the address-space limit stops
+          // it, or (under ASan) the peak resident size shows it.
+          size_t bytes = static_cast<size_t>(memoryMiB) * 1536 * 1024;
+          if (char *p = static_cast<char *>(std::malloc(bytes))) {
+            for (size_t at = 0; at < bytes; at += 4096)
+              p[at] = 1;
+            asm volatile("" : : "r"(p) : "memory");
+            std::free(p);
+          } else {
+            std::abort();
+          }
+        }
         Result r = importCase(*context, cases[i], nodeNames[i]);
         r.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
@@ -572,7 +612,8 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
     }
     std::string pending;
     char buffer[65536];
-    std::optional<size_t> running;
+    constexpr size_t kNone = ~size_t(0);
+    size_t running = kNone; // the case the worker started and not reported
     auto started = std::chrono::steady_clock::now();
     for (ssize_t n; (n = ::read(fds[0], buffer, sizeof(buffer))) > 0;) {
       pending.append(buffer, n);
@@ -596,7 +637,7 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
             r.detail = "peak memory " + std::to_string(r.peakKiB / 1024) +
                        " MiB: " + r.detail;
           }
-          running.reset();
+          running = kNone;
           next = i + 1;
         }
         pending.erase(0, eol + 1);
@@ -605,7 +646,7 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (!running) {
+    if (running == kNone) {
       if (log)
         std::fclose(log);
       // Every case reported, or the worker died between two cases: go on
@@ -616,7 +657,7 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
       }
       continue;
     }
-    Result &r = results[*running];
+    Result &r = results[running];
     r.outcome = Outcome::Failed;
     r.seconds = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - started)
@@ -643,7 +684,7 @@ std::vector<Result> runCases(const std::vector<Case> &cases,
       if (!last.empty())
         r.detail += ": " + last.str();
     }
-    next = *running + 1;
+    next = running + 1;
     if (log)
       std::fclose(log);
   }
@@ -665,6 +706,12 @@ int main(int argc, char **argv) {
   std::map<std::string, ampc::SupportedOp> rules;
   for (ampc::SupportedOp &op : ampc::supportedOnnxOpTable())
     rules[op.onnxOp.str()] = op;
+  if (!injectFailure.empty() && injectFailure != "segv" &&
+      injectFailure != "abort" && injectFailure != "hang" &&
+      injectFailure != "memory") {
+    errs() << "error: --inject-failure must be segv, abort, hang or memory\n";
+    return 1;
+  }
   for (const std::string &op : onlyOps)
     if (!rules.count(op)) {
       errs() << "error: --ops: '" << op << "' is not an op ampc imports\n";
@@ -741,7 +788,7 @@ int main(int argc, char **argv) {
     base.model.SerializeToString(&plain.back().bytes);
     plainNodes.push_back(base.model.graph().node(base.node).name());
   }
-  std::vector<Result> baseline = runCases(plain, plainNodes);
+  std::vector<Result> baseline = runCases(plain, plainNodes, /*inject=*/false);
   std::map<std::string, std::vector<Base>> bases;
   for (auto [base, r] : llvm::zip(candidates, baseline)) {
     if (r.outcome != Outcome::Imported) {
@@ -798,7 +845,7 @@ int main(int argc, char **argv) {
       }
   }
   auto started = std::chrono::steady_clock::now();
-  std::vector<Result> results = runCases(cases, nodeNames);
+  std::vector<Result> results = runCases(cases, nodeNames, /*inject=*/true);
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - started)
                        .count();
