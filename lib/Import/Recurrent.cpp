@@ -334,6 +334,9 @@ State cell(NodeContext &nc, const Recurrence &rec, const Direction &d, Value x,
 
 constexpr int kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
 
+/// The longest sequence the cells are unrolled over (X's seq_length).
+constexpr int64_t kMaxRecurrentSteps = int64_t(1) << 16;
+
 /// Checks that input `i` (if present) is `shape` of the node's element
 /// type; `what` names its dimensions.
 LogicalResult checkInput(NodeContext &nc, size_t i, StringRef name,
@@ -411,6 +414,11 @@ FailureOr<Outputs> importRecurrent(NodeContext &nc, const CellSpec &spec) {
                     " is larger than any tensor ampc makes (2^48 bytes)");
   if (steps == 0 || batch == 0)
     return nc.error("X has no steps or no batch: " + formatDims(xt.getShape()));
+  // The cell is unrolled, some twenty ops a step: an X of a few hundred MB
+  // with 2^27 steps would take hours and hundreds of GB to import.
+  if (steps > kMaxRecurrentSteps)
+    return nc.error("seq_length " + Twine(steps) + ": ampc unrolls at most " +
+                    Twine(kMaxRecurrentSteps) + " (2^16) steps");
   std::string gh = g == 1 ? "hidden_size" : Twine(g).str() + " hidden_size";
   SmallVector<int64_t> stateShape =
       layout ? SmallVector<int64_t>{batch, dirs, hidden}
