@@ -31,7 +31,8 @@ configure: deps
 	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
 
 build: configure
-	ninja -C $(BUILD) ampc ampc-opt ampc-translate ampc-train ampc-unittests
+	ninja -C $(BUILD) ampc ampc-opt ampc-translate ampc-train ampc-unittests \
+	  ampc-import-sweep
 
 demo: build
 	scripts/demo

@@ -32,6 +32,14 @@ config.substitutions.append(("%ampc_src", config.ampc_src_root))
 config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(
     ("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+# A command under a 500 MB address-space limit, for tests that a hostile
+# model is refused before it makes gigabytes. ASan reserves terabytes of
+# address space for its shadow, so the sanitized build runs it unlimited
+# (the test still checks the refusal).
+config.substitutions.append(
+    ("%limit-memory",
+     "" if getattr(config, "ampc_asan_runtime", "") else
+     "prlimit --as=500000000"))
 # Models torch exported at opset 6 with ONNX IR version 3 (initializers
 # listed as graph inputs), from libonnx-testdata.
 config.substitutions.append(
@@ -42,7 +50,8 @@ config.substitutions.append(
 
 tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance"], tool_dirs)
+    ["ampc", "ampc-opt", "ampc-translate", "ampc-embed", "ampc-conformance",
+     "ampc-import-sweep"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ampc_tools_dir, append_path=True)
 # The compilers' precompiled headers and code objects (ampc's compile

@@ -145,6 +145,24 @@ std::string formatNumber(double v);
 mlir::FailureOr<Outputs> constant(NodeContext &nc,
                                   mlir::DenseElementsAttr value);
 
+/// The most elements of a constant the importer computes from a model's
+/// numbers rather than reads from it: index vectors along an axis (OneHot's
+/// depth, ArgMax's axis), gather positions and weights (Pad, Resize,
+/// ConvTranspose), Range's values, a window. They are made element by
+/// element at import and stored in the library, so a model of a few
+/// hundred bytes asking for 2^32 of them is refused before any is made:
+/// 2^24 elements (128 MiB of int64), besides --max-tensor-bytes.
+constexpr int64_t kMaxComputedElements = int64_t(1) << 24;
+
+/// Success when a constant of `shape` and `element` that the importer is
+/// about to compute has at most kMaxComputedElements elements and
+/// --max-tensor-bytes bytes; otherwise an error at the node that starts
+/// with `what` (which names the model's number) and returns failure.
+mlir::LogicalResult checkComputedConstant(NodeContext &nc,
+                                          llvm::ArrayRef<int64_t> shape,
+                                          mlir::Type element,
+                                          const llvm::Twine &what);
+
 //===----------------------------------------------------------------------===//
 // Parts of compositions: each returns null after an error at the node
 // (already reported), and takes a null operand for such an error.

@@ -46,6 +46,7 @@
 #include <queue>
 #include <set>
 #include <exception>
+#include <limits>
 
 using namespace mlir;
 using ampc::detail::convertTensor;
@@ -72,7 +73,7 @@ namespace {
 using RuleFn = FailureOr<Outputs> (*)(NodeContext &);
 
 /// Attribute kinds as ONNX's AttributeProto names them.
-enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+using AttrKind = ampc::OnnxAttributeKind;
 
 struct AttrSpec {
   const char *name;
@@ -1099,10 +1100,21 @@ resolvePads(NodeContext &nc, ArrayRef<int64_t> spatial, ArrayRef<int64_t> kernel
       (void)nc.error("'strides' values must be >= 1");
       return failure();
     }
-    int64_t out = (spatial[i] + strides[i] - 1) / strides[i];
-    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - spatial[i]);
-    int64_t small = total / 2, large = total - small;
+    // In 128 bits: kernel, strides and dilations are the model's numbers
+    // (a dilation of 2^62 over a kernel of 3 passes 2^63).
+    using Wide = __int128;
+    Wide out = (Wide(spatial[i]) + strides[i] - 1) / strides[i];
+    Wide span = (Wide(kernel[i]) - 1) * dilations[i] + 1;
+    Wide total = std::max<Wide>(0, (out - 1) * strides[i] + span - spatial[i]);
+    if (total > std::numeric_limits<int64_t>::max()) {
+      (void)nc.error("auto_pad '" + autoPad + "': the padding of spatial dim " +
+                     Twine(i) + " (kernel " + Twine(kernel[i]) +
+                     ", stride " + Twine(strides[i]) + ", dilation " +
+                     Twine(dilations[i]) + ") does not fit in int64");
+      return failure();
+    }
+    int64_t small = static_cast<int64_t>(total / 2),
+            large = static_cast<int64_t>(total) - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
     pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
   }
@@ -1465,6 +1477,25 @@ FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
   return nc.build("ampc.constant", {}, {nc.b.getNamedAttr("value", value)});
 }
 
+LogicalResult checkComputedConstant(NodeContext &nc, ArrayRef<int64_t> shape,
+                                    Type element, const Twine &what) {
+  std::optional<int64_t> count = ampc::checkedProduct(shape);
+  if (!count)
+    return nc.error(what + ": a constant of shape " + formatDims(shape) +
+                    ", more than 2^63 elements");
+  if (*count > kMaxComputedElements)
+    return nc.error(what + ": a constant of " + Twine(*count) +
+                    " elements, more than the 2^24 (" +
+                    Twine(kMaxComputedElements) +
+                    ") that ampc computes at import");
+  if (std::string problem = ampc::checkTensorSize(
+          RankedTensorType::get(shape, element), nc.importer.maxTensorBytes());
+      !problem.empty())
+    return nc.error(what + ": the constant " + problem +
+                    " (--max-tensor-bytes)");
+  return success();
+}
+
 } // namespace ampc::detail
 
 namespace {
@@ -1474,6 +1505,10 @@ namespace {
 /// that a huge matrix costs no huge constant at import).
 Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols) {
   auto indices = [&](int64_t n, ArrayRef<int64_t> shape) -> Value {
+    if (failed(checkComputedConstant(nc, shape, nc.b.getI64Type(),
+                                     "an index vector of " + Twine(n) +
+                                         " elements")))
+      return Value();
     SmallVector<int64_t> values(n);
     for (int64_t i = 0; i < n; ++i)
       values[i] = i;
@@ -1492,6 +1527,17 @@ Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols) {
 /// of `n` elements, shaped `shape` (n elements in all).
 Value indexVector(NodeContext &nc, int64_t n, ArrayRef<int64_t> shape,
                   Type element, int64_t step = 1) {
+  if (failed(checkComputedConstant(nc, shape, element,
+                                   "an index vector of " + Twine(n) +
+                                       " elements")))
+    return Value();
+  // The last value must fit too (a step of 2^62 over 4 elements wraps).
+  int64_t last;
+  if (n > 0 && llvm::MulOverflow(n - 1, step, last)) {
+    (void)nc.error("an index vector of " + Twine(n) + " elements in steps of " +
+                   Twine(step) + " goes past 2^63");
+    return Value();
+  }
   auto type = RankedTensorType::get(shape, element);
   DenseElementsAttr value;
   if (isa<FloatType>(element)) {
@@ -1832,9 +1878,14 @@ FailureOr<Outputs> importTrilu(NodeContext &nc) {
     k = (*kv)[0];
   }
   bool upper = nc.getInt("upper", 1) != 0;
-  Value offsets = diagonalOffsets(nc, in.getDimSize(in.getRank() - 2),
-                                  in.getDimSize(in.getRank() - 1));
-  Value kValue = scalarOf(nc, nc.b.getI64Type(), static_cast<double>(k));
+  int64_t rows = in.getDimSize(in.getRank() - 2),
+          cols = in.getDimSize(in.getRank() - 1);
+  Value offsets = diagonalOffsets(nc, rows, cols);
+  // column - row lies in [1 - rows, cols - 1]: k clamped to [-rows, cols]
+  // compares alike, and is exact as the double scalarOf takes (INT64_MAX
+  // is not: it became INT64_MIN, and an upper Trilu kept everything).
+  Value kValue = scalarOf(nc, nc.b.getI64Type(),
+                          static_cast<double>(std::clamp(k, -rows, cols)));
   Value zero = scalarOf(nc, in.getElementType(), 0);
   if (!offsets || !kValue || !zero)
     return failure();
@@ -1938,29 +1989,45 @@ FailureOr<Outputs> importDepthSpace(NodeContext &nc, bool toSpace) {
     return nc.error("needs an NCHW tensor of rank 4");
   int64_t b = nc.getInt("blocksize", 0);
   if (b <= 0)
-    return nc.error("'blocksize' must be positive");
+    return nc.error("'blocksize' must be positive, got " + Twine(b));
   int64_t n = in.getDimSize(0), c = in.getDimSize(1), h = in.getDimSize(2),
           w = in.getDimSize(3);
+  // blocksize^2 and the dimensions it multiplies are checked: a blocksize
+  // of 2^32 squared wraps to 0 (and divided by it).
+  int64_t bb;
+  if (llvm::MulOverflow(b, b, bb))
+    return nc.error("'blocksize' " + Twine(b) + " squared does not fit in "
+                    "int64");
   SmallVector<int64_t> first, perm, last;
   if (toSpace) {
-    if (c % (b * b))
+    int64_t hb, wb;
+    if (c % bb)
       return nc.error("channels " + Twine(c) + " are not a multiple of " +
-                      Twine(b * b));
+                      Twine(bb) + " ('blocksize' " + Twine(b) + " squared)");
+    if (llvm::MulOverflow(h, b, hb) || llvm::MulOverflow(w, b, wb))
+      return nc.error("height " + Twine(h) + " and width " + Twine(w) +
+                      " times 'blocksize' " + Twine(b) +
+                      " do not fit in int64");
     bool crd = nc.getString("mode", "DCR") == "CRD";
     if (crd) {
-      first = {n, c / (b * b), b, b, h, w};
+      first = {n, c / bb, b, b, h, w};
       perm = {0, 1, 4, 2, 5, 3};
     } else {
-      first = {n, b, b, c / (b * b), h, w};
+      first = {n, b, b, c / bb, h, w};
       perm = {0, 3, 4, 1, 5, 2};
     }
-    last = {n, c / (b * b), h * b, w * b};
+    last = {n, c / bb, hb, wb};
   } else {
+    int64_t cbb;
     if (h % b || w % b)
-      return nc.error("height and width must be multiples of " + Twine(b));
+      return nc.error("height " + Twine(h) + " and width " + Twine(w) +
+                      " must be multiples of 'blocksize' " + Twine(b));
+    if (llvm::MulOverflow(c, bb, cbb))
+      return nc.error("channels " + Twine(c) + " times 'blocksize' " +
+                      Twine(b) + " squared do not fit in int64");
     first = {n, c, h / b, b, w / b, b};
     perm = {0, 3, 5, 1, 2, 4};
-    last = {n, c * b * b, h / b, w / b};
+    last = {n, cbb, h / b, w / b};
   }
   Value v = reshaped(nc, nc.input(0), first);
   if (v)
@@ -1981,6 +2048,10 @@ FailureOr<Outputs> importSpaceToDepth(NodeContext &nc) {
 /// An int64 constant of `shape` holding `values`.
 Value indexConstant(NodeContext &nc, ArrayRef<int64_t> values,
                     ArrayRef<int64_t> shape) {
+  if (failed(checkComputedConstant(nc, shape, nc.b.getI64Type(),
+                                   "an index constant of " +
+                                       Twine(values.size()) + " elements")))
+    return Value();
   auto type = RankedTensorType::get(shape, nc.b.getI64Type());
   FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, values));
   return failed(c) ? Value() : (*c)[0];
@@ -1990,6 +2061,10 @@ Value indexConstant(NodeContext &nc, ArrayRef<int64_t> values,
 /// double to the element type).
 Value floatConstant(NodeContext &nc, Type element, ArrayRef<double> values,
                     ArrayRef<int64_t> shape) {
+  if (failed(checkComputedConstant(nc, shape, element,
+                                   "a weight constant of " +
+                                       Twine(values.size()) + " elements")))
+    return Value();
   SmallVector<Attribute> attrs;
   for (double v : values)
     attrs.push_back(nc.b.getFloatAttr(element, v));
@@ -2026,7 +2101,7 @@ Value gatherAlong(NodeContext &nc, Value v, int64_t axis,
 /// The largest output (or padded) size along one axis that Resize,
 /// Upsample and ConvTranspose accept: their index and weight vectors are
 /// constants of that many elements built at import.
-constexpr int64_t kMaxComposedAxis = int64_t(1) << 24;
+constexpr int64_t kMaxComposedAxis = kMaxComputedElements;
 
 /// One resized axis: its input and output sizes, the scale, and the crop
 /// of tf_crop_and_resize (roi, as fractions of the input).
@@ -2621,8 +2696,11 @@ FailureOr<Outputs> importEyeLike(NodeContext &nc) {
                       onnxTypeName(nc.getInt("dtype", 1)));
   }
   Value offsets = diagonalOffsets(nc, in.getDimSize(0), in.getDimSize(1));
-  Value kValue =
-      scalarOf(nc, nc.b.getI64Type(), static_cast<double>(nc.getInt("k", 0)));
+  // Clamped as Trilu's k (column - row lies in [1 - rows, cols - 1]).
+  Value kValue = scalarOf(
+      nc, nc.b.getI64Type(),
+      static_cast<double>(std::clamp<int64_t>(
+          nc.getInt("k", 0), -in.getDimSize(0), in.getDimSize(1))));
   if (!offsets || !kValue)
     return failure();
   Value mask = part(nc, "ampc.equal", {offsets, kValue});
@@ -2656,7 +2734,7 @@ FailureOr<Outputs> importWindow(NodeContext &nc, double a0, double a1,
       !problem.empty())
     return nc.error("the window " + problem + " (--max-tensor-bytes)");
   // Computed here, element by element: at most 2^24 (as Range).
-  constexpr int64_t kMaxWindow = int64_t(1) << 24;
+  constexpr int64_t kMaxWindow = kMaxComputedElements;
   if (n > kMaxWindow)
     return nc.error("a window of " + Twine(n) + " values: at most 2^24");
   double period = static_cast<double>(nc.getInt("periodic", 1) ? n : n - 1);
@@ -2715,13 +2793,19 @@ FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
                     " values and 'pads' " + Twine(2 * spatial));
   SmallVector<int64_t> shape(xt.getShape());
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t d;
-    if (llvm::MulOverflow(shape[2 + i] - 1, strides[i], d) ||
-        llvm::AddOverflow(d, (*kernel)[i] - pads[i] - pads[spatial + i], d) ||
-        d <= 0 || strides[i] <= 0 || (*kernel)[i] <= 0)
-      return nc.error("spatial axis " + Twine(i) +
-                      " has no positive unpooled size");
-    shape[2 + i] = d;
+    // (in - 1) stride + kernel - pad begin - pad end, in 128 bits: each
+    // term is the model's (pads of INT64_MIN passed 2^63).
+    __int128 d = (__int128(shape[2 + i]) - 1) * strides[i] + (*kernel)[i] -
+                 pads[i] - pads[spatial + i];
+    if (d <= 0 || d > std::numeric_limits<int64_t>::max() ||
+        strides[i] <= 0 || (*kernel)[i] <= 0)
+      return nc.error("spatial axis " + Twine(i) + ": the unpooled size "
+                      "(in - 1) * stride + kernel - pads must be between 1 "
+                      "and 2^63 - 1 (stride " + Twine(strides[i]) +
+                      ", kernel " + Twine((*kernel)[i]) + ", pads " +
+                      Twine(pads[i]) + " and " + Twine(pads[spatial + i]) +
+                      ")");
+    shape[2 + i] = static_cast<int64_t>(d);
   }
   SmallVector<int64_t> outShape = shape;
   if (nc.input(2)) {
@@ -2780,8 +2864,12 @@ FailureOr<Outputs> importMaxUnpool(NodeContext &nc) {
 
 /// A 1-D int64 constant holding `values`.
 Value indexVector(NodeContext &nc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
-                                    nc.b.getI64Type());
+  int64_t n = static_cast<int64_t>(values.size());
+  if (failed(checkComputedConstant(nc, {n}, nc.b.getI64Type(),
+                                   "an index vector of " + Twine(n) +
+                                       " elements")))
+    return Value();
+  auto type = RankedTensorType::get({n}, nc.b.getI64Type());
   FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, values));
   return failed(c) ? Value() : (*c)[0];
 }
@@ -2802,7 +2890,7 @@ int64_t padSource(StringRef mode, int64_t i, int64_t dim) {
 
 /// The longest axis Pad's reflect, edge and wrap modes build an index
 /// vector for.
-constexpr int64_t kMaxPadIndexVector = int64_t(1) << 24;
+constexpr int64_t kMaxPadIndexVector = kMaxComputedElements;
 
 /// Pad (opsets 2-21; modes constant, reflect, edge and wrap; `axes` from
 /// opset 18). Negative pads crop first (a Slice); then each padded axis in
@@ -3691,16 +3779,16 @@ FailureOr<Outputs> importOneHot(NodeContext &nc) {
   unsqueezed.insert(unsqueezed.begin() + *axis, 1);
   std::string problem =
       ampc::checkTensorSize(valuesType.clone(shape), nc.importer.maxTensorBytes());
-  if (problem.empty())
-    problem = ampc::checkTensorSize(
-        RankedTensorType::get({depth}, nc.b.getI64Type()),
-        nc.importer.maxTensorBytes());
   if (!problem.empty())
     return nc.error("depth " + Twine(depth) + ": " + problem +
                     " (--max-tensor-bytes)");
   Type compare = isa<FloatType>(in.getElementType())
                      ? Type(nc.b.getF64Type())
                      : Type(nc.b.getI64Type());
+  // The index vector 0 .. depth - 1 is a constant made here.
+  if (failed(checkComputedConstant(nc, {depth}, compare,
+                                   "depth " + Twine(depth))))
+    return failure();
   Value wide = part(nc, "ampc.cast", indices, {}, in.clone(compare));
   Value zero = scalarOf(nc, compare, 0);
   Value depthScalar = scalarOf(nc, compare, static_cast<double>(depth));
@@ -4182,9 +4270,19 @@ FailureOr<Outputs> importRange(NodeContext &nc) {
   auto scalar = [](DenseElementsAttr a) -> Attribute {
     return *a.getValues<Attribute>().begin();
   };
-  SmallVector<Attribute> values;
+  // The values are written as raw data: an Attribute per element would
+  // intern up to 2^24 of them in the context.
   int64_t count = 0;
-  constexpr int64_t kMaxRange = int64_t(1) << 24;
+  constexpr int64_t kMaxRange = kMaxComputedElements;
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() < 8 ||
+      element.getIntOrFloatBitWidth() % 8)
+    return nc.error("start, limit and delta must be integers or floats");
+  unsigned width = element.getIntOrFloatBitWidth() / 8;
+  std::vector<char> raw;
+  auto append = [&](const APInt &bits) {
+    for (unsigned byte = 0; byte < width; ++byte)
+      raw.push_back(static_cast<char>(bits.extractBitsAsZExtValue(8, 8 * byte)));
+  };
   if (auto ft = dyn_cast<FloatType>(element)) {
     auto compute = [&](auto s, auto l, auto d) -> LogicalResult {
       if (d == 0)
@@ -4192,10 +4290,14 @@ FailureOr<Outputs> importRange(NodeContext &nc) {
       auto c = std::ceil((l - s) / d);
       if (!(c <= kMaxRange))
         return nc.error("range is too large or not finite");
-      count = std::max<int64_t>(0, static_cast<int64_t>(c));
-      for (int64_t i = 0; i < count; ++i)
-        values.push_back(FloatAttr::get(ft, static_cast<double>(
-                                                s + static_cast<decltype(s)>(i) * d)));
+      count = c > 0 ? static_cast<int64_t>(c) : 0;
+      raw.reserve(count * width);
+      for (int64_t i = 0; i < count; ++i) {
+        APFloat v(static_cast<double>(s + static_cast<decltype(s)>(i) * d));
+        bool lost;
+        v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        append(v.bitcastToAPInt());
+      }
       return success();
     };
     double s = cast<FloatAttr>(scalar(*start)).getValueAsDouble();
@@ -4206,22 +4308,30 @@ FailureOr<Outputs> importRange(NodeContext &nc) {
     if (failed(ok))
       return failure();
   } else {
-    int64_t s = cast<IntegerAttr>(scalar(*start)).getInt();
-    int64_t l = cast<IntegerAttr>(scalar(*limit)).getInt();
-    int64_t d = cast<IntegerAttr>(scalar(*delta)).getInt();
+    bool isSigned = !element.isUnsignedInteger();
+    auto valueOf = [&](DenseElementsAttr a) -> __int128 {
+      APInt v = cast<IntegerAttr>(scalar(a)).getValue();
+      return isSigned ? static_cast<__int128>(v.getSExtValue())
+                      : static_cast<__int128>(v.getZExtValue());
+    };
+    __int128 s = valueOf(*start), l = valueOf(*limit), d = valueOf(*delta);
     if (d == 0)
       return nc.error("delta must not be 0");
-    __int128 span = static_cast<__int128>(l) - s;
+    __int128 span = l - s;
     __int128 c = span / d + ((span % d != 0) && ((span > 0) == (d > 0)));
     if (c > kMaxRange)
       return nc.error("range of more than " + Twine(kMaxRange) +
                       " elements is too large");
-    count = std::max<int64_t>(0, static_cast<int64_t>(c));
+    count = c > 0 ? static_cast<int64_t>(c) : 0;
+    raw.reserve(count * width);
+    // Every value lies between start and limit, so it fits the type; the
+    // product is taken in 128 bits (i * delta alone can pass 2^63).
     for (int64_t i = 0; i < count; ++i)
-      values.push_back(IntegerAttr::get(element, s + i * d));
+      append(APInt(8 * width, static_cast<uint64_t>(s + i * d),
+                   /*isSigned=*/false, /*implicitTrunc=*/true));
   }
-  return constant(nc, DenseElementsAttr::get(
-                          RankedTensorType::get({count}, element), values));
+  return constant(nc, DenseElementsAttr::getFromRawBuffer(
+                          RankedTensorType::get({count}, element), raw));
 }
 
 FailureOr<Outputs> importConstant(NodeContext &nc) {
@@ -4783,8 +4893,12 @@ llvm::ArrayRef<int> ampc::compileTimeInputs(StringRef opType) {
 
 std::vector<ampc::SupportedOp> ampc::supportedOnnxOpTable() {
   std::vector<SupportedOp> table;
-  for (const OpRule &r : rules())
-    table.push_back({r.opType, r.ampcOp, r.minOpset});
+  for (const OpRule &r : rules()) {
+    std::vector<SupportedAttribute> attributes;
+    for (const AttrSpec &a : r.attrs)
+      attributes.push_back({a.name, a.kind});
+    table.push_back({r.opType, r.ampcOp, r.minOpset, std::move(attributes)});
+  }
   llvm::sort(table, [](const SupportedOp &a, const SupportedOp &b) {
     return a.onnxOp < b.onnxOp;
   });

@@ -13,6 +13,8 @@
 
 #include "ImportRules.h"
 
+#include "ampc/Dialect/TensorSize.h"
+
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -332,6 +334,9 @@ State cell(NodeContext &nc, const Recurrence &rec, const Direction &d, Value x,
 
 constexpr int kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
 
+/// The longest sequence the cells are unrolled over (X's seq_length).
+constexpr int64_t kMaxRecurrentSteps = int64_t(1) << 16;
+
 /// Checks that input `i` (if present) is `shape` of the node's element
 /// type; `what` names its dimensions.
 LogicalResult checkInput(NodeContext &nc, size_t i, StringRef name,
@@ -402,8 +407,18 @@ FailureOr<Outputs> importRecurrent(NodeContext &nc, const CellSpec &spec) {
       nc.attr("hidden_size") ? nc.getInt("hidden_size", 0) : rt.getDimSize(2);
   if (hidden <= 0)
     return nc.error("'hidden_size' must be positive, got " + Twine(hidden));
+  // Every state tensor has hidden_size elements per row, so it is at most
+  // kMaxTensorBytes; the products with the gate count below then fit.
+  if (hidden > ampc::kMaxTensorBytes)
+    return nc.error("'hidden_size' " + Twine(hidden) +
+                    " is larger than any tensor ampc makes (2^48 bytes)");
   if (steps == 0 || batch == 0)
     return nc.error("X has no steps or no batch: " + formatDims(xt.getShape()));
+  // The cell is unrolled, some twenty ops a step: an X of a few hundred MB
+  // with 2^27 steps would take hours and hundreds of GB to import.
+  if (steps > kMaxRecurrentSteps)
+    return nc.error("seq_length " + Twine(steps) + ": ampc unrolls at most " +
+                    Twine(kMaxRecurrentSteps) + " (2^16) steps");
   std::string gh = g == 1 ? "hidden_size" : Twine(g).str() + " hidden_size";
   SmallVector<int64_t> stateShape =
       layout ? SmallVector<int64_t>{batch, dirs, hidden}

@@ -71,11 +71,19 @@ importOnnxBuffer(mlir::MLIRContext &context, llvm::StringRef contents,
 
 /// The ONNX op types the importer understands, sorted.
 llvm::SmallVector<llvm::StringRef> supportedOnnxOps();
-/// Each supported ONNX op type with the ampc op that computes it and the
-/// lowest opset the importer reads directly (older ones are converted).
+/// The kinds of ONNX attributes (AttributeProto's INT, FLOAT, ...).
+enum class OnnxAttributeKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+struct SupportedAttribute {
+  llvm::StringRef name;
+  OnnxAttributeKind kind;
+};
+/// Each supported ONNX op type with the ampc op that computes it, the
+/// lowest opset the importer reads directly (older ones are converted) and
+/// the attributes it reads (any other is refused).
 struct SupportedOp {
   llvm::StringRef onnxOp, ampcOp;
   int64_t minOpset;
+  std::vector<SupportedAttribute> attributes;
 };
 std::vector<SupportedOp> supportedOnnxOpTable();
 
