@@ -26,6 +26,9 @@
 // reports an error (a failure without one stops the run). An error
 // diagnostic for a model the pipeline refuses is not a finding.
 //
+// AMPC_FUZZ_VERBOSE=1 prints how far each input went: refused by the
+// importer or by a pass (named), or each emitter's source written.
+//
 // Tensors are limited to 16 MiB (--max-tensor-bytes) for the import and
 // the memory plan. The MLIRContext is made again every 200 inputs.
 //
@@ -89,7 +92,12 @@ unsigned take(uint64_t &bits, unsigned n) {
   return choice;
 }
 
-/// Stops the run when the IR a pass left does not verify.
+/// AMPC_FUZZ_VERBOSE=1: say how far each input went (reproductions, and
+/// how many seeds reach the emitters).
+bool verbose = false;
+
+/// Stops the run when the IR a pass left does not verify; notes the pass
+/// that refused the module.
 struct VerifyAfterEachPass : public mlir::PassInstrumentation {
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
     if (mlir::succeeded(mlir::verify(op)))
@@ -97,6 +105,11 @@ struct VerifyAfterEachPass : public mlir::PassInstrumentation {
     std::fprintf(stderr, "the IR does not verify after %s\n",
                  pass->getArgument().str().c_str());
     std::abort();
+  }
+  void runAfterPassFailed(mlir::Pass *pass, mlir::Operation *) override {
+    if (verbose)
+      std::fprintf(stderr, "fuzz: refused by %s\n",
+                   pass->getArgument().str().c_str());
   }
 };
 
@@ -175,6 +188,9 @@ void emitFor(mlir::ModuleOp module, ampc::PipelineOptions options, bool cuda,
   mlir::LogicalResult emitted =
       cuda ? ampc::emitCudaSource(*copy, library, os, parameters)
            : ampc::emitCpuSource(*copy, library, os, parameters);
+  if (verbose)
+    std::fprintf(stderr, "fuzz: %s emitter: %s\n", cuda ? "CUDA" : "CPU",
+                 mlir::succeeded(emitted) ? "written" : "refused");
   if (mlir::failed(emitted) && errors == before) {
     std::fprintf(stderr, "the %s emitter failed without an error message\n",
                  cuda ? "CUDA" : "CPU");
@@ -191,6 +207,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     std::exit(1);
   }
   emptyFolder = folder.str().str();
+  verbose = std::getenv("AMPC_FUZZ_VERBOSE") != nullptr;
   return 0;
 }
 
@@ -198,8 +215,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext &ctx = freshEnoughContext();
   unsigned errors = 0;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
       ++errors;
+      if (verbose)
+        std::fprintf(stderr, "fuzz: error: %s\n", d.str().c_str());
+    }
     return mlir::success();
   });
 
@@ -230,6 +250,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::abort();
   }
 
+  if (verbose)
+    std::fprintf(stderr,
+                 "fuzz: --precision=%s --loss=%s --optimizer=%s%s "
+                 "--accumulate=%lld%s%s%s; inputs promoted: %s\n",
+                 flags.precision.c_str(), flags.loss.c_str(),
+                 flags.optimizer.c_str(),
+                 flags.momentum != 0 ? " --momentum=0.9" : "",
+                 static_cast<long long>(flags.accumulate),
+                 flags.clipGradNorm != 0 ? " --clip-grad-norm=1" : "",
+                 flags.inferTrainingMode ? " --infer-training-mode" : "",
+                 batch ? " --batch=2" : "",
+                 promote == 0 ? "none" : promote == 1 ? "all" : "all but the first");
+
   ampc::ImportOptions import;
   import.maxTensorBytes = flags.maxTensorBytes;
   // A symbolic batch needs --batch; a static one refuses it.
@@ -239,8 +272,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef contents(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       ampc::importOnnxBuffer(ctx, contents, "fuzz.onnx", emptyFolder, import);
-  if (!module)
+  if (!module) {
+    if (verbose)
+      std::fprintf(stderr, "fuzz: refused by the importer\n");
     return 0;
+  }
   promoteInputs(*module, promote);
   if (mlir::failed(mlir::verify(*module))) {
     std::fprintf(stderr, "the module does not verify after the inputs "
