@@ -40,7 +40,7 @@ demo: build
 # First, that every test in the tree is built and run (a unit-test source
 # missing from unittests/CMakeLists.txt, a RUN file lit does not pick up);
 # then lit prints its pass/fail counts, GoogleTest its own; then the
-# sanitized build runs part of both and a minute of fuzzing
+# sanitized build runs part of both and 84 s of fuzzing
 # (docs/testing.md); any failing fails.
 check: build
 	scripts/check-tests-built --unittests unittests --lit-suite $(BUILD)/test --tests test

@@ -3,10 +3,14 @@
 // Each function is walked backwards; an elementwise op that no group holds
 // yet starts one, and producers join while they qualify (Passes.td,
 // FusePass). A group of two or more ops becomes one ampc.fusion at the
-// position of its last op.
+// position of its last op. A producer that reads a parameter or state in
+// place joins only when no store to it lies between the producer and that
+// position: moved there, it would read the stored value (the emitters
+// refuse such a step).
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +35,39 @@ ArrayRef<int64_t> shapeOf(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
 }
 
+/// The parameter or state `v` reads in place (a load, or a view of one),
+/// or null.
+StringAttr storageSymbol(Value v) {
+  while (auto r = dyn_cast<OpResult>(v)) {
+    Operation *op = r.getOwner();
+    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
+      return load.getParameterAttr().getAttr();
+    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
+      return load.getStateAttr().getAttr();
+    if (!ampc::isViewResult(op, r.getResultNumber()))
+      return {};
+    v = op->getOperand(0);
+  }
+  return {};
+}
+
+/// Whether a store after `producer` and before `root` writes what
+/// `producer` reads in place.
+bool storedBefore(Operation *producer, Operation *root) {
+  SmallVector<StringAttr> read;
+  for (Value operand : producer->getOperands())
+    if (StringAttr symbol = storageSymbol(operand))
+      read.push_back(symbol);
+  if (read.empty())
+    return false;
+  for (Operation *op = producer->getNextNode(); op && op != root;
+       op = op->getNextNode())
+    if (auto store = dyn_cast<ampc::StoreOp>(op);
+        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
+      return true;
+  return false;
+}
+
 /// The group rooted at `root`: root plus every producer that qualifies,
 /// grown to a fixed point (a producer whose users are not all in the group
 /// yet may qualify once they are).
@@ -46,7 +83,7 @@ llvm::SetVector<Operation *> growGroup(Operation *root,
         Operation *producer = operand.getDefiningOp();
         if (!producer || group.contains(producer) || taken.contains(producer) ||
             producer->getBlock() != root->getBlock() || !isFusible(producer) ||
-            shapeOf(producer) != shapeOf(root))
+            shapeOf(producer) != shapeOf(root) || storedBefore(producer, root))
           continue;
         if (!llvm::all_of(producer->getUsers(), [&](Operation *user) {
               return group.contains(user);

@@ -93,3 +93,41 @@ func.func @diamond(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> tensor<4x4xf32> 
   %w = ampc.where %e, %r, %s : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %w : tensor<4x4xf32>
 }
+
+// -----
+
+// A producer that reads a parameter in place does not move past a store to
+// it: the gradient mask of @b reads @a, and @a is stored before the mask's
+// consumer (Min's backward under --accumulate=2; ampc-fuzz-pipeline found
+// it, and the emitters refused the step: "reads 'a' after the step stored
+// it"). The mask stays before the store; where and add still fuse. The
+// mask that reads @c, stored only after its group, joins it.
+// CHECK-LABEL: func.func @no_read_past_store
+// CHECK: %[[A:.+]] = ampc.load_parameter @a
+// CHECK: %[[C:.+]] = ampc.load_parameter @c
+// CHECK-NEXT: %[[M:.+]] = ampc.less %{{.+}}, %[[A]]
+// CHECK-NEXT: ampc.store @a
+// CHECK-NEXT: ampc.fusion(%[[M]], %{{.+}}) :
+// CHECK-NOT: ampc.less
+// CHECK: ampc.store @b
+// CHECK-NEXT: %[[F:.+]] = ampc.fusion(%[[C]], %{{.+}}) :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ampc.less
+// CHECK: ampc.store @c, %[[F]]
+ampc.parameter @a : tensor<3xf32> = dense<1.0> : tensor<3xf32>
+ampc.parameter @b : tensor<3xf32> = dense<2.0> : tensor<3xf32>
+ampc.parameter @c : tensor<3xf32> = dense<3.0> : tensor<3xf32>
+func.func @no_read_past_store(%g: tensor<3xf32>, %h: tensor<3xf32>) {
+  %a = ampc.load_parameter @a : tensor<3xf32>
+  %b = ampc.load_parameter @b : tensor<3xf32>
+  %c = ampc.load_parameter @c : tensor<3xf32>
+  %mask = ampc.less %b, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  ampc.store @a, %g : tensor<3xf32>
+  %picked = ampc.where %mask, %g, %h : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %sum = ampc.add %picked, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  ampc.store @b, %sum : tensor<3xf32>
+  %mask2 = ampc.less %c, %h : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  %picked2 = ampc.where %mask2, %g, %h : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  ampc.store @c, %picked2 : tensor<3xf32>
+  return
+}

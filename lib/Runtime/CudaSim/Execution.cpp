@@ -18,6 +18,31 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
+// AddressSanitizer checks each access against the stack it believes it is
+// on; every switch between fibers tells it which stack comes next
+// (otherwise a throw or a fiber's frames on a reused stack look like
+// errors). The macros are no-ops in a build without ASan.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AMPC_SIM_ASAN 1
+#endif
+#endif
+#if !defined(AMPC_SIM_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define AMPC_SIM_ASAN 1
+#endif
+#ifdef AMPC_SIM_ASAN
+#include <sanitizer/common_interface_defs.h>
+#define AMPC_SIM_START_SWITCH(fakeStack, bottom, size)                        \
+  __sanitizer_start_switch_fiber(fakeStack, bottom, size)
+#define AMPC_SIM_FINISH_SWITCH(fakeStack, bottom, size)                       \
+  __sanitizer_finish_switch_fiber(fakeStack, bottom, size)
+#else
+#define AMPC_SIM_START_SWITCH(fakeStack, bottom, size)                        \
+  ((void)(fakeStack), (void)(bottom), (void)(size))
+#define AMPC_SIM_FINISH_SWITCH(fakeStack, bottom, size)                       \
+  ((void)(fakeStack), (void)(bottom), (void)(size))
+#endif
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -66,11 +91,6 @@ private:
 };
 StackPool pool;
 
-struct PooledStack {
-  ctx::stack_context allocate() { return pool.allocate(); }
-  void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
-};
-
 enum class State { Runnable, AtBarrier, AtWarp, Done };
 
 struct Thread {
@@ -82,6 +102,24 @@ struct Thread {
   const char *op = nullptr;
   uint64_t value = 0;
   uint64_t lanes[32] = {};
+  /// The kernel failed: the thread unwinds (throws Abandon) when resumed.
+  bool abandon = false;
+  /// For ASan: the fiber's stack, the stack of the scheduler that resumes
+  /// it, and the thread's fake stack while it is suspended.
+  ctx::stack_context stack{};
+  const void *schedulerBottom = nullptr;
+  size_t schedulerSize = 0;
+  void *fakeStack = nullptr;
+};
+
+/// Takes a stack from the pool and tells its thread where it is.
+struct PooledStack {
+  Thread *owner;
+  ctx::stack_context allocate() {
+    owner->stack = pool.allocate();
+    return owner->stack;
+  }
+  void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
 };
 
 /// The block being run, and the thread of it that runs now.
@@ -93,15 +131,29 @@ struct Block {
 Block *block = nullptr;
 const char *runningKernel = nullptr;
 
+/// Unwinds a thread's fiber when the kernel is abandoned.
+struct Abandon {};
+
 /// Suspends the running thread until the scheduler resumes it.
 void suspend(State state) {
   Thread &t = *block->running;
   t.state = state;
+  AMPC_SIM_START_SWITCH(&t.fakeStack, t.schedulerBottom, t.schedulerSize);
   t.scheduler = std::move(t.scheduler).resume();
+  AMPC_SIM_FINISH_SWITCH(t.fakeStack, &t.schedulerBottom, &t.schedulerSize);
+  if (t.abandon)
+    throw Abandon{};
 }
 
-/// Unwinds a thread's fiber when the kernel is abandoned.
-struct Abandon {};
+/// Runs thread `t` until it suspends or returns.
+void resume(Thread &t) {
+  void *fakeStack = nullptr;
+  AMPC_SIM_START_SWITCH(&fakeStack,
+                        static_cast<char *>(t.stack.sp) - t.stack.size,
+                        t.stack.size);
+  t.fiber = std::move(t.fiber).resume();
+  AMPC_SIM_FINISH_SWITCH(fakeStack, nullptr, nullptr);
+}
 
 // A fault inside a kernel: say which kernel, then die as the process would.
 void onFault(int signal, siginfo_t *info, void *) {
@@ -234,13 +286,23 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
     t.index.gridDim = grid;
     t.index.lane = i % 32;
     Thread *self = &t;
-    t.fiber = ctx::fiber(std::allocator_arg, PooledStack(),
-                         [self, body, arguments](ctx::fiber &&scheduler) {
-                           self->scheduler = std::move(scheduler);
-                           body(arguments);
-                           self->state = State::Done;
-                           return std::move(self->scheduler);
-                         });
+    t.fiber = ctx::fiber(
+        std::allocator_arg, PooledStack{self},
+        [self, body, arguments](ctx::fiber &&scheduler) {
+          AMPC_SIM_FINISH_SWITCH(nullptr, &self->schedulerBottom,
+                                 &self->schedulerSize);
+          self->scheduler = std::move(scheduler);
+          try {
+            if (!self->abandon)
+              body(arguments);
+          } catch (Abandon &) {
+          }
+          self->state = State::Done;
+          // Leaves the fiber for good: ASan drops its fake stack.
+          AMPC_SIM_START_SWITCH(nullptr, self->schedulerBottom,
+                                self->schedulerSize);
+          return std::move(self->scheduler);
+        });
   }
   Block *outer = block;
   block = &b;
@@ -252,7 +314,7 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
         continue;
       b.running = &t;
       current = &t.index;
-      t.fiber = std::move(t.fiber).resume();
+      resume(t);
       if (!b.error.empty())
         break;
     }
@@ -272,7 +334,14 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
   current = nullptr;
   if (!b.error.empty()) {
     std::string message = std::string("kernel ") + name + ": " + b.error;
-    b.threads.clear(); // unwinds the suspended fibers
+    // Each thread not done unwinds its fiber (one that never ran returns
+    // at once), switching stacks as a resume does.
+    for (Thread &t : b.threads)
+      if (t.state != State::Done) {
+        t.abandon = true;
+        resume(t);
+      }
+    b.threads.clear();
     return fail(cudaErrorLaunchFailure, message);
   }
   return cudaSuccess;
