@@ -39,11 +39,13 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -141,13 +143,24 @@ std::string blake3Hex(StringRef bytes) {
   return toHex(BLAKE3::hash(arrayRefFromStringRef(bytes)), /*LowerCase=*/true);
 }
 
-/// An entry's name: 128 bits of the BLAKE3 of its key.
+/// An entry's name: 128 bits of the BLAKE3 of its key (a cryptographic
+/// hash: a model's text, which someone else may write, is part of the key).
 std::string entryName(StringRef key) {
   return toHex(BLAKE3::hash<16>(arrayRefFromStringRef(key)),
                /*LowerCase=*/true);
 }
 
-/// The BLAKE3 of the bytes of `path`; nullopt when it cannot be read.
+/// The checksum of a file's bytes (XXH3, 128 bits: it tells a changed or
+/// damaged file from the one recorded; who could forge one, by writing the
+/// cache or the headers, is kept out by the folder's checks or could
+/// change the code anyway), as hex.
+std::string checksum(StringRef bytes) {
+  XXH128_hash_t h = xxh3_128bits(arrayRefFromStringRef(bytes));
+  return utohexstr(h.high64, /*LowerCase=*/true, /*Width=*/16) +
+         utohexstr(h.low64, /*LowerCase=*/true, /*Width=*/16);
+}
+
+/// The checksum of the bytes of `path`; nullopt when it cannot be read.
 /// With `remember` (headers: several pieces and the precompiled header
 /// read the same ones) each path is read once per process.
 std::optional<std::string> fileHash(StringRef path, bool remember) {
@@ -158,11 +171,14 @@ std::optional<std::string> fileHash(StringRef path, bool remember) {
     if (auto it = known.find(path); it != known.end())
       return it->getValue();
   }
+  // Read, not mapped: mapping and unmapping hundreds of headers costs more
+  // (page faults, TLB flushes) than copying them.
   auto bytes = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                     /*RequiresNullTerminator=*/false);
+                                     /*RequiresNullTerminator=*/false,
+                                     /*IsVolatile=*/true);
   if (!bytes)
     return std::nullopt;
-  std::string hash = blake3Hex((*bytes)->getBuffer());
+  std::string hash = checksum((*bytes)->getBuffer());
   if (remember) {
     std::lock_guard<std::mutex> lock(mutex);
     known[path] = hash;
@@ -170,36 +186,106 @@ std::optional<std::string> fileHash(StringRef path, bool remember) {
   return hash;
 }
 
-/// What identifies the compiler `program`: the BLAKE3 of its file's bytes
-/// (after symbolic links) and what `PROGRAM --version` prints, so that a
-/// compiler replaced in place, whatever its time stamp, makes new keys.
-/// Computed once per process; nullopt when it cannot be.
+/// Writes `text` to `path` through a temporary file renamed over it, mode
+/// 0600 (a reader sees the old file or the new one, whole).
+bool replaceFile(StringRef path, StringRef text) {
+  std::string temporary = (path + ".tmp" + Twine(::getpid())).str();
+  {
+    int fd;
+    if (sys::fs::openFileForWrite(temporary, fd, sys::fs::CD_CreateAlways,
+                                  sys::fs::OF_None, 0600))
+      return false;
+    raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << text;
+    out.close();
+    if (out.has_error()) {
+      out.clear_error();
+      sys::fs::remove(temporary);
+      return false;
+    }
+  }
+  if (sys::fs::rename(temporary, path)) {
+    sys::fs::remove(temporary);
+    return false;
+  }
+  return true;
+}
+
+/// What identifies the compiler `program`: the BLAKE3 of its real path,
+/// the checksum of its file's bytes and what `PROGRAM --version` prints, so
+/// that a compiler replaced in place, whatever its time stamps, makes new
+/// keys. Computed once per process, and kept in the cache folder
+/// (compilers/NAME) under the compiler file's device, inode, size,
+/// modification and status-change times: tar, dpkg and `touch -d` can set
+/// the modification time, not the status-change time (any write, rename
+/// or utimes sets it to the current time), and a file put in place by
+/// rename has a new inode. nullopt when the compiler cannot be identified.
 std::optional<std::string> compilerIdentity(StringRef program) {
   static std::mutex mutex;
   static StringMap<std::optional<std::string>> known;
+  SmallString<256> real;
+  struct stat st;
+  if (sys::fs::real_path(program, real) || ::stat(real.c_str(), &st))
+    return std::nullopt;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = known.find(program); it != known.end())
+    if (auto it = known.find(real); it != known.end())
       return it->getValue();
   }
+  // The remembered identity, checked as a manifest is.
+  SmallString<256> remembered(cacheRoot());
+  if (!remembered.empty()) {
+    sys::path::append(remembered, "compilers");
+    if (usableFolder(remembered))
+      sys::path::append(
+          remembered,
+          entryName(formatv("{0}\n{1} {2} {3} {4}.{5} {6}.{7}", real,
+                            uint64_t(st.st_dev), uint64_t(st.st_ino),
+                            uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec),
+                            int64_t(st.st_mtim.tv_nsec),
+                            int64_t(st.st_ctim.tv_sec),
+                            int64_t(st.st_ctim.tv_nsec))
+                        .str()));
+    else
+      remembered.clear();
+  }
   std::optional<std::string> identity;
-  SmallString<256> real, versionLog;
-  std::optional<std::string> bytes;
-  if (!sys::fs::real_path(program, real) &&
-      (bytes = fileHash(real, /*remember=*/true)) &&
-      !sys::fs::createTemporaryFile("ampc-compiler-version", "txt",
-                                    versionLog)) {
-    FileRemover removeLog(versionLog);
-    StringRef args[] = {real, "--version"};
-    std::optional<StringRef> redirects[] = {StringRef(""), StringRef(versionLog),
-                                            StringRef(versionLog)};
-    if (sys::ExecuteAndWait(real, args, std::nullopt, redirects) == 0)
-      if (auto version = MemoryBuffer::getFile(versionLog))
-        identity =
-            (real + "\n" + *bytes + "\n" + (*version)->getBuffer()).str();
+  if (!remembered.empty() && sys::fs::exists(remembered)) {
+    if (std::string why = distrust(remembered, /*file=*/true); !why.empty()) {
+      warnOnce(remembered, "compile cache entry not used: " + why +
+                               "; building it again");
+    } else if (auto text = MemoryBuffer::getFile(remembered)) {
+      auto [body, end] = (*text)->getBuffer().rsplit("end ");
+      StringRef value = body;
+      if (end == checksum(body) + "\n" &&
+          value.consume_front(kManifestHeader) &&
+          value.consume_front("\ncompiler ") && value.consume_back("\n") &&
+          value.size() == 64 && llvm::all_of(value, isHexDigit))
+        identity = value.str();
+    }
+  }
+  if (!identity) {
+    SmallString<256> versionLog;
+    std::optional<std::string> bytes = fileHash(real, /*remember=*/true);
+    if (bytes && !sys::fs::createTemporaryFile("ampc-compiler-version", "txt",
+                                               versionLog)) {
+      FileRemover removeLog(versionLog);
+      StringRef args[] = {real, "--version"};
+      std::optional<StringRef> redirects[] = {
+          StringRef(""), StringRef(versionLog), StringRef(versionLog)};
+      if (sys::ExecuteAndWait(real, args, std::nullopt, redirects) == 0)
+        if (auto version = MemoryBuffer::getFile(versionLog))
+          identity = blake3Hex(
+              (real + "\n" + *bytes + "\n" + (*version)->getBuffer()).str());
+    }
+    if (identity && !remembered.empty()) {
+      std::string text =
+          (kManifestHeader + "\ncompiler " + *identity + "\n").str();
+      replaceFile(remembered, text + "end " + checksum(text) + "\n");
+    }
   }
   std::lock_guard<std::mutex> lock(mutex);
-  known[program] = identity;
+  known[real] = identity;
   return identity;
 }
 
@@ -267,8 +353,8 @@ bool remembered(StringRef input, StringRef entry) {
 }
 
 /// The manifest of a cache entry: the key it was built for, the entry's
-/// size and BLAKE3, the BLAKE3 of every input file the compiler read, and
-/// last the BLAKE3 of the lines above (a manifest cut short is no
+/// size and checksum, the checksum of every input file the compiler read,
+/// and last the checksum of the lines above (a manifest cut short is no
 /// manifest):
 ///
 ///   ampc compile cache 2
@@ -288,7 +374,7 @@ std::optional<std::string> manifestText(StringRef name, StringRef entry,
   std::string text;
   raw_string_ostream os(text);
   os << kManifestHeader << "\nkey " << name << "\nentry "
-     << (*bytes)->getBufferSize() << " " << blake3Hex((*bytes)->getBuffer())
+     << (*bytes)->getBufferSize() << " " << checksum((*bytes)->getBuffer())
      << "\n";
   for (const std::string &input : inputs) {
     std::optional<std::string> hash = fileHash(input, remembered(input, entry));
@@ -297,7 +383,7 @@ std::optional<std::string> manifestText(StringRef name, StringRef entry,
       return std::nullopt;
     os << "input " << *hash << " " << input << "\n";
   }
-  std::string sum = blake3Hex(text);
+  std::string sum = checksum(text);
   os << "end " << sum << "\n";
   return text;
 }
@@ -316,12 +402,14 @@ std::string inputsDigest(StringRef manifest) {
 /// Whether the cache entry `entry` can be used for the key named `name`:
 /// it and its manifest are the user's files, writable by no one else; the
 /// manifest is whole, of this layout and for this key; the entry has the
-/// size and checksum it records, and every input the contents it
-/// records. `digest`, when given, receives inputsDigest. An entry that
-/// fails is built again and replaced; one that is not the user's own is
-/// reported once.
+/// size it records and (with `bytes`) its checksum, and every input the
+/// contents it records. `digest`, when given, receives inputsDigest. An
+/// entry that fails is built again and replaced; one that is not the
+/// user's own is reported once. (Without `bytes`, for a precompiled header
+/// that a compile may not need: its checksum is checked before one uses
+/// it.)
 bool verified(StringRef entry, StringRef manifest, StringRef name,
-              std::string *digest) {
+              std::string *digest, bool bytes = true) {
   if (!sys::fs::exists(manifest) || !sys::fs::exists(entry))
     return false;
   for (StringRef file : {manifest, entry})
@@ -338,7 +426,7 @@ bool verified(StringRef entry, StringRef manifest, StringRef name,
   size_t endAt = all.rfind("end ");
   if (endAt == StringRef::npos || (endAt > 0 && all[endAt - 1] != '\n') ||
       all.drop_front(endAt) !=
-          "end " + blake3Hex(all.take_front(endAt)) + "\n")
+          "end " + checksum(all.take_front(endAt)) + "\n")
     return false;
   SmallVector<StringRef> lines;
   all.take_front(endAt).split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -352,7 +440,8 @@ bool verified(StringRef entry, StringRef manifest, StringRef name,
   uint64_t size;
   sys::fs::file_status status;
   if (sizeText.getAsInteger(10, size) || sys::fs::status(entry, status) ||
-      status.getSize() != size || fileHash(entry, /*remember=*/false) != sum)
+      status.getSize() != size ||
+      (bytes && fileHash(entry, /*remember=*/false) != sum))
     return false;
   for (StringRef line : ArrayRef(lines).drop_front(3)) {
     if (!line.consume_front("input "))
@@ -363,31 +452,6 @@ bool verified(StringRef entry, StringRef manifest, StringRef name,
   }
   if (digest)
     *digest = inputsDigest(all);
-  return true;
-}
-
-/// Writes `text` to `path` through a temporary file renamed over it, mode
-/// 0600 (a reader sees the old file or the new one, whole).
-bool replaceFile(StringRef path, StringRef text) {
-  std::string temporary = (path + ".tmp" + Twine(::getpid())).str();
-  {
-    int fd;
-    if (sys::fs::openFileForWrite(temporary, fd, sys::fs::CD_CreateAlways,
-                                  sys::fs::OF_None, 0600))
-      return false;
-    raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out << text;
-    out.close();
-    if (out.has_error()) {
-      out.clear_error();
-      sys::fs::remove(temporary);
-      return false;
-    }
-  }
-  if (sys::fs::rename(temporary, path)) {
-    sys::fs::remove(temporary);
-    return false;
-  }
   return true;
 }
 
@@ -423,6 +487,102 @@ sys::TimePoint<> modified(StringRef path) {
   return status.getLastModificationTime();
 }
 
+/// The files of a precompiled header in the cache: a folder per compiler,
+/// flags and list of headers.
+struct PchFiles {
+  std::string real, name;
+  SmallString<256> header, gch, manifest, lock;
+  std::vector<std::string> use() const {
+    return {"-include", header.str().str()};
+  }
+};
+
+/// Where the precompiled header of `program` run with `compileFlags` for
+/// `headers` lives; nullopt when there can be none (not GCC, no cache or
+/// a refused one, a compiler that cannot be identified).
+std::optional<PchFiles> pchFiles(StringRef program,
+                                 ArrayRef<std::string> compileFlags,
+                                 ArrayRef<StringRef> headers) {
+  // GCC finds NAME.gch beside a header named by -include; other compilers
+  // spell precompiled headers differently.
+  SmallString<256> real;
+  if (sys::fs::real_path(program, real) ||
+      !sys::path::filename(real).contains("g++"))
+    return std::nullopt;
+  std::string root = cacheRoot();
+  if (root.empty())
+    return std::nullopt;
+  std::optional<std::string> key = compilerKey(real, compileFlags);
+  if (!key)
+    return std::nullopt;
+  for (StringRef header : headers)
+    *key += std::string(1, '\0') + header.str();
+  PchFiles files;
+  files.real = real.str().str();
+  files.name = entryName(*key);
+  SmallString<256> dir(root);
+  sys::path::append(dir, "pch-" + files.name);
+  if (!usableFolder(dir))
+    return std::nullopt;
+  for (auto [path, file] :
+       {std::pair(&files.header, "ampc_pch.h"),
+        std::pair(&files.gch, "ampc_pch.h.gch"),
+        std::pair(&files.manifest, "ampc_pch.manifest"),
+        std::pair(&files.lock, "lock")}) {
+    *path = dir;
+    sys::path::append(*path, file);
+  }
+  return files;
+}
+
+/// Builds the precompiled header `files` and its manifest, one process at
+/// a time (the others compile without it); its identity (inputsDigest),
+/// nullopt when it was not built.
+std::optional<std::string> buildPch(const PchFiles &files,
+                                    ArrayRef<std::string> compileFlags,
+                                    ArrayRef<StringRef> headers) {
+  int lockFd;
+  if (sys::fs::openFileForWrite(files.lock, lockFd, sys::fs::CD_CreateNew,
+                                sys::fs::OF_None, 0600)) {
+    if (std::chrono::system_clock::now() - modified(files.lock) < kStaleLock)
+      return std::nullopt;
+    sys::fs::remove(files.lock);
+    if (sys::fs::openFileForWrite(files.lock, lockFd, sys::fs::CD_CreateNew,
+                                  sys::fs::OF_None, 0600))
+      return std::nullopt;
+  }
+  sys::Process::SafelyCloseFileDescriptor(lockFd);
+  FileRemover removeLock(files.lock);
+  std::string text = "// ampc's precompiled runtime headers "
+                     "(lib/Target/Common/CompileCache.cpp)\n";
+  for (StringRef h : headers)
+    text += ("#include \"" + h + "\"\n").str();
+  if (!replaceFile(files.header, text))
+    return std::nullopt;
+  std::string suffix = ".tmp" + std::to_string(::getpid());
+  std::string tmpGch = (files.gch + suffix).str();
+  std::string tmpDep = (files.manifest + ".d" + suffix).str();
+  FileRemover removeDep(tmpDep);
+  std::vector<std::string> args = {files.real};
+  args.insert(args.end(), compileFlags.begin(), compileFlags.end());
+  args.insert(args.end(), {"-x", "c++-header", files.header.str().str(), "-o",
+                           tmpGch, "-MD", "-MF", tmpDep});
+  std::string error, digest;
+  SmallVector<std::string> inputs;
+  // Used only with its manifest: the objects compiled with it are keyed on
+  // its inputs (their own dependency files do not name its headers).
+  if (!ampc::emit::runCompiler(args, "the precompiled header", files.header,
+                               error) ||
+      (inputs = dependencies(tmpDep)).empty() ||
+      !commitEntry(tmpGch, files.gch, files.manifest, files.name, inputs,
+                   &digest) ||
+      digest.empty()) {
+    sys::fs::remove(tmpGch);
+    return std::nullopt;
+  }
+  return digest;
+}
+
 } // namespace
 
 std::vector<std::string>
@@ -432,81 +592,19 @@ ampc::emit::precompiledHeader(StringRef program,
                               std::string *identity) {
   if (identity)
     identity->clear();
-  // GCC finds NAME.gch beside a header named by -include; other compilers
-  // spell precompiled headers differently.
-  SmallString<256> real;
-  if (sys::fs::real_path(program, real) ||
-      !sys::path::filename(real).contains("g++"))
+  std::optional<PchFiles> files = pchFiles(program, compileFlags, headers);
+  if (!files)
     return {};
-  std::string root = cacheRoot();
-  if (root.empty())
-    return {};
-
-  // One folder per compiler and flags (and list of headers).
-  std::optional<std::string> key = compilerKey(real, compileFlags);
-  if (!key)
-    return {};
-  for (StringRef header : headers)
-    *key += std::string(1, '\0') + header.str();
-  std::string name = entryName(*key);
-  SmallString<256> dir(root);
-  sys::path::append(dir, "pch-" + name);
-  if (!usableFolder(dir))
-    return {};
-  SmallString<256> header(dir), gch(dir), manifest(dir), lock(dir);
-  sys::path::append(header, "ampc_pch.h");
-  sys::path::append(gch, "ampc_pch.h.gch");
-  sys::path::append(manifest, "ampc_pch.manifest");
-  sys::path::append(lock, "lock");
-  std::vector<std::string> use = {"-include", header.str().str()};
   std::string digest;
-  if (verified(gch, manifest, name, &digest)) {
-    if (identity)
-      *identity = digest;
-    return use;
-  }
-
-  // Build it, one process at a time; the others compile without it.
-  int lockFd;
-  if (sys::fs::openFileForWrite(lock, lockFd, sys::fs::CD_CreateNew,
-                                sys::fs::OF_None, 0600)) {
-    if (std::chrono::system_clock::now() - modified(lock) < kStaleLock)
+  if (!verified(files->gch, files->manifest, files->name, &digest)) {
+    std::optional<std::string> built = buildPch(*files, compileFlags, headers);
+    if (!built)
       return {};
-    sys::fs::remove(lock);
-    if (sys::fs::openFileForWrite(lock, lockFd, sys::fs::CD_CreateNew,
-                                  sys::fs::OF_None, 0600))
-      return {};
-  }
-  sys::Process::SafelyCloseFileDescriptor(lockFd);
-  FileRemover removeLock(lock);
-  std::string text = "// ampc's precompiled runtime headers "
-                     "(lib/Target/Common/CompileCache.cpp)\n";
-  for (StringRef h : headers)
-    text += ("#include \"" + h + "\"\n").str();
-  if (!replaceFile(header, text))
-    return {};
-  std::string suffix = ".tmp" + std::to_string(::getpid());
-  std::string tmpGch = (gch + suffix).str(), tmpDep = (manifest + ".d" + suffix).str();
-  FileRemover removeDep(tmpDep);
-  std::vector<std::string> args = {real.str().str()};
-  args.insert(args.end(), compileFlags.begin(), compileFlags.end());
-  args.insert(args.end(), {"-x", "c++-header", header.str().str(), "-o", tmpGch,
-                           "-MD", "-MF", tmpDep});
-  std::string error;
-  SmallVector<std::string> inputs;
-  // Used only with its manifest: the objects compiled with it are keyed on
-  // its inputs (their own dependency files do not name its headers).
-  digest.clear();
-  if (!runCompiler(args, "the precompiled header", header, error) ||
-      (inputs = dependencies(tmpDep)).empty() ||
-      !commitEntry(tmpGch, gch, manifest, name, inputs, &digest) ||
-      digest.empty()) {
-    sys::fs::remove(tmpGch);
-    return {};
+    digest = *built;
   }
   if (identity)
     *identity = digest;
-  return use;
+  return files->use();
 }
 
 namespace {
@@ -575,9 +673,38 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
                                 std::string &error) {
   // The cache folder first: a refused one is reported before any compile.
   std::string root = cacheRoot();
+  // The precompiled header: its manifest and inputs checked now (its
+  // identity is part of the objects' keys), its bytes only when a compile
+  // is to read it (a rebuild whose code is all in the cache reads none).
+  std::optional<PchFiles> pchAt =
+      pchFiles(how.program, how.compileFlags, how.headers);
   std::string pchIdentity;
-  std::vector<std::string> pch = precompiledHeader(
-      how.program, how.compileFlags, how.headers, &pchIdentity);
+  std::vector<std::string> pch;
+  bool pchChecked = false;
+  auto ensurePch = [&] {
+    if (!pchAt || pchChecked)
+      return;
+    pchChecked = true;
+    std::string digest;
+    std::optional<std::string> usable;
+    if (verified(pchAt->gch, pchAt->manifest, pchAt->name, &digest))
+      usable = digest;
+    else
+      usable = buildPch(*pchAt, how.compileFlags, how.headers);
+    // Headers that changed since the keys were made: no precompiled header
+    // (an object compiled without one records every header it read).
+    if (!usable || (!pch.empty() && *usable != pchIdentity)) {
+      pch.clear();
+      return;
+    }
+    pchIdentity = *usable;
+    pch = pchAt->use();
+  };
+  if (pchAt && verified(pchAt->gch, pchAt->manifest, pchAt->name,
+                        &pchIdentity, /*bytes=*/false))
+    pch = pchAt->use();
+  else
+    ensurePch();
   auto withFlags = [&](bool code) {
     std::vector<std::string> args = {how.program.str()};
     args.insert(args.end(), how.compileFlags.begin(), how.compileFlags.end());
@@ -602,6 +729,7 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
   if (!parts) {
     if (how.checkBefore && !how.checkBefore(error))
       return false;
+    ensurePch();
     // One translation unit (a source with its data as arrays, several
     // sources combined, a hand-written one).
     std::vector<std::string> args = withFlags(true);
@@ -681,17 +809,21 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
       }
       continue;
     }
-    std::string code = inWork(stem + ".cpp");
-    if (!writeText(code, (shared + text).str())) {
+    compiled.push_back(i);
+  }
+  if (!compiled.empty())
+    ensurePch();
+  for (size_t i : compiled) {
+    std::string code = inWork("code" + std::to_string(i) + ".cpp");
+    if (!writeText(code, (shared + pieceText[i]).str())) {
       error = "cannot write " + code;
       return false;
     }
     std::vector<std::string> args = withFlags(true);
     args.insert(args.end(),
                 {"-x", how.language.str(), "-c", code, "-o",
-                 piece.object + suffix, "-MD", "-MF", piece.depFile});
+                 pieces[i].object + suffix, "-MD", "-MF", pieces[i].depFile});
     compiles.push_back(std::move(args));
-    compiled.push_back(i);
   }
   if (!compiles.empty()) {
     if (how.checkBefore && !how.checkBefore(error))
