@@ -189,7 +189,7 @@ struct LibraryCompile {
 /// Compiles the generated source `sourcePath` into the shared library
 /// `output` as `how` says. A source with one kDataMarker is built as two
 /// objects, the code's from (and into) the compile cache, keyed on the
-/// compiler's identity (the BLAKE3 of its bytes and its `--version`), the
+/// compiler's identity (its bytes' checksum and its `--version`), the
 /// flags, the code's text and the precompiled header's inputs, and used
 /// only while its size and checksum and the contents of every header it
 /// read are those its manifest records; a host compiler reads the runtime

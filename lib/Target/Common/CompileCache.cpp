@@ -7,13 +7,14 @@
 // (kDataMarker), in pieces compiled at once (kPieceMarker), each piece's
 // object kept in the cache.
 //
-// The cache keys on contents, never on time stamps: an entry's name is the
-// BLAKE3 hash of the compiler's identity (its bytes and `--version`), the
-// flags and the code's text (and the precompiled header's inputs); a
-// manifest beside it records its size and checksum and the hash of every
-// file the compiler read (its dependency file). An entry is used only when
-// all of them match and the folder and files are the user's own, writable
-// by no one else. The cache is a speed-up only: whenever it cannot be used
+// The cache keys on contents, never on time stamps (docs/design.md, "A
+// compile cache that cannot be poisoned"): an entry's name is the BLAKE3
+// hash of the compiler's identity (its bytes and `--version`), the flags
+// and the code's text (and the precompiled header's inputs); a manifest
+// beside it records its size and checksum and the checksum of every file
+// the compiler read (its dependency file). An entry is used only when all
+// of them match and the folder and files are the user's own, writable by
+// no one else. The cache is a speed-up only: whenever it cannot be used
 // (off, refused, another process building the header, a compiler that is
 // not GCC, a failed build, an entry that fails its check) the compile does
 // the work itself and produces the same library.
@@ -171,11 +172,8 @@ std::optional<std::string> fileHash(StringRef path, bool remember) {
     if (auto it = known.find(path); it != known.end())
       return it->getValue();
   }
-  // Read, not mapped: mapping and unmapping hundreds of headers costs more
-  // (page faults, TLB flushes) than copying them.
   auto bytes = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                     /*RequiresNullTerminator=*/false,
-                                     /*IsVolatile=*/true);
+                                     /*RequiresNullTerminator=*/false);
   if (!bytes)
     return std::nullopt;
   std::string hash = checksum((*bytes)->getBuffer());
