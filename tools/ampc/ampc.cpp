@@ -611,7 +611,10 @@ int main(int argc, char **argv) {
       "Environment: CXX and NVCC name the compilers; the host compiler's "
       "precompiled\nheaders and code objects are kept in $AMPC_CACHE_DIR "
       "(default $XDG_CACHE_HOME/ampc\nor ~/.cache/ampc; 'off' turns the "
-      "cache off; AMPC_CACHE_MAX_MB bounds it).\n");
+      "cache off; AMPC_CACHE_MAX_MB bounds it;\ndeleting the folder clears "
+      "it). Entries are keyed and checked on contents; a\nfolder that "
+      "another user owns or others can write is refused with a warning\n"
+      "and the compile goes on without it.\n");
 
   if (listOps.getNumOccurrences()) {
     if (listOps == "table") {

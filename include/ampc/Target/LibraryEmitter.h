@@ -189,10 +189,14 @@ struct LibraryCompile {
 /// Compiles the generated source `sourcePath` into the shared library
 /// `output` as `how` says. A source with one kDataMarker is built as two
 /// objects, the code's from (and into) the compile cache, keyed on the
-/// compiler, the flags and the code's text, and valid while no header it
-/// read is newer; a host compiler reads the runtime headers from a
-/// precompiled header. The cache keeps only code that passed both checks,
-/// so a cache hit runs neither.
+/// compiler's identity (its bytes' checksum and its `--version`), the
+/// flags, the code's text and the precompiled header's inputs, and used
+/// only while its size and checksum and the contents of every header it
+/// read are those its manifest records; a host compiler reads the runtime
+/// headers from a precompiled header. The cache keeps only code that
+/// passed both checks, so a cache hit runs neither. A cache folder or
+/// entry that another user owns or others can write is refused with a
+/// warning, and the compile goes on without it.
 bool compileLibrary(const LibraryCompile &how, llvm::StringRef sourcePath,
                     llvm::StringRef output, std::string &error);
 /// The arguments (`-include PATH`) that make the host compiler `program`,
@@ -201,14 +205,17 @@ bool compileLibrary(const LibraryCompile &how, llvm::StringRef sourcePath,
 /// generated sources include them) from a precompiled header in ampc's
 /// compile cache ($AMPC_CACHE_DIR, else $XDG_CACHE_HOME/ampc or
 /// ~/.cache/ampc; AMPC_CACHE_DIR=off turns it off), which is built there
-/// first when missing or older than a header it was made from. Empty when
-/// it cannot be used (not GCC, no cache folder, another ampc building it,
-/// a failed build): the compile then parses the headers itself, to the
-/// same library.
+/// first when missing, cut short, or made from headers whose contents have
+/// changed since. `identity`, when given, receives what identifies the
+/// header's inputs (part of the key of the objects compiled with it), ""
+/// without one. Empty when it cannot be used (not GCC, no cache folder or
+/// a refused one, another ampc building it, a failed build): the compile
+/// then parses the headers itself, to the same library.
 std::vector<std::string>
 precompiledHeader(llvm::StringRef program,
                   llvm::ArrayRef<std::string> compileFlags,
-                  llvm::ArrayRef<llvm::StringRef> headers);
+                  llvm::ArrayRef<llvm::StringRef> headers,
+                  std::string *identity = nullptr);
 
 } // namespace emit
 
