@@ -69,6 +69,12 @@ llvm_config.with_environment(
     "PYTHONPATH", os.path.join(config.ampc_src_root, "python"),
     append_path=True)
 
+# The order the CUDA execution runs threads and blocks in (docs/testing.md):
+# `AMPC_CUDA_SIM_SEED=N lit ...` runs the cuda-sim tests under a random
+# order of seed N.
+if os.environ.get("AMPC_CUDA_SIM_SEED"):
+    config.environment["AMPC_CUDA_SIM_SEED"] = os.environ["AMPC_CUDA_SIM_SEED"]
+
 # The CUDA target's tests compile with nvcc; they need no GPU. Without nvcc
 # they fail (ampc: "no nvcc found"), they are never skipped: "every test
 # model compiles with nvcc" needs the compiles. ampc finds nvcc as this does:

@@ -70,6 +70,16 @@ __global__ void reverseBlock(const int *in, int *out) {
   out[blockIdx.x * 128 + threadIdx.x] = tile[127 - threadIdx.x];
 }
 
+/// Each thread reads its neighbour's shared value: `barrier` says whether a
+/// __syncthreads separates the writes from the reads (without it, a race).
+__global__ void neighbour(int *out, int round, int barrier) {
+  __shared__ int tile[64];
+  tile[threadIdx.x] = round * 1000 + threadIdx.x;
+  if (barrier)
+    __syncthreads();
+  out[blockIdx.x * 64 + threadIdx.x] = tile[threadIdx.x < 63 ? threadIdx.x + 1 : 63];
+}
+
 /// A barrier only the even threads reach: undefined on a GPU.
 __global__ void divergentBarrier(int *out) {
   if (threadIdx.x % 2)
@@ -133,6 +143,44 @@ TEST(CudaSim, SharedMemoryExchangeBetweenThreads) {
       EXPECT_EQ(result[b * 128 + t], b * 128 + 127 - t);
   cudaFree(in);
   cudaFree(out);
+}
+
+/// How many of 64 outputs of `neighbour` (2 blocks) are wrong, under the
+/// schedule AMPC_CUDA_SIM_SEED=`seed` (null: the default).
+int wrongNeighbours(const char *seed, int round, bool barrier) {
+  if (seed)
+    setenv("AMPC_CUDA_SIM_SEED", seed, 1);
+  else
+    unsetenv("AMPC_CUDA_SIM_SEED");
+  int *out = deviceAlloc<int>(128);
+  ampc::cuda::launch("neighbour", neighbour, 2, 64, 0, nullptr, out, round,
+                     barrier ? 1 : 0);
+  std::vector<int> result(128);
+  EXPECT_EQ(cudaMemcpy(result.data(), out, 512, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaFree(out);
+  unsetenv("AMPC_CUDA_SIM_SEED");
+  int wrong = 0;
+  for (int t = 0; t < 128; ++t)
+    wrong += result[t] != round * 1000 + (t % 64 < 63 ? t % 64 + 1 : 63);
+  return wrong;
+}
+
+TEST(CudaSim, SeededOrdersExposeAMissingBarrier) {
+  // Threads used to run in one fixed reverse order, which happens to write
+  // a neighbour's value before it is read: the race gave the right answer
+  // every time. A random order per seed gives stale values; with the
+  // barrier, every order gives the right ones.
+  int round = 1;
+  EXPECT_EQ(wrongNeighbours(nullptr, round++, false), 0)
+      << "the default reverse order hides the race";
+  EXPECT_GT(wrongNeighbours("forward", round++, false), 0);
+  int caught = 0;
+  for (const char *seed : {"1", "2", "3", "0x5eed"})
+    caught += wrongNeighbours(seed, round++, false) > 0;
+  EXPECT_EQ(caught, 4) << "every random order catches it";
+  for (const char *seed : {"reverse", "forward", "1", "2", "3", "0x5eed"})
+    EXPECT_EQ(wrongNeighbours(seed, round++, true), 0) << seed;
 }
 
 TEST(CudaSim, WarpShuffleSum) {
@@ -502,6 +550,23 @@ TEST(CudaSimStrictDeathTest, DivergentBarrierIsStickyFailure) {
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "divergent barrier");
+}
+
+TEST(CudaSimStrictDeathTest, AFailureNamesTheSeedToReplay) {
+  EXPECT_EXIT(
+      {
+        setenv("AMPC_CUDA_SIM_SEED", "42", 1);
+        int *d = deviceAlloc<int>(256);
+        ampc::cuda::launch("divergentBarrier", divergentBarrier, 1, 64, 0,
+                           nullptr, d);
+        cudaError_t e = cudaDeviceSynchronize();
+        std::exit(e == cudaErrorLaunchFailure &&
+                          lastMessage(e).find("(AMPC_CUDA_SIM_SEED=42)") !=
+                              std::string::npos
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "AMPC_CUDA_SIM_SEED=42");
 }
 
 TEST(CudaSimStrictDeathTest, ShuffleFromLaneOutsideMask) {

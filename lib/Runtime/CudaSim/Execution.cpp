@@ -3,7 +3,8 @@
 // A launch is checked when it is made (the limits a real GPU refuses, and
 // that every pointer argument is live device memory) and queued on its
 // stream. When the stream runs it, every block runs in turn (in reverse
-// order: a kernel must not depend on the order of its blocks), and every
+// order, or another that AMPC_CUDA_SIM_SEED picks: a kernel must not
+// depend on the order of its blocks or threads), and every
 // thread of the block runs the kernel on its own fiber (boost.context),
 // round-robin until it returns or waits: at __syncthreads for the whole
 // block, at a warp-synchronous op for the lanes of its mask. A barrier only
@@ -46,6 +47,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unistd.h>
@@ -190,6 +192,62 @@ std::string describe(dim3 d) {
          std::to_string(d.z) + ")";
 }
 
+/// The order threads and blocks run in (AMPC_CUDA_SIM_SEED, read at each
+/// launch): "reverse" (the default), "forward", or a number that seeds a
+/// random order per launch, per block and per scheduling round. A correct
+/// kernel gives the same result in every order; one that reads what
+/// another thread writes without a barrier (or depends on its blocks'
+/// order) does not, and a failing launch names the seed to replay it.
+struct Schedule {
+  enum Kind { Reverse, Forward, Random } kind = Reverse;
+  uint64_t seed = 0;
+  std::string text; // as set, for messages; empty for the default
+};
+Schedule scheduleFromEnvironment() {
+  Schedule s;
+  const char *value = std::getenv("AMPC_CUDA_SIM_SEED");
+  if (!value || !*value || std::strcmp(value, "reverse") == 0)
+    return s;
+  s.text = value;
+  if (std::strcmp(value, "forward") == 0) {
+    s.kind = Schedule::Forward;
+    return s;
+  }
+  char *end = nullptr;
+  unsigned long long seed = std::strtoull(value, &end, 0);
+  if (end && *end == '\0') {
+    s.kind = Schedule::Random;
+    s.seed = seed;
+  } else {
+    // Not a number: seeded by its bytes, so that any text replays.
+    s.kind = Schedule::Random;
+    for (const char *c = value; *c; ++c)
+      s.seed = s.seed * 131 + static_cast<unsigned char>(*c);
+  }
+  return s;
+}
+/// splitmix64: the next value of `state`.
+uint64_t nextRandom(uint64_t &state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+/// `order` set to 0..n-1 in the schedule's order (`random`: the state the
+/// random order draws from).
+void scheduleOrder(const Schedule &s, uint64_t &random,
+                   std::vector<uint64_t> &order, uint64_t n) {
+  order.resize(n);
+  for (uint64_t i = 0; i < n; ++i)
+    order[i] = s.kind == Schedule::Forward ? i : n - 1 - i;
+  if (s.kind == Schedule::Random)
+    for (uint64_t i = n; i > 1; --i)
+      std::swap(order[i - 1], order[nextRandom(random) % i]);
+}
+/// The launches made so far: each random order is drawn from the seed and
+/// the launch's number.
+uint64_t launches = 0;
+
 /// Releases the threads whose synchronisation is complete; false when
 /// none could be released (the caller decides whether that is the end or
 /// a deadlock).
@@ -273,7 +331,8 @@ std::string deadlock(const Block &b) {
 
 /// Runs every thread of one block to the end.
 cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
-                     void (*body)(void *), void *arguments) {
+                     void (*body)(void *), void *arguments,
+                     const Schedule &schedule, uint64_t &random) {
   const unsigned n = blockDim.x * blockDim.y * blockDim.z;
   Block b;
   b.threads.resize(n);
@@ -306,9 +365,12 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
   }
   Block *outer = block;
   block = &b;
+  std::vector<uint64_t> order;
   while (true) {
-    // Threads in reverse order: a kernel must not depend on it.
-    for (unsigned i = n; i-- > 0;) {
+    // Threads in the schedule's order, a new one each round: a kernel must
+    // not depend on it.
+    scheduleOrder(schedule, random, order, n);
+    for (uint64_t i : order) {
       Thread &t = b.threads[i];
       if (t.state != State::Runnable)
         continue;
@@ -334,6 +396,8 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
   current = nullptr;
   if (!b.error.empty()) {
     std::string message = std::string("kernel ") + name + ": " + b.error;
+    if (!schedule.text.empty())
+      message += " (AMPC_CUDA_SIM_SEED=" + schedule.text + ")";
     // Each thread not done unwinds its fiber (one that never ran returns
     // at once), switching stacks as a resume does.
     for (Thread &t : b.threads)
@@ -422,14 +486,27 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   std::shared_ptr<void> shared(owned.release(), destroy);
   const char *name = l.name;
   dim3 g = l.grid, b = l.block;
+  const Schedule schedule = scheduleFromEnvironment();
+  const uint64_t launch = launches++;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
     runningKernel = name;
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
-    for (uint64_t i = blocks; i-- > 0;) {
+    uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
+    // Blocks in the schedule's order (a grid of more than 2^22 blocks is
+    // not shuffled: forward or reverse).
+    std::vector<uint64_t> order;
+    const bool listed = blocks <= (uint64_t(1) << 22);
+    if (listed)
+      scheduleOrder(schedule, random, order, blocks);
+    for (uint64_t k = 0; k < blocks; ++k) {
+      uint64_t i = listed ? order[k]
+                   : schedule.kind == Schedule::Forward ? k
+                                                        : blocks - 1 - k;
       uint3 blockIdx = {static_cast<unsigned>(i % g.x),
                         static_cast<unsigned>((i / g.x) % g.y),
                         static_cast<unsigned>(i / (static_cast<uint64_t>(g.x) * g.y))};
-      if (cudaError_t e = runBlock(name, g, b, blockIdx, body, shared.get())) {
+      if (cudaError_t e = runBlock(name, g, b, blockIdx, body, shared.get(),
+                                   schedule, random)) {
         runningKernel = nullptr;
         return e;
       }
