@@ -35,28 +35,12 @@ ArrayRef<int64_t> shapeOf(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
 }
 
-/// The parameter or state `v` reads in place (a load, or a view of one),
-/// or null.
-StringAttr storageSymbol(Value v) {
-  while (auto r = dyn_cast<OpResult>(v)) {
-    Operation *op = r.getOwner();
-    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
-      return load.getParameterAttr().getAttr();
-    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
-      return load.getStateAttr().getAttr();
-    if (!ampc::isViewResult(op, r.getResultNumber()))
-      return {};
-    v = op->getOperand(0);
-  }
-  return {};
-}
-
 /// Whether a store after `producer` and before `root` writes what
 /// `producer` reads in place.
 bool storedBefore(Operation *producer, Operation *root) {
   SmallVector<StringAttr> read;
   for (Value operand : producer->getOperands())
-    if (StringAttr symbol = storageSymbol(operand))
+    if (StringAttr symbol = ampc::storageSymbol(operand))
       read.push_back(symbol);
   if (read.empty())
     return false;

@@ -38,6 +38,20 @@ bool ampc::isViewResult(Operation *op, unsigned index) {
   return index == 0 && op->hasTrait<ampc::View>() && op->getNumOperands() >= 1;
 }
 
+StringAttr ampc::storageSymbol(Value v) {
+  while (auto r = dyn_cast<OpResult>(v)) {
+    Operation *op = r.getOwner();
+    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
+      return load.getParameterAttr().getAttr();
+    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
+      return load.getStateAttr().getAttr();
+    if (!ampc::isViewResult(op, r.getResultNumber()))
+      return {};
+    v = op->getOperand(0);
+  }
+  return {};
+}
+
 std::optional<int64_t> ampc::planOffset(Value value) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)

@@ -30,6 +30,10 @@ int64_t storageBytes(mlir::Type type);
 /// has no buffer of its own.
 bool isViewResult(mlir::Operation *op, unsigned index);
 
+/// The parameter or state whose storage `value` reads in place (a load, or
+/// a view of one), or null.
+mlir::StringAttr storageSymbol(mlir::Value value);
+
 /// The arena offset of `value` (an op result), or std::nullopt when the
 /// plan gives it no buffer.
 std::optional<int64_t> planOffset(mlir::Value value);

@@ -631,22 +631,6 @@ int64_t LibraryEmitter::layOutConstant(Operation *constant) {
   return at;
 }
 
-/// The parameter or state symbol whose storage `v` reads in place (a load,
-/// or a view of one), or null.
-static StringAttr storageSymbol(Value v) {
-  while (auto r = dyn_cast<OpResult>(v)) {
-    Operation *op = r.getOwner();
-    if (auto load = dyn_cast<ampc::LoadParameterOp>(op))
-      return load.getParameterAttr().getAttr();
-    if (auto load = dyn_cast<ampc::LoadStateOp>(op))
-      return load.getStateAttr().getAttr();
-    if (!ampc::isViewResult(op, r.getResultNumber()))
-      return {};
-    v = op->getOperand(0);
-  }
-  return {};
-}
-
 LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
                                            llvm::raw_string_ostream &body,
                                            emit::BodyLayout &bodyLayout) {
@@ -665,7 +649,7 @@ LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
   llvm::DenseSet<StringAttr> stored;
   WalkResult order = f.walk([&](Operation *op) {
     for (Value v : op->getOperands())
-      if (StringAttr symbol = storageSymbol(v); symbol && stored.contains(symbol)) {
+      if (StringAttr symbol = ampc::storageSymbol(v); symbol && stored.contains(symbol)) {
         op->emitError() << "reads '" << symbol.getValue()
                         << "' after the step stored it";
         return WalkResult::interrupt();
