@@ -13,6 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#define FUZZ_WITH_MLIR
+#include "FuzzSupport.h"
+
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Transforms/Passes.h"
 
@@ -34,22 +37,7 @@ constexpr const char *kDisplayName = "fuzz.onnxtext";
 constexpr const char *kDisplayName = "fuzz.onnx";
 #endif
 
-std::unique_ptr<mlir::MLIRContext> context;
-unsigned inputsInContext = 0;
 std::string emptyFolder;
-
-mlir::MLIRContext &freshEnoughContext() {
-  if (!context || ++inputsInContext >= 1000) {
-    mlir::DialectRegistry registry;
-    ampc::registerAllDialects(registry);
-    context = std::make_unique<mlir::MLIRContext>(
-        registry, mlir::MLIRContext::Threading::DISABLED);
-    context->printOpOnDiagnostic(false);
-    context->loadAllAvailableDialects();
-    inputsInContext = 0;
-  }
-  return *context;
-}
 
 } // namespace
 
@@ -64,7 +52,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::MLIRContext &ctx = freshEnoughContext();
+  mlir::MLIRContext &ctx = ampc::fuzz::freshEnoughContext(1000);
   unsigned errors = 0;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error)

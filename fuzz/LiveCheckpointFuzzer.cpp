@@ -24,7 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Checkpoint.h"
+#define FUZZ_WITH_CHECKPOINT
+#include "FuzzSupport.h"
 
 #include "ampc/Runtime/ampc.h"
 
@@ -177,28 +178,12 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     }
     std::exit(0);
   }
-  memfd = ::memfd_create("ampc-fuzz-live-checkpoint", 0);
-  if (memfd < 0) {
-    std::perror("memfd_create");
-    std::exit(1);
-  }
-  memfdPath = "/proc/self/fd/" + std::to_string(memfd);
+  memfdPath = ampc::fuzz::openCheckpointFile("ampc-fuzz-live-checkpoint", memfd);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::vector<unsigned char> file(data, data + size);
-  if (size >= 8 && size % 2 == 0) {
-    uint64_t hash = ampc::runtime::checkpointChecksum(file.data(), size - 8);
-    for (int i = 0; i < 8; ++i)
-      file[size - 8 + i] = static_cast<unsigned char>(hash >> (8 * i));
-  }
-  if (::ftruncate(memfd, 0) != 0 ||
-      ::pwrite(memfd, file.data(), file.size(), 0) !=
-          static_cast<ssize_t>(file.size())) {
-    std::perror("memfd");
-    std::abort();
-  }
+  ampc::fuzz::writeCheckpointInput(memfd, data, size);
   ampc_model *model = nullptr;
   if (ampc_model_load(modelPath.c_str(), nullptr, &model))
     die("load");

@@ -34,6 +34,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#define FUZZ_WITH_MLIR
+#include "FuzzSupport.h"
+
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Target/CpuTarget.h"
@@ -60,22 +63,7 @@
 
 namespace {
 
-std::unique_ptr<mlir::MLIRContext> context;
-unsigned inputsInContext = 0;
 std::string emptyFolder;
-
-mlir::MLIRContext &freshEnoughContext() {
-  if (!context || ++inputsInContext >= 200) {
-    mlir::DialectRegistry registry;
-    ampc::registerAllDialects(registry);
-    context = std::make_unique<mlir::MLIRContext>(
-        registry, mlir::MLIRContext::Threading::DISABLED);
-    context->printOpOnDiagnostic(false);
-    context->loadAllAvailableDialects();
-    inputsInContext = 0;
-  }
-  return *context;
-}
 
 /// FNV-1a: the pipeline's settings for this input.
 uint64_t hashOf(const uint8_t *data, size_t size) {
@@ -212,7 +200,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::MLIRContext &ctx = freshEnoughContext();
+  mlir::MLIRContext &ctx = ampc::fuzz::freshEnoughContext(200);
   unsigned errors = 0;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
