@@ -306,21 +306,24 @@ def check(args, job, libraries, out):
 
 
 def compare(args, job, libraries, out):
-    index, (model, label, kind, flags, precision, full) = job
-    name = "%s [%s]" % (label, kind)
+    index, (model, label, kind, flags, precision, full), seed = job
+    name = "%s [%s]" % (label, kind) + (" (seed %s)" % seed if seed else "")
     if isinstance(libraries, str):
         return "FAILED", "%s: %s" % (name, libraries), {}
     (cpu, cpu_error), (sim, sim_error) = libraries
     if cpu_error or sim_error:
         return "FAILED", "%s: %s" % (
             name, "cpu: " + cpu_error if cpu_error else "cuda-sim: " + sim_error), {}
-    folder = os.path.join(out, f"c{index}.work")
+    folder = os.path.join(out, f"c{index}.{seed or 'default'}.work")
     os.makedirs(folder, exist_ok=True)
     spec = {"cpu": cpu, "sim": sim, "entry": f"ampc_model_entry_c{index}",
             "kind": kind, "precision": precision, "steps": args.steps,
             "full": full, "folder": folder}
+    env = dict(os.environ)
+    if seed:
+        env["AMPC_CUDA_SIM_SEED"] = seed
     p = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if p.returncode != 0:
         last = [l for l in p.stderr.splitlines() if l.strip()]
         return "FAILED", "%s: %s" % (name, last[-1] if last else "crashed"), {}
@@ -378,6 +381,15 @@ def main():
                         "compared although they train")
     p.add_argument("--train-only", action="append", default=[],
                    help="models (path suffixes) compared in training only")
+    p.add_argument("--seeds", default="",
+                   help="comma-separated AMPC_CUDA_SIM_SEED values: every "
+                        "comparison runs under the first (default: the "
+                        "variable as set, else the execution's default "
+                        "order), the --every-seed models under each")
+    p.add_argument("--every-seed", action="append", default=[],
+                   help="models (path suffixes) compared under every seed of "
+                        "--seeds (the compile is shared: each seed costs one "
+                        "more run of the comparison)")
     p.add_argument("--list", action="store_true",
                    help="print the comparisons that would run, and their count")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -394,10 +406,19 @@ def main():
                     os.path.join(os.path.basename(os.path.dirname(path)),
                                  os.path.basename(path))
                 work += plan(args, m, label)
+        # Each comparison under the first seed; the --every-seed models'
+        # also under the others (the libraries are the same: only the
+        # execution's order of blocks and threads changes).
+        seeds = [s for s in args.seeds.split(",") if s] or [None]
+        runs = [(i, w, seed) for i, w in enumerate(work)
+                for seed in (seeds if any(w[1].endswith(f)
+                                          for f in args.every_seed)
+                             else seeds[:1])]
         if args.list:
-            for w in work:
-                print("%s [%s]" % (w[1], w[2]))
-            print("%d comparisons" % len(work))
+            for _, w, seed in runs:
+                print("%s [%s]%s" % (w[1], w[2],
+                                     " (seed %s)" % seed if seed else ""))
+            print("%d comparisons" % len(runs))
             return 0
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             # Both targets' sources of every comparison, then each target's
@@ -421,8 +442,7 @@ def main():
             libraries = {i: e if isinstance(e, str) else (cpu[i], sim[i])
                          for i, e in emitted.items()}
             results = pool.map(
-                lambda iw: check(args, iw, libraries[iw[0]], out),
-                enumerate(work))
+                lambda run: check(args, run, libraries[run[0]], out), runs)
             for status, line, _ in results:
                 counts[status] += 1
                 print("%s: %s" % (status, line), flush=True)
