@@ -1,0 +1,116 @@
+//===- CudaElementwise.cpp - generated kernels ------------------------------===//
+//
+// Elementwise ops and ampc.fusion: one generated __global__ kernel each,
+// from the same scalar expressions as the CPU target (broadcast inputs
+// indexed through constant dims and strides); and Dropout, whose masks are
+// the CPU target's (the same seed, step and index).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmitter.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Transforms/Training.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace ampc::emit;
+using namespace ampc::cudagen;
+using llvm::formatv;
+using llvm::StringRef;
+
+LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
+                                           ValueRange inputs,
+                                           ValueRange arguments, Value output,
+                                           llvm::raw_ostream &body) {
+  RankedTensorType out = tensorOf(output);
+  ArrayRef<int64_t> shape = out.getShape();
+  int64_t count = out.getNumElements();
+  std::string k = "k" + std::to_string(kernelCount++);
+  llvm::raw_string_ostream ks(kernels);
+  ks << "// " << k << ":";
+  for (Operation *op : ops)
+    ks << " " << nodeDescription(op);
+  ks << "\n__global__ void __launch_bounds__(ampc::cuda::kThreads) " << k << "(";
+  std::string args;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    ks << "const " << storageType(elementOf(in)) << " *__restrict__ a" << i
+       << ", ";
+    args += name(in) + ", ";
+  }
+  ks << storageType(out.getElementType()) << " *__restrict__ out) {\n"
+     << "  AMPC_FOR(o, " << count << "LL) {\n";
+  args += name(output);
+  // Offsets of inputs that are not laid out like the output come from the
+  // multi-index, with constant dims and strides.
+  SmallVector<int64_t> own = rowMajorStrides(shape);
+  llvm::DenseMap<Value, std::string> scalars;
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    SmallVector<int64_t> s = broadcastStrides(tensorOf(in).getShape(), shape);
+    std::string at = "o";
+    if (s != own) {
+      at = "i" + std::to_string(i);
+      ks << "    int64_t " << at << " = 0; { int64_t r = o;";
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        if (s[d])
+          ks << " " << at << " += (r % " << shape[d] << "LL) * " << s[d]
+             << "LL;";
+        if (d)
+          ks << " r /= " << shape[d] << "LL;";
+      }
+      ks << " }\n";
+    }
+    std::string x = "x" + std::to_string(i);
+    scalars[arguments[i]] = x;
+    ks << "    const " << computeType(elementOf(in)) << " " << x << " = "
+       << load(elementOf(in), "a" + std::to_string(i) + "[" + at + "]")
+       << ";\n";
+  }
+  if (failed(emitScalarOps(ops, scalars, "out[o]", "    ", ks)))
+    return failure();
+  ks << "  }\n}\n\n";
+  launch(ops.back(), k, count, args, body);
+  return success();
+}
+LogicalResult CudaEmitter::emitDropout(Operation *op,
+                                       llvm::raw_ostream &body) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::DropoutOp o) {
+        RankedTensorType t = tensorOf(o.getOutput());
+        double ratio = o.getRatio().convertToDouble();
+        int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+        if (!o.getTrainingMode() || ratio == 0.0) {
+          body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync({0}, {1}, {2}ULL, "
+                          "cudaMemcpyDeviceToDevice, ctx.stream), {4});\n"
+                          "  AMPC_CUDA(ctx, cudaMemsetAsync({3}, 1, {5}ULL, "
+                          "ctx.stream), {4});\n",
+                          name(o.getOutput()), name(o.getInput()), bytes,
+                          name(o.getMask()), where(op), t.getNumElements());
+          return success();
+        }
+        // The CPU target's masks: the same seed, step and index.
+        uint64_t seed = dropoutSeed(op);
+        std::string step = "nullptr";
+        if (parameterOffsets.count(ampc::kStepCount))
+          step = formatv("reinterpret_cast<const int64_t *>(state + {0})",
+                         parameterOffsets.lookup(ampc::kStepCount))
+                     .str();
+        Type e = t.getElementType();
+        launch(op,
+               formatv("ampc::cuda::dropout<{0}, {0}>", codec(e)).str(),
+               t.getNumElements(),
+               formatv("{0}, {1}, reinterpret_cast<uint8_t *>({2}), {3}LL, "
+                       "{4}ULL, {5}, {6:e17}",
+                       name(o.getInput()), name(o.getOutput()),
+                       name(o.getMask()), t.getNumElements(), seed, step, ratio)
+                   .str(),
+               body);
+        return success();
+      })
+      .Default([&](Operation *) -> LogicalResult {
+        llvm_unreachable("not an op of this family (emitKernelOp dispatches)");
+      });
+}

@@ -1,0 +1,175 @@
+//===- CudaEmitter.h - the CUDA target's emitter, by op family --*- C++ -*-===//
+//
+// The CUDA emitter's class, shared by its files: CudaEmitter.cpp (launches,
+// arguments, the dispatch by op family, the library), CudaGemm.cpp,
+// CudaDataMovement.cpp, CudaNormalization.cpp, CudaReduction.cpp,
+// CudaElementwise.cpp, CudaTraining.cpp and CudaWindow.cpp. Private to
+// lib/Target/Cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_LIB_TARGET_CUDA_CUDAEMITTER_H
+#define AMPC_LIB_TARGET_CUDA_CUDAEMITTER_H
+
+#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Target/LibraryEmitter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <string>
+
+namespace ampc::cudagen {
+
+using llvm::ArrayRef;
+using llvm::SmallVector;
+using llvm::StringRef;
+using mlir::BlockArgument;
+using mlir::LogicalResult;
+using mlir::Operation;
+using mlir::Type;
+using mlir::Value;
+using mlir::ValueRange;
+namespace func = mlir::func;
+using namespace ampc::emit;
+
+/// Rows of at least this many elements (a reduction's elements per output,
+/// a softmax or layer-norm row) run a block per row (the *ByBlock kernels:
+/// a block's worth of elements each) instead of a thread per row: a mean
+/// over a whole activation summed by one thread took 0.3 s per call on an
+/// H200 (the GPU benchmark's GPT block, docs/benchmarks.md). The grid is
+/// the row count, at most kMaxRowBlocks (the kernels loop over the rest).
+constexpr int64_t kBlockRowMinLength = 256;
+constexpr int64_t kMaxRowBlocks = int64_t(1) << 16;
+
+/// The cudaDataType of a GEMM operand, or "" for a type cuBLASLt does not
+/// multiply.
+inline StringRef cudaDataType(Type t) {
+  if (t.isF16()) return "CUDA_R_16F";
+  if (t.isBF16()) return "CUDA_R_16BF";
+  if (t.isF32()) return "CUDA_R_32F";
+  if (t.isF64()) return "CUDA_R_64F";
+  return "";
+}
+
+/// The codec the templated kernels read and write `t` with.
+inline std::string codec(Type t) { return codecName(t, "ampc::cuda"); }
+
+/// A `ampc::cuda::Strided` literal: `dims` with `strides`.
+inline std::string strided(ArrayRef<int64_t> dims, ArrayRef<int64_t> strides) {
+  return llvm::formatv("ampc::cuda::Strided{{{0}, {1}, {2}}", dims.size(), list(dims),
+                 list(strides))
+      .str();
+}
+
+class CudaEmitter : public ampc::LibraryEmitter {
+public:
+  using LibraryEmitter::LibraryEmitter;
+
+private:
+  StringRef targetName() const override { return "cuda"; }
+  ampc::KernelTarget kernelTarget() const override {
+    return ampc::KernelTarget::Cuda;
+  }
+  bool constantInState(Operation *) const override { return true; }
+  std::string load(Type t, const std::string &e) const override {
+    if (t.isF16()) return "ampc::cuda::loadF16(" + e + ")";
+    if (t.isBF16()) return "ampc::cuda::loadBf16(" + e + ")";
+    if (t.isInteger(1)) return "(" + e + " != 0)";
+    return e;
+  }
+  std::string store(Type t, const std::string &e) const override {
+    if (t.isF16()) return "ampc::cuda::storeF16(" + e + ")";
+    if (t.isBF16()) return "ampc::cuda::storeBf16(" + e + ")";
+    return "static_cast<" + storageType(t).str() + ">(" + e + ")";
+  }
+  std::string hostStateSize() const override {
+    return "sizeof(ampc::cuda::Context)";
+  }
+  std::string synchronizeFunction() const override {
+    return "synchronizeState";
+  }
+  void beginFunction(func::FuncOp f) override {
+    inTrainStep = f.getName() == "train_step" && isTraining(f);
+  }
+  void emitStore(Operation *op, llvm::raw_ostream &body) override;
+  LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
+  void emitArgument(unsigned index, BlockArgument arg,
+                    llvm::raw_ostream &body) override;
+  void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
+  LogicalResult emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
+                            StringRef inferBody, StringRef stepBody) override;
+
+  /// `where` of the error macros: the node's description.
+  std::string where(Operation *op) {
+    return "\"" + cString(nodeDescription(op)) + "\"";
+  }
+  /// `kernel` (ampc::cuda::kernel<templateArgs>) over `rows` rows of
+  /// `length` elements: a thread per row, or kernelByBlock with a block
+  /// per row for long rows (kBlockRowMinLength).
+  void launchRows(Operation *op, StringRef kernel, StringRef templateArgs,
+                  int64_t rows, int64_t length, const std::string &args,
+                  llvm::raw_ostream &body);
+  /// A launch of `kernel` over `count` threads (grid-stride) and its check.
+  void launch(Operation *op, StringRef kernel, int64_t count,
+              const std::string &args, llvm::raw_ostream &body,
+              StringRef grid = "");
+  /// A device error code whose message names the node; the kernel argument
+  /// pair "error, code".
+  std::string deviceError(Operation *op, StringRef what);
+  /// A generated kernel for `ops` (elementwise, in order, the last one
+  /// computing `output`) over the elements of `output`, and its launch.
+  LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
+                                ValueRange arguments, Value output,
+                                llvm::raw_ostream &body) override;
+  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  /// Leading dimensions of row-major A, B and D as stored
+  /// (ampc.batched_gemm); 0: packed rows.
+  struct LeadingDims {
+    int64_t a, b, d;
+  };
+  /// One cuBLASLt call (row-major operands).
+  void emitGemm(Operation *op, bool ta, bool tb, int64_t m, int64_t n,
+                int64_t k, int64_t batch, int64_t strideA, int64_t strideB,
+                int64_t strideD, Type ab, Type d, float alpha, float beta,
+                StringRef epilogue, const std::string &a, const std::string &b,
+                const std::string &out, const std::string &bias,
+                llvm::raw_ostream &body, LeadingDims ld = {0, 0, 0});
+  void emitStrided(Operation *op, Value input, Value output,
+                   ArrayRef<int64_t> strides, int64_t base,
+                   llvm::raw_ostream &body);
+  // The op families, one file each (emitKernelOp dispatches).
+  /// Transpose, Slice, SliceGrad, Concat, Gather, GatherGrad, Shape,
+  /// Scatter and TopK (CudaDataMovement.cpp).
+  LogicalResult emitDataMovement(Operation *op, llvm::raw_ostream &body);
+  /// Softmax, LogSoftmax, LayerNormalization and its adjoint
+  /// (CudaNormalization.cpp).
+  LogicalResult emitNormalization(Operation *op, llvm::raw_ostream &body);
+  /// The reductions, GlobalAveragePool and the losses (CudaReduction.cpp).
+  LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body);
+  /// Dropout (CudaElementwise.cpp).
+  LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body);
+  /// The reductions and GlobalAveragePool.
+  void emitReduce(Operation *op, llvm::raw_ostream &body);
+  /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
+  void emitLoss(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitTrainingOp(Operation *op,
+                               llvm::raw_ostream &body) override;
+  /// Convolutions and their adjoints: im2col + cuBLASLt, col2im.
+  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  /// Pooling, batch normalisation and their adjoints.
+  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
+  /// `g` as a `ampc::cuda::Window` literal.
+  std::string window(const WindowGeometry &g);
+
+  std::string kernels;
+  unsigned kernelCount = 0;
+  SmallVector<std::string> deviceErrors = {""};
+  /// Whether the function being written is the training step (its output 0
+  /// is the loss, delivered asynchronously).
+  bool inTrainStep = false;
+};
+
+} // namespace ampc::cudagen
+
+#endif // AMPC_LIB_TARGET_CUDA_CUDAEMITTER_H

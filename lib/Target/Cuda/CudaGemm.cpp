@@ -1,0 +1,263 @@
+//===- CudaGemm.cpp - GEMMs and convolutions --------------------------------===//
+//
+// MatMul, Gemm and ampc.batched_gemm as cuBLASLt calls (FP16/BF16 operands
+// with FP32 compute, the epilogue ampc-fuse-epilogues chose, strided
+// batches), and the convolutions and their adjoints (im2col + cuBLASLt,
+// col2im).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmitter.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace ampc::emit;
+using namespace ampc::cudagen;
+using llvm::formatv;
+using llvm::StringRef;
+
+void CudaEmitter::emitGemm(Operation *op, bool ta, bool tb, int64_t m,
+                           int64_t n, int64_t k, int64_t batch,
+                           int64_t strideA, int64_t strideB, int64_t strideD,
+                           Type ab, Type d, float alpha, float beta,
+                           StringRef epilogue, const std::string &a,
+                           const std::string &b, const std::string &out,
+                           const std::string &bias, llvm::raw_ostream &body,
+                           LeadingDims ld) {
+  // Packed operands leave the leading dimensions to their default (0).
+  std::string lds;
+  if (ld.a || ld.b || ld.d)
+    lds = formatv(", {0}LL, {1}LL, {2}LL", ld.a, ld.b, ld.d).str();
+  body << formatv("  {{ static const ampc::cuda::Gemm g = {{{0}, {1}, {2}LL, "
+                  "{3}LL, {4}LL, {5}LL, {6}LL, {7}LL, {8}LL, {9}, {10}, "
+                  "{11:e9}f, {12:e9}f, CUBLASLT_EPILOGUE_{13}{19}};\n"
+                  "    if (int32_t code = ampc::cuda::gemm(ctx, {14}, g, {15}, "
+                  "{16}, {17}, {18})) return code; }\n",
+                  ta, tb, m, n, k, batch, strideA, strideB, strideD,
+                  cudaDataType(ab), cudaDataType(d), alpha, beta, epilogue,
+                  where(op), a, b, out, bias.empty() ? "nullptr" : bias, lds);
+}
+
+/// cuBLASLt's name of a GEMM epilogue (after CUBLASLT_EPILOGUE_).
+static StringRef cublasEpilogue(ampc::GemmEpilogue epi) {
+  return epi == ampc::GemmEpilogue::ReluBias ? "RELU_BIAS"
+         : epi == ampc::GemmEpilogue::Relu   ? "RELU"
+         : epi == ampc::GemmEpilogue::Bias   ? "BIAS"
+                                             : "DEFAULT";
+}
+
+LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
+  Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
+  Type ab = elementOf(a), d = elementOf(out);
+  if (cudaDataType(ab).empty() || elementOf(b) != ab || cudaDataType(d).empty())
+    return op->emitError() << "the CUDA target multiplies float matrices of "
+                              "one type only, got "
+                           << ab << " and " << elementOf(b) << " into " << d;
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op)) {
+    ArrayRef<int64_t> as = tensorOf(a).getShape(), bs = tensorOf(b).getShape();
+    bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
+    int64_t m = ta ? as[1] : as[0], k = ta ? as[0] : as[1];
+    int64_t n = tb ? bs[0] : bs[1];
+    float alpha = gemm.getAlpha().convertToFloat();
+    float beta = gemm.getBeta().convertToFloat();
+    Value c = gemm.getC();
+    std::string bias;
+    ampc::GemmEpilogue epi = gemm.getEpilogue();
+    bool hasBias = epi == ampc::GemmEpilogue::Bias ||
+                   epi == ampc::GemmEpilogue::ReluBias;
+    if (c && hasBias) {
+      // D = op(A) op(B) + bias (ampc-fuse-epilogues checked the form).
+      bias = name(c);
+      beta = 0.0f;
+    } else if (c) {
+      if (elementOf(c) != d)
+        return op->emitError() << "the CUDA target adds C of the output's "
+                                  "type only, got "
+                               << elementOf(c) << " and " << d;
+      // C broadcast into D, then D = alpha op(A) op(B) + beta D.
+      emitStrided(op, c, out, broadcastStrides(tensorOf(c).getShape(), {m, n}),
+                  0, body);
+    } else {
+      beta = 0.0f;
+    }
+    emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta,
+             cublasEpilogue(epi), name(a), name(b), name(out), bias, body);
+    return success();
+  }
+  if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {
+    // The layouts are the op's (ampc-fold-transposes); D is written whole.
+    emitGemm(op, bg.getTransA(), bg.getTransB(), bg.getM(), bg.getN(),
+             bg.getK(), bg.getBatch(), bg.getStrideA(), bg.getStrideB(),
+             bg.getStrideD(), ab, d, bg.getAlpha().convertToFloat(), 0.0f,
+             cublasEpilogue(bg.getEpilogue()), name(a), name(b), name(out),
+             bg.getBias() ? name(bg.getBias()) : "", body,
+             {static_cast<int64_t>(bg.getLda()), static_cast<int64_t>(bg.getLdb()),
+              static_cast<int64_t>(bg.getLdd())});
+    return success();
+  }
+  // MatMul: promote 1-D operands, then broadcast the batch dimensions.
+  SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  ArrayRef<int64_t> aBatch = ArrayRef(as).drop_back(2),
+                    bBatch = ArrayRef(bs).drop_back(2);
+  SmallVector<int64_t> batch = *ampc::broadcastShapes({aBatch, bBatch});
+  int64_t count = product(batch);
+  SmallVector<int64_t> aStrides = broadcastStrides(aBatch, batch),
+                       bStrides = broadcastStrides(bBatch, batch);
+  // Each operand's offset for each batch element.
+  auto offsets = [&](ArrayRef<int64_t> strides, int64_t matrix) {
+    SmallVector<int64_t> at;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t r = i, off = 0;
+      for (int64_t dIndex = batch.size() - 1; dIndex >= 0; --dIndex) {
+        off += (r % batch[dIndex]) * strides[dIndex] * matrix;
+        r /= batch[dIndex];
+      }
+      at.push_back(off);
+    }
+    return at;
+  };
+  SmallVector<int64_t> aAt = offsets(aStrides, m * k), bAt = offsets(bStrides, k * n);
+  auto uniform = [](ArrayRef<int64_t> at) {
+    for (size_t i = 2; i < at.size(); ++i)
+      if (at[i] - at[i - 1] != at[1] - at[0])
+        return false;
+    return true;
+  };
+  if (uniform(aAt) && uniform(bAt)) {
+    int64_t sa = count > 1 ? aAt[1] - aAt[0] : 0;
+    int64_t sb = count > 1 ? bAt[1] - bAt[0] : 0;
+    emitGemm(op, false, false, m, n, k, count, sa, sb, m * n, ab, d, 1.0f,
+             0.0f, "DEFAULT", name(a), name(b), name(out), "", body);
+    return success();
+  }
+  // Batch broadcasting that is not a constant stride: one GEMM per batch.
+  for (int64_t i = 0; i < count; ++i)
+    emitGemm(op, false, false, m, n, k, 1, 0, 0, 0, ab, d, 1.0f, 0.0f,
+             "DEFAULT", formatv("{0} + {1}", name(a), aAt[i]).str(),
+             formatv("{0} + {1}", name(b), bAt[i]).str(),
+             formatv("{0} + {1}", name(out), i * m * n).str(), "", body);
+  return success();
+}
+std::string CudaEmitter::window(const WindowGeometry &g) {
+  return formatv("ampc::cuda::Window{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+                 g.in.size(), list(g.in), list(g.out), list(g.kernel),
+                 list(g.strides), list(g.padBegin), list(g.padEnd),
+                 list(g.dilations))
+      .str();
+}
+
+LogicalResult CudaEmitter::emitConvolution(Operation *op,
+                                           llvm::raw_ostream &body) {
+  // The forward Conv's X (n, c, in...), W (m, c/group, k...), Y (n, m,
+  // out...), whichever op this is.
+  ConvGeometry geometry = convGeometry(op);
+  const WindowGeometry &shape = geometry.window;
+  Value x = geometry.input, w = geometry.weight, y = geometry.output;
+  int64_t group = geometry.group;
+  ArrayRef<int64_t> xs = tensorOf(x).getShape(), ys = tensorOf(y).getShape();
+  Type t = elementOf(x);
+  if (cudaDataType(t).empty() || elementOf(w) != t || elementOf(y) != t)
+    return op->emitError() << "the CUDA target convolves float tensors of one "
+                              "type only";
+  if (xs.size() - 2 > 8)
+    return op->emitError() << "the CUDA target handles at most 8 spatial "
+                              "dimensions";
+  int64_t n = geometry.n, c = geometry.channels, m = geometry.filters;
+  int64_t inSize = product(shape.in), outSize = product(shape.out),
+          kernelSize = product(shape.kernel);
+  int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
+  StringRef acc = accumulation(op), storage = storageType(t);
+  Type accType = acc == "double" ? Type(Float64Type::get(op->getContext()))
+                                 : Type(Float32Type::get(op->getContext()));
+  std::string win = window(shape);
+  bool direct = shape.isIdentity();
+  // im2col of X for every image (skipped for a 1x1 stride-1 window, where
+  // X is its own column matrix): image stride, group offset.
+  auto columns = [&]() -> std::tuple<std::string, int64_t, int64_t> {
+    if (direct)
+      return {name(x), c * inSize, cg * inSize};
+    std::string cols = scratch(op, "columns", storage);
+    launch(op, formatv("ampc::cuda::im2col<{0}>", storage).str(),
+           n * c * kernelSize * outSize,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}", name(x), cols, n, c, win).str(),
+           body);
+    return {cols, c * kernelSize * outSize, depth * outSize};
+  };
+  if (n == 0)
+    return success();
+  if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
+    auto [cols, imageStride, groupOffset] = columns();
+    float beta = 0.0f;
+    if (Value b = conv.getBias()) {
+      if (elementOf(b) != t)
+        return op->emitError() << "the CUDA target needs the bias in the "
+                                  "output's type";
+      // Y starts as the bias broadcast; the GEMMs add to it (one rounding).
+      SmallVector<int64_t> biasStrides(ys.size(), 0);
+      biasStrides[1] = 1;
+      emitStrided(op, b, y, biasStrides, 0, body);
+      beta = 1.0f;
+    }
+    for (int64_t g = 0; g < group; ++g)
+      emitGemm(op, false, false, mg, outSize, depth, n, 0, imageStride,
+               m * outSize, t, t, 1.0f, beta, "DEFAULT",
+               formatv("{0} + {1}", name(w), g * mg * depth).str(),
+               formatv("{0} + {1}", cols, g * groupOffset).str(),
+               formatv("{0} + {1}", name(y), g * mg * outSize).str(), "", body);
+    return success();
+  }
+  if (isa<ampc::ConvBackwardDataOp>(op)) {
+    // Columns (in the accumulator type) = Wᵀ · dY per image and group, then
+    // col2im sums them into dX, rounded once.
+    std::string cols = scratch(op, "columns", acc);
+    for (int64_t g = 0; g < group; ++g)
+      emitGemm(op, true, false, depth, outSize, mg, n, 0, m * outSize,
+               c * kernelSize * outSize, t, accType, 1.0f, 0.0f, "DEFAULT",
+               formatv("{0} + {1}", name(w), g * mg * depth).str(),
+               formatv("{0} + {1}", name(y), g * mg * outSize).str(),
+               formatv("{0} + {1}", cols, g * depth * outSize).str(), "", body);
+    launch(op,
+           formatv("ampc::cuda::col2im<{0}, {1}>", acc, codec(t)).str(),
+           n * c * inSize,
+           formatv("{0}, {1}, {2}LL, {3}LL, {4}", cols, name(x), n, c, win).str(),
+           body);
+    return success();
+  }
+  // dW (in the accumulator type) = Σ over images of dY · colsᵀ, then
+  // rounded once into W's type.
+  auto [cols, imageStride, groupOffset] = columns();
+  std::string sum = scratch(op, "sum", acc);
+  for (int64_t g = 0; g < group; ++g) {
+    auto call = [&](StringRef image, float beta) {
+      emitGemm(op, false, true, mg, depth, outSize, 1, 0, 0, 0, t, accType,
+               1.0f, beta, "DEFAULT",
+               formatv("{0} + ({1}) * {2} + {3}", name(y), image, m * outSize,
+                       g * mg * outSize)
+                   .str(),
+               formatv("{0} + ({1}) * {2} + {3}", cols, image, imageStride,
+                       g * groupOffset)
+                   .str(),
+               formatv("{0} + {1}", sum, g * mg * depth).str(), "", body);
+    };
+    call("0", 0.0f);
+    if (n > 1) {
+      body << "  for (int64_t image = 1; image < " << n << "; ++image) {\n";
+      call("image", 1.0f);
+      body << "  }\n";
+    }
+  }
+  launch(op, formatv("ampc::cuda::convert<{0}, {1}>", acc, codec(t)).str(),
+         m * depth,
+         formatv("{0}, {1}, {2}LL", sum, name(w), m * depth).str(), body);
+  return success();
+}

@@ -1,0 +1,179 @@
+//===- CudaTraining.cpp - the optimizer step --------------------------------===//
+//
+// The training ops: one multi-tensor unscale writing found_inf on the
+// device, gradient clipping by the global norm, optimizer kernels that read
+// found_inf, lr and the step from the device and skip themselves, and a
+// one-thread scale update. Nothing here waits for the device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmitter.h"
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace ampc::emit;
+using namespace ampc::cudagen;
+using llvm::formatv;
+using llvm::StringRef;
+
+LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
+                                          llvm::raw_ostream &body) {
+  auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
+  // A TensorList of `ins` and `outs` (offsets in the arena), by value.
+  // Multi-tensor kernels take lists of one element type and at most
+  // kMaxTensors (256) tensors: the tensors are grouped by type, in order,
+  // and each group split into lists of 256. Each list is written as a
+  // TensorList literal; returns (type, list name, largest tensor, count).
+  struct Chunk {
+    std::string type, list;
+    int64_t largest, count;
+  };
+  auto tensorLists = [&](ValueRange ins, ValueRange outs,
+                         llvm::function_ref<std::string(Value)> typeOf) {
+    std::vector<std::pair<std::string, SmallVector<std::pair<Value, Value>>>>
+        groups;
+    for (auto [i, o] : llvm::zip(ins, outs)) {
+      std::string type = typeOf(i);
+      auto group = llvm::find_if(groups, [&](auto &g) { return g.first == type; });
+      if (group == groups.end()) {
+        groups.push_back({type, {}});
+        group = std::prev(groups.end());
+      }
+      group->second.push_back({i, o});
+    }
+    SmallVector<Chunk> chunks;
+    for (auto &[type, pairs] : groups)
+      for (size_t begin = 0; begin < pairs.size(); begin += 256) {
+        std::string in, out, size;
+        int64_t largest = 1, count = 0;
+        for (size_t k = begin; k < std::min(pairs.size(), begin + 256); ++k) {
+          auto [i, o] = pairs[k];
+          in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char "
+                        "*>({0}) - state), ",
+                        name(i))
+                    .str();
+          out += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned "
+                         "char *>({0}) - state), ",
+                         name(o))
+                     .str();
+          size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
+          largest = std::max<int64_t>(largest, tensorOf(i).getNumElements());
+          ++count;
+        }
+        body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
+                        "{{{2}, {{{3}}, {{{4}}, {{{5}}};\n",
+                        type, counter, count, in, out, size);
+        chunks.push_back({type, "list" + std::to_string(counter++), largest,
+                          count});
+      }
+    return chunks;
+  };
+  auto grid = [](const Chunk &c) {
+    return formatv("dim3(ampc::cuda::blocks({0}LL), {1})", c.largest, c.count)
+        .str();
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::UnscaleOp o) -> LogicalResult {
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 1, "
+                        "ctx.stream), {1});\n",
+                        name(o.getFoundInf()), where(op));
+        for (const Chunk &c :
+             tensorLists(o.getGrads(), o.getUnscaled(), [&](Value v) {
+               return storageType(elementOf(v)).str();
+             }))
+          launch(op, formatv("ampc::cuda::unscale<{0}>", c.type).str(), 0,
+                 formatv("state, {0}, {1}, {2}", c.list, name(o.getScale()),
+                         name(o.getFoundInf()))
+                     .str(),
+                 body, grid(c));
+        return success();
+      })
+      .Case([&](ampc::ClipGradNormOp o) -> LogicalResult {
+        // One norm over every gradient, summed in the first one's compute
+        // type: the gradients are the FP32 (FP64) master gradients.
+        StringRef t = accumulation(op);
+        for (Value g : o.getGrads())
+          if (computeIn(g) != t)
+            return op->emitError()
+                   << "the CUDA target clips gradients of one compute type, "
+                      "got "
+                   << t << " and " << computeIn(g);
+        SmallVector<Chunk> chunks = tensorLists(
+            o.getGrads(), o.getClipped(), [&](Value) { return t.str(); });
+        std::string sumPtr = scratch(op, "sum", t);
+        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 8, "
+                        "ctx.stream), {1});\n",
+                        sumPtr, where(op));
+        for (const Chunk &c : chunks)
+          launch(op, formatv("ampc::cuda::sumOfSquares<{0}>", t).str(), 0,
+                 formatv("state, {0}, {1}", c.list, sumPtr).str(), body,
+                 grid(c));
+        for (const Chunk &c : chunks)
+          launch(op, formatv("ampc::cuda::clipByNorm<{0}>", t).str(), 0,
+                 formatv("state, {0}, {1}, {2}({3:e9})", c.list, sumPtr, t,
+                         o.getMaxNorm().convertToFloat())
+                     .str(),
+                 body, grid(c));
+        return success();
+      })
+      .Case([&](ampc::OptimizerUpdateOp o) {
+        StringRef t = computeIn(o.getParam());
+        int64_t count = tensorOf(o.getParam()).getNumElements();
+        auto literal = [&](APFloat v) {
+          return formatv("{0}({1:e9})", t, v.convertToFloat()).str();
+        };
+        std::string found = o.getFoundInf()
+                                ? "reinterpret_cast<const uint8_t *>(" +
+                                      name(o.getFoundInf()) + ")"
+                                : "nullptr";
+        if (o.getKind() == ampc::OptimizerKind::Sgd) {
+          bool hasBuffer = !o.getMoments().empty();
+          launch(op, formatv("ampc::cuda::sgdStep<{0}>", t).str(), count,
+                 formatv("{0}, {1}, {2}, {3}, {4}, {5}LL, {6}, {7}, {8}, {9}, "
+                         "{10}, {11}, {12}",
+                         name(o.getParam()), name(o.getGrad()),
+                         hasBuffer ? name(o.getMoments()[0]) : "nullptr",
+                         name(o.getNewParam()),
+                         hasBuffer ? name(o.getNewMoments()[0]) : "nullptr",
+                         count, name(o.getLr()), name(o.getStep()), found,
+                         literal(o.getMomentum()), literal(o.getDampening()),
+                         o.getNesterov(), literal(o.getWeightDecay()))
+                     .str(),
+                 body);
+        } else {
+          launch(op, formatv("ampc::cuda::adamStep<{0}>", t).str(), count,
+                 formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}, {9}, "
+                         "{10}, {11}, {12}, {13}, {14}, {15}",
+                         name(o.getParam()), name(o.getGrad()),
+                         name(o.getMoments()[0]), name(o.getMoments()[1]),
+                         name(o.getNewParam()), name(o.getNewMoments()[0]),
+                         name(o.getNewMoments()[1]), count, name(o.getLr()),
+                         name(o.getStep()), found, literal(o.getBeta1()),
+                         literal(o.getBeta2()), literal(o.getEps()),
+                         literal(o.getWeightDecay()),
+                         o.getKind() == ampc::OptimizerKind::Adamw)
+                     .str(),
+                 body);
+        }
+        return success();
+      })
+      .Case([&](ampc::UpdateScaleOp o) {
+        body << formatv(
+            "  ampc::cuda::launch(\"updateScale\", ampc::cuda::updateScale, 1, "
+            "1, 0, ctx.stream, {0}, {1}, "
+            "reinterpret_cast<const uint8_t *>({2}), {3:e9}f, {4:e9}f, {5}LL, "
+            "{6:e9}f, {7:e9}f, {8}, {9});\n  AMPC_LAUNCHED(ctx, {10});\n",
+            name(o.getScale()), name(o.getGrowthTracker()),
+            name(o.getFoundInf()), o.getGrowthFactor().convertToFloat(),
+            o.getBackoffFactor().convertToFloat(), o.getGrowthInterval(),
+            o.getMinScale().convertToFloat(), o.getMaxScale().convertToFloat(),
+            name(o.getNewScale()), name(o.getNewGrowthTracker()), where(op));
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
+}
