@@ -44,12 +44,14 @@
   ((void)(fakeStack), (void)(bottom), (void)(size))
 #endif
 
+#include <csetjmp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <pthread.h>
 #include <unistd.h>
 #include <vector>
 
@@ -147,27 +149,84 @@ void suspend(State state) {
     throw Abandon{};
 }
 
+/// Whether the scheduler is inside a thread's fiber (for the fault handler).
+bool onFiber = false;
+
 /// Runs thread `t` until it suspends or returns.
 void resume(Thread &t) {
   void *fakeStack = nullptr;
   AMPC_SIM_START_SWITCH(&fakeStack,
                         static_cast<char *>(t.stack.sp) - t.stack.size,
                         t.stack.size);
+  onFiber = true;
   t.fiber = std::move(t.fiber).resume();
+  onFiber = false;
   AMPC_SIM_FINISH_SWITCH(fakeStack, nullptr, nullptr);
 }
 
-// A fault inside a kernel: say which kernel, then die as the process would.
+/// While a kernel runs: where a fault in it returns to (a point on the
+/// scheduler's stack, in the host thread that runs the kernel), and the
+/// faulting address.
+sigjmp_buf *faultRecovery = nullptr;
+pthread_t faultThread;
+void *faultAddress = nullptr;
+
+// A fault inside a kernel (a wild or freed pointer, a guard page, a
+// fiber's stack overflow) is what a device reports as an illegal address:
+// the kernel is abandoned where it stands and the error becomes sticky
+// (recoverFaults). Any other fault kills the process, as it would.
 void onFault(int signal, siginfo_t *info, void *) {
+  if (faultRecovery && pthread_equal(pthread_self(), faultThread)) {
+    faultAddress = info->si_addr;
+    // Leaves the fiber for good: ASan drops its fake stack and takes the
+    // scheduler's stack for the current one.
+    if (onFiber && block && block->running)
+      AMPC_SIM_START_SWITCH(nullptr, block->running->schedulerBottom,
+                            block->running->schedulerSize);
+    siglongjmp(*faultRecovery, 1);
+  }
   char message[256];
   int n = std::snprintf(message, sizeof message,
-                        "ampc cuda-sim: kernel %s: invalid memory access at "
-                        "%p (not live device memory)\n",
-                        runningKernel ? runningKernel : "?", info->si_addr);
+                        "ampc cuda-sim: invalid memory access at %p outside "
+                        "any kernel\n",
+                        info->si_addr);
   if (n > 0)
     (void)!write(2, message, static_cast<size_t>(n));
   std::signal(signal, SIG_DFL);
   std::raise(signal);
+}
+
+/// Runs `grid` (a kernel's blocks) so that a fault in it returns here as
+/// cudaErrorIllegalAddress. The fault leaves the scheduler's frames below
+/// this one and the block's fibers where they stood: none is resumed or
+/// unwound again (a fiber's frames may be what faulted), and their stacks
+/// and the block's threads are leaked, not returned to the pool. After a
+/// device fault every later piece of work is dropped (the error is
+/// sticky), so at most one kernel's block is leaked.
+template <typename Grid>
+cudaError_t recoverFaults(const char *name, const std::string &seed,
+                          Grid &&grid) {
+  sigjmp_buf recovery;
+  if (sigsetjmp(recovery, 1)) {
+    faultRecovery = nullptr;
+    if (onFiber)
+      AMPC_SIM_FINISH_SWITCH(nullptr, nullptr, nullptr);
+    onFiber = false;
+    block = nullptr;
+    current = nullptr;
+    runningKernel = nullptr;
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", faultAddress);
+    return fail(cudaErrorIllegalAddress,
+                std::string("kernel ") + name + ": invalid memory access at " +
+                    address + " (not live device memory)" +
+                    (seed.empty() ? "" : " (AMPC_CUDA_SIM_SEED=" + seed + ")"));
+  }
+  faultThread = pthread_self();
+  faultRecovery = &recovery;
+  cudaError_t e = grid();
+  faultRecovery = nullptr;
+  return e;
 }
 
 void installFaultHandler() {
@@ -478,8 +537,9 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   }
   for (int i = 0; i < l.numPointers; ++i)
     if (l.pointers[i] &&
-        !checkDevice(l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
-                     ("pointer argument " + std::to_string(i)).c_str())) {
+        !checkDeviceAccessible(
+            l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
+            ("pointer argument " + std::to_string(i)).c_str())) {
       return;
     }
   installFaultHandler();
@@ -488,7 +548,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   dim3 g = l.grid, b = l.block;
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
-  enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
+  auto runGrid = [=]() -> cudaError_t {
     runningKernel = name;
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
     uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
@@ -513,6 +573,9 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
     }
     runningKernel = nullptr;
     return cudaSuccess;
+  };
+  enqueue(l.stream, name, Work::Kernel, name, [=]() {
+    return recoverFaults(name, schedule.text, runGrid);
   });
 }
 
