@@ -438,7 +438,7 @@ TEST(CudaSimStreamsDeathTest, FaultOutsideAKernelStillKills) {
         cudaFree(d);
         *static_cast<volatile int *>(static_cast<void *>(d)) = 1;
       },
-      "invalid memory access at 0x[0-9a-f]+ outside any kernel");
+      "invalid memory access at 0x[0-9a-f]+ outside any kernel.s threads");
 }
 
 /// The CUDA target's error path: a model library (the test MLP under

@@ -44,15 +44,16 @@
   ((void)(fakeStack), (void)(bottom), (void)(size))
 #endif
 
-#include <csetjmp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <string>
+#include <new>
 #include <pthread.h>
+#include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 // The built-in variables are kernel code's; here they are ThreadIndex's members.
@@ -149,84 +150,79 @@ void suspend(State state) {
     throw Abandon{};
 }
 
-/// Whether the scheduler is inside a thread's fiber (for the fault handler).
-bool onFiber = false;
+/// The thread whose fiber runs now (null while the scheduler runs) and the
+/// host thread running it; the thread that faulted, and where. `faulted`
+/// tells runBlock that its failure is a fault.
+Thread *onFiber = nullptr;
+pthread_t fiberHost;
+Thread *faultedThread = nullptr;
+void *faultAddress = nullptr;
+bool faulted = false;
 
-/// Runs thread `t` until it suspends or returns.
+/// Thread `t` faulted (a wild or freed pointer, a guard page, its stack's
+/// overflow): what a device reports as an illegal address. The thread's
+/// frames stay where they faulted: its fiber is never resumed or unwound
+/// (those frames are what faulted) and its stack is leaked, not returned
+/// to the pool; the handle resume got back (the fault handler's frame) is
+/// dropped without the unwinding its destructor would do. The block then
+/// fails as any kernel failure does (runBlock abandons the other threads),
+/// with a sticky cudaErrorIllegalAddress.
+void abandonFaultedThread(Thread &t) {
+  // The handler ran with the faults blocked, and never returned.
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
+  new (&t.fiber) ctx::fiber();
+  t.state = State::Done;
+  faultedThread = nullptr;
+  faulted = true;
+  char message[96];
+  std::snprintf(message, sizeof message,
+                "invalid memory access at %p (not live device memory)",
+                faultAddress);
+  block->error = message;
+}
+
+/// Runs thread `t` until it suspends, returns or faults.
 void resume(Thread &t) {
   void *fakeStack = nullptr;
   AMPC_SIM_START_SWITCH(&fakeStack,
                         static_cast<char *>(t.stack.sp) - t.stack.size,
                         t.stack.size);
-  onFiber = true;
+  onFiber = &t;
+  fiberHost = pthread_self();
   t.fiber = std::move(t.fiber).resume();
-  onFiber = false;
+  onFiber = nullptr;
   AMPC_SIM_FINISH_SWITCH(fakeStack, nullptr, nullptr);
+  if (faultedThread == &t)
+    abandonFaultedThread(t);
 }
 
-/// While a kernel runs: where a fault in it returns to (a point on the
-/// scheduler's stack, in the host thread that runs the kernel), and the
-/// faulting address.
-sigjmp_buf *faultRecovery = nullptr;
-pthread_t faultThread;
-void *faultAddress = nullptr;
-
-// A fault inside a kernel (a wild or freed pointer, a guard page, a
-// fiber's stack overflow) is what a device reports as an illegal address:
-// the kernel is abandoned where it stands and the error becomes sticky
-// (recoverFaults). Any other fault kills the process, as it would.
+// A fault on a thread's fiber switches to the scheduler, which resume left
+// waiting, as a suspend would; any other fault (the host's code, the
+// scheduler's) kills the process, as it would without the execution.
 void onFault(int signal, siginfo_t *info, void *) {
-  if (faultRecovery && pthread_equal(pthread_self(), faultThread)) {
+  if (onFiber && pthread_equal(pthread_self(), fiberHost)) {
+    Thread &t = *onFiber;
+    faultedThread = &t;
     faultAddress = info->si_addr;
-    // Leaves the fiber for good: ASan drops its fake stack and takes the
-    // scheduler's stack for the current one.
-    if (onFiber && block && block->running)
-      AMPC_SIM_START_SWITCH(nullptr, block->running->schedulerBottom,
-                            block->running->schedulerSize);
-    siglongjmp(*faultRecovery, 1);
+    // Leaves the fiber for good: ASan drops its fake stack.
+    AMPC_SIM_START_SWITCH(nullptr, t.schedulerBottom, t.schedulerSize);
+    std::move(t.scheduler).resume(); // never resumed: does not return
+    std::abort();
   }
   char message[256];
   int n = std::snprintf(message, sizeof message,
                         "ampc cuda-sim: invalid memory access at %p outside "
-                        "any kernel\n",
-                        info->si_addr);
+                        "any kernel's threads%s%s\n",
+                        info->si_addr, runningKernel ? " while running " : "",
+                        runningKernel ? runningKernel : "");
   if (n > 0)
     (void)!write(2, message, static_cast<size_t>(n));
   std::signal(signal, SIG_DFL);
   std::raise(signal);
-}
-
-/// Runs `grid` (a kernel's blocks) so that a fault in it returns here as
-/// cudaErrorIllegalAddress. The fault leaves the scheduler's frames below
-/// this one and the block's fibers where they stood: none is resumed or
-/// unwound again (a fiber's frames may be what faulted), and their stacks
-/// and the block's threads are leaked, not returned to the pool. After a
-/// device fault every later piece of work is dropped (the error is
-/// sticky), so at most one kernel's block is leaked.
-template <typename Grid>
-cudaError_t recoverFaults(const char *name, const std::string &seed,
-                          Grid &&grid) {
-  sigjmp_buf recovery;
-  if (sigsetjmp(recovery, 1)) {
-    faultRecovery = nullptr;
-    if (onFiber)
-      AMPC_SIM_FINISH_SWITCH(nullptr, nullptr, nullptr);
-    onFiber = false;
-    block = nullptr;
-    current = nullptr;
-    runningKernel = nullptr;
-    char address[32];
-    std::snprintf(address, sizeof address, "%p", faultAddress);
-    return fail(cudaErrorIllegalAddress,
-                std::string("kernel ") + name + ": invalid memory access at " +
-                    address + " (not live device memory)" +
-                    (seed.empty() ? "" : " (AMPC_CUDA_SIM_SEED=" + seed + ")"));
-  }
-  faultThread = pthread_self();
-  faultRecovery = &recovery;
-  cudaError_t e = grid();
-  faultRecovery = nullptr;
-  return e;
 }
 
 void installFaultHandler() {
@@ -465,7 +461,9 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
         resume(t);
       }
     b.threads.clear();
-    return fail(cudaErrorLaunchFailure, message);
+    return fail(std::exchange(faulted, false) ? cudaErrorIllegalAddress
+                                              : cudaErrorLaunchFailure,
+                message);
   }
   return cudaSuccess;
 }
@@ -548,7 +546,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   dim3 g = l.grid, b = l.block;
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
-  auto runGrid = [=]() -> cudaError_t {
+  enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
     runningKernel = name;
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
     uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
@@ -573,9 +571,6 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
     }
     runningKernel = nullptr;
     return cudaSuccess;
-  };
-  enqueue(l.stream, name, Work::Kernel, name, [=]() {
-    return recoverFaults(name, schedule.text, runGrid);
   });
 }
 
