@@ -8,7 +8,8 @@
 // thread of the block runs the kernel on its own fiber (boost.context),
 // round-robin until it returns or waits: at __syncthreads for the whole
 // block, at a warp-synchronous op for the lanes of its mask. A barrier only
-// some of the block reaches, or lanes that never meet, fail the kernel.
+// some of the block reaches, or lanes that never meet, fail the kernel; a
+// memory fault on a thread's fiber fails it as cudaErrorIllegalAddress.
 //
 //===----------------------------------------------------------------------===//
 

@@ -9,7 +9,10 @@
 //   every integer) so a read before a write shows, and freed memory is
 //   made inaccessible and never reused, so a use after free faults or is
 //   refused by name. Every call checks that its pointers are what its kind
-//   says (device memory, not a host pointer, not freed).
+//   says (device memory, not a host pointer, not freed). Pinned host
+//   memory (cudaMallocHost, cudaHostAlloc) is also a device address, as
+//   under unified addressing: a kernel argument or a copy's device side
+//   may be one.
 // - Work on a stream runs later, in stream order, only when a synchronising
 //   call needs it. Streams CUDA leaves unordered stay unordered: the legacy
 //   default stream and a cudaStreamNonBlocking stream never wait for each
@@ -17,9 +20,25 @@
 //   host-to-device cudaMemcpy from pageable memory returns after the data
 //   is staged and lands when the legacy stream runs (CUDA's documentation:
 //   "the DMA to final destination may not have completed"); cudaMemset is
-//   asynchronous. Copies from pinned memory read it when they run.
+//   asynchronous. Copies from pinned memory read it when they run. A
+//   device-to-host copy returns once the data is in host memory, except a
+//   cudaMemcpyAsync into pinned memory, which writes it when it runs (CUDA
+//   documents the pageable one as "might be synchronous"; the drivers make
+//   it so). cudaStreamQuery and cudaEventQuery report work still queued as
+//   cudaErrorNotReady and then run it: a polling host makes progress.
+// - A stream capture follows events: a stream that waits for an event
+//   recorded in a capture joins it, and each captured node waits for its
+//   stream's previous node and the events' nodes. Ending the capture fails
+//   (cudaErrorStreamCaptureUnjoined) unless every node is ordered before
+//   the origin stream's last; a launch replays the nodes in an order that
+//   respects the dependencies and runs, of the ready ones, the node
+//   captured last first (unordered branches do not run in capture order).
+//   Waiting for an event from outside the capture, merging two captures,
+//   ending on another stream and querying a captured event are refused as
+//   CUDA refuses them; cudaEventWaitExternal is not modelled (refused).
 // - A failure while work runs is sticky, as a fault on a device is: every
-//   later call reports it.
+//   later call reports it. A fault in a kernel is one (Execution.cpp):
+//   cudaErrorIllegalAddress, naming the kernel.
 // - Each piece of work is counted as it runs (Counters.h), by the kind and
 //   name its caller gave enqueue: the launch counts the tests pin are what
 //   the device did, not what was asked of it.
