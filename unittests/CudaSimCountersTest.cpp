@@ -60,13 +60,18 @@ TEST(CudaSimCounters, WorkCountsWhenItRunsByKindAndName) {
   ampc::cuda::launch("fill", fill, 2, 32, 0, s, d, 1, 64);
   ampc::cuda::launch("fill", fill, 2, 32, 0, s, d, 2, 64);
   ampc::cuda::launch("fill<int>", fill, 1, 32, 0, s, d, 3, 64);
-  int host[64] = {};
-  ASSERT_EQ(cudaMemcpyAsync(host, d, sizeof host, cudaMemcpyDeviceToHost, s),
+  // Pinned: into pageable memory the copy would be synchronous.
+  int *host = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void **>(&host), 64 * sizeof(int)),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(host, d, 64 * sizeof(int), cudaMemcpyDeviceToHost,
+                            s),
             cudaSuccess);
   ASSERT_EQ(cudaMemsetAsync(d, 0, 4, s), cudaSuccess);
   ASSERT_EQ(cudaLaunchHostFunc(s, nothing, nullptr), cudaSuccess);
   // On the legacy stream: returns once staged, lands when that stream runs.
-  ASSERT_EQ(cudaMemcpy(d, host, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const int zero = 0;
+  ASSERT_EQ(cudaMemcpy(d, &zero, 4, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(counters(), "") << "work counted before it ran";
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(host[63], 3);
@@ -78,6 +83,7 @@ TEST(CudaSimCounters, WorkCountsWhenItRunsByKindAndName) {
                         "host_function 1 cudaLaunchHostFunc\n");
   ampc_cudasim_counters_reset();
   EXPECT_EQ(counters(), "");
+  cudaFreeHost(host);
   cudaStreamDestroy(s);
   cudaFree(d);
 }

@@ -8,7 +8,8 @@
 // thread of the block runs the kernel on its own fiber (boost.context),
 // round-robin until it returns or waits: at __syncthreads for the whole
 // block, at a warp-synchronous op for the lanes of its mask. A barrier only
-// some of the block reaches, or lanes that never meet, fail the kernel.
+// some of the block reaches, or lanes that never meet, fail the kernel; a
+// memory fault on a thread's fiber fails it as cudaErrorIllegalAddress.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +50,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <pthread.h>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 // The built-in variables are kernel code's; here they are ThreadIndex's members.
@@ -147,23 +151,75 @@ void suspend(State state) {
     throw Abandon{};
 }
 
-/// Runs thread `t` until it suspends or returns.
+/// The thread whose fiber runs now (null while the scheduler runs) and the
+/// host thread running it; the thread that faulted, and where. `faulted`
+/// tells runBlock that its failure is a fault.
+Thread *onFiber = nullptr;
+pthread_t fiberHost;
+Thread *faultedThread = nullptr;
+void *faultAddress = nullptr;
+bool faulted = false;
+
+/// Thread `t` faulted (a wild or freed pointer, a guard page, its stack's
+/// overflow): what a device reports as an illegal address. The thread's
+/// frames stay where they faulted: its fiber is never resumed or unwound
+/// (those frames are what faulted) and its stack is leaked, not returned
+/// to the pool; the handle resume got back (the fault handler's frame) is
+/// dropped without the unwinding its destructor would do. The block then
+/// fails as any kernel failure does (runBlock abandons the other threads),
+/// with a sticky cudaErrorIllegalAddress.
+void abandonFaultedThread(Thread &t) {
+  // The handler ran with the faults blocked, and never returned.
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
+  new (&t.fiber) ctx::fiber();
+  t.state = State::Done;
+  faultedThread = nullptr;
+  faulted = true;
+  char message[96];
+  std::snprintf(message, sizeof message,
+                "invalid memory access at %p (not live device memory)",
+                faultAddress);
+  block->error = message;
+}
+
+/// Runs thread `t` until it suspends, returns or faults.
 void resume(Thread &t) {
   void *fakeStack = nullptr;
   AMPC_SIM_START_SWITCH(&fakeStack,
                         static_cast<char *>(t.stack.sp) - t.stack.size,
                         t.stack.size);
+  onFiber = &t;
+  fiberHost = pthread_self();
   t.fiber = std::move(t.fiber).resume();
+  onFiber = nullptr;
   AMPC_SIM_FINISH_SWITCH(fakeStack, nullptr, nullptr);
+  if (faultedThread == &t)
+    abandonFaultedThread(t);
 }
 
-// A fault inside a kernel: say which kernel, then die as the process would.
+// A fault on a thread's fiber switches to the scheduler, which resume left
+// waiting, as a suspend would; any other fault (the host's code, the
+// scheduler's) kills the process, as it would without the execution.
 void onFault(int signal, siginfo_t *info, void *) {
+  if (onFiber && pthread_equal(pthread_self(), fiberHost)) {
+    Thread &t = *onFiber;
+    faultedThread = &t;
+    faultAddress = info->si_addr;
+    // Leaves the fiber for good: ASan drops its fake stack.
+    AMPC_SIM_START_SWITCH(nullptr, t.schedulerBottom, t.schedulerSize);
+    std::move(t.scheduler).resume(); // never resumed: does not return
+    std::abort();
+  }
   char message[256];
   int n = std::snprintf(message, sizeof message,
-                        "ampc cuda-sim: kernel %s: invalid memory access at "
-                        "%p (not live device memory)\n",
-                        runningKernel ? runningKernel : "?", info->si_addr);
+                        "ampc cuda-sim: invalid memory access at %p outside "
+                        "any kernel's threads%s%s\n",
+                        info->si_addr, runningKernel ? " while running " : "",
+                        runningKernel ? runningKernel : "");
   if (n > 0)
     (void)!write(2, message, static_cast<size_t>(n));
   std::signal(signal, SIG_DFL);
@@ -406,7 +462,9 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
         resume(t);
       }
     b.threads.clear();
-    return fail(cudaErrorLaunchFailure, message);
+    return fail(std::exchange(faulted, false) ? cudaErrorIllegalAddress
+                                              : cudaErrorLaunchFailure,
+                message);
   }
   return cudaSuccess;
 }
@@ -478,8 +536,9 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   }
   for (int i = 0; i < l.numPointers; ++i)
     if (l.pointers[i] &&
-        !checkDevice(l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
-                     ("pointer argument " + std::to_string(i)).c_str())) {
+        !checkDeviceAccessible(
+            l.pointers[i], 0, ("kernel " + std::string(l.name)).c_str(),
+            ("pointer argument " + std::to_string(i)).c_str())) {
       return;
     }
   installFaultHandler();

@@ -9,7 +9,10 @@
 //   every integer) so a read before a write shows, and freed memory is
 //   made inaccessible and never reused, so a use after free faults or is
 //   refused by name. Every call checks that its pointers are what its kind
-//   says (device memory, not a host pointer, not freed).
+//   says (device memory, not a host pointer, not freed). Pinned host
+//   memory (cudaMallocHost, cudaHostAlloc) is also a device address, as
+//   under unified addressing: a kernel argument or a copy's device side
+//   may be one.
 // - Work on a stream runs later, in stream order, only when a synchronising
 //   call needs it. Streams CUDA leaves unordered stay unordered: the legacy
 //   default stream and a cudaStreamNonBlocking stream never wait for each
@@ -17,9 +20,25 @@
 //   host-to-device cudaMemcpy from pageable memory returns after the data
 //   is staged and lands when the legacy stream runs (CUDA's documentation:
 //   "the DMA to final destination may not have completed"); cudaMemset is
-//   asynchronous. Copies from pinned memory read it when they run.
+//   asynchronous. Copies from pinned memory read it when they run. A
+//   device-to-host copy returns once the data is in host memory, except a
+//   cudaMemcpyAsync into pinned memory, which writes it when it runs (CUDA
+//   documents the pageable one as "might be synchronous"; the drivers make
+//   it so). cudaStreamQuery and cudaEventQuery report work still queued as
+//   cudaErrorNotReady and then run it: a polling host makes progress.
+// - A stream capture follows events: a stream that waits for an event
+//   recorded in a capture joins it, and each captured node waits for its
+//   stream's previous node and the events' nodes. Ending the capture fails
+//   (cudaErrorStreamCaptureUnjoined) unless every node is ordered before
+//   the origin stream's last; a launch replays the nodes in an order that
+//   respects the dependencies and runs, of the ready ones, the node
+//   captured last first (unordered branches do not run in capture order).
+//   Waiting for an event from outside the capture, merging two captures,
+//   ending on another stream and querying a captured event are refused as
+//   CUDA refuses them; cudaEventWaitExternal is not modelled (refused).
 // - A failure while work runs is sticky, as a fault on a device is: every
-//   later call reports it.
+//   later call reports it. A fault in a kernel is one (Execution.cpp):
+//   cudaErrorIllegalAddress, naming the kernel.
 // - Each piece of work is counted as it runs (Counters.h), by the kind and
 //   name its caller gave enqueue: the launch counts the tests pin are what
 //   the device did, not what was asked of it.
@@ -72,6 +91,11 @@ const char *standardName(cudaError_t e) {
   case cudaErrorInvalidDevice: return "invalid device ordinal";
   case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
   case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureMerge: return "operation would result in a merge of separate capture sequences";
+  case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
+  case cudaErrorStreamCaptureUnjoined: return "capturing stream has unjoined work";
+  case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+  case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
   case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
   default: return "cuda-sim error";
   }
@@ -120,23 +144,42 @@ struct Op {
   Work kind = Work::Kernel; // what `work` counts as when it runs
   std::string name;
 };
+/// A captured graph: each node's work and the nodes it waits for (the
+/// order of its stream, and the events it waited on).
+struct Node {
+  Op op;
+  std::vector<size_t> after;
+};
 struct Graph {
-  std::vector<Op> ops; // captured work, in stream order
+  std::vector<Node> nodes; // in the order they were captured
+};
+/// A stream capture in progress: the graph it builds, the stream it began
+/// on (the only one that may end it), and whether something the capture
+/// cannot hold happened. Streams join it by waiting on an event recorded
+/// in it; ending it takes them all out of capture mode.
+struct Capture {
+  uint64_t id;
+  Graph *graph;
+  Stream *origin;
+  bool invalidated = false;
 };
 struct Stream {
   unsigned flags = 0;
   bool legacy = false;
   std::deque<Op> queue;
   uint64_t enqueued = 0, completed = 0;
-  /// While capturing: the graph the stream's work goes to; `invalidated`
-  /// once something the capture cannot hold happened.
-  Graph *capturing = nullptr;
-  bool invalidated = false;
+  /// While part of a capture: the capture, and the nodes the stream's next
+  /// captured work waits for.
+  Capture *capturing = nullptr;
+  std::vector<size_t> tails;
   bool blocking() const { return !(flags & cudaStreamNonBlocking); }
 };
 struct Event {
   Stream *stream = nullptr;
   uint64_t seq = 0;
+  /// Last recorded in a capture: its id (0: not) and the nodes recorded.
+  uint64_t capture = 0;
+  std::vector<size_t> nodes;
 };
 
 Stream legacyStream{0, true};
@@ -206,7 +249,9 @@ void push(Stream &s, Op op) {
 /// the legacy stream's.
 void enqueueOn(Stream &s, Op op) {
   if (s.capturing) {
-    s.capturing->ops.push_back(std::move(op));
+    Graph &g = *s.capturing->graph;
+    g.nodes.push_back(Node{std::move(op), s.tails});
+    s.tails = {g.nodes.size() - 1};
     return;
   }
   if (s.legacy) {
@@ -224,7 +269,7 @@ void enqueueOn(Stream &s, Op op) {
 cudaError_t refuseWhileCapturing(const char *call) {
   for (Stream *s : allStreams())
     if (s->capturing) {
-      s->invalidated = true;
+      s->capturing->invalidated = true;
       return fail(cudaErrorStreamCaptureUnsupported,
                   std::string(call) +
                       ": waits for a stream that is being captured (the "
@@ -295,6 +340,12 @@ bool checkDevice(const void *pointer, size_t bytes, const char *call,
     return false;
   }
   return true;
+}
+
+bool checkDeviceAccessible(const void *pointer, size_t bytes, const char *call,
+                           const char *what) {
+  return classify(pointer, bytes) == Memory::PinnedHost ||
+         checkDevice(pointer, bytes, call, what);
 }
 
 cudaError_t fail(cudaError_t error, const std::string &message) {
@@ -522,7 +573,8 @@ const char *kindName(cudaMemcpyKind kind) {
 
 /// Checks the pointers of a copy against its kind and says which way it
 /// goes (cudaMemcpyDefault is resolved from the pointers); false after
-/// recording the failure.
+/// recording the failure. Pinned host memory is accepted on either side:
+/// under unified addressing it is also a device address.
 bool checkCopy(const char *call, void *dst, const void *src, size_t bytes,
                cudaMemcpyKind &kind) {
   const bool dstDevice = classify(dst, bytes) == Memory::Device ||
@@ -539,14 +591,15 @@ bool checkCopy(const char *call, void *dst, const void *src, size_t bytes,
   const bool wantSrc = kind == cudaMemcpyDeviceToHost ||
                        kind == cudaMemcpyDeviceToDevice;
   const std::string name = std::string(call) + " (" + kindName(kind) + ")";
-  if (wantDst ? !checkDevice(dst, bytes, name.c_str(), "destination")
+  if (wantDst ? !checkDeviceAccessible(dst, bytes, name.c_str(), "destination")
               : dstDevice) {
     if (!wantDst)
       fail(cudaErrorInvalidValue, name + ": destination " + hex(dst) +
                                       " is device memory, the kind says host");
     return false;
   }
-  if (wantSrc ? !checkDevice(src, bytes, name.c_str(), "source") : srcDevice) {
+  if (wantSrc ? !checkDeviceAccessible(src, bytes, name.c_str(), "source")
+              : srcDevice) {
     if (!wantSrc)
       fail(cudaErrorInvalidValue, name + ": source " + hex(src) +
                                       " is device memory, the kind says host");
@@ -618,14 +671,25 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
   if (Stream *s = resolve(stream); s && s->capturing &&
       ((kind == cudaMemcpyHostToDevice && classify(src, bytes) != Memory::PinnedHost) ||
        (kind == cudaMemcpyDeviceToHost && classify(dst, bytes) != Memory::PinnedHost))) {
-    s->invalidated = true;
+    s->capturing->invalidated = true;
     return fail(cudaErrorStreamCaptureUnsupported,
                 std::string("cudaMemcpyAsync (") + kindName(kind) +
                     "): pageable host memory in a stream capture (the "
                     "capture is invalidated)");
   }
-  return enqueue(stream, "cudaMemcpyAsync", Work::Copy, kindName(kind),
-                 copyWork(dst, src, bytes, kind));
+  if (cudaError_t e = enqueue(stream, "cudaMemcpyAsync", Work::Copy,
+                              kindName(kind), copyWork(dst, src, bytes, kind)))
+    return e;
+  // Into pageable memory the copy goes through a staging buffer, and the
+  // call returns once the data is in the caller's memory: synchronous
+  // with the stream, as CUDA's drivers make it (its documentation: "might
+  // be synchronous"). Into pinned memory it is fully asynchronous.
+  if (kind == cudaMemcpyDeviceToHost &&
+      classify(dst, bytes) != Memory::PinnedHost) {
+    Stream *s = resolve(stream);
+    drain(*s, s->enqueued);
+  }
+  return result(cudaSuccess);
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
@@ -674,6 +738,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (!s || s == &legacyStream || s == &perThreadStream)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamDestroy: " + hex(stream) + " is not a live stream");
+  if (s->capturing)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaStreamDestroy: " + hex(stream) +
+                    " is part of a stream capture (end the capture first)");
   // Work already queued still runs (CUDA releases the stream afterwards).
   drain(*s, s->enqueued);
   for (auto &e : events)
@@ -691,7 +759,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamSynchronize: " + hex(stream) + " is not a live stream");
   if (s->capturing) {
-    s->invalidated = true;
+    s->capturing->invalidated = true;
     return fail(cudaErrorStreamCaptureUnsupported,
                 "cudaStreamSynchronize: the stream is being captured (the "
                 "capture is invalidated)");
@@ -706,7 +774,21 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (!s)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamQuery: " + hex(stream) + " is not a live stream");
-  return result(s->completed < s->enqueued ? cudaErrorNotReady : cudaSuccess);
+  if (s->capturing) {
+    s->capturing->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaStreamQuery: the stream is being captured (the capture "
+                "is invalidated)");
+  }
+  // Work still queued is reported as pending, and then runs: the device
+  // makes progress while the host polls, so a polling loop ends (at the
+  // next query), and a host that takes the first answer for completion
+  // still sees cudaErrorNotReady.
+  if (s->completed < s->enqueued) {
+    drain(*s, s->enqueued);
+    return result(cudaErrorNotReady);
+  }
+  return result(cudaSuccess);
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) {
@@ -724,6 +806,18 @@ static Event *resolveEvent(cudaEvent_t event) {
     if (owned.get() == reinterpret_cast<Event *>(event))
       return owned.get();
   return nullptr;
+}
+
+/// An event last recorded in a capture records graph nodes, not work on a
+/// stream: CUDA refuses to query or wait for it on the host, and a capture
+/// still running that it belongs to is invalidated.
+static cudaError_t refuseCapturedEvent(const char *call, Event &e) {
+  for (Stream *s : allStreams())
+    if (s->capturing && s->capturing->id == e.capture)
+      s->capturing->invalidated = true;
+  return fail(cudaErrorCapturedEvent,
+              std::string(call) +
+                  ": the event was last recorded in a stream capture");
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -746,8 +840,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
                 std::string("cudaEventRecord: ") +
                     (!e ? "event " + hex(event) : "stream " + hex(stream)) +
                     " is not live");
+  if (s->capturing) {
+    // The nodes the stream's next work would wait for: a stream that waits
+    // on the event joins the capture after them.
+    e->stream = nullptr;
+    e->capture = s->capturing->id;
+    e->nodes = s->tails;
+    return result(cudaSuccess);
+  }
   e->stream = s;
   e->seq = s->enqueued;
+  e->capture = 0;
+  e->nodes.clear();
   return result(cudaSuccess);
 }
 
@@ -757,6 +861,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!e)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventSynchronize: " + hex(event) + " is not a live event");
+  if (e->capture)
+    return refuseCapturedEvent("cudaEventSynchronize", *e);
   if (e->stream)
     drain(*e->stream, e->seq);
   return result(cudaSuccess);
@@ -768,18 +874,67 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!e)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventQuery: " + hex(event) + " is not a live event");
-  return result(e->stream && e->stream->completed < e->seq ? cudaErrorNotReady
-                                                           : cudaSuccess);
+  if (e->capture)
+    return refuseCapturedEvent("cudaEventQuery", *e);
+  // As cudaStreamQuery: pending work is reported, then run (up to the
+  // event only).
+  if (e->stream && e->stream->completed < e->seq) {
+    drain(*e->stream, e->seq);
+    return result(cudaErrorNotReady);
+  }
+  return result(cudaSuccess);
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
-                                unsigned int) {
+                                unsigned int flags) {
   AMPC_SIM_ENTRY("cudaStreamWaitEvent");
   Event *e = resolveEvent(event);
   Stream *s = resolve(stream);
   if (!e || !s)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamWaitEvent: a handle is not live");
+  if (e->capture) {
+    // A fork or a join: the stream's next captured work waits for the
+    // event's nodes, and a stream outside any capture joins this one.
+    Capture *capture = nullptr;
+    for (Stream *other : allStreams())
+      if (other->capturing && other->capturing->id == e->capture)
+        capture = other->capturing;
+    if (!capture)
+      return refuseCapturedEvent("cudaStreamWaitEvent", *e);
+    if (s->capturing && s->capturing != capture) {
+      s->capturing->invalidated = capture->invalidated = true;
+      return fail(cudaErrorStreamCaptureMerge,
+                  "cudaStreamWaitEvent: the stream and the event belong to "
+                  "different stream captures (both are invalidated)");
+    }
+    if (s->legacy) {
+      capture->invalidated = true;
+      return fail(cudaErrorStreamCaptureImplicit,
+                  "cudaStreamWaitEvent: the legacy default stream cannot "
+                  "join a stream capture (the capture is invalidated)");
+    }
+    if (!s->capturing) {
+      s->capturing = capture;
+      s->tails.clear();
+    }
+    for (size_t node : e->nodes)
+      if (std::find(s->tails.begin(), s->tails.end(), node) == s->tails.end())
+        s->tails.push_back(node);
+    return result(cudaSuccess);
+  }
+  if (s->capturing && e->stream) {
+    s->capturing->invalidated = true;
+    return fail((flags & cudaEventWaitExternal)
+                    ? cudaErrorStreamCaptureUnsupported
+                    : cudaErrorStreamCaptureIsolation,
+                std::string("cudaStreamWaitEvent: a stream being captured "
+                            "waits for an event recorded outside the capture") +
+                    ((flags & cudaEventWaitExternal)
+                         ? " (cudaEventWaitExternal is not modelled)"
+                         : "") +
+                    " (the capture is invalidated)");
+  }
   if (e->stream)
     push(*s, Op{"cudaStreamWaitEvent", nullptr, e->stream, e->seq});
   return result(cudaSuccess);
@@ -804,12 +959,67 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
 } // extern "C"
 
 namespace {
-std::vector<std::unique_ptr<Graph>> graphs, graphExecs;
-Graph *resolveGraph(std::vector<std::unique_ptr<Graph>> &list, void *handle) {
+/// An instantiated graph: its work in the order a launch runs it.
+struct GraphExec {
+  std::vector<Op> ops;
+};
+std::vector<std::unique_ptr<Graph>> graphs;
+std::vector<std::unique_ptr<GraphExec>> graphExecs;
+std::vector<std::unique_ptr<Capture>> captures; // in progress
+uint64_t lastCaptureId = 0;
+
+template <typename T>
+T *resolveHandle(std::vector<std::unique_ptr<T>> &list, const void *handle) {
   for (auto &owned : list)
     if (owned.get() == handle)
       return owned.get();
   return nullptr;
+}
+
+/// The nodes of `g` that `roots` wait for, directly or not, and the roots.
+std::vector<bool> ancestors(const Graph &g, const std::vector<size_t> &roots) {
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<size_t> work = roots;
+  while (!work.empty()) {
+    size_t n = work.back();
+    work.pop_back();
+    if (seen[n])
+      continue;
+    seen[n] = true;
+    for (size_t before : g.nodes[n].after)
+      work.push_back(before);
+  }
+  return seen;
+}
+
+/// An order of `g`'s nodes that respects every dependency. Of the nodes
+/// ready to run, the one captured last goes first: work on two forked
+/// streams runs in the opposite order from its capture, so a dependency
+/// the capture lacks (work on one branch that reads what the other
+/// writes, without an event between them) shows in the results.
+std::vector<Op> replayOrder(const Graph &g) {
+  const size_t n = g.nodes.size();
+  std::vector<size_t> waiting(n);
+  std::vector<std::vector<size_t>> next(n);
+  for (size_t i = 0; i < n; ++i) {
+    waiting[i] = g.nodes[i].after.size();
+    for (size_t before : g.nodes[i].after)
+      next[before].push_back(i);
+  }
+  std::vector<size_t> ready; // kept sorted: the last is run next
+  for (size_t i = 0; i < n; ++i)
+    if (!waiting[i])
+      ready.push_back(i);
+  std::vector<Op> ops;
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    ops.push_back(g.nodes[i].op);
+    for (size_t after : next[i])
+      if (--waiting[after] == 0)
+        ready.insert(std::upper_bound(ready.begin(), ready.end(), after), after);
+  }
+  return ops; // every node: a capture only adds edges to earlier nodes
 }
 } // namespace
 
@@ -829,8 +1039,10 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
     return fail(cudaErrorIllegalState,
                 "cudaStreamBeginCapture: the stream is already capturing");
   graphs.push_back(std::make_unique<Graph>());
-  s->capturing = graphs.back().get();
-  s->invalidated = false;
+  captures.push_back(std::make_unique<Capture>(
+      Capture{++lastCaptureId, graphs.back().get(), s}));
+  s->capturing = captures.back().get();
+  s->tails.clear();
   return result(cudaSuccess);
 }
 
@@ -841,26 +1053,64 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
   if (!s)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamIsCapturing: " + hex(stream) + " is not a live stream");
-  *status = !s->capturing   ? cudaStreamCaptureStatusNone
-            : s->invalidated ? cudaStreamCaptureStatusInvalidated
-                             : cudaStreamCaptureStatusActive;
+  *status = !s->capturing                ? cudaStreamCaptureStatusNone
+            : s->capturing->invalidated ? cudaStreamCaptureStatusInvalidated
+                                         : cudaStreamCaptureStatusActive;
   return result(cudaSuccess);
 }
 
+/// Ends the capture on its origin stream. Every stream that joined it
+/// leaves capture mode; the graph is returned only if the capture stayed
+/// valid and every captured node is ordered before the origin stream's
+/// last work (each fork joined back, as CUDA requires).
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
   AMPC_SIM_ENTRY("cudaStreamEndCapture");
   Stream *s = resolve(stream);
   if (!s || !s->capturing)
     return fail(cudaErrorIllegalState,
                 "cudaStreamEndCapture: the stream is not capturing");
-  Graph *captured = s->capturing;
-  s->capturing = nullptr;
-  if (s->invalidated) {
-    s->invalidated = false;
-    *graph = nullptr;
+  Capture *capture = s->capturing;
+  if (capture->origin != s) {
+    capture->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnmatched,
+                "cudaStreamEndCapture: the stream joined a capture that "
+                "began on another stream (the capture is invalidated)");
+  }
+  *graph = nullptr;
+  const std::vector<size_t> originTails = s->tails;
+  for (Stream *member : allStreams())
+    if (member->capturing == capture) {
+      member->capturing = nullptr;
+      member->tails.clear();
+    }
+  const bool invalidated = capture->invalidated;
+  Graph *captured = capture->graph;
+  captures.erase(std::find_if(captures.begin(), captures.end(),
+                              [&](auto &owned) { return owned.get() == capture; }));
+  auto discard = [&] {
+    graphs.erase(std::find_if(graphs.begin(), graphs.end(), [&](auto &owned) {
+      return owned.get() == captured;
+    }));
+  };
+  if (invalidated) {
+    discard();
     return fail(cudaErrorStreamCaptureInvalidated,
                 "cudaStreamEndCapture: the capture was invalidated by an "
                 "earlier call");
+  }
+  std::vector<bool> joined = ancestors(*captured, originTails);
+  auto unjoined = std::find(joined.begin(), joined.end(), false);
+  if (unjoined != joined.end()) {
+    const std::string what =
+        captured->nodes[unjoined - joined.begin()].op.what;
+    const auto count = std::count(joined.begin(), joined.end(), false);
+    discard();
+    return fail(cudaErrorStreamCaptureUnjoined,
+                "cudaStreamEndCapture: " + std::to_string(count) +
+                    " captured operation(s) on a forked stream, the first " +
+                    what + ", never joined back into the origin stream "
+                    "(record an event after them and make the origin "
+                    "stream wait for it)");
   }
   *graph = reinterpret_cast<cudaGraph_t>(captured);
   return result(cudaSuccess);
@@ -869,18 +1119,20 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                  unsigned long long) {
   AMPC_SIM_ENTRY("cudaGraphInstantiate");
-  Graph *g = resolveGraph(graphs, graph);
+  Graph *g = resolveHandle(graphs, graph);
   if (!g)
     return fail(cudaErrorInvalidValue,
                 "cudaGraphInstantiate: " + hex(graph) + " is not a live graph");
-  graphExecs.push_back(std::make_unique<Graph>(*g));
+  graphExecs.push_back(std::make_unique<GraphExec>(GraphExec{replayOrder(*g)}));
   *exec = reinterpret_cast<cudaGraphExec_t>(graphExecs.back().get());
   return result(cudaSuccess);
 }
 
+/// The graph's work, queued on `stream` in a valid order: later work on
+/// the stream waits for all of it, as it waits for a launch on CUDA.
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   AMPC_SIM_ENTRY("cudaGraphLaunch");
-  Graph *g = resolveGraph(graphExecs, exec);
+  GraphExec *g = resolveHandle(graphExecs, exec);
   Stream *s = resolve(stream);
   if (!g || !s)
     return fail(cudaErrorInvalidResourceHandle,

@@ -41,6 +41,13 @@ Memory classify(const void *pointer, size_t bytes);
 bool checkDevice(const void *pointer, size_t bytes, const char *call,
                  const char *what);
 
+/// As checkDevice, but live pinned host memory (cudaMallocHost,
+/// cudaHostAlloc) passes too: under unified addressing every pinned
+/// allocation is mapped into the device's address space at its host
+/// address, so a kernel argument or a copy's device side may be one.
+bool checkDeviceAccessible(const void *pointer, size_t bytes, const char *call,
+                           const char *what);
+
 /// Records `message` as the detail of `error` (what cudaGetErrorString
 /// returns for it until the next failure of the same code), prints it to
 /// stderr prefixed "ampc cuda-sim: ", makes it the last error of the
