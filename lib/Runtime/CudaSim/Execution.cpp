@@ -102,6 +102,8 @@ struct Thread {
   ctx::fiber scheduler; // the scheduler, while the thread runs
   unsigned mask = 0;    // at a warp op: the lanes it waits for
   const char *op = nullptr;
+  /// At a barrier or warp op: the call that the thread waits at.
+  CallSite site{};
   uint64_t value = 0;
   uint64_t lanes[32] = {};
   /// The kernel failed: the thread unwinds (throws Abandon) when resumed.
@@ -248,9 +250,32 @@ void scheduleOrder(const Schedule &s, uint64_t &random,
 /// the launch's number.
 uint64_t launches = 0;
 
+std::string describe(CallSite site) {
+  return std::string(site.file) + ":" + std::to_string(site.line);
+}
+
+/// The threads one synchronisation releases must have called the same
+/// operation at the same place: a GPU leaves it undefined otherwise (lanes
+/// of two branches each at their own shuffle, halves of a block at two
+/// barriers), and a CPU round that matched them would hide it. Records the
+/// failure in `b` and returns false when `t` and `u` differ.
+bool sameCall(Block &b, const Thread &t, const Thread &u, const char *what) {
+  if (std::strcmp(t.op, u.op) == 0 && t.site.line == u.site.line &&
+      std::strcmp(t.site.file, u.site.file) == 0)
+    return true;
+  b.error = std::string(what) + ": thread " + describe(t.index.threadIdx) +
+            " is at " + t.op + " (" + describe(t.site) + ") and thread " +
+            describe(u.index.threadIdx) + " at " + u.op + " (" +
+            describe(u.site) + ") in block " + describe(t.index.blockIdx) +
+            ": the threads that one synchronisation releases must call the "
+            "same one";
+  return false;
+}
+
 /// Releases the threads whose synchronisation is complete; false when
 /// none could be released (the caller decides whether that is the end or
-/// a deadlock).
+/// a deadlock) or when the threads it would release called different
+/// operations (b.error says which).
 bool release(Block &b, unsigned threadsPerBlock) {
   bool released = false;
   // Warp ops: every lane of the mask must wait with the same mask.
@@ -269,6 +294,10 @@ bool release(Block &b, unsigned threadsPerBlock) {
                      lanes[m]->mask == t->mask;
       if (!complete)
         continue;
+      for (unsigned m = 0; m < 32; ++m)
+        if ((t->mask >> m & 1u) &&
+            !sameCall(b, *t, *lanes[m], "lanes of one warp exchange"))
+          return false;
       uint64_t values[32] = {};
       for (unsigned m = 0; m < 32; ++m)
         if (t->mask >> m & 1u)
@@ -291,6 +320,9 @@ bool release(Block &b, unsigned threadsPerBlock) {
     done += t.state == State::Done;
   }
   if (atBarrier && atBarrier + done == threadsPerBlock && done == 0) {
+    for (Thread &t : b.threads)
+      if (!sameCall(b, b.threads[0], t, "__syncthreads"))
+        return false;
     for (Thread &t : b.threads)
       t.state = State::Runnable;
     return true;
@@ -388,7 +420,8 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
     if (allDone)
       break;
     if (!release(b, n)) {
-      b.error = deadlock(b);
+      if (b.error.empty())
+        b.error = deadlock(b);
       break;
     }
   }
@@ -413,13 +446,17 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
 
 } // namespace
 
-void syncThreads() {
+void syncThreads(CallSite site) {
   if (!block)
     std::abort();
+  Thread &t = *block->running;
+  t.op = "__syncthreads";
+  t.site = site;
   suspend(State::AtBarrier);
 }
 
-const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op) {
+const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
+                             CallSite site) {
   Thread &t = *block->running;
   if (!(mask >> t.index.lane & 1u)) {
     block->error = std::string(op) + ": the calling lane " +
@@ -428,6 +465,7 @@ const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op) {
   }
   t.mask = mask;
   t.op = op;
+  t.site = site;
   t.value = value;
   suspend(State::AtWarp);
   return t.lanes;
