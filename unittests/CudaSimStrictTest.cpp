@@ -15,8 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -132,6 +135,107 @@ TEST(CudaSimCallSite, OneCallSiteInALoopRuns) {
   for (int t = 0; t < 64; ++t)
     EXPECT_EQ(out[t], 4 * (t / 2 * 4 + 1)) << t;
   cudaFree(d);
+}
+
+//===----------------------------------------------------------------------===//
+// Shared memory: each block's own, uninitialised
+//===----------------------------------------------------------------------===//
+
+/// Thread t of block b writes its slot when t + b is even, then reads its
+/// partner's (t ^ 1), which no thread of this block wrote when t + b is
+/// even: with one copy for all blocks, that is what the block before left
+/// there (or 0 in the first block).
+__global__ void partnerSlots(float *out) {
+  AMPC_SHARED(float[64], tile);
+  const unsigned t = threadIdx.x;
+  if ((t + blockIdx.x) % 2 == 0)
+    tile[t] = blockIdx.x * 1000.0f + t;
+  __syncthreads();
+  out[blockIdx.x * 64 + t] = tile[t ^ 1u];
+}
+
+/// The same through the launch's dynamic shared memory.
+__global__ void partnerSlotsDynamic(float *out) {
+  AMPC_DYNAMIC_SHARED(float, tile);
+  const unsigned t = threadIdx.x;
+  if ((t + blockIdx.x) % 2 == 0)
+    tile[t] = blockIdx.x * 1000.0f + t;
+  __syncthreads();
+  out[blockIdx.x * 64 + t] = tile[t ^ 1u];
+}
+
+/// 40 KiB of static shared memory: with 16 KiB of dynamic shared memory,
+/// more than a block gets.
+__global__ void largeShared(float *out) {
+  AMPC_SHARED(float[10240], big);
+  big[threadIdx.x] = 1.0f;
+  out[threadIdx.x] = big[threadIdx.x];
+}
+
+/// Runs `kernel` over 4 blocks of 64 threads with `dynamicBytes` of dynamic
+/// shared memory and checks each output: the partner's value where the
+/// block wrote it, the uninitialised pattern (a NaN, bytes 0xFF) where not.
+template <typename Kernel>
+void expectUninitialisedPartners(const char *name, Kernel kernel,
+                                 size_t dynamicBytes) {
+  const int blocks = 4;
+  float *d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, blocks * 64 * 4), cudaSuccess);
+  for (const char *seed : {"reverse", "forward", "7"}) {
+    setenv("AMPC_CUDA_SIM_SEED", seed, 1);
+    ampc::cuda::launch(name, kernel, blocks, 64, dynamicBytes, nullptr, d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> out(blocks * 64);
+    ASSERT_EQ(cudaMemcpy(out.data(), d, out.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    int stale = 0;
+    for (int b = 0; b < blocks; ++b)
+      for (int t = 0; t < 64; ++t) {
+        const float v = out[b * 64 + t];
+        if ((t + b) % 2) {
+          EXPECT_EQ(v, b * 1000.0f + (t ^ 1)) << seed << " " << b << " " << t;
+          continue;
+        }
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        stale += bits != 0xFFFFFFFFu;
+      }
+    EXPECT_EQ(stale, 0) << "uninitialised reads that were not the 0xFF "
+                           "pattern (seed "
+                        << seed << ")";
+  }
+  unsetenv("AMPC_CUDA_SIM_SEED");
+  cudaFree(d);
+}
+
+TEST(CudaSimSharedMemory, EachBlockStartsUninitialised) {
+  expectUninitialisedPartners("partnerSlots", partnerSlots, 0);
+}
+
+TEST(CudaSimSharedMemory, DynamicSharedMemoryStartsUninitialised) {
+  expectUninitialisedPartners("partnerSlotsDynamic", partnerSlotsDynamic,
+                              64 * sizeof(float));
+}
+
+TEST(CudaSimSharedMemoryDeathTest, MoreThanABlockGets) {
+  EXPECT_EXIT(
+      {
+        float *d = nullptr;
+        if (cudaMalloc(&d, 4096) != cudaSuccess)
+          std::exit(2);
+        ampc::cuda::launch("largeShared", largeShared, 1, 32, 16 << 10,
+                           nullptr, d);
+        cudaError_t e = cudaDeviceSynchronize();
+        std::string message = cudaGetErrorString(e);
+        std::fprintf(stderr, "message: %s\n", message.c_str());
+        std::exit(e == cudaErrorLaunchFailure &&
+                          message.find("largeShared: needs 57344 bytes of "
+                                       "shared memory (16384 of them "
+                                       "dynamic)") != std::string::npos
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "message: ");
 }
 
 } // namespace

@@ -24,6 +24,14 @@
 // the CUDA execution on the CPU (lib/Runtime/CudaSim).
 #if defined(AMPC_CUDA_SIM)
 #include "ampc/Runtime/CudaSim/CudaSim.h"
+#else
+// Shared memory, declared so that cuda-sim can give each block its own
+// (CudaSim.h): `type` is an array type (`float[256]`).
+namespace ampc::cuda {
+template <typename T> using SharedType = T;
+} // namespace ampc::cuda
+#define AMPC_SHARED(type, name) __shared__ ::ampc::cuda::SharedType<type> name
+#define AMPC_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
 #include "ampc/Runtime/ModelAbi.h"
@@ -668,7 +676,7 @@ __global__ void gatherGradCount(const I *indices, int64_t count,
 /// contiguous share, the shares' totals are scanned in shared memory, then
 /// each thread writes its share's running sums.
 __global__ inline void gatherGradStarts(unsigned long long *buckets, int64_t n) {
-  __shared__ unsigned long long share[kThreads];
+  AMPC_SHARED(unsigned long long[kThreads], share);
   const int64_t t = threadIdx.x, per = (n + blockDim.x - 1) / blockDim.x;
   const int64_t begin = t * per < n ? t * per : n;
   const int64_t end = begin + per < n ? begin + per : n;
@@ -908,7 +916,7 @@ __global__ void reduceByBlock(const typename LI::Storage *in,
                               typename SO::Storage *out, int64_t outCount,
                               Strided kept, Strided reduced, int64_t count,
                               Reduction kind) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   for (int64_t o = blockIdx.x; o < outCount; o += gridDim.x) {
     const int64_t base = kept.offset(o);
     auto at = [&](int64_t j) {
@@ -932,7 +940,7 @@ __global__ void reducePartials(const typename LI::Storage *in, C *partials,
                                int64_t outCount, Strided kept,
                                Strided reduced, int64_t count, int64_t splits,
                                Reduction kind) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   const int64_t size = (count + splits - 1) / splits;
   for (int64_t b = blockIdx.x; b < outCount * splits; b += gridDim.x) {
     const int64_t base = kept.offset(b / splits);
@@ -977,7 +985,7 @@ __global__ void softmaxByBlock(const typename LI::Storage *in,
                                typename SO::Storage *out, int64_t outer,
                                int64_t axisSize, int64_t inner,
                                bool logarithm) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   for (int64_t r = blockIdx.x; r < outer * inner; r += gridDim.x) {
     const int64_t base = (r / inner) * axisSize * inner + r % inner;
     auto at = [&](int64_t a) {
@@ -1040,7 +1048,7 @@ __global__ void layerNormByBlock(
     typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
     int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
     const typename LP::Storage *bias, Strided biasAt, C epsilon) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   const C n = static_cast<C>(inner);
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     const typename LI::Storage *row = x + o * inner;

@@ -126,11 +126,21 @@ struct PooledStack {
   void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
 };
 
+/// Shared memory: one block's at a time, as blocks run one at a time. The
+/// launch's dynamic part first, then each AMPC_SHARED array where the
+/// block first reaches it; every byte a block is handed starts as
+/// kUninitialisedByte, whatever the previous block left.
+alignas(256) unsigned char sharedMemory[kMaxSharedBytes];
+
 /// The block being run, and the thread of it that runs now.
 struct Block {
   std::vector<Thread> threads;
   Thread *running = nullptr;
   std::string error; // a failure found by a thread: the kernel stops
+  /// Shared memory handed out: the dynamic part's size, then the arrays
+  /// (the static that identifies each, and its offset in sharedMemory).
+  size_t sharedUsed = 0, dynamicBytes = 0;
+  std::vector<std::pair<const void *, size_t>> sharedArrays;
 };
 Block *block = nullptr;
 const char *runningKernel = nullptr;
@@ -363,11 +373,14 @@ std::string deadlock(const Block &b) {
 
 /// Runs every thread of one block to the end.
 cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
-                     void (*body)(void *), void *arguments,
-                     const Schedule &schedule, uint64_t &random) {
+                     size_t dynamicShared, void (*body)(void *),
+                     void *arguments, const Schedule &schedule,
+                     uint64_t &random) {
   const unsigned n = blockDim.x * blockDim.y * blockDim.z;
   Block b;
   b.threads.resize(n);
+  b.dynamicBytes = b.sharedUsed = dynamicShared;
+  std::memset(sharedMemory, kUninitialisedByte, dynamicShared);
   for (unsigned i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
     t.index.threadIdx = {i % blockDim.x, (i / blockDim.x) % blockDim.y,
@@ -471,6 +484,32 @@ const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
   return t.lanes;
 }
 
+void *sharedArray(const void *key, size_t bytes, size_t align) {
+  if (!block)
+    std::abort();
+  Block &b = *block;
+  for (const auto &[k, offset] : b.sharedArrays)
+    if (k == key)
+      return sharedMemory + offset;
+  const size_t offset = (b.sharedUsed + align - 1) / align * align;
+  if (offset + bytes > kMaxSharedBytes) {
+    b.error = "needs " + std::to_string(offset + bytes) +
+              " bytes of shared memory (" + std::to_string(b.dynamicBytes) +
+              " of them dynamic), more than the 49152 a block gets";
+    suspend(State::AtBarrier); // unwinds: the kernel has failed
+  }
+  std::memset(sharedMemory + offset, kUninitialisedByte, bytes);
+  b.sharedUsed = offset + bytes;
+  b.sharedArrays.push_back({key, offset});
+  return sharedMemory + offset;
+}
+
+void *dynamicShared() {
+  if (!block)
+    std::abort();
+  return sharedMemory;
+}
+
 void badLane(const char *op, unsigned mask, int lane) {
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", mask);
@@ -524,6 +563,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   std::shared_ptr<void> shared(owned.release(), destroy);
   const char *name = l.name;
   dim3 g = l.grid, b = l.block;
+  const size_t dynamicShared = l.sharedBytes;
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
@@ -543,8 +583,8 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
       uint3 blockIdx = {static_cast<unsigned>(i % g.x),
                         static_cast<unsigned>((i / g.x) % g.y),
                         static_cast<unsigned>(i / (static_cast<uint64_t>(g.x) * g.y))};
-      if (cudaError_t e = runBlock(name, g, b, blockIdx, body, shared.get(),
-                                   schedule, random)) {
+      if (cudaError_t e = runBlock(name, g, b, blockIdx, dynamicShared, body,
+                                   shared.get(), schedule, random)) {
         runningKernel = nullptr;
         return e;
       }

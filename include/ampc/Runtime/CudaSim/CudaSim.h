@@ -9,10 +9,14 @@
 // Kernels are plain functions here; every thread of every block runs the
 // body on its own fiber, so __syncthreads, warp shuffles and votes keep
 // CUDA's semantics (a thread waits until every thread it synchronises with
-// arrives). __shared__ variables are function statics: blocks run one after
-// another, so one copy serves each block in turn (a block must not rely on
-// what the previous block left there, as on a GPU). Atomics are plain
-// read-modify-writes: threads switch only at synchronisation points.
+// arrives). Shared memory is declared with AMPC_SHARED(type, name) and
+// AMPC_DYNAMIC_SHARED(type, name) (CudaKernels.cuh gives nvcc the
+// __shared__ declarations they stand for): here each is a reference into
+// the running block's own shared memory, which starts as 0xFF bytes in
+// every block (NaN in f32, f16 and bf16; -1 in integers), so a read of what
+// no thread of the block wrote shows. A plain __shared__ does not compile:
+// as a function static it would be one copy for every block. Atomics are
+// plain read-modify-writes: threads switch only at synchronisation points.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +27,9 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static
+#define __shared__                                                             \
+  static_assert(false, "cuda-sim: declare shared memory with AMPC_SHARED or "  \
+                       "AMPC_DYNAMIC_SHARED (ampc/Runtime/CudaSim/CudaSim.h)");
 #define __launch_bounds__(...)
 
 #include <cuda_bf16.h>
@@ -71,6 +77,19 @@ const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
                              CallSite site);
 /// Reports a lane read outside the mask (undefined on a GPU).
 void badLane(const char *op, unsigned mask, int lane);
+
+/// The byte shared memory starts as in every block: 0xFF, NaN in every
+/// floating-point type the kernels use and -1 in every integer type.
+constexpr unsigned char kUninitialisedByte = 0xFF;
+/// The running block's copy of the shared array that `key` (a static of
+/// its declaration) identifies: `bytes` bytes aligned to `align`, placed
+/// when the block's first thread reaches the declaration and the same for
+/// every thread of the block. A block that needs more than the device
+/// gives (48 KiB with the dynamic part) fails.
+void *sharedArray(const void *key, size_t bytes, size_t align);
+/// The running block's dynamic shared memory (the launch's `sharedBytes`).
+void *dynamicShared();
+template <typename T> using SharedType = T;
 
 /// What a launch checks and queues (Execution.cpp).
 struct Launch {
@@ -124,6 +143,17 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
 }
 
 } // namespace ampc::sim
+
+/// __shared__ `type` `name` (an array type: `float[256]`), per block.
+#define AMPC_SHARED(type, name)                                                \
+  static char name##SharedKey;                                                 \
+  ::ampc::sim::SharedType<type> &name =                                        \
+      *static_cast<::ampc::sim::SharedType<type> *>(::ampc::sim::sharedArray(  \
+          &name##SharedKey, sizeof(::ampc::sim::SharedType<type>),             \
+          alignof(::ampc::sim::SharedType<type>)))
+/// extern __shared__ `type` `name`[]: the launch's dynamic shared memory.
+#define AMPC_DYNAMIC_SHARED(type, name)                                        \
+  type *name = static_cast<type *>(::ampc::sim::dynamicShared())
 
 #define threadIdx (::ampc::sim::current->threadIdx)
 #define blockIdx (::ampc::sim::current->blockIdx)
