@@ -238,4 +238,84 @@ TEST(CudaSimSharedMemoryDeathTest, MoreThanABlockGets) {
       ::testing::ExitedWithCode(0), "message: ");
 }
 
+//===----------------------------------------------------------------------===//
+// The model's arena: planned buffers uninitialised under strict memory
+//===----------------------------------------------------------------------===//
+
+/// Sums `n` floats of a buffer: a kernel that reads a planned buffer no op
+/// wrote (a bug of the emitter or a kernel) reads what init left there.
+__global__ void sumBuffer(const float *in, float *out, int n) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    float total = 0;
+    for (int i = 0; i < n; ++i)
+      total += in[i];
+    *out = total;
+  }
+}
+
+/// A model's state as the CUDA emitter lays it out, built by
+/// ampc::cuda::init: the blob, the state that starts at zero, then the
+/// planned buffers from `kArenaBase` with the error code first.
+constexpr size_t kStateBytes = 8192, kBlobBytes = 256, kArenaBase = 1024;
+struct ArenaContents {
+  std::vector<unsigned char> state;
+  float sum = 0; // of the first 64 floats after the error slot
+};
+ArenaContents initialArena(bool strict) {
+  if (strict)
+    setenv("AMPC_CUDA_SIM_STRICT_MEMORY", "1", 1);
+  else
+    unsetenv("AMPC_CUDA_SIM_STRICT_MEMORY");
+  std::vector<unsigned char> blob(kBlobBytes);
+  for (size_t i = 0; i < blob.size(); ++i)
+    blob[i] = static_cast<unsigned char>(i + 1);
+  static const char *const errors[] = {"no error"};
+  ampc_abi_config config{sizeof(ampc_abi_config), 0, nullptr};
+  alignas(ampc::cuda::Context) unsigned char raw[sizeof(ampc::cuda::Context)];
+  ArenaContents out;
+  EXPECT_EQ(ampc::cuda::init(raw, &config, kStateBytes, blob.data(),
+                             kBlobBytes, kArenaBase, kArenaBase, errors, 1),
+            0)
+      << ampc::cuda::lastError(raw);
+  ampc::cuda::Context &ctx = ampc::cuda::context(raw);
+  out.state.resize(kStateBytes);
+  EXPECT_EQ(ampc::cuda::copyOut(ctx, 0, out.state.data(), kStateBytes), 0)
+      << ctx.message;
+  // The sum goes to the end of the state, which the check below skips.
+  float *sum = reinterpret_cast<float *>(ctx.device + kStateBytes - 4);
+  ampc::cuda::launch("sumBuffer", sumBuffer, 1, 32, 0, ctx.stream,
+                     reinterpret_cast<const float *>(ctx.device + kArenaBase +
+                                                     64),
+                     sum, 64);
+  EXPECT_EQ(ampc::cuda::copyOut(ctx, kStateBytes - 4, &out.sum, 4), 0)
+      << ctx.message;
+  ampc::cuda::release(raw);
+  unsetenv("AMPC_CUDA_SIM_STRICT_MEMORY");
+  return out;
+}
+
+TEST(CudaSimStrictMemory, PlannedBuffersStartUninitialised) {
+  ArenaContents arena = initialArena(/*strict=*/true);
+  for (size_t i = 0; i < kBlobBytes; ++i)
+    ASSERT_EQ(arena.state[i], static_cast<unsigned char>(i + 1))
+        << "the blob, at byte " << i;
+  for (size_t i = kBlobBytes; i < kArenaBase + 4; ++i)
+    ASSERT_EQ(arena.state[i], 0)
+        << "the zero state and the error code, at byte " << i;
+  for (size_t i = kArenaBase + 8; i < kStateBytes - 4; ++i)
+    ASSERT_EQ(arena.state[i], ampc::sim::kUninitialisedByte)
+        << "a planned buffer, at byte " << i;
+  EXPECT_TRUE(std::isnan(arena.sum))
+      << "a read of a buffer no op wrote gave " << arena.sum;
+}
+
+TEST(CudaSimStrictMemory, WithoutTheModeTheArenaIsZeroed) {
+  // What init does on a GPU and by default here: the same read gives 0,
+  // the wrong value unseen (the reason for the mode).
+  ArenaContents arena = initialArena(/*strict=*/false);
+  for (size_t i = kBlobBytes; i < kStateBytes - 4; ++i)
+    ASSERT_EQ(arena.state[i], 0) << i;
+  EXPECT_EQ(arena.sum, 0.0f);
+}
+
 } // namespace

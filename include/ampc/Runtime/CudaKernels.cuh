@@ -207,10 +207,12 @@ inline void freeResources(Context &ctx) {
 }
 
 /// Constructs the context in `raw`, allocates the arena (state + workspace),
-/// copies the blob to its start and zeroes the rest.
+/// copies the blob to its start and zeroes the rest. `arenaBase`: where
+/// the functions' planned buffers start in the state; before it is what
+/// persists (the blob, the state that starts at zero, splat constants).
 inline int32_t init(void *raw, const ampc_abi_config *config,
                     size_t stateBytes, const unsigned char *blob,
-                    size_t blobBytes, uint64_t errorOffset,
+                    size_t blobBytes, uint64_t arenaBase, uint64_t errorOffset,
                     const char *const *deviceErrors, int32_t numDeviceErrors) {
   Context &ctx = *new (raw) Context();
   ctx.stateBytes = stateBytes;
@@ -262,7 +264,21 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   ctx.plans = new (std::nothrow) std::remove_pointer_t<decltype(ctx.plans)>();
   if (!ctx.plans)
     return undo(fail(ctx, "new", "out of host memory", ""));
-  if ((e = cudaMemsetAsync(ctx.device, 0, stateAligned, ctx.stream)) != cudaSuccess ||
+  // Zero what a kernel may read before any writes it: the persistent state
+  // and the error code. The planned buffers need not be (every op writes
+  // its results before they are read); under the CUDA execution's strict
+  // memory mode they keep the uninitialised pattern cudaMalloc left (NaN),
+  // so a kernel that reads one before it is written shows.
+  size_t zeroed = stateAligned;
+#if defined(AMPC_CUDA_SIM)
+  if (::ampc::sim::strictMemory() && arenaBase <= stateAligned &&
+      errorOffset >= arenaBase)
+    zeroed = arenaBase;
+#endif
+  if ((e = cudaMemsetAsync(ctx.device, 0, zeroed, ctx.stream)) != cudaSuccess ||
+      (zeroed < errorOffset + sizeof(int32_t) &&
+       (e = cudaMemsetAsync(ctx.device + errorOffset, 0, sizeof(int32_t),
+                            ctx.stream)) != cudaSuccess) ||
       (blobBytes && (e = cudaMemcpyAsync(ctx.device, blob, blobBytes,
                                          cudaMemcpyHostToDevice, ctx.stream)) !=
                         cudaSuccess) ||

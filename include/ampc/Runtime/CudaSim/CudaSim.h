@@ -91,6 +91,11 @@ void *sharedArray(const void *key, size_t bytes, size_t align);
 void *dynamicShared();
 template <typename T> using SharedType = T;
 
+/// Whether AMPC_CUDA_SIM_STRICT_MEMORY=1 (read at each call): a model's
+/// planned buffers are not zeroed at init, so they start as cudaMalloc
+/// leaves memory here (0xFF bytes, NaN).
+bool strictMemory();
+
 /// What a launch checks and queues (Execution.cpp).
 struct Launch {
   const char *name;
