@@ -85,14 +85,27 @@ __global__ void splitShuffle(int *out) {
   out[threadIdx.x] = v;
 }
 
-/// One operation, two call sites: a vote in each branch.
+/// Two votes of different kinds in one warp: vote.sync.ballot against
+/// vote.sync.any.
 constexpr int kBallotLine = __LINE__ + 4;
-constexpr int kBallotLine2 = __LINE__ + 4;
-__global__ void splitBallot(int *out) {
-  unsigned bits = threadIdx.x < 16
-                      ? __ballot_sync(0xFFFFFFFFu, threadIdx.x % 3 == 0)
-                      : __ballot_sync(0xFFFFFFFFu, threadIdx.x % 5 == 0);
-  out[threadIdx.x] = static_cast<int>(bits);
+constexpr int kAnyLine = __LINE__ + 4;
+__global__ void splitVote(int *out) {
+  int v = threadIdx.x < 16
+              ? static_cast<int>(__ballot_sync(0xFFFFFFFFu, threadIdx.x % 3))
+              : __any_sync(0xFFFFFFFFu, threadIdx.x % 5 == 0);
+  out[threadIdx.x] = v;
+}
+
+/// One operation at two call sites in one warp: legal from sm_70 on (the
+/// lanes wait for a shuffle with the same qualifiers and mask, not for the
+/// same instruction), so it runs, and each lane gets its partner's value.
+__global__ void shuffleAtTwoSites(int *out) {
+  int v = threadIdx.x;
+  if (threadIdx.x < 16)
+    v = __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+  else
+    v = __shfl_xor_sync(0xFFFFFFFFu, v + 100, 1);
+  out[threadIdx.x] = v;
 }
 
 /// What a correct kernel does: one barrier and one shuffle that every
@@ -118,9 +131,24 @@ TEST(CudaSimCallSiteDeathTest, ShufflesOfTwoKindsInOneWarp) {
                        at(kXorLine), at(kDownLine)});
 }
 
-TEST(CudaSimCallSiteDeathTest, VotesAtTwoCallSitesInOneWarp) {
-  expectKernelFailure("splitBallot", splitBallot, 32,
-                      {"splitBallot", at(kBallotLine), at(kBallotLine2)});
+TEST(CudaSimCallSiteDeathTest, VotesOfTwoKindsInOneWarp) {
+  expectKernelFailure("splitVote", splitVote, 32,
+                      {"splitVote", "__ballot_sync", "__any_sync",
+                       at(kBallotLine), at(kAnyLine)});
+}
+
+TEST(CudaSimCallSite, OneShuffleAtTwoCallSitesRuns) {
+  int *d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 32 * 4), cudaSuccess);
+  ampc::cuda::launch("shuffleAtTwoSites", shuffleAtTwoSites, 1, 32, 0,
+                     nullptr, d);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int out[32];
+  ASSERT_EQ(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int t = 0; t < 32; ++t)
+    EXPECT_EQ(out[t], (t ^ 1) + (t < 16 ? 0 : 100)) << t;
+  cudaFree(d);
 }
 
 TEST(CudaSimCallSite, OneCallSiteInALoopRuns) {

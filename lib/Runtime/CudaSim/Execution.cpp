@@ -8,7 +8,9 @@
 // thread of the block runs the kernel on its own fiber (boost.context),
 // round-robin until it returns or waits: at __syncthreads for the whole
 // block, at a warp-synchronous op for the lanes of its mask. A barrier only
-// some of the block reaches, or lanes that never meet, fail the kernel.
+// some of the block reaches, lanes that never meet, or threads that one
+// synchronisation would release from different call sites fail the kernel.
+// Each block gets its own shared memory, uninitialised (0xFF) at its start.
 //
 //===----------------------------------------------------------------------===//
 
@@ -265,20 +267,28 @@ std::string describe(CallSite site) {
 }
 
 /// The threads one synchronisation releases must have called the same
-/// operation at the same place: a GPU leaves it undefined otherwise (lanes
-/// of two branches each at their own shuffle, halves of a block at two
-/// barriers), and a CPU round that matched them would hide it. Records the
-/// failure in `b` and returns false when `t` and `u` differ.
-bool sameCall(Block &b, const Thread &t, const Thread &u, const char *what) {
-  if (std::strcmp(t.op, u.op) == 0 && t.site.line == u.site.line &&
-      std::strcmp(t.site.file, u.site.file) == 0)
+/// operation (`sameSite`: at the same place): a GPU leaves it undefined
+/// otherwise, and a CPU round that matched them would hide it. A barrier
+/// must be the same __syncthreads for the whole block (CUDA's programming
+/// guide: only in a conditional that the whole block evaluates alike). A
+/// warp exchange needs the same operation, not the same place: PTX's
+/// shfl.sync, vote.sync and bar.warp.sync wait for the lanes of the mask
+/// to execute one "with the same qualifiers and the same membermask", and
+/// from sm_70 on (every GPU the target builds for) need not be the same
+/// instruction. Records the failure in `b` and returns false when `t` and
+/// `u` differ.
+bool sameCall(Block &b, const Thread &t, const Thread &u, const char *what,
+              bool sameSite) {
+  if (std::strcmp(t.op, u.op) == 0 &&
+      (!sameSite || (t.site.line == u.site.line &&
+                     std::strcmp(t.site.file, u.site.file) == 0)))
     return true;
   b.error = std::string(what) + ": thread " + describe(t.index.threadIdx) +
             " is at " + t.op + " (" + describe(t.site) + ") and thread " +
             describe(u.index.threadIdx) + " at " + u.op + " (" +
             describe(u.site) + ") in block " + describe(t.index.blockIdx) +
-            ": the threads that one synchronisation releases must call the "
-            "same one";
+            (sameSite ? ": one barrier for the whole block"
+                      : ": one operation for the lanes that meet");
   return false;
 }
 
@@ -306,7 +316,8 @@ bool release(Block &b, unsigned threadsPerBlock) {
         continue;
       for (unsigned m = 0; m < 32; ++m)
         if ((t->mask >> m & 1u) &&
-            !sameCall(b, *t, *lanes[m], "lanes of one warp exchange"))
+            !sameCall(b, *t, *lanes[m], "lanes of one warp exchange",
+                      /*sameSite=*/false))
           return false;
       uint64_t values[32] = {};
       for (unsigned m = 0; m < 32; ++m)
@@ -331,7 +342,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
   }
   if (atBarrier && atBarrier + done == threadsPerBlock && done == 0) {
     for (Thread &t : b.threads)
-      if (!sameCall(b, b.threads[0], t, "__syncthreads"))
+      if (!sameCall(b, b.threads[0], t, "__syncthreads", /*sameSite=*/true))
         return false;
     for (Thread &t : b.threads)
       t.state = State::Runnable;
