@@ -75,6 +75,12 @@ llvm_config.with_environment(
 if os.environ.get("AMPC_CUDA_SIM_SEED"):
     config.environment["AMPC_CUDA_SIM_SEED"] = os.environ["AMPC_CUDA_SIM_SEED"]
 
+# The CUDA execution's strict memory mode (docs/testing.md): a model's
+# planned buffers are not zeroed at init, so a kernel that reads one before
+# it is written turns to NaN. On unless AMPC_CUDA_SIM_STRICT_MEMORY=0.
+config.environment["AMPC_CUDA_SIM_STRICT_MEMORY"] = os.environ.get(
+    "AMPC_CUDA_SIM_STRICT_MEMORY", "1")
+
 # The CUDA target's tests compile with nvcc; they need no GPU. Without nvcc
 # they fail (ampc: "no nvcc found"), they are never skipped: "every test
 # model compiles with nvcc" needs the compiles. ampc finds nvcc as this does:

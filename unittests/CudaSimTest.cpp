@@ -25,7 +25,7 @@ namespace {
 /// A block-wide tree sum in shared memory: correct only if every thread
 /// waits at each __syncthreads for the others.
 __global__ void blockSum(const float *in, float *out, int n) {
-  __shared__ float partial[256];
+  AMPC_SHARED(float[256], partial);
   const int t = threadIdx.x;
   float v = 0;
   for (int i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x)
@@ -64,7 +64,7 @@ __global__ void shuffles(int *out) {
 /// Reverses a block's elements through shared memory: a thread reads what
 /// another wrote before the barrier.
 __global__ void reverseBlock(const int *in, int *out) {
-  __shared__ int tile[128];
+  AMPC_SHARED(int[128], tile);
   tile[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];
   __syncthreads();
   out[blockIdx.x * 128 + threadIdx.x] = tile[127 - threadIdx.x];
@@ -73,7 +73,7 @@ __global__ void reverseBlock(const int *in, int *out) {
 /// Each thread reads its neighbour's shared value: `barrier` says whether a
 /// __syncthreads separates the writes from the reads (without it, a race).
 __global__ void neighbour(int *out, int round, int barrier) {
-  __shared__ int tile[64];
+  AMPC_SHARED(int[64], tile);
   tile[threadIdx.x] = round * 1000 + threadIdx.x;
   if (barrier)
     __syncthreads();

@@ -24,6 +24,14 @@
 // the CUDA execution on the CPU (lib/Runtime/CudaSim).
 #if defined(AMPC_CUDA_SIM)
 #include "ampc/Runtime/CudaSim/CudaSim.h"
+#else
+// Shared memory, declared so that cuda-sim can give each block its own
+// (CudaSim.h): `type` is an array type (`float[256]`).
+namespace ampc::cuda {
+template <typename T> using SharedType = T;
+} // namespace ampc::cuda
+#define AMPC_SHARED(type, name) __shared__ ::ampc::cuda::SharedType<type> name
+#define AMPC_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
 #include "ampc/Runtime/ModelAbi.h"
@@ -199,10 +207,12 @@ inline void freeResources(Context &ctx) {
 }
 
 /// Constructs the context in `raw`, allocates the arena (state + workspace),
-/// copies the blob to its start and zeroes the rest.
+/// copies the blob to its start and zeroes the rest. `arenaBase`: where
+/// the functions' planned buffers start in the state; before it is what
+/// persists (the blob, the state that starts at zero, splat constants).
 inline int32_t init(void *raw, const ampc_abi_config *config,
                     size_t stateBytes, const unsigned char *blob,
-                    size_t blobBytes, uint64_t errorOffset,
+                    size_t blobBytes, uint64_t arenaBase, uint64_t errorOffset,
                     const char *const *deviceErrors, int32_t numDeviceErrors) {
   Context &ctx = *new (raw) Context();
   ctx.stateBytes = stateBytes;
@@ -254,7 +264,21 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   ctx.plans = new (std::nothrow) std::remove_pointer_t<decltype(ctx.plans)>();
   if (!ctx.plans)
     return undo(fail(ctx, "new", "out of host memory", ""));
-  if ((e = cudaMemsetAsync(ctx.device, 0, stateAligned, ctx.stream)) != cudaSuccess ||
+  // Zero what a kernel may read before any writes it: the persistent state
+  // and the error code. The planned buffers need not be (every op writes
+  // its results before they are read); under the CUDA execution's strict
+  // memory mode they keep the uninitialised pattern cudaMalloc left (NaN),
+  // so a kernel that reads one before it is written shows.
+  size_t zeroed = stateAligned;
+#if defined(AMPC_CUDA_SIM)
+  if (::ampc::sim::strictMemory() && arenaBase <= stateAligned &&
+      errorOffset >= arenaBase)
+    zeroed = arenaBase;
+#endif
+  if ((e = cudaMemsetAsync(ctx.device, 0, zeroed, ctx.stream)) != cudaSuccess ||
+      (zeroed < errorOffset + sizeof(int32_t) &&
+       (e = cudaMemsetAsync(ctx.device + errorOffset, 0, sizeof(int32_t),
+                            ctx.stream)) != cudaSuccess) ||
       (blobBytes && (e = cudaMemcpyAsync(ctx.device, blob, blobBytes,
                                          cudaMemcpyHostToDevice, ctx.stream)) !=
                         cudaSuccess) ||
@@ -668,7 +692,7 @@ __global__ void gatherGradCount(const I *indices, int64_t count,
 /// contiguous share, the shares' totals are scanned in shared memory, then
 /// each thread writes its share's running sums.
 __global__ inline void gatherGradStarts(unsigned long long *buckets, int64_t n) {
-  __shared__ unsigned long long share[kThreads];
+  AMPC_SHARED(unsigned long long[kThreads], share);
   const int64_t t = threadIdx.x, per = (n + blockDim.x - 1) / blockDim.x;
   const int64_t begin = t * per < n ? t * per : n;
   const int64_t end = begin + per < n ? begin + per : n;
@@ -908,7 +932,7 @@ __global__ void reduceByBlock(const typename LI::Storage *in,
                               typename SO::Storage *out, int64_t outCount,
                               Strided kept, Strided reduced, int64_t count,
                               Reduction kind) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   for (int64_t o = blockIdx.x; o < outCount; o += gridDim.x) {
     const int64_t base = kept.offset(o);
     auto at = [&](int64_t j) {
@@ -932,7 +956,7 @@ __global__ void reducePartials(const typename LI::Storage *in, C *partials,
                                int64_t outCount, Strided kept,
                                Strided reduced, int64_t count, int64_t splits,
                                Reduction kind) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   const int64_t size = (count + splits - 1) / splits;
   for (int64_t b = blockIdx.x; b < outCount * splits; b += gridDim.x) {
     const int64_t base = kept.offset(b / splits);
@@ -977,7 +1001,7 @@ __global__ void softmaxByBlock(const typename LI::Storage *in,
                                typename SO::Storage *out, int64_t outer,
                                int64_t axisSize, int64_t inner,
                                bool logarithm) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   for (int64_t r = blockIdx.x; r < outer * inner; r += gridDim.x) {
     const int64_t base = (r / inner) * axisSize * inner + r % inner;
     auto at = [&](int64_t a) {
@@ -1040,7 +1064,7 @@ __global__ void layerNormByBlock(
     typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
     int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
     const typename LP::Storage *bias, Strided biasAt, C epsilon) {
-  __shared__ C share[kThreads];
+  AMPC_SHARED(C[kThreads], share);
   const C n = static_cast<C>(inner);
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     const typename LI::Storage *row = x + o * inner;

@@ -8,8 +8,10 @@
 // thread of the block runs the kernel on its own fiber (boost.context),
 // round-robin until it returns or waits: at __syncthreads for the whole
 // block, at a warp-synchronous op for the lanes of its mask. A barrier only
-// some of the block reaches, or lanes that never meet, fail the kernel; a
-// memory fault on a thread's fiber fails it as cudaErrorIllegalAddress.
+// some of the block reaches, lanes that never meet, or threads that one
+// synchronisation would release from different call sites fail the kernel;
+// a memory fault on a thread's fiber fails it as cudaErrorIllegalAddress.
+// Each block gets its own shared memory, uninitialised (0xFF) at its start.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +108,8 @@ struct Thread {
   ctx::fiber scheduler; // the scheduler, while the thread runs
   unsigned mask = 0;    // at a warp op: the lanes it waits for
   const char *op = nullptr;
+  /// At a barrier or warp op: the call that the thread waits at.
+  CallSite site{};
   uint64_t value = 0;
   uint64_t lanes[32] = {};
   /// The kernel failed: the thread unwinds (throws Abandon) when resumed.
@@ -128,11 +132,21 @@ struct PooledStack {
   void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
 };
 
+/// Shared memory: one block's at a time, as blocks run one at a time. The
+/// launch's dynamic part first, then each AMPC_SHARED array where the
+/// block first reaches it; every byte a block is handed starts as
+/// kUninitialisedByte, whatever the previous block left.
+alignas(256) unsigned char sharedMemory[kMaxSharedBytes];
+
 /// The block being run, and the thread of it that runs now.
 struct Block {
   std::vector<Thread> threads;
   Thread *running = nullptr;
   std::string error; // a failure found by a thread: the kernel stops
+  /// Shared memory handed out: the dynamic part's size, then the arrays
+  /// (the static that identifies each, and its offset in sharedMemory).
+  size_t sharedUsed = 0, dynamicBytes = 0;
+  std::vector<std::pair<const void *, size_t>> sharedArrays;
 };
 Block *block = nullptr;
 const char *runningKernel = nullptr;
@@ -304,9 +318,40 @@ void scheduleOrder(const Schedule &s, uint64_t &random,
 /// the launch's number.
 uint64_t launches = 0;
 
+std::string describe(CallSite site) {
+  return std::string(site.file) + ":" + std::to_string(site.line);
+}
+
+/// The threads one synchronisation releases must have called the same
+/// operation (`sameSite`: at the same place): a GPU leaves it undefined
+/// otherwise, and a CPU round that matched them would hide it. A barrier
+/// must be the same __syncthreads for the whole block (CUDA's programming
+/// guide: only in a conditional that the whole block evaluates alike). A
+/// warp exchange needs the same operation, not the same place: PTX's
+/// shfl.sync, vote.sync and bar.warp.sync wait for the lanes of the mask
+/// to execute one "with the same qualifiers and the same membermask", and
+/// from sm_70 on (every GPU the target builds for) need not be the same
+/// instruction. Records the failure in `b` and returns false when `t` and
+/// `u` differ.
+bool sameCall(Block &b, const Thread &t, const Thread &u, const char *what,
+              bool sameSite) {
+  if (std::strcmp(t.op, u.op) == 0 &&
+      (!sameSite || (t.site.line == u.site.line &&
+                     std::strcmp(t.site.file, u.site.file) == 0)))
+    return true;
+  b.error = std::string(what) + ": thread " + describe(t.index.threadIdx) +
+            " is at " + t.op + " (" + describe(t.site) + ") and thread " +
+            describe(u.index.threadIdx) + " at " + u.op + " (" +
+            describe(u.site) + ") in block " + describe(t.index.blockIdx) +
+            (sameSite ? ": one barrier for the whole block"
+                      : ": one operation for the lanes that meet");
+  return false;
+}
+
 /// Releases the threads whose synchronisation is complete; false when
 /// none could be released (the caller decides whether that is the end or
-/// a deadlock).
+/// a deadlock) or when the threads it would release called different
+/// operations (b.error says which).
 bool release(Block &b, unsigned threadsPerBlock) {
   bool released = false;
   // Warp ops: every lane of the mask must wait with the same mask.
@@ -325,6 +370,11 @@ bool release(Block &b, unsigned threadsPerBlock) {
                      lanes[m]->mask == t->mask;
       if (!complete)
         continue;
+      for (unsigned m = 0; m < 32; ++m)
+        if ((t->mask >> m & 1u) &&
+            !sameCall(b, *t, *lanes[m], "lanes of one warp exchange",
+                      /*sameSite=*/false))
+          return false;
       uint64_t values[32] = {};
       for (unsigned m = 0; m < 32; ++m)
         if (t->mask >> m & 1u)
@@ -347,6 +397,9 @@ bool release(Block &b, unsigned threadsPerBlock) {
     done += t.state == State::Done;
   }
   if (atBarrier && atBarrier + done == threadsPerBlock && done == 0) {
+    for (Thread &t : b.threads)
+      if (!sameCall(b, b.threads[0], t, "__syncthreads", /*sameSite=*/true))
+        return false;
     for (Thread &t : b.threads)
       t.state = State::Runnable;
     return true;
@@ -387,11 +440,14 @@ std::string deadlock(const Block &b) {
 
 /// Runs every thread of one block to the end.
 cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
-                     void (*body)(void *), void *arguments,
-                     const Schedule &schedule, uint64_t &random) {
+                     size_t dynamicShared, void (*body)(void *),
+                     void *arguments, const Schedule &schedule,
+                     uint64_t &random) {
   const unsigned n = blockDim.x * blockDim.y * blockDim.z;
   Block b;
   b.threads.resize(n);
+  b.dynamicBytes = b.sharedUsed = dynamicShared;
+  std::memset(sharedMemory, kUninitialisedByte, dynamicShared);
   for (unsigned i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
     t.index.threadIdx = {i % blockDim.x, (i / blockDim.x) % blockDim.y,
@@ -444,7 +500,8 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
     if (allDone)
       break;
     if (!release(b, n)) {
-      b.error = deadlock(b);
+      if (b.error.empty())
+        b.error = deadlock(b);
       break;
     }
   }
@@ -471,13 +528,17 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
 
 } // namespace
 
-void syncThreads() {
+void syncThreads(CallSite site) {
   if (!block)
     std::abort();
+  Thread &t = *block->running;
+  t.op = "__syncthreads";
+  t.site = site;
   suspend(State::AtBarrier);
 }
 
-const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op) {
+const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
+                             CallSite site) {
   Thread &t = *block->running;
   if (!(mask >> t.index.lane & 1u)) {
     block->error = std::string(op) + ": the calling lane " +
@@ -486,9 +547,36 @@ const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op) {
   }
   t.mask = mask;
   t.op = op;
+  t.site = site;
   t.value = value;
   suspend(State::AtWarp);
   return t.lanes;
+}
+
+void *sharedArray(const void *key, size_t bytes, size_t align) {
+  if (!block)
+    std::abort();
+  Block &b = *block;
+  for (const auto &[k, offset] : b.sharedArrays)
+    if (k == key)
+      return sharedMemory + offset;
+  const size_t offset = (b.sharedUsed + align - 1) / align * align;
+  if (offset + bytes > kMaxSharedBytes) {
+    b.error = "needs " + std::to_string(offset + bytes) +
+              " bytes of shared memory (" + std::to_string(b.dynamicBytes) +
+              " of them dynamic), more than the 49152 a block gets";
+    suspend(State::AtBarrier); // unwinds: the kernel has failed
+  }
+  std::memset(sharedMemory + offset, kUninitialisedByte, bytes);
+  b.sharedUsed = offset + bytes;
+  b.sharedArrays.push_back({key, offset});
+  return sharedMemory + offset;
+}
+
+void *dynamicShared() {
+  if (!block)
+    std::abort();
+  return sharedMemory;
 }
 
 void badLane(const char *op, unsigned mask, int lane) {
@@ -545,6 +633,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   std::shared_ptr<void> shared(owned.release(), destroy);
   const char *name = l.name;
   dim3 g = l.grid, b = l.block;
+  const size_t dynamicShared = l.sharedBytes;
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
@@ -564,8 +653,8 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
       uint3 blockIdx = {static_cast<unsigned>(i % g.x),
                         static_cast<unsigned>((i / g.x) % g.y),
                         static_cast<unsigned>(i / (static_cast<uint64_t>(g.x) * g.y))};
-      if (cudaError_t e = runBlock(name, g, b, blockIdx, body, shared.get(),
-                                   schedule, random)) {
+      if (cudaError_t e = runBlock(name, g, b, blockIdx, dynamicShared, body,
+                                   shared.get(), schedule, random)) {
         runningKernel = nullptr;
         return e;
       }

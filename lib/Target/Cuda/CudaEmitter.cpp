@@ -187,14 +187,15 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   os << formatv("static int32_t init(void *raw, const ampc_abi_config *config) "
                 "{{\n"
                 "  if (int32_t code = ampc::cuda::init(raw, config, {0}ULL, "
-                "{1}, {2}ULL, {3}ULL, kDeviceErrors, {4})) return code;\n"
+                "{1}, {2}ULL, {6}ULL, {3}ULL, kDeviceErrors, {4})) return "
+                "code;\n"
                 "{5}"
                 "  if (int32_t code = refreshCopies(raw, -1)) {{\n"
                 "    ampc::cuda::freeResources(ampc::cuda::context(raw)); "
                 "return code;\n  }\n"
                 "  return 0;\n}\n\n",
                 stateSize, blobBytes ? symbol("ampc_parameter_blob") : "nullptr",
-                blobBytes, errorSlot(), deviceErrors.size(), fills);
+                blobBytes, errorSlot(), deviceErrors.size(), fills, arenaBase);
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "
         "ampc::cuda::lastError(raw); }\n"

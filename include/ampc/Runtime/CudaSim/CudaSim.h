@@ -9,10 +9,14 @@
 // Kernels are plain functions here; every thread of every block runs the
 // body on its own fiber, so __syncthreads, warp shuffles and votes keep
 // CUDA's semantics (a thread waits until every thread it synchronises with
-// arrives). __shared__ variables are function statics: blocks run one after
-// another, so one copy serves each block in turn (a block must not rely on
-// what the previous block left there, as on a GPU). Atomics are plain
-// read-modify-writes: threads switch only at synchronisation points.
+// arrives). Shared memory is declared with AMPC_SHARED(type, name) and
+// AMPC_DYNAMIC_SHARED(type, name) (CudaKernels.cuh gives nvcc the
+// __shared__ declarations they stand for): here each is a reference into
+// the running block's own shared memory, which starts as 0xFF bytes in
+// every block (NaN in f32, f16 and bf16; -1 in integers), so a read of what
+// no thread of the block wrote shows. A plain __shared__ does not compile:
+// as a function static it would be one copy for every block. Atomics are
+// plain read-modify-writes: threads switch only at synchronisation points.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +27,9 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static
+#define __shared__                                                             \
+  static_assert(false, "cuda-sim: declare shared memory with AMPC_SHARED or "  \
+                       "AMPC_DYNAMIC_SHARED (ampc/Runtime/CudaSim/CudaSim.h)");
 #define __launch_bounds__(...)
 
 #include <cuda_bf16.h>
@@ -47,14 +53,48 @@ struct ThreadIndex {
 /// Set by the scheduler before it resumes a thread.
 extern ThreadIndex *current;
 
+/// Where in the kernel's source a barrier or warp operation is called: the
+/// threads that one synchronisation releases must all have called the same
+/// one (a GPU leaves it undefined otherwise).
+struct CallSite {
+  const char *file;
+  int line;
+};
+/// The last parameters of a CUDA intrinsic: its caller's file and line
+/// (GCC and Clang give the caller's when the builtin is the whole default
+/// argument, not when it is inside one).
+#define AMPC_SIM_CALL_SITE                                                     \
+  const char *callerFile = __builtin_FILE(), int callerLine = __builtin_LINE()
+#define AMPC_SIM_CALLER (::ampc::sim::CallSite{callerFile, callerLine})
+
 /// __syncthreads: waits for every thread of the block.
-void syncThreads();
+void syncThreads(CallSite site);
 /// A warp-synchronous step: waits for every lane of `mask` (all in the
 /// caller's warp, the caller among them) and returns the 32 values the
-/// lanes brought (lanes outside the mask: unspecified).
-const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op);
+/// lanes brought (lanes outside the mask: unspecified). The lanes must
+/// bring the same `op` from the same `site`.
+const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
+                             CallSite site);
 /// Reports a lane read outside the mask (undefined on a GPU).
 void badLane(const char *op, unsigned mask, int lane);
+
+/// The byte shared memory starts as in every block: 0xFF, NaN in every
+/// floating-point type the kernels use and -1 in every integer type.
+constexpr unsigned char kUninitialisedByte = 0xFF;
+/// The running block's copy of the shared array that `key` (a static of
+/// its declaration) identifies: `bytes` bytes aligned to `align`, placed
+/// when the block's first thread reaches the declaration and the same for
+/// every thread of the block. A block that needs more than the device
+/// gives (48 KiB with the dynamic part) fails.
+void *sharedArray(const void *key, size_t bytes, size_t align);
+/// The running block's dynamic shared memory (the launch's `sharedBytes`).
+void *dynamicShared();
+template <typename T> using SharedType = T;
+
+/// Whether AMPC_CUDA_SIM_STRICT_MEMORY=1 (read at each call): a model's
+/// planned buffers are not zeroed at init, so they start as cudaMalloc
+/// leaves memory here (0xFF bytes, NaN).
+bool strictMemory();
 
 /// What a launch checks and queues (Execution.cpp).
 struct Launch {
@@ -109,6 +149,17 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
 
 } // namespace ampc::sim
 
+/// __shared__ `type` `name` (an array type: `float[256]`), per block.
+#define AMPC_SHARED(type, name)                                                \
+  static char name##SharedKey;                                                 \
+  ::ampc::sim::SharedType<type> &name =                                        \
+      *static_cast<::ampc::sim::SharedType<type> *>(::ampc::sim::sharedArray(  \
+          &name##SharedKey, sizeof(::ampc::sim::SharedType<type>),             \
+          alignof(::ampc::sim::SharedType<type>)))
+/// extern __shared__ `type` `name`[]: the launch's dynamic shared memory.
+#define AMPC_DYNAMIC_SHARED(type, name)                                        \
+  type *name = static_cast<type *>(::ampc::sim::dynamicShared())
+
 #define threadIdx (::ampc::sim::current->threadIdx)
 #define blockIdx (::ampc::sim::current->blockIdx)
 #define blockDim (::ampc::sim::current->blockDim)
@@ -117,20 +168,23 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
 #define warpSize 32
 #endif
 
-inline void __syncthreads() { ::ampc::sim::syncThreads(); }
-inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
-  ::ampc::sim::warpExchange(mask, 0, "__syncwarp");
+inline void __syncthreads(AMPC_SIM_CALL_SITE) {
+  ::ampc::sim::syncThreads(AMPC_SIM_CALLER);
+}
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, AMPC_SIM_CALL_SITE) {
+  ::ampc::sim::warpExchange(mask, 0, "__syncwarp", AMPC_SIM_CALLER);
 }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 
 namespace ampc::sim {
-template <typename T> T shuffle(const char *op, unsigned mask, T value,
-                                int source, bool keepOwn) {
+template <typename T>
+T shuffle(const char *op, CallSite site, unsigned mask, T value, int source,
+          bool keepOwn) {
   static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  const uint64_t *lanes = warpExchange(mask, bits, op);
+  const uint64_t *lanes = warpExchange(mask, bits, op, site);
   if (keepOwn)
     return value;
   if (!(mask >> source & 1u))
@@ -142,47 +196,58 @@ template <typename T> T shuffle(const char *op, unsigned mask, T value,
 } // namespace ampc::sim
 
 template <typename T>
-T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {
+T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32,
+              AMPC_SIM_CALL_SITE) {
   const int lane = static_cast<int>(::ampc::sim::current->lane);
   const int base = lane & ~(width - 1);
-  return ::ampc::sim::shuffle("__shfl_sync", mask, var,
+  return ::ampc::sim::shuffle("__shfl_sync", AMPC_SIM_CALLER, mask, var,
                               base + (srcLane & (width - 1)), false);
 }
 template <typename T>
-T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32,
+                 AMPC_SIM_CALL_SITE) {
   const int lane = static_cast<int>(::ampc::sim::current->lane);
   const int base = lane & ~(width - 1), source = lane - static_cast<int>(delta);
-  return ::ampc::sim::shuffle("__shfl_up_sync", mask, var, source,
-                              source < base);
+  return ::ampc::sim::shuffle("__shfl_up_sync", AMPC_SIM_CALLER, mask, var,
+                              source, source < base);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32,
+                   AMPC_SIM_CALL_SITE) {
   const int lane = static_cast<int>(::ampc::sim::current->lane);
   const int base = lane & ~(width - 1), source = lane + static_cast<int>(delta);
-  return ::ampc::sim::shuffle("__shfl_down_sync", mask, var, source,
-                              source >= base + width);
+  return ::ampc::sim::shuffle("__shfl_down_sync", AMPC_SIM_CALLER, mask, var,
+                              source, source >= base + width);
 }
 template <typename T>
-T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {
+T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32,
+                  AMPC_SIM_CALL_SITE) {
   const int lane = static_cast<int>(::ampc::sim::current->lane);
   const int base = lane & ~(width - 1), source = lane ^ laneMask;
-  return ::ampc::sim::shuffle("__shfl_xor_sync", mask, var, source,
-                              source >= base + width || source < base);
+  return ::ampc::sim::shuffle("__shfl_xor_sync", AMPC_SIM_CALLER, mask, var,
+                              source, source >= base + width || source < base);
 }
-inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  const uint64_t *lanes =
-      ::ampc::sim::warpExchange(mask, predicate != 0, "__ballot_sync");
+namespace ampc::sim {
+inline unsigned vote(const char *op, CallSite site, unsigned mask,
+                     int predicate) {
+  const uint64_t *lanes = warpExchange(mask, predicate != 0, op, site);
   unsigned bits = 0;
   for (int l = 0; l < 32; ++l)
     if ((mask >> l & 1u) && lanes[l])
       bits |= 1u << l;
   return bits;
 }
-inline int __any_sync(unsigned mask, int predicate) {
-  return __ballot_sync(mask, predicate) != 0;
+} // namespace ampc::sim
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              AMPC_SIM_CALL_SITE) {
+  return ::ampc::sim::vote("__ballot_sync", AMPC_SIM_CALLER, mask, predicate);
 }
-inline int __all_sync(unsigned mask, int predicate) {
-  return __ballot_sync(mask, predicate) == mask;
+inline int __any_sync(unsigned mask, int predicate, AMPC_SIM_CALL_SITE) {
+  return ::ampc::sim::vote("__any_sync", AMPC_SIM_CALLER, mask, predicate) != 0;
+}
+inline int __all_sync(unsigned mask, int predicate, AMPC_SIM_CALL_SITE) {
+  return ::ampc::sim::vote("__all_sync", AMPC_SIM_CALLER, mask, predicate) ==
+         mask;
 }
 
 // Atomics: the threads of the execution switch only where they
