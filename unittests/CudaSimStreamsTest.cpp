@@ -38,7 +38,7 @@ __global__ void affine(const int *in, int *out, int scale, int add, int n) {
 /// pointer in the fault tests): the other threads of the block are
 /// suspended in the barrier or not yet started when one faults.
 __global__ void barrierThenWrite(int *out, int n) {
-  __shared__ int tile[64];
+  AMPC_SHARED(int[64], tile);
   tile[threadIdx.x] = threadIdx.x;
   __syncthreads();
   AMPC_FOR(i, n) out[i] = tile[threadIdx.x];
