@@ -104,6 +104,24 @@ __global__ void sumOfSquaresPlainAdd(unsigned char *base,
   *sum += local;
 }
 
+/// A copy of ampc::cuda::unscale that sets *found with a plain store (what
+/// the real kernel did before raiseFlag): many threads store 1 at once.
+template <typename T>
+__global__ void unscalePlainFlag(unsigned char *base,
+                                 ampc::cuda::TensorList<T> list,
+                                 const float *scale, uint8_t *found) {
+  const float inv = ampc::math::inverseScale(*scale);
+  const int t = blockIdx.y;
+  const T *g = reinterpret_cast<const T *>(base + list.in[t]);
+  T *o = reinterpret_cast<T *>(base + list.out[t]);
+  AMPC_FOR(i, list.size[t]) {
+    const T v = g[i];
+    if (!isfinite(v))
+      *found = 1;
+    o[i] = ampc::math::unscale(v, inv);
+  }
+}
+
 /// One add per block into `out`, atomic or not.
 __global__ void countBlocks(int *out, int atomic) {
   if (threadIdx.x != 0)
@@ -196,27 +214,36 @@ template <typename Combine> std::vector<float> rowsWith(const char *name) {
   return result;
 }
 
-/// Two tensors of 1000 floats in one allocation, as the optimizer's
-/// multi-tensor kernels see them.
+const float kOne = 1.0f;
+
+/// Two tensors of 1000 floats in one allocation (and room for their
+/// unscaled copies), as the optimizer's multi-tensor kernels see them;
+/// with `infinities`, every 10th value is infinite.
 struct TwoTensors {
   unsigned char *base;
   ampc::cuda::TensorList<float> list{};
   float *sum;
-  TwoTensors() {
+  uint8_t *found;
+  explicit TwoTensors(bool infinities = false) {
     std::vector<float> host(2000);
     for (size_t i = 0; i < host.size(); ++i)
-      host[i] = static_cast<float>(i % 5) - 2.0f;
-    base = reinterpret_cast<unsigned char *>(deviceAlloc<float>(2000));
+      host[i] = infinities && i % 10 == 0 ? INFINITY
+                                          : static_cast<float>(i % 5) - 2.0f;
+    base = reinterpret_cast<unsigned char *>(deviceAlloc<float>(4000));
     cudaMemcpy(base, host.data(), 8000, cudaMemcpyHostToDevice);
     list.count = 2;
     list.in[0] = 0;
     list.in[1] = 4000;
+    list.out[0] = 8000;
+    list.out[1] = 12000;
     list.size[0] = list.size[1] = 1000;
     sum = deviceAlloc<float>(1);
+    found = deviceAlloc<uint8_t>(1);
   }
   ~TwoTensors() {
     cudaFree(base);
     cudaFree(sum);
+    cudaFree(found);
   }
 };
 
@@ -294,6 +321,19 @@ TEST(CudaSimRaceDeathTest, PlainAddFromAThousandBlocks) {
               "are unordered: use an atomic\\)");
 }
 
+TEST(CudaSimRaceDeathTest, FlagSetByPlainStores) {
+  AMPC_REQUIRE_INSTRUMENTED();
+  EXPECT_EXIT(expectRace([] {
+                auto *t = new TwoTensors(/*infinities=*/true);
+                ampc::cuda::launch("unscalePlainFlag", unscalePlainFlag<float>,
+                                   dim3(2, 2), kBlock, 0, nullptr, t->base,
+                                   t->list, t->sum, t->found);
+              }),
+              ::testing::ExitedWithCode(0),
+              "kernel unscalePlainFlag: data race on device memory .* writes 1 "
+              "bytes that thread .* wrote");
+}
+
 TEST(CudaSimRaceDeathTest, ARaceNamesTheSeedToReplay) {
   AMPC_REQUIRE_INSTRUMENTED();
   EXPECT_EXIT(
@@ -334,6 +374,18 @@ TEST(CudaSimRace, SumOfSquaresWithAtomicAddIsRaceFree) {
   float sum = 0;
   cudaMemcpy(&sum, t.sum, 4, cudaMemcpyDeviceToHost);
   EXPECT_EQ(sum, 4000.0f); // (4 + 1 + 0 + 1 + 4) per 5 elements
+}
+
+TEST(CudaSimRace, UnscaleRaisesItsFlagWithoutARace) {
+  AMPC_REQUIRE_INSTRUMENTED();
+  TwoTensors t(/*infinities=*/true);
+  ASSERT_EQ(cudaMemcpy(t.sum, &kOne, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ampc::cuda::launch("unscale", ampc::cuda::unscale<float>, dim3(2, 2), kBlock,
+                     0, nullptr, t.base, t.list, t.sum, t.found);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  uint8_t found = 0;
+  cudaMemcpy(&found, t.found, 1, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(found, 1);
 }
 
 TEST(CudaSimRace, AtomicAddFromAThousandBlocksIsRaceFree) {
