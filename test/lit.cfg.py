@@ -74,6 +74,11 @@ llvm_config.with_environment(
 # order of seed N.
 if os.environ.get("AMPC_CUDA_SIM_SEED"):
     config.environment["AMPC_CUDA_SIM_SEED"] = os.environ["AMPC_CUDA_SIM_SEED"]
+# `AMPC_CUDA_SIM_RACECHECK=1 lit ...` compiles every cuda-sim library with
+# the race detector's instrumentation (docs/testing.md).
+if os.environ.get("AMPC_CUDA_SIM_RACECHECK"):
+    config.environment["AMPC_CUDA_SIM_RACECHECK"] = \
+        os.environ["AMPC_CUDA_SIM_RACECHECK"]
 
 # The CUDA execution's strict memory mode (docs/testing.md): a model's
 # planned buffers are not zeroed at init, so a kernel that reads one before

@@ -1225,6 +1225,15 @@ __global__ void dropout(const typename L::Storage *in, typename S::Storage *out,
   }
 }
 
+/// Sets a flag that any number of threads may set at once. A volatile
+/// store, which the PTX memory model makes a relaxed (morally strong)
+/// store: threads setting it together do not race, as plain stores of the
+/// same value would (the CUDA execution's race check exempts it as it does
+/// atomics).
+__device__ inline void raiseFlag(uint8_t *flag) {
+  *static_cast<volatile uint8_t *>(flag) = 1;
+}
+
 /// One multi-tensor unscale over up to kMaxTensors gradients: blockIdx.y
 /// picks the tensor; any non-finite scaled value sets *found.
 constexpr int kMaxTensors = 256;
@@ -1243,7 +1252,7 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
   AMPC_FOR(i, list.size[t]) {
     const T v = g[i];
     if (!isfinite(v))
-      *found = 1;
+      raiseFlag(found);
     o[i] = math::unscale(v, inv);
   }
 }

@@ -17,6 +17,7 @@
 
 #include "ampc/Runtime/CudaSim/CudaSim.h"
 
+#include "RaceCheck.h"
 #include "Sim.h"
 
 #include <boost/context/fiber.hpp>
@@ -385,6 +386,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
           std::memcpy(lanes[m]->lanes, values, sizeof values);
           lanes[m]->state = State::Runnable;
         }
+      race::warpRelease(warp * 32, mask);
       released = true;
     }
   }
@@ -402,6 +404,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
         return false;
     for (Thread &t : b.threads)
       t.state = State::Runnable;
+    race::barrier();
     return true;
   }
   return false;
@@ -477,6 +480,7 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
   }
   Block *outer = block;
   block = &b;
+  race::beginBlock(blockIdx, grid, blockDim);
   std::vector<uint64_t> order;
   while (true) {
     // Threads in the schedule's order, a new one each round: a kernel must
@@ -489,6 +493,7 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
       b.running = &t;
       current = &t.index;
       resume(t);
+      race::takeRace(b.error);
       if (!b.error.empty())
         break;
     }
@@ -638,6 +643,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   const uint64_t launch = launches++;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
     runningKernel = name;
+    race::beginKernel();
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
     uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
     // Blocks in the schedule's order (a grid of more than 2^22 blocks is

@@ -313,6 +313,17 @@ Memory classify(const void *pointer, size_t bytes) {
   return found->second.live ? Memory::Device : Memory::FreedDevice;
 }
 
+bool findGlobal(const void *pointer, const void *&base, size_t &bytes) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  const auto p = reinterpret_cast<uintptr_t>(pointer);
+  const auto *found = find(p);
+  if (!found || !found->second.live || p >= found->first + found->second.bytes)
+    return false;
+  base = reinterpret_cast<const void *>(found->first);
+  bytes = found->second.bytes;
+  return true;
+}
+
 bool checkDevice(const void *pointer, size_t bytes, const char *call,
                  const char *what) {
   if (!pointer && bytes == 0)

@@ -34,6 +34,12 @@ enum class Memory {
 /// memory).
 Memory classify(const void *pointer, size_t bytes);
 
+/// The live allocation that holds `pointer` when it is memory every block
+/// of a kernel sees (device memory or pinned host memory): its start and
+/// size. False for anything else (the race check's shared, stack and heap
+/// memory).
+bool findGlobal(const void *pointer, const void *&base, size_t &bytes);
+
 /// Checks that [pointer, pointer + bytes) is live device memory; otherwise
 /// records a detailed message ("CALL: WHAT is freed device memory", "... is a
 /// host pointer", "... runs past the end of its allocation") and returns false.

@@ -273,6 +273,14 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
   // passed it: another key in the compile cache.
   if (!checkResources)
     flags.push_back("-DAMPC_CUDA_SIM_UNCHECKED");
+  // The race check (lib/Runtime/CudaSim/RaceCheck.cpp): every load and
+  // store of the code calls ThreadSanitizer's hooks, which libampc_cudasim
+  // defines (volatile ones apart: they are exempt). Given to the compiler proper only (-Wp,), so that the link
+  // does not add ThreadSanitizer's runtime; another key in the cache.
+  if (const char *race = std::getenv("AMPC_CUDA_SIM_RACECHECK");
+      race && *race && StringRef(race) != "0")
+    flags.push_back("-Wp,-fsanitize=thread,--param=tsan-instrument-func-"
+                    "entry-exit=0,--param=tsan-distinguish-volatile=1");
   std::string link[] = {"-L" + simLibrary, "-Wl,-rpath," + simLibrary,
                         "-lampc_cudasim"};
   StringRef headers[] = {kCudaKernelsHeader};

@@ -1,0 +1,38 @@
+//===- RaceCheck.h - the race detector's hooks in the execution -*- C++ -*-===//
+//
+// What Execution.cpp tells the race detector (RaceCheck.cpp) about the
+// order it runs a kernel's threads in. The detector sees memory accesses
+// only in code compiled with ThreadSanitizer's instrumentation (a cuda-sim
+// library built with AMPC_CUDA_SIM_RACECHECK=1); for other code these calls
+// cost a few stores and find nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_RUNTIME_CUDASIM_RACECHECK_H
+#define AMPC_RUNTIME_CUDASIM_RACECHECK_H
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace ampc::sim::race {
+
+/// A kernel starts: everything before it is ordered before it (one stream,
+/// kernels one after another), so no earlier access can race.
+void beginKernel();
+/// Block `index` of `grid` starts with `threads` threads: they are
+/// unordered with every other block's, and its shared memory is new.
+/// (CudaSim.h's built-in variables are macros: hence not blockIdx...)
+void beginBlock(uint3 index, dim3 grid, dim3 threads);
+/// __syncthreads released the whole block.
+void barrier();
+/// A warp operation released the lanes of `mask` of the warp whose first
+/// thread (linear index in the block) is `firstThread`.
+void warpRelease(unsigned firstThread, unsigned mask);
+/// The first race found in the running block, once: sets `error` to it
+/// when `error` is empty and a race was found since the block began.
+void takeRace(std::string &error);
+
+} // namespace ampc::sim::race
+
+#endif // AMPC_RUNTIME_CUDASIM_RACECHECK_H
