@@ -65,7 +65,7 @@ template <bool StoreBarrier, bool TrailingBarrier> struct MutatedCombine {
 /// shared among the blocks.
 template <typename Combine>
 __global__ void rowMaxAndSum(const float *in, float *out, int rows, int cols) {
-  __shared__ float share[kBlock];
+  AMPC_SHARED(float[kBlock], share);
   for (int row = blockIdx.x; row < rows; row += gridDim.x) {
     float m = -INFINITY;
     for (int c = threadIdx.x; c < cols; c += blockDim.x)
@@ -85,7 +85,7 @@ __global__ void rowMaxAndSum(const float *in, float *out, int rows, int cols) {
 /// Each thread reads the shared value of thread (t + step) % blockDim,
 /// after a barrier or not.
 __global__ void neighbour(int *out, int step, int barrier) {
-  __shared__ int tile[kBlock];
+  AMPC_SHARED(int[kBlock], tile);
   const int t = threadIdx.x;
   tile[t] = 1000 * blockIdx.x + t;
   if (barrier)
@@ -144,7 +144,7 @@ __global__ void warpSum(const int *in, int *out) {
 /// Lanes swap values through shared memory, ordered by __syncwarp alone
 /// (each warp its own part; no block barrier).
 __global__ void warpSwap(int *out) {
-  __shared__ int tile[kBlock];
+  AMPC_SHARED(int[kBlock], tile);
   const int t = threadIdx.x;
   tile[t] = t;
   __syncwarp();
