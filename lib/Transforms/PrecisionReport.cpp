@@ -238,6 +238,7 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
     PrecisionReport::Node n;
     n.name = onnxNodeName(&op);
     n.op = onnxOpType(&op);
+    n.ampcOp = op.getName().getStringRef().str();
     for (Value operand : op.getOperands()) {
       std::string unused;
       n.inputs.push_back(dtypeName(traceSource(operand, unused).getType()));
@@ -296,6 +297,7 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
     nodes.push_back(llvm::json::Object{
         {"name", n.name},
         {"op", n.op},
+        {"ampc_op", n.ampcOp},
         {"inputs", strings(n.inputs)},
         {"compute", n.compute},
         {"outputs", strings(n.outputs)},

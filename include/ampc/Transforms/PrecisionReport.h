@@ -23,6 +23,7 @@ struct PrecisionReport {
   struct Node {
     std::string name;     ///< ONNX node name
     std::string op;       ///< ONNX op type
+    std::string ampcOp;   ///< the ampc op that computes it ("ampc.gemm")
     std::vector<std::string> inputs;  ///< dtype of each input as it arrives
     std::string compute;  ///< compute dtype
     std::vector<std::string> outputs;

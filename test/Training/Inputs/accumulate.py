@@ -6,13 +6,30 @@ against PyTorch's accumulation loop.
           10 steps of one batch of 32 (--batch 32), and against PyTorch's
           loop (loss / 4, backward per micro-batch, step every 4); prints
           the largest relative difference of the weights; exits 1 above
-          1e-5.
+          1e-5. Under AdamW and (against PyTorch only) under SGD without
+          momentum: AdamW divides
+          each gradient by its own magnitude, so a sum of micro-batch
+          gradients not divided by 4 trains it the same; SGD moves 4 times
+          as far.
   overflow at fp16 with dynamic loss scaling: a micro-batch holding inf
           makes the whole optimizer step skip once (weights, moments and
           step count unchanged, scale halved once, skipped_steps 1), and
           the next window of micro-batches steps as usual.
 
-usage: accumulate.py equal|overflow OUT_DIR
+  growth  at fp16 with dynamic loss scaling (--growth-interval 2): the
+          scaler state after every call against PyTorch's GradScaler in its
+          accumulation loop (scaler.scale(loss / 4).backward() per
+          micro-batch, scaler.step and scaler.update every 4th), an inf in
+          one micro-batch of the 4th window: the growth tracker counts
+          optimizer steps, not micro-batches. torch 1.13's GradScaler runs
+          only on CUDA: the oracle runs in a child (`python -O`, which
+          drops GradScaler's device asserts) with its two CUDA kernels,
+          _amp_update_scale_ and _amp_foreach_non_finite_check_and_unscale_,
+          written here in Python from their CUDA sources
+          (aten/src/ATen/native/cuda/AmpKernels.cu); the loop, the step
+          skipping and the update are GradScaler's own.
+
+usage: accumulate.py equal|overflow|growth OUT_DIR
 """
 import os
 import sys
@@ -49,30 +66,50 @@ def relative(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
-def compile_library(net, batch, out, name, **flags):
+def compile_library(net, batch, out, name, optimizer="adamw", **flags):
     path = ampc_module.export(net, (torch.zeros(batch, FEATURES),),
                               os.path.join(out, name + ".onnx"))
     return ampc_module.compile(path, output=os.path.join(out, name + ".so"),
-                               target="cpu", optimizer="adamw", lr=0.01,
+                               target="cpu", optimizer=optimizer, lr=0.01,
                                **flags)
 
 
+# optimizer -> (ampc flags, PyTorch's optimizer)
+OPTIMIZERS = {
+    "adamw": ({}, lambda p: torch.optim.AdamW(p, lr=0.01)),
+    "sgd": ({"momentum": 0}, lambda p: torch.optim.SGD(p, lr=0.01)),
+}
+
+
 def equal(out):
+    status = 0
+    for name in OPTIMIZERS:
+        status |= equal_under(out, name)
+    return status
+
+
+def equal_under(out, optimizer):
+    flags, torch_optimizer = OPTIMIZERS[optimizer]
     torch.manual_seed(0)
     net = Net()
     initial = {k: v.clone() for k, v in net.state_dict().items()}
     x, y = data()
 
-    big = compile_library(net, N * MICRO, out, "big", precision="fp32")
-    small = compile_library(net, MICRO, out, "small", precision="fp32",
-                            accumulate=N)
+    # One batch of 32 under AdamW only: PyTorch's loop is the oracle, a
+    # library compile is seconds of CI.
+    big = compile_library(net, N * MICRO, out, optimizer + "-big",
+                          optimizer, precision="fp32", **flags) \
+        if optimizer == "adamw" else None
+    small = compile_library(net, MICRO, out, optimizer + "-small", optimizer,
+                            precision="fp32", accumulate=N, **flags)
     info = small.training_info()
     if "accumulate=%d" % N not in info[1]:
         raise SystemExit("training info does not say accumulate=%d: %r" %
                          (N, info[1]))
     for step in range(STEPS):
         rows = slice(step * N * MICRO, (step + 1) * N * MICRO)
-        big.train_step(x[rows], y[rows])
+        if big:
+            big.train_step(x[rows], y[rows])
         for k in range(N):
             r = slice(rows.start + k * MICRO, rows.start + (k + 1) * MICRO)
             small.train_step(x[r], y[r])
@@ -82,7 +119,7 @@ def equal(out):
 
     # PyTorch's loop: loss / N per micro-batch, one step every N.
     net.load_state_dict(initial)
-    opt = torch.optim.AdamW(net.parameters(), lr=0.01)
+    opt = torch_optimizer(net.parameters())
     for step in range(STEPS):
         opt.zero_grad()
         for k in range(N):
@@ -93,13 +130,17 @@ def equal(out):
         opt.step()
     reference = {k: v.detach().numpy() for k, v in net.state_dict().items()}
 
-    a, b = big.state_dict(), small.state_dict()
+    b = small.state_dict()
     moved = max(relative(b[k], initial[k].numpy()) for k in b)
-    vs_big = max(relative(b[k], a[k]) for k in a)
+    vs_big = 0.0
+    if big:
+        a = big.state_dict()
+        vs_big = max(relative(b[k], a[k]) for k in a)
     vs_torch = max(relative(b[k], reference[k]) for k in reference)
-    print("weights after %d steps: 4 x 8 against 1 x 32: %.1e; against "
-          "PyTorch's accumulation: %.1e (moved %.2f from the start)"
-          % (STEPS, vs_big, vs_torch, moved))
+    print("%s: weights after %d steps: %sagainst PyTorch's accumulation: "
+          "%.1e (moved %.2f from the start)"
+          % (optimizer, STEPS, "4 x 8 against 1 x 32: %.1e; " % vs_big
+             if big else "", vs_torch, moved))
     ok = vs_big <= 1e-5 and vs_torch <= 1e-5 and moved > 1e-2
     return 0 if ok else 1
 
@@ -164,7 +205,102 @@ def overflow(out):
     return 0 if ok else 1
 
 
+GROWTH_INTERVAL, WINDOWS, INF_WINDOW = 2, 6, 3
+
+
+def growth_batches():
+    """(x, y) of every micro-batch of the growth case; window INF_WINDOW's
+    second micro-batch holds an inf."""
+    x, y = data(2)
+    x = x[:WINDOWS * N * MICRO].copy()
+    x[(INF_WINDOW * N + 1) * MICRO, 0] = np.inf
+    return x.reshape(WINDOWS * N, MICRO, FEATURES), \
+        y[:WINDOWS * N * MICRO].reshape(WINDOWS * N, MICRO)
+
+
+def torch_scaler_states():
+    """PyTorch's GradScaler accumulation loop on the growth batches: its
+    (scale, growth tracker) after every micro-batch call, as JSON on
+    stdout. Run under `python -O` (see the module's docstring)."""
+    import json
+    import warnings
+    import torch.cuda.amp.grad_scaler as grad_scaler
+
+    def update_scale_(scale, tracker, found_inf, growth, backoff, interval):
+        # AmpKernels.cu's amp_update_scale_cuda_kernel.
+        if found_inf.item():
+            scale.mul_(backoff)
+            tracker.zero_()
+        else:
+            successful = tracker.item() + 1
+            if successful == interval:
+                grown = scale * growth
+                if torch.isfinite(grown).all():
+                    scale.copy_(grown)
+                tracker.zero_()
+            else:
+                tracker.fill_(successful)
+        return scale
+
+    def check_and_unscale_(grads, found_inf, inv_scale):
+        for g in grads:
+            if not torch.isfinite(g).all():
+                found_inf.fill_(1.0)
+            g.mul_(inv_scale)
+
+    torch._amp_update_scale_ = update_scale_
+    torch._amp_foreach_non_finite_check_and_unscale_ = check_and_unscale_
+    grad_scaler.amp_definitely_not_available = lambda: False
+    warnings.simplefilter("ignore")
+    torch.manual_seed(0)
+    net = Net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    scaler = torch.cuda.amp.GradScaler(init_scale=65536.0,
+                                       growth_interval=GROWTH_INTERVAL)
+    states = []
+    xs, ys = growth_batches()
+    for call, (x, y) in enumerate(zip(xs, ys)):
+        loss = F.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y))
+        scaler.scale(loss / N).backward()
+        if (call + 1) % N == 0:
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+        states.append((scaler.get_scale(), int(scaler._get_growth_tracker())))
+    print(json.dumps(states))
+
+
+def growth(out):
+    import json
+    import subprocess
+    p = subprocess.run([sys.executable, "-O", "-B", __file__, "torch-scaler",
+                        out], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("PyTorch's loop failed: " + p.stderr[-500:])
+    expected = json.loads(p.stdout)
+    torch.manual_seed(0)
+    model = compile_library(Net(), MICRO, out, "growth", "sgd",
+                            precision="fp16", accumulate=N, momentum=0,
+                            growth_interval=GROWTH_INTERVAL)
+    xs, ys = growth_batches()
+    differ = 0
+    for call, (x, y) in enumerate(zip(xs, ys)):
+        model.train_step(x, y)
+        state = model.scaler_state()
+        got = (state["scale"], state["growth_tracker"])
+        want = tuple(expected[call])
+        mark = "" if got == want else "   <- differs"
+        differ += bool(mark)
+        print("call %2d: ampc scale %g, tracker %d | GradScaler scale %g, "
+              "tracker %d%s" % (call + 1, got[0], got[1], want[0], want[1],
+                                mark))
+    print("%d calls, %d differ" % (len(xs), differ))
+    return 1 if differ else 0
+
+
 if __name__ == "__main__":
     what, out = sys.argv[1], sys.argv[2]
+    if what == "torch-scaler":
+        sys.exit(torch_scaler_states())
     os.makedirs(out, exist_ok=True)
-    sys.exit({"equal": equal, "overflow": overflow}[what](out))
+    sys.exit({"equal": equal, "overflow": overflow, "growth": growth}[what](out))

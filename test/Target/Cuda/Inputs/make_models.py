@@ -26,6 +26,15 @@ long_rows.onnx    rows long enough for the CUDA target's block-per-row
                   and the mean of all 19,200 values (a reduction split over
                   blocks: reducePartials, reduceFinish) added back, Gemm
                   300->3.
+dominant.onnx     long rows with a dominant logit: x[16, 300] times a
+                  scale plus a bias (the parameters), plus a constant
+                  that puts +100 in one column of the even rows and -100
+                  in the odd rows; Softmax and LogSoftmax over the 300
+                  added back to the logits, which feed the attached
+                  cross-entropy. A row's max must be subtracted before exp
+                  (exp(100) overflows against a wrong max, as the minimum,
+                  -100, does), in the forward, the gradients and the loss;
+                  random N(0, 1) inputs never show it.
 many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
                   4x4 Gemm: 262 parameters, more than one multi-tensor list
                   (256) holds.
@@ -143,6 +152,28 @@ def long_rows():
     return nodes, inits
 
 
+def dominant():
+    rows, width = 16, 300
+    spike = np.zeros((rows, width), np.float32)
+    for r in range(rows):
+        spike[r, (37 * r + 11) % width] = 100.0 if r % 2 == 0 else -100.0
+    inits = [numpy_helper.from_array(
+                 (1 + 0.1 * rng.standard_normal(width)).astype(np.float32), "s"),
+             tensor("b", (width,), 0.1)]
+    nodes = [
+        helper.make_node("Constant", [], ["spike"], name="Spike",
+                         value=numpy_helper.from_array(spike, "spike")),
+        helper.make_node("Mul", ["x", "s"], ["xs"], name="Scale"),
+        helper.make_node("Add", ["xs", "b"], ["xb"], name="Bias"),
+        helper.make_node("Add", ["xb", "spike"], ["h"], name="AddSpike"),
+        helper.make_node("Softmax", ["h"], ["p"], name="Softmax", axis=-1),
+        helper.make_node("LogSoftmax", ["h"], ["l"], name="LogSoftmax",
+                         axis=-1),
+        helper.make_node("Add", ["h", "p"], ["hp"], name="Add_p"),
+        helper.make_node("Add", ["hp", "l"], ["logits"], name="Add_l")]
+    return nodes, inits
+
+
 def main():
     folder = sys.argv[1]
     save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
@@ -150,6 +181,7 @@ def main():
     save("cnn_32x32.onnx", *cnn(), [8, 3, 32, 32], [8, 10], folder)
     save("many_params.onnx", *bias_chain(260), [4, 4], [4, 4], folder)
     save("long_rows.onnx", *long_rows(), [64, 320], [64, 3], folder)
+    save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
 
 
 if __name__ == "__main__":
