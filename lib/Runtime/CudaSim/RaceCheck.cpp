@@ -75,7 +75,12 @@ struct Entry {
 
 /// The shadow and the state of the running block.
 struct Detector {
-  std::vector<Entry> table = std::vector<Entry>(1 << 16);
+  /// Whether instrumented code is loaded (its module constructor called
+  /// __tsan_init). Until then there is nothing to check, and the calls from
+  /// Execution.cpp return at once: a run without the race check pays
+  /// neither the shadow nor the per-block clocks.
+  bool active = false;
+  std::vector<Entry> table; // allocated by __tsan_init
   size_t used = 0;
   uint32_t launch = 0, epoch = 0, block = 0;
   dim3 grid, blockDim;
@@ -274,7 +279,7 @@ bool access(uintptr_t granule, unsigned offset, unsigned size, bool write) {
 /// Every hook: an access of `size` bytes at `address` by the running thread.
 inline void onAccess(const void *address, size_t size, bool write) {
   const ThreadIndex *index = current;
-  if (!index || d.stopped || size == 0)
+  if (!index || !d.active || d.stopped || size == 0)
     return;
   if (index != d.index) {
     d.index = index;
@@ -297,11 +302,15 @@ inline void onAccess(const void *address, size_t size, bool write) {
 } // namespace
 
 void beginKernel() {
+  if (!d.active)
+    return;
   ++d.launch;
   d.globalBegin = d.globalEnd = 0;
 }
 
 void beginBlock(uint3 index, dim3 grid, dim3 threads) {
+  if (!d.active)
+    return;
   d.grid = grid;
   d.blockDim = threads;
   d.block = index.x + grid.x * (index.y + grid.y * index.z);
@@ -315,9 +324,14 @@ void beginBlock(uint3 index, dim3 grid, dim3 threads) {
   ++d.epoch;
 }
 
-void barrier() { ++d.epoch; }
+void barrier() {
+  if (d.active)
+    ++d.epoch;
+}
 
 void warpRelease(unsigned firstThread, unsigned mask) {
+  if (!d.active)
+    return;
   // Each lane's own component advances (what it did before is now
   // "before the exchange"), then every lane knows what each knows.
   std::array<uint32_t, 32> joined{};
@@ -331,6 +345,13 @@ void warpRelease(unsigned firstThread, unsigned mask) {
   for (unsigned m = 0; m < 32; ++m)
     if (mask >> m & 1u)
       d.clocks[firstThread + m] = joined;
+}
+
+void activate() {
+  if (d.active)
+    return;
+  d.table.assign(1 << 16, Entry{});
+  d.active = true;
 }
 
 void takeRace(std::string &error) {
@@ -428,6 +449,8 @@ void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); 
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 void __tsan_func_entry(void *) {}
 void __tsan_func_exit() {}
-void __tsan_init() {}
+void __tsan_init() {
+  ampc::sim::race::activate();
+}
 }
 #undef AMPC_RACE_HOOKS

@@ -3,8 +3,9 @@
 // What Execution.cpp tells the race detector (RaceCheck.cpp) about the
 // order it runs a kernel's threads in. The detector sees memory accesses
 // only in code compiled with ThreadSanitizer's instrumentation (a cuda-sim
-// library built with AMPC_CUDA_SIM_RACECHECK=1); for other code these calls
-// cost a few stores and find nothing.
+// library built with AMPC_CUDA_SIM_RACECHECK=1); until such code is loaded
+// (its constructor calls __tsan_init, which activates the detector) these
+// calls return at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,8 @@ void barrier();
 /// A warp operation released the lanes of `mask` of the warp whose first
 /// thread (linear index in the block) is `firstThread`.
 void warpRelease(unsigned firstThread, unsigned mask);
+/// Instrumented code is loaded: the detector starts keeping its shadow.
+void activate();
 /// The first race found in the running block, once: sets `error` to it
 /// when `error` is empty and a race was found since the block began.
 void takeRace(std::string &error);
