@@ -7,6 +7,7 @@ usage:
   launch_count.py count LIBRARY [--check-prefix=P] [--full-names]
   launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
                   [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
+  launch_count.py gpt OUT.onnx [--d-model 32] [--heads 2] [--batch 2] [--seq 8]
 
 count: loads LIBRARY through the runtime C API (python/ampc/runtime.py),
 runs one warm-up train_step, resets the counters, queues
@@ -36,6 +37,12 @@ as torch's default, dropout 0 as the training tests use), the mean over the
 sequence, and a Linear head to --classes; ampc attaches its default
 cross-entropy loss. Exported in training mode, as the training tests export
 (export_models.export_onnx).
+
+gpt: exports the GPU benchmark's GPT block (bench/gpu/models.py: pre-norm,
+separate Q/K/V Linears, causal mask as a registered buffer named `mask`,
+erf GELU MLP 4x) at a small size; compile it with --loss=mse
+--optimizer=adamw --freeze=mask, as bench/gpu/pack.py does. Issue 37's
+acceptance counts its step.
 """
 
 import argparse
@@ -158,6 +165,19 @@ def export_encoder(args):
                 training=True)
 
 
+def export_gpt(args):
+    import torch
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "bench",
+                                    "gpu"))
+    import models
+    from ampc_testing import export_onnx
+    torch.manual_seed(0)
+    block = models.GptBlock(d=args.d_model, heads=args.heads,
+                            batch=args.batch, seq=args.seq)
+    export_onnx(block, torch.randn(args.batch, args.seq, args.d_model),
+                args.out, training=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,7 +194,16 @@ def main():
     encoder.add_argument("--feed-forward", type=int, default=2048)
     encoder.add_argument("--dropout", type=float, default=0.0)
     encoder.add_argument("--classes", type=int, default=10)
+    gpt = sub.add_parser("gpt")
+    gpt.add_argument("out")
+    gpt.add_argument("--d-model", type=int, default=32)
+    gpt.add_argument("--heads", type=int, default=2)
+    gpt.add_argument("--batch", type=int, default=2)
+    gpt.add_argument("--seq", type=int, default=8)
     args = parser.parse_args()
+    if args.command == "gpt":
+        export_gpt(args)
+        return 0
     if args.command == "encoder":
         export_encoder(args)
         return 0
