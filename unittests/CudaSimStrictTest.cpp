@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -344,6 +345,105 @@ TEST(CudaSimStrictMemory, WithoutTheModeTheArenaIsZeroed) {
   for (size_t i = kBlobBytes; i < kStateBytes - 4; ++i)
     ASSERT_EQ(arena.state[i], 0) << i;
   EXPECT_EQ(arena.sum, 0.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// The model's arena: writes past the end of a result (AMPC_GUARD)
+//===----------------------------------------------------------------------===//
+
+/// Writes `n + extra` floats where the result has `n`: extra = 1 is the
+/// off-by-one of a kernel's bound (`<=` for `<`) the guard is for.
+__global__ void writeRow(float *out, int n, int extra) {
+  for (int i = threadIdx.x; i < n + extra; i += blockDim.x)
+    out[i] = 1.0f;
+}
+
+/// Launches writeRow on a 64-float result followed by the plan's guard (as
+/// the CUDA emitter declares it) and returns the synchronisation's error
+/// and message.
+std::pair<cudaError_t, std::string> runGuarded(bool strict, int extra) {
+  if (strict)
+    setenv("AMPC_CUDA_SIM_STRICT_MEMORY", "1", 1);
+  else
+    unsetenv("AMPC_CUDA_SIM_STRICT_MEMORY");
+  float *arena = nullptr;
+  if (cudaMalloc(&arena, 1024) != cudaSuccess)
+    std::exit(2);
+  constexpr int n = 64; // 256 bytes: a multiple of the plan's alignment
+  AMPC_GUARD(arena, n * sizeof(float), 64, "result 0 of node 'y' (op Add)");
+  ampc::cuda::launch("writeRow", writeRow, 1, 32, 0, nullptr, arena, n, extra);
+  cudaError_t launched = cudaGetLastError();
+  cudaError_t e = cudaDeviceSynchronize();
+  unsetenv("AMPC_CUDA_SIM_STRICT_MEMORY");
+  return {launched != cudaSuccess ? launched : e, cudaGetErrorString(e)};
+}
+
+TEST(CudaSimGuardDeathTest, OneElementPastAResultFails) {
+  EXPECT_EXIT(
+      {
+        const auto run = runGuarded(/*strict=*/true, /*extra=*/1);
+        std::fprintf(stderr, "message: %s\n", run.second.c_str());
+        std::exit(run.first == cudaErrorIllegalAddress &&
+                          run.second.find("kernel writeRow: wrote past the end "
+                                       "of result 0 of node 'y' (op Add) (256 "
+                                       "bytes): bytes 0 to 3 after its end "
+                                       "changed") != std::string::npos
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "message: ");
+}
+
+TEST(CudaSimGuardDeathTest, TheFailureIsSticky) {
+  // As a fault on a GPU: the model's next call must not run on.
+  EXPECT_EXIT(
+      {
+        runGuarded(/*strict=*/true, /*extra=*/16);
+        void *p = nullptr;
+        std::exit(cudaMalloc(&p, 64) == cudaErrorIllegalAddress ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(CudaSimGuardDeathTest, AWriteWithinTheResultRuns) {
+  EXPECT_EXIT(
+      {
+        const auto run = runGuarded(/*strict=*/true, /*extra=*/0);
+        std::fprintf(stderr, "message: %s\n", run.second.c_str());
+        std::exit(run.first == cudaSuccess ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "message: ");
+}
+
+TEST(CudaSimGuardDeathTest, WithoutTheModeTheGuardIsNotChecked) {
+  // What a GPU does: the extra element lands in the gap, unseen.
+  EXPECT_EXIT(
+      {
+        std::exit(runGuarded(/*strict=*/false, /*extra=*/1).first == cudaSuccess
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(CudaSimGuardDeathTest, OnlyTheNextLaunchIsGuarded) {
+  // A guard declared for a launch the execution refuses is not carried
+  // over to the next launch, which writes where the guard was.
+  EXPECT_EXIT(
+      {
+        setenv("AMPC_CUDA_SIM_STRICT_MEMORY", "1", 1);
+        float *arena = nullptr;
+        if (cudaMalloc(&arena, 1024) != cudaSuccess)
+          std::exit(2);
+        AMPC_GUARD(arena, 256, 64, "result 0 of node 'y' (op Add)");
+        ampc::cuda::launch("writeRow", writeRow, 1, 2048, 0, nullptr, arena,
+                           64, 0); // 2048 threads: refused
+        bool refused = cudaGetLastError() == cudaErrorInvalidConfiguration;
+        ampc::cuda::launch("writeRow", writeRow, 1, 32, 0, nullptr, arena,
+                           80, 0);
+        std::exit(refused && cudaDeviceSynchronize() == cudaSuccess ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace

@@ -124,6 +124,15 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kGuardBytesAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(value);
+    if (!isa<func::FuncOp>(op) || !bytes || !bytes.getType().isInteger(64) ||
+        bytes.getInt() <= 0)
+      return op->emitOpError("'ampc.guard_bytes' must be a positive i64 on "
+                             "a function, got ")
+             << value;
+    return success();
+  }
   if (name == kErrorSlotAttr) {
     auto offset = dyn_cast<IntegerAttr>(value);
     if (!isa<func::FuncOp>(op) || !offset || !offset.getType().isInteger(64) ||

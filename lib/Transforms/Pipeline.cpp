@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/PipelineFlags.h"
 
@@ -127,7 +128,8 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) {
        bool cuda = o.kernelTarget == ampc::KernelTarget::Cuda;
        return ampc::createPlanMemoryPass(
-           {o.maxTensorBytes, o.kernelTarget, /*stageInputs=*/cuda});
+           {o.maxTensorBytes, o.kernelTarget, /*stageInputs=*/cuda,
+            /*guardBytes=*/cuda ? ampc::kCudaGuardBytes : 0});
      }},
 };
 } // namespace

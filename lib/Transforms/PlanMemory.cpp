@@ -64,6 +64,11 @@ std::optional<int64_t> ampc::planOffset(Value value) {
   return offsets[result.getResultNumber()];
 }
 
+int64_t ampc::reservedBytes(int64_t bytes, int64_t guard) {
+  int64_t n = std::max<int64_t>(bytes, 1) + guard;
+  return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
 namespace {
 
 int64_t alignUp(int64_t n) {
@@ -127,6 +132,7 @@ struct PlanOptions {
   int64_t maxArenaBytes;
   ampc::KernelTarget target;
   bool stageInputs;
+  int64_t guardBytes;
 };
 
 LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
@@ -162,12 +168,13 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
   llvm::DenseMap<int64_t, SmallVector<std::pair<int64_t, int64_t>>> releases;
   Arena arena;
   Builder b(func.getContext());
-  auto allocate = [&](Operation *at, int64_t bytes,
-                      int64_t &offset) -> LogicalResult {
+  // `guard`: the bytes left unused after the buffer (a result's guard).
+  auto allocate = [&](Operation *at, int64_t bytes, int64_t &offset,
+                      int64_t guard = 0) -> LogicalResult {
     // Tensors are bounded (BoundedTensors) but a scratch layout may not be:
     // refuse before the arena's sums could overflow.
     if (bytes <= options.maxArenaBytes) {
-      offset = arena.allocate(alignUp(std::max<int64_t>(bytes, 1)));
+      offset = arena.allocate(ampc::reservedBytes(bytes, guard));
       if (arena.size() <= options.maxArenaBytes)
         return success();
     }
@@ -227,11 +234,11 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
         continue;
       }
       int64_t offset;
-      if (failed(allocate(&op, tensorBytes(type), offset)))
+      if (failed(allocate(&op, tensorBytes(type), offset, options.guardBytes)))
         return failure();
       offsets.push_back(offset);
       releases[lastUse.lookup(r)].push_back(
-          {offset, alignUp(std::max<int64_t>(tensorBytes(type), 1))});
+          {offset, ampc::reservedBytes(tensorBytes(type), options.guardBytes)});
       any = true;
     }
     if (any)
@@ -252,6 +259,8 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
     for (auto [offset, bytes] : releases.lookup(position[&op]))
       arena.release(offset, bytes);
   }
+  if (options.guardBytes > 0)
+    func->setAttr(ampc::kGuardBytesAttr, b.getI64IntegerAttr(options.guardBytes));
   func->setAttr(ampc::kArenaBytesAttr,
                 IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                  arena.size()));
@@ -265,7 +274,8 @@ struct PlanMemory : ampc::impl::PlanMemoryPassBase<PlanMemory> {
     if (failed(ampc::checkEnumOption(target, func.getLoc(), getArgument())))
       return signalPassFailure();
     if (!func.isExternal() &&
-        failed(planFunction(func, {maxArenaBytes, target, stageInputs})))
+        failed(planFunction(func, {maxArenaBytes, target, stageInputs,
+                                             guardBytes})))
       signalPassFailure();
   }
 };

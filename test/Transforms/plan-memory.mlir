@@ -4,6 +4,17 @@
 // RUN: ampc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ampc-plan-memory))" | FileCheck %s
 // RUN: not ampc-opt %s --split-input-file --pass-pipeline="builtin.module(ampc-plan-memory)" 2>&1 | FileCheck %s --check-prefix=NOT-ON-MODULE
 // NOT-ON-MODULE: restricted to 'func.func' on a PassManager intended to run on 'builtin.module'
+// With guard-bytes (the CUDA target), every result is followed by at least
+// that many bytes no live buffer uses (the CUDA execution on the CPU checks
+// them, Guards.cpp): the 2 KiB buffers of @chain take 2112 bytes each.
+// RUN: ampc-opt %s --split-input-file --ampc-plan-memory="guard-bytes=64" | FileCheck %s --check-prefix=GUARD
+// GUARD-LABEL: func.func @chain
+// GUARD-SAME: attributes {ampc.arena_bytes = 4288 : i64, ampc.error_slot = 0 : i64, ampc.guard_bytes = 64 : i64}
+// GUARD-NEXT: ampc.exp %{{.+}} {ampc.offsets = array<i64: 64>}
+// GUARD-NEXT: ampc.neg %{{.+}} {ampc.offsets = array<i64: 2176>}
+// GUARD-NEXT: ampc.reshape
+// GUARD-NEXT: ampc.sqrt %{{.+}} {ampc.offsets = array<i64: 64>}
+// GUARD-NEXT: ampc.tanh %{{.+}} {ampc.offsets = array<i64: 2176>}
 
 // ampc-plan-memory gives each buffer an offset in one arena (64-byte
 // aligned, best fit) and reuses a buffer once its value and every view of

@@ -74,6 +74,12 @@ constexpr llvm::StringLiteral kInputOffsetsAttr = "ampc.input_offsets";
 constexpr llvm::StringLiteral kAccumulateAttr = "ampc.accumulate";
 /// Buffers of the memory plan start at multiples of this many bytes.
 constexpr int64_t kBufferAlignment = 64;
+/// Function attribute (ampc-plan-memory with guard-bytes, the CUDA
+/// target): i64, the bytes at least that the plan leaves unused after every
+/// result's buffer, so that a kernel writing past the end of a result
+/// writes no other tensor, and the CUDA execution on the CPU can see it
+/// (a guard the emitter declares before each launch, AMPC_GUARD).
+constexpr llvm::StringLiteral kGuardBytesAttr = "ampc.guard_bytes";
 /// Module attributes the target emitters describe the step with: the
 /// LossScalingModeAttr, the OptimizerKindAttr (never `none`) and the
 /// hyperparameters as "name=value ..." text.

@@ -172,6 +172,18 @@ inline int32_t fail(Context &ctx, const char *call, const char *error,
 #define AMPC_LAUNCHED(ctx, where)                                             \
   AMPC_CUDA(ctx, cudaGetLastError(), where)
 
+/// Before a kernel launch, for each result it writes: `bytes` bytes at
+/// `data`, followed by `guard` bytes the memory plan leaves unused
+/// (ampc.guard_bytes). The CUDA execution on the CPU, in its strict memory
+/// mode, fails the launch's kernel if it writes into them; on a GPU it is
+/// nothing.
+#if defined(AMPC_CUDA_SIM)
+#define AMPC_GUARD(data, bytes, guard, where)                                  \
+  ::ampc::sim::guardNextLaunch(data, bytes, guard, where)
+#else
+#define AMPC_GUARD(data, bytes, guard, where) ((void)0)
+#endif
+
 inline const char *lastError(void *raw) { return context(raw).message; }
 
 /// Frees every resource the context holds (GEMM plans, handle, arena,

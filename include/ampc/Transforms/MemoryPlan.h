@@ -38,6 +38,16 @@ mlir::StringAttr storageSymbol(mlir::Value value);
 /// plan gives it no buffer.
 std::optional<int64_t> planOffset(mlir::Value value);
 
+/// The guard the CUDA target's plan leaves after every result (kGuardBytesAttr):
+/// one alignment unit, so that a 16-byte vector store or any index up to 64
+/// bytes past the end lands in it.
+constexpr int64_t kCudaGuardBytes = 64;
+
+/// The arena bytes a result of `bytes` bytes takes in a plan with `guard`
+/// guard bytes: aligned, at least one byte (an empty tensor still has an
+/// address), and at least `guard` unused bytes after its end.
+int64_t reservedBytes(int64_t bytes, int64_t guard);
+
 } // namespace ampc
 
 #endif // AMPC_TRANSFORMS_MEMORYPLAN_H

@@ -471,7 +471,11 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
     `stage-inputs` (the CUDA target, which copies each host input to the
     device) every argument gets a buffer from the start of the function
     to its last use (`ampc.input_offsets`). The accumulation types
-    (ampc-assign-accumulation) size the scratch.
+    (ampc-assign-accumulation) size the scratch. With `guard-bytes` (the
+    CUDA target) every result's buffer is followed by at least that many
+    bytes no other live buffer uses (`ampc.guard_bytes` on the function):
+    the CUDA emitter declares them to the CUDA execution on the CPU, which
+    in its strict memory mode fails a kernel that writes into them.
   }];
   let options = [
     Option<"maxArenaBytes", "max-arena-bytes", "int64_t",
@@ -482,6 +486,9 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
            "the kernels whose scratch memory the plan places">,
     Option<"stageInputs", "stage-inputs", "bool", /*default=*/"false",
            "give every argument a staging buffer (the CUDA target)">,
+    Option<"guardBytes", "guard-bytes", "int64_t", /*default=*/"0",
+           "leave at least this many unused bytes after every result (the "
+           "CUDA target: the CUDA execution on the CPU checks them)">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

@@ -595,6 +595,8 @@ void badLane(const char *op, unsigned mask, int lane) {
 void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
                   void (*destroy)(void *)) {
   std::unique_ptr<void, void (*)(void *)> owned(arguments, destroy);
+  // The guards are this launch's, whether it is queued or refused.
+  Guards guards = takeGuards();
   const std::string call = std::string("kernel ") + l.name + " launch: ";
   const unsigned block[3] = {l.block.x, l.block.y, l.block.z};
   const unsigned grid[3] = {l.grid.x, l.grid.y, l.grid.z};
@@ -642,6 +644,7 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
+    fillGuards(guards);
     runningKernel = name;
     race::beginKernel();
     const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
@@ -666,6 +669,9 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
       }
     }
     runningKernel = nullptr;
+    if (std::string broken = brokenGuard(guards); !broken.empty())
+      return fail(cudaErrorIllegalAddress,
+                  std::string("kernel ") + name + ": " + broken);
     return cudaSuccess;
   });
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace ampc::sim {
 
@@ -53,6 +54,26 @@ bool checkDevice(const void *pointer, size_t bytes, const char *call,
 /// address, so a kernel argument or a copy's device side may be one.
 bool checkDeviceAccessible(const void *pointer, size_t bytes, const char *call,
                            const char *what);
+
+/// The bytes after a result that the next device work of a host thread
+/// must not write (guardNextLaunch, Guards.cpp).
+struct Guard {
+  unsigned char *begin;
+  size_t bytes;
+  size_t resultBytes;
+  std::string what;
+};
+using Guards = std::vector<Guard>;
+/// The guards declared on this host thread since the last launch, which
+/// takes them (whether it is then queued or refused). GEMMs have none: a
+/// failure between a declaration and cublasLtMatmul (a plan the library
+/// could not build) would leave it to a later launch.
+Guards takeGuards();
+/// Fills the guards with their pattern: before the work runs.
+void fillGuards(const Guards &guards);
+/// "" if every guard still holds its pattern, else what the work did to
+/// which ("wrote past the end of ...").
+std::string brokenGuard(const Guards &guards);
 
 /// Records `message` as the detail of `error` (what cudaGetErrorString
 /// returns for it until the next failure of the same code), prints it to

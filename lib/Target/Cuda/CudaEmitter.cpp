@@ -54,10 +54,30 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
   // under the host compiler (--target=cuda-sim), from one source.
   StringRef shortName = kernel;
   shortName.consume_front("ampc::cuda::");
+  emitGuards(op, body);
   body << "  ampc::cuda::launch(\"" << shortName << "\", " << kernel << ", " << g
        << ", ampc::cuda::kThreads, 0, ctx.stream" << (args.empty() ? "" : ", ")
        << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");\n";
+}
+
+void CudaEmitter::emitGuards(Operation *op, llvm::raw_ostream &body) {
+  auto f = op->getParentOfType<func::FuncOp>();
+  auto guard = f ? f->getAttrOfType<mlir::IntegerAttr>(ampc::kGuardBytesAttr)
+                 : mlir::IntegerAttr();
+  if (!guard)
+    return;
+  for (mlir::OpResult r : op->getResults()) {
+    if (!ampc::planOffset(r))
+      continue;
+    RankedTensorType t = tensorOf(r);
+    int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
+    body << formatv("  AMPC_GUARD({0}, {1}ULL, {2}ULL, \"{3}\");\n", name(r),
+                    bytes,
+                    ampc::reservedBytes(bytes, guard.getInt()) - bytes,
+                    cString("result " + std::to_string(r.getResultNumber()) +
+                            " of " + nodeDescription(op)));
+  }
 }
 
 void CudaEmitter::launchRows(Operation *op, StringRef kernel,

@@ -110,6 +110,9 @@ private:
   void launchRows(Operation *op, StringRef kernel, StringRef templateArgs,
                   int64_t rows, int64_t length, const std::string &args,
                   llvm::raw_ostream &body);
+  /// AMPC_GUARD for each planned result of `op`, before a launch that
+  /// writes them (ampc.guard_bytes on the function; none without it).
+  void emitGuards(Operation *op, llvm::raw_ostream &body);
   /// A launch of `kernel` over `count` threads (grid-stride) and its check.
   void launch(Operation *op, StringRef kernel, int64_t count,
               const std::string &args, llvm::raw_ostream &body,

@@ -96,6 +96,14 @@ template <typename T> using SharedType = T;
 /// leaves memory here (0xFF bytes, NaN).
 bool strictMemory();
 
+/// The next launch on this host thread writes `bytes` bytes at `data` and
+/// nothing in the `guard` bytes after them (AMPC_GUARD). In the strict
+/// memory mode the execution fills those bytes with a pattern before the
+/// kernel runs and fails it (cudaErrorIllegalAddress, naming `what`) if
+/// they changed; otherwise the guard is forgotten at the launch.
+void guardNextLaunch(const void *data, size_t bytes, size_t guard,
+                     const char *what);
+
 /// What a launch checks and queues (Execution.cpp).
 struct Launch {
   const char *name;
