@@ -236,6 +236,13 @@ func.func @error_slot_unaligned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {
 
 // -----
 
+// expected-error @+1 {{'func.func' op 'ampc.guard_bytes' must be a positive i64 on a function, got 0 : i64}}
+func.func @guard_bytes_zero(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ampc.guard_bytes = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 func.func @scratch_without_bytes(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{'ampc.matmul' op 'ampc.scratch' must be array<i64: offset, bytes> with the offset a multiple of 64 and bytes positive, got array<i64: 0>}}
   %0 = ampc.matmul %x, %x {ampc.scratch = array<i64: 0>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
