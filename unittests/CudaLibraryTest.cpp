@@ -11,6 +11,8 @@
 
 #include "ampc/Runtime/ampc.h"
 
+#include <cuda_runtime_api.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -265,6 +267,60 @@ TEST(CudaLibraryAgainstCpu, TenStepsMatch) {
   }
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_EQ(parameters[0], parameters[1]);
+}
+
+/// One train step of `model` on fixed data, synchronized; its loss.
+float stepOf(ampc_model *model, int s) {
+  float x[32];
+  int64_t label[8], xShape[2] = {8, 4}, labelShape[1] = {8};
+  for (int i = 0; i < 32; ++i)
+    x[i] = std::cos(0.3f * i + s);
+  for (int i = 0; i < 8; ++i)
+    label[i] = (i + s) % 3;
+  ampc_tensor inputs[2] = {
+      {AMPC_DTYPE_F32, 2, xShape, x, sizeof x},
+      {AMPC_DTYPE_I64, 1, labelShape, label, sizeof label}};
+  float loss = NAN;
+  ampc_tensor out = {AMPC_DTYPE_F32, 0, nullptr, &loss, sizeof loss};
+  EXPECT_EQ(ampc_model_train_step(model, inputs, 2, &out), AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_synchronize(model), AMPC_OK) << ampc_last_error();
+  return loss;
+}
+
+/// Two models loaded on two devices, called from one thread whatever
+/// device the application made current in between (issue 37, item 8): each
+/// call binds its model's device and gives the caller's back. Without the
+/// binding, the model of device 1 launches on its stream while device 0 is
+/// current, which CUDA refuses (the execution too: AMPC_CUDA_SIM_DEVICES).
+void twoModelsOnTwoDevices() {
+  setenv("AMPC_CUDA_SIM_DEVICES", "2", 1);
+  ampc_model *onOne = nullptr;
+  ampc_model *onZero = nullptr;
+  if (cudaSetDevice(1) != cudaSuccess ||
+      ampc_model_load(AMPC_MLP_CUDA_SIM_LIBRARY, nullptr, &onOne) != AMPC_OK ||
+      cudaSetDevice(0) != cudaSuccess ||
+      ampc_model_load(AMPC_MLP_CUDA_SIM_LIBRARY, nullptr, &onZero) != AMPC_OK)
+    std::exit(2);
+  bool same = true;
+  for (int s = 0; s < 3; ++s) {
+    // Device 0 current, then device 1: both models step each time.
+    cudaSetDevice(s % 2);
+    float a = stepOf(onOne, s);
+    float b = stepOf(onZero, s);
+    int now = -1;
+    cudaGetDevice(&now);
+    same &= a == b && std::isfinite(a) && now == s % 2;
+    std::fprintf(stderr, "step %d: %g %g, device %d\n", s, a, b, now);
+  }
+  ampc_model_release(onOne);
+  ampc_model_release(onZero);
+  std::exit(same && !::testing::Test::HasFailure() ? 0 : 1);
+}
+
+TEST(CudaLibraryDevices, TwoModelsOnTwoDevicesFromOneThread) {
+  EXPECT_EXIT(twoModelsOnTwoDevices(), ::testing::ExitedWithCode(0),
+              "step 2: ");
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, CudaLibrary, ::testing::ValuesIn(kLibraries),

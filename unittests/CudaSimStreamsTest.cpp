@@ -488,4 +488,39 @@ TEST(CudaSimStreamsDeathTest, ModelLibraryReportsADeviceFault) {
               "status [0-9]+: .*illegal memory access");
 }
 
+/// Devices (AMPC_CUDA_SIM_DEVICES): a kernel launched on a stream of
+/// another device than the current one is refused, as CUDA refuses it; a
+/// stream of the current device runs it. What a model library's entry
+/// points must get right (DeviceScope, CudaLibraryTest.cpp).
+TEST(CudaSimDevicesDeathTest, KernelOnAnotherDevicesStreamIsRefused) {
+  EXPECT_EXIT(
+      {
+        setenv("AMPC_CUDA_SIM_DEVICES", "2", 1);
+        int count = 0;
+        cudaGetDeviceCount(&count);
+        int *d = nullptr;
+        cudaStream_t onOne = nullptr;
+        if (count != 2 || cudaSetDevice(1) != cudaSuccess ||
+            cudaMalloc(&d, 256) != cudaSuccess ||
+            cudaStreamCreate(&onOne) != cudaSuccess ||
+            cudaSetDevice(0) != cudaSuccess)
+          std::exit(2);
+        ampc::cuda::launch("fill", fill, 1, 32, 0, onOne, d, 7, 32);
+        cudaError_t refused = cudaGetLastError();
+        std::string message = cudaGetErrorString(refused);
+        std::fprintf(stderr, "message: %s\n", message.c_str());
+        cudaSetDevice(1);
+        ampc::cuda::launch("fill", fill, 1, 32, 0, onOne, d, 7, 32);
+        bool runs = cudaGetLastError() == cudaSuccess &&
+                    cudaStreamSynchronize(onOne) == cudaSuccess;
+        std::exit(refused == cudaErrorInvalidResourceHandle && runs &&
+                          message.find("belongs to device 1, the current "
+                                       "device is 0") != std::string::npos &&
+                          cudaSetDevice(2) == cudaErrorInvalidDevice
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "message: .*kernel fill launch");
+}
+
 } // namespace

@@ -116,6 +116,9 @@ struct Context {
   size_t workspaceBytes = 0;
   cudaStream_t stream = nullptr;
   bool ownStream = false;
+  /// The device current when the model was loaded: its arena, stream and
+  /// cuBLASLt handle are that device's (DeviceScope).
+  int deviceOrdinal = 0;
   cublasLtHandle_t lt = nullptr;
   /// Pinned host memory the loss of each queued step is copied to before a
   /// host function copies it to the caller's buffer: a ring of kLossSlots
@@ -140,6 +143,32 @@ struct Context {
 };
 
 inline Context &context(void *raw) { return *static_cast<Context *>(raw); }
+
+/// Makes the model's device current for one call into the library and
+/// gives the caller's back at its end: every entry point opens one, so two
+/// models loaded on two devices work from one host thread, whatever device
+/// the application has made current in between (issue 37, item 8). CUDA's
+/// current device is per host thread; a model's calls then work from any
+/// thread too.
+class DeviceScope {
+public:
+  explicit DeviceScope(void *raw) {
+    int now = 0;
+    if (cudaGetDevice(&now) == cudaSuccess &&
+        now != context(raw).deviceOrdinal &&
+        cudaSetDevice(context(raw).deviceOrdinal) == cudaSuccess)
+      previous = now;
+  }
+  ~DeviceScope() {
+    if (previous >= 0)
+      cudaSetDevice(previous);
+  }
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+
+private:
+  int previous = -1;
+};
 
 inline int32_t fail(Context &ctx, const char *call, const char *error,
                     const char *where) {
@@ -246,6 +275,7 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   }
   // cuBLASLt's recommended workspace: 32 MiB on Hopper, 4 MiB before.
   ctx.workspaceBytes = prop.major >= 9 ? (32u << 20) : (4u << 20);
+  ctx.deviceOrdinal = device;
   size_t stateAligned = (stateBytes + 255) / 256 * 256;
   if (config->struct_size >= offsetof(ampc_abi_config, cuda_stream) +
                                  sizeof(void *) &&
@@ -301,6 +331,7 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
 }
 
 inline void release(void *raw) {
+  DeviceScope bound(raw);
   Context &ctx = context(raw);
   if (ctx.stream)
     cudaStreamSynchronize(ctx.stream);

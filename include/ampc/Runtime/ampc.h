@@ -152,7 +152,12 @@ typedef struct ampc_model_options {
   /// Threads a CPU model may use; 0 (the default) lets the library decide.
   int32_t num_threads;
   /// The host's `cudaStream_t` for a CUDA model to run on; NULL (the
-  /// default) lets the library use its own. Ignored by CPU models.
+  /// default) lets the library use its own. Ignored by CPU models. A CUDA
+  /// model lives on the device current (cudaSetDevice) on the loading
+  /// thread when it is loaded, and the stream must be that device's; every
+  /// later call makes that device current for its duration and gives the
+  /// caller's current device back, so models on several devices can be
+  /// used from one thread.
   void *cuda_stream;
 } ampc_model_options;
 

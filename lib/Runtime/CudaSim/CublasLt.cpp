@@ -1572,6 +1572,11 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                         "equal to Ddesc)");
   }
 
+  // Its kernels launch on `stream`, which must be the current device's.
+  if (!checkStreamDevice(stream, call))
+    return failBlas(CUBLAS_STATUS_EXECUTION_FAILED,
+                    prefix + "stream " + hex(stream) +
+                        " is not a stream of the current device");
   Matmul mm;
   mm.p = p;
   mm.alpha = alphaValue;

@@ -629,6 +629,8 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
              " bytes of kernel parameters, more than the 32764 allowed");
     return;
   }
+  if (!checkStreamDevice(l.stream, call.substr(0, call.size() - 2).c_str()))
+    return;
   for (int i = 0; i < l.numPointers; ++i)
     if (l.pointers[i] &&
         !checkDeviceAccessible(

@@ -166,6 +166,9 @@ struct Capture {
 struct Stream {
   unsigned flags = 0;
   bool legacy = false;
+  /// The device it was created on; -1 for the legacy and per-thread
+  /// streams, which are the current device's.
+  int device = -1;
   std::deque<Op> queue;
   uint64_t enqueued = 0, completed = 0;
   /// While part of a capture: the capture, and the nodes the stream's next
@@ -183,6 +186,8 @@ struct Event {
 };
 
 Stream legacyStream{0, true};
+/// The current device of this host thread (cudaSetDevice).
+thread_local int current = 0;
 Stream perThreadStream{0, false};
 std::vector<std::unique_ptr<Stream>> streams; // created by the host, live
 std::vector<std::unique_ptr<Event>> events;
@@ -381,6 +386,27 @@ cudaError_t enqueue(cudaStream_t stream, const char *call, Work kind,
 
 size_t stackLimit() { return limitStackSize; }
 
+int deviceCount() {
+  const char *value = std::getenv("AMPC_CUDA_SIM_DEVICES");
+  int n = value ? std::atoi(value) : 1;
+  return n >= 1 && n <= 16 ? n : 1;
+}
+
+int currentDevice() { return current; }
+
+bool checkStreamDevice(cudaStream_t stream, const char *call) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  Stream *s = resolve(stream);
+  if (!s || s->device < 0 || s->device == current)
+    return true;
+  fail(cudaErrorInvalidResourceHandle,
+       std::string(call) + ": stream " + hex(stream) + " belongs to device " +
+           std::to_string(s->device) + ", the current device is " +
+           std::to_string(current) +
+           " (a kernel runs only on a stream of the current device)");
+  return false;
+}
+
 } // namespace ampc::sim
 
 using namespace ampc::sim;
@@ -392,25 +418,27 @@ using namespace ampc::sim;
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
+  *count = deviceCount();
   return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int *device) {
-  *device = 0;
+  *device = currentDevice();
   return result(cudaSuccess);
 }
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0)
+  if (device < 0 || device >= deviceCount())
     return fail(cudaErrorInvalidDevice,
                 "cudaSetDevice: device " + std::to_string(device) +
-                    " (the execution has one device, 0)");
+                    " (the execution has " + std::to_string(deviceCount()) +
+                    " device(s); AMPC_CUDA_SIM_DEVICES sets how many)");
+  current = device;
   return result(cudaSuccess);
 }
 
 /// An H100 SXM by default; AMPC_CUDA_SIM_SM=80 describes an A100 instead
 /// (the CUDA target sizes cuBLASLt's workspace by compute capability).
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
-  if (device != 0)
+  if (device < 0 || device >= deviceCount())
     return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties: device " +
                                             std::to_string(device));
   std::memset(prop, 0, sizeof *prop);
@@ -736,6 +764,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) 
   AMPC_SIM_ENTRY("cudaStreamCreateWithFlags");
   streams.push_back(std::make_unique<Stream>());
   streams.back()->flags = flags;
+  streams.back()->device = currentDevice();
   *stream = reinterpret_cast<cudaStream_t>(streams.back().get());
   return result(cudaSuccess);
 }

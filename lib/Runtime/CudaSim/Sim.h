@@ -55,6 +55,18 @@ bool checkDevice(const void *pointer, size_t bytes, const char *call,
 bool checkDeviceAccessible(const void *pointer, size_t bytes, const char *call,
                            const char *what);
 
+/// The devices the execution has: AMPC_CUDA_SIM_DEVICES (1 to 16, default
+/// 1), all alike; memory is one address space, as under unified
+/// addressing.
+int deviceCount();
+/// This host thread's current device (cudaSetDevice).
+int currentDevice();
+/// Whether a kernel may run on `stream` now: a stream created on another
+/// device than the current one may not (CUDA: "a kernel launch will fail if
+/// it is issued to a stream that is not associated to the current device");
+/// records the failure (cudaErrorInvalidResourceHandle) if not.
+bool checkStreamDevice(cudaStream_t stream, const char *call);
+
 /// The bytes after a result that the next device work of a host thread
 /// must not write (guardNextLaunch, Guards.cpp).
 struct Guard {

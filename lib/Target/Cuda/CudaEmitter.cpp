@@ -185,15 +185,19 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
     os << "  \"" << cString(m) << "\",\n";
   os << "};\n\n" << kernels;
   emitCopyTable();
+  // Every entry point binds the model's device (DeviceScope) for its call.
   os << "static int32_t refreshCopies(void *raw, int32_t parameter) {\n"
+        "  ampc::cuda::DeviceScope bound(raw);\n"
         "  return ampc::cuda::refreshCopies(ampc::cuda::context(raw), kCopies, "
         "kNumCopies, parameter);\n}\n"
         "static int32_t copyOut(void *raw, uint64_t offset, void *out, "
         "uint64_t bytes) {\n"
+        "  ampc::cuda::DeviceScope bound(raw);\n"
         "  return ampc::cuda::copyOut(ampc::cuda::context(raw), offset, out, "
         "bytes);\n}\n"
         "static int32_t copyIn(void *raw, uint64_t offset, const void *in, "
         "uint64_t bytes) {\n"
+        "  ampc::cuda::DeviceScope bound(raw);\n"
         "  return ampc::cuda::copyIn(ampc::cuda::context(raw), offset, in, "
         "bytes);\n}\n\n";
   std::string fills;
@@ -219,13 +223,15 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   os << "static void release(void *raw) { ampc::cuda::release(raw); }\n"
         "static const char *lastError(void *raw) { return "
         "ampc::cuda::lastError(raw); }\n"
-        "static int32_t synchronizeState(void *raw) { return "
-        "ampc::cuda::synchronize(ampc::cuda::context(raw)); }\n\n";
+        "static int32_t synchronizeState(void *raw) {\n"
+        "  ampc::cuda::DeviceScope bound(raw);\n"
+        "  return ampc::cuda::synchronize(ampc::cuda::context(raw));\n}\n\n";
   // Inference and gradients wait for their outputs; the training step does
   // not wait.
   auto function = [&](StringRef name, StringRef body, bool wait) {
     os << "static int32_t " << name
        << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
+          "  ampc::cuda::DeviceScope bound(raw);\n"
           "  ampc::cuda::Context &ctx = ampc::cuda::context(raw);\n"
           "  unsigned char *state = ctx.device;\n"
           "  (void)state; (void)inputs; (void)outputs;\n"
