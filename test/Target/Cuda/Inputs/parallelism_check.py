@@ -82,7 +82,9 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         models = []
         for path in sorted(args.models):
-            models += [(path, m) for m in compile_all.parts(path, out)]
+            parts = [path] if path.endswith(".onnx") else \
+                compile_all.parts(path, out)
+            models += [(path, m) for m in parts]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             emitted = list(pool.map(
                 lambda im: compile_all.emit_model(args.ampc, im[1][1], im[0], out),
