@@ -1534,6 +1534,14 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                ", got " + formatList(t->getShape()));
   }
   types.push_back(*x);
+  // The Scale and B adjoints ampc-fuse-layer-norm-grad moved in: the
+  // normalised shape in X's element type.
+  int64_t params = adaptor.getParamGrads();
+  if (params < 0 || params > 2)
+    return fail<Op>(loc, "param_grads must be 0, 1 or 2, got " +
+                             std::to_string(params));
+  for (int64_t i = 0; i < params; ++i)
+    types.push_back(RankedTensorType::get(normalized, x->getElementType()));
   return success();
 }
 

@@ -518,7 +518,9 @@ LogicalResult LayerNormalizationOp::buildGradient(
   if (wanted[0])
     dOperands[0] =
         LayerNormGradOp::create(b, ab.loc, dy, x, getScale(), getMean(),
-                                getInvStdDev(), getAxisAttr());
+                                getInvStdDev(), getAxisAttr(),
+                                b.getI64IntegerAttr(0))
+            .getOutput();
   if (wanted[1]) {
     Type element = elementOf(x);
     Value normalized =

@@ -110,6 +110,12 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return mlir::createCanonicalizerPass();
      }},
+    {"ampc-fuse-layer-norm-grad", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (o.kernelTarget != ampc::KernelTarget::Cuda)
+         return nullptr;
+       return ampc::createFuseLayerNormGradPass();
+     }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createFuseEpiloguesPass();

@@ -278,7 +278,12 @@ def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
         output[i, j] = inv_std_dev[i] · (g[i, j] − Σ_j g[i, j]/n − x̂[i, j] · Σ_j g[i, j]·x̂[i, j]/n)
 
     The adjoints of Scale and B are ordinary reductions (ReduceSum of
-    grad·x̂ and of grad over the rows) and not part of this op.
+    grad·x̂ and of grad over the rows), not part of this op as autodiff
+    writes it. On the CUDA target, ampc-fuse-layer-norm-grad moves them
+    into the op (`param_grads` 1: Σ_i grad·x̂, 2: also Σ_i grad, each of
+    the normalised shape in X's element type, replacing those
+    ReduceSums), so that one kernel computes the three from one read of
+    the rows (issue 37, item 4).
 
     ```mlir
     %dx = ampc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = -1 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
@@ -287,8 +292,10 @@ def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_FloatTensor:$input,
                        AMPC_FloatTensor:$scale, AMPC_FloatTensor:$mean,
                        AMPC_FloatTensor:$inv_std_dev,
-                       DefaultValuedAttr<I64Attr, "-1">:$axis);
-  let results = (outs AMPC_FloatTensor:$output);
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<I64Attr, "0">:$param_grads);
+  let results = (outs AMPC_FloatTensor:$output,
+                      Variadic<AMPC_FloatTensor>:$grad_params);
   let assemblyFormat = "$grad `,` $input `,` $scale `,` $mean `,` $inv_std_dev "
                        "attr-dict `:` functional-type(operands, results)";
 }

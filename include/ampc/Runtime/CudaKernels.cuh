@@ -847,23 +847,33 @@ __global__ void gatherGrad(const G *grad, const unsigned long long *buckets,
 // Sums pairwise as the CPU kernels do (KernelMath.h).
 using math::pairwiseSum;
 
-template <typename C, typename LI, typename SO>
+/// Softmax / LogSoftmax with a thread per row, for rows shorter than
+/// kCudaWarpRowMinLength (KernelGeometry.h); softmaxByWarp and
+/// softmaxByBlock for the others. x = in·scale + mask as there.
+template <typename C, typename LI, typename SO, typename LM>
 __global__ void softmax(const typename LI::Storage *in,
                         typename SO::Storage *out, int64_t outer,
-                        int64_t axisSize, int64_t inner, bool logarithm) {
+                        int64_t axisSize, int64_t inner, bool logarithm,
+                        C scale, const typename LM::Storage *mask,
+                        Strided maskAt) {
   AMPC_FOR(r, outer * inner) {
     const int64_t base = (r / inner) * axisSize * inner + r % inner;
+    auto at = [&](int64_t a) {
+      C x = static_cast<C>(LI::load(in[base + a * inner])) * scale;
+      if (mask)
+        x += static_cast<C>(LM::load(mask[maskAt.offset(base + a * inner)]));
+      return x;
+    };
     C maxValue = -INFINITY;
     for (int64_t a = 0; a < axisSize; ++a) {
-      const C x = static_cast<C>(LI::load(in[base + a * inner]));
+      const C x = at(a);
       maxValue = x > maxValue ? x : maxValue;
     }
-    const C sum = pairwiseSum<C>(0, axisSize, [&](int64_t a) {
-      return exp(static_cast<C>(LI::load(in[base + a * inner])) - maxValue);
-    });
+    const C sum = pairwiseSum<C>(
+        0, axisSize, [&](int64_t a) { return exp(at(a) - maxValue); });
     const C logSum = log(sum);
     for (int64_t a = 0; a < axisSize; ++a) {
-      const C x = static_cast<C>(LI::load(in[base + a * inner])) - maxValue;
+      const C x = at(a) - maxValue;
       out[base + a * inner] = SO::store(logarithm ? x - logSum : exp(x) / sum);
     }
   }
@@ -1036,71 +1046,220 @@ __global__ void reduceFinish(const C *partials, typename SO::Storage *out,
   }
 }
 
-/// Softmax / LogSoftmax with one block per row, for long rows (attention
-/// over a sequence, a vocabulary): the maximum, the sum of exponentials
-/// and the writes shared among the block's threads.
-template <typename C, typename LI, typename SO>
-__global__ void softmaxByBlock(const typename LI::Storage *in,
-                               typename SO::Storage *out, int64_t outer,
-                               int64_t axisSize, int64_t inner,
-                               bool logarithm) {
-  AMPC_SHARED(C[kThreads], share);
-  for (int64_t r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+//===----------------------------------------------------------------------===//
+// Row-parallel kernels: a warp or a block per row (issue 37, items 4 and 9)
+//===----------------------------------------------------------------------===//
+
+/// a · b rounded once, never contracted into a following add (nvcc fuses
+/// a product and a sum into an FMA by default; the CPU's ReduceSum adds
+/// products it read from memory).
+__device__ inline float exactProduct(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+__device__ inline double exactProduct(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/// The threads that share one row: a warp (WarpRows: rows shorter than a
+/// block's worth, kThreads / 32 rows per block) or the whole block
+/// (BlockRows). `group()` is the row group's index among all groups and
+/// `groups()` their number: group g takes rows g, g + groups(), ... Each
+/// thread of the group takes the row's elements lane(), lane() + size(),
+/// ...; combine() gives every thread of the group the same value, combined
+/// in a fixed tree (warp shuffles or shared memory), so results do not
+/// depend on the order threads run in.
+struct WarpRows {
+  static constexpr bool kBlock = false;
+  __device__ static int64_t lane() { return threadIdx.x % 32; }
+  __device__ static int64_t size() { return 32; }
+  __device__ static int64_t group() {
+    return static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) +
+           threadIdx.x / 32;
+  }
+  __device__ static int64_t groups() {
+    return static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  }
+  /// A butterfly: lane l adds lane l ^ d's value for d = 16, 8, ... 1;
+  /// both lanes of a pair add the same two values, so every lane ends with
+  /// the same bits.
+  template <typename C, typename Combine>
+  __device__ static C combine(C value, C *, Combine f) {
+    for (int d = 16; d > 0; d /= 2)
+      value = f(value, __shfl_xor_sync(0xFFFFFFFFu, value, d));
+    return value;
+  }
+};
+struct BlockRows {
+  static constexpr bool kBlock = true;
+  __device__ static int64_t lane() { return threadIdx.x; }
+  __device__ static int64_t size() { return blockDim.x; }
+  __device__ static int64_t group() { return blockIdx.x; }
+  __device__ static int64_t groups() { return gridDim.x; }
+  template <typename C, typename Combine>
+  __device__ static C combine(C value, C *share, Combine f) {
+    return blockCombine<C>(value, share, f);
+  }
+};
+
+/// 16 bytes, the widest load a thread issues.
+struct alignas(16) Vector16 {
+  uint32_t words[4];
+};
+
+/// Calls f(i, value) for this thread's elements of a contiguous row of `n`
+/// elements of S, the row's threads R sharing it: 16-byte loads (thread t
+/// takes vectors t, t + R::size(), ...) where the row is a whole number of
+/// 16-byte vectors and starts on one, else elements t, t + R::size(), ...
+/// Which elements a thread takes depends only on its lane, n and the
+/// alignment of the row.
+template <typename R, typename S, typename F>
+__device__ void forRow(const S *row, int64_t n, const F &f) {
+  constexpr int64_t kPer = 16 / sizeof(S);
+  if (kPer > 1 && n % kPer == 0 &&
+      reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+    const Vector16 *vectors = reinterpret_cast<const Vector16 *>(row);
+    for (int64_t v = R::lane(); v < n / kPer; v += R::size()) {
+      const Vector16 bits = vectors[v];
+      S values[kPer];
+      memcpy(values, &bits, sizeof bits);
+      for (int64_t k = 0; k < kPer; ++k)
+        f(v * kPer + k, values[k]);
+    }
+    return;
+  }
+  for (int64_t i = R::lane(); i < n; i += R::size())
+    f(i, row[i]);
+}
+
+/// Softmax / LogSoftmax with a warp or a block per row: one pass keeps the
+/// running maximum and the sum of exponentials relative to it (the online
+/// softmax), the threads' pairs are combined (combine), a second pass
+/// writes. `scale` and `mask` (null for none; broadcast to the input
+/// through maskAt) are an attention's scores·scale + mask fused in:
+/// x = in·scale + mask.
+template <typename C> struct MaxSum {
+  C max, sum;
+};
+template <typename C> __device__ MaxSum<C> maxSumOf(MaxSum<C> a, MaxSum<C> b) {
+  const C m = b.max > a.max ? b.max : a.max;
+  if (m == -static_cast<C>(INFINITY))
+    return {m, a.sum + b.sum};
+  return {m, a.sum * exp(a.max - m) + b.sum * exp(b.max - m)};
+}
+template <typename R, typename C, typename LI, typename SO, typename LM>
+__device__ void softmaxRows(const typename LI::Storage *in,
+                            typename SO::Storage *out, int64_t outer,
+                            int64_t axisSize, int64_t inner, bool logarithm,
+                            C scale, const typename LM::Storage *mask,
+                            Strided maskAt, C *shareMax, C *shareSum) {
+  for (int64_t r = R::group(); r < outer * inner; r += R::groups()) {
     const int64_t base = (r / inner) * axisSize * inner + r % inner;
     auto at = [&](int64_t a) {
-      return static_cast<C>(LI::load(in[base + a * inner]));
+      C x = static_cast<C>(LI::load(in[base + a * inner])) * scale;
+      if (mask)
+        x += static_cast<C>(LM::load(mask[maskAt.offset(base + a * inner)]));
+      return x;
     };
-    C maxValue = -INFINITY;
-    for (int64_t a = threadIdx.x; a < axisSize; a += blockDim.x) {
-      const C x = at(a);
-      maxValue = x > maxValue ? x : maxValue;
-    }
-    maxValue = blockCombine<C>(maxValue, share,
-                               [](C a, C b) { return b > a ? b : a; });
-    const C sum = blockCombine<C>(
-        threadShareSum<C>(axisSize,
-                          [&](int64_t a) { return exp(at(a) - maxValue); }),
-        share, addOf<C>);
+    MaxSum<C> mine{-static_cast<C>(INFINITY), C(0)};
+    for (int64_t a = R::lane(); a < axisSize; a += R::size())
+      mine = maxSumOf<C>(mine, MaxSum<C>{at(a), C(1)});
+    // Two scalar combines in a fixed order (max first, then each thread's
+    // sum rescaled to it), so that the shuffles move 4 or 8 bytes.
+    const C m = R::template combine<C>(mine.max, shareMax,
+                                       [](C a, C b) { return b > a ? b : a; });
+    const C rescaled = m == -static_cast<C>(INFINITY)
+                           ? mine.sum
+                           : mine.sum * exp(mine.max - m);
+    const C sum = R::template combine<C>(rescaled, shareSum, addOf<C>);
     const C logSum = log(sum);
-    for (int64_t a = threadIdx.x; a < axisSize; a += blockDim.x) {
-      const C x = at(a) - maxValue;
+    for (int64_t a = R::lane(); a < axisSize; a += R::size()) {
+      const C x = at(a) - m;
       out[base + a * inner] = SO::store(logarithm ? x - logSum : exp(x) / sum);
     }
   }
 }
-
-/// LayerNormalization over rows of `inner`: Mean, InvStdDev (population
-/// variance, two passes) and Y, in C; scale and bias (bias may be null)
-/// broadcast over the row through `params`.
-template <typename C, typename LI, typename SO, typename SS, typename LP>
-__global__ void layerNorm(const typename LI::Storage *x,
-                          typename SO::Storage *y, typename SS::Storage *mean,
-                          typename SS::Storage *invStdDev, int64_t outer,
-                          int64_t inner, const typename LP::Storage *scale,
-                          Strided scaleAt, const typename LP::Storage *bias,
-                          Strided biasAt, C epsilon) {
-  AMPC_FOR(o, outer) {
-    const typename LI::Storage *row = x + o * inner;
-    C m, variance;
-    math::meanAndVariance<C>(
-        inner, [&](int64_t i) { return static_cast<C>(LI::load(row[i])); }, m,
-        variance);
-    const C inv = C(1) / sqrt(variance + epsilon);
-    for (int64_t i = 0; i < inner; ++i) {
-      C v = (static_cast<C>(LI::load(row[i])) - m) * inv *
-            static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
-      if (bias)
-        v += static_cast<C>(LP::load(bias[biasAt.offset(i)]));
-      y[o * inner + i] = SO::store(v);
-    }
-    mean[o] = SS::store(m);
-    invStdDev[o] = SS::store(inv);
-  }
+template <typename C, typename LI, typename SO, typename LM>
+__global__ void softmaxByWarp(const typename LI::Storage *in,
+                              typename SO::Storage *out, int64_t outer,
+                              int64_t axisSize, int64_t inner, bool logarithm,
+                              C scale,
+                              const typename LM::Storage *mask,
+                              Strided maskAt) {
+  softmaxRows<WarpRows, C, LI, SO, LM>(in, out, outer, axisSize, inner,
+                                       logarithm, scale, mask, maskAt,
+                                       nullptr, nullptr);
+}
+template <typename C, typename LI, typename SO, typename LM>
+__global__ void softmaxByBlock(const typename LI::Storage *in,
+                               typename SO::Storage *out, int64_t outer,
+                               int64_t axisSize, int64_t inner,
+                               bool logarithm, C scale,
+                               const typename LM::Storage *mask,
+                               Strided maskAt) {
+  AMPC_SHARED(C[kThreads], shareMax);
+  AMPC_SHARED(C[kThreads], shareSum);
+  softmaxRows<BlockRows, C, LI, SO, LM>(in, out, outer, axisSize, inner,
+                                        logarithm, scale, mask, maskAt,
+                                        shareMax, shareSum);
 }
 
-/// LayerNormalization with one block per row, for long rows (a
-/// transformer's model dimension): the two passes of the statistics and
-/// the writes shared among the block's threads.
+/// LayerNormalization with a warp (layerNormByWarp) or a block
+/// (layerNormByBlock) per row: the mean and the variance of the deviations
+/// (two passes, as the CPU's meanAndVariance), then the writes, each pass
+/// shared among the row's threads with 16-byte loads (forRow).
+template <typename R, typename C, typename LI, typename SO, typename SS,
+          typename LP>
+__device__ void layerNormRows(
+    const typename LI::Storage *x, typename SO::Storage *y,
+    typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
+    int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
+    const typename LP::Storage *bias, Strided biasAt, C epsilon, C *share) {
+  using S = typename LI::Storage;
+  const C n = static_cast<C>(inner);
+  for (int64_t o = R::group(); o < outer; o += R::groups()) {
+    const S *row = x + o * inner;
+    C sum = 0;
+    forRow<R>(row, inner,
+              [&](int64_t, S v) { sum += static_cast<C>(LI::load(v)); });
+    const C m = R::template combine<C>(sum, share, addOf<C>) / n;
+    C squares = 0;
+    forRow<R>(row, inner, [&](int64_t, S v) {
+      const C d = static_cast<C>(LI::load(v)) - m;
+      squares += d * d;
+    });
+    const C variance = R::template combine<C>(squares, share, addOf<C>) / n;
+    const C inv = C(1) / sqrt(variance + epsilon);
+    forRow<R>(row, inner, [&](int64_t i, S v) {
+      C out = (static_cast<C>(LI::load(v)) - m) * inv *
+              static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
+      if (bias)
+        out += static_cast<C>(LP::load(bias[biasAt.offset(i)]));
+      y[o * inner + i] = SO::store(out);
+    });
+    if (R::lane() == 0) {
+      mean[o] = SS::store(m);
+      invStdDev[o] = SS::store(inv);
+    }
+  }
+}
+template <typename C, typename LI, typename SO, typename SS, typename LP>
+__global__ void layerNormByWarp(
+    const typename LI::Storage *x, typename SO::Storage *y,
+    typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
+    int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
+    const typename LP::Storage *bias, Strided biasAt, C epsilon) {
+  layerNormRows<WarpRows, C, LI, SO, SS, LP>(x, y, mean, invStdDev, outer,
+                                             inner, scale, scaleAt, bias,
+                                             biasAt, epsilon, nullptr);
+}
 template <typename C, typename LI, typename SO, typename SS, typename LP>
 __global__ void layerNormByBlock(
     const typename LI::Storage *x, typename SO::Storage *y,
@@ -1108,27 +1267,135 @@ __global__ void layerNormByBlock(
     int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
     const typename LP::Storage *bias, Strided biasAt, C epsilon) {
   AMPC_SHARED(C[kThreads], share);
-  const C n = static_cast<C>(inner);
-  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
-    const typename LI::Storage *row = x + o * inner;
-    auto at = [&](int64_t i) { return static_cast<C>(LI::load(row[i])); };
-    const C m = blockCombine<C>(threadShareSum<C>(inner, at), share,
-                                addOf<C>) / n;
-    const C variance = blockCombine<C>(threadShareSum<C>(inner, [&](int64_t i) {
-                                         const C d = at(i) - m;
-                                         return d * d;
-                                       }),
-                                       share, addOf<C>) / n;
-    const C inv = C(1) / sqrt(variance + epsilon);
-    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
-      C v = (at(i) - m) * inv * static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
-      if (bias)
-        v += static_cast<C>(LP::load(bias[biasAt.offset(i)]));
-      y[o * inner + i] = SO::store(v);
+  layerNormRows<BlockRows, C, LI, SO, SS, LP>(x, y, mean, invStdDev, outer,
+                                              inner, scale, scaleAt, bias,
+                                              biasAt, epsilon, share);
+}
+
+/// layer_norm_grad with a warp or a block per row: dX as layerNormGrad
+/// (none where `dx` is null: a LayerNorm whose input needs no gradient),
+/// the row's two sums (of g and of g·x̂) in one pass. With `partials`
+/// (non-null) also the Scale and B adjoints' shares: row group G takes the
+/// rows of the CPU's pairwise-sum leaf G (math::pairwiseLeaf) in order and
+/// owns partials[2G · inner ...] (Σ dy·x̂ over them, from 0 in row order,
+/// as the CPU's leaf) and partials[(2G + 1) · inner ...] (Σ dy), each
+/// element written by one thread; layerNormParamGrad adds the leaves as the
+/// CPU does. No atomics: the result does not depend on the order blocks
+/// run in, and equals the CPU's ReduceSums.
+template <typename R, typename C, typename LI, typename LS, typename LP,
+          typename SO>
+__device__ void layerNormGradRow(
+    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LP::Storage *scale, Strided scaleAt,
+    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
+    typename SO::Storage *dx, int64_t o, int64_t inner, C *scaleShare,
+    C *biasShare, C *share) {
+  using S = typename LI::Storage;
+  const C m = static_cast<C>(LS::load(mean[o])),
+          inv = static_cast<C>(LS::load(invStdDev[o]));
+  const S *dyRow = dy + o * inner, *xRow = x + o * inner;
+  auto g = [&](int64_t i) {
+    return static_cast<C>(LI::load(dyRow[i])) *
+           static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
+  };
+  auto xhat = [&](int64_t i) {
+    return (static_cast<C>(LI::load(xRow[i])) - m) * inv;
+  };
+  C meanG = 0, meanGx = 0;
+  if (dx) {
+    C sumG = 0, sumGx = 0;
+    for (int64_t i = R::lane(); i < inner; i += R::size()) {
+      const C gi = g(i);
+      sumG += gi;
+      sumGx += gi * xhat(i);
     }
-    if (threadIdx.x == 0) {
-      mean[o] = SS::store(m);
-      invStdDev[o] = SS::store(inv);
+    meanG =
+        R::template combine<C>(sumG, share, addOf<C>) / static_cast<C>(inner);
+    meanGx =
+        R::template combine<C>(sumGx, share, addOf<C>) / static_cast<C>(inner);
+  }
+  for (int64_t i = R::lane(); i < inner; i += R::size()) {
+    const C xh = xhat(i);
+    if (dx)
+      dx[o * inner + i] = SO::store(inv * (g(i) - meanG - xh * meanGx));
+    if (scaleShare) {
+      const C d = static_cast<C>(LI::load(dyRow[i]));
+      scaleShare[i] += exactProduct(d, xh);
+      biasShare[i] += d;
+    }
+  }
+}
+template <typename R, typename C, typename LI, typename LS, typename LP,
+          typename SO>
+__device__ void layerNormGradRows(
+    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LP::Storage *scale, Strided scaleAt,
+    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
+    typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials,
+    C *share) {
+  if (!partials) {
+    for (int64_t o = R::group(); o < outer; o += R::groups())
+      layerNormGradRow<R, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
+                                             invStdDev, dx, o, inner, nullptr,
+                                             nullptr, share);
+    return;
+  }
+  int64_t begin, end;
+  math::pairwiseLeaf(outer, R::group(), begin, end);
+  if (begin == end)
+    return; // a warp past the last leaf
+  C *scaleShare = partials + 2 * R::group() * inner;
+  C *biasShare = scaleShare + inner;
+  for (int64_t i = R::lane(); i < inner; i += R::size())
+    scaleShare[i] = biasShare[i] = C(0);
+  for (int64_t o = begin; o < end; ++o)
+    layerNormGradRow<R, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
+                                           invStdDev, dx, o, inner, scaleShare,
+                                           biasShare, share);
+}
+template <typename C, typename LI, typename LS, typename LP, typename SO>
+__global__ void layerNormGradByWarp(
+    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LP::Storage *scale, Strided scaleAt,
+    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
+    typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials) {
+  layerNormGradRows<WarpRows, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
+                                                 invStdDev, dx, outer, inner,
+                                                 partials, nullptr);
+}
+template <typename C, typename LI, typename LS, typename LP, typename SO>
+__global__ void layerNormGradByBlock(
+    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LP::Storage *scale, Strided scaleAt,
+    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
+    typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials) {
+  AMPC_SHARED(C[kThreads], share);
+  layerNormGradRows<BlockRows, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
+                                                  invStdDev, dx, outer, inner,
+                                                  partials, share);
+}
+
+/// The Scale and B adjoints from layerNormGrad*'s shares, one per leaf of
+/// the pairwise sum over the `outer` rows: element i of each adds the
+/// leaves as math::pairwiseSum does (a thread per element, adjacent
+/// threads adjacent elements).
+template <typename C, typename SS, typename SB>
+__global__ void layerNormParamGrad(const C *partials, int64_t outer,
+                                   int64_t inner, typename SS::Storage *dScale,
+                                   typename SB::Storage *dBias) {
+  AMPC_FOR(i, inner) {
+    for (int which = 0; which < 2; ++which) {
+      if (which == 1 && !dBias)
+        break;
+      int64_t leaf = 0;
+      const C sum = math::pairwiseSumOfLeaves<C>(
+          0, outer, [&](int64_t, int64_t) {
+            return partials[(2 * leaf++ + which) * inner + i];
+          });
+      if (which == 0)
+        dScale[i] = SS::store(sum);
+      else
+        dBias[i] = SB::store(sum);
     }
   }
 }

@@ -71,6 +71,68 @@ AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
   }
 }
 
+/// pairwiseSum's tree with its leaves given: leaf(b, e) is the sum of the
+/// leaf [b, e) (a range of at most 64 terms summed in order from 0), called
+/// for the leaves from left to right, and the leaves' sums are added as
+/// pairwiseSum adds them. With leaf(b, e) = that sequential sum it is
+/// pairwiseSum bit for bit; the CUDA target's LayerNorm backward sums each
+/// leaf's rows in one row group and the leaves here (issue 37, item 4).
+template <typename C, typename Leaf>
+AMPC_HD C pairwiseSumOfLeaves(int64_t begin, int64_t end, const Leaf &leaf) {
+  if (end - begin <= 64)
+    return leaf(begin, end);
+  C left[kPairwiseMaxDepth];
+  uint64_t right = 0;
+  int depth = 0;
+  int64_t b = begin, e = end;
+  while (true) {
+    while (e - b > 64) {
+      right &= ~(uint64_t(1) << depth);
+      e = b + (e - b) / 2;
+      ++depth;
+    }
+    C sum = leaf(b, e);
+    while (depth > 0 && (right >> (depth - 1) & 1)) {
+      --depth;
+      sum = left[depth] + sum;
+    }
+    if (depth == 0)
+      return sum;
+    left[depth - 1] = sum;
+    right |= uint64_t(1) << (depth - 1);
+    b = begin, e = end;
+    for (int d = 0; d < depth; ++d) {
+      const int64_t middle = b + (e - b) / 2;
+      if (right >> d & 1)
+        b = middle;
+      else
+        e = middle;
+    }
+  }
+}
+
+/// The number of pairwiseSum's leaves over `count` terms.
+AMPC_HD inline int64_t pairwiseLeafCount(int64_t count) {
+  int64_t leaves = 0;
+  pairwiseSumOfLeaves<int64_t>(0, count, [&](int64_t, int64_t) {
+    ++leaves;
+    return int64_t(0);
+  });
+  return leaves;
+}
+
+/// The range [b, e) of pairwiseSum's leaf `k` over `count` terms.
+AMPC_HD inline void pairwiseLeaf(int64_t count, int64_t k, int64_t &b,
+                                 int64_t &e) {
+  int64_t index = 0;
+  b = e = 0;
+  pairwiseSumOfLeaves<int64_t>(0, count, [&](int64_t lb, int64_t le) {
+    if (index++ == k)
+      b = lb, e = le;
+    return int64_t(0);
+  });
+}
+
 /// The mean and population variance of value(j) for j in [0, count), in C:
 /// two pairwise passes (BatchNormalization's batch statistics and
 /// LayerNormalization's row statistics).

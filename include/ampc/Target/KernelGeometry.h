@@ -181,6 +181,50 @@ struct LossGeometry {
 };
 LossGeometry lossGeometry(mlir::Operation *op);
 
+/// How the CUDA target spreads an op's kernels over threads (issue 37,
+/// item 9): an element (or output) per thread whose loops are over a
+/// window or the op's own small dimension (Element), rows each reduced by a
+/// warp (RowByWarp) or a block (RowByBlock), shares of few long outputs
+/// over several blocks then a combining pass (Split), a thread per row for
+/// rows shorter than kCudaWarpRowMinLength (RowByThread), or one thread
+/// looping over a whole row or column of an activation (Serial: what is
+/// left of that, listed in docs/design.md, "Row-parallel normalisation").
+enum class Parallelism { Element, RowByThread, RowByWarp, RowByBlock, Split,
+                         Serial };
+llvm::StringRef parallelismName(Parallelism p);
+/// Rows (a softmax's, a normalisation's, a reduction's elements per
+/// output) of at least this many elements run a warp per row, and of at
+/// least kCudaBlockRowMinLength a block per row: a mean over a whole
+/// activation summed by one thread took 0.3 s per call on an H200.
+constexpr int64_t kCudaWarpRowMinLength = 8;
+constexpr int64_t kCudaBlockRowMinLength = 256;
+/// The kernel for rows of `length` elements: RowByThread, RowByWarp or
+/// RowByBlock. With `exactSum`, RowByThread below kCudaBlockRowMinLength:
+/// a reduction's thread then sums in the CPU's pairwise order, bit for
+/// bit (docs/design.md, "Row-parallel normalisation": a sum with
+/// cancellation, a bias gradient, moves by more than the fp32 tolerance in
+/// another order).
+Parallelism cudaRowParallelism(int64_t length, bool exactSum = false);
+/// An op's kernels on the CUDA target: how they are spread, over how many
+/// rows of how many elements (0 where the op has no rows), and for Serial
+/// the longest loop one thread runs over an activation.
+struct KernelParallelism {
+  Parallelism kind = Parallelism::Element;
+  int64_t rows = 0, length = 0;
+};
+KernelParallelism cudaParallelism(mlir::Operation *op);
+
+/// A layer_norm_grad with `param_grads` on the CUDA target runs a warp per
+/// row (a block for rows of kCudaBlockRowMinLength or more) whatever the
+/// row's length. Its row groups (warps or blocks) are the leaves of the
+/// CPU's pairwise sum over the rows (math::pairwiseSum: ranges of at most
+/// 64 rows), each summing its rows' shares of the Scale and B adjoints in
+/// row order into the op's `partials` scratch (2 · length elements of the
+/// accumulation type per group); one more kernel adds the leaves as
+/// pairwiseSum does, so the adjoints are the CPU's ReduceSums bit for bit.
+/// The count: the leaves, for warps rounded up to whole blocks.
+int64_t cudaLayerNormGradGroups(int64_t rows, int64_t length);
+
 /// The scratch memory an op's kernels use while it runs: named slots, each
 /// at a multiple of 64 bytes from the block's start. The memory plan gives
 /// the block an arena offset (`ampc.scratch`) live only during the op, so

@@ -391,6 +391,26 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FuseLayerNormGradPass
+    : Pass<"ampc-fuse-layer-norm-grad", "mlir::func::FuncOp"> {
+  let summary = "move LayerNorm's Scale and B adjoints into layer_norm_grad";
+  let description = [{
+    The CUDA target's LayerNorm backward as one kernel (issue 37, item 4).
+    Autodiff writes the Scale adjoint as ReduceSum over the rows of
+    dY·x̂ (x̂ = (X − Mean)·InvStdDev, the statistics maybe cast to X's
+    type) and the B adjoint as ReduceSum of dY over the rows, beside the
+    layer_norm_grad that computes dX. Where X is FP32 or FP64 and Scale
+    has the normalised shape, this pass replaces the ReduceSums (after
+    the op, in its block, of the normalised shape in X's type) by the
+    op's `param_grads` results and erases the products only they read:
+    the kernel computes each element's dY·x̂ as those ops did (the same
+    two roundings), only the order of the sums differs. Run for the CUDA
+    target only; the CPU target, the numerical reference, keeps the
+    ReduceSums.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AssignAccumulationPass
     : Pass<"ampc-assign-accumulation", "mlir::func::FuncOp"> {
   let summary = "decide the type each accumulating op sums in";

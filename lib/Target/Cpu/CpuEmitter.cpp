@@ -471,7 +471,12 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         body << "  }\n";
         return success();
       })
-      .Case([&](ampc::LayerNormGradOp o) {
+      .Case([&](ampc::LayerNormGradOp o) -> LogicalResult {
+        // ampc-fuse-layer-norm-grad runs for the CUDA target only.
+        if (o.getParamGrads() != 0)
+          return op->emitError()
+                 << "the CPU target computes LayerNorm's parameter "
+                    "adjoints as ReduceSums (param_grads must be 0)";
         Value x = o.getInput();
         Type stash = elementOf(o.getMean());
         LayerNormGeometry g = layerNormGeometry(op);

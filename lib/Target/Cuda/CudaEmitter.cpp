@@ -58,7 +58,16 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
   body << "  ampc::cuda::launch(\"" << shortName << "\", " << kernel << ", " << g
        << ", ampc::cuda::kThreads, 0, ctx.stream" << (args.empty() ? "" : ", ")
        << args << ");\n"
-       << "  AMPC_LAUNCHED(ctx, " << where(op) << ");\n";
+       << "  AMPC_LAUNCHED(ctx, " << where(op) << ");";
+  // How the op's kernels spread over threads (KernelGeometry.h), for the
+  // check that no kernel leaves a whole row to one thread
+  // (test/Target/Cuda/Inputs/parallelism_check.py).
+  KernelParallelism p = cudaParallelism(op);
+  if (p.kind != Parallelism::Element)
+    body << formatv(" // ampc.parallelism: {0} {1} rows of {2} ({3})",
+                    parallelismName(p.kind), p.rows, p.length,
+                    op->getName().getStringRef());
+  body << "\n";
 }
 
 void CudaEmitter::emitGuards(Operation *op, llvm::raw_ostream &body) {
@@ -80,17 +89,27 @@ void CudaEmitter::emitGuards(Operation *op, llvm::raw_ostream &body) {
   }
 }
 
-void CudaEmitter::launchRows(Operation *op, StringRef kernel,
-                             StringRef templateArgs, int64_t rows,
-                             int64_t length, const std::string &args,
-                             llvm::raw_ostream &body) {
-  bool byBlock = length >= kBlockRowMinLength;
+std::string CudaEmitter::launchRows(Operation *op, StringRef kernel,
+                                    StringRef templateArgs, int64_t rows,
+                                    int64_t length, const std::string &args,
+                                    llvm::raw_ostream &body) {
+  Parallelism p = cudaParallelism(op).kind;
+  if (p == Parallelism::Serial || p == Parallelism::Element)
+    p = cudaRowParallelism(length); // a loss's softmax rows
+  StringRef suffix = p == Parallelism::RowByBlock  ? "ByBlock"
+                     : p == Parallelism::RowByWarp ? "ByWarp"
+                                                   : "";
+  std::string grid;
+  if (p != Parallelism::RowByThread) {
+    int64_t perBlock = p == Parallelism::RowByWarp ? kWarpsPerBlock : 1;
+    grid = formatv("{0}u", std::clamp<int64_t>((rows + perBlock - 1) / perBlock,
+                                              1, kMaxRowBlocks))
+               .str();
+  }
   launch(op,
-         formatv("ampc::cuda::{0}{1}<{2}>", kernel, byBlock ? "ByBlock" : "",
-                 templateArgs)
-             .str(),
-         rows, args, body,
-         byBlock ? formatv("{0}u", std::min(rows, kMaxRowBlocks)).str() : "");
+         formatv("ampc::cuda::{0}{1}<{2}>", kernel, suffix, templateArgs).str(),
+         rows, args, body, grid);
+  return grid;
 }
 
 std::string CudaEmitter::deviceError(Operation *op, StringRef what) {

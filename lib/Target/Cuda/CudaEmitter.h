@@ -33,13 +33,12 @@ using mlir::ValueRange;
 namespace func = mlir::func;
 using namespace ampc::emit;
 
-/// Rows of at least this many elements (a reduction's elements per output,
-/// a softmax or layer-norm row) run a block per row (the *ByBlock kernels:
-/// a block's worth of elements each) instead of a thread per row: a mean
-/// over a whole activation summed by one thread took 0.3 s per call on an
-/// H200 (the GPU benchmark's GPT block, docs/benchmarks.md). The grid is
-/// the row count, at most kMaxRowBlocks (the kernels loop over the rest).
-constexpr int64_t kBlockRowMinLength = 256;
+/// Row kernels (a reduction's elements per output, a softmax or
+/// layer-norm row) run a warp or a block per row (cudaRowParallelism,
+/// KernelGeometry.h). The grid of a block per row is the row count, of a
+/// warp per row the row count over kWarpsPerBlock, at most kMaxRowBlocks
+/// (the kernels loop over the rest).
+constexpr int64_t kWarpsPerBlock = 8;
 constexpr int64_t kMaxRowBlocks = int64_t(1) << 16;
 
 /// The cudaDataType of a GEMM operand, or "" for a type cuBLASLt does not
@@ -105,11 +104,12 @@ private:
     return "\"" + cString(nodeDescription(op)) + "\"";
   }
   /// `kernel` (ampc::cuda::kernel<templateArgs>) over `rows` rows of
-  /// `length` elements: a thread per row, or kernelByBlock with a block
-  /// per row for long rows (kBlockRowMinLength).
-  void launchRows(Operation *op, StringRef kernel, StringRef templateArgs,
-                  int64_t rows, int64_t length, const std::string &args,
-                  llvm::raw_ostream &body);
+  /// `length` elements as cudaParallelism(op) says: a thread per row
+  /// (kernel), a warp per row (kernelByWarp) or a block per row
+  /// (kernelByBlock). Returns the grid ("" for a thread per row).
+  std::string launchRows(Operation *op, StringRef kernel,
+                         StringRef templateArgs, int64_t rows, int64_t length,
+                         const std::string &args, llvm::raw_ostream &body);
   /// AMPC_GUARD for each planned result of `op`, before a launch that
   /// writes them (ampc.guard_bytes on the function; none without it).
   void emitGuards(Operation *op, llvm::raw_ostream &body);

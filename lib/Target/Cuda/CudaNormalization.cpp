@@ -1,7 +1,8 @@
 //===- CudaNormalization.cpp - softmax and layer norm -----------------------===//
 //
-// Softmax, LogSoftmax, LayerNormalization and its adjoint: a thread per row,
-// or a block per row for long rows (launchRows). Batch normalisation is
+// Softmax, LogSoftmax, LayerNormalization and its adjoint: a warp per row,
+// or a block per row for long rows (launchRows; a thread per row only for
+// rows shorter than kCudaWarpRowMinLength). Batch normalisation is
 // with the pools (CudaWindow.cpp): it shares their per-channel layout.
 //
 //===----------------------------------------------------------------------===//
@@ -27,14 +28,16 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
         Value in = op->getOperand(0), out = op->getResult(0);
         AxisSplit g = softmaxGeometry(op);
         Type ti = elementOf(in), to = elementOf(out);
+        StringRef c = accumulation(op);
         launchRows(op, "softmax",
-                   formatv("{0}, {1}, {2}", accumulation(op), codec(ti),
-                           codec(to))
+                   formatv("{0}, {1}, {2}, {3}", c, codec(ti), codec(to),
+                           codec(ti))
                        .str(),
                    g.outer * g.inner, g.size,
-                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}", name(in),
-                           name(out), g.outer, g.size, g.inner,
-                           isa<ampc::LogSoftmaxOp>(op))
+                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}(1), "
+                           "nullptr, ampc::cuda::Strided{{}",
+                           name(in), name(out), g.outer, g.size, g.inner,
+                           isa<ampc::LogSoftmaxOp>(op), c)
                        .str(),
                    body);
         return success();
@@ -70,17 +73,53 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
         Value x = o.getInput();
         Type stash = elementOf(o.getMean());
         LayerNormGeometry g = layerNormGeometry(op);
+        std::string types =
+            formatv("{0}, {1}, {2}, {3}, {4}", g.compute, codec(elementOf(x)),
+                    codec(stash), codec(elementOf(o.getScale())),
+                    codec(elementOf(x)))
+                .str();
+        std::string args =
+            formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}LL",
+                    name(o.getGrad()), name(x), name(o.getScale()),
+                    strided(g.normalized, g.scaleStrides), name(o.getMean()),
+                    name(o.getInvStdDev()),
+                    o.getParamGrads() > 0 && o.getOutput().use_empty()
+                        ? "nullptr"
+                        : name(o.getOutput()),
+                    g.outer,
+                    g.size)
+                .str();
+        Parallelism p = cudaParallelism(op).kind;
+        if (o.getParamGrads() == 0) {
+          if (p != Parallelism::RowByThread)
+            args += ", nullptr";
+          launchRows(op, "layerNormGrad", types, g.outer, g.size, args, body);
+          return success();
+        }
+        // dX and each row group's shares of the Scale and B adjoints in one
+        // kernel (ampc-fuse-layer-norm-grad), a group per leaf of the CPU's
+        // pairwise sum over the rows, then the leaves added as the CPU adds
+        // them (cudaLayerNormGradGroups).
+        int64_t groups = cudaLayerNormGradGroups(g.outer, g.size);
+        bool byBlock = p == Parallelism::RowByBlock;
+        std::string partials = scratch(op, "partials", g.compute);
         launch(op,
-               formatv("ampc::cuda::layerNormGrad<{0}, {1}, {2}, {3}, {4}>",
-                       g.compute, codec(elementOf(x)), codec(stash),
-                       codec(elementOf(o.getScale())), codec(elementOf(x)))
+               formatv("ampc::cuda::layerNormGrad{0}<{1}>",
+                       byBlock ? "ByBlock" : "ByWarp", types)
                    .str(),
-               g.outer,
-               formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}LL",
-                       name(o.getGrad()), name(x), name(o.getScale()),
-                       strided(g.normalized, g.scaleStrides),
-                       name(o.getMean()), name(o.getInvStdDev()),
-                       name(o.getOutput()), g.outer, g.size)
+               g.outer, args + ", " + partials, body,
+               formatv("{0}u", byBlock ? groups : groups / kWarpsPerBlock)
+                   .str());
+        ValueRange params = o.getGradParams();
+        Type pt = elementOf(params[0]);
+        launch(op,
+               formatv("ampc::cuda::layerNormParamGrad<{0}, {1}, {1}>",
+                       g.compute, codec(pt))
+                   .str(),
+               g.size,
+               formatv("{0}, {1}LL, {2}LL, {3}, {4}", partials, g.outer, g.size,
+                       name(params[0]),
+                       params.size() > 1 ? name(params[1]) : "nullptr")
                    .str(),
                body);
         return success();

@@ -81,20 +81,22 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
     logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
                              : Type(Float32Type::get(op->getContext()));
     launchRows(op, "softmax",
-               formatv("{0}, {1}, {2}", c, codec(t), codec(logpType)).str(),
+               formatv("{0}, {1}, {2}, {1}", c, codec(t), codec(logpType)).str(),
                n * inner, classes,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
-                       logp, n, classes, inner)
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), nullptr, "
+                       "ampc::cuda::Strided{{}", name(scores),
+                       logp, n, classes, inner, c)
                    .str(),
                body);
     if (logProb)
       launchRows(op, "softmax",
-                 formatv("{0}, {1}, {2}", c, codec(t),
+                 formatv("{0}, {1}, {2}, {1}", c, codec(t),
                          codec(elementOf(logProb)))
                      .str(),
                  n * inner, classes,
-                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true", name(scores),
-                         name(logProb), n, classes, inner)
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), nullptr, "
+                       "ampc::cuda::Strided{{}", name(scores),
+                         name(logProb), n, classes, inner, c)
                      .str(),
                  body);
   }

@@ -8,6 +8,7 @@
 #include "ampc/Target/KernelGeometry.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Runtime/KernelMath.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -546,6 +547,14 @@ ScratchLayout cudaScratch(Operation *op) {
         if (isa<ampc::ConvBackwardWeightOp>(op))
           l.add("sum", countOf(op->getResult(0)), acc);
       })
+      .Case([&](ampc::LayerNormGradOp o) {
+        // The row groups' shares of the Scale and B adjoints.
+        if (o.getParamGrads() > 0) {
+          LayerNormGeometry g = layerNormGeometry(op);
+          l.add("partials",
+                2 * g.size * cudaLayerNormGradGroups(g.outer, g.size), acc);
+        }
+      })
       .Case([&](ampc::GatherGradOp) {
         // The rows' starts and fill cursors, and the indices bucketed by
         // row (CudaKernels.cuh, gatherGrad*).
@@ -590,6 +599,91 @@ int64_t cudaReduceSplits(int64_t outputs, int64_t count) {
     return 1;
   return std::min((count + kMinShare - 1) / kMinShare,
                   std::max<int64_t>(1, kTargetBlocks / outputs));
+}
+
+StringRef parallelismName(Parallelism p) {
+  switch (p) {
+  case Parallelism::Element:
+    return "element";
+  case Parallelism::RowByThread:
+    return "row-by-thread";
+  case Parallelism::RowByWarp:
+    return "row-by-warp";
+  case Parallelism::RowByBlock:
+    return "row-by-block";
+  case Parallelism::Split:
+    return "split";
+  case Parallelism::Serial:
+    return "serial";
+  }
+  return "element";
+}
+
+Parallelism cudaRowParallelism(int64_t length, bool exactSum) {
+  if (length >= kCudaBlockRowMinLength)
+    return Parallelism::RowByBlock;
+  if (length >= kCudaWarpRowMinLength && !exactSum)
+    return Parallelism::RowByWarp;
+  return Parallelism::RowByThread;
+}
+
+int64_t cudaLayerNormGradGroups(int64_t rows, int64_t length) {
+  int64_t leaves = math::pairwiseLeafCount(std::max<int64_t>(rows, 1));
+  if (length >= kCudaBlockRowMinLength)
+    return leaves;
+  constexpr int64_t kWarps = 8;
+  return (leaves + kWarps - 1) / kWarps * kWarps;
+}
+
+KernelParallelism cudaParallelism(Operation *op) {
+  auto rows = [](int64_t count, int64_t length) {
+    return KernelParallelism{cudaRowParallelism(length), count, length};
+  };
+  return llvm::TypeSwitch<Operation *, KernelParallelism>(op)
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
+        AxisSplit g = softmaxGeometry(op);
+        return rows(g.outer * g.inner, g.size);
+      })
+      .Case<ampc::LayerNormalizationOp, ampc::LayerNormGradOp>(
+          [&](Operation *) {
+            LayerNormGeometry g = layerNormGeometry(op);
+            KernelParallelism p = rows(g.outer, g.size);
+            auto grad = dyn_cast<ampc::LayerNormGradOp>(op);
+            if (grad && grad.getParamGrads() > 0 &&
+                p.kind == Parallelism::RowByThread)
+              p.kind = Parallelism::RowByWarp;
+            return p;
+          })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
+        ReduceGeometry g = reduceGeometry(op);
+        int64_t outputs = g.keptCount(), count = g.reducedCount();
+        if (cudaReduceSplits(outputs, count) > 1)
+          return KernelParallelism{Parallelism::Split, outputs, count};
+        return KernelParallelism{cudaRowParallelism(count, /*exactSum=*/true),
+                                 outputs, count};
+      })
+      // Still a thread looping over a whole column or the whole batch
+      // (docs/design.md, "Row-parallel normalisation"): the batch
+      // statistics and their adjoint (a thread per channel), the losses'
+      // reduction over the batch (one thread, in index order as on the
+      // CPU) and the mean's weight sum in their adjoint.
+      .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
+          [&](Operation *) {
+            BatchNormGeometry g = batchNormGeometry(op);
+            return KernelParallelism{Parallelism::Serial, g.channels,
+                                     g.n * g.inner};
+          })
+      .Case<ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
+          [&](Operation *) {
+            LossGeometry g = lossGeometry(op);
+            if (g.reduction == ampc::Reduction::None &&
+                !isa<ampc::NllLossGradOp>(op))
+              return rows(g.n * g.inner, g.classes);
+            return KernelParallelism{Parallelism::Serial, 1, g.n * g.inner};
+          })
+      .Default([](Operation *) { return KernelParallelism{}; });
 }
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {

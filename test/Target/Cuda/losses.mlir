@@ -16,9 +16,9 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[L:v[0-9]+]] = reinterpret_cast<float *>(state + 384);
 // CHECK-NEXT:    float *[[P:v[0-9]+]] = reinterpret_cast<float *>(state + 448);
-// CHECK-NEXT:    ampc::cuda::launch("softmax<{{.*}}>", ampc::cuda::softmax<{{.*}}>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, reinterpret_cast<float *>(state + [[LOGP:[0-9]+]]), 4LL, 10LL, 1LL, true);
+// CHECK-NEXT:    ampc::cuda::launch("softmaxByWarp<{{.*}}>", ampc::cuda::softmaxByWarp<{{.*}}>, 1u, ampc::cuda::kThreads, 0, ctx.stream, in0, reinterpret_cast<float *>(state + [[LOGP:[0-9]+]]), 4LL, 10LL, 1LL, true, float(1), nullptr, ampc::cuda::Strided{});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.softmax_cross_entropy_loss");
-// CHECK-NEXT:    ampc::cuda::launch("softmax<{{.*}}>", ampc::cuda::softmax<{{.*}}>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[P]], 4LL, 10LL, 1LL, true);
+// CHECK-NEXT:    ampc::cuda::launch("softmaxByWarp<{{.*}}>", ampc::cuda::softmaxByWarp<{{.*}}>, 1u, ampc::cuda::kThreads, 0, ctx.stream, in0, [[P]], 4LL, 10LL, 1LL, true, float(1), nullptr, ampc::cuda::Strided{});
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.softmax_cross_entropy_loss");
 // CHECK-NEXT:    ampc::cuda::launch("nllLoss<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, int64_t>", ampc::cuda::nllLoss<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, int64_t>, ampc::cuda::blocks(1LL), ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + [[LOGP]]), in1, nullptr, 4LL, 10LL, 1LL, false, 0LL, ampc::cuda::LossMean, [[L]], reinterpret_cast<int32_t *>(state + [[SLOT:[0-9]+]]), 1);
 // CHECK:         float *[[LN:v[0-9]+]] = reinterpret_cast<float *>(state + 640);

@@ -6,15 +6,15 @@
 // (ampc::cuda::As<float>, AsF16); epsilon and momentum are the f32
 // attributes' exact values.
 
-// LayerNormalization over the last axis of f16 data: a thread per row (32
-// rows of 64); scale and bias read through strides; mean and inverse
+// LayerNormalization over the last axis of f16 data: a warp per row (32
+// rows of 64, 8 warps to a block: 4 blocks); scale and bias read through strides; mean and inverse
 // standard deviation in f32 at offsets 4096 and 4224.
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 4416);
 // CHECK-NEXT:    float *[[MEAN:v[0-9]+]] = reinterpret_cast<float *>(state + 8512);
 // CHECK-NEXT:    float *[[RSTD:v[0-9]+]] = reinterpret_cast<float *>(state + 8640);
-// CHECK-NEXT:    ampc::cuda::launch("layerNorm<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>", ampc::cuda::layerNorm<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>, ampc::cuda::blocks(32LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[Y]], [[MEAN]], [[RSTD]], 32LL, 64LL, in1, ampc::cuda::Strided{1, {64LL}, {1LL}}, in2, ampc::cuda::Strided{1, {64LL}, {1LL}}, float(1.00000004749745131e-03));
-// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.layer_normalization");
+// CHECK-NEXT:    ampc::cuda::launch("layerNormByWarp<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>", ampc::cuda::layerNormByWarp<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::AsF16>, 4u, ampc::cuda::kThreads, 0, ctx.stream, in0, [[Y]], [[MEAN]], [[RSTD]], 32LL, 64LL, in1, ampc::cuda::Strided{1, {64LL}, {1LL}}, in2, ampc::cuda::Strided{1, {64LL}, {1LL}}, float(1.00000004749745131e-03));
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.layer_normalization"); // ampc.parallelism: row-by-warp 32 rows of 64 (ampc.layer_normalization)
 func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) {
   %y:3 = ampc.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-03 : f32} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>) -> (tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
   return %y#0, %y#1, %y#2 : tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>
@@ -52,7 +52,7 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10432);
 // CHECK-NEXT:    ampc::cuda::launch("batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(8LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, in2, nullptr, nullptr, float(9.99999974737875164e-06), [[DS]], [[DB]]);
 // CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 10496);
-// CHECK-NEXT:    ampc::cuda::launch("layerNormGrad<{{.*}}>", ampc::cuda::layerNormGrad<{{.*}}>, ampc::cuda::blocks(32LL), ampc::cuda::kThreads, 0, ctx.stream, in3, in3, in4, ampc::cuda::Strided{1, {64LL}, {1LL}}, in5, in6, [[DL]], 32LL, 64LL);
+// CHECK-NEXT:    ampc::cuda::launch("layerNormGradByWarp<{{.*}}>", ampc::cuda::layerNormGradByWarp<{{.*}}>, 4u, ampc::cuda::kThreads, 0, ctx.stream, in3, in3, in4, ampc::cuda::Strided{1, {64LL}, {1LL}}, in5, in6, [[DL]], 32LL, 64LL, nullptr);
 func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
   %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)
   %1 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>

@@ -9,7 +9,9 @@ fails. The models' sources compile 25 to a library (--per-library), each
 in a namespace of its own, a library that fails one model at a time.
 Prints one line per model and ends with "N compiled, N failed, N
 unsupported" where unsupported means the CUDA target refused an op it does
-not have yet (the op is named); exit status 1 when one failed.
+not have yet (the op is named); exit status 1 when one failed. A model
+whose source gives one thread a loop over a whole row or column
+(parallelism_check.py) fails too.
 """
 
 import argparse
@@ -150,6 +152,15 @@ def main():
                 lambda im: emit_model(args.ampc, im[1][1], im[0], out),
                 enumerate(models)))
             results = [[status, mode, err] for status, mode, err, _ in emitted]
+            # No kernel gives one thread a whole row (issue 37, item 9):
+            # parallelism_check.py's rule, on the sources just emitted.
+            import parallelism_check
+            for index, e in enumerate(emitted):
+                if e[0] == "compiled":
+                    offences, _ = parallelism_check.check(e[3])
+                    if offences:
+                        results[index][0] = "failed"
+                        results[index][2] = "serial row work: " + offences[0]
             ready = {i: e[3] for i, e in enumerate(emitted)
                      if e[0] == "compiled"}
             compiled, libraries = compile_batches(

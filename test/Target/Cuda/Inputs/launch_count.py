@@ -22,9 +22,10 @@ device-to-host copy) and prints
 
 A kernel's name is the one ampc::cuda::launch gives it, without its
 template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
-are both stridedCopy; reduceByBlock, softmaxByBlock and layerNormByBlock,
-the block-per-row variants the CUDA target picks for long rows, are reduce,
-softmax and layerNorm), and the generated elementwise kernels (k0, k1, ...)
+are both stridedCopy; the warp-per-row and block-per-row variants the CUDA
+target picks by row length, reduceByWarp, reduceByBlock, softmaxByWarp,
+layerNormGradByBlock and the others, are reduce, softmax, layerNormGrad
+...), and the generated elementwise kernels (k0, k1, ...)
 count as one name, k<N>; --full-names keeps every name as it is. The
 totals on the first line are the sums of the lines below, so pinning every
 line pins the whole step.
@@ -123,10 +124,11 @@ def report(counts, full_names):
     for (kind, name), count in counts.items():
         if kind == "kernel" and not full_names:
             name = "k<N>" if GENERATED.match(name) else name.split("<")[0]
-            # A row kernel's block-per-row variant (chosen by row length)
-            # counts as the kernel: one launch either way.
-            if name.endswith("ByBlock"):
-                name = name[:-len("ByBlock")]
+            # A row kernel's warp- or block-per-row variant (chosen by
+            # row length) counts as the kernel: one launch either way.
+            for variant in ("ByBlock", "ByWarp"):
+                if name.endswith(variant):
+                    name = name[:-len(variant)]
             # A reduction split over blocks (reducePartials, then
             # reduceFinish) counts as one reduce and one reduceFinish.
             if name == "reducePartials":

@@ -26,6 +26,12 @@ long_rows.onnx    rows long enough for the CUDA target's block-per-row
                   and the mean of all 19,200 values (a reduction split over
                   blocks: reducePartials, reduceFinish) added back, Gemm
                   300->3.
+warp_rows.onnx    rows for the warp-per-row kernels (8 to 255 elements:
+                  layerNormByWarp, layerNormGradByWarp with the Scale and
+                  B adjoints' leaf shares, softmaxByWarp): x[96, 40] plus
+                  a bias (so that LayerNorm's input needs its gradient),
+                  LayerNormalization over the 40, Gemm 40->24, Softmax
+                  over the 24, Gemm 24->3; 96 rows are two pairwise leaves.
 dominant.onnx     long rows with a dominant logit: x[16, 300] times a
                   scale plus a bias (the parameters), plus a constant
                   that puts +100 in one column of the even rows and -100
@@ -130,6 +136,23 @@ def cnn():
     return nodes, inits
 
 
+def warp_rows():
+    inits = [tensor("b0", (40,), 0.1),
+             numpy_helper.from_array(
+                 (1 + 0.1 * rng.standard_normal(40)).astype(np.float32), "ln.s"),
+             tensor("ln.b", (40,), 0.1), tensor("w", (24, 40), 1 / np.sqrt(40)),
+             tensor("head", (3, 24), 1 / np.sqrt(24))]
+    nodes = [
+        helper.make_node("Add", ["x", "b0"], ["xb"], name="Add_0"),
+        helper.make_node("LayerNormalization", ["xb", "ln.s", "ln.b"], ["n"],
+                         name="LayerNorm", axis=-1),
+        helper.make_node("Gemm", ["n", "w"], ["h"], name="Gemm_0", transB=1),
+        helper.make_node("Softmax", ["h"], ["p"], name="Softmax", axis=-1),
+        helper.make_node("Gemm", ["p", "head"], ["logits"], name="Gemm_1",
+                         transB=1)]
+    return nodes, inits
+
+
 def long_rows():
     inits = [numpy_helper.from_array(
                  (1 + 0.1 * rng.standard_normal(320)).astype(np.float32), "ln.s"),
@@ -181,6 +204,7 @@ def main():
     save("cnn_32x32.onnx", *cnn(), [8, 3, 32, 32], [8, 10], folder)
     save("many_params.onnx", *bias_chain(260), [4, 4], [4, 4], folder)
     save("long_rows.onnx", *long_rows(), [64, 320], [64, 3], folder)
+    save("warp_rows.onnx", *warp_rows(), [96, 40], [96, 3], folder)
     save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
 
 
