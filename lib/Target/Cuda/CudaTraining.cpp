@@ -121,7 +121,13 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                  body, grid(c));
         return success();
       })
-      .Case([&](ampc::OptimizerUpdateOp o) {
+      .Case([&](ampc::OptimizerUpdateOp o) -> LogicalResult {
+        // One multi-tensor launch for every update (CudaOptimizer.cpp)
+        // where planInPlace could fuse them; otherwise a kernel each.
+        if (op == fusedAt)
+          return emitFusedOptimizer(op, body);
+        if (folded.contains(op))
+          return success();
         StringRef t = computeIn(o.getParam());
         int64_t count = tensorOf(o.getParam()).getNumElements();
         auto literal = [&](APFloat v) {
