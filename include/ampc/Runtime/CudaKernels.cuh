@@ -1257,13 +1257,32 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
   }
 }
 
+/// Clipping's global norm, the same bits whatever order the blocks run in:
+/// each block of the multi-tensor pass sums the squares of its elements
+/// (blockCombine's fixed tree) into partials[blockIdx.y * gridDim.x +
+/// blockIdx.x]; sumPartials then adds every list's partials in one block.
 template <typename T>
-__global__ void sumOfSquares(unsigned char *base, TensorList<T> list, T *sum) {
+__global__ void sumOfSquares(unsigned char *base, TensorList<T> list,
+                             T *partials) {
+  AMPC_SHARED(T[kThreads], share);
   const int t = blockIdx.y;
   const T *g = reinterpret_cast<const T *>(base + list.in[t]);
   T local = 0;
   AMPC_FOR(i, list.size[t]) local += g[i] * g[i];
-  atomicAdd(sum, local);
+  const T sum = blockCombine<T>(local, share, addOf<T>);
+  if (threadIdx.x == 0)
+    partials[static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = sum;
+}
+
+/// The sum of `count` partials in one block (pairwise per thread, then
+/// blockCombine), into *sum.
+template <typename T>
+__global__ void sumPartials(const T *partials, int64_t count, T *sum) {
+  AMPC_SHARED(T[kThreads], share);
+  const T total = blockReduce<T>(
+      count, [&](int64_t j) { return partials[j]; }, ReduceSum, share);
+  if (threadIdx.x == 0)
+    *sum = total;
 }
 
 template <typename T>
