@@ -1567,13 +1567,32 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
   }
 }
 
+/// Clipping's global norm, the same bits whatever order the blocks run in:
+/// each block of the multi-tensor pass sums the squares of its elements
+/// (blockCombine's fixed tree) into partials[blockIdx.y * gridDim.x +
+/// blockIdx.x]; sumPartials then adds every list's partials in one block.
 template <typename T>
-__global__ void sumOfSquares(unsigned char *base, TensorList<T> list, T *sum) {
+__global__ void sumOfSquares(unsigned char *base, TensorList<T> list,
+                             T *partials) {
+  AMPC_SHARED(T[kThreads], share);
   const int t = blockIdx.y;
   const T *g = reinterpret_cast<const T *>(base + list.in[t]);
   T local = 0;
   AMPC_FOR(i, list.size[t]) local += g[i] * g[i];
-  atomicAdd(sum, local);
+  const T sum = blockCombine<T>(local, share, addOf<T>);
+  if (threadIdx.x == 0)
+    partials[static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = sum;
+}
+
+/// The sum of `count` partials in one block (pairwise per thread, then
+/// blockCombine), into *sum.
+template <typename T>
+__global__ void sumPartials(const T *partials, int64_t count, T *sum) {
+  AMPC_SHARED(T[kThreads], share);
+  const T total = blockReduce<T>(
+      count, [&](int64_t j) { return partials[j]; }, ReduceSum, share);
+  if (threadIdx.x == 0)
+    *sum = total;
 }
 
 template <typename T>
@@ -1627,6 +1646,80 @@ __global__ void adamStep(const T *param, const T *grad, const T *expAvg,
     math::adamElement(param[i], grad[i], expAvg[i], expAvgSq[i], newParam + i,
                       newExpAvg + i, newExpAvgSq + i, s, rate, beta1, beta2,
                       eps, weightDecay, decoupled);
+  }
+}
+
+/// The tensors of one multi-tensor optimizer step (a kernel parameter, up to
+/// kMaxOptimizerTensors): for each parameter the state offsets of its FP32
+/// (FP64) master, its gradient, its moments (Adam: exp_avg, exp_avg_sq; SGD
+/// with momentum: the buffer in moment1), its FP16 and BF16 weight copies
+/// and its learning rate (an f32 scalar), kNoTensor where it has none; its
+/// weight decay and element count.
+constexpr int kMaxOptimizerTensors = 128;
+constexpr uint64_t kNoTensor = ~uint64_t(0);
+template <typename T> struct OptimizerList {
+  int32_t count;
+  uint64_t param[kMaxOptimizerTensors], grad[kMaxOptimizerTensors],
+      moment1[kMaxOptimizerTensors], moment2[kMaxOptimizerTensors],
+      f16[kMaxOptimizerTensors], bf16[kMaxOptimizerTensors],
+      lr[kMaxOptimizerTensors];
+  T weightDecay[kMaxOptimizerTensors];
+  int64_t size[kMaxOptimizerTensors];
+};
+/// The hyperparameters every tensor of the step shares.
+template <typename T> struct OptimizerHyper {
+  bool adam, decoupled, nesterov;
+  T momentum, dampening, beta1, beta2, eps;
+};
+
+/// torch.optim's SGD / Adam / AdamW over every parameter of a list, in
+/// place: blockIdx.y picks the tensor; each element's master and moments are
+/// read, updated by the same math as sgdStep / adamStep (and the CPU
+/// target) and written back, and the FP16/BF16 weight copies are written
+/// from the new master in the same pass. A step with *found set returns at
+/// once: the state stays bit for bit (the copies are the master's casts).
+template <typename T>
+__global__ void optimizerStep(unsigned char *base, OptimizerList<T> list,
+                              OptimizerHyper<T> h, const int64_t *step,
+                              const uint8_t *found) {
+  if (found && *found)
+    return;
+  const int t = blockIdx.y;
+  T *p = reinterpret_cast<T *>(base + list.param[t]);
+  const T *g = reinterpret_cast<const T *>(base + list.grad[t]);
+  T *m1 = list.moment1[t] == kNoTensor
+              ? nullptr
+              : reinterpret_cast<T *>(base + list.moment1[t]);
+  T *m2 = list.moment2[t] == kNoTensor
+              ? nullptr
+              : reinterpret_cast<T *>(base + list.moment2[t]);
+  uint16_t *f16 = list.f16[t] == kNoTensor
+                      ? nullptr
+                      : reinterpret_cast<uint16_t *>(base + list.f16[t]);
+  uint16_t *bf16 = list.bf16[t] == kNoTensor
+                       ? nullptr
+                       : reinterpret_cast<uint16_t *>(base + list.bf16[t]);
+  const T rate =
+      static_cast<T>(*reinterpret_cast<const float *>(base + list.lr[t]));
+  const T decay = list.weightDecay[t];
+  const int64_t taken = *step;
+  const math::AdamStep<T> s =
+      h.adam ? math::adamStep(rate, taken, h.beta1, h.beta2)
+             : math::AdamStep<T>{T(0), T(0)};
+  AMPC_FOR(i, list.size[t]) {
+    T updated;
+    if (h.adam)
+      math::adamElement(p[i], g[i], m1[i], m2[i], &updated, m1 + i, m2 + i, s,
+                        rate, h.beta1, h.beta2, h.eps, decay, h.decoupled);
+    else
+      math::sgdElement(p[i], g[i], m1 ? m1 + i : nullptr, &updated,
+                       m1 ? m1 + i : nullptr, rate, taken, h.momentum,
+                       h.dampening, h.nesterov, decay);
+    p[i] = updated;
+    if (f16)
+      f16[i] = storeF16(static_cast<float>(updated));
+    if (bf16)
+      bf16[i] = storeBf16(static_cast<float>(updated));
   }
 }
 

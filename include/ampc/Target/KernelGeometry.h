@@ -89,6 +89,20 @@ ReduceGeometry reduceGeometry(mlir::Operation *op);
 /// reduceFinish). One block alone read 4M elements in 1.8 ms on an H200.
 int64_t cudaReduceSplits(int64_t outputs, int64_t count);
 
+/// The CUDA kernels' threads per block (ampc::cuda::kThreads), the blocks a
+/// grid-stride kernel over `n` elements launches (ampc::cuda::blocks), and
+/// the tensors of one multi-tensor list (ampc::cuda::kMaxTensors).
+constexpr int64_t kCudaThreads = 256;
+constexpr int64_t kCudaMaxTensors = 256;
+inline int64_t cudaBlocks(int64_t n) {
+  return n < 1 ? 1 : (n + kCudaThreads - 1) / kCudaThreads;
+}
+/// The partial sums of squares clipping's multi-tensor pass writes over
+/// `grads` (one type): lists of kCudaMaxTensors, each a grid of
+/// cudaBlocks(its largest tensor) blocks per tensor, a partial per block
+/// (ampc::cuda::sumOfSquares), added in order by one block (sumPartials).
+int64_t cudaClipPartials(mlir::ValueRange grads);
+
 /// The window of a conv or pool over spatial dimensions (N, C, spatial...)
 /// of the forward op, whichever op of the family this is: begin/end pads
 /// and strides/dilations defaulted to 0 and 1. `planes` is N * C of the

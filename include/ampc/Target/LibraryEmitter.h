@@ -266,6 +266,12 @@ protected:
                                            llvm::raw_ostream &body) = 0;
   /// Called before the body of each function is written.
   virtual void beginFunction(mlir::func::FuncOp f) {}
+  /// The state offset a result is written to in place (the slot its one
+  /// ampc.store targets), or std::nullopt for its planned arena buffer. A
+  /// target that writes results in place makes their stores no-ops.
+  virtual std::optional<int64_t> inPlaceOffset(mlir::Value v) const {
+    return std::nullopt;
+  }
   /// The bytes of host state the runtime allocates, as a C++ expression.
   virtual std::string hostStateSize() const {
     return std::to_string(stateSize) + "ULL";

@@ -511,6 +511,10 @@ LogicalResult LibraryEmitter::bind(OpResult v, llvm::raw_ostream &body) {
       stateOffsets[v] = it->second;
     return success();
   }
+  if (std::optional<int64_t> slot = inPlaceOffset(v)) {
+    bindStorage(v, "v", *slot, body);
+    return success();
+  }
   std::optional<int64_t> offset = ampc::planOffset(v);
   if (!offset)
     return op->emitError() << "result " << v.getResultNumber()

@@ -26,10 +26,21 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
                                            ValueRange inputs,
                                            ValueRange arguments, Value output,
                                            llvm::raw_ostream &body) {
+  // A weight copy the fused optimizer writes (CudaOptimizer.cpp).
+  if (folded.contains(output.getDefiningOp()))
+    return success();
   RankedTensorType out = tensorOf(output);
   ArrayRef<int64_t> shape = out.getShape();
   int64_t count = out.getNumElements();
   std::string k = "k" + std::to_string(kernelCount++);
+  // An output written in place over one of its inputs (planInPlace) is
+  // not __restrict__: each element is read before it is written.
+  bool aliased = llvm::any_of(inputs, [&](Value in) {
+    auto a = stateOffsets.find(in), b = stateOffsets.find(output);
+    return a != stateOffsets.end() && b != stateOffsets.end() &&
+           a->second == b->second;
+  });
+  StringRef restrict = aliased ? " *" : " *__restrict__ ";
   llvm::raw_string_ostream ks(kernels);
   ks << "// " << k << ":";
   for (Operation *op : ops)
@@ -37,11 +48,11 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
   ks << "\n__global__ void __launch_bounds__(ampc::cuda::kThreads) " << k << "(";
   std::string args;
   for (auto [i, in] : llvm::enumerate(inputs)) {
-    ks << "const " << storageType(elementOf(in)) << " *__restrict__ a" << i
+    ks << "const " << storageType(elementOf(in)) << restrict << "a" << i
        << ", ";
     args += name(in) + ", ";
   }
-  ks << storageType(out.getElementType()) << " *__restrict__ out) {\n"
+  ks << storageType(out.getElementType()) << restrict << "out) {\n"
      << "  AMPC_FOR(o, " << count << "LL) {\n";
   args += name(output);
   // Offsets of inputs that are not laid out like the output come from the

@@ -148,6 +148,9 @@ void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
 }
 void CudaEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
   auto store = cast<ampc::StoreOp>(op);
+  // A value written in place (planInPlace) is already there.
+  if (inPlace.count(store.getValue()))
+    return;
   RankedTensorType t = tensorOf(store.getValue());
   body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, {1}, {2}ULL, "
                   "cudaMemcpyDeviceToDevice, ctx.stream), {3});\n",

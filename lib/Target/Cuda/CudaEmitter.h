@@ -3,8 +3,8 @@
 // The CUDA emitter's class, shared by its files: CudaEmitter.cpp (launches,
 // arguments, the dispatch by op family, the library), CudaGemm.cpp,
 // CudaDataMovement.cpp, CudaNormalization.cpp, CudaReduction.cpp,
-// CudaElementwise.cpp, CudaTraining.cpp and CudaWindow.cpp. Private to
-// lib/Target/Cuda.
+// CudaElementwise.cpp, CudaTraining.cpp, CudaOptimizer.cpp and
+// CudaWindow.cpp. Private to lib/Target/Cuda.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <string>
@@ -90,6 +91,12 @@ private:
   }
   void beginFunction(func::FuncOp f) override {
     inTrainStep = f.getName() == "train_step" && isTraining(f);
+    planInPlace(f);
+  }
+  std::optional<int64_t> inPlaceOffset(Value v) const override {
+    if (auto it = inPlace.find(v); it != inPlace.end())
+      return it->second;
+    return std::nullopt;
   }
   void emitStore(Operation *op, llvm::raw_ostream &body) override;
   LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
@@ -168,6 +175,23 @@ private:
   std::string kernels;
   unsigned kernelCount = 0;
   SmallVector<std::string> deviceErrors = {""};
+  // The in-place step (CudaOptimizer.cpp).
+  /// Decides, for `f`, which stored results are written in place into the
+  /// slot their store targets (inPlace) and which optimizer updates run as
+  /// one multi-tensor launch (fusedAt, fusedUpdates, folded).
+  void planInPlace(func::FuncOp f);
+  /// The one multi-tensor launch of fusedUpdates, at fusedAt.
+  LogicalResult emitFusedOptimizer(Operation *op, llvm::raw_ostream &body);
+  /// Results written in place: the state offset of the slot.
+  llvm::DenseMap<Value, int64_t> inPlace;
+  /// The optimizer updates of the fused launch, in order, each with the
+  /// results of the casts (FP16/BF16 weight copies) it writes.
+  SmallVector<std::pair<Operation *, SmallVector<Value>>> fusedUpdates;
+  /// The op the fused launch replaces (the first update); null: none.
+  Operation *fusedAt = nullptr;
+  /// Ops the fused launch does (the other updates and the casts): they emit
+  /// nothing.
+  llvm::DenseSet<Operation *> folded;
   /// Whether the function being written is the training step (its output 0
   /// is the loss, delivered asynchronously).
   bool inTrainStep = false;

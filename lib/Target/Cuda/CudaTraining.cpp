@@ -105,14 +105,24 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                    << t << " and " << computeIn(g);
         SmallVector<Chunk> chunks = tensorLists(
             o.getGrads(), o.getClipped(), [&](Value) { return t.str(); });
+        // Deterministic: a partial per block, added in order by one block
+        // (cudaClipPartials gives the scratch its size).
         std::string sumPtr = scratch(op, "sum", t);
-        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 8, "
-                        "ctx.stream), {1});\n",
-                        sumPtr, where(op));
-        for (const Chunk &c : chunks)
+        std::string partials = scratch(op, "partials", t);
+        int64_t first = 0;
+        for (const Chunk &c : chunks) {
           launch(op, formatv("ampc::cuda::sumOfSquares<{0}>", t).str(), 0,
-                 formatv("state, {0}, {1}", c.list, sumPtr).str(), body,
-                 grid(c));
+                 formatv("state, {0}, {1} + {2}", c.list, partials, first)
+                     .str(),
+                 body, grid(c));
+          first += cudaBlocks(c.largest) * c.count;
+        }
+        if (first != cudaClipPartials(o.getGrads()))
+          return op->emitError() << "clipping's partial sums do not match "
+                                    "its scratch";
+        launch(op, formatv("ampc::cuda::sumPartials<{0}>", t).str(), 0,
+               formatv("{0}, {1}LL, {2}", partials, first, sumPtr).str(),
+               body, "1");
         for (const Chunk &c : chunks)
           launch(op, formatv("ampc::cuda::clipByNorm<{0}>", t).str(), 0,
                  formatv("state, {0}, {1}, {2}({3:e9})", c.list, sumPtr, t,
@@ -121,7 +131,13 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                  body, grid(c));
         return success();
       })
-      .Case([&](ampc::OptimizerUpdateOp o) {
+      .Case([&](ampc::OptimizerUpdateOp o) -> LogicalResult {
+        // One multi-tensor launch for every update (CudaOptimizer.cpp)
+        // where planInPlace could fuse them; otherwise a kernel each.
+        if (op == fusedAt)
+          return emitFusedOptimizer(op, body);
+        if (folded.contains(op))
+          return success();
         StringRef t = computeIn(o.getParam());
         int64_t count = tensorOf(o.getParam()).getNumElements();
         auto literal = [&](APFloat v) {

@@ -575,9 +575,11 @@ ScratchLayout cudaScratch(Operation *op) {
       .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
         l.add("logp", countOf(o.getScores()), acc);
       })
-      .Case([&](ampc::ClipGradNormOp) {
-        // The sum of squares (cleared with an 8-byte memset).
+      .Case([&](ampc::ClipGradNormOp o) {
+        // The sum of squares, and a partial sum per block of the
+        // multi-tensor pass (cudaClipPartials) that one block adds in order.
         l.add("sum", 1, 8);
+        l.add("partials", cudaClipPartials(o.getGrads()), acc);
       })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
             ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
@@ -684,6 +686,17 @@ KernelParallelism cudaParallelism(Operation *op) {
             return KernelParallelism{Parallelism::Serial, 1, g.n * g.inner};
           })
       .Default([](Operation *) { return KernelParallelism{}; });
+
+int64_t cudaClipPartials(ValueRange grads) {
+  int64_t partials = 0;
+  for (size_t begin = 0; begin < grads.size(); begin += kCudaMaxTensors) {
+    size_t end = std::min<size_t>(grads.size(), begin + kCudaMaxTensors);
+    int64_t largest = 1;
+    for (size_t k = begin; k < end; ++k)
+      largest = std::max(largest, countOf(grads[k]));
+    partials += cudaBlocks(largest) * static_cast<int64_t>(end - begin);
+  }
+  return partials;
 }
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {
