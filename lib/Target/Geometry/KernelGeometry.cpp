@@ -686,6 +686,7 @@ KernelParallelism cudaParallelism(Operation *op) {
             return KernelParallelism{Parallelism::Serial, 1, g.n * g.inner};
           })
       .Default([](Operation *) { return KernelParallelism{}; });
+}
 
 int64_t cudaClipPartials(ValueRange grads) {
   int64_t partials = 0;
