@@ -2,7 +2,10 @@
 //
 // Marks each ampc.gemm with the epilogue a GEMM library applies while it
 // stores its result (Passes.td, FuseEpiloguesPass): a row-vector C becomes
-// the bias epilogue, and a lone Relu user is folded into the Gemm. The
+// the bias epilogue, and a lone Relu user is folded into the Gemm. First, a
+// Linear on an N-D input (a MatMul of [..., K] by a [K, N] weight, the Add
+// of a bias over the last axis, a Relu) becomes one 2-D Gemm over every row
+// between two reshapes (views), so that it gets the same epilogues. The
 // targets only print what the attribute says, and the memory plan, which
 // runs after this pass, keeps the fused result apart from the Gemm's
 // operands because it is the Gemm's own result.
@@ -51,8 +54,90 @@ ampc::ReluOp foldableRelu(ampc::GemmOp gemm) {
   return relu;
 }
 
+/// The one user of `v`, if it has exactly one, in `v`'s block.
+Operation *soleUser(Value v) {
+  if (!v.hasOneUse())
+    return nullptr;
+  Operation *user = *v.getUsers().begin();
+  return user->getBlock() == v.getParentBlock() ? user : nullptr;
+}
+
+/// A MatMul of an N-D [..., K] by a 2-D [K, N] as reshape to [rows, K],
+/// Gemm, reshape back (issue 37, item 3). The Add of a bias (a vector of N,
+/// or [1, ..., 1, N], of the result's type) that is the MatMul's only user
+/// becomes the Gemm's C (beta 1), and a Relu that is the only user of the
+/// sum moves before the reshape; the loop below then fuses them. The Gemm
+/// keeps the MatMul's location and attributes (its precision decision).
+void flattenLinear(ampc::MatMulOp mm) {
+  auto aType = cast<RankedTensorType>(mm.getLhs().getType());
+  auto wType = cast<RankedTensorType>(mm.getRhs().getType());
+  auto outType = cast<RankedTensorType>(mm.getType());
+  if (aType.getRank() < 3 || wType.getRank() != 2 ||
+      !aType.hasStaticShape() || !wType.hasStaticShape())
+    return;
+  Type element = outType.getElementType();
+  if (aType.getElementType() != element || wType.getElementType() != element)
+    return;
+  int64_t k = aType.getShape().back(), n = outType.getShape().back();
+  int64_t rows = 1;
+  for (int64_t d : aType.getShape().drop_back())
+    rows *= d;
+  // The bias: the other operand of the Add that is the MatMul's only user.
+  Value bias;
+  Operation *last = mm;
+  if (auto add = dyn_cast_or_null<ampc::AddOp>(soleUser(mm.getResult()))) {
+    Value other = add.getLhs() == mm.getResult() ? add.getRhs() : add.getLhs();
+    auto bType = cast<RankedTensorType>(other.getType());
+    bool rowVector = bType.getRank() >= 1 && bType.getShape().back() == n &&
+                     bType.getRank() <= outType.getRank();
+    for (int64_t d : bType.getShape().drop_back())
+      rowVector = rowVector && d == 1;
+    if (other != mm.getResult() && rowVector && n > 1 &&
+        bType.getElementType() == element && add.getType() == outType) {
+      bias = other;
+      last = add;
+    }
+  }
+  auto relu = dyn_cast_or_null<ampc::ReluOp>(soleUser(last->getResult(0)));
+  if (relu && relu.getType() != outType)
+    relu = nullptr;
+  if (relu)
+    last = relu;
+  // Built where the chain ends: the bias may be defined after the MatMul.
+  OpBuilder b(last);
+  Location loc = mm.getLoc();
+  auto matrix = [&](int64_t r, int64_t c) {
+    return RankedTensorType::get({r, c}, element);
+  };
+  Value a = mm.getLhs();
+  if (auto inner = a.getDefiningOp<ampc::ReshapeOp>())
+    a = inner.getInput(); // a reshape of a reshape is one view
+  a = ampc::ReshapeOp::create(b, loc, matrix(rows, k), a);
+  if (bias && cast<RankedTensorType>(bias.getType()).getRank() != 1)
+    bias = ampc::ReshapeOp::create(
+        b, loc, RankedTensorType::get({n}, element), bias);
+  auto gemm = ampc::GemmOp::create(b, loc, a, mm.getRhs(), bias,
+                                   APFloat(1.0f), APFloat(1.0f), 0, 0);
+  for (NamedAttribute attr : mm->getDiscardableAttrs())
+    gemm->setAttr(attr.getName(), attr.getValue());
+  Value result = gemm.getResult();
+  if (relu)
+    result = ampc::ReluOp::create(b, relu.getLoc(), result).getResult();
+  Value out = ampc::ReshapeOp::create(b, loc, outType, result);
+  last->getResult(0).replaceAllUsesWith(out);
+  if (relu)
+    relu->erase();
+  if (bias)
+    mm.getResult().getUses().begin()->getOwner()->erase(); // the Add
+  mm->erase();
+}
+
 struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
   void runOnOperation() override {
+    SmallVector<ampc::MatMulOp> matmuls;
+    getOperation().walk([&](ampc::MatMulOp mm) { matmuls.push_back(mm); });
+    for (ampc::MatMulOp mm : matmuls)
+      flattenLinear(mm);
     // Collected first: folding erases the Relu the walk would visit next.
     SmallVector<ampc::GemmOp> gemms;
     getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });

@@ -71,3 +71,61 @@ func.func @not_fused(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %c: tensor<4x8xf3
   %r3 = ampc.relu %g3 : tensor<4x8xf32>
   return %r0, %r1, %g2, %g3, %r3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A Linear on a 3-D input (issue 37, item 3): the MatMul by a 2-D weight,
+// the Add of a bias over the last axis and the Relu become one 2-D Gemm
+// over all 6 rows with the relu_bias epilogue, between two reshapes. The
+// bias may come first in the Add, as PyTorch exports it.
+// CHECK-LABEL: func.func @linear_nd
+// CHECK-NEXT: %[[A:.+]] = ampc.reshape %arg0 : tensor<2x3x4xf16> to tensor<6x4xf16>
+// CHECK-NEXT: %[[G:.+]] = ampc.gemm %[[A]], %arg1, %arg2 {epilogue = #ampc<epilogue relu_bias>, foo} : (tensor<6x4xf16>, tensor<4x8xf16>, tensor<8xf16>) -> tensor<6x8xf16>
+// CHECK-NEXT: %[[Y:.+]] = ampc.reshape %[[G]] : tensor<6x8xf16> to tensor<2x3x8xf16>
+// CHECK-NEXT: return %[[Y]]
+func.func @linear_nd(%x: tensor<2x3x4xf16>, %w: tensor<4x8xf16>, %b: tensor<8xf16>) -> tensor<2x3x8xf16> {
+  %m = ampc.matmul %x, %w {foo} : (tensor<2x3x4xf16>, tensor<4x8xf16>) -> tensor<2x3x8xf16>
+  %y = ampc.add %b, %m : (tensor<8xf16>, tensor<2x3x8xf16>) -> tensor<2x3x8xf16>
+  %r = ampc.relu %y : tensor<2x3x8xf16>
+  return %r : tensor<2x3x8xf16>
+}
+
+// -----
+
+// Without a bias: one 2-D Gemm all the same (a reshape of a reshape reads
+// the original); a [1, 1, N] bias is reshaped to a vector; an Add of
+// another shape or type stays, as do a MatMul with a second user (its Add
+// then stays apart) and a batched MatMul of two 3-D operands.
+// CHECK-LABEL: func.func @linear_nd_partly
+// CHECK-NEXT: %[[X:.+]] = ampc.reshape %arg0 : tensor<24xf32> to tensor<2x3x4xf32>
+// CHECK-NEXT: %[[A0:.+]] = ampc.reshape %arg0 : tensor<24xf32> to tensor<6x4xf32>
+// CHECK-NEXT: %[[G0:.+]] = ampc.gemm %[[A0]], %arg1 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+// CHECK-NEXT: %[[Y0:.+]] = ampc.reshape %[[G0]] : tensor<6x8xf32> to tensor<2x3x8xf32>
+// CHECK-NEXT: %[[A1:.+]] = ampc.reshape %arg0 : tensor<24xf32> to tensor<6x4xf32>
+// CHECK-NEXT: %[[B1:.+]] = ampc.reshape %arg2 : tensor<1x1x8xf32> to tensor<8xf32>
+// CHECK-NEXT: %[[G1:.+]] = ampc.gemm %[[A1]], %arg1, %[[B1]] {epilogue = #ampc<epilogue bias>}
+// CHECK-NEXT: %[[Y1:.+]] = ampc.reshape %[[G1]] : tensor<6x8xf32> to tensor<2x3x8xf32>
+// CHECK: %[[G2:.+]] = ampc.gemm
+// CHECK-NEXT: %[[Y2:.+]] = ampc.reshape %[[G2]]
+// CHECK-NEXT: ampc.add %[[Y2]], %arg3 :
+// CHECK: %[[G3:.+]] = ampc.gemm
+// CHECK-NEXT: %[[Y3:.+]] = ampc.reshape %[[G3]]
+// CHECK-NEXT: ampc.add %[[Y3]], %arg2 :
+// CHECK-NEXT: ampc.neg %[[Y3]]
+// CHECK-NEXT: ampc.matmul %[[X]], %arg4 :
+// CHECK-NEXT: return
+func.func @linear_nd_partly(%flat: tensor<24xf32>, %w: tensor<4x8xf32>, %b: tensor<1x1x8xf32>,
+                            %c: tensor<3x8xf32>, %w3: tensor<2x4x8xf32>)
+    -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %x = ampc.reshape %flat : tensor<24xf32> to tensor<2x3x4xf32>
+  %m0 = ampc.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  %m1 = ampc.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  %y1 = ampc.add %m1, %b : (tensor<2x3x8xf32>, tensor<1x1x8xf32>) -> tensor<2x3x8xf32>
+  %m2 = ampc.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  %y2 = ampc.add %m2, %c : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %m3 = ampc.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  %y3 = ampc.add %m3, %b : (tensor<2x3x8xf32>, tensor<1x1x8xf32>) -> tensor<2x3x8xf32>
+  %n3 = ampc.neg %m3 : tensor<2x3x8xf32>
+  %m4 = ampc.matmul %x, %w3 : (tensor<2x3x4xf32>, tensor<2x4x8xf32>) -> tensor<2x3x8xf32>
+  return %m0, %y1, %y2, %y3, %n3, %m4 : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
