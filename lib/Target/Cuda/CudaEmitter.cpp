@@ -77,7 +77,9 @@ void CudaEmitter::emitGuards(Operation *op, llvm::raw_ostream &body) {
   if (!guard)
     return;
   for (mlir::OpResult r : op->getResults()) {
-    if (!ampc::planOffset(r))
+    // A result written in place into the state (the optimizer's) has no
+    // planned buffer of its own here: the state is not guarded.
+    if (!ampc::planOffset(r) || inPlaceOffset(r))
       continue;
     RankedTensorType t = tensorOf(r);
     int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
