@@ -1109,6 +1109,24 @@ struct BlockRows {
   }
 };
 
+/// A thread per row, for rows too short to share (under
+/// kCudaWarpRowMinLength elements): the row's sums in element order.
+struct ThreadRows {
+  static constexpr bool kBlock = false;
+  __device__ static int64_t lane() { return 0; }
+  __device__ static int64_t size() { return 1; }
+  __device__ static int64_t group() {
+    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  }
+  __device__ static int64_t groups() {
+    return static_cast<int64_t>(gridDim.x) * blockDim.x;
+  }
+  template <typename C, typename Combine>
+  __device__ static C combine(C value, C *, Combine) {
+    return value;
+  }
+};
+
 /// 16 bytes, the widest load a thread issues.
 struct alignas(16) Vector16 {
   uint32_t words[4];
@@ -1211,8 +1229,8 @@ __global__ void softmaxByBlock(const typename LI::Storage *in,
                                         shareMax, shareSum);
 }
 
-/// LayerNormalization with a warp (layerNormByWarp) or a block
-/// (layerNormByBlock) per row: the mean and the variance of the deviations
+/// LayerNormalization with a thread (layerNorm, rows under 8 elements), a
+/// warp (layerNormByWarp) or a block (layerNormByBlock) per row: the mean and the variance of the deviations
 /// (two passes, as the CPU's meanAndVariance), then the writes, each pass
 /// shared among the row's threads with 16-byte loads (forRow).
 template <typename R, typename C, typename LI, typename SO, typename SS,
@@ -1249,6 +1267,16 @@ __device__ void layerNormRows(
       invStdDev[o] = SS::store(inv);
     }
   }
+}
+template <typename C, typename LI, typename SO, typename SS, typename LP>
+__global__ void layerNorm(
+    const typename LI::Storage *x, typename SO::Storage *y,
+    typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
+    int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
+    const typename LP::Storage *bias, Strided biasAt, C epsilon) {
+  layerNormRows<ThreadRows, C, LI, SO, SS, LP>(x, y, mean, invStdDev, outer,
+                                               inner, scale, scaleAt, bias,
+                                               biasAt, epsilon, nullptr);
 }
 template <typename C, typename LI, typename SO, typename SS, typename LP>
 __global__ void layerNormByWarp(
