@@ -365,12 +365,18 @@ TEST(CudaSimRace, BlockCombineIsRaceFree) {
   EXPECT_NEAR(result[1], s, 1e-3f);
 }
 
-TEST(CudaSimRace, SumOfSquaresWithAtomicAddIsRaceFree) {
+TEST(CudaSimRace, SumOfSquaresByBlockPartialsIsRaceFree) {
+  // Clipping's norm (issue 37): a partial per block, then one block adds
+  // them; no atomics, the same bits in every block order.
   AMPC_REQUIRE_INSTRUMENTED();
   TwoTensors t;
+  float *partials = deviceAlloc<float>(4);
   ampc::cuda::launch("sumOfSquares", ampc::cuda::sumOfSquares<float>,
-                     dim3(2, 2), kBlock, 0, nullptr, t.base, t.list, t.sum);
+                     dim3(2, 2), kBlock, 0, nullptr, t.base, t.list, partials);
+  ampc::cuda::launch("sumPartials", ampc::cuda::sumPartials<float>, 1, kBlock,
+                     0, nullptr, partials, int64_t{4}, t.sum);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(partials);
   float sum = 0;
   cudaMemcpy(&sum, t.sum, 4, cudaMemcpyDeviceToHost);
   EXPECT_EQ(sum, 4000.0f); // (4 + 1 + 0 + 1 + 4) per 5 elements
