@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -32,17 +33,20 @@ namespace {
 StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
 
 /// One of torch's param_groups: the parameters a glob matches, with their
-/// own learning rate and weight decay where given.
+/// own learning rate, weight decay, betas, eps, momentum and dampening where
+/// given.
 struct ParamGroup {
   std::string spelling;
   llvm::GlobPattern glob;
-  std::optional<double> lr, weightDecay;
+  std::optional<double> lr, weightDecay, beta1, beta2, eps, momentum,
+      dampening;
   bool used = false;
   /// `ampc.lr` times lr / the default lr, built once.
   Value learningRate;
 };
 
-/// Parses "GLOB:lr=X;weight_decay=Y"; false with `error` set.
+/// Parses "GLOB:KEY=X;KEY=Y..." (lr, weight_decay, beta1, beta2, eps,
+/// momentum, dampening); false with `error` set.
 bool parseParamGroup(StringRef spec, ParamGroup &group, std::string &error) {
   group.spelling = spec.str();
   auto [pattern, settings] = spec.rsplit(':');
@@ -71,15 +75,28 @@ bool parseParamGroup(StringRef spec, ParamGroup &group, std::string &error) {
       return false;
     }
     key = key.trim();
-    if (key == "lr")
-      group.lr = value;
-    else if (key == "weight_decay")
-      group.weightDecay = value;
-    else {
+    std::optional<double> *slot =
+        llvm::StringSwitch<std::optional<double> *>(key)
+            .Case("lr", &group.lr)
+            .Case("weight_decay", &group.weightDecay)
+            .Case("beta1", &group.beta1)
+            .Case("beta2", &group.beta2)
+            .Case("eps", &group.eps)
+            .Case("momentum", &group.momentum)
+            .Case("dampening", &group.dampening)
+            .Default(nullptr);
+    if (!slot) {
       error = "'" + spec.str() + "': '" + key.str() +
-              "' is not a group setting (lr, weight_decay)";
+              "' is not a group setting (lr, weight_decay, beta1, beta2, "
+              "eps, momentum, dampening)";
       return false;
     }
+    if ((key == "beta1" || key == "beta2") && !(value < 1)) {
+      error = "'" + spec.str() + "': " + key.str() + " must be in [0, 1), got '" +
+              text.trim().str() + "'";
+      return false;
+    }
+    *slot = value;
   }
   return true;
 }
@@ -119,6 +136,25 @@ struct AttachOptimizerPass
       if (!parseParamGroup(spec, group, error)) {
         module.emitError() << "ampc-attach-optimizer: parameter group "
                            << error;
+        return signalPassFailure();
+      }
+      // Settings of another optimizer are a mistake, not something to
+      // ignore: the user expects them to act.
+      bool sgdSetting = group.momentum || group.dampening;
+      bool adamSetting = group.beta1 || group.beta2 || group.eps;
+      if ((sgd && adamSetting) || (!sgd && sgdSetting)) {
+        module.emitError()
+            << "ampc-attach-optimizer: parameter group '" << spec << "' sets "
+            << (sgd ? "beta1, beta2 or eps" : "momentum or dampening")
+            << ", which --optimizer=" << ampc::stringifyEnum(kind)
+            << " does not have";
+        return signalPassFailure();
+      }
+      if (nesterov && (group.momentum.value_or(momentum) <= 0 ||
+                       group.dampening.value_or(dampening) != 0)) {
+        module.emitError()
+            << "ampc-attach-optimizer: parameter group '" << spec
+            << "': nesterov needs momentum > 0 and dampening 0";
         return signalPassFailure();
       }
       if (group.lr && *group.lr != lr && !(lr > 0)) {
@@ -201,7 +237,6 @@ struct AttachOptimizerPass
       grads.assign(clip.getClipped().begin(), clip.getClipped().end());
     }
 
-    unsigned numMoments = sgd ? (momentum > 0 ? 1 : 0) : 2;
     SmallVector<StringRef> momentNames =
         sgd ? SmallVector<StringRef>{".momentum_buffer"}
             : SmallVector<StringRef>{".exp_avg", ".exp_avg_sq"};
@@ -209,17 +244,12 @@ struct AttachOptimizerPass
       auto type = cast<RankedTensorType>(grad.getType());
       auto zero = DenseElementsAttr::get(
           type, FloatAttr::get(type.getElementType(), 0.0));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&step.getBody().front());
-      Value master = ampc::LoadParameterOp::create(b, loc, type, param);
-      SmallVector<Value> moments;
-      for (unsigned m = 0; m < numMoments; ++m)
-        moments.push_back(ampc::declareState(
-            symbols, step, (param.getValue() + momentNames[m]).str(), zero));
-      b.setInsertionPoint(ret);
-      // The parameter's group: its learning rate and weight decay.
+      // The parameter's group: its learning rate, weight decay, betas, eps,
+      // momentum and dampening.
       Value rate = learningRate;
-      double paramDecay = decay;
+      double paramDecay = decay, paramBeta1 = beta1, paramBeta2 = beta2,
+             paramEps = eps, paramMomentum = momentum,
+             paramDampening = dampening;
       for (ParamGroup &group : groups) {
         if (!group.glob.match(param.getValue()))
           continue;
@@ -239,16 +269,32 @@ struct AttachOptimizerPass
           rate = group.learningRate;
         }
         paramDecay = group.weightDecay.value_or(decay);
+        paramBeta1 = group.beta1.value_or(beta1);
+        paramBeta2 = group.beta2.value_or(beta2);
+        paramEps = group.eps.value_or(eps);
+        paramMomentum = group.momentum.value_or(momentum);
+        paramDampening = group.dampening.value_or(dampening);
         break;
       }
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&step.getBody().front());
+      Value master = ampc::LoadParameterOp::create(b, loc, type, param);
+      // SGD keeps a momentum buffer where the parameter's momentum is
+      // not 0.
+      unsigned numMoments = sgd ? (paramMomentum > 0 ? 1 : 0) : 2;
+      SmallVector<Value> moments;
+      for (unsigned m = 0; m < numMoments; ++m)
+        moments.push_back(ampc::declareState(
+            symbols, step, (param.getValue() + momentNames[m]).str(), zero));
+      b.setInsertionPoint(ret);
       SmallVector<Type> resultTypes(1 + numMoments, type);
       auto update = ampc::OptimizerUpdateOp::create(
           b, loc, resultTypes, master, grad, rate, stepCount, foundInf,
           moments, ampc::OptimizerKindAttr::get(ctx, kind),
-          b.getF32FloatAttr(momentum),
-          b.getF32FloatAttr(dampening), b.getBoolAttr(nesterov),
-          b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
-          b.getF32FloatAttr(eps), b.getF32FloatAttr(paramDecay));
+          b.getF32FloatAttr(paramMomentum), b.getF32FloatAttr(paramDampening),
+          b.getBoolAttr(nesterov), b.getF32FloatAttr(paramBeta1),
+          b.getF32FloatAttr(paramBeta2), b.getF32FloatAttr(paramEps),
+          b.getF32FloatAttr(paramDecay));
       ampc::StoreOp::create(b, loc, param.getValue(), update.getNewParam());
       for (unsigned m = 0; m < numMoments; ++m)
         ampc::StoreOp::create(b, loc,

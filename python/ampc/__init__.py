@@ -144,17 +144,26 @@ def _flag(name, value):
 
 def _param_group_flags(groups):
     """torch-style param_groups ([{"params": [names or globs], "lr": X,
-    "weight_decay": Y}, ...]) as ampc's --param-group flags, one per name,
-    in order (the first group that names a parameter wins)."""
+    "weight_decay": Y, "betas": (B1, B2), "eps": E, "momentum": M,
+    "dampening": D}, ...], each setting optional) as ampc's --param-group
+    flags, one per name, in order (the first group that names a parameter
+    wins)."""
     flags = []
+    scalars = ("lr", "weight_decay", "eps", "momentum", "dampening")
     for group in groups:
-        unknown = set(group) - {"params", "lr", "weight_decay"}
+        unknown = set(group) - {"params", "betas"} - set(scalars)
         if unknown:
             raise ValueError("param_groups: %s are not group settings ampc "
-                             "takes (params, lr, weight_decay)" %
-                             sorted(unknown))
-        settings = ",".join("%s=%r" % (k, float(group[k]))
-                            for k in ("lr", "weight_decay") if k in group)
+                             "takes (params, %s, betas)" %
+                             (sorted(unknown), ", ".join(scalars)))
+        pairs = [(k, group[k]) for k in scalars if k in group]
+        if "betas" in group:
+            betas = tuple(group["betas"])
+            if len(betas) != 2:
+                raise ValueError("param_groups: betas is a pair (beta1, "
+                                 "beta2), got %r" % (group["betas"],))
+            pairs += [("beta1", betas[0]), ("beta2", betas[1])]
+        settings = ",".join("%s=%r" % (k, float(v)) for k, v in pairs)
         params = group.get("params", [])
         if isinstance(params, str):
             params = [params]

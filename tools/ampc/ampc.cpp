@@ -290,7 +290,8 @@ cl::list<std::string> paramGroups(
     "param-group",
     cl::desc("a parameter group as torch's param_groups, repeatable, the "
              "first that matches a parameter wins: GLOB:lr=X,weight_decay=Y "
-             "(either key may be left out)"),
+             "(each key optional; also beta1, beta2, eps for adam/adamw, "
+             "momentum, dampening for sgd)"),
     cl::value_desc("GLOB:lr=X,weight_decay=Y"), cl::cat(trainingCategory));
 cl::opt<std::string>
     ampRules("amp-rules",

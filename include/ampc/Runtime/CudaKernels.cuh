@@ -1682,7 +1682,8 @@ __global__ void adamStep(const T *param, const T *grad, const T *expAvg,
 /// (FP64) master, its gradient, its moments (Adam: exp_avg, exp_avg_sq; SGD
 /// with momentum: the buffer in moment1), its FP16 and BF16 weight copies
 /// and its learning rate (an f32 scalar), kNoTensor where it has none; its
-/// weight decay and element count.
+/// element count and its group's weight decay, momentum, dampening, betas
+/// and eps (parameter groups set them per tensor).
 constexpr int kMaxOptimizerTensors = 128;
 constexpr uint64_t kNoTensor = ~uint64_t(0);
 template <typename T> struct OptimizerList {
@@ -1691,13 +1692,14 @@ template <typename T> struct OptimizerList {
       moment1[kMaxOptimizerTensors], moment2[kMaxOptimizerTensors],
       f16[kMaxOptimizerTensors], bf16[kMaxOptimizerTensors],
       lr[kMaxOptimizerTensors];
-  T weightDecay[kMaxOptimizerTensors];
+  T weightDecay[kMaxOptimizerTensors], momentum[kMaxOptimizerTensors],
+      dampening[kMaxOptimizerTensors], beta1[kMaxOptimizerTensors],
+      beta2[kMaxOptimizerTensors], eps[kMaxOptimizerTensors];
   int64_t size[kMaxOptimizerTensors];
 };
-/// The hyperparameters every tensor of the step shares.
+/// The kind every tensor of the step shares.
 template <typename T> struct OptimizerHyper {
   bool adam, decoupled, nesterov;
-  T momentum, dampening, beta1, beta2, eps;
 };
 
 /// torch.optim's SGD / Adam / AdamW over every parameter of a list, in
@@ -1729,20 +1731,20 @@ __global__ void optimizerStep(unsigned char *base, OptimizerList<T> list,
                        : reinterpret_cast<uint16_t *>(base + list.bf16[t]);
   const T rate =
       static_cast<T>(*reinterpret_cast<const float *>(base + list.lr[t]));
-  const T decay = list.weightDecay[t];
+  const T decay = list.weightDecay[t], beta1 = list.beta1[t],
+          beta2 = list.beta2[t];
   const int64_t taken = *step;
-  const math::AdamStep<T> s =
-      h.adam ? math::adamStep(rate, taken, h.beta1, h.beta2)
-             : math::AdamStep<T>{T(0), T(0)};
+  const math::AdamStep<T> s = h.adam ? math::adamStep(rate, taken, beta1, beta2)
+                                     : math::AdamStep<T>{T(0), T(0)};
   AMPC_FOR(i, list.size[t]) {
     T updated;
     if (h.adam)
       math::adamElement(p[i], g[i], m1[i], m2[i], &updated, m1 + i, m2 + i, s,
-                        rate, h.beta1, h.beta2, h.eps, decay, h.decoupled);
+                        rate, beta1, beta2, list.eps[t], decay, h.decoupled);
     else
       math::sgdElement(p[i], g[i], m1 ? m1 + i : nullptr, &updated,
-                       m1 ? m1 + i : nullptr, rate, taken, h.momentum,
-                       h.dampening, h.nesterov, decay);
+                       m1 ? m1 + i : nullptr, rate, taken, list.momentum[t],
+                       list.dampening[t], h.nesterov, decay);
     p[i] = updated;
     if (f16)
       f16[i] = storeF16(static_cast<float>(updated));

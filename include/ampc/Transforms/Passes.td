@@ -293,9 +293,10 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     `kind=none` leaves @train_step returning the gradients.
 
     Parameter groups, as torch's `param_groups`: each of `param-groups` is
-    `GLOB:lr=X;weight_decay=Y` (either key may be left out); a trained
-    parameter takes the first group whose glob matches its name, the
-    others the pass's `lr` and weight decay. A group's learning rate is
+    `GLOB:KEY=X;KEY=Y...` with the keys lr, weight_decay, and the
+    optimizer's own beta1, beta2, eps (adam, adamw) or momentum, dampening
+    (sgd), each optional; a trained parameter takes the first group whose
+    glob matches its name, the others the pass's settings. A group's learning rate is
     `ampc.lr` times X / `lr`, so that a schedule setting `ampc.lr` scales
     every group as torch's schedulers scale each base rate (exact for the
     schedules proportional to it). A group that matches no trained
@@ -316,7 +317,7 @@ def AttachOptimizerPass : Pass<"ampc-attach-optimizer", "mlir::ModuleOp"> {
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "adam, adamw">,
     Option<"eps", "eps", "double", /*default=*/"1.0e-8", "adam, adamw">,
     ListOption<"paramGroups", "param-groups", "std::string",
-               "GLOB:lr=X;weight_decay=Y per group, first match wins">,
+               "GLOB:lr=X;weight_decay=Y;... per group, first match wins">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "maximal global gradient norm; 0: no clipping">,
   ];

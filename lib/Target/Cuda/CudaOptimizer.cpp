@@ -111,10 +111,10 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
     return parameterOffsets.lookup(symbol.getValue());
   };
 
-  // The optimizer updates as one launch: one kind and one set of shared
-  // hyperparameters, step and found_inf, every result stored once to the
-  // state it was read from, the new master's other users casts to its
-  // stored weight copies.
+  // The optimizer updates as one launch: one kind, nesterov flag, step and
+  // found_inf (each tensor carries its group's hyperparameters), every
+  // result stored once to the state it was read from, the new master's
+  // other users casts to its stored weight copies.
   SmallVector<ampc::OptimizerUpdateOp> updates;
   for (Operation &op : block)
     if (auto u = dyn_cast<ampc::OptimizerUpdateOp>(op))
@@ -129,11 +129,7 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
     llvm::DenseSet<Operation *> members;
     for (ampc::OptimizerUpdateOp u : updates) {
       if (u.getKind() != first.getKind() ||
-          u.getMomentum() != first.getMomentum() ||
-          u.getDampening() != first.getDampening() ||
           u.getNesterov() != first.getNesterov() ||
-          u.getBeta1() != first.getBeta1() ||
-          u.getBeta2() != first.getBeta2() || u.getEps() != first.getEps() ||
           u.getStep() != first.getStep() ||
           u.getFoundInf() != first.getFoundInf() ||
           elementOf(u.getParam()) != elementOf(first.getParam()) ||
@@ -298,12 +294,10 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
         return u->emitError() << "the fused optimizer reads an input with no "
                                  "place in the state";
   body << formatv("  static const ampc::cuda::OptimizerHyper<{0}> hyper{1} = "
-                  "{{{2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}};\n",
+                  "{{{2}, {3}, {4}};\n",
                   t, counter, first.getKind() != ampc::OptimizerKind::Sgd,
                   first.getKind() == ampc::OptimizerKind::Adamw,
-                  first.getNesterov(), literal(first.getMomentum()),
-                  literal(first.getDampening()), literal(first.getBeta1()),
-                  literal(first.getBeta2()), literal(first.getEps()));
+                  first.getNesterov());
   std::string hyper = "hyper" + std::to_string(counter++);
   std::string found = first.getFoundInf()
                           ? "reinterpret_cast<const uint8_t *>(" +
@@ -311,7 +305,8 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
                           : "nullptr";
   for (size_t begin = 0; begin < fusedUpdates.size(); begin += 128) {
     size_t end = std::min(fusedUpdates.size(), begin + 128);
-    std::string fields[9];
+    constexpr int kFields = 14;
+    std::string fields[kFields];
     int64_t largest = 1;
     for (size_t k = begin; k < end; ++k) {
       auto u = cast<ampc::OptimizerUpdateOp>(fusedUpdates[k].first);
@@ -323,16 +318,22 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
       };
       int64_t count = tensorOf(u.getParam()).getNumElements();
       largest = std::max(largest, count);
-      std::string row[9] = {offset(u.getNewParam()),
-                            offset(u.getGrad()),
-                            offset(moment(0)),
-                            offset(moment(1)),
-                            offset(f16),
-                            offset(bf16),
-                            offset(u.getLr()),
-                            literal(u.getWeightDecay()),
-                            std::to_string(count) + "LL"};
-      for (int f = 0; f < 9; ++f)
+      // In OptimizerList's order.
+      std::string row[kFields] = {offset(u.getNewParam()),
+                                  offset(u.getGrad()),
+                                  offset(moment(0)),
+                                  offset(moment(1)),
+                                  offset(f16),
+                                  offset(bf16),
+                                  offset(u.getLr()),
+                                  literal(u.getWeightDecay()),
+                                  literal(u.getMomentum()),
+                                  literal(u.getDampening()),
+                                  literal(u.getBeta1()),
+                                  literal(u.getBeta2()),
+                                  literal(u.getEps()),
+                                  std::to_string(count) + "LL"};
+      for (int f = 0; f < kFields; ++f)
         fields[f] += row[f] + ", ";
     }
     std::string list = "list" + std::to_string(counter++);
