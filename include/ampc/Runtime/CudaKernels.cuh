@@ -2025,17 +2025,148 @@ __global__ void averagePoolGrad(const typename L::Storage *grad,
   }
 }
 
-/// Per-channel batch mean and population variance (two passes, pairwise)
-/// of (n, c, inner) data, in C, one thread per channel.
+/// BatchNormalization's per-channel sums split over blocks (no thread
+/// loops over a channel), bit for bit the CPU target's pairwiseSum over the
+/// channel's n · inner elements in index order: that sum is a tree (halves
+/// split at b + (e - b) / 2 down to leaves of at most 64 terms, each left
+/// half added to its right half). Cut at a depth D where every node above
+/// still splits (pairwiseCutDepth), its 2^D nodes are independent sums
+/// (pairwiseSum of the node's range); the `splits` blocks of a channel
+/// (a power of two, the emitter's cudaBatchNormSplits) each take 2^(D - s)
+/// adjacent nodes, a thread each, and add them pairwise as the tree does
+/// (blockPairwise); the channel's partials then make the root the same way.
+__device__ inline int pairwiseCutDepth(int64_t count, int most) {
+  int depth = 0;
+  while (depth < most && count / (int64_t(1) << depth) > 64)
+    ++depth;
+  return depth;
+}
+/// [*b, *e): the terms of node `index` at `depth` of pairwiseSum's tree.
+__device__ inline void pairwiseNode(int64_t count, int depth, int64_t index,
+                                    int64_t *b, int64_t *e) {
+  *b = 0;
+  *e = count;
+  for (int d = 0; d < depth; ++d) {
+    const int64_t middle = *b + (*e - *b) / 2;
+    if ((index >> (depth - 1 - d)) & 1)
+      *b = middle;
+    else
+      *e = middle;
+  }
+}
+__device__ inline int log2Of(int64_t powerOfTwo) {
+  int log = 0;
+  while ((int64_t(1) << log) < powerOfTwo)
+    ++log;
+  return log;
+}
+/// The sum of `active` (a power of two) adjacent tree nodes, one per
+/// thread, as pairwiseSum adds them: (v0 + v1) + (v2 + v3), ... Every
+/// thread gets it.
+template <typename C>
+__device__ C blockPairwise(C value, int active, C *share) {
+  const int t = threadIdx.x;
+  share[t] = value;
+  __syncthreads();
+  for (int stride = 1; stride < active; stride *= 2) {
+    if (t % (2 * stride) == 0 && t + stride < active)
+      share[t] = share[t] + share[t + stride];
+    __syncthreads();
+  }
+  const C result = share[0];
+  __syncthreads();
+  return result;
+}
+/// Block `part` of a channel's `splits`: its node of the tree over `count`
+/// terms term(0) ... term(count - 1).
+template <typename C, typename Term>
+__device__ C channelNodeSum(int64_t count, int64_t splits, int64_t part,
+                            const Term &term, C *share) {
+  const int logSplits = log2Of(splits);
+  const int depth = pairwiseCutDepth(count, logSplits + log2Of(blockDim.x));
+  const int below = depth - logSplits;
+  C value = 0;
+  if (threadIdx.x < (1 << below)) {
+    int64_t b, e;
+    pairwiseNode(count, depth, (part << below) + threadIdx.x, &b, &e);
+    value = pairwiseSum<C>(b, e, term);
+  }
+  return blockPairwise<C>(value, 1 << below, share);
+}
+/// The root from a channel's `splits` partials (at stride `stride`).
+template <typename C>
+__device__ C channelRoot(const C *partials, int64_t splits, int64_t stride,
+                         C *share) {
+  const int t = threadIdx.x;
+  return blockPairwise<C>(t < splits ? partials[t * stride] : C(0),
+                          static_cast<int>(splits), share);
+}
+/// The element of channel `ch` that is the channel's term j.
+__device__ inline int64_t channelElement(int64_t j, int64_t c, int64_t ch,
+                                         int64_t inner) {
+  return ((j / inner) * c + ch) * inner + j % inner;
+}
+
+/// The batch statistics in three launches, as math::meanAndVariance:
+/// channelSums (each block's node of sum(x)), channelSquares (each block
+/// makes the mean from the channel's sums, then its node of
+/// sum((x - mean)^2)), channelCombine (a block per channel: the mean and
+/// the population variance). `partials` holds c · splits sums, then as
+/// many sums of squares.
 template <typename C, typename L>
-__global__ void channelStatistics(const typename L::Storage *x, int64_t n,
-                                  int64_t c, int64_t inner, C *mean,
-                                  C *variance) {
-  AMPC_FOR(ch, c) {
-    auto at = [&](int64_t j) {
-      return static_cast<C>(L::load(x[((j / inner) * c + ch) * inner + j % inner]));
-    };
-    math::meanAndVariance<C>(n * inner, at, mean[ch], variance[ch]);
+__global__ void channelSums(const typename L::Storage *x, int64_t n,
+                            int64_t c, int64_t inner, int64_t splits,
+                            C *partials) {
+  AMPC_SHARED(C[kThreads], share);
+  const int64_t count = n * inner;
+  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
+    const int64_t ch = b / splits;
+    const C sum = channelNodeSum<C>(
+        count, splits, b % splits,
+        [&](int64_t j) {
+          return static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
+        },
+        share);
+    if (threadIdx.x == 0)
+      partials[b] = sum;
+  }
+}
+template <typename C, typename L>
+__global__ void channelSquares(const typename L::Storage *x, int64_t n,
+                               int64_t c, int64_t inner, int64_t splits,
+                               C *partials) {
+  AMPC_SHARED(C[kThreads], share);
+  const int64_t count = n * inner;
+  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
+    const int64_t ch = b / splits;
+    const C m = channelRoot<C>(partials + ch * splits, splits, 1, share) /
+                static_cast<C>(count);
+    const C squares = channelNodeSum<C>(
+        count, splits, b % splits,
+        [&](int64_t j) {
+          const C d =
+              static_cast<C>(L::load(x[channelElement(j, c, ch, inner)])) - m;
+          return d * d;
+        },
+        share);
+    if (threadIdx.x == 0)
+      partials[c * splits + b] = squares;
+  }
+}
+template <typename C>
+__global__ void channelCombine(const C *partials, int64_t n, int64_t c,
+                               int64_t inner, int64_t splits, C *mean,
+                               C *variance) {
+  AMPC_SHARED(C[kThreads], share);
+  const C count = static_cast<C>(n * inner);
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    const C m = channelRoot<C>(partials + ch * splits, splits, 1, share) / count;
+    const C v =
+        channelRoot<C>(partials + (c + ch) * splits, splits, 1, share) / count;
+    if (threadIdx.x == 0) {
+      mean[ch] = m;
+      variance[ch] = v;
+    }
   }
 }
 
@@ -2071,43 +2202,91 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
   }
 }
 
-/// batch_norm_grad, one thread per channel (see the CPU target's
-/// batchNormGrad): training mode when `inputMean` is null.
-template <typename C, typename L, typename S, typename P, typename G>
-__global__ void batchNormGrad(const typename L::Storage *grad,
-                              const typename L::Storage *x,
-                              typename S::Storage *dx, int64_t n, int64_t c,
-                              int64_t inner, const typename P::Storage *scale,
-                              const typename P::Storage *inputMean,
-                              const typename P::Storage *inputVar, C epsilon,
-                              typename G::Storage *gradScale,
-                              typename G::Storage *gradBias) {
-  AMPC_FOR(ch, c) {
-    const int64_t count = n * inner;
-    auto at = [&](int64_t j) { return ((j / inner) * c + ch) * inner + j % inner; };
-    auto xv = [&](int64_t j) { return static_cast<C>(L::load(x[at(j)])); };
-    C mu, var;
-    if (inputMean) {
-      mu = static_cast<C>(P::load(inputMean[ch]));
-      var = static_cast<C>(P::load(inputVar[ch]));
-    } else {
-      math::meanAndVariance<C>(count, xv, mu, var);
-    }
+/// batch_norm_grad's two sums per channel split over blocks as channelSums
+/// is (bit for bit the CPU target's pairwise sums): each block's nodes of
+/// sum(g) and sum(g · x̂), x̂ = (x - mean) · (1 / sqrt(var + eps)), into
+/// partials[2b], partials[2b + 1]. The statistics are the batch's
+/// (`batchMean`, `batchVar`: training mode) or the inputs' (`inputMean`,
+/// `inputVar`).
+template <typename C, typename L, typename P>
+__global__ void batchNormGradPartials(
+    const typename L::Storage *grad, const typename L::Storage *x, int64_t n,
+    int64_t c, int64_t inner, int64_t splits, const C *batchMean,
+    const C *batchVar, const typename P::Storage *inputMean,
+    const typename P::Storage *inputVar, C epsilon, C *partials) {
+  AMPC_SHARED(C[kThreads], share);
+  const int64_t count = n * inner;
+  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
+    const int64_t ch = b / splits;
+    const C mu = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
+    const C var = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
     const C r = C(1) / sqrt(var + epsilon);
-    auto g = [&](int64_t j) { return static_cast<C>(L::load(grad[at(j)])); };
-    const C sumGrad = pairwiseSum<C>(0, count, g);
-    const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return g(j) * ((xv(j) - mu) * r);
-    });
-    gradBias[ch] = G::store(sumGrad);
-    gradScale[ch] = G::store(sumGradHat);
+    auto g = [&](int64_t j) {
+      return static_cast<C>(L::load(grad[channelElement(j, c, ch, inner)]));
+    };
+    const C sumGrad = channelNodeSum<C>(count, splits, b % splits, g, share);
+    const C sumGradHat = channelNodeSum<C>(
+        count, splits, b % splits,
+        [&](int64_t j) {
+          const C xv =
+              static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
+          return g(j) * ((xv - mu) * r);
+        },
+        share);
+    if (threadIdx.x == 0) {
+      partials[2 * b] = sumGrad;
+      partials[2 * b + 1] = sumGradHat;
+    }
+  }
+}
+
+/// A block per channel: its two sums from its partials (the tree's root):
+/// the B and Scale gradients, and `sums` (2 per channel, in C) for
+/// batchNormGradInput.
+template <typename C, typename G>
+__global__ void batchNormGradCombine(const C *partials, int64_t c,
+                                     int64_t splits, C *sums,
+                                     typename G::Storage *gradScale,
+                                     typename G::Storage *gradBias) {
+  AMPC_SHARED(C[kThreads], share);
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    const C *p = partials + 2 * ch * splits;
+    const C sumGrad = channelRoot<C>(p, splits, 2, share);
+    const C sumGradHat = channelRoot<C>(p + 1, splits, 2, share);
+    if (threadIdx.x == 0) {
+      sums[2 * ch] = sumGrad;
+      sums[2 * ch + 1] = sumGradHat;
+      gradBias[ch] = G::store(sumGrad);
+      gradScale[ch] = G::store(sumGradHat);
+    }
+  }
+}
+
+/// batch_norm_grad's input gradient, a thread per element (see the CPU
+/// target's batchNormGrad): scale · r · g with the statistics given, else
+/// scale · r · (g - mean(g) - x̂ · mean(g · x̂)).
+template <typename C, typename L, typename S, typename P>
+__global__ void batchNormGradInput(
+    const typename L::Storage *grad, const typename L::Storage *x,
+    typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
+    const typename P::Storage *scale, const C *batchMean, const C *batchVar,
+    const typename P::Storage *inputMean, const typename P::Storage *inputVar,
+    C epsilon, const C *sums) {
+  const C count = static_cast<C>(n * inner);
+  AMPC_FOR(e, n * c * inner) {
+    const int64_t ch = (e / inner) % c;
+    const C mu = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
+    const C var = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
+    const C r = C(1) / sqrt(var + epsilon);
     const C factor = static_cast<C>(P::load(scale[ch])) * r;
-    const C meanGrad = sumGrad / static_cast<C>(count);
-    const C meanGradHat = sumGradHat / static_cast<C>(count);
-    for (int64_t j = 0; j < count; ++j) {
-      const C hat = (xv(j) - mu) * r;
-      dx[at(j)] = S::store(inputMean ? factor * g(j)
-                                     : factor * (g(j) - meanGrad - hat * meanGradHat));
+    const C g = static_cast<C>(L::load(grad[e]));
+    if (inputMean) {
+      dx[e] = S::store(factor * g);
+    } else {
+      const C hat = (static_cast<C>(L::load(x[e])) - mu) * r;
+      const C meanGrad = sums[2 * ch] / count;
+      const C meanGradHat = sums[2 * ch + 1] / count;
+      dx[e] = S::store(factor * (g - meanGrad - hat * meanGradHat));
     }
   }
 }

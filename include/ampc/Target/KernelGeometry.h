@@ -180,6 +180,12 @@ struct BatchNormGeometry {
   llvm::StringRef compute;
 };
 BatchNormGeometry batchNormGeometry(mlir::Operation *op);
+/// Blocks per channel of the CUDA target's batch statistics and their
+/// adjoint's sums (ampc::cuda::channelSums, batchNormGradPartials):
+/// cudaReduceSplits over the channel's n · inner elements, as a power of two
+/// of at most kCudaThreads whose blocks each take a node of the pairwise
+/// sum's tree (every node above them has more than 64 terms).
+int64_t cudaBatchNormSplits(const BatchNormGeometry &g);
 
 /// SoftmaxCrossEntropyLoss (log-softmax over the classes, then the NLL),
 /// NegativeLogLikelihoodLoss and NllLossGrad: `scores` of shape (n,

@@ -1,7 +1,9 @@
 //===- CudaWindow.cpp - pooling and batch norm ------------------------------===//
 //
 // Max and average pooling, batch normalisation and their adjoints, on the
-// templated kernels of CudaKernels.cuh (a thread per output element).
+// templated kernels of CudaKernels.cuh (a thread per output element; the
+// batch statistics and the adjoint's per-channel sums split over blocks,
+// then combined per channel in order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,35 @@ using namespace ampc::emit;
 using namespace ampc::cudagen;
 using llvm::formatv;
 using llvm::StringRef;
+
+/// A grid of `blocks` blocks, each looping over its share of the work when
+/// there are more (the launch limit).
+static std::string blockGrid(int64_t blocks) {
+  return formatv("{0}u", std::min(blocks, kMaxRowBlocks)).str();
+}
+
+void CudaEmitter::emitChannelStatistics(Operation *op, Value x,
+                                        StringRef mean, StringRef var,
+                                        llvm::raw_ostream &body) {
+  BatchNormGeometry g = batchNormGeometry(op);
+  int64_t splits = cudaBatchNormSplits(g);
+  std::string partials = scratch(op, "partials", g.compute);
+  std::string args = formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}", name(x),
+                             g.n, g.channels, g.inner, splits, partials)
+                         .str();
+  for (StringRef kernel : {"channelSums", "channelSquares"})
+    launch(op,
+           formatv("ampc::cuda::{0}<{1}, {2}>", kernel, g.compute,
+                   codec(elementOf(x)))
+               .str(),
+           g.channels * splits, args, body, blockGrid(g.channels * splits));
+  launch(op, formatv("ampc::cuda::channelCombine<{0}>", g.compute).str(),
+         g.channels,
+         formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", partials, g.n,
+                 g.channels, g.inner, splits, mean, var)
+             .str(),
+         body, blockGrid(g.channels));
+}
 
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                         llvm::raw_ostream &body) {
@@ -107,15 +138,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         if (o.getTrainingMode()) {
           mean = scratch(op, "mean", acc);
           var = scratch(op, "variance", acc);
-          launch(op,
-                 formatv("ampc::cuda::channelStatistics<{0}, {1}>", acc,
-                         codec(elementOf(x)))
-                     .str(),
-                 c,
-                 formatv("{0}, {1}LL, {2}LL, {3}LL, {4}, {5}", name(x), n, c,
-                         inner, mean, var)
-                     .str(),
-                 body);
+          emitChannelStatistics(op, x, mean, var, body);
         }
         launch(op,
                formatv("ampc::cuda::batchNorm<{0}, {1}, {2}, {3}, {4}>", acc,
@@ -146,22 +169,53 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                     "var of one type";
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef acc = g.compute;
+        int64_t splits = cudaBatchNormSplits(g);
+        // Training mode: the batch statistics first, as the forward has them.
+        std::string mean = "nullptr", var = "nullptr";
+        if (!o.getMean()) {
+          mean = scratch(op, "mean", acc);
+          var = scratch(op, "variance", acc);
+          emitChannelStatistics(op, x, mean, var, body);
+        }
+        std::string inputMean = o.getMean() ? name(o.getMean()) : "nullptr";
+        std::string inputVar = o.getVar() ? name(o.getVar()) : "nullptr";
+        std::string epsilon =
+            formatv("{0}({1})", acc, exactLiteral(o.getEpsilon())).str();
+        std::string partials = scratch(op, "partials", acc);
+        std::string sums = scratch(op, "sums", acc);
         launch(op,
-               formatv("ampc::cuda::batchNormGrad<{0}, {1}, {2}, {3}, {4}>",
-                       acc, codec(elementOf(x)),
-                       codec(elementOf(o.getGradInput())), codec(p),
+               formatv("ampc::cuda::batchNormGradPartials<{0}, {1}, {2}>", acc,
+                       codec(elementOf(x)), codec(p))
+                   .str(),
+               g.channels * splits,
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                       "{9}, {10}, {11}",
+                       name(o.getGrad()), name(x), g.n, g.channels, g.inner,
+                       splits, mean, var, inputMean, inputVar, epsilon,
+                       partials)
+                   .str(),
+               body, blockGrid(g.channels * splits));
+        launch(op,
+               formatv("ampc::cuda::batchNormGradCombine<{0}, {1}>", acc,
                        codec(elementOf(o.getGradScale())))
                    .str(),
                g.channels,
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
-                       "{9}({10}), {11}, {12}",
-                       name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-                       g.channels, g.inner,
-                       name(o.getScale()),
-                       o.getMean() ? name(o.getMean()) : "nullptr",
-                       o.getVar() ? name(o.getVar()) : "nullptr", acc,
-                       exactLiteral(o.getEpsilon()), name(o.getGradScale()),
+               formatv("{0}, {1}LL, {2}LL, {3}, {4}, {5}", partials, g.channels,
+                       splits, sums, name(o.getGradScale()),
                        name(o.getGradBias()))
+                   .str(),
+               body, blockGrid(g.channels));
+        launch(op,
+               formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}>",
+                       acc, codec(elementOf(x)),
+                       codec(elementOf(o.getGradInput())), codec(p))
+                   .str(),
+               tensorOf(x).getNumElements(),
+               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                       "{9}, {10}, {11}, {12}",
+                       name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
+                       g.channels, g.inner, name(o.getScale()), mean, var,
+                       inputMean, inputVar, epsilon, sums)
                    .str(),
                body);
         return success();

@@ -565,13 +565,27 @@ ScratchLayout cudaScratch(Operation *op) {
       .Case([&](ampc::MaxPoolGradOp o) {
         l.add("acc", countOf(o.getOutput()), acc);
       })
-      .Case([&](ampc::BatchNormalizationOp o) {
-        if (o.getTrainingMode() != 0) {
-          int64_t c = batchNormGeometry(op).channels;
-          l.add("mean", c, acc);
-          l.add("variance", c, acc);
-        }
-      })
+      .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
+          [&](Operation *) {
+            // The batch statistics (training mode), each block's two sums
+            // (channelPartials, then batchNormGradPartials in the same
+            // place), and batch_norm_grad's two sums per channel.
+            BatchNormGeometry g = batchNormGeometry(op);
+            bool training =
+                isa<ampc::BatchNormalizationOp>(op)
+                    ? cast<ampc::BatchNormalizationOp>(op).getTrainingMode() !=
+                          0
+                    : !cast<ampc::BatchNormGradOp>(op).getMean();
+            if (training) {
+              l.add("mean", g.channels, acc);
+              l.add("variance", g.channels, acc);
+            }
+            if (training || isa<ampc::BatchNormGradOp>(op))
+              l.add("partials",
+                    2 * g.channels * cudaBatchNormSplits(g), acc);
+            if (isa<ampc::BatchNormGradOp>(op))
+              l.add("sums", 2 * g.channels, acc);
+          })
       .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
         l.add("logp", countOf(o.getScores()), acc);
       })
@@ -594,6 +608,19 @@ ScratchLayout cudaScratch(Operation *op) {
 }
 
 } // namespace
+
+int64_t cudaBatchNormSplits(const BatchNormGeometry &g) {
+  // A power of two, at most a block's threads (the partials combine in
+  // one block), and no deeper than pairwiseSum's tree over the channel
+  // splits (every node above the blocks' has more than 64 terms).
+  int64_t count = g.n * g.inner;
+  int64_t want = std::min<int64_t>(cudaReduceSplits(g.channels, count),
+                                   kCudaThreads);
+  int64_t splits = 1;
+  while (splits * 2 <= want && count / splits > 64)
+    splits *= 2;
+  return splits;
+}
 
 int64_t cudaReduceSplits(int64_t outputs, int64_t count) {
   constexpr int64_t kMinShare = 8192, kTargetBlocks = 512;
@@ -665,17 +692,25 @@ KernelParallelism cudaParallelism(Operation *op) {
         return KernelParallelism{cudaRowParallelism(count, /*exactSum=*/true),
                                  outputs, count};
       })
-      // Still a thread looping over a whole column or the whole batch
-      // (docs/design.md, "Row-parallel normalisation"): the batch
-      // statistics and their adjoint (a thread per channel), the losses'
-      // reduction over the batch (one thread, in index order as on the
-      // CPU) and the mean's weight sum in their adjoint.
+      // The batch statistics and their adjoint's sums: a block per
+      // channel, or split over blocks (cudaBatchNormSplits); the rest of
+      // both ops a thread per element. Eval-mode BatchNormalization is
+      // elementwise.
       .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
           [&](Operation *) {
+            auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
+            if (bn && bn.getTrainingMode() == 0)
+              return KernelParallelism{};
             BatchNormGeometry g = batchNormGeometry(op);
-            return KernelParallelism{Parallelism::Serial, g.channels,
-                                     g.n * g.inner};
+            return KernelParallelism{cudaBatchNormSplits(g) > 1
+                                         ? Parallelism::Split
+                                         : Parallelism::RowByBlock,
+                                     g.channels, g.n * g.inner};
           })
+      // Still a thread looping over the whole batch (docs/design.md,
+      // "Row-parallel normalisation"): the losses' reduction over the
+      // batch (one thread, in index order as on the CPU) and the mean's
+      // weight sum in their adjoint.
       .Case<ampc::SoftmaxCrossEntropyLossOp,
             ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
           [&](Operation *) {

@@ -197,6 +197,29 @@ def dominant():
     return nodes, inits
 
 
+def bn_split():
+    """Training-mode BatchNormalization over 2 channels of 4·64·64 elements:
+    each channel's statistics and adjoint sums split over 2 blocks
+    (cudaBatchNormSplits), then pooled into a 3-class head."""
+    inits = [numpy_helper.from_array(
+                 (1 + 0.1 * rng.standard_normal(2)).astype(np.float32), "bn.s"),
+             tensor("bn.b", (2,), 0.1),
+             numpy_helper.from_array(np.zeros(2, np.float32), "bn.mean"),
+             numpy_helper.from_array(np.ones(2, np.float32), "bn.var"),
+             tensor("head", (3, 2), 1.0)]
+    nodes = [
+        helper.make_node("BatchNormalization",
+                         ["x", "bn.s", "bn.b", "bn.mean", "bn.var"],
+                         ["y", "bn.mean_out", "bn.var_out"],
+                         name="BatchNorm", training_mode=1),
+        helper.make_node("Relu", ["y"], ["r"], name="Relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="Pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="Flatten"),
+        helper.make_node("Gemm", ["f", "head"], ["logits"], name="Gemm",
+                         transB=1)]
+    return nodes, inits
+
+
 def main():
     folder = sys.argv[1]
     save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
@@ -206,6 +229,7 @@ def main():
     save("long_rows.onnx", *long_rows(), [64, 320], [64, 3], folder)
     save("warp_rows.onnx", *warp_rows(), [96, 40], [96, 3], folder)
     save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
+    save("bn_split.onnx", *bn_split(), [4, 2, 64, 64], [4, 3], folder)
 
 
 if __name__ == "__main__":

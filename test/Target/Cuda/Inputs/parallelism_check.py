@@ -33,8 +33,7 @@ import compile_all  # noqa: E402
 ROW_KERNELS = {"softmax": 7, "layerNorm": 7, "layerNormGrad": 7,
                "reduce": 255}
 # Still serial (docs/design.md, "Row-parallel normalisation").
-STILL_SERIAL = {"ampc.batch_normalization", "ampc.batch_norm_grad",
-                "ampc.softmax_cross_entropy_loss",
+STILL_SERIAL = {"ampc.softmax_cross_entropy_loss",
                 "ampc.negative_log_likelihood_loss", "ampc.nll_loss_grad"}
 
 COMMENT = re.compile(r"// ampc\.parallelism: (\S+) (\d+) rows of (\d+) \((\S+)\)")
