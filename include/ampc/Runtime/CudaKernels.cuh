@@ -2108,49 +2108,36 @@ __device__ inline int64_t channelElement(int64_t j, int64_t c, int64_t ch,
 }
 
 /// The batch statistics in three launches, as math::meanAndVariance:
-/// channelSums (each block's node of sum(x)), channelSquares (each block
-/// makes the mean from the channel's sums, then its node of
-/// sum((x - mean)^2)), channelCombine (a block per channel: the mean and
-/// the population variance). `partials` holds c · splits sums, then as
-/// many sums of squares.
+/// channelSums twice, then channelCombine. The first (`squares` false)
+/// writes each block's node of sum(x) to partials[b]; the second makes the
+/// mean from the channel's sums in each block, then writes its node of
+/// sum((x - mean)^2) to partials[c · splits + b]; channelCombine (a block
+/// per channel) the mean and the population variance.
 template <typename C, typename L>
 __global__ void channelSums(const typename L::Storage *x, int64_t n,
                             int64_t c, int64_t inner, int64_t splits,
-                            C *partials) {
+                            C *partials, bool squares) {
   AMPC_SHARED(C[kThreads], share);
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
+    const C m = squares ? channelRoot<C>(partials + ch * splits, splits, 1,
+                                         share) /
+                              static_cast<C>(count)
+                        : C(0);
     const C sum = channelNodeSum<C>(
         count, splits, b % splits,
         [&](int64_t j) {
-          return static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
-        },
-        share);
-    if (threadIdx.x == 0)
-      partials[b] = sum;
-  }
-}
-template <typename C, typename L>
-__global__ void channelSquares(const typename L::Storage *x, int64_t n,
-                               int64_t c, int64_t inner, int64_t splits,
-                               C *partials) {
-  AMPC_SHARED(C[kThreads], share);
-  const int64_t count = n * inner;
-  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
-    const int64_t ch = b / splits;
-    const C m = channelRoot<C>(partials + ch * splits, splits, 1, share) /
-                static_cast<C>(count);
-    const C squares = channelNodeSum<C>(
-        count, splits, b % splits,
-        [&](int64_t j) {
-          const C d =
-              static_cast<C>(L::load(x[channelElement(j, c, ch, inner)])) - m;
+          const C v =
+              static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
+          if (!squares)
+            return v;
+          const C d = v - m;
           return d * d;
         },
         share);
     if (threadIdx.x == 0)
-      partials[c * splits + b] = squares;
+      partials[(squares ? c * splits : 0) + b] = sum;
   }
 }
 template <typename C>

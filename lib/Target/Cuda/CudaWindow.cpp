@@ -33,15 +33,16 @@ void CudaEmitter::emitChannelStatistics(Operation *op, Value x,
   BatchNormGeometry g = batchNormGeometry(op);
   int64_t splits = cudaBatchNormSplits(g);
   std::string partials = scratch(op, "partials", g.compute);
-  std::string args = formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}", name(x),
-                             g.n, g.channels, g.inner, splits, partials)
-                         .str();
-  for (StringRef kernel : {"channelSums", "channelSquares"})
+  for (StringRef squares : {"false", "true"})
     launch(op,
-           formatv("ampc::cuda::{0}<{1}, {2}>", kernel, g.compute,
+           formatv("ampc::cuda::channelSums<{0}, {1}>", g.compute,
                    codec(elementOf(x)))
                .str(),
-           g.channels * splits, args, body, blockGrid(g.channels * splits));
+           g.channels * splits,
+           formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", name(x), g.n,
+                   g.channels, g.inner, splits, partials, squares)
+               .str(),
+           body, blockGrid(g.channels * splits));
   launch(op, formatv("ampc::cuda::channelCombine<{0}>", g.compute).str(),
          g.channels,
          formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", partials, g.n,

@@ -34,9 +34,9 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 // CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 2368);
 // CHECK-NEXT:    float *[[RM:v[0-9]+]] = reinterpret_cast<float *>(state + 3392);
 // CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 3456);
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", ampc::cuda::channelSums<float, ampc::cuda::As<float>>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART:[0-9]+]]));
+// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", ampc::cuda::channelSums<float, ampc::cuda::As<float>>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART:[0-9]+]]), false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_normalization)
-// CHECK-NEXT:    ampc::cuda::launch("channelSquares<float, ampc::cuda::As<float>>", ampc::cuda::channelSquares<float, ampc::cuda::As<float>>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART]]));
+// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", ampc::cuda::channelSums<float, ampc::cuda::As<float>>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART]]), true);
 // CHECK-NEXT:    AMPC_LAUNCHED
 // CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", ampc::cuda::channelCombine<float>, 8u, ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + [[PART]]), 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + 3520), reinterpret_cast<float *>(state + 3584));
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization");
@@ -51,7 +51,7 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 
 // The adjoints: BatchNorm's (f16 data and data gradient, FP32 scale and
 // parameter gradients) in training mode recomputes the batch statistics
-// (channelSums, channelSquares, channelCombine), then a block per channel sums g and
+// (channelSums twice, channelCombine), then a block per channel sums g and
 // g·x̂ into the same partials, batchNormGradCombine writes the Scale and B
 // gradients and the two sums, and the input gradient is a thread per
 // element; LayerNorm's a warp per row.
@@ -59,9 +59,9 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 9856);
 // CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 10368);
 // CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10432);
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::AsF16>", ampc::cuda::channelSums<float, ampc::cuda::AsF16>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
+// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::AsF16>", ampc::cuda::channelSums<float, ampc::cuda::AsF16>, 8u, ampc::cuda::kThreads, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_norm_grad"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_norm_grad)
-// CHECK-NEXT:    ampc::cuda::launch("channelSquares<float, ampc::cuda::AsF16>", {{.*}}, 8u, ampc::cuda::kThreads, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P]]);
+// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::AsF16>", {{.*}}, 8u, ampc::cuda::kThreads, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P]], true);
 // CHECK-NEXT:    AMPC_LAUNCHED
 // CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", ampc::cuda::channelCombine<float>, 8u, ampc::cuda::kThreads, 0, ctx.stream, [[P]], 2LL, 8LL, 16LL, 1LL, [[M:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], [[V:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
 // CHECK-NEXT:    AMPC_LAUNCHED
@@ -84,9 +84,9 @@ func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor
 // elements split over 2 blocks (cudaBatchNormSplits), 4 blocks in all, then
 // combined per channel.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", {{.*}}, 4u, ampc::cuda::kThreads, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
+// CHECK:         ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", {{.*}}, 4u, ampc::cuda::kThreads, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: split 2 rows of 16384 (ampc.batch_normalization)
-// CHECK-NEXT:    ampc::cuda::launch("channelSquares<float, ampc::cuda::As<float>>", {{.*}}, 4u, ampc::cuda::kThreads, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P]]);
+// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", {{.*}}, 4u, ampc::cuda::kThreads, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P]], true);
 // CHECK-NEXT:    AMPC_LAUNCHED
 // CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", {{.*}}, 2u, ampc::cuda::kThreads, 0, ctx.stream, [[P]], 4LL, 2LL, 4096LL, 2LL,
 func.func @forward(%x: tensor<4x2x64x64xf32>, %s: tensor<2xf32>, %bias: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>) -> (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>) {
