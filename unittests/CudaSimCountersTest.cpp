@@ -120,7 +120,7 @@ TEST(CudaSimCounters, AGraphCountsOncePerReplay) {
   for (int replay = 0; replay < 3; ++replay)
     ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  EXPECT_EQ(counters(), "kernel 3 fill\n");
+  EXPECT_EQ(counters(), "kernel 3 fill\ngraph 3 cudaGraphLaunch\n");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);

@@ -134,7 +134,8 @@ TEST(CudaSimStreams, CaptureFollowsForkAndJoin) {
                         "kernel 3 joinAffine\n"
                         "kernel 3 sideAffine\n"
                         "copy 3 cudaMemcpyDeviceToHost\n"
-                        "memset 6 cudaMemsetAsync\n");
+                        "memset 6 cudaMemsetAsync\n"
+                        "graph 3 cudaGraphLaunch\n");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaEventDestroy(forked);

@@ -45,6 +45,7 @@ template <typename T> using SharedType = T;
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>
@@ -139,6 +140,13 @@ struct Context {
                       int64_t, int64_t, int64_t, int, int, int, int,
                       int64_t, int64_t, int64_t>,
            GemmPlan> *plans = nullptr;
+  /// The training step's kernels as one CUDA graph (issue 37, item 7):
+  /// captured at the first step, replayed after; the loss's device address
+  /// the capture recorded. `graphs` false (AMPC_CUDA_GRAPHS=0, or a stream
+  /// that cannot be captured) runs the kernels one launch at a time.
+  bool graphs = true;
+  cudaGraphExec_t stepGraph = nullptr;
+  const void *stepLoss = nullptr;
   char message[512] = {0};
 };
 
@@ -218,6 +226,9 @@ inline const char *lastError(void *raw) { return context(raw).message; }
 /// Frees every resource the context holds (GEMM plans, handle, arena,
 /// pinned memory, events, an owned stream) and forgets them.
 inline void freeResources(Context &ctx) {
+  if (ctx.stepGraph)
+    cudaGraphExecDestroy(ctx.stepGraph);
+  ctx.stepGraph = nullptr;
   if (ctx.plans)
     for (auto &entry : *ctx.plans) {
       cublasLtMatmulDescDestroy(entry.second.op);
@@ -256,6 +267,8 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
                     size_t blobBytes, uint64_t arenaBase, uint64_t errorOffset,
                     const char *const *deviceErrors, int32_t numDeviceErrors) {
   Context &ctx = *new (raw) Context();
+  const char *graphs = std::getenv("AMPC_CUDA_GRAPHS");
+  ctx.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
   ctx.stateBytes = stateBytes;
   ctx.errorOffset = errorOffset;
   ctx.deviceErrors = deviceErrors;
@@ -386,6 +399,41 @@ inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t by
                                  cudaMemcpyHostToDevice, ctx.stream),
             "writing the state");
   AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "writing the state");
+  return 0;
+}
+
+/// The training step's kernels (`body`, which records the loss's address
+/// in ctx.stepLoss) as one CUDA graph: captured from the model's stream at
+/// the first step and instantiated, then one cudaGraphLaunch per step.
+/// Everything the kernels read that changes between steps lives in the
+/// arena (the staged inputs, the learning rate, the step count, the
+/// scaler), so the captured launches stay right. A stream that cannot be
+/// captured (the legacy default stream) runs the kernels directly, as
+/// does AMPC_CUDA_GRAPHS=0.
+inline int32_t runStep(Context &ctx, int32_t (*body)(Context &)) {
+  if (!ctx.graphs)
+    return body(ctx);
+  if (!ctx.stepGraph) {
+    if (cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      ctx.graphs = false;
+      return body(ctx);
+    }
+    int32_t code = body(ctx);
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(ctx.stream, &graph);
+    if (code == 0 && e == cudaSuccess)
+      e = cudaGraphInstantiate(&ctx.stepGraph, graph, 0);
+    if (graph)
+      cudaGraphDestroy(graph);
+    if (code)
+      return code;
+    if (e != cudaSuccess)
+      return fail(ctx, "capturing the training step", cudaGetErrorString(e),
+                  "train_step");
+  }
+  AMPC_CUDA(ctx, cudaGraphLaunch(ctx.stepGraph, ctx.stream), "train_step");
   return 0;
 }
 

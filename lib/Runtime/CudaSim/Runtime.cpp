@@ -1179,6 +1179,9 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
                 std::string("cudaGraphLaunch: ") +
                     (!g ? "graph exec " + hex(exec) : "stream " + hex(stream)) +
                     " is not live");
+  // The launch itself counts (as "graph"), when the stream reaches it.
+  enqueueOn(*s, Op{"cudaGraphLaunch", [] { return cudaSuccess; }, nullptr, 0,
+                   Work::Graph, "cudaGraphLaunch"});
   for (const Op &op : g->ops)
     enqueueOn(*s, op);
   return result(cudaSuccess);
@@ -1224,7 +1227,7 @@ size_t ampc_cudasim_counters(char *buffer, size_t size) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   // In the order of Work, which is the order of the map's keys.
   static const char *const kinds[] = {"kernel", "gemm", "copy", "memset",
-                                      "host_function"};
+                                      "host_function", "graph"};
   std::string text;
   for (const auto &[key, count] : counts)
     text += std::string(kinds[static_cast<int>(key.first)]) + " " +

@@ -97,7 +97,7 @@ cudaError_t fail(cudaError_t error, const std::string &message);
 cublasStatus_t failBlas(cublasStatus_t status, const std::string &message);
 
 /// What a piece of queued work is, for the counts of Counters.h.
-enum class Work { Kernel, Gemm, Copy, Memset, HostFunction };
+enum class Work { Kernel, Gemm, Copy, Memset, HostFunction, Graph };
 
 /// Queues `work` on `stream` (0, cudaStreamLegacy and cudaStreamPerThread
 /// name the legacy default stream). Work runs later, in stream order, when

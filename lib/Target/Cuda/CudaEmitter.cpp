@@ -128,20 +128,29 @@ void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
   std::string n = "in" + std::to_string(index);
   names[arg] = n;
   StringRef type = storageType(t.getElementType());
-  body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, inputs[{1}], "
-                  "{2}ULL, cudaMemcpyHostToDevice, ctx.stream), \"input {1}\");\n"
-                  "  const {3} *{4} = reinterpret_cast<const {3} *>(state + "
-                  "{0});\n",
-                  stagingOffset(index), index, bytes, type, n);
+  // The training step's copies come before its graph (runStep), in
+  // trainStepBody; its kernels read the staged inputs.
+  std::string copy =
+      formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, inputs[{1}], "
+              "{2}ULL, cudaMemcpyHostToDevice, ctx.stream), \"input {1}\");\n",
+              stagingOffset(index), index, bytes)
+          .str();
+  if (inTrainStep)
+    stepCopies += copy;
+  else
+    body << copy;
+  body << formatv("  const {0} *{1} = reinterpret_cast<const {0} *>(state + "
+                  "{2});\n",
+                  type, n, stagingOffset(index));
 }
 
 void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
   RankedTensorType t = tensorOf(v);
   int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
   if (inTrainStep && index == 0) {
-    body << formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, "
-                    "outputs[0], {0}, {1}ULL)) return code;\n",
-                    name(v), bytes);
+    // Recorded when the graph is captured; returned after each replay.
+    body << "  ctx.stepLoss = " << name(v) << ";\n";
+    stepLossBytes = bytes;
     return;
   }
   body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[{0}], {1}, {2}ULL, "
@@ -264,11 +273,27 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                 : "  return 0;\n}\n\n");
   };
   function("infer", inferBody, true);
-  if (trainStep) {
-    function(training ? "trainStepBody" : "gradients", stepBody, !training);
-    if (failed(emitParameterAccess(trainStep)))
-      return failure();
+  if (trainStep && training) {
+    // The step: its inputs staged, its kernels as one graph (runStep), the
+    // loss copied back; it does not wait.
+    os << "static int32_t trainStepKernels(ampc::cuda::Context &ctx) {\n"
+          "  unsigned char *state = ctx.device;\n"
+          "  (void)state;\n"
+       << stepBody << "  return 0;\n}\n\n";
+    function("trainStepBody",
+             (stepCopies +
+              "  if (int32_t code = ampc::cuda::runStep(ctx, "
+              "trainStepKernels)) return code;\n" +
+              formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, "
+                      "outputs[0], ctx.stepLoss, {0}ULL)) return code;\n",
+                      stepLossBytes)
+                  .str()),
+             false);
+  } else if (trainStep) {
+    function("gradients", stepBody, true);
   }
+  if (trainStep && failed(emitParameterAccess(trainStep)))
+    return failure();
   if (training)
     emitTrainStepEntry();
   emitDescriptor(forward, trainStep, /*hasLastError=*/true,

@@ -199,6 +199,10 @@ private:
   /// Whether the function being written is the training step (its output 0
   /// is the loss, delivered asynchronously).
   bool inTrainStep = false;
+  /// The training step's input copies (before its graph) and the loss's
+  /// size (emitArgument, emitReturn).
+  std::string stepCopies;
+  int64_t stepLossBytes = 0;
 };
 
 } // namespace ampc::cudagen

@@ -41,6 +41,8 @@ void ampc_cudasim_counters_reset(void);
  *                                host-to-host copy involves no device
  *   memset COUNT CALL            cudaMemset or cudaMemsetAsync
  *   host_function COUNT cudaLaunchHostFunc
+ *   graph COUNT cudaGraphLaunch  a graph's launch (its work counts too,
+ *                                under its own kinds)
  *
  * NAME is the rest of the line (a template argument list may hold spaces).
  * At most `size` bytes are written, the terminating NUL included (none when

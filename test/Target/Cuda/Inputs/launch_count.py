@@ -15,10 +15,12 @@ exactly one train_step on the inputs sim_vs_cpu.py makes, synchronizes
 (ampc_model_synchronize: that adds the read of the device error code, one
 device-to-host copy) and prints
 
-  launches N gemms N copies N memsets N host_functions N
+  launches N gemms N copies N memsets N host_functions N graphs N
   kernel NAME COUNT     one line per kernel, sorted by name
   gemm EPILOGUE COUNT   one line per cuBLASLt epilogue
-  copy KIND COUNT, memset CALL COUNT, host_function CALL COUNT
+  copy KIND COUNT, memset CALL COUNT, host_function CALL COUNT,
+  graph cudaGraphLaunch COUNT (the step's kernels as one CUDA graph: its
+  kernels, GEMMs and memsets are still counted one by one)
 
 A kernel's name is the one ampc::cuda::launch gives it, without its
 template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
@@ -59,9 +61,10 @@ sys.path.insert(0, HERE)
 # the order it writes them: one line for all, since the numbers shift with
 # every kernel written before them.
 GENERATED = re.compile(r"k[0-9]+$")
-KINDS = ["kernel", "gemm", "copy", "memset", "host_function"]
+KINDS = ["kernel", "gemm", "copy", "memset", "host_function", "graph"]
 TOTALS = {"kernel": "launches", "gemm": "gemms", "copy": "copies",
-          "memset": "memsets", "host_function": "host_functions"}
+          "memset": "memsets", "host_function": "host_functions",
+          "graph": "graphs"}
 
 
 class Failure(Exception):
