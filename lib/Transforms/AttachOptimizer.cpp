@@ -196,22 +196,38 @@ struct AttachOptimizerPass
           step.getResultAttrOfType<FlatSymbolRefAttr>(i, ampc::kGradientOfAttr));
     }
 
-    // Weights the forward reads in f16/bf16 read a copy the step keeps.
+    // Weights the forward reads in f16/bf16 read a copy the step keeps,
+    // also through transposes (a Linear's W^T: the copy is the master's
+    // layout, transposed as the master was; a cast commutes with a
+    // transpose, so the values are the cast's bit for bit).
     llvm::DenseMap<StringAttr, SmallVector<Type>> lowPrecision;
     llvm::DenseSet<StringAttr> trained;
     for (FlatSymbolRefAttr p : params)
       trained.insert(p.getAttr());
+    // The load a cast reads, through transposes (outermost first).
+    auto loadOf = [](ampc::CastOp c, SmallVectorImpl<ampc::TransposeOp> &via) {
+      Value v = c.getInput();
+      while (auto t = v.getDefiningOp<ampc::TransposeOp>()) {
+        via.push_back(t);
+        v = t.getInput();
+      }
+      return v.getDefiningOp<ampc::LoadParameterOp>();
+    };
     SmallVector<ampc::CastOp> weightCasts;
     step.walk([&](ampc::CastOp c) {
-      auto load = c.getInput().getDefiningOp<ampc::LoadParameterOp>();
+      SmallVector<ampc::TransposeOp> via;
+      auto load = loadOf(c, via);
       Type to = c.getOutput().getType().getElementType();
       if (load && (to.isF16() || to.isBF16()) &&
           trained.contains(load.getParameterAttr().getAttr()))
         weightCasts.push_back(c);
     });
     for (ampc::CastOp c : weightCasts) {
-      auto load = c.getInput().getDefiningOp<ampc::LoadParameterOp>();
-      auto type = cast<RankedTensorType>(c.getOutput().getType());
+      SmallVector<ampc::TransposeOp> via;
+      auto load = loadOf(c, via);
+      auto type = RankedTensorType::get(
+          cast<RankedTensorType>(load.getType()).getShape(),
+          c.getOutput().getType().getElementType());
       StringAttr param = load.getParameterAttr().getAttr();
       std::string name =
           (param.getValue() + lowPrecisionSuffix(type.getElementType())).str();
@@ -220,8 +236,17 @@ struct AttachOptimizerPass
           DenseElementsAttr::get(type,
                                  FloatAttr::get(type.getElementType(), 0.0)),
           FlatSymbolRefAttr::get(param));
+      if (!via.empty()) {
+        OpBuilder tb(c);
+        for (ampc::TransposeOp t : llvm::reverse(via))
+          copy = ampc::TransposeOp::create(tb, t.getLoc(), copy,
+                                           t.getPermAttr());
+      }
       c.getOutput().replaceAllUsesWith(copy);
       c.erase();
+      for (ampc::TransposeOp t : via)
+        if (t->use_empty())
+          t.erase();
       SmallVector<Type> &types = lowPrecision[param];
       if (!llvm::is_contained(types, type))
         types.push_back(type);

@@ -124,6 +124,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createFoldTransposesPass();
      }},
+    {"ampc-fold-casts", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFoldCastsPass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-assign-accumulation", PipelinePart::Kernel, false,

@@ -452,6 +452,24 @@ def FoldTransposesPass : Pass<"ampc-fold-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
+  let summary = "give every cast a fused kernel (no kernel that only casts)";
+  let description = [{
+    Runs right before ampc-fuse (issue 37, item 6). A top-level `ampc.cast`
+    whose users are all elementwise ops of its shape becomes one cast per
+    user (ampc-fuse then converts in each user's kernel, in registers). A
+    cast whose producer is an elementwise op of its shape with other users
+    gets its own copy of the producer's elementwise chain (ops of the
+    cast's shape, at most 16, none reading a parameter or state that a
+    store between it and the cast writes), so the chain and the cast fuse
+    into one kernel and the original chain is left to its other users.
+    Only elementwise work is repeated, on the same operands: every target
+    computes the same values. Casts between non-elementwise ops (a
+    normalisation's or reduction's output, a GEMM's operand) are left.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{

@@ -5,6 +5,7 @@ CudaSim/Counters.h).
 
 usage:
   launch_count.py count LIBRARY [--check-prefix=P] [--full-names]
+                  [--source LIBRARY.cu]
   launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
                   [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
   launch_count.py gpt OUT.onnx [--d-model 32] [--heads 2] [--batch 2] [--seq 8]
@@ -31,6 +32,10 @@ layerNormGradByBlock and the others, are reduce, softmax, layerNormGrad
 count as one name, k<N>; --full-names keeps every name as it is. The
 totals on the first line are the sums of the lines below, so pinning every
 line pins the whole step.
+With --source (the library's generated source, ampc ... --emit=cuda), one
+more line, "cast-only N": the launches of generated kernels whose body
+only converts (loads its one input, stores it in another type: a cast
+that no producer or consumer absorbed; issue 37, item 6).
 With --check-prefix=P the lines come out as FileCheck directives ("# P:",
 then "# P-NEXT:"), ready to paste into launch-count.test.
 
@@ -122,6 +127,30 @@ def one_step(path):
         raise Failure(str(e))
 
 
+# A generated kernel: its name, parameters and body.
+KERNEL = re.compile(r"__global__ void __launch_bounds__\([^)]*\) (k[0-9]+)"
+                    r"\(([^)]*)\) \{\n(.*?)\n\}\n", re.S)
+# The two statements of a kernel that only converts its one input.
+CAST_LOAD = re.compile(r"const \w+ x0 = (ampc::cuda::load\w+\()?a0\[o\]\)?;$")
+CAST_STORE = re.compile(r"out\[o\] = (ampc::cuda::store\w+|static_cast<\w+>)"
+                        r"\(\(x0\)\);$")
+
+
+def cast_only_kernels(source):
+    """The names of the generated kernels in `source` that only convert."""
+    names = set()
+    for m in KERNEL.finditer(source):
+        if m.group(2).count("*") != 2:  # one input and the output
+            continue
+        body = [l.strip() for l in m.group(3).splitlines()
+                if l.strip() and l.strip() != "}"
+                and not l.strip().startswith("AMPC_FOR")]
+        if (len(body) == 2 and CAST_LOAD.match(body[0])
+                and CAST_STORE.match(body[1])):
+            names.add(m.group(1))
+    return names
+
+
 def report(counts, full_names):
     merged = {}
     for (kind, name), count in counts.items():
@@ -190,6 +219,7 @@ def main():
     count.add_argument("library")
     count.add_argument("--check-prefix")
     count.add_argument("--full-names", action="store_true")
+    count.add_argument("--source")
     encoder = sub.add_parser("encoder")
     encoder.add_argument("out")
     encoder.add_argument("--d-model", type=int, default=256)
@@ -213,7 +243,14 @@ def main():
         export_encoder(args)
         return 0
     try:
-        lines = report(one_step(args.library), args.full_names)
+        counts = one_step(args.library)
+        lines = report(counts, args.full_names)
+        if args.source:
+            with open(args.source) as f:
+                cast_only = cast_only_kernels(f.read())
+            lines.append("cast-only %d" % sum(
+                c for (k, name), c in counts.items()
+                if k == "kernel" and name in cast_only))
     except Failure as e:
         print("launch_count.py: error: %s: %s" % (args.library, e),
               file=sys.stderr)

@@ -1,0 +1,139 @@
+//===- FoldCasts.cpp - no kernel that only casts -------------------------===//
+//
+// Issue 37, item 6. ampc-fuse folds a cast into its elementwise neighbours
+// only when the cast has one elementwise user group and its elementwise
+// producer has no other user; otherwise the cast stays a kernel of its own
+// that only converts. This pass, run right before ampc-fuse, gives each
+// such cast a place in a fused kernel (Passes.td, FoldCastsPass):
+//
+// - a cast whose users are all elementwise ops of its shape becomes one
+//   cast per user, so each user converts in registers;
+// - a cast whose producer is an elementwise chain that other ops read too
+//   takes its own copy of that chain, so the chain and the cast are one
+//   kernel and the original chain is left to its other users.
+//
+// Both only duplicate elementwise work; every copy computes the original
+// ops on the original operands, so every target computes the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Transforms/MemoryPlan.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_FOLDCASTSPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+namespace {
+
+/// The largest elementwise chain a cast copies from its producer.
+constexpr unsigned kMaxCopiedOps = 16;
+
+/// Elementwise as ampc-fuse groups it: one ranked result.
+bool isFusible(Operation *op) {
+  return op && op->hasTrait<ampc::Elementwise>() && op->getNumResults() == 1 &&
+         isa<RankedTensorType>(op->getResult(0).getType());
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Whether a store between `op` and `at` writes what `op` reads in place
+/// (a copy of `op` placed at `at` would read the stored value).
+bool storedBetween(Operation *op, Operation *at) {
+  SmallVector<StringAttr> read;
+  for (Value operand : op->getOperands())
+    if (StringAttr symbol = ampc::storageSymbol(operand))
+      read.push_back(symbol);
+  if (read.empty())
+    return false;
+  for (Operation *o = op->getNextNode(); o && o != at; o = o->getNextNode())
+    if (auto store = dyn_cast<ampc::StoreOp>(o);
+        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
+      return true;
+  return false;
+}
+
+/// One cast per elementwise user. Returns true when it split the cast.
+bool splitPerUser(ampc::CastOp cast) {
+  if (cast->hasOneUse() || cast.use_empty())
+    return false;
+  if (!llvm::all_of(cast->getUsers(), [&](Operation *user) {
+        return isFusible(user) && user->getBlock() == cast->getBlock() &&
+               shapeOf(user->getResult(0)) == shapeOf(cast.getOutput());
+      }))
+    return false;
+  for (OpOperand &use : llvm::make_early_inc_range(cast->getUses())) {
+    OpBuilder b(use.getOwner());
+    use.set(b.clone(*cast)->getResult(0));
+  }
+  cast.erase();
+  return true;
+}
+
+/// The elementwise chain of the cast's shape that produces `cast`'s input,
+/// in program order; empty when the producer is not elementwise, has no
+/// other user (ampc-fuse takes it then), or the chain is too large.
+SmallVector<Operation *> producerChain(ampc::CastOp cast) {
+  Operation *producer = cast.getInput().getDefiningOp();
+  if (!isFusible(producer) || producer->getBlock() != cast->getBlock() ||
+      producer->getResult(0).hasOneUse() ||
+      shapeOf(producer->getResult(0)) != shapeOf(cast.getOutput()))
+    return {};
+  llvm::SetVector<Operation *> chain;
+  chain.insert(producer);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (chain.size() > kMaxCopiedOps || storedBetween(chain[i], cast))
+      return {};
+    for (Value operand : chain[i]->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (isFusible(def) && def->getBlock() == cast->getBlock() &&
+          shapeOf(operand) == shapeOf(cast.getOutput()))
+        chain.insert(def);
+    }
+  }
+  SmallVector<Operation *> ordered(chain.begin(), chain.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  return ordered;
+}
+
+/// Gives the cast its own copy of its producer's elementwise chain.
+bool copyProducer(ampc::CastOp cast) {
+  SmallVector<Operation *> chain = producerChain(cast);
+  if (chain.empty())
+    return false;
+  OpBuilder b(cast);
+  IRMapping mapping;
+  for (Operation *op : chain)
+    b.clone(*op, mapping);
+  cast.getInputMutable().assign(mapping.lookup(cast.getInput()));
+  return true;
+}
+
+struct FoldCasts : ampc::impl::FoldCastsPassBase<FoldCasts> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    SmallVector<ampc::CastOp> casts;
+    func.walk([&](ampc::CastOp cast) {
+      if (isa<func::FuncOp>(cast->getParentOp()))
+        casts.push_back(cast);
+    });
+    for (ampc::CastOp cast : casts)
+      if (!splitPerUser(cast))
+        copyProducer(cast);
+  }
+};
+
+} // namespace

@@ -1,0 +1,108 @@
+// RUN: ampc-opt %s --split-input-file --ampc-fold-casts | FileCheck %s
+// RUN: ampc-opt %s --split-input-file --ampc-fold-casts --ampc-fuse | FileCheck %s --check-prefix=FUSED
+// Without ampc-fold-casts each of the first two cases keeps a kernel that
+// only casts:
+// RUN: ampc-opt %s --split-input-file --ampc-fuse | FileCheck %s --check-prefix=UNFOLDED
+
+// ampc-fold-casts (issue 37, item 6): no cast is left a kernel of its own
+// where an elementwise neighbour can convert in registers.
+
+// A GEMM's f16 output read in f32 by two elementwise ops (the attention
+// probabilities' gradient): one cast per user, each fused into its user.
+// CHECK-LABEL: func.func @per_user
+// CHECK-SAME: (%[[G:.+]]: tensor<4x8xf16>, %[[P:.+]]: tensor<4x8xf32>, %[[R:.+]]: tensor<4x1xf32>)
+// CHECK-NEXT: %[[C1:.+]] = ampc.cast %[[G]] : tensor<4x8xf16> to tensor<4x8xf32>
+// CHECK-NEXT: %[[M:.+]] = ampc.mul %[[C1]], %[[P]]
+// CHECK-NEXT: %[[S:.+]] = ampc.reduce_sum %[[M]]
+// CHECK-NEXT: %[[C2:.+]] = ampc.cast %[[G]] : tensor<4x8xf16> to tensor<4x8xf32>
+// CHECK-NEXT: ampc.sub %[[C2]], %[[R]]
+// FUSED-LABEL: func.func @per_user
+// FUSED-NOT: ampc.cast
+// FUSED: ampc.fusion
+// FUSED-NEXT: ^bb0
+// FUSED-NEXT: ampc.cast
+// FUSED: ampc.reduce_sum
+// FUSED: ampc.fusion
+// FUSED-NEXT: ^bb0
+// FUSED-NEXT: ampc.cast
+// UNFOLDED-LABEL: func.func @per_user
+// UNFOLDED-NEXT: ampc.cast %{{.+}} : tensor<4x8xf16> to tensor<4x8xf32>
+// UNFOLDED-NEXT: ampc.mul
+func.func @per_user(%g: tensor<4x8xf16>, %p: tensor<4x8xf32>, %r: tensor<4x1xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %c = ampc.cast %g : tensor<4x8xf16> to tensor<4x8xf32>
+  %m = ampc.mul %c, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = ampc.reduce_sum %m {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %d = ampc.sub %c, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %s, %d : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// An elementwise chain whose f32 result is read by another elementwise op
+// and, cast to f16, by a reduction (the loss gradient, also added to the
+// residual gradient): the cast takes its own copy of the chain.
+// CHECK-LABEL: func.func @copy_producer
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[Y:.+]]: tensor<4x8xf32>, %[[Z:.+]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[A:.+]] = ampc.add %[[X]], %[[Y]]
+// CHECK-NEXT: %[[E:.+]] = ampc.exp %[[A]]
+// CHECK-NEXT: %[[A2:.+]] = ampc.add %[[X]], %[[Y]]
+// CHECK-NEXT: %[[E2:.+]] = ampc.exp %[[A2]]
+// CHECK-NEXT: %[[C:.+]] = ampc.cast %[[E2]] : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK-NEXT: ampc.reduce_sum %[[C]]
+// CHECK-NEXT: ampc.mul %[[E]], %[[Z]]
+// FUSED-LABEL: func.func @copy_producer
+// FUSED-NOT: ampc.cast
+// FUSED: ampc.fusion
+// FUSED: ampc.add
+// FUSED-NEXT: ampc.exp
+// FUSED-NEXT: ampc.cast
+// FUSED: ampc.reduce_sum
+// FUSED: ampc.fusion
+// FUSED: ampc.add
+// FUSED-NEXT: ampc.exp
+// FUSED-NEXT: ampc.mul
+// UNFOLDED-LABEL: func.func @copy_producer
+// UNFOLDED: ampc.cast %{{.+}} : tensor<4x8xf32> to tensor<4x8xf16>
+// UNFOLDED-NEXT: ampc.reduce_sum
+func.func @copy_producer(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> (tensor<8xf16>, tensor<4x8xf32>) {
+  %a = ampc.add %x, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e = ampc.exp %a : tensor<4x8xf32>
+  %c = ampc.cast %e : tensor<4x8xf32> to tensor<4x8xf16>
+  %s = ampc.reduce_sum %c {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<4x8xf16>) -> tensor<8xf16>
+  %m = ampc.mul %e, %z : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s, %m : tensor<8xf16>, tensor<4x8xf32>
+}
+
+// -----
+
+// Left as they are: a cast between two non-elementwise ops (a reduction's
+// output read by a reduction), and a chain reading state that a store
+// between it and the cast overwrites (a copy at the cast would read the
+// stored value).
+// CHECK-LABEL: func.func @left
+// CHECK: %[[S:.+]] = ampc.reduce_sum
+// CHECK-NEXT: %[[C:.+]] = ampc.cast %[[S]]
+// CHECK-NEXT: ampc.reduce_sum %[[C]]
+// CHECK-LABEL: func.func @stored
+// CHECK: %[[A:.+]] = ampc.add
+// CHECK-NEXT: ampc.store @s, %{{.+}}
+// CHECK-NEXT: ampc.cast %[[A]]
+// CHECK-NOT: ampc.add
+module {
+  ampc.state @s : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+  func.func @left(%x: tensor<4x8xf16>) -> tensor<f32> {
+    %s = ampc.reduce_sum %x {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x8xf16>) -> tensor<4xf16>
+    %c = ampc.cast %s : tensor<4xf16> to tensor<4xf32>
+    %t = ampc.reduce_sum %c {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<4xf32>) -> tensor<f32>
+    return %t : tensor<f32>
+  }
+  func.func @stored(%x: tensor<4xf32>) -> (tensor<f16>, tensor<4xf32>) {
+    %l = ampc.load_state @s : tensor<4xf32>
+    %a = ampc.add %l, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    ampc.store @s, %x : tensor<4xf32>
+    %c = ampc.cast %a : tensor<4xf32> to tensor<4xf16>
+    %t = ampc.reduce_sum %c {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<4xf16>) -> tensor<f16>
+    %m = ampc.mul %a, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %t, %m : tensor<f16>, tensor<4xf32>
+  }
+}
