@@ -549,8 +549,11 @@ ampc_status readTrainingFields(Model &model) {
   // checkpointed.
   model.partialRefusal = "the library was compiled before partial batches";
   if (abi->struct_size >= AMPC_ABI_FIELD_END(partial_batch_refusal)) {
-    if (abi->partial_batch_refusal) {
-      model.partialRefusal = abi->partial_batch_refusal;
+    const char *refusal = abi->partial_batch_refusal;
+    if (!refusal) {
+      model.partialRefusal = "the library does not say it trains them";
+    } else if (*refusal) {
+      model.partialRefusal = refusal;
     } else {
       if (model.stateTensors.empty() ||
           model.stateTensors.back().name != "ampc.batch_rows" ||

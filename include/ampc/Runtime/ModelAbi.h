@@ -189,11 +189,12 @@ typedef struct ampc_model_abi {
 
   /* Partial batches (appended). */
 
-  /// NULL when `train_step` trains a partial batch: the last state tensor
+  /// "" when `train_step` trains a partial batch: the last state tensor
   /// is then "ampc.batch_rows" (i64 scalar, the rows of the batch that
   /// count; the batch size unless the runtime sets fewer around one step;
   /// not part of a checkpoint). Otherwise why it cannot (one line, e.g.
-  /// "BatchNormalization 'bn1' computes statistics over the batch").
+  /// "BatchNormalization 'bn1' computes statistics over the batch"); NULL:
+  /// it cannot, for no stated reason.
   const char *partial_batch_refusal;
 } ampc_model_abi;
 

@@ -890,9 +890,9 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
         "extern \"C\" const char " + name + "[] = " + hyperText + ";\n";
     hyperText = name;
   }
-  // NULL when the step trains a partial batch (it reads ampc.batch_rows),
+  // "" when the step trains a partial batch (it reads ampc.batch_rows),
   // otherwise why not.
-  std::string partialRefusal = "nullptr";
+  std::string partialRefusal = training ? "\"\"" : "nullptr";
   if (training && !module.lookupSymbol(ampc::kBatchRows)) {
     auto why = module->getAttrOfType<StringAttr>(ampc::kPartialBatchesAttr);
     partialRefusal = quoted(why && !why.getValue().empty()
