@@ -106,6 +106,19 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "ampc.state");
     return success();
   }
+  if (name == kBatchRowsAttr) {
+    if (!isa<UnitAttr>(value) || !isa<ConstantOp>(op))
+      return op->emitOpError("'ampc.batch_rows' must be a unit attribute on "
+                             "an ampc.constant");
+    return success();
+  }
+  if (name == kPartialBatchesAttr) {
+    if (!isModule || !isa<StringAttr>(value))
+      return op->emitOpError("'ampc.partial_batches' must be a string on "
+                             "the module, got ")
+             << value;
+    return success();
+  }
   if (name == kPrecisionAttr) {
     if (!isa<PrecisionDecisionAttr>(value))
       return op->emitOpError("'ampc.precision' must be a precision decision "

@@ -273,6 +273,11 @@ struct Model {
   /// descriptions and their indices among the state tensors.
   std::vector<TensorDesc> buffers;
   std::vector<int32_t> bufferStates;
+  /// Partial batches: the library's state index of "ampc.batch_rows" (kept
+  /// out of `stateTensors`, so out of checkpoints), or -1 with the reason
+  /// the library gives in `partialRefusal`.
+  int32_t batchRowsState = -1;
+  std::string partialRefusal;
   std::string optimizer, hyperparameters, lossScaling;
   int32_t numLabels = 0;
   const unsigned char *onnxModel = nullptr;
@@ -540,6 +545,30 @@ ampc_status readTrainingFields(Model &model) {
           readTensors(model, "state tensor", abi->num_state_tensors,
                       abi->state_tensors, model.stateTensors))
     return status;
+  // The partial batch's row count is the last state tensor, not
+  // checkpointed.
+  model.partialRefusal = "the library was compiled before partial batches";
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(partial_batch_refusal)) {
+    const char *refusal = abi->partial_batch_refusal;
+    if (!refusal) {
+      model.partialRefusal = "the library does not say it trains them";
+    } else if (*refusal) {
+      model.partialRefusal = refusal;
+    } else {
+      if (model.stateTensors.empty() ||
+          model.stateTensors.back().name != "ampc.batch_rows" ||
+          model.stateTensors.back().dtype != AMPC_DTYPE_I64 ||
+          model.stateTensors.back().rank() != 0)
+        return fail(AMPC_ERROR_CORRUPT, kLoad,
+                    format("'%s': partial batches train but the last state "
+                           "tensor is not the i64 scalar 'ampc.batch_rows'",
+                           path));
+      model.batchRowsState =
+          static_cast<int32_t>(model.stateTensors.size()) - 1;
+      model.stateTensors.pop_back();
+      model.partialRefusal.clear();
+    }
+  }
   if (abi->struct_size >= AMPC_ABI_FIELD_END(buffer_states) &&
       abi->num_buffers != 0) {
     const int32_t count = static_cast<int32_t>(model.stateTensors.size());
@@ -1467,13 +1496,37 @@ std::vector<ampc::runtime::StateTensor> checkpointTensors(const Model &model) {
 
 extern "C" {
 
-ampc_status ampc_model_train_step(ampc_model *handle,
-                                  const ampc_tensor *inputs,
-                                  int32_t num_inputs, ampc_tensor *loss) {
+} // extern "C"
+
+namespace {
+/// ampc_model_train_step, on the first `rows` rows of the batch (-1: all).
+ampc_status trainStep(const char *call, ampc_model *handle,
+                      const ampc_tensor *inputs, int32_t num_inputs,
+                      ampc_tensor *loss, int64_t rows) {
+  const char *kTrainStep = call;
   ampc_status status = AMPC_OK;
   std::shared_ptr<Model> model = lookupTraining(handle, kTrainStep, status);
   if (!model)
     return status;
+  const int64_t batch = model->inputs.empty() || model->inputs[0].shape.empty()
+                            ? 0
+                            : model->inputs[0].shape[0];
+  if (rows >= 0 && rows != batch) {
+    if (rows < 1 || rows > batch)
+      return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep,
+                  format("rows is %lld, expected 1 to the batch size %lld",
+                         static_cast<long long>(rows),
+                         static_cast<long long>(batch)));
+    if (model->batchRowsState < 0)
+      return fail(AMPC_ERROR_UNSUPPORTED, kTrainStep,
+                  format("model '%s' cannot train a partial batch (%lld of "
+                         "%lld rows): %s; drop it "
+                         "(DataLoader(drop_last=True)) or compile a library "
+                         "for its size",
+                         model->name.c_str(), static_cast<long long>(rows),
+                         static_cast<long long>(batch),
+                         model->partialRefusal.c_str()));
+  }
   const int32_t expectedInputs = static_cast<int32_t>(model->inputs.size());
   if (num_inputs != expectedInputs)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep,
@@ -1498,13 +1551,37 @@ ampc_status ampc_model_train_step(ampc_model *handle,
   std::lock_guard<std::mutex> lock(model->runMutex);
   for (int32_t i = 0; i < num_inputs; ++i)
     model->inputData[static_cast<size_t>(i)] = inputs[i].data;
+  // The row count is set for this step only (an asynchronous library
+  // copies it in stream order).
+  const bool partial = rows >= 0 && rows != batch;
+  if (partial)
+    model->writeState(model->state, model->batchRowsState, &rows);
   int32_t code =
       model->trainStep(model->state, model->inputData.data(), loss->data);
+  if (partial)
+    model->writeState(model->state, model->batchRowsState, &batch);
   if (code != 0)
     return fail(AMPC_ERROR_EXECUTION, kTrainStep,
                 format("model '%s' failed: %s", model->name.c_str(),
                        model->libraryError(code).c_str()));
   return AMPC_OK;
+}
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_model_train_step(ampc_model *handle,
+                                  const ampc_tensor *inputs,
+                                  int32_t num_inputs, ampc_tensor *loss) {
+  return trainStep(kTrainStep, handle, inputs, num_inputs, loss, -1);
+}
+
+ampc_status ampc_model_train_step_rows(ampc_model *handle,
+                                       const ampc_tensor *inputs,
+                                       int32_t num_inputs, ampc_tensor *loss,
+                                       int64_t rows) {
+  return trainStep("ampc_model_train_step_rows", handle, inputs, num_inputs,
+                   loss, rows);
 }
 
 ampc_status ampc_model_training_info(const ampc_model *handle,

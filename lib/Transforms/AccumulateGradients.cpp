@@ -73,6 +73,15 @@ struct AccumulateGradientsPass
     }
     if (microBatches == 1)
       return;
+    // A partial micro-batch's mean would weigh as much as a full one's.
+    if (auto why = module->getAttrOfType<StringAttr>(ampc::kPartialBatchesAttr);
+        why && why.getValue().empty())
+      module->setAttr(ampc::kPartialBatchesAttr,
+                      StringAttr::get(module.getContext(),
+                                      "the step accumulates gradients over " +
+                                          std::to_string(microBatches) +
+                                          " micro-batches, each weighted as "
+                                          "a full batch"));
     auto step = module.lookupSymbol<func::FuncOp>(ampc::kTrainStep);
     SmallVector<ampc::OptimizerUpdateOp> updates;
     if (step)

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Training.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -29,6 +30,10 @@ namespace ampc {
 using namespace mlir;
 
 namespace {
+
+/// The label a padded row of a partial batch gets for cross-entropy when
+/// no ignore-index is given: an id no class has, which the loss ignores.
+constexpr int64_t kPaddingLabel = INT32_MIN;
 
 /// The node name of the ops this pass adds (diagnostics, the precision
 /// report, and node: rules name it).
@@ -160,6 +165,74 @@ private:
 
   /// @forward's location, set when the pass runs.
   LocationAttr forwardLoc;
+
+  /// Partial batches (issue 34, item 6): the rows of the batch the step
+  /// trains, an i64 scalar (the batch size in @forward, marked
+  /// kBatchRowsAttr; ampc-attach-optimizer reads it from the state in
+  /// @train_step), or null when the loss is not masked.
+  Value batchRows;
+  int64_t batchSize = 0;
+  /// i1 of shape (batch, 1, ...) (rank `rank`): row < batchRows.
+  Value rowMask(OpBuilder &b, int64_t rank) {
+    SmallVector<int64_t> shape(std::max<int64_t>(rank, 1), 1);
+    shape[0] = batchSize;
+    SmallVector<int64_t> ids(batchSize);
+    for (int64_t i = 0; i < batchSize; ++i)
+      ids[i] = i;
+    Value rowIds = ampc::ConstantOp::create(
+        b, lossLoc("Constant"),
+        DenseElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
+                               ArrayRef<int64_t>(ids)));
+    return ampc::LessOp::create(b, lossLoc("Less"), rowIds, batchRows);
+  }
+  /// `x` (batch on axis 0) with the padded rows' elements 0: a select, so
+  /// that the real rows keep their bits.
+  Value maskRows(OpBuilder &b, Value x) {
+    if (!batchRows)
+      return x;
+    Type element = elementOf(x);
+    Value zero =
+        isa<FloatType>(element)
+            ? scalar(b, element, 0.0)
+            : ampc::ConstantOp::create(
+                  b, lossLoc("Constant"),
+                  DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                         b.getIntegerAttr(element, 0)));
+    return ampc::WhereOp::create(b, lossLoc("Where"),
+                                 rowMask(b, cast<RankedTensorType>(
+                                                x.getType())
+                                                .getRank()),
+                                 x, zero);
+  }
+  /// The mean over every element of `x` (batch on axis 0) in the real
+  /// rows. With every row real it is ReduceMean(x) bit for bit: the
+  /// divisor of the partial mean is chosen only when rows < batch.
+  Value meanOverRows(OpBuilder &b, Value x) {
+    if (!batchRows)
+      return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), x,
+                                        ArrayRef<int64_t>{}, /*keepdims=*/0);
+    Type element = elementOf(x);
+    Value masked = maskRows(b, x);
+    Value full = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), masked,
+                                            ArrayRef<int64_t>{},
+                                            /*keepdims=*/0);
+    Value sum = ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"), masked,
+                                          ArrayRef<int64_t>{}, /*keepdims=*/0);
+    int64_t perRow =
+        cast<RankedTensorType>(x.getType()).getNumElements() / batchSize;
+    auto scalarType = RankedTensorType::get({}, element);
+    Value rows = ampc::CastOp::create(b, lossLoc("Cast"), scalarType,
+                                      batchRows);
+    Value count = ampc::MulOp::create(b, lossLoc("Mul"), rows,
+                                      scalar(b, element, double(perRow)));
+    Value partial = ampc::DivOp::create(b, lossLoc("Div"), sum, count);
+    Value all = ampc::ConstantOp::create(
+        b, lossLoc("Constant"),
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                               batchSize));
+    Value isFull = ampc::EqualOp::create(b, lossLoc("Equal"), batchRows, all);
+    return ampc::WhereOp::create(b, lossLoc("Where"), isFull, full, partial);
+  }
 };
 
 FailureOr<RankedTensorType> AttachLoss::labelType(Value output) {
@@ -223,11 +296,26 @@ FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
         constant(b, element, {int64_t(classWeights.size())}, classWeights);
   IntegerAttr ignored =
       hasIgnoreIndex() ? b.getI64IntegerAttr(ignoreIndex) : IntegerAttr();
+  // A partial batch: the padded rows' labels become the ignored id, which
+  // takes them out of the sum and of the divisor.
+  Value hardLabel = label;
+  if (batchRows) {
+    if (!ignored)
+      ignored = b.getI64IntegerAttr(kPaddingLabel);
+    Value id = ampc::ConstantOp::create(
+        b, lossLoc("Constant"),
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                               ignored.getInt()));
+    hardLabel = ampc::WhereOp::create(
+        b, lossLoc("Where"),
+        rowMask(b, cast<RankedTensorType>(label.getType()).getRank()), label,
+        id);
+  }
   Value hard;
   if (auto logSoftmax = output.getDefiningOp<ampc::LogSoftmaxOp>();
       logSoftmax && alongClassAxis(logSoftmax, logSoftmax.getAxis())) {
     hard = ampc::NegativeLogLikelihoodLossOp::create(
-        b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), label,
+        b, lossLoc("NegativeLogLikelihoodLoss"), toFp32(b, output), hardLabel,
         weights, ampc::Reduction::Mean, ignored);
   } else {
     Value scores = output;
@@ -235,13 +323,16 @@ FailureOr<Value> AttachLoss::crossEntropy(OpBuilder &b, Value output,
         softmax && alongClassAxis(softmax, softmax.getAxis()))
       scores = softmax.getInput();
     hard = ampc::SoftmaxCrossEntropyLossOp::create(
-               b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores), label,
-               weights, ampc::Reduction::Mean, ignored)
+               b, lossLoc("SoftmaxCrossEntropyLoss"), toFp32(b, scores),
+               hardLabel, weights, ampc::Reduction::Mean, ignored)
                .getLoss();
   }
   if (labelSmoothing == 0.0)
     return hard;
-  return smoothedCrossEntropy(b, hard, logProbabilities(b, output), label);
+  // With an ignore-index the masked labels take the padding out of the
+  // smoothed part too; without one, it masks its sums itself.
+  return smoothedCrossEntropy(b, hard, logProbabilities(b, output),
+                              hasIgnoreIndex() ? hardLabel : label);
 }
 
 Value AttachLoss::smoothedCrossEntropy(OpBuilder &b, Value hard, Value logp,
@@ -261,8 +352,7 @@ Value AttachLoss::smoothedCrossEntropy(OpBuilder &b, Value hard, Value logp,
   Value total;
   if (!hasIgnoreIndex() && classWeights.empty()) {
     // Every position counts once: the mean.
-    total = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), perPosition,
-                                       ArrayRef<int64_t>{}, /*keepdims=*/0);
+    total = meanOverRows(b, perPosition);
   } else {
     // The divisor is NLL's: the sum of w[label] over the counted positions.
     Value counted, ids = label;
@@ -295,6 +385,11 @@ Value AttachLoss::smoothedCrossEntropy(OpBuilder &b, Value hard, Value logp,
           counted
               ? Value(ampc::MulOp::create(b, lossLoc("Mul"), perLabel, counted))
               : perLabel;
+    }
+    if (!hasIgnoreIndex()) {
+      // Without an ignore-index the padded rows are masked here.
+      perPosition = maskRows(b, perPosition);
+      divisorTerms = maskRows(b, divisorTerms);
     }
     Value sum = ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"), perPosition,
                                           ArrayRef<int64_t>{}, /*keepdims=*/0);
@@ -330,8 +425,7 @@ Value AttachLoss::softCrossEntropy(OpBuilder &b, Value logp, Value label) {
         classWeightsAlongAxis1(b, element, logpType.getRank()));
   Value perPosition = ampc::ReduceSumOp::create(
       b, lossLoc("ReduceSum"), product, ArrayRef<int64_t>{1}, /*keepdims=*/0);
-  Value mean = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), perPosition,
-                                          ArrayRef<int64_t>{}, /*keepdims=*/0);
+  Value mean = meanOverRows(b, perPosition);
   return ampc::NegOp::create(b, lossLoc("Neg"), mean);
 }
 
@@ -358,8 +452,7 @@ Value AttachLoss::bceWithLogits(OpBuilder &b, Value output, Value label) {
     softplus = ampc::MulOp::create(b, lossLoc("Mul"), coefficient, softplus);
   }
   Value elementwise = ampc::AddOp::create(b, lossLoc("Add"), linear, softplus);
-  return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), elementwise,
-                                    ArrayRef<int64_t>{}, /*keepdims=*/0);
+  return meanOverRows(b, elementwise);
 }
 
 /// With d = output - label, a = |d|, m = min(a, delta): huber is
@@ -388,8 +481,7 @@ Value AttachLoss::regression(OpBuilder &b, Value output, Value label) {
                                    scalar(b, element, knee));
     elementwise = ampc::AddOp::create(b, lossLoc("Add"), quadratic, linear);
   }
-  return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), elementwise,
-                                    ArrayRef<int64_t>{}, /*keepdims=*/0);
+  return meanOverRows(b, elementwise);
 }
 
 /// `v` as %g prints it (1.5, not 1.500000).
@@ -457,8 +549,7 @@ std::string AttachLoss::checkOptions(RankedTensorType outputType) {
 Value AttachLoss::meanSquaredError(OpBuilder &b, Value output, Value label) {
   Value diff = ampc::SubOp::create(b, lossLoc("Sub"), toFp32(b, output), label);
   Value square = ampc::MulOp::create(b, lossLoc("Mul"), diff, diff);
-  return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), square,
-                                    ArrayRef<int64_t>{}, /*keepdims=*/0);
+  return meanOverRows(b, square);
 }
 
 void AttachLoss::runOnOperation() {
@@ -484,6 +575,13 @@ void AttachLoss::runOnOperation() {
           << i << "); the loss options apply to a loss ampc attaches";
       return signalPassFailure();
     }
+    if (partialBatches)
+      module->setAttr(ampc::kPartialBatchesAttr,
+                    StringAttr::get(module.getContext(),
+                                    "the model computes its own loss (output " +
+                                        std::to_string(i) +
+                                        "), which would count the padded "
+                                        "rows"));
     // Its class-id input, when the model takes it, is the label input.
     forward.walk([&](Operation *op) {
       Value labels;
@@ -524,6 +622,26 @@ void AttachLoss::runOnOperation() {
       return signalPassFailure();
     }
   Value output = ret->getOperand(0);
+  // Whether a partial batch trains: the rows are independent and the
+  // output keeps them on axis 0 (decided before the label is added).
+  std::string partialReason = partialBatches
+                                  ? "@forward has no inputs"
+                                  : "not decided (partial-batches=0)";
+  if (partialBatches && forward.getNumArguments() > 0) {
+    auto first = cast<RankedTensorType>(forward.getArgument(0).getType());
+    batchSize = first.hasStaticShape() && first.getRank() > 0
+                    ? first.getDimSize(0)
+                    : 0;
+    partialReason = ampc::batchMixingReason(forward, batchSize);
+    auto outType = cast<RankedTensorType>(output.getType());
+    if (partialReason.empty() &&
+        (outType.getRank() == 0 || outType.getDimSize(0) != batchSize))
+      partialReason = "the output the loss is attached to does not have "
+                      "the batch on axis 0";
+  }
+  if (partialBatches)
+    module->setAttr(ampc::kPartialBatchesAttr,
+                    StringAttr::get(module.getContext(), partialReason));
   FailureOr<RankedTensorType> type = labelType(output);
   if (failed(type))
     return signalPassFailure();
@@ -548,6 +666,14 @@ void AttachLoss::runOnOperation() {
     return signalPassFailure();
   Value labelValue = forward.getArgument(index);
   forward.setArgAttr(index, ampc::kLabelAttr, b.getUnitAttr());
+
+  if (partialReason.empty()) {
+    auto rowsType = RankedTensorType::get({}, b.getI64Type());
+    auto rows = ampc::ConstantOp::create(
+        b, lossLoc("Constant"), DenseElementsAttr::get(rowsType, batchSize));
+    rows->setAttr(ampc::kBatchRowsAttr, b.getUnitAttr());
+    batchRows = rows;
+  }
 
   Value lossValue;
   if (loss == ampc::LossFunction::CrossEntropy) {

@@ -185,6 +185,22 @@ struct AttachOptimizerPass
         symbols, step, ampc::kStepCount,
         DenseElementsAttr::get(RankedTensorType::get({}, i64), int64_t(0)));
     Value foundInf = ampc::findFoundInf(step);
+    // Partial batches: the row count ampc-attach-loss masks the loss by
+    // becomes state the runtime sets (the batch size unless it trains a
+    // partial last batch).
+    SmallVector<ampc::ConstantOp> rowCounts;
+    step.walk([&](ampc::ConstantOp c) {
+      if (c->hasAttr(ampc::kBatchRowsAttr))
+        rowCounts.push_back(c);
+    });
+    if (!rowCounts.empty()) {
+      Value rows = ampc::declareState(symbols, step, ampc::kBatchRows,
+                                      rowCounts.front().getValue());
+      for (ampc::ConstantOp c : rowCounts) {
+        c->getResult(0).replaceAllUsesWith(rows);
+        c.erase();
+      }
+    }
 
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     SmallVector<unsigned> gradientResults = ampc::gradientResults(step);

@@ -45,7 +45,10 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-attach-loss", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       return ampc::createAttachLossPass(o.loss);
+       // The pipeline decides whether a partial last batch trains.
+       ampc::AttachLossPassOptions loss = o.loss;
+       loss.partialBatches = true;
+       return ampc::createAttachLossPass(loss);
      }},
     {"ampc-widen-to-f64", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {

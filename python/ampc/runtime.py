@@ -200,6 +200,9 @@ def load_runtime(path=None):
         "ampc_model_train_step": (status, [model_p, ctypes.POINTER(_Tensor),
                                            ctypes.c_int32,
                                            ctypes.POINTER(_Tensor)]),
+        "ampc_model_train_step_rows": (status, [
+            model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
+            ctypes.POINTER(_Tensor), ctypes.c_int64]),
         "ampc_model_synchronize": (status, [model_p]),
         "ampc_model_training_info": (status, [
             model_p, ctypes.POINTER(_TrainingInfo)]),
@@ -490,15 +493,18 @@ class Model:
         return n if 0 < n < batch else None
 
     @staticmethod
-    def _pad(x, info):
-        """`x` with zero rows appended up to the model's batch; each output
+    def _pad(x, info, copy_first=False):
+        """`x` with rows appended up to the model's batch, zeros or (with
+        `copy_first`, for training) copies of its first row; each output
         row depends on its own input row in eval mode (BatchNorm on its
         running statistics), so the padding is dropped from the outputs."""
         if hasattr(x, "detach"):
             x = x.detach().cpu().numpy()
         x = np.asarray(x)
-        pad = np.zeros((info.shape[0] - x.shape[0],) + x.shape[1:], x.dtype)
-        return np.concatenate([x, pad])
+        count = info.shape[0] - x.shape[0]
+        pad = np.repeat(x[:1], count, axis=0) if copy_first else \
+            np.zeros((count,) + x.shape[1:], x.dtype)
+        return np.ascontiguousarray(np.concatenate([x, pad]))
 
     def num_labels(self):
         """The label inputs of a training library (the last inputs); 0 for
@@ -593,18 +599,17 @@ class Model:
         With wait=False on a CUDA model the step is only queued: the
         returned array holds the loss after `synchronize()`."""
         loss = self._empty(self.outputs[0])
-        try:
-            step = self.bind_train_step(inputs, loss)
-            step()
-        except AmpcError as e:
-            rows = self._partial_batch(self._input_list(inputs))
-            if e.status != AMPC_ERROR_SHAPE_MISMATCH or rows is None:
-                raise
-            raise AmpcError(e.status, (
-                "%s; a partial last batch (%d rows, the library's batch is "
-                "%d) is not trained: drop it (DataLoader(..., "
-                "drop_last=True)) or compile a library for its size" % (
-                    e, rows, self.inputs[0].shape[0]))) from None
+        inputs = self._input_list(inputs)
+        rows = self._partial_batch(inputs)
+        if rows is not None:
+            # A partial last batch: padded with copies of its first row
+            # (finite values) and trained as a batch of `rows` rows; the
+            # runtime refuses a library whose rows are not independent
+            # (BatchNorm's batch statistics), naming drop_last.
+            inputs = [self._pad(x, info, copy_first=True)
+                      for x, info in zip(inputs, self.inputs)]
+        step = self.bind_train_step(inputs, loss, rows)
+        step()
         # On a CUDA model the loss reaches its buffer with the stream.
         if wait:
             self.synchronize()
@@ -612,17 +617,25 @@ class Model:
             self._pending.append(step)
         return loss
 
-    def bind_train_step(self, inputs, loss):
+    def bind_train_step(self, inputs, loss, rows=None):
         """ampc_model_train_step on fixed arrays, as a function of no
         arguments that writes the loss into `loss` (a C-contiguous array of
         the loss's shape) and does not wait for a CUDA model's stream: the
-        runtime call alone, for a benchmark's timing loop."""
+        runtime call alone, for a benchmark's timing loop. With `rows`, the
+        inputs are a full batch of which the first `rows` rows are real
+        (ampc_model_train_step_rows)."""
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         out = _TensorArray(self._in_place([loss]), self.outputs, "output")
 
         def run():
-            self._check(self._lib.ampc_model_train_step(
-                self._handle, ins.pointer(), len(ins.arrays), out.pointer()))
+            if rows is None:
+                self._check(self._lib.ampc_model_train_step(
+                    self._handle, ins.pointer(), len(ins.arrays),
+                    out.pointer()))
+            else:
+                self._check(self._lib.ampc_model_train_step_rows(
+                    self._handle, ins.pointer(), len(ins.arrays),
+                    out.pointer(), rows))
         return run
 
     def synchronize(self):

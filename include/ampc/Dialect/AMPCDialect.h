@@ -51,6 +51,13 @@ constexpr llvm::StringLiteral kFrozenAttr = "ampc.frozen";
 /// optimizer's, such as BatchNorm's running statistics and batch counter.
 /// The library lists buffers for state_dict() (ModelAbi.h, buffer_states).
 constexpr llvm::StringLiteral kBufferAttr = "ampc.buffer";
+/// Unit attribute of the i64 constant (the batch size) ampc-attach-loss
+/// builds its row mask from (issue 34, item 6); ampc-attach-optimizer
+/// makes it a load of the state ampc.batch_rows in @train_step.
+constexpr llvm::StringLiteral kBatchRowsAttr = "ampc.batch_rows";
+/// Module attribute (a string): why a partial batch cannot be trained, ""
+/// when it can (set by ampc-attach-loss with partial-batches).
+constexpr llvm::StringLiteral kPartialBatchesAttr = "ampc.partial_batches";
 /// Op attribute (ampc-plan-memory): `array<i64>`, one arena offset per
 /// result, -1 for results without a buffer of their own.
 constexpr llvm::StringLiteral kOffsetsAttr = "ampc.offsets";

@@ -186,6 +186,16 @@ typedef struct ampc_model_abi {
   /// 0/NULL without an optimizer (the statistics are then parameters).
   int32_t num_buffers;
   const int32_t *buffer_states;
+
+  /* Partial batches (appended). */
+
+  /// "" when `train_step` trains a partial batch: the last state tensor
+  /// is then "ampc.batch_rows" (i64 scalar, the rows of the batch that
+  /// count; the batch size unless the runtime sets fewer around one step;
+  /// not part of a checkpoint). Otherwise why it cannot (one line, e.g.
+  /// "BatchNormalization 'bn1' computes statistics over the batch"); NULL:
+  /// it cannot, for no stated reason.
+  const char *partial_batch_refusal;
 } ampc_model_abi;
 
 /// Exported by every compiled model library; returns its descriptor.

@@ -407,6 +407,22 @@ AMPC_API ampc_status ampc_model_train_step(ampc_model *model,
                                            int32_t num_inputs,
                                            ampc_tensor *loss);
 
+/// `ampc_model_train_step` on a partial batch: only the first `rows` rows
+/// of the inputs (full batch size, as the model describes them) are real;
+/// the step trains as on a batch of `rows` (the loss is the mean over
+/// them, the other rows count in no gradient). Fill the other rows with
+/// copies of a real row (finite values). `rows` equal to the batch size is
+/// `ampc_model_train_step`. Errors as `ampc_model_train_step`, and
+/// AMPC_ERROR_UNSUPPORTED when the library cannot leave rows out (its
+/// message says why, e.g. a BatchNormalization's batch statistics: drop the
+/// partial batch), AMPC_ERROR_INVALID_ARGUMENT for `rows` outside
+/// [1, batch].
+AMPC_API ampc_status ampc_model_train_step_rows(ampc_model *model,
+                                                const ampc_tensor *inputs,
+                                                int32_t num_inputs,
+                                                ampc_tensor *loss,
+                                                int64_t rows);
+
 /// What a training library's optimizer and scaler are. Strings stay valid
 /// until the model is released.
 typedef struct ampc_training_info {

@@ -102,6 +102,11 @@ def AttachLossPass : Pass<"ampc-attach-loss", "mlir::ModuleOp"> {
            "huber: where the loss turns from quadratic to linear">,
     Option<"smoothL1Beta", "smooth-l1-beta", "double", /*default=*/"1.0",
            "smooth_l1: where the loss turns from quadratic to linear">,
+    Option<"partialBatches", "partial-batches", "bool", /*default=*/"false",
+           "Decide whether a partial last batch trains (issue 34, item 6): "
+           "record why not in the module attribute ampc.partial_batches, or "
+           "mask the loss by the row count ampc-attach-optimizer makes state "
+           "(ampc.batch_rows). The ampc pipeline sets it.">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

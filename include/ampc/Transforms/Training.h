@@ -21,6 +21,11 @@ constexpr llvm::StringLiteral kGrowthTracker = "ampc.growth_tracker";
 constexpr llvm::StringLiteral kSkippedSteps = "ampc.skipped_steps";
 constexpr llvm::StringLiteral kLearningRate = "ampc.lr";
 constexpr llvm::StringLiteral kStepCount = "ampc.step";
+/// The rows of the batch the step trains (issue 34, item 6): an i64 scalar
+/// state, the batch size unless the runtime trains a partial last batch.
+/// Not checkpointed: the runtime sets it around each step.
+constexpr llvm::StringLiteral kBatchRows = "ampc.batch_rows";
+// kBatchRowsAttr and kPartialBatchesAttr are in AMPCDialect.h.
 // The module attributes that describe the step (kLossScalingAttr,
 // kOptimizerAttr, kHyperparametersAttr) are in AMPCDialect.h.
 
@@ -47,6 +52,13 @@ mlir::Value declareState(mlir::ModuleOp module, mlir::func::FuncOp func,
 mlir::Value declareState(mlir::SymbolTable &symbols, mlir::func::FuncOp func,
                          llvm::StringRef name, mlir::ElementsAttr initial,
                          mlir::FlatSymbolRefAttr derivedFrom = {});
+
+/// Why the rows of `forward`'s batch (axis 0 of its inputs, `batch` rows)
+/// are not computed independently of each other, naming the op; "" when
+/// every value either does not depend on the inputs or keeps each row's
+/// elements contiguous and apart from the other rows' (axis 0 a multiple of
+/// `batch`). Conservative: an op it does not know mixes rows.
+std::string batchMixingReason(mlir::func::FuncOp forward, int64_t batch);
 
 /// `counter + 1` where `flag == when`, `counter` otherwise (i64 scalars).
 mlir::Value countIf(mlir::OpBuilder &b, mlir::Location loc,

@@ -735,12 +735,21 @@ void LibraryEmitter::emitStateAccess() {
     tensors.push_back({p.getSymName(), cast<RankedTensorType>(p.getType())});
   int32_t numParameters = tensors.size();
   std::string buffers;
+  std::optional<std::pair<StringRef, RankedTensorType>> batchRows;
   for (auto s : module.getOps<ampc::StateOp>())
     if (!s.getDerivedFromAttr()) {
+      if (s.getSymName() == ampc::kBatchRows) {
+        batchRows = {s.getSymName(), cast<RankedTensorType>(s.getType())};
+        continue;
+      }
       if (s->hasAttr(ampc::kBufferAttr))
         buffers += formatv("{0}, ", tensors.size()).str();
       tensors.push_back({s.getSymName(), cast<RankedTensorType>(s.getType())});
     }
+  // The partial batch's row count last: the runtime keeps it out of the
+  // checkpoint (ModelAbi.h, partial_batch_refusal).
+  if (batchRows)
+    tensors.push_back(*batchRows);
   std::string entries, offsets, sizes;
   for (auto [i, entry] : llvm::enumerate(tensors)) {
     auto [symbol, t] = entry;
@@ -881,6 +890,17 @@ void LibraryEmitter::emitDescriptor(func::FuncOp forward,
         "extern \"C\" const char " + name + "[] = " + hyperText + ";\n";
     hyperText = name;
   }
+  // "" when the step trains a partial batch (it reads ampc.batch_rows),
+  // otherwise why not.
+  std::string partialRefusal = training ? "\"\"" : "nullptr";
+  if (training && !module.lookupSymbol(ampc::kBatchRows)) {
+    auto why = module->getAttrOfType<StringAttr>(ampc::kPartialBatchesAttr);
+    partialRefusal = quoted(why && !why.getValue().empty()
+                                ? why.getValue()
+                                : StringRef("the library was compiled before "
+                                            "partial batches, or without a "
+                                            "loss ampc attached"));
+  }
   std::string trainingFields =
       training ? formatv("kNumStateTensors, stateTensors, readState, "
                          "writeState, trainStep, {0}, {1}, {2}, {3}, {4}",
@@ -906,6 +926,7 @@ static const ampc_model_abi kModel = {
   {9},
   {12},
   {14},
+  {15},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
@@ -925,7 +946,8 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 trainStep ? "train" : "infer", trainingFields, targetName(),
                 hasRelease ? "release" : "nullptr", synchronizeFunction(),
                 symbol("ampc_model_entry"),
-                training ? "kNumBuffers, kBufferStates" : "0, nullptr");
+                training ? "kNumBuffers, kBufferStates" : "0, nullptr",
+                partialRefusal);
   if (!dataSection.empty())
     os << "\n" << kDataMarker << "\n" << dataSection;
 }

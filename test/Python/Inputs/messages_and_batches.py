@@ -3,7 +3,7 @@ compiler warnings as ampc.AmpcWarning, failures as ampc.CompileError naming
 the user's module (never a temporary path), no temporary folders left
 behind, the runtime's own message from gradients() on a library with an
 optimizer; batch=N for a torch module, infer on a partial last batch,
-train_step refusing one with advice.
+train_step training one.
 
     messages_and_batches.py WORK TARGET
 Prints one line per check; an assertion stops it (exit status 1)."""
@@ -82,9 +82,8 @@ assert got.shape == (5, 3) and np.array_equal(got, want[:5]), got.shape
 print("batch=8 from an example of 4 rows: inputs %s; infer on 5 rows gives "
       "%s, the full batch's first rows bit for bit" %
       (model8.inputs[0].shape, got.shape))
-try:
-    model8.train_step(full[:5], np.zeros(5, np.int64))
-    raise AssertionError("a partial batch trained")
-except ampc.AmpcError as e:
-    assert "drop_last=True" in str(e), e
-    print("partial train_step: refused, naming drop_last")
+# A partial batch trains as the smaller batch (test/Python/
+# partial-batches.test checks it against torch).
+loss = model8.train_step(full[:5], np.zeros(5, np.int64))
+assert np.isfinite(loss), loss
+print("partial train_step: trained on 5 of 8 rows")

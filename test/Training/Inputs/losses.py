@@ -15,7 +15,13 @@ of the low-precision scores' rounding.
 
 --target=cuda-sim runs the CUDA target's kernels on the CPU instead.
 
-usage: losses.py [--precision=fp16|bf16] [--target=cuda-sim] OUT_DIR [CASE...]
+--partial=ROWS trains one SGD step (lr 1, so each parameter moves by
+minus its gradient) on the first ROWS rows of the batch through
+train_step's partial batches (issue 34, item 6), against torch on those
+rows alone.
+
+usage: losses.py [--precision=fp16|bf16] [--target=cuda-sim] [--partial=ROWS]
+                 OUT_DIR [CASE...]
 """
 import os
 import sys
@@ -157,7 +163,7 @@ def relative(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
-def run_case(name, out, precision, target):
+def run_case(name, out, precision, target, partial=None):
     flags, spatial, make_label, torch_loss = CASES[name]
     torch.manual_seed(0)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -176,10 +182,22 @@ def run_case(name, out, precision, target):
 
     path = ampc_module.export(model, (torch.from_numpy(x),),
                               os.path.join(out, name + ".onnx"))
-    library = ampc_module.compile(
-        path, output=os.path.join(out, name + ".so"), target=target,
-        precision=precision, optimizer="none", **flags)
-    loss, grads = library.gradients([x, y])
+    if partial is None:
+        library = ampc_module.compile(
+            path, output=os.path.join(out, name + ".so"), target=target,
+            precision=precision, optimizer="none", **flags)
+        loss, grads = library.gradients([x, y])
+    else:
+        # A partial batch of the first `partial` rows through train_step:
+        # one SGD step at lr 1 moves each parameter by minus its gradient.
+        library = ampc_module.compile(
+            path, output=os.path.join(out, name + ".so"), target=target,
+            precision=precision, optimizer="sgd", lr=1.0, **flags)
+        before = {k: library.get_parameter(k) for k in ("fc.weight",
+                                                         "fc.bias")}
+        x, y = x[:partial], y[:partial]
+        loss = library.train_step(x, y)
+        grads = {k: before[k] - library.get_parameter(k) for k in before}
 
     scores = model(torch.from_numpy(x))
     reference = torch_loss(scores, torch.from_numpy(y))
@@ -208,12 +226,15 @@ def main():
     out, names = args[0], args[1:] or list(CASES)
     os.makedirs(out, exist_ok=True)
     precision = options["precision"]
+    partial = int(options["partial"]) if "partial" in options else None
     failed = [n for n in names
-              if not run_case(n, out, precision, options["target"])]
+              if not run_case(n, out, precision, options["target"], partial)]
     if failed:
         print("mismatch: " + ", ".join(failed))
         return 1
-    print(f"all {len(names)} losses match at {precision}")
+    rows = "" if partial is None else \
+        f" on a partial batch of {partial} of {N} rows"
+    print(f"all {len(names)} losses match at {precision}{rows}")
     return 0
 
 
