@@ -117,8 +117,9 @@ const PipelineStep kPipeline[] = {
        return ampc::createFuseLayerNormGradPass();
      }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
-     [](const ampc::PipelineOptions &) {
-       return ampc::createFuseEpiloguesPass();
+     [](const ampc::PipelineOptions &o) {
+       return ampc::createFuseEpiloguesPass(
+           {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda});
      }},
     {"ampc-fold-transposes", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
