@@ -149,10 +149,10 @@ ampc::GemmOp rebuild(ampc::GemmOp gemm, Value a, Value b, bool ta, bool tb,
 /// FP32 (issue 37, item 3: a weight gradient without the rounding to 16
 /// bits and the cast kernel); a 2-D transpose that is then the only user
 /// swaps the operands instead ((A B)^T = B^T A^T, no C to transpose).
-ampc::GemmOp widenOutput(ampc::GemmOp gemm) {
+ampc::GemmOp widenOutput(ampc::GemmOp gemm, bool widenToFp32) {
   auto out = cast<RankedTensorType>(gemm.getOutput().getType());
   Type element = out.getElementType();
-  if (gemm.getEpilogue() != GemmEpilogue::None ||
+  if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC() ||
       !(element.isF16() || element.isBF16()))
     return gemm;
   auto widen = dyn_cast_or_null<ampc::CastOp>(soleUser(gemm.getOutput()));
@@ -162,7 +162,7 @@ ampc::GemmOp widenOutput(ampc::GemmOp gemm) {
   Operation *last = widen;
   auto transpose =
       dyn_cast_or_null<ampc::TransposeOp>(soleUser(widen.getResult()));
-  bool swap = transpose && !gemm.getC() &&
+  bool swap = transpose &&
               transpose.getPerm() == ArrayRef<int64_t>{1, 0};
   Value a = gemm.getA(), b = gemm.getB();
   bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
@@ -171,9 +171,25 @@ ampc::GemmOp widenOutput(ampc::GemmOp gemm) {
     std::tie(ta, tb) = std::make_pair(!tb, !ta);
     last = transpose;
   }
+  if (!widenToFp32 && !swap)
+    return gemm;
   Type type = last->getResult(0).getType();
+  // Without widening the Gemm writes the transposed 16-bit result and the
+  // cast follows it (a cast commutes with a transpose).
+  if (!widenToFp32)
+    type = RankedTensorType::get(cast<RankedTensorType>(type).getShape(),
+                                 element);
   ampc::GemmOp fresh = rebuild(gemm, a, b, ta, tb, {type}, GemmEpilogue::None);
-  last->getResult(0).replaceAllUsesWith(fresh.getOutput());
+  Value result = fresh.getOutput();
+  if (!widenToFp32) {
+    OpBuilder builder(fresh->getBlock(), ++Block::iterator(fresh));
+    result = ampc::CastOp::create(builder, widen.getLoc(),
+                                  last->getResult(0).getType(), result)
+                 .getResult();
+    for (NamedAttribute attr : widen->getDiscardableAttrs())
+      result.getDefiningOp()->setAttr(attr.getName(), attr.getValue());
+  }
+  last->getResult(0).replaceAllUsesWith(result);
   if (swap)
     transpose->erase();
   widen->erase();
@@ -227,14 +243,22 @@ void fuseBiasGradient(ampc::GemmOp gemm) {
           continue;
         grad = narrow.getResult();
       }
-      if (!after(grad))
-        continue;
+      // A cast of the sum before the Gemm (to the gradient's FP32) moves
+      // after it when its own users come after.
+      ampc::CastOp follower;
+      if (!after(grad)) {
+        follower = dyn_cast_or_null<ampc::CastOp>(soleUser(grad));
+        if (!follower || !after(follower.getResult()))
+          continue;
+      }
       ampc::GemmOp fresh = rebuild(
           gemm, gemm.getA(), gemm.getB(), gemm.getTransA() != 0,
           gemm.getTransB() != 0, {gemm.getOutput().getType(), grad.getType()},
           sideA ? GemmEpilogue::BiasGradA : GemmEpilogue::BiasGradB);
       gemm.getOutput().replaceAllUsesWith(fresh.getOutput());
       grad.replaceAllUsesWith(fresh.getBiasGrad());
+      if (follower)
+        follower->moveAfter(fresh);
       if (narrow)
         narrow->erase();
       sum->erase();
@@ -274,7 +298,7 @@ struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
     gemms.clear();
     getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });
     for (ampc::GemmOp gemm : gemms)
-      fuseBiasGradient(widenOutput(gemm));
+      fuseBiasGradient(widenOutput(gemm, fp32WeightGradients));
   }
 };
 

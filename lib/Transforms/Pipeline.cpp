@@ -118,8 +118,11 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
+       // FP32 weight gradients stay off: they change GradScaler's
+       // overflow skips against the CPU reference (Passes.td).
        return ampc::createFuseEpiloguesPass(
-           {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda});
+           {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda,
+            /*fp32WeightGradients=*/false});
      }},
     {"ampc-fold-transposes", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {

@@ -1,5 +1,6 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues=backward=1 | FileCheck %s
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" | FileCheck %s
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues | FileCheck %s --check-prefix=FORWARD
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues=backward=1 | FileCheck %s --check-prefix=FP16
 
 // A Linear's backward as autodiff writes it (issue 37, item 3): the
 // weight gradient Xᵀ dY in FP16, cast to FP32 and transposed to the
@@ -21,6 +22,16 @@
 // FORWARD: ampc.gemm {{.*}} -> tensor<16x32xf16>
 // FORWARD: ampc.cast
 // FORWARD: ampc.transpose
+// As the pipeline runs it (FP16 weight gradients): the transpose still
+// swaps the operands, the cast follows the Gemm, the bias gradient is FP16
+// like D and its cast to FP32 moves after the Gemm.
+// FP16-LABEL: func.func @linear_backward
+// FP16-NOT: ampc.reduce_sum
+// FP16: %[[W:.+]], %[[B:.+]] = ampc.gemm %{{.+}}, %{{.+}} {epilogue = #ampc<epilogue bgrad_a>, transA = 1 : i64} : (tensor<16x32xf16>, tensor<16x16xf16>) -> (tensor<32x16xf16>, tensor<32xf16>)
+// FP16-NEXT: %[[DB:.+]] = ampc.cast %[[B]] : tensor<32xf16> to tensor<32xf32>
+// FP16-NEXT: %[[DW:.+]] = ampc.cast %[[W]] : tensor<32x16xf16> to tensor<32x16xf32>
+// FP16-NOT: ampc.transpose
+// FP16: return %[[DW]], %[[DB]]
 func.func @linear_backward(%x: tensor<2x8x16xf16>, %dy: tensor<2x8x32xf16>) -> (tensor<32x16xf32>, tensor<32xf32>) {
   %s = ampc.reduce_sum %dy {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x8x32xf16>) -> tensor<32xf16>
   %db = ampc.cast %s : tensor<32xf16> to tensor<32xf32>
