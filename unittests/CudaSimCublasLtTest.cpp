@@ -562,6 +562,79 @@ TEST(CudaSimCublasLt, BiasIsAddedToEachRowOfD) {
             (std::vector<double>{1001, 2002, 1010, 2020, 1100, 2200}));
 }
 
+/// The bias gradient a BGRADA / BGRADB GEMM writes (m = 2, n = 3, k = 2,
+/// FP32), A and B column-major {1, 2, 3, 4} and {1, 10, ..., 100000}.
+std::vector<double> biasGradient(cublasLtEpilogue_t epilogue, bool transA) {
+  Spec s;
+  s.m = 2;
+  s.n = 3;
+  s.k = 2;
+  s.transA = transA;
+  s.epilogue = epilogue;
+  DeviceBuffer a(16), b(24), d(24), grad(12);
+  a.upload({1, 2, 3, 4}, CUDA_R_32F);
+  b.upload({1, 10, 100, 1000, 10000, 100000}, CUDA_R_32F);
+  Plan plan(s);
+  EXPECT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, grad.get()),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+            CUBLAS_STATUS_SUCCESS);
+  return grad.download(epilogue == CUBLASLT_EPILOGUE_BGRADA ? 2 : 3,
+                       CUDA_R_32F);
+}
+
+TEST(CudaSimCublasLt, BiasGradientsSumOverK) {
+  // BGRADA: op(A)'s rows over k, one per row of D; through TRANSA the
+  // stored columns. BGRADB: op(B)'s columns over k, one per column of D.
+  EXPECT_EQ(biasGradient(CUBLASLT_EPILOGUE_BGRADA, false),
+            (std::vector<double>{4, 6}));
+  EXPECT_EQ(biasGradient(CUBLASLT_EPILOGUE_BGRADA, true),
+            (std::vector<double>{3, 7}));
+  EXPECT_EQ(biasGradient(CUBLASLT_EPILOGUE_BGRADB, false),
+            (std::vector<double>{11, 1100, 110000}));
+}
+
+TEST(CudaSimCublasLt, BiasGradientEpiloguesAreChecked) {
+  Spec s;
+  s.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  DeviceBuffer a(4096), b(4096), d(4096);
+  {
+    // The gradient goes through the bias pointer: null is an error.
+    Plan plan(s);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE,
+                          "CUBLASLT_EPILOGUE_BGRADB needs "
+                          "CUBLASLT_MATMUL_DESC_BIAS_POINTER"));
+    // It is an output: it may not overlap an input.
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, b.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE,
+                          "the bias gradient ["));
+  }
+  {
+    // In D's type.
+    s.ab = s.cd = CUDA_R_16F;
+    Plan plan(s);
+    int32_t biasType = CUDA_R_32F;
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, biasType),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "bias type CUDA_R_32F with D CUDA_R_16F"));
+  }
+  {
+    // One matrix: batched bias gradients are not simulated.
+    s.ab = s.cd = CUDA_R_32F;
+    s.batch = 2;
+    Plan plan(s);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "CUBLASLT_EPILOGUE_BGRADB with a batch count of 2"));
+  }
+}
+
 TEST(CudaSimCublasLt, GeluIsTheTanhForm) {
   // x = 1: tanh form 0.8411920, erf form 0.8413447.
   Spec s;
@@ -805,6 +878,11 @@ TEST(CudaSimCublasLt, HeuristicRefusesUnsupportedEpilogues) {
         CUBLAS_STATUS_SUCCESS);
     EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
                           "CUBLASLT_EPILOGUE_DRELU is not simulated"));
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE,
+                           CUBLASLT_EPILOGUE_DGELU_BGRAD),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "CUBLASLT_EPILOGUE_DGELU_BGRAD is not simulated"));
   }
   {
     // The bias is in D's type.

@@ -536,16 +536,57 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                    formatList(result));
   }
   types.push_back(RankedTensorType::get({m, n}, a->getElementType()));
+  // The bias gradient of the backward epilogues: op(A)'s rows or op(B)'s
+  // columns summed over k.
+  GemmEpilogue epilogue = adaptor.getEpilogue();
+  if (epilogue == GemmEpilogue::BiasGradA ||
+      epilogue == GemmEpilogue::BiasGradB)
+    types.push_back(RankedTensorType::get(
+        {epilogue == GemmEpilogue::BiasGradA ? m : n}, a->getElementType()));
   return success();
+}
+
+/// The inferred types, or FP32 in place of FP16/BF16: a GEMM of 16-bit
+/// operands may write its FP32 accumulator (issue 37, item 3).
+bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != actual.size())
+    return false;
+  for (auto [want, got] : llvm::zip(inferred, actual)) {
+    if (want == got)
+      continue;
+    auto w = dyn_cast<RankedTensorType>(want);
+    auto g = dyn_cast<RankedTensorType>(got);
+    if (!w || !g || w.getShape() != g.getShape() ||
+        !(w.getElementType().isF16() || w.getElementType().isBF16()) ||
+        !g.getElementType().isF32())
+      return false;
+  }
+  return true;
 }
 
 LogicalResult GemmOp::verify() {
   GemmEpilogue epilogue = getEpilogue();
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (Value grad = getBiasGrad()) {
+    if (epilogue != GemmEpilogue::BiasGradA &&
+        epilogue != GemmEpilogue::BiasGradB)
+      return emitOpError("has a bias gradient result without a bias "
+                         "gradient epilogue");
+    if (cast<RankedTensorType>(grad.getType()).getElementType() !=
+        out.getElementType())
+      return emitOpError("writes the bias gradient in the output's type (as "
+                         "cuBLASLt does), got ")
+             << grad.getType() << " and " << out;
+    if (getC() || !getAlpha().isExactlyValue(1.0))
+      return emitOpError("epilogue '")
+             << stringifyGemmEpilogue(epilogue)
+             << "' takes no C and alpha 1";
+    return success();
+  }
   if (epilogue != GemmEpilogue::Bias && epilogue != GemmEpilogue::ReluBias)
     return success();
   // The bias epilogue adds C once per row: a row vector of the output's
   // type, beta 1.
-  auto out = cast<RankedTensorType>(getType());
   int64_t n = out.getDimSize(1);
   auto c = getC() ? dyn_cast<RankedTensorType>(getC().getType()) : nullptr;
   bool rowVector =

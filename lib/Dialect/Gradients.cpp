@@ -140,7 +140,8 @@ public:
 
   Value gemm(Value x, Value y, double alpha, bool transX, bool transY) {
     return GemmOp::create(b, loc, x, y, Value(), APFloat(float(alpha)),
-                          APFloat(1.0f), transX, transY);
+                          APFloat(1.0f), transX, transY)
+        .getOutput();
   }
 
   OpBuilder &b;

@@ -300,7 +300,10 @@ struct FoldTransposes : ampc::impl::FoldTransposesPassBase<FoldTransposes> {
     moveTransposesNextToGemms(getOperation());
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {
-      if (isa<ampc::MatMulOp, ampc::GemmOp>(op))
+      // Not a Gemm with a bias gradient (a second result the batched
+      // form does not have; ampc-fuse-epilogues, issue 37 item 3).
+      auto g = dyn_cast<ampc::GemmOp>(op);
+      if (isa<ampc::MatMulOp>(op) || (g && !g.getBiasGrad()))
         gemms.push_back(op);
     });
     for (Operation *gemm : gemms)

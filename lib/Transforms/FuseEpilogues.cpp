@@ -32,7 +32,7 @@ bool isBias(ampc::GemmOp gemm) {
   Value c = gemm.getC();
   if (!c || gemm.getBeta().convertToFloat() != 1.0f)
     return false;
-  auto out = cast<RankedTensorType>(gemm.getType());
+  auto out = cast<RankedTensorType>(gemm.getOutput().getType());
   auto cType = cast<RankedTensorType>(c.getType());
   int64_t n = out.getDimSize(1);
   ArrayRef<int64_t> cs = cType.getShape();
@@ -48,7 +48,7 @@ ampc::ReluOp foldableRelu(ampc::GemmOp gemm) {
   if (!gemm->hasOneUse())
     return nullptr;
   auto relu = dyn_cast<ampc::ReluOp>(*gemm->getUsers().begin());
-  if (!relu || relu.getType() != gemm.getType() ||
+  if (!relu || relu.getType() != gemm.getOutput().getType() ||
       relu->getBlock() != gemm->getBlock())
     return nullptr;
   return relu;
@@ -120,7 +120,7 @@ void flattenLinear(ampc::MatMulOp mm) {
                                    APFloat(1.0f), APFloat(1.0f), 0, 0);
   for (NamedAttribute attr : mm->getDiscardableAttrs())
     gemm->setAttr(attr.getName(), attr.getValue());
-  Value result = gemm.getResult();
+  Value result = gemm.getOutput();
   if (relu)
     result = ampc::ReluOp::create(b, relu.getLoc(), result).getResult();
   Value out = ampc::ReshapeOp::create(b, loc, outType, result);
@@ -132,7 +132,144 @@ void flattenLinear(ampc::MatMulOp mm) {
   mm->erase();
 }
 
+/// A Gemm like `gemm` (attributes, location) with other operands, flags,
+/// result types and epilogue, built where `gemm` is.
+ampc::GemmOp rebuild(ampc::GemmOp gemm, Value a, Value b, bool ta, bool tb,
+                     TypeRange types, GemmEpilogue epilogue) {
+  OpBuilder builder(gemm);
+  auto fresh = ampc::GemmOp::create(builder, gemm.getLoc(), types, a, b,
+                                    gemm.getC(), gemm.getAlpha(),
+                                    gemm.getBeta(), ta, tb, epilogue);
+  for (NamedAttribute attr : gemm->getDiscardableAttrs())
+    fresh->setAttr(attr.getName(), attr.getValue());
+  return fresh;
+}
+
+/// A Gemm of FP16/BF16 operands whose only user casts it to FP32 writes
+/// FP32 (issue 37, item 3: a weight gradient without the rounding to 16
+/// bits and the cast kernel); a 2-D transpose that is then the only user
+/// swaps the operands instead ((A B)^T = B^T A^T, no C to transpose).
+ampc::GemmOp widenOutput(ampc::GemmOp gemm, bool widenToFp32) {
+  auto out = cast<RankedTensorType>(gemm.getOutput().getType());
+  Type element = out.getElementType();
+  if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC() ||
+      !(element.isF16() || element.isBF16()))
+    return gemm;
+  auto widen = dyn_cast_or_null<ampc::CastOp>(soleUser(gemm.getOutput()));
+  if (!widen ||
+      !cast<RankedTensorType>(widen.getType()).getElementType().isF32())
+    return gemm;
+  Operation *last = widen;
+  auto transpose =
+      dyn_cast_or_null<ampc::TransposeOp>(soleUser(widen.getResult()));
+  bool swap = transpose &&
+              transpose.getPerm() == ArrayRef<int64_t>{1, 0};
+  Value a = gemm.getA(), b = gemm.getB();
+  bool ta = gemm.getTransA() != 0, tb = gemm.getTransB() != 0;
+  if (swap) {
+    std::swap(a, b);
+    std::tie(ta, tb) = std::make_pair(!tb, !ta);
+    last = transpose;
+  }
+  if (!widenToFp32 && !swap)
+    return gemm;
+  Type type = last->getResult(0).getType();
+  // Without widening the Gemm writes the transposed 16-bit result and the
+  // cast follows it (a cast commutes with a transpose).
+  if (!widenToFp32)
+    type = RankedTensorType::get(cast<RankedTensorType>(type).getShape(),
+                                 element);
+  ampc::GemmOp fresh = rebuild(gemm, a, b, ta, tb, {type}, GemmEpilogue::None);
+  Value result = fresh.getOutput();
+  if (!widenToFp32) {
+    OpBuilder builder(fresh->getBlock(), ++Block::iterator(fresh));
+    result = ampc::CastOp::create(builder, widen.getLoc(),
+                                  last->getResult(0).getType(), result)
+                 .getResult();
+    for (NamedAttribute attr : widen->getDiscardableAttrs())
+      result.getDefiningOp()->setAttr(attr.getName(), attr.getValue());
+  }
+  last->getResult(0).replaceAllUsesWith(result);
+  if (swap)
+    transpose->erase();
+  widen->erase();
+  gemm->erase();
+  return fresh;
+}
+
+/// The ReduceSum over the leading axes of the tensor that one k-major
+/// operand of `gemm` views (op(A) = Aᵀ, or op(B) = B, the operand that
+/// tensor or a reshape of it to [k, columns]), in the output's type or
+/// cast to it once, becomes the Gemm's bias gradient (`bgrad_a` /
+/// `bgrad_b`) where every use of it comes after the Gemm.
+void fuseBiasGradient(ampc::GemmOp gemm) {
+  if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC() ||
+      !gemm.getAlpha().isExactlyValue(1.0))
+    return;
+  Type element =
+      cast<RankedTensorType>(gemm.getOutput().getType()).getElementType();
+  Block *block = gemm->getBlock();
+  auto after = [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      return user->getBlock() == block && gemm->isBeforeInBlock(user);
+    });
+  };
+  for (bool sideA : {true, false}) {
+    Value operand = sideA ? gemm.getA() : gemm.getB();
+    bool kMajor = sideA ? gemm.getTransA() != 0 : gemm.getTransB() == 0;
+    if (!kMajor)
+      continue;
+    int64_t columns = cast<RankedTensorType>(operand.getType()).getDimSize(1);
+    Value source = operand;
+    if (auto view = operand.getDefiningOp<ampc::ReshapeOp>())
+      source = view.getInput();
+    auto sourceType = cast<RankedTensorType>(source.getType());
+    int64_t rank = sourceType.getRank();
+    if (rank < 2 || sourceType.getShape().back() != columns)
+      continue;
+    SmallVector<int64_t> leading =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+    for (Operation *user : source.getUsers()) {
+      auto sum = dyn_cast<ampc::ReduceSumOp>(user);
+      if (!sum || sum->getBlock() != block || sum.getKeepdims() != 0 ||
+          sum.getAxes() != ArrayRef<int64_t>(leading))
+        continue;
+      Value grad = sum.getResult();
+      ampc::CastOp narrow;
+      if (cast<RankedTensorType>(grad.getType()).getElementType() != element) {
+        narrow = dyn_cast_or_null<ampc::CastOp>(soleUser(grad));
+        if (!narrow || cast<RankedTensorType>(narrow.getType())
+                               .getElementType() != element)
+          continue;
+        grad = narrow.getResult();
+      }
+      // A cast of the sum before the Gemm (to the gradient's FP32) moves
+      // after it when its own users come after.
+      ampc::CastOp follower;
+      if (!after(grad)) {
+        follower = dyn_cast_or_null<ampc::CastOp>(soleUser(grad));
+        if (!follower || !after(follower.getResult()))
+          continue;
+      }
+      ampc::GemmOp fresh = rebuild(
+          gemm, gemm.getA(), gemm.getB(), gemm.getTransA() != 0,
+          gemm.getTransB() != 0, {gemm.getOutput().getType(), grad.getType()},
+          sideA ? GemmEpilogue::BiasGradA : GemmEpilogue::BiasGradB);
+      gemm.getOutput().replaceAllUsesWith(fresh.getOutput());
+      grad.replaceAllUsesWith(fresh.getBiasGrad());
+      if (follower)
+        follower->moveAfter(fresh);
+      if (narrow)
+        narrow->erase();
+      sum->erase();
+      gemm->erase();
+      return;
+    }
+  }
+}
+
 struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
+  using FuseEpiloguesPassBase::FuseEpiloguesPassBase;
   void runOnOperation() override {
     SmallVector<ampc::MatMulOp> matmuls;
     getOperation().walk([&](ampc::MatMulOp mm) { matmuls.push_back(mm); });
@@ -150,12 +287,18 @@ struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
       ampc::ReluOp relu = (bias || !gemm.getC()) ? foldableRelu(gemm) : nullptr;
       if (relu) {
         gemm.setEpilogue(bias ? GemmEpilogue::ReluBias : GemmEpilogue::Relu);
-        relu.getResult().replaceAllUsesWith(gemm.getResult());
+        relu.getResult().replaceAllUsesWith(gemm.getOutput());
         relu->erase();
       } else if (bias) {
         gemm.setEpilogue(GemmEpilogue::Bias);
       }
     }
+    if (!backward)
+      return;
+    gemms.clear();
+    getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });
+    for (ampc::GemmOp gemm : gemms)
+      fuseBiasGradient(widenOutput(gemm, fp32WeightGradients));
   }
 };
 

@@ -120,8 +120,12 @@ const PipelineStep kPipeline[] = {
        return ampc::createFuseLayerNormGradPass();
      }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
-     [](const ampc::PipelineOptions &) {
-       return ampc::createFuseEpiloguesPass();
+     [](const ampc::PipelineOptions &o) {
+       // FP32 weight gradients stay off: they change GradScaler's
+       // overflow skips against the CPU reference (Passes.td).
+       return ampc::createFuseEpiloguesPass(
+           {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda,
+            /*fp32WeightGradients=*/false});
      }},
     {"ampc-fold-transposes", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {

@@ -52,11 +52,16 @@ class AMPC_EnumAttr<EnumAttrInfo info, string name>
 // What a GEMM applies to its result while storing it (cuBLASLt's
 // epilogues), decided by ampc-fuse-epilogues. `bias` adds the row vector C;
 // `relu` clamps at zero (NaN stays NaN), after the bias when there is one.
+// `bgrad_a` / `bgrad_b` (backward, issue 37 item 3) also write a bias
+// gradient, the GEMM's second result: the sum over the GEMM's k of op(A)
+// (m values) or of op(B) (n values), in the result's type.
 def AMPC_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "a GEMM's epilogue", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Bias", 1, "bias">,
     I32EnumAttrCase<"Relu", 2, "relu">,
-    I32EnumAttrCase<"ReluBias", 3, "relu_bias">]> {
+    I32EnumAttrCase<"ReluBias", 3, "relu_bias">,
+    I32EnumAttrCase<"BiasGradA", 4, "bgrad_a">,
+    I32EnumAttrCase<"BiasGradB", 5, "bgrad_b">]> {
   let cppNamespace = "::ampc";
   let genSpecializedAttr = 0;
 }
@@ -430,7 +435,8 @@ def AMPC_MatMulOp : AMPC_Op<"matmul",
 }
 
 def AMPC_GemmOp : AMPC_Op<"gemm",
-    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Allow, AMPC_Gradient]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Allow,
+     AMPC_Gradient]> {
   let summary = "Gemm";
   let description = [{
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
@@ -439,8 +445,15 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
     `epilogue` (kernel level, set by ampc-fuse-epilogues after autodiff) is
     what the GEMM applies while storing: `bias` says C is a row vector added
     once (beta 1, the output's type), `relu` and `relu_bias` clamp the
-    result at zero (a Relu folded into the Gemm). Only `none` has a
-    gradient rule.
+    result at zero (a Relu folded into the Gemm). `bgrad_a` / `bgrad_b`
+    (the backward of a Linear, issue 37 item 3) give the Gemm a second
+    result, `bias_grad`: the sum over k of op(A) (m values) or op(B) (n
+    values), in the output's type; they take no C and alpha 1. Only
+    `none` has a gradient rule.
+
+    The output is A's element type, or FP32 where A and B are FP16/BF16
+    (the GEMM accumulates in FP32 and writes FP32: a weight gradient
+    without a rounding to 16 bits and a cast).
 
     ```mlir
     %y = ampc.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<4x512xf32>
@@ -455,7 +468,8 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
                        DefaultValuedAttr<I64Attr, "0">:$transB,
                        DefaultValuedAttr<AMPC_GemmEpilogueAttr,
                            "::ampc::GemmEpilogue::None">:$epilogue);
-  let results = (outs AMPC_FloatTensor:$output);
+  let results = (outs AMPC_FloatTensor:$output,
+                      Optional<AMPC_FloatTensor>:$bias_grad);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;

@@ -42,6 +42,16 @@
 // - In-place needs C == D and Cdesc == Ddesc; out-of-place needs C and D of
 //   one type, shape and batch count, and C's ld may be 0 (broadcast); Cdesc
 //   may be null (then Ddesc) (cublasLtMatmul, note).
+// - Bias gradients: CUBLASLT_EPILOGUE_BGRADA "Apply Bias gradient to the
+//   input matrix A. The bias size corresponds to the number of rows of the
+//   matrix D. The reduction happens over the GEMM's "k" dimension. Store
+//   Bias gradient in bias buffer" (CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+//   BGRADB likewise from B, the number of columns of D (cublasLtEpilogue_t).
+//   The bias (gradient) type defaults to D's (CUBLASLT_MATMUL_DESC_BIAS_
+//   DATA_TYPE). The sum is written, not scaled by alpha, and D is the plain
+//   product; the simulation sums in the compute type, pairwise (the CPU
+//   target's ReduceSum order; cuBLASLt's is unspecified), and runs them for
+//   one matrix (batched bias gradients are not simulated).
 // - GELU: the documentation says only "x:=GELU(x)"; the tanh form is what
 //   the epilogue computes in practice (PyTorch's addmm replaces a missing
 //   GELU epilogue with gelu(approximate='tanh')).
@@ -49,6 +59,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Sim.h"
+
+#include "ampc/Runtime/KernelMath.h"
 
 #include <cblas.h>
 #include <cublasLt.h>
@@ -656,6 +668,13 @@ bool hasBias(uint32_t epilogue) {
          epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
 }
 
+/// The epilogues that write a bias gradient (from op(A) or op(B)) to the
+/// bias pointer instead of reading a bias; the simulated ones.
+bool hasBiasGradient(uint32_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_BGRADA ||
+         epilogue == CUBLASLT_EPILOGUE_BGRADB;
+}
+
 struct Problem {
   bool f64 = false; // compute (and scale) type FP64, else FP32
   int32_t computeType = 0, scaleType = 0;
@@ -805,14 +824,21 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
   const uint32_t epilogue = desc.epilogue;
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
       epilogue != CUBLASLT_EPILOGUE_RELU &&
-      epilogue != CUBLASLT_EPILOGUE_GELU && !hasBias(epilogue))
+      epilogue != CUBLASLT_EPILOGUE_GELU && !hasBias(epilogue) &&
+      !hasBiasGradient(epilogue))
     return notSupported(epilogueName(epilogue) +
                         " is not simulated (DEFAULT, RELU, BIAS, RELU_BIAS, "
-                        "GELU and GELU_BIAS are)");
+                        "GELU, GELU_BIAS, BGRADA and BGRADB are)");
+  if (hasBiasGradient(epilogue) && d.batchCount > 1)
+    return notSupported(epilogueName(epilogue) +
+                        " with a batch count of " +
+                        std::to_string(d.batchCount) +
+                        " is not simulated (one matrix is)");
   const int32_t biasType = desc.biasDataType == -1
                                ? static_cast<int32_t>(d.type)
                                : desc.biasDataType;
-  if (hasBias(epilogue) && biasType != static_cast<int32_t>(d.type))
+  if ((hasBias(epilogue) || hasBiasGradient(epilogue)) &&
+      biasType != static_cast<int32_t>(d.type))
     return notSupported("bias type " + typeName(biasType) + " with D " +
                         typeName(d.type) + ": cuBLASLt takes the bias in D's " +
                         "type for these types");
@@ -1036,8 +1062,29 @@ template <typename T> T activate(uint32_t epilogue, T v) {
   return v;
 }
 
+/// The bias gradient of BGRADA / BGRADB: op(A)'s rows (m values) or op(B)'s
+/// columns (n values) summed over k, pairwise in T, rounded once to the
+/// bias type. One matrix (describe refuses batches).
+template <typename T> void biasGradient(const Matmul &mm) {
+  const Problem &p = mm.p;
+  const bool fromA = p.epilogue == CUBLASLT_EPILOGUE_BGRADA;
+  const Layout &l = fromA ? p.a : p.b;
+  // Element (i, kk) of op(A), or (kk, j) of op(B), as stored.
+  const bool trans = fromA ? p.transA : p.transB;
+  const int64_t count = fromA ? p.m : p.n;
+  for (int64_t i = 0; i < count; ++i) {
+    const T sum = math::pairwiseSum<T>(0, p.k, [&](int64_t kk) {
+      const int64_t row = fromA == trans ? kk : i, col = fromA == trans ? i : kk;
+      return load<T>(fromA ? mm.a : mm.b, row + col * l.ld, l.type);
+    });
+    store<T>(const_cast<void *>(mm.bias), i, p.biasType, sum);
+  }
+}
+
 template <typename T> cudaError_t execute(const Matmul &mm) {
   const Problem &p = mm.p;
+  if (hasBiasGradient(p.epilogue))
+    biasGradient<T>(mm);
   const T alpha = static_cast<T>(mm.alpha), beta = static_cast<T>(mm.beta);
   const int64_t m = p.m, n = p.n, k = p.k;
   // D is made a block of columns at a time, so the FP32/FP64 product
@@ -1469,20 +1516,26 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   const uint64_t cBytes =
       readsC ? extentElements(p.c) * elementSize(p.c.type) : 0;
   const uint64_t dBytes = extentElements(p.d) * elementSize(p.d.type);
-  const bool withBias = hasBias(p.epilogue);
+  // The bias is read (BIAS), or the bias gradient written (BGRADA: m
+  // values, BGRADB: n).
+  const bool gradient = hasBiasGradient(p.epilogue);
+  const bool withBias = hasBias(p.epilogue) || gradient;
   const void *bias = withBias ? desc.bias : nullptr;
   uint64_t biasBytes = 0;
-  if (withBias && p.m > 0 && p.n > 0) {
+  const uint64_t biasLength = static_cast<uint64_t>(
+      p.epilogue == CUBLASLT_EPILOGUE_BGRADB ? p.n : p.m);
+  if (withBias && (gradient ? biasLength > 0 : p.m > 0 && p.n > 0)) {
     if (!bias)
       return invalidValue(epilogueName(p.epilogue) +
                           " needs CUBLASLT_MATMUL_DESC_BIAS_POINTER, which is "
                           "null");
-    uint64_t elements = static_cast<uint64_t>(p.m);
+    uint64_t elements = biasLength;
     if (p.batch > 1)
       elements += static_cast<uint64_t>(p.batch - 1) * p.biasBatchStride;
     biasBytes = elements * elementSize(p.biasType);
   }
-  const bool needsA = p.k > 0 && p.m > 0 && p.n > 0 && alphaValue != 0;
+  const bool needsA = p.k > 0 && p.m > 0 && p.n > 0 &&
+                      (alphaValue != 0 || gradient);
   if (cublasStatus_t s = checkMemory(call, "A", A, needsA ? aBytes : 0))
     return s;
   if (cublasStatus_t s = checkMemory(call, "B", B, needsA ? bBytes : 0))
@@ -1560,6 +1613,19 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   if (overlaps(D, dBytes, bias, biasBytes))
     return invalidValue(dRange + " overlaps the bias " +
                         range(bias, biasBytes) + rule);
+  if (gradient) {
+    // The bias gradient is an output too: apart from every input.
+    const std::string gradRange =
+        "the bias gradient " + range(bias, biasBytes);
+    for (auto [name, pointer, bytes] :
+         {std::tuple{"A", A, needsA ? aBytes : 0},
+          std::tuple{"B", B, needsA ? bBytes : 0},
+          std::tuple{"C", C, cBytes}})
+      if (overlaps(bias, biasBytes, pointer, bytes))
+        return invalidValue(gradRange + " overlaps " + name + " " +
+                            range(pointer, bytes) +
+                            "; cuBLASLt's outputs may not overlap its inputs");
+  }
   if (C == D && C) {
     const std::string difference = layoutDifference(p.c, p.d);
     if (!difference.empty())

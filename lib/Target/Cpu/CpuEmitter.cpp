@@ -307,8 +307,30 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
   body << "    for (int64_t i = 0; i < " << outCount << "LL; ++i) " << name(out)
        << "[i] = "
        << store(outType, relu ? "(" + ampc::reluExpression("acc[i]", t) + ")"
-                              : std::string("acc[i]"))
-       << ";\n  }\n";
+                              : std::string("acc[i]"));
+  body << ";\n";
+  // The bias gradient epilogues (issue 37, item 3): op(A)'s rows or op(B)'s
+  // columns summed over k, in ReduceSum's pairwise order, rounded once.
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op))
+    if (Value grad = gemm.getBiasGrad()) {
+      bool fromA = gemm.getEpilogue() == ampc::GemmEpilogue::BiasGradA;
+      Value x = fromA ? a : b;
+      ArrayRef<int64_t> xs = tensorOf(x).getShape();
+      // Stored k-major ([k, len]) or len-major ([len, k]).
+      bool kMajor = fromA ? gemm.getTransA() != 0 : gemm.getTransB() == 0;
+      int64_t k = kMajor ? xs[0] : xs[1], len = kMajor ? xs[1] : xs[0];
+      std::string at = kMajor ? formatv("kk * {0}LL + i", len).str()
+                              : formatv("i * {0}LL + kk", k).str();
+      body << formatv("    for (int64_t i = 0; i < {0}LL; ++i) {1}[i] = ",
+                      len, name(grad))
+           << store(elementOf(grad),
+                    formatv("ampc::cpu::pairwiseSum<{0}>(0, {1}LL, "
+                            "[&](int64_t kk) {{ return w_{2}[{3}]; })",
+                            t, k, name(x), at)
+                        .str())
+           << ";\n";
+    }
+  body << "  }\n";
   return success();
 }
 

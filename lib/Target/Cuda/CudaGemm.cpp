@@ -43,12 +43,21 @@ void CudaEmitter::emitGemm(Operation *op, bool ta, bool tb, int64_t m,
                   where(op), a, b, out, bias.empty() ? "nullptr" : bias, lds);
 }
 
-/// cuBLASLt's name of a GEMM epilogue (after CUBLASLT_EPILOGUE_).
+/// cuBLASLt's name of a GEMM epilogue (after CUBLASLT_EPILOGUE_). The
+/// runtime gives cuBLASLt row-major B as its A and A as its B (column-major
+/// Dᵀ = op(B)ᵀ op(A)ᵀ), so the bias gradient of op(A) (m values, the rows
+/// of row-major D, the columns of cuBLASLt's D) is BGRADB, and op(B)'s is
+/// BGRADA.
 static StringRef cublasEpilogue(ampc::GemmEpilogue epi) {
-  return epi == ampc::GemmEpilogue::ReluBias ? "RELU_BIAS"
-         : epi == ampc::GemmEpilogue::Relu   ? "RELU"
-         : epi == ampc::GemmEpilogue::Bias   ? "BIAS"
-                                             : "DEFAULT";
+  switch (epi) {
+  case ampc::GemmEpilogue::ReluBias: return "RELU_BIAS";
+  case ampc::GemmEpilogue::Relu: return "RELU";
+  case ampc::GemmEpilogue::Bias: return "BIAS";
+  case ampc::GemmEpilogue::BiasGradA: return "BGRADB";
+  case ampc::GemmEpilogue::BiasGradB: return "BGRADA";
+  case ampc::GemmEpilogue::None: break;
+  }
+  return "DEFAULT";
 }
 
 LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
@@ -68,6 +77,10 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     Value c = gemm.getC();
     std::string bias;
     ampc::GemmEpilogue epi = gemm.getEpilogue();
+    // The bias gradient epilogues write their second result through the
+    // bias pointer (in D's type: the op's verifier).
+    if (Value grad = gemm.getBiasGrad())
+      bias = name(grad);
     bool hasBias = epi == ampc::GemmEpilogue::Bias ||
                    epi == ampc::GemmEpilogue::ReluBias;
     if (c && hasBias) {

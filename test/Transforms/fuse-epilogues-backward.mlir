@@ -1,0 +1,94 @@
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" | FileCheck %s
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues | FileCheck %s --check-prefix=FORWARD
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues=backward=1 | FileCheck %s --check-prefix=FP16
+
+// A Linear's backward as autodiff writes it (issue 37, item 3): the
+// weight gradient Xᵀ dY in FP16, cast to FP32 and transposed to the
+// weight's [N, K], and the bias gradient a ReduceSum of dY over the rows
+// cast to FP32. With `backward` the Gemm writes FP32 (no cast), the
+// transpose swaps its operands (dYᵀ X), and the ReduceSum becomes its
+// bias gradient (op(A) = dYᵀ summed over k: bgrad_a).
+// CHECK-LABEL: func.func @linear_backward
+// CHECK-DAG: %[[X:.+]] = ampc.reshape %arg0 : tensor<2x8x16xf16> to tensor<16x16xf16>
+// CHECK-DAG: %[[DY:.+]] = ampc.reshape %arg1 : tensor<2x8x32xf16> to tensor<16x32xf16>
+// CHECK: %[[W:.+]], %[[B:.+]] = ampc.gemm %[[DY]], %[[X]] {epilogue = #ampc<epilogue bgrad_a>, transA = 1 : i64} : (tensor<16x32xf16>, tensor<16x16xf16>) -> (tensor<32x16xf32>, tensor<32xf32>)
+// CHECK-NOT: ampc.reduce_sum
+// CHECK-NOT: ampc.cast
+// CHECK-NOT: ampc.transpose
+// CHECK: return %[[W]], %[[B]]
+// Without it (the CPU target) the ops stay.
+// FORWARD-LABEL: func.func @linear_backward
+// FORWARD: ampc.reduce_sum
+// FORWARD: ampc.gemm {{.*}} -> tensor<16x32xf16>
+// FORWARD: ampc.cast
+// FORWARD: ampc.transpose
+// As the pipeline runs it (FP16 weight gradients): the transpose still
+// swaps the operands, the cast follows the Gemm, the bias gradient is FP16
+// like D and its cast to FP32 moves after the Gemm.
+// FP16-LABEL: func.func @linear_backward
+// FP16-NOT: ampc.reduce_sum
+// FP16: %[[W:.+]], %[[B:.+]] = ampc.gemm %{{.+}}, %{{.+}} {epilogue = #ampc<epilogue bgrad_a>, transA = 1 : i64} : (tensor<16x32xf16>, tensor<16x16xf16>) -> (tensor<32x16xf16>, tensor<32xf16>)
+// FP16-NEXT: %[[DB:.+]] = ampc.cast %[[B]] : tensor<32xf16> to tensor<32xf32>
+// FP16-NEXT: %[[DW:.+]] = ampc.cast %[[W]] : tensor<32x16xf16> to tensor<32x16xf32>
+// FP16-NOT: ampc.transpose
+// FP16: return %[[DW]], %[[DB]]
+func.func @linear_backward(%x: tensor<2x8x16xf16>, %dy: tensor<2x8x32xf16>) -> (tensor<32x16xf32>, tensor<32xf32>) {
+  %s = ampc.reduce_sum %dy {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x8x32xf16>) -> tensor<32xf16>
+  %db = ampc.cast %s : tensor<32xf16> to tensor<32xf32>
+  %x2 = ampc.reshape %x : tensor<2x8x16xf16> to tensor<16x16xf16>
+  %dy2 = ampc.reshape %dy : tensor<2x8x32xf16> to tensor<16x32xf16>
+  %g = ampc.gemm %x2, %dy2 {transA = 1 : i64} : (tensor<16x16xf16>, tensor<16x32xf16>) -> tensor<16x32xf16>
+  %w = ampc.cast %g : tensor<16x32xf16> to tensor<16x32xf32>
+  %t = ampc.transpose %w {perm = array<i64: 1, 0>} : (tensor<16x32xf32>) -> tensor<32x16xf32>
+  return %t, %db : tensor<32x16xf32>, tensor<32xf32>
+}
+
+// -----
+
+// The weight gradient kept as [K, N] (no transpose): dY is op(B), summed
+// over k: bgrad_b; the sum already in the output's type (no cast).
+// CHECK-LABEL: func.func @bgrad_b
+// CHECK: %[[W:.+]], %[[B:.+]] = ampc.gemm %arg0, %arg1 {epilogue = #ampc<epilogue bgrad_b>, transA = 1 : i64} : (tensor<16x8xf32>, tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+// CHECK-NOT: ampc.reduce_sum
+// CHECK: return %[[W]], %[[B]]
+func.func @bgrad_b(%x: tensor<16x8xf32>, %dy: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %s = ampc.reduce_sum %dy {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<16x4xf32>) -> tensor<4xf32>
+  %g = ampc.gemm %x, %dy {transA = 1 : i64} : (tensor<16x8xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %g, %s : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Not fused: the sum is used before the Gemm (the Gemm would have to move
+// up), alpha is not 1, the sum is over the other axis.
+// CHECK-LABEL: func.func @used_before
+// CHECK: ampc.reduce_sum
+// CHECK-NOT: bgrad
+func.func @used_before(%x: tensor<16x8xf32>, %dy: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %s = ampc.reduce_sum %dy {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<16x4xf32>) -> tensor<4xf32>
+  %n = ampc.neg %s : tensor<4xf32>
+  %g = ampc.gemm %x, %dy {transA = 1 : i64} : (tensor<16x8xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %g, %n : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @alpha
+// CHECK: ampc.reduce_sum
+// CHECK-NOT: bgrad
+func.func @alpha(%x: tensor<16x8xf32>, %dy: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %g = ampc.gemm %x, %dy {transA = 1 : i64, alpha = 2.0 : f32} : (tensor<16x8xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %s = ampc.reduce_sum %dy {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<16x4xf32>) -> tensor<4xf32>
+  return %g, %s : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @other_axis
+// CHECK: ampc.reduce_sum
+// CHECK-NOT: bgrad
+func.func @other_axis(%x: tensor<16x8xf32>, %dy: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<16xf32>) {
+  %g = ampc.gemm %x, %dy {transA = 1 : i64} : (tensor<16x8xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %s = ampc.reduce_sum %dy {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<16x4xf32>) -> tensor<16xf32>
+  return %g, %s : tensor<8x4xf32>, tensor<16xf32>
+}
