@@ -98,7 +98,11 @@ def emit_pair(ampc, model, flags, index, out):
     the first error."""
     sources = {}
     for target, emit, ext in (("cpu", "cpp", ".cpp"), ("cuda-sim", "cuda", ".cu")):
-        path = os.path.join(out, f"c{index}{ext}")
+        # A stem per target: each source's blob and model files are written
+        # beside it (STEM.params.bin, STEM.model.onnx), and the two
+        # targets' initial states need not be laid out alike.
+        stem = "c%d_%s" % (index, "cpu" if target == "cpu" else "sim")
+        path = os.path.join(out, stem + ext)
         rc, err = run([ampc, model, "--target=" + target, "--emit=" + emit,
                        f"--symbol-suffix=_c{index}", "-o", path] + flags)
         if rc != 0:
