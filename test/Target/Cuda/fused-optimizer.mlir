@@ -13,7 +13,7 @@
 // Offsets: w 0, b 64, loss_scale 128, lr 192, step 256, w.f16 320, w.bf16
 // 384, w.exp_avg 448, w.exp_avg_sq 512, b.exp_avg 576, b.exp_avg_sq 640.
 // The launch reads found_inf (the unscale's) and skips itself.
-// CHECK-LABEL: static int32_t trainStepBody(
+// CHECK-LABEL: static int32_t trainStepKernels(
 // CHECK-NOT:     cudaMemcpyDeviceToDevice
 // CHECK:         ampc::cuda::launch("unscale<float>", {{.*}}, [[FOUND:v[0-9]+]]);
 // CHECK-NOT:     cudaMemcpyDeviceToDevice
@@ -29,7 +29,7 @@
 // written in place before that read: the updates keep a kernel each, w's
 // new value its planned buffer and its store a copy; the moments and b
 // still go in place.
-// HAZARD-LABEL: static int32_t trainStepBody(
+// HAZARD-LABEL: static int32_t trainStepKernels(
 // HAZARD-NOT:   optimizerStep
 // HAZARD:       ampc::cuda::launch("unscale<float>"
 // HAZARD-NEXT:  AMPC_LAUNCHED

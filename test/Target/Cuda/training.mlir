@@ -19,7 +19,7 @@
 // CHECK:       static const ampc::WeightCopy kCopies[] = {
 // CHECK-NEXT:    {0, 0ULL, 384ULL, 12LL, false},
 
-// CHECK-LABEL: static int32_t trainStepBody(
+// CHECK-LABEL: static int32_t trainStepKernels(
 // CHECK:         float *[[W:p[0-9]+]] = reinterpret_cast<float *>(state + 0);
 // CHECK-NEXT:    float *[[B:p[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    float *[[SCALE:s[0-9]+]] = reinterpret_cast<float *>(state + 128);
@@ -84,7 +84,15 @@
 // CHECK-NEXT:    ampc::cuda::launch("k2", k2, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, [[NW]], [[WC]]);
 // No store copies anything.
 // CHECK-NOT:     cudaMemcpyDeviceToDevice
-// CHECK:         if (int32_t code = ampc::cuda::returnLoss(ctx, outputs[0], v{{[0-9]+}}, 4ULL)) return code;
+// The kernels record the loss's address; trainStepBody stages the inputs,
+// runs them as one CUDA graph (runStep) and returns the loss.
+// CHECK:         ctx.stepLoss = v{{[0-9]+}};
+// CHECK-NEXT:    return 0;
+// CHECK-NEXT:  }
+// CHECK-LABEL: static int32_t trainStepBody(
+// CHECK:         AMPC_CUDA(ctx, cudaMemcpyAsync(state + {{[0-9]+}}, inputs[0],
+// CHECK:         if (int32_t code = ampc::cuda::runStep(ctx, trainStepKernels)) return code;
+// CHECK-NEXT:    if (int32_t code = ampc::cuda::returnLoss(ctx, outputs[0], ctx.stepLoss, 4ULL)) return code;
 // CHECK-NEXT:    return 0;
 // CHECK-NEXT:  }
 // CHECK:       "model", "cuda", "fp16", "train",
