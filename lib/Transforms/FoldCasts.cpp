@@ -46,22 +46,6 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// Whether a store between `op` and `at` writes what `op` reads in place
-/// (a copy of `op` placed at `at` would read the stored value).
-bool storedBetween(Operation *op, Operation *at) {
-  SmallVector<StringAttr> read;
-  for (Value operand : op->getOperands())
-    if (StringAttr symbol = ampc::storageSymbol(operand))
-      read.push_back(symbol);
-  if (read.empty())
-    return false;
-  for (Operation *o = op->getNextNode(); o && o != at; o = o->getNextNode())
-    if (auto store = dyn_cast<ampc::StoreOp>(o);
-        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
-      return true;
-  return false;
-}
-
 /// One cast per elementwise user. Returns true when it split the cast.
 bool splitPerUser(ampc::CastOp cast) {
   if (cast->hasOneUse() || cast.use_empty())
@@ -91,7 +75,7 @@ SmallVector<Operation *> producerChain(ampc::CastOp cast) {
   llvm::SetVector<Operation *> chain;
   chain.insert(producer);
   for (size_t i = 0; i < chain.size(); ++i) {
-    if (chain.size() > kMaxCopiedOps || storedBetween(chain[i], cast))
+    if (chain.size() > kMaxCopiedOps || ampc::storedBetween(chain[i], cast))
       return {};
     for (Value operand : chain[i]->getOperands()) {
       Operation *def = operand.getDefiningOp();

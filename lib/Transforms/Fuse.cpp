@@ -35,23 +35,6 @@ ArrayRef<int64_t> shapeOf(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
 }
 
-/// Whether a store after `producer` and before `root` writes what
-/// `producer` reads in place.
-bool storedBefore(Operation *producer, Operation *root) {
-  SmallVector<StringAttr> read;
-  for (Value operand : producer->getOperands())
-    if (StringAttr symbol = ampc::storageSymbol(operand))
-      read.push_back(symbol);
-  if (read.empty())
-    return false;
-  for (Operation *op = producer->getNextNode(); op && op != root;
-       op = op->getNextNode())
-    if (auto store = dyn_cast<ampc::StoreOp>(op);
-        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
-      return true;
-  return false;
-}
-
 /// The group rooted at `root`: root plus every producer that qualifies,
 /// grown to a fixed point (a producer whose users are not all in the group
 /// yet may qualify once they are).
@@ -67,7 +50,8 @@ llvm::SetVector<Operation *> growGroup(Operation *root,
         Operation *producer = operand.getDefiningOp();
         if (!producer || group.contains(producer) || taken.contains(producer) ||
             producer->getBlock() != root->getBlock() || !isFusible(producer) ||
-            shapeOf(producer) != shapeOf(root) || storedBefore(producer, root))
+            shapeOf(producer) != shapeOf(root) ||
+            ampc::storedBetween(producer, root))
           continue;
         if (!llvm::all_of(producer->getUsers(), [&](Operation *user) {
               return group.contains(user);

@@ -52,6 +52,20 @@ StringAttr ampc::storageSymbol(Value v) {
   return {};
 }
 
+bool ampc::storedBetween(Operation *op, Operation *at) {
+  SmallVector<StringAttr> read;
+  for (Value operand : op->getOperands())
+    if (StringAttr symbol = ampc::storageSymbol(operand))
+      read.push_back(symbol);
+  if (read.empty())
+    return false;
+  for (Operation *o = op->getNextNode(); o && o != at; o = o->getNextNode())
+    if (auto store = dyn_cast<ampc::StoreOp>(o);
+        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
+      return true;
+  return false;
+}
+
 std::optional<int64_t> ampc::planOffset(Value value) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)

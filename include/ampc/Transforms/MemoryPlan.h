@@ -34,6 +34,11 @@ bool isViewResult(mlir::Operation *op, unsigned index);
 /// a view of one), or null.
 mlir::StringAttr storageSymbol(mlir::Value value);
 
+/// Whether an ampc.store after `op` and before `at` (in the same block)
+/// writes a parameter or state `op` reads in place: a copy of `op`, or a
+/// kernel that computes it, placed at `at` would read the stored value.
+bool storedBetween(mlir::Operation *op, mlir::Operation *at);
+
 /// The arena offset of `value` (an op result), or std::nullopt when the
 /// plan gives it no buffer.
 std::optional<int64_t> planOffset(mlir::Value value);
