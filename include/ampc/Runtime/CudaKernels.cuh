@@ -1620,22 +1620,58 @@ __device__ inline void raiseFlag(uint8_t *flag) {
   *static_cast<volatile uint8_t *>(flag) = 1;
 }
 
-/// One multi-tensor unscale over up to kMaxTensors gradients: blockIdx.y
-/// picks the tensor; any non-finite scaled value sets *found.
+/// Multi-tensor kernels (unscale, clipping, the optimizer) run a 1-D grid
+/// over the tensors of a list: tensor t has listBlocks(size[t]) blocks,
+/// from firstBlock[t] (firstBlock[count] is the grid), and each block
+/// covers kListBlockElements consecutive elements of its tensor, thread j
+/// those j, j + blockDim.x, ... (coalesced). The emitter writes firstBlock
+/// (KernelGeometry.h, cudaListBlocks).
 constexpr int kMaxTensors = 256;
+constexpr int64_t kListBlockElements = 2048;
+inline int64_t listBlocks(int64_t n) {
+  return n < 1 ? 1 : (n + kListBlockElements - 1) / kListBlockElements;
+}
+/// The tensor whose blocks hold this block: the last t of the list's
+/// `count` with firstBlock[t] <= blockIdx.x.
+__device__ inline int listTensor(const int32_t *firstBlock, int count) {
+  int lo = 0, hi = count - 1;
+  const int32_t b = static_cast<int32_t>(blockIdx.x);
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (firstBlock[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+/// for (i ...) over this block's elements of tensor t (its first block
+/// `first`, `n` elements).
+#define AMPC_LIST_FOR(i, first, n)                                             \
+  for (int64_t i##Begin = (static_cast<int64_t>(blockIdx.x) - (first)) *       \
+                          ::ampc::cuda::kListBlockElements,                    \
+               i##End = i##Begin + ::ampc::cuda::kListBlockElements < (n)      \
+                            ? i##Begin + ::ampc::cuda::kListBlockElements      \
+                            : (n),                                             \
+               i = i##Begin + threadIdx.x;                                     \
+       i < i##End; i += blockDim.x)
+
+/// One multi-tensor unscale over up to kMaxTensors gradients; any
+/// non-finite scaled value sets *found.
 template <typename T> struct TensorList {
   int32_t count;
   uint64_t in[kMaxTensors], out[kMaxTensors];
   int64_t size[kMaxTensors];
+  int32_t firstBlock[kMaxTensors + 1];
 };
 template <typename T>
 __global__ void unscale(unsigned char *base, TensorList<T> list,
                         const float *scale, uint8_t *found) {
   const float inv = math::inverseScale(*scale);
-  const int t = blockIdx.y;
+  const int t = listTensor(list.firstBlock, list.count);
   const T *g = reinterpret_cast<const T *>(base + list.in[t]);
   T *o = reinterpret_cast<T *>(base + list.out[t]);
-  AMPC_FOR(i, list.size[t]) {
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) {
     const T v = g[i];
     if (!isfinite(v))
       raiseFlag(found);
@@ -1645,19 +1681,19 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
 
 /// Clipping's global norm, the same bits whatever order the blocks run in:
 /// each block of the multi-tensor pass sums the squares of its elements
-/// (blockCombine's fixed tree) into partials[blockIdx.y * gridDim.x +
-/// blockIdx.x]; sumPartials then adds every list's partials in one block.
+/// (blockCombine's fixed tree) into partials[blockIdx.x]; sumPartials
+/// then adds every list's partials in one block.
 template <typename T>
 __global__ void sumOfSquares(unsigned char *base, TensorList<T> list,
                              T *partials) {
   AMPC_SHARED(T[kThreads], share);
-  const int t = blockIdx.y;
+  const int t = listTensor(list.firstBlock, list.count);
   const T *g = reinterpret_cast<const T *>(base + list.in[t]);
   T local = 0;
-  AMPC_FOR(i, list.size[t]) local += g[i] * g[i];
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) local += g[i] * g[i];
   const T sum = blockCombine<T>(local, share, addOf<T>);
   if (threadIdx.x == 0)
-    partials[static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = sum;
+    partials[blockIdx.x] = sum;
 }
 
 /// The sum of `count` partials in one block (pairwise per thread, then
@@ -1675,10 +1711,10 @@ template <typename T>
 __global__ void clipByNorm(unsigned char *base, TensorList<T> list,
                            const T *sum, T maxNorm) {
   const T coef = fmin(T(1), maxNorm / (sqrt(*sum) + T(1e-6)));
-  const int t = blockIdx.y;
+  const int t = listTensor(list.firstBlock, list.count);
   const T *g = reinterpret_cast<const T *>(base + list.in[t]);
   T *o = reinterpret_cast<T *>(base + list.out[t]);
-  AMPC_FOR(i, list.size[t]) o[i] = g[i] * coef;
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) o[i] = g[i] * coef;
 }
 
 /// torch.optim.SGD for one parameter; a step with *found set copies every
@@ -1744,6 +1780,7 @@ template <typename T> struct OptimizerList {
       dampening[kMaxOptimizerTensors], beta1[kMaxOptimizerTensors],
       beta2[kMaxOptimizerTensors], eps[kMaxOptimizerTensors];
   int64_t size[kMaxOptimizerTensors];
+  int32_t firstBlock[kMaxOptimizerTensors + 1]; // as TensorList's
 };
 /// The kind every tensor of the step shares.
 template <typename T> struct OptimizerHyper {
@@ -1751,7 +1788,7 @@ template <typename T> struct OptimizerHyper {
 };
 
 /// torch.optim's SGD / Adam / AdamW over every parameter of a list, in
-/// place: blockIdx.y picks the tensor; each element's master and moments are
+/// place, a 1-D grid over the list as TensorList's kernels; each element's master and moments are
 /// read, updated by the same math as sgdStep / adamStep (and the CPU
 /// target) and written back, and the FP16/BF16 weight copies are written
 /// from the new master in the same pass. A step with *found set returns at
@@ -1762,7 +1799,7 @@ __global__ void optimizerStep(unsigned char *base, OptimizerList<T> list,
                               const uint8_t *found) {
   if (found && *found)
     return;
-  const int t = blockIdx.y;
+  const int t = listTensor(list.firstBlock, list.count);
   T *p = reinterpret_cast<T *>(base + list.param[t]);
   const T *g = reinterpret_cast<const T *>(base + list.grad[t]);
   T *m1 = list.moment1[t] == kNoTensor
@@ -1784,7 +1821,7 @@ __global__ void optimizerStep(unsigned char *base, OptimizerList<T> list,
   const int64_t taken = *step;
   const math::AdamStep<T> s = h.adam ? math::adamStep(rate, taken, beta1, beta2)
                                      : math::AdamStep<T>{T(0), T(0)};
-  AMPC_FOR(i, list.size[t]) {
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) {
     T updated;
     if (h.adam)
       math::adamElement(p[i], g[i], m1[i], m2[i], &updated, m1 + i, m2 + i, s,

@@ -97,10 +97,19 @@ constexpr int64_t kCudaMaxTensors = 256;
 inline int64_t cudaBlocks(int64_t n) {
   return n < 1 ? 1 : (n + kCudaThreads - 1) / kCudaThreads;
 }
+/// A multi-tensor kernel's (unscale, clipping, the optimizer) blocks for a
+/// tensor of `n` elements: each block covers kCudaListBlockElements
+/// consecutive elements (ampc::cuda::kListBlockElements), and a list's
+/// grid is the sum over its tensors, so no block idles (a grid of the
+/// largest tensor's blocks for every tensor left most of them idle).
+constexpr int64_t kCudaListBlockElements = 2048;
+inline int64_t cudaListBlocks(int64_t n) {
+  return n < 1 ? 1 : (n + kCudaListBlockElements - 1) / kCudaListBlockElements;
+}
 /// The partial sums of squares clipping's multi-tensor pass writes over
-/// `grads` (one type): lists of kCudaMaxTensors, each a grid of
-/// cudaBlocks(its largest tensor) blocks per tensor, a partial per block
-/// (ampc::cuda::sumOfSquares), added in order by one block (sumPartials).
+/// `grads` (one type): lists of kCudaMaxTensors, cudaListBlocks of each
+/// tensor, a partial per block (ampc::cuda::sumOfSquares), added in order
+/// by one block (sumPartials).
 int64_t cudaClipPartials(mlir::ValueRange grads);
 
 /// The window of a conv or pool over spatial dimensions (N, C, spatial...)
@@ -186,6 +195,14 @@ BatchNormGeometry batchNormGeometry(mlir::Operation *op);
 /// of at most kCudaThreads whose blocks each take a node of the pairwise
 /// sum's tree (every node above them has more than 64 terms).
 int64_t cudaBatchNormSplits(const BatchNormGeometry &g);
+/// Threads per block of those kernels and of their combines: as many as
+/// the tree's nodes below the blocks need, and the channel's splits (a
+/// power of two from 32 to kCudaThreads). A channel of few elements (a
+/// CNN's late layers: n · inner = 32 at batch 2) is summed by one thread;
+/// a block of 256 left 255 of them waiting at every barrier. The tree, and
+/// so every sum's bits, is the same whatever the count: a block has at
+/// least the threads the tree's cut gives work to.
+int64_t cudaBatchNormThreads(const BatchNormGeometry &g);
 
 /// SoftmaxCrossEntropyLoss (log-softmax over the classes, then the NLL),
 /// NegativeLogLikelihoodLoss and NllLossGrad: `scores` of shape (n,

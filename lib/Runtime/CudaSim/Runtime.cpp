@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -213,6 +214,35 @@ std::vector<Stream *> allStreams() {
 /// Counters.h: how often each (kind, name) of work ran since the reset.
 std::map<std::pair<Work, std::string>, uint64_t> counts;
 
+/// AMPC_CUDA_SIM_PROFILE=1: the host seconds each kind of work took (by
+/// kernel or call name), printed to stderr at exit, slowest first. For
+/// finding what makes a test slow under the execution; nothing else.
+std::map<std::string, double> profileTimes;
+void printProfile() {
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto &[name, seconds] : profileTimes) {
+    rows.push_back({seconds, name});
+    total += seconds;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::fprintf(stderr, "ampc cuda-sim profile: %.3f s of device work\n",
+               total);
+  for (const auto &[seconds, name] : rows)
+    std::fprintf(stderr, "  %10.3f s  %5.1f%%  %s\n", seconds,
+                 total > 0 ? 100 * seconds / total : 0.0, name.c_str());
+}
+bool profiling() {
+  static const bool on = [] {
+    const char *v = std::getenv("AMPC_CUDA_SIM_PROFILE");
+    if (!v || !*v || std::string(v) == "0")
+      return false;
+    std::atexit(printProfile);
+    return true;
+  }();
+  return on;
+}
+
 /// Runs `s`'s work until `seq` ops have completed, first running whatever
 /// that work waits for.
 void drain(Stream &s, uint64_t seq) {
@@ -222,7 +252,14 @@ void drain(Stream &s, uint64_t seq) {
     if (op.work) {
       if (stickyError == cudaSuccess) {
         ++counts[{op.kind, op.name}];
+        const bool timed = profiling();
+        auto start = std::chrono::steady_clock::now();
         cudaError_t e = op.work();
+        if (timed)
+          profileTimes[op.name] +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
         if (e != cudaSuccess)
           stickyError = e;
       }

@@ -46,7 +46,7 @@ using llvm::StringRef;
 
 void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
                          const std::string &args, llvm::raw_ostream &body,
-                         StringRef grid) {
+                         StringRef grid, StringRef threads) {
   std::string g = grid.empty()
                       ? formatv("ampc::cuda::blocks({0}LL)", count).str()
                       : grid.str();
@@ -56,7 +56,8 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
   shortName.consume_front("ampc::cuda::");
   emitGuards(op, body);
   body << "  ampc::cuda::launch(\"" << shortName << "\", " << kernel << ", " << g
-       << ", ampc::cuda::kThreads, 0, ctx.stream" << (args.empty() ? "" : ", ")
+       << ", " << (threads.empty() ? StringRef("ampc::cuda::kThreads") : threads)
+       << ", 0, ctx.stream" << (args.empty() ? "" : ", ")
        << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");";
   // How the op's kernels spread over threads (KernelGeometry.h), for the

@@ -62,6 +62,19 @@ inline std::string strided(ArrayRef<int64_t> dims, ArrayRef<int64_t> strides) {
       .str();
 }
 
+/// A multi-tensor list's firstBlock initialiser for tensors of `sizes`
+/// elements ("{0, b0, b0 + b1, ...}", cudaListBlocks each); `grid` gets the
+/// list's blocks (its 1-D grid).
+inline std::string firstBlocks(ArrayRef<int64_t> sizes, int64_t &grid) {
+  std::string text = "{0";
+  grid = 0;
+  for (int64_t n : sizes) {
+    grid += ampc::emit::cudaListBlocks(n);
+    text += ", " + std::to_string(grid);
+  }
+  return text + "}";
+}
+
 class CudaEmitter : public ampc::LibraryEmitter {
 public:
   using LibraryEmitter::LibraryEmitter;
@@ -121,9 +134,10 @@ private:
   /// writes them (ampc.guard_bytes on the function; none without it).
   void emitGuards(Operation *op, llvm::raw_ostream &body);
   /// A launch of `kernel` over `count` threads (grid-stride) and its check.
+  /// `threads`: the block size (default ampc::cuda::kThreads).
   void launch(Operation *op, StringRef kernel, int64_t count,
               const std::string &args, llvm::raw_ostream &body,
-              StringRef grid = "");
+              StringRef grid = "", StringRef threads = "");
   /// A device error code whose message names the node; the kernel argument
   /// pair "error, code".
   std::string deviceError(Operation *op, StringRef what);

@@ -307,7 +307,7 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
     size_t end = std::min(fusedUpdates.size(), begin + 128);
     constexpr int kFields = 14;
     std::string fields[kFields];
-    int64_t largest = 1;
+    SmallVector<int64_t> sizes;
     for (size_t k = begin; k < end; ++k) {
       auto u = cast<ampc::OptimizerUpdateOp>(fusedUpdates[k].first);
       Value f16, bf16;
@@ -317,7 +317,7 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
         return m < u.getNewMoments().size() ? u.getNewMoments()[m] : Value();
       };
       int64_t count = tensorOf(u.getParam()).getNumElements();
-      largest = std::max(largest, count);
+      sizes.push_back(count);
       // In OptimizerList's order.
       std::string row[kFields] = {offset(u.getNewParam()),
                                   offset(u.getGrad()),
@@ -342,15 +342,13 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
                     t, list, end - begin);
     for (const std::string &f : fields)
       body << ", {" << f << "}";
-    body << "};\n";
+    int64_t blocks;
+    body << ", " << firstBlocks(sizes, blocks) << "};\n";
     launch(op, formatv("ampc::cuda::optimizerStep<{0}>", t).str(), 0,
            formatv("state, {0}, {1}, {2}, {3}", list, hyper,
                    name(first.getStep()), found)
                .str(),
-           body,
-           formatv("dim3(ampc::cuda::blocks({0}LL), {1})", largest,
-                   end - begin)
-               .str());
+           body, std::to_string(blocks));
   }
   return success();
 }

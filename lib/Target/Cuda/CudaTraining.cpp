@@ -28,10 +28,10 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
   // Multi-tensor kernels take lists of one element type and at most
   // kMaxTensors (256) tensors: the tensors are grouped by type, in order,
   // and each group split into lists of 256. Each list is written as a
-  // TensorList literal; returns (type, list name, largest tensor, count).
+  // TensorList literal; returns (type, list name, the list's grid).
   struct Chunk {
     std::string type, list;
-    int64_t largest, count;
+    int64_t blocks;
   };
   auto tensorLists = [&](ValueRange ins, ValueRange outs,
                          llvm::function_ref<std::string(Value)> typeOf) {
@@ -50,7 +50,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
     for (auto &[type, pairs] : groups)
       for (size_t begin = 0; begin < pairs.size(); begin += 256) {
         std::string in, out, size;
-        int64_t largest = 1, count = 0;
+        SmallVector<int64_t> sizes;
         for (size_t k = begin; k < std::min(pairs.size(), begin + 256); ++k) {
           auto [i, o] = pairs[k];
           in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char "
@@ -62,21 +62,18 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                          name(o))
                      .str();
           size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
-          largest = std::max<int64_t>(largest, tensorOf(i).getNumElements());
-          ++count;
+          sizes.push_back(tensorOf(i).getNumElements());
         }
+        int64_t blocks;
+        std::string first = firstBlocks(sizes, blocks);
         body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
-                        "{{{2}, {{{3}}, {{{4}}, {{{5}}};\n",
-                        type, counter, count, in, out, size);
-        chunks.push_back({type, "list" + std::to_string(counter++), largest,
-                          count});
+                        "{{{2}, {{{3}}, {{{4}}, {{{5}}, {6}};\n",
+                        type, counter, sizes.size(), in, out, size, first);
+        chunks.push_back({type, "list" + std::to_string(counter++), blocks});
       }
     return chunks;
   };
-  auto grid = [](const Chunk &c) {
-    return formatv("dim3(ampc::cuda::blocks({0}LL), {1})", c.largest, c.count)
-        .str();
-  };
+  auto grid = [](const Chunk &c) { return std::to_string(c.blocks); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::UnscaleOp o) -> LogicalResult {
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 1, "
@@ -115,7 +112,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                  formatv("state, {0}, {1} + {2}", c.list, partials, first)
                      .str(),
                  body, grid(c));
-          first += cudaBlocks(c.largest) * c.count;
+          first += c.blocks;
         }
         if (first != cudaClipPartials(o.getGrads()))
           return op->emitError() << "clipping's partial sums do not match "

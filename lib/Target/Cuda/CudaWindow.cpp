@@ -32,6 +32,7 @@ void CudaEmitter::emitChannelStatistics(Operation *op, Value x,
                                         llvm::raw_ostream &body) {
   BatchNormGeometry g = batchNormGeometry(op);
   int64_t splits = cudaBatchNormSplits(g);
+  std::string threads = std::to_string(cudaBatchNormThreads(g));
   std::string partials = scratch(op, "partials", g.compute);
   for (StringRef squares : {"false", "true"})
     launch(op,
@@ -42,13 +43,13 @@ void CudaEmitter::emitChannelStatistics(Operation *op, Value x,
            formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", name(x), g.n,
                    g.channels, g.inner, splits, partials, squares)
                .str(),
-           body, blockGrid(g.channels * splits));
+           body, blockGrid(g.channels * splits), threads);
   launch(op, formatv("ampc::cuda::channelCombine<{0}>", g.compute).str(),
          g.channels,
          formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", partials, g.n,
                  g.channels, g.inner, splits, mean, var)
              .str(),
-         body, blockGrid(g.channels));
+         body, blockGrid(g.channels), threads);
 }
 
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
@@ -171,6 +172,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef acc = g.compute;
         int64_t splits = cudaBatchNormSplits(g);
+        std::string threads = std::to_string(cudaBatchNormThreads(g));
         // Training mode: the batch statistics first, as the forward has them.
         std::string mean = "nullptr", var = "nullptr";
         if (!o.getMean()) {
@@ -195,7 +197,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        splits, mean, var, inputMean, inputVar, epsilon,
                        partials)
                    .str(),
-               body, blockGrid(g.channels * splits));
+               body, blockGrid(g.channels * splits), threads);
         launch(op,
                formatv("ampc::cuda::batchNormGradCombine<{0}, {1}>", acc,
                        codec(elementOf(o.getGradScale())))
@@ -205,7 +207,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        splits, sums, name(o.getGradScale()),
                        name(o.getGradBias()))
                    .str(),
-               body, blockGrid(g.channels));
+               body, blockGrid(g.channels), threads);
         launch(op,
                formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}>",
                        acc, codec(elementOf(x)),

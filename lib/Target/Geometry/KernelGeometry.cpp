@@ -622,6 +622,20 @@ int64_t cudaBatchNormSplits(const BatchNormGeometry &g) {
   return splits;
 }
 
+int64_t cudaBatchNormThreads(const BatchNormGeometry &g) {
+  // channelNodeSum cuts the tree at the depth where nodes have at most 64
+  // terms, at most log2(splits · threads) deep: the nodes below a block
+  // are 2^(depth - log2 splits), each a thread's.
+  int64_t count = g.n * g.inner, splits = cudaBatchNormSplits(g);
+  int64_t nodes = 1;
+  while (nodes < kCudaThreads && count / (nodes * splits) > 64)
+    nodes *= 2;
+  int64_t threads = 32;
+  while (threads < std::max(nodes, splits) && threads < kCudaThreads)
+    threads *= 2;
+  return threads;
+}
+
 int64_t cudaReduceSplits(int64_t outputs, int64_t count) {
   constexpr int64_t kMinShare = 8192, kTargetBlocks = 512;
   if (outputs <= 0 || outputs >= kTargetBlocks / 4 || count < 2 * kMinShare)
@@ -725,13 +739,8 @@ KernelParallelism cudaParallelism(Operation *op) {
 
 int64_t cudaClipPartials(ValueRange grads) {
   int64_t partials = 0;
-  for (size_t begin = 0; begin < grads.size(); begin += kCudaMaxTensors) {
-    size_t end = std::min<size_t>(grads.size(), begin + kCudaMaxTensors);
-    int64_t largest = 1;
-    for (size_t k = begin; k < end; ++k)
-      largest = std::max(largest, countOf(grads[k]));
-    partials += cudaBlocks(largest) * static_cast<int64_t>(end - begin);
-  }
+  for (Value g : grads)
+    partials += cudaListBlocks(countOf(g));
   return partials;
 }
 

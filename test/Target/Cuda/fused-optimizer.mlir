@@ -18,8 +18,8 @@
 // CHECK:         ampc::cuda::launch("unscale<float>", {{.*}}, [[FOUND:v[0-9]+]]);
 // CHECK-NOT:     cudaMemcpyDeviceToDevice
 // CHECK:         static const ampc::cuda::OptimizerHyper<float> [[HYPER:hyper[0-9]+]] = {true, true, false};
-// CHECK-NEXT:    static const ampc::cuda::OptimizerList<float> [[LIST:list[0-9]+]] = {2, {0ULL, 64ULL, }, {{{[0-9]+}}ULL, {{[0-9]+}}ULL, }, {448ULL, 576ULL, }, {512ULL, 640ULL, }, {320ULL, ampc::cuda::kNoTensor, }, {384ULL, ampc::cuda::kNoTensor, }, {192ULL, {{[0-9]+}}ULL, }, {float(9.999999776e-03), float(0.000000000e+00), }, {float(0.000000000e+00), float(0.000000000e+00), }, {float(0.000000000e+00), float(0.000000000e+00), }, {float(8.999999762e-01), float(8.999999762e-01), }, {float(9.990000129e-01), float(9.990000129e-01), }, {float(9.999999939e-09), float(9.999999939e-09), }, {12LL, 3LL, }};
-// CHECK-NEXT:    ampc::cuda::launch("optimizerStep<float>", ampc::cuda::optimizerStep<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[HYPER]], {{s[0-9]+}}, reinterpret_cast<const uint8_t *>([[FOUND]]));
+// CHECK-NEXT:    static const ampc::cuda::OptimizerList<float> [[LIST:list[0-9]+]] = {2, {0ULL, 64ULL, }, {{{[0-9]+}}ULL, {{[0-9]+}}ULL, }, {448ULL, 576ULL, }, {512ULL, 640ULL, }, {320ULL, ampc::cuda::kNoTensor, }, {384ULL, ampc::cuda::kNoTensor, }, {192ULL, {{[0-9]+}}ULL, }, {float(9.999999776e-03), float(0.000000000e+00), }, {float(0.000000000e+00), float(0.000000000e+00), }, {float(0.000000000e+00), float(0.000000000e+00), }, {float(8.999999762e-01), float(8.999999762e-01), }, {float(9.990000129e-01), float(9.990000129e-01), }, {float(9.999999939e-09), float(9.999999939e-09), }, {12LL, 3LL, }, {0, 1, 2}};
+// CHECK-NEXT:    ampc::cuda::launch("optimizerStep<float>", ampc::cuda::optimizerStep<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[HYPER]], {{s[0-9]+}}, reinterpret_cast<const uint8_t *>([[FOUND]]));
 // CHECK-NOT:     adamStep
 // CHECK-NOT:     "ampc.cast"
 // CHECK-NOT:     cudaMemcpyDeviceToDevice

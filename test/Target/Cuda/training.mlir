@@ -43,21 +43,21 @@
 // CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 1024);
 // CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1088);
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[FOUND]], 0, 1, ctx.stream), "ampc.unscale");
-// CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[LIST:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {12LL, 3LL, }};
-// CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[SCALE]], [[FOUND]]);
+// CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[LIST:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {12LL, 3LL, }, {0, 1, 2}};
+// CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[SCALE]], [[FOUND]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.unscale");
 // Clipping: the sum of squares of both, deterministic (issue 37): a
 // partial per block (two here) in the scratch, added by one block into the
 // 8-byte sum, then the scaling by max_norm 1.
 // CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 768);
 // CHECK-NEXT:    float *[[CB:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
-// CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[CLIP:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CB]]) - state), }, {12LL, 3LL, }};
+// CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[CLIP:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[CB]]) - state), }, {12LL, 3LL, }, {0, 1, 2}};
 // CHECK-NOT:     cudaMemsetAsync
-// CHECK-NEXT:    ampc::cuda::launch("sumOfSquares<float>", ampc::cuda::sumOfSquares<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[PARTIALS:[0-9]+]]) + 0);
+// CHECK-NEXT:    ampc::cuda::launch("sumOfSquares<float>", ampc::cuda::sumOfSquares<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[PARTIALS:[0-9]+]]) + 0);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.clip_grad_norm");
 // CHECK-NEXT:    ampc::cuda::launch("sumPartials<float>", ampc::cuda::sumPartials<float>, 1, ampc::cuda::kThreads, 0, ctx.stream, reinterpret_cast<float *>(state + [[PARTIALS]]), 2LL, reinterpret_cast<float *>(state + [[NORM:[0-9]+]]));
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.clip_grad_norm");
-// CHECK-NEXT:    ampc::cuda::launch("clipByNorm<float>", ampc::cuda::clipByNorm<float>, dim3(ampc::cuda::blocks(12LL), 2), ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[NORM]]), float(1.000000000e+00));
+// CHECK-NEXT:    ampc::cuda::launch("clipByNorm<float>", ampc::cuda::clipByNorm<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[CLIP]], reinterpret_cast<float *>(state + [[NORM]]), float(1.000000000e+00));
 // AdamW and SGD kernels read lr, step and found_inf on the device and
 // write the new w and moments in place: w at 0, its moments at 448 and
 // 512; b at 64, its buffer at 576.
