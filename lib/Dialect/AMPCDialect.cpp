@@ -119,6 +119,34 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kGemmShapeAttr) {
+    if (!isa<StringAttr>(value) || !isa<GemmOp>(op))
+      return op->emitOpError("'ampc.gemm_shape' must be a string on an "
+                             "ampc.gemm");
+    return success();
+  }
+  if (name == kPaddingAttr) {
+    if (!isa<UnitAttr>(value) || !isa<ConcatOp, SliceOp>(op))
+      return op->emitOpError("'ampc.padding' must be a unit attribute on an "
+                             "ampc.concat or ampc.slice");
+    return success();
+  }
+  if (name == kAlignmentAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    bool ok = dict && isa<GemmOp, BatchedGemmOp, MatMulOp>(op) &&
+              dict.size() == 4 && isa_and_nonnull<IntegerAttr>(dict.get("needs"));
+    for (StringRef d : {"m", "n", "k"}) {
+      auto entry = dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get(d))
+                        : DenseI64ArrayAttr();
+      ok = ok && entry && entry.size() == 2;
+    }
+    if (!ok)
+      return op->emitOpError("'ampc.alignment' must be {m, n, k = "
+                             "array<i64: dim, alignment>, needs = i64} on "
+                             "an ampc.gemm, batched_gemm or matmul, got ")
+             << value;
+    return success();
+  }
   if (name == kPrecisionAttr) {
     if (!isa<PrecisionDecisionAttr>(value))
       return op->emitOpError("'ampc.precision' must be a precision decision "

@@ -66,6 +66,15 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createFreezeParametersPass(o.freeze);
      }},
+    // After precision assignment (the padding is for FP16/BF16 GEMMs) and
+    // before autodiff, so that the backward GEMMs are derived from the
+    // padded forward (docs/design.md, Tensor Core shapes).
+    {"ampc-pad-gemms", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.padGemms)
+         return nullptr;
+       return ampc::createPadGemmsPass();
+     }},
     {"ampc-autodiff", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
        return ampc::createAutodiffPass();
@@ -140,6 +149,11 @@ const PipelineStep kPipeline[] = {
     {"ampc-assign-accumulation", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createAssignAccumulationPass();
+     }},
+    // Every GEMM as the kernels run it, forward and backward.
+    {"ampc-gemm-alignment", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createGemmAlignmentPass();
      }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
@@ -277,6 +291,12 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     return fail("target",
                 "must be cpu, cuda or cuda-sim, got '" + flags.target + "'");
   options.kernelTarget = *kernels;
+  if (flags.padGemms != "on" && flags.padGemms != "off" &&
+      flags.padGemms != "auto")
+    return fail("pad-gemms",
+                "must be on, off or auto, got '" + flags.padGemms + "'");
+  options.padGemms = flags.padGemms == "on" ||
+                     (flags.padGemms == "auto" && *kernels == KernelTarget::Cuda);
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
           .Case("fp16", LowPrecisionType::F16)
@@ -532,6 +552,11 @@ struct PipelineRegistrationOptions
       llvm::cl::desc("the kernels the memory plan places scratch for: cpu, "
                      "cuda or cuda-sim (default cpu)"),
       llvm::cl::init("cpu")};
+  Option<std::string> padGemms{
+      *this, "pad-gemms",
+      llvm::cl::desc("pad a Linear's output features to Tensor Core "
+                     "multiples: on, off or auto (on for cuda, cuda-sim)"),
+      llvm::cl::init("auto")};
   Option<std::string> emitAfter{
       *this, "emit-after",
       llvm::cl::desc("the last pass to run (default: all)")};
@@ -583,6 +608,7 @@ struct PipelineRegistrationOptions
     f.maxTensorBytes = maxTensorBytes;
     f.stopAfter = emitAfter;
     f.target = target;
+    f.padGemms = padGemms;
     return f;
   }
 };

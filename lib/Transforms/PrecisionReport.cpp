@@ -254,6 +254,10 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
       addEdge(operand, to);
     drawn[&op] = to;
   }
+  forward.walk([&](Operation *op) {
+    if (auto shape = op->getAttrOfType<StringAttr>(ampc::kGemmShapeAttr))
+      r.gemmShapes.push_back(shape.str());
+  });
   // Every cast the summary counts is drawn, also one whose user is not.
   forward.walk([&](ampc::CastOp c) {
     if (ampc::isAutocast(c))
@@ -282,6 +286,8 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
   for (const auto &n : r.nodes)
     row(n.name, n.op, join(n.inputs), n.compute, join(n.outputs),
         n.rule);
+  for (const std::string &shape : r.gemmShapes)
+    os << "gemm " << shape << "\n";
   os << r.model << ": " << r.summary() << "\n";
 }
 
@@ -316,6 +322,7 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       {"casts", r.castsAfter},
       {"casts_before_optimisation", r.castsBefore},
       {"summary", r.summary()},
+      {"gemm_shapes", strings(r.gemmShapes)},
   };
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }

@@ -93,6 +93,14 @@ constexpr llvm::StringLiteral kGuardBytesAttr = "ampc.guard_bytes";
 constexpr llvm::StringLiteral kLossScalingAttr = "ampc.loss_scaling";
 constexpr llvm::StringLiteral kOptimizerAttr = "ampc.optimizer";
 constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
+/// Tensor Core shapes (issue 37 item 11): `ampc.gemm_shape`, the decision
+/// of ampc-pad-gemms on an ampc.gemm (a string `--report` lists);
+/// `ampc.padding`, the unit mark of the ampc.concat / ampc.slice it adds;
+/// `ampc.alignment`, ampc-gemm-alignment's dictionary {m, n, k: array<i64:
+/// dim, alignment>, needs: i64} on an ampc.gemm, batched_gemm or matmul.
+constexpr llvm::StringLiteral kGemmShapeAttr = "ampc.gemm_shape";
+constexpr llvm::StringLiteral kPaddingAttr = "ampc.padding";
+constexpr llvm::StringLiteral kAlignmentAttr = "ampc.alignment";
 /// Function argument and result attribute: the ONNX name of an input or
 /// output (a string).
 constexpr llvm::StringLiteral kNameAttr = "ampc.name";

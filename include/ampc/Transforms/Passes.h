@@ -45,6 +45,9 @@ struct PipelineOptions {
   /// The kernels the library is written with: the memory plan places
   /// their scratch (and, for CUDA, the inputs' staging buffers).
   KernelTarget kernelTarget = KernelTarget::Cpu;
+  /// ampc-pad-gemms runs (issue 37 item 11): `--pad-gemms`, on by default
+  /// for the CUDA targets.
+  bool padGemms = false;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.

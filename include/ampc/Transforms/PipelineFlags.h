@@ -64,6 +64,9 @@ struct PipelineFlags {
   /// The target whose kernels the memory plan places scratch for: cpu,
   /// cuda or cuda-sim.
   std::string target = "cpu";
+  /// `--pad-gemms`: on, off or auto (on for the CUDA targets), issue 37
+  /// item 11 (ampc-pad-gemms).
+  std::string padGemms = "auto";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;
 };

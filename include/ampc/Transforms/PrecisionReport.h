@@ -54,6 +54,9 @@ struct PrecisionReport {
   std::vector<Cast> casts;
   std::vector<std::string> sources;
   unsigned castsBefore = 0, castsAfter = 0;
+  /// ampc-pad-gemms's decision for each GEMM of the forward (issue 37 item
+  /// 11): M, N, K, what was padded and why a dimension was not.
+  std::vector<std::string> gemmShapes;
 
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
   /// optimisation)".
