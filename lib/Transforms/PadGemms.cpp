@@ -153,6 +153,11 @@ struct PadGemmsPass : ampc::impl::PadGemmsPassBase<PadGemmsPass> {
       return llvm::formatv("N {0} not padded: C is not a bias row of {0}", n);
     if (gemm.getEpilogue() != ampc::GemmEpilogue::None)
       return llvm::formatv("N {0} not padded: the GEMM has an epilogue", n);
+    if (n < minN)
+      return llvm::formatv("N {0} not padded: below {1} under "
+                           "--pad-gemms=auto (the pad and slice copies cost "
+                           "more than the unaligned GEMM; --pad-gemms=on "
+                           "pads it)", n, static_cast<int64_t>(minN));
     int64_t padded = (n + needs - 1) / needs * needs;
     OpBuilder b(gemm);
     Location loc = gemm.getLoc();

@@ -73,7 +73,7 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.padGemms)
          return nullptr;
-       return ampc::createPadGemmsPass();
+       return ampc::createPadGemmsPass({o.padGemmsMinN});
      }},
     {"ampc-autodiff", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
@@ -297,6 +297,9 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                 "must be on, off or auto, got '" + flags.padGemms + "'");
   options.padGemms = flags.padGemms == "on" ||
                      (flags.padGemms == "auto" && *kernels == KernelTarget::Cuda);
+  // auto leaves small heads alone: their pad and slice copies would cost
+  // more launches than the unaligned GEMM costs (docs/design.md).
+  options.padGemmsMinN = flags.padGemms == "auto" ? 128 : 0;
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
           .Case("fp16", LowPrecisionType::F16)

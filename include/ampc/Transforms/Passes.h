@@ -48,6 +48,8 @@ struct PipelineOptions {
   /// ampc-pad-gemms runs (issue 37 item 11): `--pad-gemms`, on by default
   /// for the CUDA targets.
   bool padGemms = false;
+  /// ampc-pad-gemms's min-n: 0 for `--pad-gemms=on`, 128 for auto.
+  int64_t padGemmsMinN = 0;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.

@@ -193,8 +193,14 @@ def PadGemmsPass : Pass<"ampc-pad-gemms", "mlir::func::FuncOp"> {
     the padded forward: the slice's adjoint puts exact zeros in the padded
     columns of dY. Every forward GEMM gets `ampc.gemm_shape`, a string with
     M, N, K, what was padded and why each unaligned dimension was not
-    (`--report` lists them).
+    (`--report` lists them). `min-n`: an N below it is left unpadded
+    (`--pad-gemms=auto` uses 128: for a small head the pad and slice
+    copies cost more launches than an unaligned GEMM costs time).
   }];
+  let options = [
+    Option<"minN", "min-n", "int64_t", /*default=*/"0",
+           "leave an N below this unpadded">,
+  ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
