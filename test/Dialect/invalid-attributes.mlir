@@ -271,3 +271,11 @@ func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = ampc.exp %x {ampc.accumulate = f32} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @attention_unfused_not_softmax(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.attention_unfused' must be a string (the reason) on an ampc.softmax}}
+  %0 = ampc.exp %x {ampc.attention_unfused = "why"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
