@@ -71,12 +71,14 @@ def main():
         results = {}
         for fused in (False, True):
             lib = os.path.join(args.workdir, "%s.%d.so" % (name, fused))
-            out = subprocess.run(
-                [args.ampc, path, "--target=cpu", "--precision=fp32",
-                 "--optimizer=none", "--loss=mse", "--freeze=mask",
-                 "--fuse-attention=%s" % ("true" if fused else "false"),
-                 "--report", "-o", lib],
-                check=True, capture_output=True, text=True).stdout
+            flags = ["--target=cpu", "--precision=fp32", "--optimizer=none",
+                     "--loss=mse", "--freeze=mask",
+                     "--fuse-attention=%s" % ("true" if fused else "false")]
+            subprocess.run([args.ampc, path] + flags + ["-o", lib],
+                           check=True)
+            out = subprocess.run([args.ampc, "explain", path] + flags,
+                                 check=True, capture_output=True,
+                                 text=True).stdout
             if fused != ("attention" in out and ": fused" in out):
                 failures.append(name + ": fused is %s in the report" % fused)
             with Model(lib, args.runtime) as m:
@@ -84,8 +86,13 @@ def main():
                     {"input": x.numpy(), "label": label.numpy()})
         (l0, g0), (l1, g1) = results[False], results[True]
         worst = relative_difference([float(l1)], [float(l0)])
+        # K's bias has a zero gradient analytically (softmax ignores a
+        # constant per row): rounding noise there is measured against the
+        # largest gradient of the model, not its own.
+        scale = max(float(np.abs(g).max()) for g in g0.values())
         for key in g0:
-            worst = max(worst, relative_difference(g1[key], g0[key]))
+            worst = max(worst, float(np.abs(np.asarray(g1[key]) -
+                                            np.asarray(g0[key])).max()) / scale)
         ok = worst <= 1e-5 and sorted(g0) == sorted(g1)
         print("%s: loss %.6f vs %.6f, %d gradients, max relative difference "
               "%.2e: %s" % (name, float(l1), float(l0), len(g0), worst,
