@@ -241,7 +241,14 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     bool minusInfY = b && std::isinf(*b) && *b < 0;
     if (minusInfX == minusInfY)
       return refuse(where, "does not select between the scores and -inf");
-    DenseElementsAttr cond = fixedValue(where.getCondition(), training);
+    // masked_fill(~mask, -inf) exports Not of the mask.
+    Value condition = where.getCondition();
+    bool negated = false;
+    if (auto n = condition.getDefiningOp<ampc::NotOp>()) {
+      condition = n.getInput();
+      negated = true;
+    }
+    DenseElementsAttr cond = fixedValue(condition, training);
     if (!cond)
       return refuse(where, "has a condition that is not a constant");
     x = minusInfX ? where.getY() : where.getX();
@@ -253,7 +260,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     SmallVector<APFloat> values;
     const llvm::fltSemantics &sem = cast<FloatType>(element).getFloatSemantics();
     for (bool c : cond.getValues<bool>())
-      values.push_back(c == minusInfX ? APFloat::getInf(sem, /*Negative=*/true)
+      values.push_back((c != negated) == minusInfX ? APFloat::getInf(sem, /*Negative=*/true)
                                       : APFloat::getZero(sem));
     auto maskType = RankedTensorType::get(condType.getShape(), element);
     OpBuilder builder(where);

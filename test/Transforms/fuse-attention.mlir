@@ -93,3 +93,21 @@ func.func @scale_not_constant(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>,
   %c = ampc.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %c : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// masked_fill(~causal, -inf) (test/Models' GPT block): Where(Not(c), -inf,
+// scores) with a constant lower-triangle c: causal.
+// CHECK-LABEL: func.func @masked_fill
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-NOT:     ampc.where
+func.func @masked_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %c = ampc.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<f32>
+  %s = ampc.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %n = ampc.not %c : tensor<3x3xi1>
+  %m = ampc.where %n, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = ampc.softmax %m {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %o = ampc.matmul %p, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  return %o : tensor<1x1x3x4xf32>
+}
