@@ -94,6 +94,12 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "an ampc.constant");
     return success();
   }
+  if (name == kAttentionUnfusedAttr) {
+    if (!isa<StringAttr>(value) || !isa<SoftmaxOp>(op))
+      return op->emitOpError("'ampc.attention_unfused' must be a string (the "
+                             "reason) on an ampc.softmax");
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr, StringAttr>(value) || !isa<ParameterOp>(op))
       return op->emitOpError("'ampc.frozen' must be a unit attribute or a "
@@ -323,4 +329,32 @@ ampc::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
     }
   }
   return result;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionLogicalShape(ArrayRef<int64_t> physical, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> logical;
+  for (int64_t p : perm)
+    logical.push_back(physical[p]);
+  return logical;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionLogicalStrides(ArrayRef<int64_t> physical,
+                              ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> strides(physical.size(), 1);
+  for (int64_t i = static_cast<int64_t>(physical.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * physical[i + 1];
+  SmallVector<int64_t, 4> logical;
+  for (int64_t p : perm)
+    logical.push_back(strides[p]);
+  return logical;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionPhysicalShape(ArrayRef<int64_t> logical, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> physical(logical.size());
+  for (auto [l, p] : llvm::enumerate(perm))
+    physical[p] = logical[l];
+  return physical;
 }

@@ -56,15 +56,23 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createWidenToF64Pass();
      }},
-    {"ampc-assign-precision", PipelinePart::Graph, false,
-     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       return ampc::createAssignPrecisionPass(o.precision);
-     }},
+    // Before the attention fusion, which fuses a frozen mask (a registered
+    // buffer) as the causal flag but no mask that trains.
     {"ampc-freeze-parameters", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (o.freeze.freeze.empty() && o.freeze.trainable.empty())
          return nullptr;
        return ampc::createFreezeParametersPass(o.freeze);
+     }},
+    {"ampc-fuse-attention", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.fuseAttention)
+         return nullptr;
+       return ampc::createFuseAttentionPass({o.kernelTarget, o.training});
+     }},
+    {"ampc-assign-precision", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createAssignPrecisionPass(o.precision);
      }},
     // After precision assignment (the padding is for FP16/BF16 GEMMs) and
     // before autodiff, so that the backward GEMMs are derived from the
@@ -330,6 +338,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                                   flags.trainable.end());
   options.training = flags.training;
   options.evalForward = !flags.inferTrainingMode;
+  options.fuseAttention = flags.fuseAttention;
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
   if (!loss)
     return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
@@ -456,6 +465,11 @@ struct PipelineRegistrationOptions
       *this, "param-group",
       llvm::cl::desc("parameter groups: GLOB:lr=X;weight_decay=Y (';' "
                      "between a group's settings)")};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("recognise softmax attention as one fused op "
+                     "(ampc-fuse-attention)"),
+      llvm::cl::init(true)};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
@@ -576,6 +590,7 @@ struct PipelineRegistrationOptions
     f.trainable.assign(trainable.begin(), trainable.end());
     f.paramGroups.assign(paramGroups.begin(), paramGroups.end());
     f.inferTrainingMode = inferTrainingMode;
+    f.fuseAttention = fuseAttention;
     f.loss = loss;
     f.label = label;
     if (ignoreIndex.hasValue())

@@ -296,3 +296,11 @@ func.func @alignment_without_needs(%a: tensor<4x4xf16>) {
   %0 = ampc.matmul %a, %a {ampc.alignment = {m = array<i64: 4, 4>, n = array<i64: 4, 4>, k = array<i64: 4, 4>}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
   return
 }
+
+// -----
+
+func.func @attention_unfused_not_softmax(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.attention_unfused' must be a string (the reason) on an ampc.softmax}}
+  %0 = ampc.exp %x {ampc.attention_unfused = "why"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

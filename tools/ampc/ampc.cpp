@@ -321,6 +321,13 @@ cl::opt<bool> tieInitializers(
              "as exported, instead of one parameter each as written"),
     cl::cat(trainingCategory));
 
+cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("recognise softmax attention (MatMul, scale, mask, Softmax, "
+             "MatMul) and compute it as one fused op; =false keeps the "
+             "graph as exported"),
+    cl::init(true), cl::cat(ampcCategory));
+
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",
     cl::desc("infer runs Dropout and BatchNormalization as the model says "
@@ -756,6 +763,7 @@ int main(int argc, char **argv) {
   flags.paramGroups.assign(paramGroups.begin(), paramGroups.end());
   flags.training = mode == Mode::Train;
   flags.inferTrainingMode = inferTrainingMode;
+  flags.fuseAttention = fuseAttention;
   flags.loss = loss;
   flags.label = label;
   if (ignoreIndex.getNumOccurrences())

@@ -164,6 +164,15 @@ struct TopKGeometry {
 };
 TopKGeometry topKGeometry(mlir::Operation *op);
 
+/// ampc.attention and its adjoint: the sizes and each tensor's logical
+/// (b, h, s, d) strides in elements (ampc::cpu::AttentionShape and the
+/// CUDA kernels take them), the bias's 0 along broadcast dimensions.
+struct AttentionGeometry {
+  int64_t batch, heads, sq, sk, d, dv;
+  llvm::SmallVector<int64_t, 4> q, k, v, o, bias;
+};
+AttentionGeometry attentionGeometry(mlir::Operation *op);
+
 /// LayerNormalization and LayerNormGrad: `outer` rows of `size` normalised
 /// elements of shape `normalized`; Scale and B broadcast to it.
 struct LayerNormGeometry {

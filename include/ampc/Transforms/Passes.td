@@ -463,6 +463,33 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FuseAttentionPass : Pass<"ampc-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "recognise softmax attention and make it one ampc.attention";
+  let description = [{
+    Issue 38 (docs/design.md, "Fused attention (issue 38)"). Before
+    precision assignment, finds what exporters write for attention:
+    MatMul(Q, Kᵀ) (Q and Kᵀ each maybe scaled by a constant, as torch's
+    scaled_dot_product_attention export does), a Mul or Div by a constant
+    scale, an Add of a mask or a Where(mask, -inf), Softmax over the last
+    axis, MatMul(P, V); the Transposes that split the heads (and the one
+    that merges them) become the op's perms. A mask that is a constant (or
+    a frozen parameter) strictly-upper -inf triangle becomes `causal`; any
+    other mask that needs no gradient becomes the additive bias. A
+    Softmax where the pattern breaks keeps its graph and records why on
+    `ampc.attention_unfused` (the report prints it). `target` cuda leaves
+    every attention unfused until the CUDA kernels are wired.
+  }];
+  let options = [
+    Option<"target", "target", "ampc::KernelTarget",
+           /*default=*/"ampc::KernelTarget::Cpu",
+           "the kernels the library is written with (cpu or cuda)">,
+    Option<"training", "training", "bool", /*default=*/"false",
+           "a training step is built: a mask reading a parameter that "
+           "trains is not fused">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FuseLayerNormGradPass
     : Pass<"ampc-fuse-layer-norm-grad", "mlir::func::FuncOp"> {
   let summary = "move LayerNorm's Scale and B adjoints into layer_norm_grad";

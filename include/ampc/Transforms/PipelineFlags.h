@@ -36,6 +36,8 @@ struct PipelineFlags {
   std::vector<std::string> paramGroups;
   /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
   bool inferTrainingMode = false;
+  /// `--fuse-attention` (default on): ampc-fuse-attention runs.
+  bool fuseAttention = true;
   /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the
   /// label input it adds.
   std::string loss = "cross_entropy";

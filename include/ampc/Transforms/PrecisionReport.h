@@ -49,6 +49,9 @@ struct PrecisionReport {
   std::string model;
   std::string lowp; ///< "f16", "bf16" or "f32"
   std::vector<Node> nodes;
+  /// A line per attention ampc-fuse-attention fused (its shape) and per
+  /// Softmax it left unfused (the node where the pattern broke, and why).
+  std::vector<std::string> attention;
   std::vector<std::string> inputs, outputs;
   std::vector<Edge> edges;
   std::vector<Cast> casts;
