@@ -43,6 +43,33 @@ __global__ void product(const T *a, const T *b, float *c, int accumulate,
   wmma::store_matrix_sync(c, acc, 16, store);
 }
 
+/// One mma_sync in a frame of its own: called twice, its locals are at the
+/// same address both times.
+__attribute__((noinline)) void mmaOnce(
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> &acc,
+    const wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> &fa,
+    const wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> &fb) {
+  wmma::mma_sync(acc, fa, fb, acc);
+}
+
+/// C = A B + (-A) B, negating A elementwise between two mma_sync with no
+/// other warp operation between them: a lane that leaves the first
+/// mma_sync before the others have read its share would give them -A.
+__global__ void productThenNegated(const __half *a, const __half *b,
+                                   float *c) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  mmaOnce(acc, fa, fb);
+  for (int i = 0; i < fa.num_elements; ++i)
+    fa.x[i] = __hneg(fa.x[i]);
+  mmaOnce(acc, fa, fb);
+  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+
 /// Half of the warp loads from one call site, half from another.
 __global__ void divergentLoad(const __half *a, float *out) {
   wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
@@ -193,6 +220,32 @@ TEST(CudaSimWmma, FragmentElementsUsedElementwise) {
   checkProduct<__half, wmma::row_major, wmma::row_major>(true, 1,
                                                          wmma::mem_row_major,
                                                          0.5f);
+}
+
+TEST(CudaSimWmma, NoLaneChangesItsShareBeforeTheWarpHasReadIt) {
+  const std::vector<__half> a = operand<__half>(1), b = operand<__half>(2);
+  __half *da = deviceCopy(a), *db = deviceCopy(b);
+  float *dc = deviceCopy(std::vector<float>(256));
+  for (const char *seed : {"reverse", "forward", "1", "2", "3"}) {
+    setenv("AMPC_CUDA_SIM_SEED", seed, 1);
+    ampc::cuda::launch("productThenNegated", productThenNegated, 1, 32, 0,
+                       nullptr, da, db, dc);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << seed;
+    const std::vector<float> got = hostCopy(dc, 256);
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n) {
+        float sum = 0;
+        for (int k = 0; k < 16; ++k)
+          sum += toF(a[m * 16 + k]) * toF(b[k * 16 + n]);
+        for (int k = 0; k < 16; ++k)
+          sum += -toF(a[m * 16 + k]) * toF(b[k * 16 + n]);
+        ASSERT_EQ(got[m * 16 + n], sum) << seed << " (" << m << ", " << n << ")";
+      }
+  }
+  unsetenv("AMPC_CUDA_SIM_SEED");
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
 }
 
 TEST(CudaSimWmmaDeathTest, ADivergentCallFails) {
