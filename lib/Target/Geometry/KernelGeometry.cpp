@@ -14,6 +14,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <limits>
 
 using namespace mlir;
@@ -780,6 +782,47 @@ int64_t cudaClipPartials(ValueRange grads) {
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {
   return target == ampc::KernelTarget::Cpu ? cpuScratch(op) : cudaScratch(op);
+}
+
+namespace {
+/// The size of a struct of arrays each aligned to 128 bytes (`arrays`,
+/// bytes each), then `tail` bytes of 4-byte values, rounded up to 128.
+int64_t sharedStructBytes(std::initializer_list<int64_t> arrays,
+                          int64_t tail) {
+  auto alignUp = [](int64_t n) { return (n + 127) / 128 * 128; };
+  int64_t offset = 0;
+  for (int64_t bytes : arrays)
+    offset = alignUp(offset) + bytes;
+  return alignUp(offset + tail);
+}
+} // namespace
+
+CudaAttentionGeometry cudaAttentionGeometry(int64_t d, bool backward) {
+  constexpr int64_t t = 2, f = 4; // bytes of T (FP16/BF16) and of float
+  CudaAttentionGeometry g;
+  if (!backward) {
+    // ForwardShared: q, k, v, s, p, o; m, l.
+    const int64_t r = d <= 128 ? 32 : 16, c = r;
+    g.rows = r;
+    g.keys = c;
+    g.sharedBytes = sharedStructBytes(
+        {r * d * t, c * d * t, c * d * t, r * c * f, r * c * t, r * d * f},
+        2 * r * f);
+    return g;
+  }
+  // BackwardShared: the union of a dQ block's and a dK/dV block's arrays.
+  const int64_t r = d <= 64 ? 32 : 16, c = r;
+  g.rows = r;
+  g.keys = c;
+  g.sharedBytes = std::max(
+      sharedStructBytes({r * d * t, r * d * t, c * d * t, c * d * t, r * c * f,
+                         r * c * f, r * c * t, r * d * f},
+                        2 * r * f),
+      sharedStructBytes({c * d * t, c * d * t, r * d * t, r * d * t, r * c * f,
+                         r * c * f, r * c * t, r * c * t, c * d * f,
+                         c * d * f},
+                        2 * r * f));
+  return g;
 }
 
 } // namespace ampc::emit
