@@ -97,6 +97,8 @@ nvcc = (os.environ.get("NVCC") or shutil.which("nvcc") or
 # Always present, so that a test that still says `REQUIRES: nvcc` runs (and
 # fails without nvcc) instead of being skipped.
 config.available_features.add("nvcc")
+# For tests that compile a translation unit with nvcc themselves.
+config.substitutions.append(("%nvcc", nvcc))
 if not os.access(nvcc, os.X_OK):
     lit_config.warning(
         "no nvcc ($NVCC, PATH, /usr/local/cuda/bin/nvcc): the CUDA target's "

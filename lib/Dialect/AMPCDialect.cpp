@@ -94,6 +94,12 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "an ampc.constant");
     return success();
   }
+  if (name == kAttentionUnfusedAttr) {
+    if (!isa<StringAttr>(value) || !isa<SoftmaxOp>(op))
+      return op->emitOpError("'ampc.attention_unfused' must be a string (the "
+                             "reason) on an ampc.softmax");
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr, StringAttr>(value) || !isa<ParameterOp>(op))
       return op->emitOpError("'ampc.frozen' must be a unit attribute or a "
@@ -116,6 +122,34 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     if (!isModule || !isa<StringAttr>(value))
       return op->emitOpError("'ampc.partial_batches' must be a string on "
                              "the module, got ")
+             << value;
+    return success();
+  }
+  if (name == kGemmShapeAttr) {
+    if (!isa<StringAttr>(value) || !isa<GemmOp>(op))
+      return op->emitOpError("'ampc.gemm_shape' must be a string on an "
+                             "ampc.gemm");
+    return success();
+  }
+  if (name == kPaddingAttr) {
+    if (!isa<UnitAttr>(value) || !isa<ConcatOp, SliceOp>(op))
+      return op->emitOpError("'ampc.padding' must be a unit attribute on an "
+                             "ampc.concat or ampc.slice");
+    return success();
+  }
+  if (name == kAlignmentAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    bool ok = dict && isa<GemmOp, BatchedGemmOp, MatMulOp>(op) &&
+              dict.size() == 4 && isa_and_nonnull<IntegerAttr>(dict.get("needs"));
+    for (StringRef d : {"m", "n", "k"}) {
+      auto entry = dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get(d))
+                        : DenseI64ArrayAttr();
+      ok = ok && entry && entry.size() == 2;
+    }
+    if (!ok)
+      return op->emitOpError("'ampc.alignment' must be {m, n, k = "
+                             "array<i64: dim, alignment>, needs = i64} on "
+                             "an ampc.gemm, batched_gemm or matmul, got ")
              << value;
     return success();
   }
@@ -295,4 +329,32 @@ ampc::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
     }
   }
   return result;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionLogicalShape(ArrayRef<int64_t> physical, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> logical;
+  for (int64_t p : perm)
+    logical.push_back(physical[p]);
+  return logical;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionLogicalStrides(ArrayRef<int64_t> physical,
+                              ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> strides(physical.size(), 1);
+  for (int64_t i = static_cast<int64_t>(physical.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * physical[i + 1];
+  SmallVector<int64_t, 4> logical;
+  for (int64_t p : perm)
+    logical.push_back(strides[p]);
+  return logical;
+}
+
+SmallVector<int64_t, 4>
+ampc::attentionPhysicalShape(ArrayRef<int64_t> logical, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t, 4> physical(logical.size());
+  for (auto [l, p] : llvm::enumerate(perm))
+    physical[p] = logical[l];
+  return physical;
 }

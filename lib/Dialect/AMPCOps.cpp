@@ -783,6 +783,110 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return inferAlongAxis<LogSoftmaxOp>(ctx, loc, adaptor, types);
 }
 
+namespace {
+/// The shapes of ampc.attention (and its adjoint) checked, O's physical
+/// type and LSE's type inferred.
+template <typename Op>
+LogicalResult inferAttention(OptLoc loc, Value q, Value k, Value v,
+                             Value bias, ArrayRef<int64_t> qPerm,
+                             ArrayRef<int64_t> kPerm, ArrayRef<int64_t> vPerm,
+                             ArrayRef<int64_t> oPerm, Types &types) {
+  auto tq = rankedType<Op>(loc, q, "Q");
+  auto tk = rankedType<Op>(loc, k, "K");
+  auto tv = rankedType<Op>(loc, v, "V");
+  if (failed(tq) || failed(tk) || failed(tv))
+    return failure();
+  for (auto [name, perm] : {std::pair<StringRef, ArrayRef<int64_t>>{"q_perm", qPerm},
+                            {"k_perm", kPerm},
+                            {"v_perm", vPerm},
+                            {"o_perm", oPerm}}) {
+    SmallVector<int64_t> sorted(perm);
+    llvm::sort(sorted);
+    if (sorted != SmallVector<int64_t>{0, 1, 2, 3})
+      return fail<Op>(loc, "'" + name +
+                               "' must be a permutation of [0, 1, 2, 3], got " +
+                               formatList(perm));
+  }
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"Q", *tq},
+                         {"K", *tk},
+                         {"V", *tv}})
+    if (t.getRank() != 4)
+      return fail<Op>(loc, name + " must have rank 4, got " +
+                               formatType(t));
+  if (tk->getElementType() != tq->getElementType() ||
+      tv->getElementType() != tq->getElementType())
+    return fail<Op>(loc, "Q, K and V must have one element type, got " +
+                             formatType(*tq) + ", " + formatType(*tk) +
+                             " and " + formatType(*tv));
+  SmallVector<int64_t, 4> lq = attentionLogicalShape(tq->getShape(), qPerm);
+  SmallVector<int64_t, 4> lk = attentionLogicalShape(tk->getShape(), kPerm);
+  SmallVector<int64_t, 4> lv = attentionLogicalShape(tv->getShape(), vPerm);
+  if (lk[0] != lq[0] || lk[1] != lq[1] || lk[3] != lq[3])
+    return fail<Op>(loc, "K's logical shape " + formatList(lk) +
+                             " must be [" + Twine(lq[0]) + ", " +
+                             Twine(lq[1]) + ", Sk, " + Twine(lq[3]) +
+                             "] for Q's " + formatList(lq));
+  if (lv[0] != lq[0] || lv[1] != lq[1] || lv[2] != lk[2])
+    return fail<Op>(loc, "V's logical shape " + formatList(lv) +
+                             " must be [" + Twine(lq[0]) + ", " +
+                             Twine(lq[1]) + ", " + Twine(lk[2]) +
+                             ", Dv] for Q's " + formatList(lq) +
+                             " and K's " + formatList(lk));
+  if (bias) {
+    auto tb = rankedType<Op>(loc, bias, "bias");
+    if (failed(tb))
+      return failure();
+    SmallVector<int64_t> scores{lq[0], lq[1], lq[2], lk[2]};
+    std::optional<SmallVector<int64_t>> b =
+        broadcastShapes({scores, tb->getShape()});
+    if (tb->getRank() > 4 || !b || *b != scores)
+      return fail<Op>(loc, "bias of shape " + formatList(tb->getShape()) +
+                               " does not broadcast to the scores' shape " +
+                               formatList(scores));
+  }
+  Type element = tq->getElementType();
+  types.push_back(RankedTensorType::get(
+      attentionPhysicalShape({lq[0], lq[1], lq[2], lv[3]}, oPerm), element));
+  Type stat = element.isF64() ? element : Float32Type::get(element.getContext());
+  types.push_back(RankedTensorType::get({lq[0], lq[1], lq[2]}, stat));
+  return success();
+}
+} // namespace
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                            Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<AttentionOp>(ctx, adaptor);
+  return inferAttention<AttentionOp>(
+      loc, adaptor.getQ(), adaptor.getK(), adaptor.getV(), adaptor.getBias(),
+      adaptor.getQPerm(), adaptor.getKPerm(), adaptor.getVPerm(),
+      adaptor.getOPerm(), types);
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                                Adaptor adaptor,
+                                                Types &types) {
+  adaptor = withDefaults<AttentionGradOp>(ctx, adaptor);
+  using Op = AttentionGradOp;
+  SmallVector<Type, 2> forward;
+  if (failed(inferAttention<Op>(loc, adaptor.getQ(), adaptor.getK(),
+                                adaptor.getV(), adaptor.getBias(),
+                                adaptor.getQPerm(), adaptor.getKPerm(),
+                                adaptor.getVPerm(), adaptor.getOPerm(),
+                                forward)))
+    return failure();
+  for (auto [name, value, type] :
+       {std::tuple<StringRef, Value, Type>{"grad", adaptor.getGrad(), forward[0]},
+        {"O", adaptor.getO(), forward[0]},
+        {"LSE", adaptor.getLse(), forward[1]}})
+    if (value.getType() != type)
+      return fail<Op>(loc, name + " must have type " + formatType(type) +
+                               ", got " + formatType(value.getType()));
+  types.push_back(adaptor.getQ().getType());
+  types.push_back(adaptor.getK().getType());
+  types.push_back(adaptor.getV().getType());
+  return success();
+}
+
 LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
                                                      OptLoc loc,
                                                      Adaptor adaptor,

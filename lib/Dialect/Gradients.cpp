@@ -503,6 +503,29 @@ LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+// Q, K and V carry gradients; the bias is a mask or a constant
+// (ampc-fuse-attention fuses no bias a gradient must flow through).
+bool AttentionOp::isDifferentiableOperand(unsigned index) { return index < 3; }
+
+// LSE is a saved statistic, not differentiated.
+bool AttentionOp::isDifferentiableResult(unsigned index) { return index == 0; }
+
+// keeps: Q, K, V, the bias, O and LSE. dQ, dK, dV = attention_grad(dO, ...):
+// one op, since P is recomputed from LSE rather than kept.
+LogicalResult AttentionOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> dResults,
+                                         ArrayRef<bool> wanted,
+                                         MutableArrayRef<Value> dOperands) {
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), dResults[0], getQ(), getK(), getV(), getO(), getLse(),
+      getBias(), getScaleAttr(), getCausalAttr(), getQPermAttr(),
+      getKPermAttr(), getVPermAttr(), getOPermAttr());
+  for (unsigned i = 0; i < 3; ++i)
+    if (wanted[i])
+      dOperands[i] = grad->getResult(i);
+  return success();
+}
+
 // Mean and InvStdDev are saved statistics, not differentiated.
 bool LayerNormalizationOp::isDifferentiableResult(unsigned index) {
   return index == 0;

@@ -42,9 +42,13 @@ Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType();
 /// keeps its statistics in FP32, as cuDNN does under autocast).
 SmallVector<unsigned> dataOperands(Operation *op) {
   SmallVector<unsigned> indices;
-  bool dataOnly = op->hasTrait<ampc::DataOperandOnly>();
+  unsigned dataCount = op->getNumOperands();
+  if (op->hasTrait<ampc::DataOperandOnly>())
+    dataCount = 1;
+  else if (op->hasTrait<ampc::QkvDataOperands>())
+    dataCount = 3;
   for (OpOperand &operand : op->getOpOperands()) {
-    if (dataOnly && operand.getOperandNumber() > 0)
+    if (operand.getOperandNumber() >= dataCount)
       break;
     if (isa<FloatType>(elementOf(operand.get())))
       indices.push_back(operand.getOperandNumber());

@@ -56,15 +56,32 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createWidenToF64Pass();
      }},
-    {"ampc-assign-precision", PipelinePart::Graph, false,
-     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
-       return ampc::createAssignPrecisionPass(o.precision);
-     }},
+    // Before the attention fusion, which fuses a frozen mask (a registered
+    // buffer) as the causal flag but no mask that trains.
     {"ampc-freeze-parameters", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (o.freeze.freeze.empty() && o.freeze.trainable.empty())
          return nullptr;
        return ampc::createFreezeParametersPass(o.freeze);
+     }},
+    {"ampc-fuse-attention", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.fuseAttention)
+         return nullptr;
+       return ampc::createFuseAttentionPass({o.kernelTarget, o.training});
+     }},
+    {"ampc-assign-precision", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createAssignPrecisionPass(o.precision);
+     }},
+    // After precision assignment (the padding is for FP16/BF16 GEMMs) and
+    // before autodiff, so that the backward GEMMs are derived from the
+    // padded forward (docs/design.md, Tensor Core shapes).
+    {"ampc-pad-gemms", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.padGemms)
+         return nullptr;
+       return ampc::createPadGemmsPass({o.padGemmsMinN});
      }},
     {"ampc-autodiff", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
@@ -140,6 +157,11 @@ const PipelineStep kPipeline[] = {
     {"ampc-assign-accumulation", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createAssignAccumulationPass();
+     }},
+    // Every GEMM as the kernels run it, forward and backward.
+    {"ampc-gemm-alignment", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createGemmAlignmentPass();
      }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
@@ -277,6 +299,15 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     return fail("target",
                 "must be cpu, cuda or cuda-sim, got '" + flags.target + "'");
   options.kernelTarget = *kernels;
+  if (flags.padGemms != "on" && flags.padGemms != "off" &&
+      flags.padGemms != "auto")
+    return fail("pad-gemms",
+                "must be on, off or auto, got '" + flags.padGemms + "'");
+  options.padGemms = flags.padGemms == "on" ||
+                     (flags.padGemms == "auto" && *kernels == KernelTarget::Cuda);
+  // auto leaves small heads alone: their pad and slice copies would cost
+  // more launches than the unaligned GEMM costs (docs/design.md).
+  options.padGemmsMinN = flags.padGemms == "auto" ? 128 : 0;
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
           .Case("fp16", LowPrecisionType::F16)
@@ -307,6 +338,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                                   flags.trainable.end());
   options.training = flags.training;
   options.evalForward = !flags.inferTrainingMode;
+  options.fuseAttention = flags.fuseAttention;
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
   if (!loss)
     return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
@@ -433,6 +465,11 @@ struct PipelineRegistrationOptions
       *this, "param-group",
       llvm::cl::desc("parameter groups: GLOB:lr=X;weight_decay=Y (';' "
                      "between a group's settings)")};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("recognise softmax attention as one fused op "
+                     "(ampc-fuse-attention)"),
+      llvm::cl::init(true)};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
@@ -532,6 +569,11 @@ struct PipelineRegistrationOptions
       llvm::cl::desc("the kernels the memory plan places scratch for: cpu, "
                      "cuda or cuda-sim (default cpu)"),
       llvm::cl::init("cpu")};
+  Option<std::string> padGemms{
+      *this, "pad-gemms",
+      llvm::cl::desc("pad a Linear's output features to Tensor Core "
+                     "multiples: on, off or auto (on for cuda, cuda-sim)"),
+      llvm::cl::init("auto")};
   Option<std::string> emitAfter{
       *this, "emit-after",
       llvm::cl::desc("the last pass to run (default: all)")};
@@ -548,6 +590,7 @@ struct PipelineRegistrationOptions
     f.trainable.assign(trainable.begin(), trainable.end());
     f.paramGroups.assign(paramGroups.begin(), paramGroups.end());
     f.inferTrainingMode = inferTrainingMode;
+    f.fuseAttention = fuseAttention;
     f.loss = loss;
     f.label = label;
     if (ignoreIndex.hasValue())
@@ -583,6 +626,7 @@ struct PipelineRegistrationOptions
     f.maxTensorBytes = maxTensorBytes;
     f.stopAfter = emitAfter;
     f.target = target;
+    f.padGemms = padGemms;
     return f;
   }
 };

@@ -2,6 +2,7 @@
 
 #include "ampc/Transforms/PrecisionReport.h"
 #include "ampc/Transforms/Precision.h"
+#include "ampc/Dialect/AMPCDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -254,6 +255,30 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
       addEdge(operand, to);
     drawn[&op] = to;
   }
+  forward.walk([&](Operation *op) {
+    if (auto shape = op->getAttrOfType<StringAttr>(ampc::kGemmShapeAttr))
+      r.gemmShapes.push_back(shape.str());
+    std::string node = onnxNodeName(op);
+    if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
+      auto shape = [](Value v, ArrayRef<int64_t> perm) {
+        return ampc::attentionLogicalShape(
+            cast<ShapedType>(v.getType()).getShape(), perm);
+      };
+      SmallVector<int64_t, 4> q = shape(a.getQ(), a.getQPerm());
+      SmallVector<int64_t, 4> k = shape(a.getK(), a.getKPerm());
+      std::string line;
+      llvm::raw_string_ostream os(line);
+      os << "attention " << node << ": fused, batch " << q[0] << ", heads "
+         << q[1] << ", sequence " << q[2] << " x " << k[2] << ", head dim "
+         << q[3] << ", " << (a.getCausal() ? "causal" : "not causal")
+         << (a.getBias() ? ", additive mask" : "");
+      r.attention.push_back(line);
+    } else if (auto why =
+                   op->getAttrOfType<StringAttr>(ampc::kAttentionUnfusedAttr)) {
+      r.attention.push_back("attention at " + node +
+                            ": not fused: " + why.str());
+    }
+  });
   // Every cast the summary counts is drawn, also one whose user is not.
   forward.walk([&](ampc::CastOp c) {
     if (ampc::isAutocast(c))
@@ -282,6 +307,10 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
   for (const auto &n : r.nodes)
     row(n.name, n.op, join(n.inputs), n.compute, join(n.outputs),
         n.rule);
+  for (const std::string &shape : r.gemmShapes)
+    os << "gemm " << shape << "\n";
+  for (const std::string &line : r.attention)
+    os << line << "\n";
   os << r.model << ": " << r.summary() << "\n";
 }
 
@@ -316,6 +345,7 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       {"casts", r.castsAfter},
       {"casts_before_optimisation", r.castsBefore},
       {"summary", r.summary()},
+      {"gemm_shapes", strings(r.gemmShapes)},
   };
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }

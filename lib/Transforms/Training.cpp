@@ -199,6 +199,12 @@ std::string ampc::batchMixingReason(func::FuncOp forward, int64_t batch) {
     } else if (auto norm = dyn_cast<ampc::LayerNormalizationOp>(op)) {
       ok = rowed.size() == 1 && rowed[0] == norm.getInput() &&
            notAxis0(norm.getAxis(), rank) && sameRows(rowed);
+    } else if (auto att = dyn_cast<ampc::AttentionOp>(op)) {
+      // Each (b, h) is its own attention: the rows stay apart when every
+      // operand and O hold the logical batch dimension b on axis 0.
+      ok = att.getQPerm()[0] == 0 && att.getKPerm()[0] == 0 &&
+           att.getVPerm()[0] == 0 && att.getOPerm()[0] == 0 &&
+           sameRows(rowed);
     } else if (isa<ampc::ExpandOp>(op)) {
       ok = sameRows(rowed);
     } else if (isa<ampc::MaxPoolOp, ampc::AveragePoolOp,

@@ -271,3 +271,36 @@ func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = ampc.exp %x {ampc.accumulate = f32} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tensor Core shapes (issue 37 item 11).
+func.func @gemm_shape_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.gemm_shape' must be a string on an ampc.gemm}}
+  %0 = ampc.relu %x {ampc.gemm_shape = "M 4"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @padding_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.padding' must be a unit attribute on an ampc.concat or ampc.slice}}
+  %0 = ampc.relu %x {ampc.padding} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @alignment_without_needs(%a: tensor<4x4xf16>) {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.alignment' must be {m, n, k = array<i64: dim, alignment>, needs = i64} on an ampc.gemm, batched_gemm or matmul, got}}
+  %0 = ampc.matmul %a, %a {ampc.alignment = {m = array<i64: 4, 4>, n = array<i64: 4, 4>, k = array<i64: 4, 4>}} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
+func.func @attention_unfused_not_softmax(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.attention_unfused' must be a string (the reason) on an ampc.softmax}}
+  %0 = ampc.exp %x {ampc.attention_unfused = "why"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

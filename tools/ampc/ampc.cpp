@@ -301,6 +301,12 @@ cl::opt<std::string>
 cl::opt<std::string>
     reportPath("report", cl::desc("write the per-node precision decisions"),
                cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
+cl::opt<std::string> padGemms(
+    "pad-gemms",
+    cl::desc("pad a Linear's output features (classes) to multiples of 8 "
+             "for Tensor Cores, results unchanged: on, off or auto (default: "
+             "on for --target=cuda and cuda-sim; never in --emit=onnx)"),
+    cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
 cl::opt<int64_t> maxTensorBytes(
     "max-tensor-bytes",
     cl::desc("the largest tensor, and the largest memory arena of the "
@@ -314,6 +320,13 @@ cl::opt<bool> tieInitializers(
              "(equal values read through Identity nodes) as one parameter, "
              "as exported, instead of one parameter each as written"),
     cl::cat(trainingCategory));
+
+cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("recognise softmax attention (MatMul, scale, mask, Softmax, "
+             "MatMul) and compute it as one fused op; =false keeps the "
+             "graph as exported"),
+    cl::init(true), cl::cat(ampcCategory));
 
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",
@@ -750,6 +763,7 @@ int main(int argc, char **argv) {
   flags.paramGroups.assign(paramGroups.begin(), paramGroups.end());
   flags.training = mode == Mode::Train;
   flags.inferTrainingMode = inferTrainingMode;
+  flags.fuseAttention = fuseAttention;
   flags.loss = loss;
   flags.label = label;
   if (ignoreIndex.getNumOccurrences())
@@ -784,6 +798,8 @@ int main(int argc, char **argv) {
   flags.maxScale = maxScale;
   flags.maxTensorBytes = maxTensorBytes;
   flags.target = cuda ? "cuda" : "cpu";
+  // The exported ONNX is the user's model, unpadded.
+  flags.padGemms = emit == Emit::Onnx ? "off" : padGemms.getValue();
   ampc::PipelineOptions pipeline;
   if (std::string error;
       !ampc::pipelineOptionsFromFlags(flags, pipeline, "--", error))

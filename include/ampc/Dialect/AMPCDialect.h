@@ -93,6 +93,14 @@ constexpr llvm::StringLiteral kGuardBytesAttr = "ampc.guard_bytes";
 constexpr llvm::StringLiteral kLossScalingAttr = "ampc.loss_scaling";
 constexpr llvm::StringLiteral kOptimizerAttr = "ampc.optimizer";
 constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
+/// Tensor Core shapes (issue 37 item 11): `ampc.gemm_shape`, the decision
+/// of ampc-pad-gemms on an ampc.gemm (a string `--report` lists);
+/// `ampc.padding`, the unit mark of the ampc.concat / ampc.slice it adds;
+/// `ampc.alignment`, ampc-gemm-alignment's dictionary {m, n, k: array<i64:
+/// dim, alignment>, needs: i64} on an ampc.gemm, batched_gemm or matmul.
+constexpr llvm::StringLiteral kGemmShapeAttr = "ampc.gemm_shape";
+constexpr llvm::StringLiteral kPaddingAttr = "ampc.padding";
+constexpr llvm::StringLiteral kAlignmentAttr = "ampc.alignment";
 /// Function argument and result attribute: the ONNX name of an input or
 /// output (a string).
 constexpr llvm::StringLiteral kNameAttr = "ampc.name";
@@ -103,6 +111,11 @@ constexpr llvm::StringLiteral kLabelAttr = "ampc.label";
 /// parameter's type).
 constexpr llvm::StringLiteral kGradientOfAttr = "ampc.gradient_of";
 
+/// String attribute on a Softmax that ampc-fuse-attention left unfused:
+/// the node where the attention pattern broke and why (`--report` prints
+/// it).
+constexpr llvm::StringLiteral kAttentionUnfusedAttr = "ampc.attention_unfused";
+
 /// Normalises an ONNX axis (negative counts from the end) into [0, rank);
 /// returns std::nullopt when it is out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
@@ -111,6 +124,21 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// dimensions differ and neither is 1.
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
+
+/// ampc.attention's operands: the logical [b, h, s, d] shape of a 4-D
+/// tensor stored row-major with `physical` shape under `perm` (perm[l] =
+/// the physical dimension holding logical dimension l), and the logical
+/// dimensions' strides in elements.
+llvm::SmallVector<int64_t, 4>
+attentionLogicalShape(llvm::ArrayRef<int64_t> physical,
+                      llvm::ArrayRef<int64_t> perm);
+llvm::SmallVector<int64_t, 4>
+attentionLogicalStrides(llvm::ArrayRef<int64_t> physical,
+                        llvm::ArrayRef<int64_t> perm);
+/// The physical shape that stores logical shape `logical` under `perm`.
+llvm::SmallVector<int64_t, 4>
+attentionPhysicalShape(llvm::ArrayRef<int64_t> logical,
+                       llvm::ArrayRef<int64_t> perm);
 
 } // namespace ampc
 

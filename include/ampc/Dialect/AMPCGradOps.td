@@ -301,6 +301,50 @@ def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor]> {
+  let summary = "adjoint of ampc.attention with respect to Q, K and V";
+  let description = [{
+    `grad` is the adjoint of an ampc.attention's O (O's type and layout);
+    `q`, `k`, `v`, `bias`, `o` and `lse` are that op's operands and results,
+    and the attributes are its own. Results dQ, dK, dV have the types (and
+    layouts) of Q, K, V. With P recomputed from `lse` (in FP32; FP64 for
+    f64 data):
+
+        D_i   = Σ_c grad_ic · o_ic
+        P_ij  = exp(scale · q_i·k_j + bias_ij − lse_i)  (0 where causal hides j)
+        dV_jc = Σ_i P_ij · grad_ic
+        dS_ij = P_ij · (Σ_c grad_ic · v_jc − D_i)
+        dQ_ic = scale · Σ_j dS_ij · k_jc,   dK_jc = scale · Σ_i dS_ij · q_ic
+
+    P and dS are rounded to the data type before they multiply (as the
+    CUDA kernel's 16-bit matrix products do). The bias gets no adjoint.
+
+    ```mlir
+    %dq, %dk, %dv = ampc.attention_grad %do, %q, %k, %v, %o, %lse {scale = 0.125 : f32} : (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$grad, AMPC_FloatTensor:$q,
+                       AMPC_FloatTensor:$k, AMPC_FloatTensor:$v,
+                       AMPC_FloatTensor:$o, AMPC_FloatTensor:$lse,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       F32Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$q_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$k_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm);
+  let results = (outs AMPC_FloatTensor:$grad_q, AMPC_FloatTensor:$grad_k,
+                      AMPC_FloatTensor:$grad_v);
+  let assemblyFormat = "$grad `,` $q `,` $k `,` $v `,` $o `,` $lse "
+                       "(`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

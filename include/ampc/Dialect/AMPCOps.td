@@ -225,6 +225,12 @@ def AMPC_DataOperandOnly : NativeOpTrait<"DataOperandOnly"> {
   let cppNamespace = "::ampc";
 }
 
+// Only the attention operands Q, K and V take the compute dtype; an
+// additive bias stays in the dtype it has (FP32), as the statistics do.
+def AMPC_QkvDataOperands : NativeOpTrait<"QkvDataOperands"> {
+  let cppNamespace = "::ampc";
+}
+
 // Elementwise: result element i depends only on element i of each operand
 // (after numpy broadcasting to the result shape). ampc-fuse merges chains of
 // such ops into one `ampc.fusion` loop nest.
@@ -566,6 +572,46 @@ def AMPC_LogSoftmaxOp : AMPC_Op<"log_softmax",
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def AMPC_AttentionOp : AMPC_Op<"attention",
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Allow,
+     AMPC_QkvDataOperands,
+     DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
+                               ["isDifferentiableOperand",
+                                "isDifferentiableResult"]>]> {
+  let summary = "fused scaled dot-product attention (issue 38)";
+  let description = [{
+    `O = softmax(scale · Q Kᵀ + bias, causal) V` per (batch, head), without
+    materialising the score matrix; created by ampc-fuse-attention. Logical
+    shapes Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv],
+    O [B, H, Sq, Dv]; each 4-D operand and O is stored row-major in the
+    physical order its perm gives (`perm[l]` = the physical dimension
+    holding logical dimension l of (b, h, s, d)), so the per-head
+    Reshape/Transpose chains of an export need no copy. `bias` (optional)
+    broadcasts (ONNX rules) to [B, H, Sq, Sk] and is added to the scaled
+    scores; `causal` hides key j from query i when j > i (top-left
+    aligned). `lse` is each query row's log-sum-exp of its scores,
+    [B, H, Sq], FP32 (FP64 for f64 data): the backward recomputes the
+    probabilities from it. The contract both targets compute is
+    docs/design.md, "Fused attention (issue 38)".
+
+    ```mlir
+    %o, %lse = ampc.attention %q, %k, %v {causal = true, scale = 0.125 : f32, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 1, 3>, v_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>) -> (tensor<2x8x4x64xf16>, tensor<2x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$q, AMPC_FloatTensor:$k,
+                       AMPC_FloatTensor:$v,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       F32Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$q_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$k_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm);
+  let results = (outs AMPC_FloatTensor:$o, AMPC_FloatTensor:$lse);
+  let assemblyFormat = "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
 }
 
 def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",

@@ -35,6 +35,12 @@ template <typename ConcreteType>
 class DataOperandOnly
     : public mlir::OpTrait::TraitBase<ConcreteType, DataOperandOnly> {};
 
+/// Only operands 0-2 (attention's Q, K, V) and result 0 take the compute
+/// dtype; a bias and the log-sum-exp statistics stay FP32.
+template <typename ConcreteType>
+class QkvDataOperands
+    : public mlir::OpTrait::TraitBase<ConcreteType, QkvDataOperands> {};
+
 /// Result element i depends only on element i of each operand, after
 /// broadcasting the operands to the result's shape (ampc-fuse).
 template <typename ConcreteType>

@@ -391,6 +391,75 @@ void sliceGrad(const T *grad, T *out, int64_t outCount, int rank,
              [&](int64_t g, int64_t at) { out[base + at] = grad[g]; });
 }
 
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// ampc.attention_grad: per (b, h), query rows in order, P recomputed from
+/// the log-sum-exp; dK and dV of the head accumulate in the scratch `dkAcc`
+/// (sk x d) and `dvAcc` (sk x dv), dQ of a row in `dqAcc` (d), all in `C`
+/// and rounded once when stored. No sq x sk matrix is held.
+template <typename C, typename T, typename B, typename L>
+void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
+                   const typename T::Storage *k, const typename T::Storage *v,
+                   const typename T::Storage *o,
+                   const typename L::Storage *lse,
+                   const typename B::Storage *bias, typename T::Storage *dq,
+                   typename T::Storage *dk, typename T::Storage *dv,
+                   const AttentionShape &s, C scale, bool causal, C *dqAcc,
+                   C *dkAcc, C *dvAcc) {
+  int64_t row = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      std::fill(dkAcc, dkAcc + s.sk * s.d, C(0));
+      std::fill(dvAcc, dvAcc + s.sk * s.dv, C(0));
+      for (int64_t i = 0; i < s.sq; ++i, ++row) {
+        const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
+        const auto *oi = o + b * s.o[0] + h * s.o[1] + i * s.o[2];
+        const auto *gi = dO + b * s.o[0] + h * s.o[1] + i * s.o[2];
+        C rowDot = 0;
+        for (int64_t c = 0; c < s.dv; ++c)
+          rowDot += static_cast<C>(T::load(gi[c * s.o[3]])) *
+                    static_cast<C>(T::load(oi[c * s.o[3]]));
+        const C logSum = static_cast<C>(L::load(lse[row]));
+        std::fill(dqAcc, dqAcc + s.d, C(0));
+        const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
+        for (int64_t j = 0; j < visible; ++j) {
+          const auto *kj = k + b * s.k[0] + h * s.k[1] + j * s.k[2];
+          const auto *vj = v + b * s.v[0] + h * s.v[1] + j * s.v[2];
+          C x = attentionScore<C, T>(qi, kj, s, scale);
+          if (bias)
+            x += static_cast<C>(B::load(bias[b * s.bias[0] + h * s.bias[1] +
+                                             i * s.bias[2] + j * s.bias[3]]));
+          const C p = std::exp(x - logSum);
+          C dp = 0;
+          for (int64_t c = 0; c < s.dv; ++c)
+            dp += static_cast<C>(T::load(gi[c * s.o[3]])) *
+                  static_cast<C>(T::load(vj[c * s.v[3]]));
+          const C pT = roundTo<C, T>(p);
+          const C dsT = roundTo<C, T>(p * (dp - rowDot));
+          for (int64_t c = 0; c < s.dv; ++c)
+            dvAcc[j * s.dv + c] += pT * static_cast<C>(T::load(gi[c * s.o[3]]));
+          for (int64_t c = 0; c < s.d; ++c) {
+            dkAcc[j * s.d + c] += dsT * static_cast<C>(T::load(qi[c * s.q[3]]));
+            dqAcc[c] += dsT * static_cast<C>(T::load(kj[c * s.k[3]]));
+          }
+        }
+        auto *dqi = dq + b * s.q[0] + h * s.q[1] + i * s.q[2];
+        for (int64_t c = 0; c < s.d; ++c)
+          dqi[c * s.q[3]] = T::store(scale * dqAcc[c]);
+      }
+      for (int64_t j = 0; j < s.sk; ++j) {
+        auto *dkj = dk + b * s.k[0] + h * s.k[1] + j * s.k[2];
+        auto *dvj = dv + b * s.v[0] + h * s.v[1] + j * s.v[2];
+        for (int64_t c = 0; c < s.d; ++c)
+          dkj[c * s.k[3]] = T::store(scale * dkAcc[j * s.d + c]);
+        for (int64_t c = 0; c < s.dv; ++c)
+          dvj[c * s.v[3]] = T::store(dvAcc[j * s.dv + c]);
+      }
+    }
+}
+
 } // namespace ampc::cpu
 
 #endif // AMPC_RUNTIME_CPUBACKWARDKERNELS_H

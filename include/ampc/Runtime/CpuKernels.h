@@ -728,6 +728,79 @@ inline void fillWords(unsigned char *out, uint64_t word, int64_t width,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Attention (issue 38; docs/design.md, "Fused attention")
+//===----------------------------------------------------------------------===//
+
+/// The sizes of an ampc.attention and the logical (b, h, s, d) strides, in
+/// elements, of each tensor: q, k, v, o (also dO) and the bias (0 along a
+/// broadcast dimension; unused without a bias).
+struct AttentionShape {
+  int64_t batch, heads, sq, sk, d, dv;
+  int64_t q[4], k[4], v[4], o[4], bias[4];
+};
+
+/// The score of query row `qi` against key row `kj`: `scale` times their
+/// dot product, in `C`.
+template <typename C, typename T>
+C attentionScore(const typename T::Storage *qi, const typename T::Storage *kj,
+                 const AttentionShape &s, C scale) {
+  C dot = 0;
+  for (int64_t c = 0; c < s.d; ++c)
+    dot += static_cast<C>(T::load(qi[c * s.q[3]])) *
+           static_cast<C>(T::load(kj[c * s.k[3]]));
+  return scale * dot;
+}
+
+/// `v` rounded to the data type, as the fused kernels round P and dS
+/// before a matrix product (the identity for FP32 and FP64 data).
+template <typename C, typename T> C roundTo(C v) {
+  return static_cast<C>(T::load(T::template store<C>(v)));
+}
+
+/// ampc.attention, the reference: one query row at a time, in `C`;
+/// `scores` (sk values) and `acc` (dv values) are the op's scratch, so no
+/// sq x sk matrix is ever held. T codes Q, K, V and O, B the bias, L the
+/// log-sum-exp.
+template <typename C, typename T, typename B, typename L>
+void attention(const typename T::Storage *q, const typename T::Storage *k,
+               const typename T::Storage *v, const typename B::Storage *bias,
+               typename T::Storage *o, typename L::Storage *lse,
+               const AttentionShape &s, C scale, bool causal, C *scores,
+               C *acc) {
+  int64_t row = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.sq; ++i, ++row) {
+        const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
+        const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
+        C m = -std::numeric_limits<C>::infinity();
+        for (int64_t j = 0; j < visible; ++j) {
+          C x = attentionScore<C, T>(
+              qi, k + b * s.k[0] + h * s.k[1] + j * s.k[2], s, scale);
+          if (bias)
+            x += static_cast<C>(B::load(bias[b * s.bias[0] + h * s.bias[1] +
+                                             i * s.bias[2] + j * s.bias[3]]));
+          scores[j] = x;
+          m = std::max(m, x);
+        }
+        C l = 0;
+        for (int64_t j = 0; j < visible; ++j)
+          l += std::exp(scores[j] - m);
+        lse[row] = L::store(m + std::log(l));
+        std::fill(acc, acc + s.dv, C(0));
+        for (int64_t j = 0; j < visible; ++j) {
+          const C p = roundTo<C, T>(std::exp(scores[j] - m) / l);
+          const auto *vj = v + b * s.v[0] + h * s.v[1] + j * s.v[2];
+          for (int64_t c = 0; c < s.dv; ++c)
+            acc[c] += p * static_cast<C>(T::load(vj[c * s.v[3]]));
+        }
+        auto *oi = o + b * s.o[0] + h * s.o[1] + i * s.o[2];
+        for (int64_t c = 0; c < s.dv; ++c)
+          oi[c * s.o[3]] = T::store(acc[c]);
+      }
+}
+
 } // namespace ampc::cpu
 
 #endif // AMPC_RUNTIME_CPUKERNELS_H

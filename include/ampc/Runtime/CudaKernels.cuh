@@ -2365,4 +2365,7 @@ __global__ void batchNormGradInput(
 
 } // namespace ampc::cuda
 
+// Fused attention (issue 38): FlashAttention-2 on WMMA.
+#include "ampc/Runtime/CudaAttention.cuh"
+
 #endif // AMPC_RUNTIME_CUDAKERNELS_CUH

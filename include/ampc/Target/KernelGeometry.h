@@ -173,6 +173,15 @@ struct TopKGeometry {
 };
 TopKGeometry topKGeometry(mlir::Operation *op);
 
+/// ampc.attention and its adjoint: the sizes and each tensor's logical
+/// (b, h, s, d) strides in elements (ampc::cpu::AttentionShape and the
+/// CUDA kernels take them), the bias's 0 along broadcast dimensions.
+struct AttentionGeometry {
+  int64_t batch, heads, sq, sk, d, dv;
+  llvm::SmallVector<int64_t, 4> q, k, v, o, bias;
+};
+AttentionGeometry attentionGeometry(mlir::Operation *op);
+
 /// LayerNormalization and LayerNormGrad: `outer` rows of `size` normalised
 /// elements of shape `normalized`; Scale and B broadcast to it.
 struct LayerNormGeometry {
@@ -282,6 +291,31 @@ private:
 };
 ScratchLayout scratchLayout(mlir::Operation *op, ampc::KernelTarget target);
 
+/// Fused attention's CUDA kernels (ampc::cuda::attention,
+/// CudaAttention.cuh): each block is kCudaAttentionThreads threads (4
+/// warps) with `sharedBytes` of static shared memory; the forward's block
+/// owns `rows` queries and steps over `keys` keys at a time (grid:
+/// ceil(Sq / rows) x B*H); the backward's blocks own `rows` queries (the
+/// first ceil(Sq / rows)) or `keys` keys (the next ceil(Sk / keys)), grid
+/// x B*H; the pre-pass is a warp per row (ceil(B*H*Sq / 4) blocks). T is
+/// FP16 or BF16 (2 bytes). The kernels' shared structs must have this
+/// size (CudaAttentionTest checks it).
+constexpr int64_t kCudaAttentionThreads = 128;
+struct CudaAttentionGeometry {
+  int64_t rows = 0, keys = 0, sharedBytes = 0;
+};
+CudaAttentionGeometry cudaAttentionGeometry(int64_t headDim, bool backward);
+
 } // namespace ampc::emit
+
+namespace ampc {
+/// Whether the CUDA target's fused attention kernels take head dimensions
+/// D (queries, keys) and Dv (values): both the forward and the backward,
+/// so D == Dv, a multiple of 16 from 16 to 128 (the forward alone goes to
+/// 256). The recognition pass leaves other attention unfused on CUDA.
+inline bool cudaAttentionSupported(int64_t d, int64_t dv) {
+  return d == dv && d % 16 == 0 && d >= 16 && d <= 128;
+}
+} // namespace ampc
 
 #endif // AMPC_TARGET_KERNELGEOMETRY_H

@@ -42,9 +42,16 @@ struct PipelineOptions {
   /// model. False keeps the model as exported (the ONNX node tests, the
   /// gradient check's finite differences of `infer`).
   bool evalForward = true;
+  /// ampc-fuse-attention runs (`--fuse-attention=false` turns it off).
+  bool fuseAttention = true;
   /// The kernels the library is written with: the memory plan places
   /// their scratch (and, for CUDA, the inputs' staging buffers).
   KernelTarget kernelTarget = KernelTarget::Cpu;
+  /// ampc-pad-gemms runs (issue 37 item 11): `--pad-gemms`, on by default
+  /// for the CUDA targets.
+  bool padGemms = false;
+  /// ampc-pad-gemms's min-n: 0 for `--pad-gemms=on`, 128 for auto.
+  int64_t padGemmsMinN = 0;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.

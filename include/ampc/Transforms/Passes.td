@@ -177,6 +177,47 @@ def FreezeParametersPass : Pass<"ampc-freeze-parameters", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def PadGemmsPass : Pass<"ampc-pad-gemms", "mlir::func::FuncOp"> {
+  let summary = "pad a Linear's output features to Tensor Core multiples";
+  let description = [{
+    Issue 37, item 11 (docs/design.md, Tensor Core shapes). After precision
+    assignment, before autodiff: every FP16/BF16 `ampc.gemm` whose N (output
+    features) is not a multiple of 8 and whose B is a parameter's copy
+    (through casts) and C absent or a bias row gets B and C padded with
+    zeros (`ampc.concat` of a zero constant, marked `ampc.padding`); the
+    GEMM computes N rounded up to 8 and an `ampc.slice` (marked
+    `ampc.padding`) gives every reader the first N columns, so the attached
+    loss, the user's outputs and the next layer see exactly what they saw.
+    Parameters keep their shapes (checkpoints, state_dict, ONNX export and
+    the optimizer's state are unpadded). Autodiff derives the backward from
+    the padded forward: the slice's adjoint puts exact zeros in the padded
+    columns of dY. Every forward GEMM gets `ampc.gemm_shape`, a string with
+    M, N, K, what was padded and why each unaligned dimension was not
+    (`--report` lists them). `min-n`: an N below it is left unpadded
+    (`--pad-gemms=auto` uses 128: for a small head the pad and slice
+    copies cost more launches than an unaligned GEMM costs time).
+  }];
+  let options = [
+    Option<"minN", "min-n", "int64_t", /*default=*/"0",
+           "leave an N below this unpadded">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def GemmAlignmentPass : Pass<"ampc-gemm-alignment", "mlir::func::FuncOp"> {
+  let summary = "record every GEMM's M, N, K alignment";
+  let description = [{
+    Issue 37, item 11. At the kernel level, after every rewrite of the
+    GEMMs (epilogues, folded transposes, fused casts): each `ampc.gemm`,
+    `ampc.batched_gemm` and `ampc.matmul`, forward and backward, gets
+    `ampc.alignment = {m = array<i64: M, a>, n = ..., k = ..., needs = 8}`,
+    `a` the largest of 16/8/4/2/1 dividing the dimension and `needs` the
+    multiple Tensor Cores want for the operand type (8 for FP16/BF16, 1 for
+    FP32/FP64; FP8, not supported yet, would need 16).
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode autodiff: @train_step from @forward and its loss";
   let description = [{
@@ -418,6 +459,33 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
     Option<"fp32WeightGradients", "fp32-weight-gradients", "bool",
            /*default=*/"false",
            "GEMMs of 16-bit operands cast to FP32 write FP32">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def FuseAttentionPass : Pass<"ampc-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "recognise softmax attention and make it one ampc.attention";
+  let description = [{
+    Issue 38 (docs/design.md, "Fused attention (issue 38)"). Before
+    precision assignment, finds what exporters write for attention:
+    MatMul(Q, Kᵀ) (Q and Kᵀ each maybe scaled by a constant, as torch's
+    scaled_dot_product_attention export does), a Mul or Div by a constant
+    scale, an Add of a mask or a Where(mask, -inf), Softmax over the last
+    axis, MatMul(P, V); the Transposes that split the heads (and the one
+    that merges them) become the op's perms. A mask that is a constant (or
+    a frozen parameter) strictly-upper -inf triangle becomes `causal`; any
+    other mask that needs no gradient becomes the additive bias. A
+    Softmax where the pattern breaks keeps its graph and records why on
+    `ampc.attention_unfused` (the report prints it). `target` cuda leaves
+    every attention unfused until the CUDA kernels are wired.
+  }];
+  let options = [
+    Option<"target", "target", "ampc::KernelTarget",
+           /*default=*/"ampc::KernelTarget::Cpu",
+           "the kernels the library is written with (cpu or cuda)">,
+    Option<"training", "training", "bool", /*default=*/"false",
+           "a training step is built: a mask reading a parameter that "
+           "trains is not fused">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

@@ -36,6 +36,8 @@ struct PipelineFlags {
   std::vector<std::string> paramGroups;
   /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
   bool inferTrainingMode = false;
+  /// `--fuse-attention` (default on): ampc-fuse-attention runs.
+  bool fuseAttention = true;
   /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the
   /// label input it adds.
   std::string loss = "cross_entropy";
@@ -64,6 +66,9 @@ struct PipelineFlags {
   /// The target whose kernels the memory plan places scratch for: cpu,
   /// cuda or cuda-sim.
   std::string target = "cpu";
+  /// `--pad-gemms`: on, off or auto (on for the CUDA targets), issue 37
+  /// item 11 (ampc-pad-gemms).
+  std::string padGemms = "auto";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;
 };

@@ -49,11 +49,17 @@ struct PrecisionReport {
   std::string model;
   std::string lowp; ///< "f16", "bf16" or "f32"
   std::vector<Node> nodes;
+  /// A line per attention ampc-fuse-attention fused (its shape) and per
+  /// Softmax it left unfused (the node where the pattern broke, and why).
+  std::vector<std::string> attention;
   std::vector<std::string> inputs, outputs;
   std::vector<Edge> edges;
   std::vector<Cast> casts;
   std::vector<std::string> sources;
   unsigned castsBefore = 0, castsAfter = 0;
+  /// ampc-pad-gemms's decision for each GEMM of the forward (issue 37 item
+  /// 11): M, N, K, what was padded and why a dimension was not.
+  std::vector<std::string> gemmShapes;
 
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
   /// optimisation)".

@@ -111,6 +111,10 @@ struct Thread {
   const char *op = nullptr;
   /// At a barrier or warp op: the call that the thread waits at.
   CallSite site{};
+  /// At a warp op: whether every lane must call it from the same site (a
+  /// warp-wide collective such as a wmma operation; shuffles may come from
+  /// two branches).
+  bool sameSite = false;
   uint64_t value = 0;
   uint64_t lanes[32] = {};
   /// The kernel failed: the thread unwinds (throws Abandon) when resumed.
@@ -344,8 +348,10 @@ bool sameCall(Block &b, const Thread &t, const Thread &u, const char *what,
             " is at " + t.op + " (" + describe(t.site) + ") and thread " +
             describe(u.index.threadIdx) + " at " + u.op + " (" +
             describe(u.site) + ") in block " + describe(t.index.blockIdx) +
-            (sameSite ? ": one barrier for the whole block"
-                      : ": one operation for the lanes that meet");
+            (!sameSite ? ": one operation for the lanes that meet"
+             : std::strcmp(what, "__syncthreads") == 0
+                 ? ": one barrier for the whole block"
+                 : ": one call site for the whole warp");
   return false;
 }
 
@@ -374,7 +380,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
       for (unsigned m = 0; m < 32; ++m)
         if ((t->mask >> m & 1u) &&
             !sameCall(b, *t, *lanes[m], "lanes of one warp exchange",
-                      /*sameSite=*/false))
+                      t->sameSite || lanes[m]->sameSite))
           return false;
       uint64_t values[32] = {};
       for (unsigned m = 0; m < 32; ++m)
@@ -554,8 +560,28 @@ const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
   t.op = op;
   t.site = site;
   t.value = value;
+  t.sameSite = false;
   suspend(State::AtWarp);
   return t.lanes;
+}
+
+void warpGather(const void *mine, size_t bytes, void *all, const char *op,
+                CallSite site) {
+  Thread &t = *block->running;
+  t.mask = 0xFFFFFFFFu;
+  t.op = op;
+  t.site = site;
+  t.value = reinterpret_cast<uintptr_t>(mine);
+  t.sameSite = true;
+  suspend(State::AtWarp);
+  // Every lane waits at the second exchange until all have copied: no lane
+  // changes what it published before the others have read it.
+  for (unsigned l = 0; l < 32; ++l)
+    std::memcpy(static_cast<char *>(all) + l * bytes,
+                reinterpret_cast<const void *>(t.lanes[l]), bytes);
+  t.value = 0;
+  suspend(State::AtWarp);
+  t.sameSite = false;
 }
 
 void *sharedArray(const void *key, size_t bytes, size_t align) {

@@ -122,6 +122,8 @@ private:
   LogicalResult emitGradientOp(Operation *op, llvm::raw_ostream &body);
   void emitReduce(Operation *op, llvm::raw_ostream &body);
   void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
+  /// ampc.attention and ampc.attention_grad (CpuKernels.h, attention).
+  void emitAttention(Operation *op, llvm::raw_ostream &body);
   void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
   /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
   void emitLoss(Operation *op, llvm::raw_ostream &body);
@@ -623,6 +625,61 @@ void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
                   codec(elementOf(y)), codec(stash));
 }
 
+void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
+  AttentionGeometry g = attentionGeometry(op);
+  StringRef c = accumulation(op);
+  auto strides = [](ArrayRef<int64_t> s) {
+    return formatv("{{{0}LL, {1}LL, {2}LL, {3}LL}", s[0], s[1], s[2], s[3])
+        .str();
+  };
+  body << formatv("  {{ static const ampc::cpu::AttentionShape shape = "
+                  "{{{0}LL, {1}LL, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                  "{9}, {10}};\n",
+                  g.batch, g.heads, g.sq, g.sk, g.d, g.dv, strides(g.q),
+                  strides(g.k), strides(g.v), strides(g.o), strides(g.bias));
+  auto attrs = [&](auto a) {
+    return std::make_tuple(a.getBias(), a.getScale(),
+                           a.getCausal(), a.getLse());
+  };
+  auto emitCall = [&](StringRef kernel, Value q, Value bias, Value lse,
+                      const llvm::APFloat &scale, bool causal,
+                      StringRef buffers,
+                      StringRef scratchArgs) {
+    body << formatv("    ampc::cpu::{0}<{1}, {2}, {3}, {4}>({5}, shape, "
+                    "{1}({6}), {7}, {8}); }\n",
+                    kernel, c, codec(elementOf(q)),
+                    bias ? codec(elementOf(bias)) : "ampc::cpu::As<float>",
+                    codec(elementOf(lse)), buffers, exactLiteral(scale),
+                    causal ? "true" : "false", scratchArgs);
+  };
+  std::string biasName = "nullptr";
+  if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
+    auto [bias, scale, causal, lse] = attrs(a);
+    if (bias)
+      biasName = name(bias);
+    std::string buffers = formatv("{0}, {1}, {2}, {3}, {4}, {5}", name(a.getQ()),
+                                  name(a.getK()), name(a.getV()), biasName,
+                                  name(a.getO()), name(lse))
+                              .str();
+    emitCall("attention", a.getQ(), bias, lse, scale, causal, buffers,
+             scratch(op, "scores", c) + ", " + scratch(op, "acc", c));
+    return;
+  }
+  auto a = cast<ampc::AttentionGradOp>(op);
+  auto [bias, scale, causal, lse] = attrs(a);
+  if (bias)
+    biasName = name(bias);
+  std::string buffers =
+      formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}",
+              name(a.getGrad()), name(a.getQ()), name(a.getK()), name(a.getV()),
+              name(a.getO()), name(lse), biasName, name(a.getGradQ()),
+              name(a.getGradK()), name(a.getGradV()))
+          .str();
+  emitCall("attentionGrad", a.getQ(), bias, lse, scale, causal, buffers,
+           scratch(op, "dq", c) + ", " + scratch(op, "dk", c) + ", " +
+               scratch(op, "dv", c));
+}
+
 void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                             llvm::raw_ostream &body) {
   Value x = op.getInput(), y = op.getOutput();
@@ -805,6 +862,10 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
             emitReduce(op, body);
             return success();
           })
+      .Case<ampc::AttentionOp, ampc::AttentionGradOp>([&](Operation *) {
+        emitAttention(op, body);
+        return success();
+      })
       .Case([&](ampc::LayerNormalizationOp o) {
         emitLayerNorm(o, body);
         return success();

@@ -14,6 +14,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <limits>
 
 using namespace mlir;
@@ -312,6 +314,36 @@ TopKGeometry topKGeometry(Operation *op) {
           topK.getLargest() != 0};
 }
 
+AttentionGeometry attentionGeometry(Operation *op) {
+  Value q, k, v, o, bias;
+  ArrayRef<int64_t> qp, kp, vp, op_;
+  if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
+    q = a.getQ(), k = a.getK(), v = a.getV(), o = a.getO(), bias = a.getBias();
+    qp = a.getQPerm(), kp = a.getKPerm(), vp = a.getVPerm(), op_ = a.getOPerm();
+  } else {
+    auto g = cast<ampc::AttentionGradOp>(op);
+    q = g.getQ(), k = g.getK(), v = g.getV(), o = g.getO(), bias = g.getBias();
+    qp = g.getQPerm(), kp = g.getKPerm(), vp = g.getVPerm(), op_ = g.getOPerm();
+  }
+  SmallVector<int64_t, 4> lq = ampc::attentionLogicalShape(shapeOf(q), qp);
+  SmallVector<int64_t, 4> lk = ampc::attentionLogicalShape(shapeOf(k), kp);
+  SmallVector<int64_t, 4> lv = ampc::attentionLogicalShape(shapeOf(v), vp);
+  AttentionGeometry g;
+  g.batch = lq[0], g.heads = lq[1], g.sq = lq[2], g.sk = lk[2], g.d = lq[3];
+  g.dv = lv[3];
+  g.q = ampc::attentionLogicalStrides(shapeOf(q), qp);
+  g.k = ampc::attentionLogicalStrides(shapeOf(k), kp);
+  g.v = ampc::attentionLogicalStrides(shapeOf(v), vp);
+  g.o = ampc::attentionLogicalStrides(shapeOf(o), op_);
+  g.bias.assign(4, 0);
+  if (bias) {
+    SmallVector<int64_t> s =
+        broadcastStrides(shapeOf(bias), {g.batch, g.heads, g.sq, g.sk});
+    g.bias.assign(s.begin(), s.end());
+  }
+  return g;
+}
+
 LayerNormGeometry layerNormGeometry(Operation *op) {
   Value x, scale, bias, mean;
   int64_t axis;
@@ -493,6 +525,19 @@ ScratchLayout cpuScratch(Operation *op) {
         }
         l.add("gradScale", c, acc);
         l.add("gradBias", c, acc);
+      })
+      .Case([&](ampc::AttentionOp) {
+        // One query row's scores and its output accumulators.
+        AttentionGeometry g = attentionGeometry(op);
+        l.add("scores", g.sk, acc);
+        l.add("acc", g.dv, acc);
+      })
+      .Case([&](ampc::AttentionGradOp) {
+        // A query row's dQ; one head's dK and dV.
+        AttentionGeometry g = attentionGeometry(op);
+        l.add("dq", g.d, acc);
+        l.add("dk", g.sk * g.d, acc);
+        l.add("dv", g.sk * g.dv, acc);
       })
       .Case([&](ampc::LayerNormalizationOp o) {
         int64_t size = layerNormGeometry(op).size;
@@ -746,6 +791,47 @@ int64_t cudaClipPartials(ValueRange grads) {
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {
   return target == ampc::KernelTarget::Cpu ? cpuScratch(op) : cudaScratch(op);
+}
+
+namespace {
+/// The size of a struct of arrays each aligned to 128 bytes (`arrays`,
+/// bytes each), then `tail` bytes of 4-byte values, rounded up to 128.
+int64_t sharedStructBytes(std::initializer_list<int64_t> arrays,
+                          int64_t tail) {
+  auto alignUp = [](int64_t n) { return (n + 127) / 128 * 128; };
+  int64_t offset = 0;
+  for (int64_t bytes : arrays)
+    offset = alignUp(offset) + bytes;
+  return alignUp(offset + tail);
+}
+} // namespace
+
+CudaAttentionGeometry cudaAttentionGeometry(int64_t d, bool backward) {
+  constexpr int64_t t = 2, f = 4; // bytes of T (FP16/BF16) and of float
+  CudaAttentionGeometry g;
+  if (!backward) {
+    // ForwardShared: q, k, v, s, p, o; m, l.
+    const int64_t r = d <= 128 ? 32 : 16, c = r;
+    g.rows = r;
+    g.keys = c;
+    g.sharedBytes = sharedStructBytes(
+        {r * d * t, c * d * t, c * d * t, r * c * f, r * c * t, r * d * f},
+        2 * r * f);
+    return g;
+  }
+  // BackwardShared: the union of a dQ block's and a dK/dV block's arrays.
+  const int64_t r = d <= 64 ? 32 : 16, c = r;
+  g.rows = r;
+  g.keys = c;
+  g.sharedBytes = std::max(
+      sharedStructBytes({r * d * t, r * d * t, c * d * t, c * d * t, r * c * f,
+                         r * c * f, r * c * t, r * d * f},
+                        2 * r * f),
+      sharedStructBytes({c * d * t, c * d * t, r * d * t, r * d * t, r * c * f,
+                         r * c * f, r * c * t, r * c * t, c * d * f,
+                         c * d * f},
+                        2 * r * f));
+  return g;
 }
 
 } // namespace ampc::emit

@@ -75,6 +75,16 @@ void syncThreads(CallSite site);
 /// bring the same `op` from the same `site`.
 const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
                              CallSite site);
+/// A warp-wide collective (the wmma operations): every lane of the
+/// caller's warp (all 32 must exist) waits here, having called it from the
+/// same `site` with the same `op` (a divergent call fails the kernel), and
+/// each copies the `bytes` bytes every lane brought at `mine` into `all`
+/// (lane l's at all + l * bytes); then the lanes wait for each other again,
+/// so that none changes what it brought before every lane has copied it.
+/// As a warp operation it orders the lanes' memory accesses for the race
+/// check.
+void warpGather(const void *mine, size_t bytes, void *all, const char *op,
+                CallSite site);
 /// Reports a lane read outside the mask (undefined on a GPU).
 void badLane(const char *op, unsigned mask, int lane);
 
@@ -288,5 +298,7 @@ AMPC_SIM_NO_RACE_CHECK inline T atomicCAS(T *address, T compare, T value) {
     *address = value;
   return old;
 }
+
+#include "ampc/Runtime/CudaSim/Wmma.h"
 
 #endif // AMPC_RUNTIME_CUDASIM_CUDASIM_H

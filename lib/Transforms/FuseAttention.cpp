@@ -1,0 +1,483 @@
+//===- FuseAttention.cpp - softmax attention as one ampc.attention --------===//
+//
+// Issue 38 (Passes.td, FuseAttentionPass; docs/design.md, "Fused attention
+// (issue 38)"). Exporters write attention as MatMul(Q, Kᵀ), a scale, a
+// mask, Softmax and MatMul(P, V), with Transposes that split and merge the
+// heads; the kernels that read Q, K, V through strides make those
+// Transposes and the [B, H, Sq, Sk] scores unnecessary. Matching starts
+// at each Softmax and walks up to the first MatMul and down to the second;
+// where it stops, the Softmax records why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ampc {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+
+namespace {
+
+/// Until the CUDA kernels of issue 38 are wired to ampc.attention, the
+/// CUDA target keeps the unfused graph: this is the one condition to
+/// remove then (with cudaAttentionSupported deciding per head dimension).
+bool targetHasAttentionKernels(ampc::KernelTarget target) {
+  return target == ampc::KernelTarget::Cpu;
+}
+
+/// What the Softmax records when the pattern breaks: the node and why.
+using Refusal = std::string;
+
+std::string describe(Operation *op) {
+  std::string node;
+  Location loc = op->getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    node = name.getName().str();
+  std::string kind = op->getName().stripDialect().str();
+  return node.empty() ? "an " + kind : node + " (" + kind + ")";
+}
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// `v` seen through Transposes: the value `base` and perm `p` with
+/// v.dim[i] == base.dim[p[i]]. The Transposes passed are collected.
+Value throughTransposes(Value v, SmallVector<int64_t, 4> &p,
+                        llvm::SetVector<Operation *> &passed) {
+  p.clear();
+  for (int64_t i = 0; i < typeOf(v).getRank(); ++i)
+    p.push_back(i);
+  while (auto t = v.getDefiningOp<ampc::TransposeOp>()) {
+    ArrayRef<int64_t> sigma = t.getPerm();
+    for (int64_t &pi : p)
+      pi = sigma[pi];
+    passed.insert(t);
+    v = t.getInput();
+  }
+  return v;
+}
+
+/// The dense value of `v` when it is fixed: a constant, or a parameter
+/// that does not train (frozen, or a library without training).
+DenseElementsAttr fixedValue(Value v, bool training) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return {};
+  if (auto c = dyn_cast<ampc::ConstantOp>(def))
+    return dyn_cast<DenseElementsAttr>(c.getValue());
+  if (auto load = dyn_cast<ampc::LoadParameterOp>(def)) {
+    auto param = SymbolTable::lookupNearestSymbolFrom<ampc::ParameterOp>(
+        def, load.getParameterAttr());
+    if (param && (!training || param->hasAttr(ampc::kFrozenAttr)))
+      return dyn_cast<DenseElementsAttr>(param.getInitialValue());
+  }
+  return {};
+}
+
+/// The value of a one-element float constant.
+std::optional<double> scalarConstant(Value v) {
+  auto c = v.getDefiningOp<ampc::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || dense.getNumElements() != 1 ||
+      !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return (*dense.value_begin<APFloat>()).convertToDouble();
+}
+
+/// Whether `mask` (broadcasting to [..., sq, sk]) is 0 on and below the
+/// diagonal and -inf above it everywhere: the causal flag.
+bool isCausalTriangle(DenseElementsAttr mask, int64_t sq, int64_t sk) {
+  ArrayRef<int64_t> shape = mask.getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != sq ||
+      shape.back() != sk || !isa<FloatType>(mask.getElementType()))
+    return false;
+  int64_t i = 0;
+  for (APFloat value : mask.getValues<APFloat>()) {
+    int64_t row = (i / sk) % sq, col = i % sk;
+    ++i;
+    bool hidden = col > row;
+    if (hidden ? !(value.isInfinity() && value.isNegative()) : !value.isZero())
+      return false;
+  }
+  return true;
+}
+
+/// Whether a gradient could flow into `v` (it reads a parameter that
+/// trains).
+bool needsGradient(Value v, bool training) {
+  if (!training)
+    return false;
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (!def)
+      continue;
+    if (auto load = dyn_cast<ampc::LoadParameterOp>(def)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<ampc::ParameterOp>(
+          def, load.getParameterAttr());
+      if (!param || !param->hasAttr(ampc::kFrozenAttr))
+        return true;
+      continue;
+    }
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return false;
+}
+
+/// One recognised attention.
+struct Match {
+  Value q, k, v;
+  SmallVector<int64_t, 4> qPerm, kPerm, vPerm;
+  double scale = 1.0;
+  bool causal = false;
+  Value bias;
+  /// The value the op's O replaces, and the perm O is stored in.
+  Value result;
+  SmallVector<int64_t, 4> oPerm;
+  /// The Add or Where that applies the mask.
+  Operation *maskOp = nullptr;
+  /// The ops the fused op makes dead.
+  llvm::SetVector<Operation *> chain;
+};
+
+/// The only user of `v`, or null.
+Operation *soleUser(Value v) {
+  if (!v.hasOneUse())
+    return nullptr;
+  return *v.getUsers().begin();
+}
+
+class Matcher {
+public:
+  Matcher(bool training) : training(training) {}
+
+  /// Matches the attention around `softmax`; a refusal says where it broke.
+  FailureOr<Match> match(ampc::SoftmaxOp softmax, Refusal &why);
+
+private:
+  bool training;
+};
+
+FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
+  auto refuse = [&](Operation *at, const Twine &reason) {
+    why = describe(at) + " " + reason.str();
+    return failure();
+  };
+  Match m;
+  RankedTensorType scoresType = typeOf(softmax.getInput());
+  int64_t rank = scoresType.getRank();
+  if (rank != 3 && rank != 4)
+    return refuse(softmax, "has rank " + Twine(rank) + ", not 3 or 4");
+  if (ampc::normalizeAxis(softmax.getAxis(), rank) != rank - 1)
+    return refuse(softmax, "is not over the last axis");
+  m.chain.insert(softmax);
+
+  // Down: P's only reader is MatMul(P, V).
+  Operation *user = soleUser(softmax.getOutput());
+  if (!user)
+    return refuse(softmax, "has " + Twine(std::distance(
+                                        softmax->getUsers().begin(),
+                                        softmax->getUsers().end())) +
+                               " readers, not one MatMul");
+  if (isa<ampc::DropoutOp>(user))
+    return refuse(user, "is dropout between Softmax and MatMul (not fused "
+                        "in this version)");
+  auto pv = dyn_cast<ampc::MatMulOp>(user);
+  if (!pv || pv.getLhs() != softmax.getOutput())
+    return refuse(user, "reads the probabilities, not MatMul(P, V)");
+  m.chain.insert(pv);
+
+  // Up: the mask, the scale, MatMul(Q, Kᵀ).
+  Value x = softmax.getInput();
+  auto onlyHere = [&](Value v) { return v.hasOneUse(); };
+  if (auto add = x.getDefiningOp<ampc::AddOp>()) {
+    if (!onlyHere(x))
+      return refuse(add, "has another reader");
+    // The scores side leads to a MatMul; the other is the mask.
+    auto leadsToMatMul = [](Value v) {
+      for (int i = 0; i < 3 && v.getDefiningOp(); ++i) {
+        if (v.getDefiningOp<ampc::MatMulOp>())
+          return true;
+        if (!isa<ampc::MulOp, ampc::DivOp>(v.getDefiningOp()))
+          return false;
+        v = v.getDefiningOp()->getOperand(0);
+      }
+      return false;
+    };
+    bool lhsScores = leadsToMatMul(add.getLhs());
+    Value mask = lhsScores ? add.getRhs() : add.getLhs();
+    x = lhsScores ? add.getLhs() : add.getRhs();
+    if (typeOf(add.getOutput()) != typeOf(x))
+      return refuse(add, "broadcasts the scores");
+    m.bias = mask;
+    m.maskOp = add;
+    m.chain.insert(add);
+  } else if (auto where = x.getDefiningOp<ampc::WhereOp>()) {
+    if (!onlyHere(x))
+      return refuse(where, "has another reader");
+    // Where(c, -inf, s) or Where(c, s, -inf): a constant condition.
+    std::optional<double> a = scalarConstant(where.getX());
+    std::optional<double> b = scalarConstant(where.getY());
+    bool minusInfX = a && std::isinf(*a) && *a < 0;
+    bool minusInfY = b && std::isinf(*b) && *b < 0;
+    if (minusInfX == minusInfY)
+      return refuse(where, "does not select between the scores and -inf");
+    // masked_fill(~mask, -inf) exports Not of the mask.
+    Value condition = where.getCondition();
+    bool negated = false;
+    if (auto n = condition.getDefiningOp<ampc::NotOp>()) {
+      condition = n.getInput();
+      negated = true;
+    }
+    DenseElementsAttr cond = fixedValue(condition, training);
+    if (!cond)
+      return refuse(where, "has a condition that is not a constant");
+    x = minusInfX ? where.getY() : where.getX();
+    if (typeOf(where.getOutput()) != typeOf(x))
+      return refuse(where, "broadcasts the scores");
+    // The additive mask it is: -inf where the -inf branch is taken.
+    auto condType = cond.getType();
+    Type element = scoresType.getElementType();
+    SmallVector<APFloat> values;
+    const llvm::fltSemantics &sem = cast<FloatType>(element).getFloatSemantics();
+    for (bool c : cond.getValues<bool>())
+      values.push_back((c != negated) == minusInfX ? APFloat::getInf(sem, /*Negative=*/true)
+                                      : APFloat::getZero(sem));
+    auto maskType = RankedTensorType::get(condType.getShape(), element);
+    OpBuilder builder(where);
+    m.bias = ampc::ConstantOp::create(builder, where.getLoc(),
+                                      DenseElementsAttr::get(maskType, values));
+    m.maskOp = where;
+    m.chain.insert(where);
+  }
+  // The scale: Mul or Div by a one-element constant.
+  if (Operation *def = x.getDefiningOp();
+      def && isa<ampc::MulOp, ampc::DivOp>(def)) {
+    if (!onlyHere(x))
+      return refuse(def, "has another reader");
+    bool isDiv = isa<ampc::DivOp>(def);
+    std::optional<double> c = scalarConstant(def->getOperand(1));
+    Value scores = def->getOperand(0);
+    if (!c && !isDiv) {
+      c = scalarConstant(def->getOperand(0));
+      scores = def->getOperand(1);
+    }
+    if (!c)
+      return refuse(def, "scales by a value that is not a constant scalar");
+    m.scale = isDiv ? 1.0 / *c : *c;
+    m.chain.insert(def);
+    x = scores;
+  }
+  auto qk = x.getDefiningOp<ampc::MatMulOp>();
+  if (!qk)
+    return refuse(x.getDefiningOp() ? x.getDefiningOp() : softmax.getOperation(),
+                  "is not MatMul(Q, Kᵀ) (after the mask and the scale)");
+  if (!onlyHere(x))
+    return refuse(qk, "has another reader");
+  m.chain.insert(qk);
+
+  // Q and Kᵀ, each maybe scaled by a constant (torch's SDPA export).
+  // (nn.MultiheadAttention divides Q.)
+  auto unscale = [&](Value v) -> Value {
+    if (!v.hasOneUse())
+      return v;
+    if (auto mul = v.getDefiningOp<ampc::MulOp>())
+      for (int i = 0; i < 2; ++i)
+        if (std::optional<double> c = scalarConstant(mul->getOperand(1 - i))) {
+          m.scale *= *c;
+          m.chain.insert(mul);
+          return mul->getOperand(i);
+        }
+    if (auto div = v.getDefiningOp<ampc::DivOp>())
+      if (std::optional<double> c = scalarConstant(div.getRhs())) {
+        m.scale /= *c;
+        m.chain.insert(div);
+        return div.getLhs();
+      }
+    return v;
+  };
+  Value q = unscale(qk.getLhs()), kt = unscale(qk.getRhs());
+  Value v = pv.getRhs();
+  for (Value t : {q, kt, v})
+    if (typeOf(t).getRank() != rank)
+      return refuse(qk, "multiplies tensors of different ranks");
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (typeOf(q).getDimSize(i) != typeOf(kt).getDimSize(i) ||
+        typeOf(q).getDimSize(i) != typeOf(v).getDimSize(i))
+      return refuse(qk, "broadcasts batch dimensions");
+  if (typeOf(q).getElementType() != typeOf(kt).getElementType() ||
+      typeOf(q).getElementType() != typeOf(v).getElementType())
+    return refuse(qk, "mixes element types");
+  SmallVector<int64_t, 4> pq, pk, pvp;
+  m.q = throughTransposes(q, pq, m.chain);
+  m.k = throughTransposes(kt, pk, m.chain);
+  m.v = throughTransposes(v, pvp, m.chain);
+  // Kᵀ's logical order is (.., d, s): K's swaps the last two.
+  std::swap(pk[rank - 1], pk[rank - 2]);
+
+  // O: the MatMul's result, or the Transpose that merges the heads.
+  m.result = pv.getOutput();
+  m.oPerm.clear();
+  for (int64_t i = 0; i < rank; ++i)
+    m.oPerm.push_back(i);
+  if (Operation *u = soleUser(pv.getOutput()))
+    if (auto t = dyn_cast<ampc::TransposeOp>(u)) {
+      // result.dim[i] = O.dim[sigma[i]]: logical l is at sigma⁻¹[l].
+      for (auto [i, s] : llvm::enumerate(t.getPerm()))
+        m.oPerm[s] = i;
+      m.result = t.getOutput();
+      m.chain.insert(t);
+    }
+
+  // Rank 3 ([B·H, S, D], nn.MultiheadAttention): b is a unit dimension.
+  auto widen = [&](SmallVector<int64_t, 4> &p) {
+    if (rank == 4)
+      return;
+    for (int64_t &i : p)
+      ++i;
+    p.insert(p.begin(), 0);
+  };
+  m.qPerm = pq, m.kPerm = pk, m.vPerm = pvp;
+  widen(m.qPerm), widen(m.kPerm), widen(m.vPerm), widen(m.oPerm);
+
+  // The mask.
+  if (m.bias) {
+    auto biasType = typeOf(m.bias);
+    int64_t sq = scoresType.getDimSize(rank - 2);
+    int64_t sk = scoresType.getDimSize(rank - 1);
+    DenseElementsAttr fixed = fixedValue(m.bias, training);
+    if (fixed && isCausalTriangle(fixed, sq, sk)) {
+      m.causal = true;
+      m.bias = Value();
+    } else if (needsGradient(m.bias, training)) {
+      return refuse(m.maskOp, "adds a mask that trains (the fused "
+                                "attention gives its bias no gradient)");
+    } else if (!isa<FloatType>(biasType.getElementType())) {
+      return refuse(m.maskOp, "adds a mask that is not a float tensor");
+    }
+    std::optional<SmallVector<int64_t>> shape =
+        ampc::broadcastShapes({scoresType.getShape(), biasType.getShape()});
+    if (!shape || ArrayRef<int64_t>(*shape) != scoresType.getShape())
+      return refuse(m.maskOp, "adds a mask that broadcasts the scores");
+  }
+  return m;
+}
+
+/// `v` (rank 3) as [1, ...]: a view.
+Value withUnitBatch(OpBuilder &b, Location loc, Value v) {
+  auto t = typeOf(v);
+  SmallVector<int64_t> shape{1};
+  llvm::append_range(shape, t.getShape());
+  return ampc::ReshapeOp::create(b, loc, t.clone(shape), v);
+}
+
+/// Whether a Softmax that did not match is worth a line in the report: a
+/// MatMul reads it, or one is a few elementwise steps above it.
+bool looksLikeAttention(ampc::SoftmaxOp softmax) {
+  for (Operation *user : softmax->getUsers())
+    if (isa<ampc::MatMulOp, ampc::DropoutOp>(user))
+      return true;
+  Value v = softmax.getInput();
+  for (int i = 0; i < 4; ++i) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<ampc::MatMulOp>(def))
+      return true;
+    if (!isa<ampc::AddOp, ampc::WhereOp, ampc::MulOp, ampc::DivOp>(def))
+      return false;
+    v = def->getOperand(isa<ampc::WhereOp>(def) ? 1 : 0);
+  }
+  return false;
+}
+
+struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<ampc::SoftmaxOp> softmaxes;
+    module.walk([&](ampc::SoftmaxOp s) { softmaxes.push_back(s); });
+    Matcher matcher(training);
+    for (ampc::SoftmaxOp softmax : softmaxes) {
+      Refusal why;
+      FailureOr<Match> m = matcher.match(softmax, why);
+      if (succeeded(m) && !targetHasAttentionKernels(target)) {
+        why = "the CUDA target has no attention kernels wired yet";
+        m = failure();
+      }
+      if (failed(m)) {
+        if (looksLikeAttention(softmax))
+          softmax->setAttr(ampc::kAttentionUnfusedAttr, StringAttr::get(ctx, why));
+        continue;
+      }
+      fuse(*m, softmax);
+    }
+  }
+
+  void fuse(Match &m, ampc::SoftmaxOp softmax) {
+    // Before the result's definer, the chain's last op: after every operand.
+    OpBuilder b(m.result.getDefiningOp());
+    // The importer's location, with "Attention" as the op type the
+    // report prints.
+    Location inner = softmax.getLoc();
+    if (auto name = dyn_cast<NameLoc>(inner))
+      inner = name.getChildLoc();
+    Location loc = FusedLoc::get(b.getContext(), {inner},
+                                 b.getStringAttr("Attention"));
+    if (auto name = dyn_cast<NameLoc>(softmax.getLoc()))
+      loc = NameLoc::get(name.getName(), loc);
+    Value q = m.q, k = m.k, v = m.v;
+    bool rank3 = typeOf(m.result).getRank() == 3;
+    if (rank3) {
+      q = withUnitBatch(b, loc, q);
+      k = withUnitBatch(b, loc, k);
+      v = withUnitBatch(b, loc, v);
+    }
+    auto op = ampc::AttentionOp::create(
+        b, loc, q, k, v, m.bias, b.getF32FloatAttr(m.scale),
+        b.getBoolAttr(m.causal), b.getDenseI64ArrayAttr(m.qPerm),
+        b.getDenseI64ArrayAttr(m.kPerm), b.getDenseI64ArrayAttr(m.vPerm),
+        b.getDenseI64ArrayAttr(m.oPerm));
+    Value o = op.getO();
+    if (rank3)
+      o = ampc::ReshapeOp::create(b, loc, typeOf(m.result), o);
+    assert(typeOf(o) == typeOf(m.result) && "the fused O has the result's type");
+    m.result.replaceAllUsesWith(o);
+    // The chain's ops that nothing reads any more; Transposes that other
+    // ops read stay.
+    bool erased = true;
+    while (erased) {
+      erased = false;
+      for (Operation *dead : m.chain)
+        if (dead && dead->getBlock() && dead->use_empty()) {
+          m.chain.remove(dead);
+          dead->erase();
+          erased = true;
+          break;
+        }
+    }
+  }
+};
+
+} // namespace

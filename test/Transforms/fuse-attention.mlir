@@ -1,0 +1,113 @@
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-attention | FileCheck %s
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="target=cuda" | FileCheck %s --check-prefix=CUDA
+
+// The GPT block's attention as torch exports it: heads split by Reshape
+// and Transpose (Kᵀ by a second Transpose), a Mul by 1/sqrt(d), an Add
+// of a constant strictly-upper -inf triangle, Softmax, MatMul, the
+// Transpose that merges the heads. One ampc.attention reads the Reshapes'
+// [B, S, H, D] views through perms; no Transpose is left.
+// CHECK-LABEL: func.func @gpt
+// CHECK:         %[[Q:.*]] = ampc.reshape %arg0
+// CHECK:         %[[K:.*]] = ampc.reshape %arg1
+// CHECK:         %[[V:.*]] = ampc.reshape %arg2
+// CHECK-NOT:     ampc.transpose
+// CHECK-NOT:     ampc.softmax
+// CHECK:         %{{.*}}, %{{.*}} = ampc.attention %[[Q]], %[[K]], %[[V]] {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 5.000000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x5xf32>)
+// CHECK-NOT:     ampc.transpose
+// CHECK-NOT:     ampc.matmul
+// The CUDA target keeps the graph until its kernels are wired.
+// CUDA-LABEL: func.func @gpt
+// CUDA:         ampc.softmax %{{.*}} {ampc.attention_unfused = "the CUDA target has no attention kernels wired yet"}
+// CUDA-NOT:     ampc.attention %
+func.func @gpt(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
+  %mask = ampc.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<5x5xf32>
+  %half = ampc.constant dense<0.5> : tensor<f32>
+  %q4 = ampc.reshape %q : tensor<2x5x8xf32> to tensor<2x5x2x4xf32>
+  %k4 = ampc.reshape %k : tensor<2x5x8xf32> to tensor<2x5x2x4xf32>
+  %v4 = ampc.reshape %v : tensor<2x5x8xf32> to tensor<2x5x2x4xf32>
+  %qh = ampc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>) -> tensor<2x2x5x4xf32>
+  %kh = ampc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>) -> tensor<2x2x5x4xf32>
+  %vh = ampc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>) -> tensor<2x2x5x4xf32>
+  %kt = ampc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x5x4xf32>) -> tensor<2x2x4x5xf32>
+  %s0 = ampc.matmul %qh, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %s1 = ampc.mul %s0, %half : (tensor<2x2x5x5xf32>, tensor<f32>) -> tensor<2x2x5x5xf32>
+  %s2 = ampc.add %s1, %mask : (tensor<2x2x5x5xf32>, tensor<5x5xf32>) -> tensor<2x2x5x5xf32>
+  %p = ampc.softmax %s2 {axis = -1 : i64} : tensor<2x2x5x5xf32> loc("s")
+  %c = ampc.matmul %p, %vh : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ct = ampc.transpose %c {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x5x4xf32>) -> tensor<2x5x2x4xf32>
+  %y = ampc.reshape %ct : tensor<2x5x2x4xf32> to tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// -----
+
+// nn.MultiheadAttention's rank-3 form: [B·H, S, D] heads, Q divided by
+// sqrt(d), Where(mask, -inf) with a constant condition that is not a
+// triangle: a unit batch dimension by Reshape views, the condition as an
+// additive 0/-inf bias.
+// CHECK-LABEL: func.func @mha
+// CHECK:         %[[M:.*]] = ampc.constant dense<{{\[\[}}0.000000e+00, 0xFF800000, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// CHECK:         ampc.reshape %{{.*}} : tensor<3x4x2xf32> to tensor<1x3x4x2xf32>
+// CHECK:         %[[O:.*]], %{{.*}} = ampc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 0.707106769 : f32, v_perm = array<i64: 0, 2, 1, 3>}
+// CHECK:         ampc.reshape %[[O]] : tensor<1x3x4x2xf32> to tensor<3x4x2xf32>
+// CHECK-NOT:     ampc.softmax
+func.func @mha(%q: tensor<3x4x2xf32>, %k: tensor<3x4x2xf32>, %v: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
+  %keep = ampc.constant dense<[[false, true, false], [false, false, true], [true, false, false]]> : tensor<3x3xi1>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<f32>
+  %root = ampc.constant dense<1.41421354> : tensor<f32>
+  %qh = ampc.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<3x4x2xf32>) -> tensor<4x3x2xf32>
+  %qd = ampc.div %qh, %root : (tensor<4x3x2xf32>, tensor<f32>) -> tensor<4x3x2xf32>
+  %kt = ampc.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  %vh = ampc.transpose %v {perm = array<i64: 1, 0, 2>} : (tensor<3x4x2xf32>) -> tensor<4x3x2xf32>
+  %s = ampc.matmul %qd, %kt : (tensor<4x3x2xf32>, tensor<4x2x3xf32>) -> tensor<4x3x3xf32>
+  %m = ampc.where %keep, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<4x3x3xf32>) -> tensor<4x3x3xf32>
+  %p = ampc.softmax %m {axis = -1 : i64} : tensor<4x3x3xf32>
+  %c = ampc.matmul %p, %vh : (tensor<4x3x3xf32>, tensor<4x3x2xf32>) -> tensor<4x3x2xf32>
+  %ct = ampc.transpose %c {perm = array<i64: 1, 0, 2>} : (tensor<4x3x2xf32>) -> tensor<3x4x2xf32>
+  return %ct : tensor<3x4x2xf32>
+}
+
+// -----
+
+// Near-miss: the scores are also returned, so they must exist: the
+// Softmax records the node that broke the pattern.
+// CHECK-LABEL: func.func @scores_read_twice
+// CHECK:         ampc.softmax %{{.*}} {ampc.attention_unfused = "qk (matmul) has another reader"
+// CHECK-NOT:     ampc.attention %
+func.func @scores_read_twice(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x3xf32>) {
+  %s = ampc.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32> loc("qk")
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x2x3x3xf32>
+  %c = ampc.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %c, %s : tensor<1x2x3x4xf32>, tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Near-miss: a scale that is not a constant.
+// CHECK-LABEL: func.func @scale_not_constant
+// CHECK:         ampc.softmax %{{.*}} {ampc.attention_unfused = "scale (mul) scales by a value that is not a constant scalar"
+func.func @scale_not_constant(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>, %t: tensor<f32>) -> tensor<1x2x3x4xf32> {
+  %s = ampc.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %x = ampc.mul %s, %t : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32> loc("scale")
+  %p = ampc.softmax %x {axis = -1 : i64} : tensor<1x2x3x3xf32>
+  %c = ampc.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %c : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// masked_fill(~causal, -inf) (test/Models' GPT block): Where(Not(c), -inf,
+// scores) with a constant lower-triangle c: causal.
+// CHECK-LABEL: func.func @masked_fill
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-NOT:     ampc.where
+func.func @masked_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %c = ampc.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<f32>
+  %s = ampc.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %n = ampc.not %c : tensor<3x3xi1>
+  %m = ampc.where %n, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = ampc.softmax %m {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %o = ampc.matmul %p, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  return %o : tensor<1x1x3x4xf32>
+}
