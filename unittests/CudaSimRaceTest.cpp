@@ -237,6 +237,10 @@ struct TwoTensors {
     list.out[0] = 8000;
     list.out[1] = 12000;
     list.size[0] = list.size[1] = 1000;
+    // One block of the multi-tensor grid each (listBlocks(1000) = 1).
+    list.firstBlock[0] = 0;
+    list.firstBlock[1] = 1;
+    list.firstBlock[2] = 2;
     sum = deviceAlloc<float>(1);
     found = deviceAlloc<uint8_t>(1);
   }
@@ -370,11 +374,11 @@ TEST(CudaSimRace, SumOfSquaresByBlockPartialsIsRaceFree) {
   // them; no atomics, the same bits in every block order.
   AMPC_REQUIRE_INSTRUMENTED();
   TwoTensors t;
-  float *partials = deviceAlloc<float>(4);
-  ampc::cuda::launch("sumOfSquares", ampc::cuda::sumOfSquares<float>,
-                     dim3(2, 2), kBlock, 0, nullptr, t.base, t.list, partials);
+  float *partials = deviceAlloc<float>(2);
+  ampc::cuda::launch("sumOfSquares", ampc::cuda::sumOfSquares<float>, 2,
+                     kBlock, 0, nullptr, t.base, t.list, partials);
   ampc::cuda::launch("sumPartials", ampc::cuda::sumPartials<float>, 1, kBlock,
-                     0, nullptr, partials, int64_t{4}, t.sum);
+                     0, nullptr, partials, int64_t{2}, t.sum);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaFree(partials);
   float sum = 0;
@@ -386,8 +390,8 @@ TEST(CudaSimRace, UnscaleRaisesItsFlagWithoutARace) {
   AMPC_REQUIRE_INSTRUMENTED();
   TwoTensors t(/*infinities=*/true);
   ASSERT_EQ(cudaMemcpy(t.sum, &kOne, 4, cudaMemcpyHostToDevice), cudaSuccess);
-  ampc::cuda::launch("unscale", ampc::cuda::unscale<float>, dim3(2, 2), kBlock,
-                     0, nullptr, t.base, t.list, t.sum, t.found);
+  ampc::cuda::launch("unscale", ampc::cuda::unscale<float>, 2, kBlock, 0,
+                     nullptr, t.base, t.list, t.sum, t.found);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   uint8_t found = 0;
   cudaMemcpy(&found, t.found, 1, cudaMemcpyDeviceToHost);
