@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,11 +32,22 @@ using namespace mlir;
 
 namespace {
 
-/// Until the CUDA kernels of issue 38 are wired to ampc.attention, the
-/// CUDA target keeps the unfused graph: this is the one condition to
-/// remove then (with cudaAttentionSupported deciding per head dimension).
-bool targetHasAttentionKernels(ampc::KernelTarget target) {
-  return target == ampc::KernelTarget::Cpu;
+/// Why `target` has no kernel for the attention `m` (empty: it has one).
+/// The CPU kernels take any head dimension and dtype; the CUDA ones
+/// (CudaAttention.cuh) FP16/BF16 and the head dimensions
+/// cudaAttentionSupported names.
+std::string missingKernel(ampc::KernelTarget target, bool lowPrecision,
+                          int64_t d, int64_t dv) {
+  if (target != ampc::KernelTarget::Cuda)
+    return "";
+  if (!lowPrecision)
+    return "the CUDA target's attention kernels take FP16/BF16, and this "
+           "library computes in FP32";
+  if (!ampc::cudaAttentionSupported(d, dv))
+    return "the CUDA target's attention kernels take head dimensions 16 to "
+           "128, a multiple of 16, the same for Q/K and V; got " +
+           std::to_string(d) + " and " + std::to_string(dv);
+  return "";
 }
 
 /// What the Softmax records when the pattern breaks: the node and why.
@@ -422,9 +434,15 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
     for (ampc::SoftmaxOp softmax : softmaxes) {
       Refusal why;
       FailureOr<Match> m = matcher.match(softmax, why);
-      if (succeeded(m) && !targetHasAttentionKernels(target)) {
-        why = "the CUDA target has no attention kernels wired yet";
-        m = failure();
+      if (succeeded(m)) {
+        auto headDim = [](Value x, ArrayRef<int64_t> perm) {
+          return ampc::attentionLogicalShape(
+              cast<ShapedType>(x.getType()).getShape(), perm)[3];
+        };
+        why = missingKernel(target, lowPrecision, headDim(m->q, m->qPerm),
+                            headDim(m->v, m->vPerm));
+        if (!why.empty())
+          m = failure();
       }
       if (failed(m)) {
         if (looksLikeAttention(softmax))

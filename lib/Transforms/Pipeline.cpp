@@ -68,7 +68,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.fuseAttention)
          return nullptr;
-       return ampc::createFuseAttentionPass({o.kernelTarget, o.training});
+       return ampc::createFuseAttentionPass(
+           {o.kernelTarget, o.training,
+            /*lowPrecision=*/o.precision.dtype != ampc::LowPrecisionType::F32 &&
+                !o.widenToF64});
      }},
     {"ampc-assign-precision", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {

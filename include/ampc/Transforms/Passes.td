@@ -486,6 +486,9 @@ def FuseAttentionPass : Pass<"ampc-fuse-attention", "mlir::ModuleOp"> {
     Option<"training", "training", "bool", /*default=*/"false",
            "a training step is built: a mask reading a parameter that "
            "trains is not fused">,
+    Option<"lowPrecision", "low-precision", "bool", /*default=*/"true",
+           "the model computes in FP16/BF16 (the CUDA target's attention "
+           "kernels take nothing else: FP32 attention stays unfused there)">,
   ];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

@@ -198,6 +198,8 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
             ampc::AveragePoolGradOp, ampc::BatchNormalizationOp,
             ampc::BatchNormGradOp>(
           [&](Operation *) { return emitWindowOp(op, body); })
+      .Case<ampc::AttentionOp, ampc::AttentionGradOp>(
+          [&](Operation *) { return emitAttention(op, body); })
       .Default([&](Operation *op) -> LogicalResult {
         return op->emitError() << "the CUDA target cannot compile '"
                                << op->getName() << "' yet (use --target=cpu)";

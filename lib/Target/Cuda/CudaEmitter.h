@@ -187,6 +187,8 @@ private:
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
   /// Pooling, batch normalisation and their adjoints.
   LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
+  /// Fused attention and its adjoint (CudaAttention.cpp).
+  LogicalResult emitAttention(Operation *op, llvm::raw_ostream &body);
   /// `g` as a `ampc::cuda::Window` literal.
   std::string window(const WindowGeometry &g);
 

@@ -592,6 +592,12 @@ ScratchLayout cudaScratch(Operation *op) {
         if (isa<ampc::ConvBackwardWeightOp>(op))
           l.add("sum", countOf(op->getResult(0)), acc);
       })
+      .Case([&](ampc::AttentionGradOp) {
+        // The backward's pre-pass: delta = rowsum(dO ∘ O), one FP32 per
+        // query row (CudaAttention.cuh).
+        AttentionGeometry g = attentionGeometry(op);
+        l.add("delta", g.batch * g.heads * g.sq, 4);
+      })
       .Case([&](ampc::LayerNormGradOp o) {
         // The row groups' shares of the Scale and B adjoints.
         if (o.getParamGrads() > 0) {
