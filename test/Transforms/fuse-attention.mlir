@@ -1,5 +1,6 @@
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-attention | FileCheck %s
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="target=cuda" | FileCheck %s --check-prefix=CUDA
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="target=cuda low-precision=false" | FileCheck %s --check-prefix=CUDA-FP32
 
 // The GPT block's attention as torch exports it: heads split by Reshape
 // and Transpose (Kᵀ by a second Transpose), a Mul by 1/sqrt(d), an Add
@@ -15,9 +16,13 @@
 // CHECK:         %{{.*}}, %{{.*}} = ampc.attention %[[Q]], %[[K]], %[[V]] {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 5.000000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x5xf32>)
 // CHECK-NOT:     ampc.transpose
 // CHECK-NOT:     ampc.matmul
-// The CUDA target keeps the graph until its kernels are wired.
+// The CUDA target's kernels (CudaAttention.cuh) take head dimensions 16 to
+// 128 and FP16/BF16 data: this head dimension of 4 stays unfused there, and
+// so does any attention of a library computing in FP32, each with its reason.
 // CUDA-LABEL: func.func @gpt
-// CUDA:         ampc.softmax %{{.*}} {ampc.attention_unfused = "the CUDA target has no attention kernels wired yet"}
+// CUDA:         ampc.softmax %{{.*}} {ampc.attention_unfused = "the CUDA target's attention kernels take head dimensions 16 to 128, a multiple of 16, the same for Q/K and V; got 4 and 4"}
+// CUDA-FP32-LABEL: func.func @gpt
+// CUDA-FP32:    ampc.softmax %{{.*}} {ampc.attention_unfused = "the CUDA target's attention kernels take FP16/BF16, and this library computes in FP32"}
 // CUDA-NOT:     ampc.attention %
 func.func @gpt(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
   %mask = ampc.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<5x5xf32>

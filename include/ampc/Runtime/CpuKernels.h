@@ -758,23 +758,48 @@ template <typename C, typename T> C roundTo(C v) {
   return static_cast<C>(T::load(T::template store<C>(v)));
 }
 
+/// Keys per step of the CUDA target's forward kernel (CudaAttention.cuh,
+/// AttentionTiles::forward). The reference takes the same steps, so that
+/// it rounds the probabilities to the data type where that kernel does:
+/// exp(s - running max) of each step, before the step's product with V.
+inline int64_t attentionKeyStep(int64_t d) { return d <= 128 ? 32 : 16; }
+
+/// The sum of 32 values as a warp's xor butterfly adds them (CUDA's
+/// warpSum: every lane gets the same bits).
+template <typename C> C butterflySum(C (&lanes)[32]) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    C next[32];
+    for (int i = 0; i < 32; ++i)
+      next[i] = lanes[i] + lanes[i ^ offset];
+    std::copy(next, next + 32, lanes);
+  }
+  return lanes[0];
+}
+
 /// ampc.attention, the reference: one query row at a time, in `C`;
 /// `scores` (sk values) and `acc` (dv values) are the op's scratch, so no
 /// sq x sk matrix is ever held. T codes Q, K, V and O, B the bias, L the
-/// log-sum-exp.
+/// log-sum-exp. The keys are taken in the CUDA kernel's steps
+/// (attentionKeyStep) with its online softmax: the running max m, the sum
+/// l of exp(s - m) (each step's added as a warp adds it), the accumulator
+/// rescaled by exp(m_old - m_new), exp(s - m) rounded to T before it
+/// multiplies V; O = acc / l rounded to T, LSE = m + log(l). A row whose
+/// every key is masked gets O = NaN (0 / 0) and LSE = -inf, as the kernel.
 template <typename C, typename T, typename B, typename L>
 void attention(const typename T::Storage *q, const typename T::Storage *k,
                const typename T::Storage *v, const typename B::Storage *bias,
                typename T::Storage *o, typename L::Storage *lse,
                const AttentionShape &s, C scale, bool causal, C *scores,
                C *acc) {
+  const C inf = std::numeric_limits<C>::infinity();
+  const int64_t step = attentionKeyStep(s.d);
   int64_t row = 0;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
         const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
+        // Keys past a causal row's own add nothing (e = 0, alpha = 1).
         const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
-        C m = -std::numeric_limits<C>::infinity();
         for (int64_t j = 0; j < visible; ++j) {
           C x = attentionScore<C, T>(
               qi, k + b * s.k[0] + h * s.k[1] + j * s.k[2], s, scale);
@@ -782,22 +807,33 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
             x += static_cast<C>(B::load(bias[b * s.bias[0] + h * s.bias[1] +
                                              i * s.bias[2] + j * s.bias[3]]));
           scores[j] = x;
-          m = std::max(m, x);
         }
-        C l = 0;
-        for (int64_t j = 0; j < visible; ++j)
-          l += std::exp(scores[j] - m);
-        lse[row] = L::store(m + std::log(l));
+        C m = -inf, l = 0;
         std::fill(acc, acc + s.dv, C(0));
-        for (int64_t j = 0; j < visible; ++j) {
-          const C p = roundTo<C, T>(std::exp(scores[j] - m) / l);
-          const auto *vj = v + b * s.v[0] + h * s.v[1] + j * s.v[2];
+        for (int64_t j0 = 0; j0 < visible; j0 += step) {
+          const int64_t j1 = std::min(j0 + step, visible);
+          C mNew = m;
+          for (int64_t j = j0; j < j1; ++j)
+            mNew = std::max(mNew, scores[j]);
+          const C alpha = m == -inf ? C(0) : std::exp(m - mNew);
+          C lanes[32] = {};
+          for (int64_t j = j0; j < j1; ++j)
+            lanes[j - j0] = scores[j] == -inf ? C(0) : std::exp(scores[j] - mNew);
           for (int64_t c = 0; c < s.dv; ++c)
-            acc[c] += p * static_cast<C>(T::load(vj[c * s.v[3]]));
+            acc[c] *= alpha;
+          for (int64_t j = j0; j < j1; ++j) {
+            const C p = roundTo<C, T>(lanes[j - j0]);
+            const auto *vj = v + b * s.v[0] + h * s.v[1] + j * s.v[2];
+            for (int64_t c = 0; c < s.dv; ++c)
+              acc[c] += p * static_cast<C>(T::load(vj[c * s.v[3]]));
+          }
+          l = alpha * l + butterflySum(lanes);
+          m = mNew;
         }
+        lse[row] = L::store(m + std::log(l));
         auto *oi = o + b * s.o[0] + h * s.o[1] + i * s.o[2];
         for (int64_t c = 0; c < s.dv; ++c)
-          oi[c * s.o[3]] = T::store(acc[c]);
+          oi[c * s.o[3]] = T::store(acc[c] / l);
       }
 }
 

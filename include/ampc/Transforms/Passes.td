@@ -476,8 +476,9 @@ def FuseAttentionPass : Pass<"ampc-fuse-attention", "mlir::ModuleOp"> {
     a frozen parameter) strictly-upper -inf triangle becomes `causal`; any
     other mask that needs no gradient becomes the additive bias. A
     Softmax where the pattern breaks keeps its graph and records why on
-    `ampc.attention_unfused` (the report prints it). `target` cuda leaves
-    every attention unfused until the CUDA kernels are wired.
+    `ampc.attention_unfused` (the report prints it). With `target` cuda
+    only what the CUDA kernels take is fused (FP16/BF16, head dimensions
+    cudaAttentionSupported accepts); the rest keeps its graph, with why.
   }];
   let options = [
     Option<"target", "target", "ampc::KernelTarget",

@@ -11,8 +11,13 @@
 
 #include "CudaEmitter.h"
 
-#include "llvm/ADT/TypeSwitch.h"
+#include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace ampc::emit;
 using namespace ampc::cudagen;
 using llvm::formatv;
 using llvm::StringRef;

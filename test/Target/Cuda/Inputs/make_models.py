@@ -41,6 +41,14 @@ dominant.onnx     long rows with a dominant logit: x[16, 300] times a
                   (exp(100) overflows against a wrong max, as the minimum,
                   -100, does), in the forward, the gradients and the loss;
                   random N(0, 1) inputs never show it.
+attention.onnx    causal self-attention as exporters write it: x[2, 20, 32]
+                  through Q, K and V MatMuls, per-head Reshape/Transpose
+                  (2 heads of 16), MatMul(Q, Kᵀ), a constant scale, a
+                  constant triu(-inf, 1) mask added, Softmax, MatMul with V,
+                  the heads merged back and a 32 -> 3 head over the 40 rows:
+                  ampc-fuse-attention makes it one ampc.attention on both
+                  targets (the CUDA kernels at head dim 16, the sequence of
+                  20 two partial tiles).
 many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
                   4x4 Gemm: 262 parameters, more than one multi-tensor list
                   (256) holds.
@@ -220,6 +228,48 @@ def bn_split():
     return nodes, inits
 
 
+def attention():
+    """Causal self-attention (see the module's docstring)."""
+    b, seq, d, heads = 2, 20, 32, 2
+    hd = d // heads
+    mask = np.triu(np.full((seq, seq), -np.inf, np.float32), 1)
+    inits = [tensor("wq", (d, d), d ** -0.5), tensor("wk", (d, d), d ** -0.5),
+             tensor("wv", (d, d), d ** -0.5), tensor("head", (d, 3), d ** -0.5),
+             numpy_helper.from_array(np.array([b, seq, heads, hd], np.int64),
+                                     "split_shape"),
+             numpy_helper.from_array(np.array([b * seq, d], np.int64),
+                                     "rows_shape")]
+    nodes = [helper.make_node("Constant", [], ["mask"], name="Mask",
+                              value=numpy_helper.from_array(mask)),
+             helper.make_node("Constant", [], ["scale"], name="Scale",
+                              value=numpy_helper.from_array(
+                                  np.array(hd ** -0.5, np.float32)))]
+    for w in ("q", "k", "v"):
+        nodes += [helper.make_node("MatMul", ["x", "w" + w], [w + "_proj"],
+                                   name="Proj_" + w),
+                  helper.make_node("Reshape", [w + "_proj", "split_shape"],
+                                   [w + "_split"], name="Split_" + w),
+                  helper.make_node("Transpose", [w + "_split"], [w + "_heads"],
+                                   name="Heads_" + w,
+                                   perm=[0, 2, 3, 1] if w == "k"
+                                   else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q_heads", "k_heads"], ["qk"],
+                               name="QK"),
+              helper.make_node("Mul", ["qk", "scale"], ["scaled"], name="Mul"),
+              helper.make_node("Add", ["scaled", "mask"], ["masked"],
+                               name="AddMask"),
+              helper.make_node("Softmax", ["masked"], ["p"], name="Softmax",
+                               axis=-1),
+              helper.make_node("MatMul", ["p", "v_heads"], ["o"], name="PV"),
+              helper.make_node("Transpose", ["o"], ["o_t"], name="Merge",
+                               perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["o_t", "rows_shape"], ["rows"],
+                               name="Rows"),
+              helper.make_node("MatMul", ["rows", "head"], ["logits"],
+                               name="Head")]
+    return nodes, inits
+
+
 def main():
     folder = sys.argv[1]
     save("deep_mlp.onnx", *gemm_chain([64, 64, 64, 64, 10], relu=True),
@@ -230,6 +280,7 @@ def main():
     save("warp_rows.onnx", *warp_rows(), [96, 40], [96, 3], folder)
     save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
     save("bn_split.onnx", *bn_split(), [4, 2, 64, 64], [4, 3], folder)
+    save("attention.onnx", *attention(), [2, 20, 32], [40, 3], folder)
 
 
 if __name__ == "__main__":
