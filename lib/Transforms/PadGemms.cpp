@@ -68,6 +68,8 @@ ampc::LoadParameterOp parameterOf(Value v) {
 
 /// `v` read through casts and views: the function argument it is, or null.
 BlockArgument argumentOf(Value v) {
+  if (!v)
+    return nullptr;
   while (Operation *def = v.getDefiningOp()) {
     if (!isa<ampc::CastOp, ampc::ReshapeOp, ampc::FlattenOp>(def))
       return nullptr;

@@ -69,7 +69,8 @@ const PipelineStep kPipeline[] = {
        if (!o.fuseAttention)
          return nullptr;
        return ampc::createFuseAttentionPass(
-           {o.kernelTarget, o.training,
+           {o.attentionAsCuda ? ampc::KernelTarget::Cuda : o.kernelTarget,
+            o.training,
             /*lowPrecision=*/o.precision.dtype != ampc::LowPrecisionType::F32 &&
                 !o.widenToF64});
      }},
@@ -341,7 +342,13 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                                   flags.trainable.end());
   options.training = flags.training;
   options.evalForward = !flags.inferTrainingMode;
-  options.fuseAttention = flags.fuseAttention;
+  if (!llvm::is_contained({"on", "true", "off", "false", "cuda"},
+                          flags.fuseAttention))
+    return fail("fuse-attention", "must be on, off or cuda, got '" +
+                                      flags.fuseAttention + "'");
+  options.fuseAttention =
+      flags.fuseAttention != "off" && flags.fuseAttention != "false";
+  options.attentionAsCuda = flags.fuseAttention == "cuda";
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
   if (!loss)
     return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
@@ -468,11 +475,12 @@ struct PipelineRegistrationOptions
       *this, "param-group",
       llvm::cl::desc("parameter groups: GLOB:lr=X;weight_decay=Y (';' "
                      "between a group's settings)")};
-  Option<bool> fuseAttention{
+  Option<std::string> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("recognise softmax attention as one fused op "
-                     "(ampc-fuse-attention)"),
-      llvm::cl::init(true)};
+                     "(ampc-fuse-attention): on, off, or cuda (only what "
+                     "the CUDA kernels take, on either target)"),
+      llvm::cl::init("on")};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "

@@ -321,12 +321,13 @@ cl::opt<bool> tieInitializers(
              "as exported, instead of one parameter each as written"),
     cl::cat(trainingCategory));
 
-cl::opt<bool> fuseAttention(
+cl::opt<std::string> fuseAttention(
     "fuse-attention",
     cl::desc("recognise softmax attention (MatMul, scale, mask, Softmax, "
-             "MatMul) and compute it as one fused op; =false keeps the "
-             "graph as exported"),
-    cl::init(true), cl::cat(ampcCategory));
+             "MatMul) and compute it as one fused op: on (default: what the "
+             "target's kernels take), off (the graph as exported), or cuda "
+             "(only what the CUDA target's kernels take, on either target)"),
+    cl::value_desc("on|off|cuda"), cl::init("on"), cl::cat(ampcCategory));
 
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",

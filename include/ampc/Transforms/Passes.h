@@ -42,8 +42,10 @@ struct PipelineOptions {
   /// model. False keeps the model as exported (the ONNX node tests, the
   /// gradient check's finite differences of `infer`).
   bool evalForward = true;
-  /// ampc-fuse-attention runs (`--fuse-attention=false` turns it off).
+  /// ampc-fuse-attention runs (`--fuse-attention=off` turns it off);
+  /// `--fuse-attention=cuda`: it fuses only what the CUDA kernels take.
   bool fuseAttention = true;
+  bool attentionAsCuda = false;
   /// The kernels the library is written with: the memory plan places
   /// their scratch (and, for CUDA, the inputs' staging buffers).
   KernelTarget kernelTarget = KernelTarget::Cpu;

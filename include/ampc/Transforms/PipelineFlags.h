@@ -36,8 +36,10 @@ struct PipelineFlags {
   std::vector<std::string> paramGroups;
   /// `--infer-training-mode`: @forward keeps Dropout/BatchNorm as exported.
   bool inferTrainingMode = false;
-  /// `--fuse-attention` (default on): ampc-fuse-attention runs.
-  bool fuseAttention = true;
+  /// `--fuse-attention`: on (default: what the target's kernels take), off,
+  /// or cuda (only what the CUDA target's kernels take, on either target:
+  /// the CPU reference then computes the graph the CUDA target does).
+  std::string fuseAttention = "on";
   /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the
   /// label input it adds.
   std::string loss = "cross_entropy";
