@@ -764,7 +764,8 @@ int main(int argc, char **argv) {
   flags.paramGroups.assign(paramGroups.begin(), paramGroups.end());
   flags.training = mode == Mode::Train;
   flags.inferTrainingMode = inferTrainingMode;
-  flags.fuseAttention = fuseAttention;
+  // An exported ONNX model keeps ONNX's own ops: no ampc.attention in it.
+  flags.fuseAttention = emit == Emit::Onnx ? "off" : fuseAttention.getValue();
   flags.loss = loss;
   flags.label = label;
   if (ignoreIndex.getNumOccurrences())
