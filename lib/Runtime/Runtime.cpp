@@ -285,6 +285,12 @@ struct Model {
   /// Waits for an asynchronous library's queued work; null when its calls
   /// finish before returning.
   int32_t (*synchronize)(void *) = nullptr;
+  /// Device-resident tensors (a CUDA library): the step and inference on
+  /// device pointers, and where a pointer is; null for a host library.
+  int32_t (*trainStepDevice)(void *, const void *const *, void *) = nullptr;
+  int32_t (*inferDevice)(void *, const void *const *, void *const *) = nullptr;
+  int32_t (*memoryOf)(void *, const void *) = nullptr;
+  int32_t (*waitStream)(void *, void *) = nullptr;
 
   /// Serializes calls that run the model; the library may assume one call
   /// per state at a time (ModelAbi.h). Guards the pointer arrays below.
@@ -687,6 +693,18 @@ ampc_status readDescriptor(Model &model) {
     return status;
   if (ampc_status status = readGradientFunctions(model))
     return status;
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(wait_stream) && abi->memory_of) {
+    model.memoryOf = abi->memory_of;
+    model.inferDevice = abi->infer_device;
+    model.trainStepDevice = abi->train_step_device;
+    model.waitStream = abi->wait_stream;
+  }
+  if ((model.inferDevice || model.trainStepDevice) &&
+      (!model.memoryOf || !model.waitStream))
+    return fail(AMPC_ERROR_CORRUPT, kLoad,
+                format("'%s': device entry points without memory_of or "
+                       "wait_stream",
+                       path));
   return readTrainingFields(model);
 }
 
@@ -804,9 +822,41 @@ std::string labelOf(const Model &model, Role role, int32_t index) {
   return desc.name;
 }
 
-/// Checks one caller tensor against the model's description.
+/// Where a call takes its tensors: host memory (the plain calls) or the
+/// model's device (the `_device` calls).
+enum class Memory { Host, Device };
+
+/// Checks that a caller tensor is in the memory the call takes, as the
+/// library's device API sees it. A host library cannot tell, and takes
+/// host memory only.
+ampc_status checkMemory(const char *call, const Model &model, Role role,
+                        int32_t index, const ampc_tensor &tensor,
+                        Memory memory) {
+  if (!model.memoryOf || !tensor.data)
+    return AMPC_OK;
+  int32_t where = model.memoryOf(model.state, tensor.data);
+  if (where == AMPC_ABI_MEMORY_MANAGED)
+    return AMPC_OK;
+  const char *what = nullptr;
+  if (memory == Memory::Host && where != AMPC_ABI_MEMORY_HOST)
+    what = "is device memory; this call takes host memory (the _device "
+           "calls take device memory)";
+  else if (memory == Memory::Device && where == AMPC_ABI_MEMORY_HOST)
+    what = "is host memory; this call takes memory of the model's device "
+           "(the calls without _device take host memory)";
+  else if (memory == Memory::Device && where != AMPC_ABI_MEMORY_DEVICE)
+    what = "is memory of another device than the model's";
+  if (!what)
+    return AMPC_OK;
+  return fail(AMPC_ERROR_INVALID_ARGUMENT, call,
+              format("%s %s", labelOf(model, role, index).c_str(), what));
+}
+
+/// Checks one caller tensor against the model's description, then its
+/// memory.
 ampc_status checkTensor(const char *call, const Model &model, Role role,
-                        int32_t index, const ampc_tensor &tensor) {
+                        int32_t index, const ampc_tensor &tensor,
+                        Memory memory = Memory::Host) {
   const TensorDesc &desc = descriptionOf(model, role, index);
   std::string label = labelOf(model, role, index);
   if (tensor.dtype != desc.dtype)
@@ -840,14 +890,16 @@ ampc_status checkTensor(const char *call, const Model &model, Role role,
                        dtypeText(desc.dtype).c_str(),
                        shapeText(desc.shapeData(), desc.rank()).c_str(),
                        desc.byteSize));
-  return AMPC_OK;
+  return checkMemory(call, model, role, index, tensor, memory);
 }
 
 /// Checks `count` tensors of one role.
 ampc_status checkTensors(const char *call, const Model &model, Role role,
-                         const ampc_tensor *tensors, int32_t count) {
+                         const ampc_tensor *tensors, int32_t count,
+                         Memory memory = Memory::Host) {
   for (int32_t i = 0; i < count; ++i)
-    if (ampc_status status = checkTensor(call, model, role, i, tensors[i]))
+    if (ampc_status status =
+            checkTensor(call, model, role, i, tensors[i], memory))
       return status;
   return AMPC_OK;
 }
@@ -1125,12 +1177,21 @@ ampc_status ampc_model_buffer_info(const ampc_model *model, int32_t index,
                     &Model::buffers);
 }
 
-ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
-                             int32_t num_inputs, ampc_tensor *outputs,
-                             int32_t num_outputs) {
+} // extern "C"
+
+namespace {
+/// ampc_model_infer, on tensors in `memory`.
+ampc_status infer(const char *kInfer, ampc_model *handle,
+                  const ampc_tensor *inputs, int32_t num_inputs,
+                  ampc_tensor *outputs, int32_t num_outputs, Memory memory) {
   std::shared_ptr<Model> model = lookup(handle, kInfer);
   if (!model)
     return AMPC_ERROR_INVALID_ARGUMENT;
+  if (memory == Memory::Device && !model->inferDevice)
+    return fail(AMPC_ERROR_UNSUPPORTED, kInfer,
+                format("model '%s' runs on the host (target %s): its tensors "
+                       "are host memory (ampc_model_infer)",
+                       model->name.c_str(), model->target.c_str()));
   const int32_t expectedInputs = static_cast<int32_t>(model->inputs.size());
   const int32_t expectedOutputs = static_cast<int32_t>(model->outputs.size());
   if (num_inputs != expectedInputs)
@@ -1146,11 +1207,11 @@ ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer, "inputs is NULL");
   if (num_outputs > 0 && !outputs)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kInfer, "outputs is NULL");
-  if (ampc_status status =
-          checkTensors(kInfer, *model, Role::Input, inputs, num_inputs))
+  if (ampc_status status = checkTensors(kInfer, *model, Role::Input, inputs,
+                                       num_inputs, memory))
     return status;
-  if (ampc_status status =
-          checkTensors(kInfer, *model, Role::Output, outputs, num_outputs))
+  if (ampc_status status = checkTensors(kInfer, *model, Role::Output,
+                                       outputs, num_outputs, memory))
     return status;
   std::vector<Buffer> reads, writes;
   addBuffers(*model, Role::Input, inputs, num_inputs, reads);
@@ -1163,13 +1224,32 @@ ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
     model->inputData[static_cast<size_t>(i)] = inputs[i].data;
   for (int32_t i = 0; i < num_outputs; ++i)
     model->outputData[static_cast<size_t>(i)] = outputs[i].data;
-  int32_t code = model->abi->infer(model->state, model->inputData.data(),
-                                   model->outputData.data());
+  int32_t code = (memory == Memory::Device ? model->inferDevice
+                                            : model->abi->infer)(
+      model->state, model->inputData.data(), model->outputData.data());
   if (code != 0)
     return fail(AMPC_ERROR_EXECUTION, kInfer,
                 format("model '%s' failed: %s", model->name.c_str(),
                        model->libraryError(code).c_str()));
   return AMPC_OK;
+}
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_model_infer(ampc_model *handle, const ampc_tensor *inputs,
+                             int32_t num_inputs, ampc_tensor *outputs,
+                             int32_t num_outputs) {
+  return infer(kInfer, handle, inputs, num_inputs, outputs, num_outputs,
+               Memory::Host);
+}
+
+ampc_status ampc_model_infer_device(ampc_model *handle,
+                                    const ampc_tensor *inputs,
+                                    int32_t num_inputs, ampc_tensor *outputs,
+                                    int32_t num_outputs) {
+  return infer("ampc_model_infer_device", handle, inputs, num_inputs, outputs,
+               num_outputs, Memory::Device);
 }
 
 ampc_status ampc_model_get_parameter(const ampc_model *handle, int32_t index,
@@ -1502,12 +1582,18 @@ namespace {
 /// ampc_model_train_step, on the first `rows` rows of the batch (-1: all).
 ampc_status trainStep(const char *call, ampc_model *handle,
                       const ampc_tensor *inputs, int32_t num_inputs,
-                      ampc_tensor *loss, int64_t rows) {
+                      ampc_tensor *loss, int64_t rows,
+                      Memory memory = Memory::Host) {
   const char *kTrainStep = call;
   ampc_status status = AMPC_OK;
   std::shared_ptr<Model> model = lookupTraining(handle, kTrainStep, status);
   if (!model)
     return status;
+  if (memory == Memory::Device && !model->trainStepDevice)
+    return fail(AMPC_ERROR_UNSUPPORTED, kTrainStep,
+                format("model '%s' runs on the host (target %s): its tensors "
+                       "are host memory (ampc_model_train_step)",
+                       model->name.c_str(), model->target.c_str()));
   const int64_t batch = model->inputs.empty() || model->inputs[0].shape.empty()
                             ? 0
                             : model->inputs[0].shape[0];
@@ -1534,17 +1620,20 @@ ampc_status trainStep(const char *call, ampc_model *handle,
                        plural(expectedInputs, "input").c_str(), num_inputs));
   if (num_inputs > 0 && !inputs)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep, "inputs is NULL");
-  if (!loss)
+  // On the device the loss is optional: NULL copies it nowhere.
+  if (!loss && memory == Memory::Host)
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kTrainStep, "loss is NULL");
-  if (ampc_status status =
-          checkTensors(kTrainStep, *model, Role::Input, inputs, num_inputs))
+  if (ampc_status status = checkTensors(kTrainStep, *model, Role::Input,
+                                       inputs, num_inputs, memory))
     return status;
-  if (ampc_status status =
-          checkTensor(kTrainStep, *model, Role::Loss, 0, *loss))
-    return status;
+  if (loss)
+    if (ampc_status status =
+            checkTensor(kTrainStep, *model, Role::Loss, 0, *loss, memory))
+      return status;
   std::vector<Buffer> reads, writes;
   addBuffers(*model, Role::Input, inputs, num_inputs, reads);
-  addBuffers(*model, Role::Loss, loss, 1, writes);
+  if (loss)
+    addBuffers(*model, Role::Loss, loss, 1, writes);
   if (ampc_status status = checkOverlaps(kTrainStep, *model, reads, writes))
     return status;
 
@@ -1556,8 +1645,9 @@ ampc_status trainStep(const char *call, ampc_model *handle,
   const bool partial = rows >= 0 && rows != batch;
   if (partial)
     model->writeState(model->state, model->batchRowsState, &rows);
-  int32_t code =
-      model->trainStep(model->state, model->inputData.data(), loss->data);
+  int32_t code = (memory == Memory::Device ? model->trainStepDevice
+                                            : model->trainStep)(
+      model->state, model->inputData.data(), loss ? loss->data : nullptr);
   if (partial)
     model->writeState(model->state, model->batchRowsState, &batch);
   if (code != 0)
@@ -1582,6 +1672,14 @@ ampc_status ampc_model_train_step_rows(ampc_model *handle,
                                        int64_t rows) {
   return trainStep("ampc_model_train_step_rows", handle, inputs, num_inputs,
                    loss, rows);
+}
+
+ampc_status ampc_model_train_step_device(ampc_model *handle,
+                                         const ampc_tensor *inputs,
+                                         int32_t num_inputs,
+                                         ampc_tensor *loss) {
+  return trainStep("ampc_model_train_step_device", handle, inputs,
+                   num_inputs, loss, -1, Memory::Device);
 }
 
 ampc_status ampc_model_training_info(const ampc_model *handle,
@@ -1750,6 +1848,24 @@ ampc_status ampc_model_load_checkpoint(ampc_model *handle, const char *path) {
   for (size_t i = 0; i < data.size(); ++i)
     if (present[i])
       model->writeState(model->state, static_cast<int32_t>(i), data[i].data());
+  return AMPC_OK;
+}
+
+ampc_status ampc_model_wait_stream(ampc_model *handle, void *cuda_stream) {
+  constexpr const char *kWaitStream = "ampc_model_wait_stream";
+  std::shared_ptr<Model> model = lookup(handle, kWaitStream);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!model->waitStream)
+    return fail(AMPC_ERROR_UNSUPPORTED, kWaitStream,
+                format("model '%s' runs on the host (target %s): it has no "
+                       "stream",
+                       model->name.c_str(), model->target.c_str()));
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  if (int32_t code = model->waitStream(model->state, cuda_stream))
+    return fail(AMPC_ERROR_EXECUTION, kWaitStream,
+                format("model '%s' failed: %s", model->name.c_str(),
+                       model->libraryError(code).c_str()));
   return AMPC_OK;
 }
 

@@ -204,6 +204,13 @@ def load_runtime(path=None):
             model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
             ctypes.POINTER(_Tensor), ctypes.c_int64]),
         "ampc_model_synchronize": (status, [model_p]),
+        "ampc_model_train_step_device": (status, [
+            model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
+            ctypes.POINTER(_Tensor)]),
+        "ampc_model_infer_device": (status, [
+            model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
+            ctypes.POINTER(_Tensor), ctypes.c_int32]),
+        "ampc_model_wait_stream": (status, [model_p, ctypes.c_void_p]),
         "ampc_model_training_info": (status, [
             model_p, ctypes.POINTER(_TrainingInfo)]),
         "ampc_model_get_learning_rate": (status, [
@@ -309,6 +316,79 @@ class _TensorArray:
         if not self.arrays:
             return None
         return ctypes.pointer(self.tensors[index])
+
+
+def _on_device(x):
+    """Whether `x` is a device array (a torch CUDA tensor, CuPy, Numba:
+    anything with __cuda_array_interface__)."""
+    return hasattr(x, "__cuda_array_interface__")
+
+
+class _DeviceTensorArray:
+    """ampc_tensor views of device arrays (__cuda_array_interface__,
+    version 2 or 3), without a copy: each must be C-contiguous with the
+    model's shape and dtype. `streams`: the producers' streams the
+    interface names (version 3), which the model's stream must wait for."""
+
+    def __init__(self, arrays, infos, kind):
+        self.arrays = list(arrays)  # kept alive until the call is done
+        self.shapes, self.streams = [], []
+        self.tensors = (_Tensor * max(len(self.arrays), 1))()
+        for i, (a, info) in enumerate(zip(self.arrays, infos)):
+            label = "%s %d ('%s')" % (kind, i, info.name)
+            if not _on_device(a):
+                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                    "%s is not a device array (no __cuda_array_interface__); "
+                    "pass every tensor of the call on the device, or none"
+                    % label))
+            face = a.__cuda_array_interface__
+            shape = tuple(face["shape"])
+            if shape != tuple(info.shape):
+                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                    "%s has shape %s, the model expects %s (shape mismatch)"
+                    % (label, _shape_text(shape), _shape_text(info.shape))))
+            dtype = np.dtype(face["typestr"])
+            if dtype != info.dtype:
+                raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+                    "%s has dtype %s, the model expects %s (dtype mismatch)"
+                    % (label, dtype, info.dtype)))
+            # Row-major strides; a dimension of one element may have any.
+            strides = face.get("strides")
+            dense = [dtype.itemsize] * len(shape)
+            for k in range(len(shape) - 2, -1, -1):
+                dense[k] = dense[k + 1] * shape[k + 1]
+            if strides is not None and any(
+                    s != d for s, d, n in zip(strides, dense, shape) if n > 1):
+                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                    "%s is not C-contiguous (strides %s); make it "
+                    "contiguous on the device first" % (label, tuple(strides))))
+            stream = face.get("stream")
+            if stream is not None and stream not in self.streams:
+                self.streams.append(stream)
+            shape_array = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            self.shapes.append(shape_array)
+            t = self.tensors[i]
+            t.dtype = info.ampc_dtype
+            t.rank = len(shape)
+            t.shape = ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64))
+            t.data = face["data"][0]
+            t.size_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+
+    def pointer(self, index=0):
+        if not self.arrays:
+            return None
+        return ctypes.pointer(self.tensors[index])
+
+
+def _device_empty(like, info):
+    """A device array for `info` beside the device array `like`: a torch
+    tensor on its device when `like` is one; None otherwise (the caller
+    gives the buffer)."""
+    if type(like).__module__.split(".")[0] != "torch":
+        return None
+    import torch  # only when the caller already uses it
+    dtype = torch.from_numpy(np.empty(0, info.dtype)).dtype
+    return torch.empty(info.shape, dtype=dtype, device=like.device)
 
 
 class Model:
@@ -448,8 +528,12 @@ class Model:
         """The model's outputs on `inputs` (arrays in input order, a list of
         them, or a dict by name), as a list of numpy arrays, in eval mode. A
         training library given its data inputs only (no labels) returns the
-        model's outputs without the loss (its labels are zeros)."""
+        model's outputs without the loss (its labels are zeros). Device
+        arrays (torch CUDA tensors) take `infer_device`."""
         inputs = self._input_list(inputs)
+        if inputs and _on_device(inputs[0]) and \
+                len(inputs) == len(self.inputs):
+            return self.infer_device(inputs)
         labels = self._labels
         model_only = labels and len(inputs) == len(self.inputs) - labels
         rows = self._partial_batch(inputs)
@@ -597,9 +681,13 @@ class Model:
         """One training step on `inputs` (arrays in input order, labels
         last, a list of them, or a dict by name); the loss, a 0-d array.
         With wait=False on a CUDA model the step is only queued: the
-        returned array holds the loss after `synchronize()`."""
-        loss = self._empty(self.outputs[0])
+        returned array holds the loss after `synchronize()`. Device arrays
+        (torch CUDA tensors) take `train_step_device`, without a copy
+        through the host; the loss is then a device array too."""
         inputs = self._input_list(inputs)
+        if inputs and _on_device(inputs[0]):
+            return self.train_step_device(inputs, wait=wait)
+        loss = self._empty(self.outputs[0])
         rows = self._partial_batch(inputs)
         if rows is not None:
             # A partial last batch: padded with copies of its first row
@@ -637,6 +725,58 @@ class Model:
                     self._handle, ins.pointer(), len(ins.arrays),
                     out.pointer(), rows))
         return run
+
+    def train_step_device(self, inputs, loss=None, wait=True):
+        """One training step on a batch on the model's device
+        (ampc_model_train_step_device): `inputs` are device arrays
+        (__cuda_array_interface__: torch CUDA tensors, CuPy), read without
+        a copy through the host; the model's stream first waits for the
+        streams they name. `loss`: a device array the loss is written to;
+        None makes one beside torch inputs (else no loss is copied, and
+        None is returned). With wait=False the step is only queued."""
+        inputs = self._input_list(inputs)
+        ins = _DeviceTensorArray(inputs, self.inputs, "input")
+        if loss is None and inputs:
+            loss = _device_empty(inputs[0], self.outputs[0])
+        out = None if loss is None else \
+            _DeviceTensorArray([loss], self.outputs[:1], "loss")
+        self.wait_streams(ins.streams)
+        self._check(self._lib.ampc_model_train_step_device(
+            self._handle, ins.pointer(), len(ins.arrays),
+            out.pointer() if out else None))
+        if wait:
+            self.synchronize()
+        else:
+            self._pending.append((ins, out))
+        return loss
+
+    def infer_device(self, inputs, outputs=None):
+        """The model's outputs on device arrays (ampc_model_infer_device),
+        written into `outputs` (device arrays) or, beside torch inputs,
+        into new torch tensors on their device; returns the outputs."""
+        inputs = self._input_list(inputs)
+        ins = _DeviceTensorArray(inputs, self.inputs, "input")
+        if outputs is None:
+            outputs = [_device_empty(inputs[0], o) if inputs else None
+                       for o in self.outputs]
+            if any(o is None for o in outputs):
+                raise ValueError("infer_device: give `outputs` (device "
+                                 "arrays) for inputs that are not torch "
+                                 "tensors")
+        outs = _DeviceTensorArray(outputs, self.outputs, "output")
+        self.wait_streams(ins.streams)
+        self._check(self._lib.ampc_model_infer_device(
+            self._handle, ins.pointer(), len(ins.arrays), outs.pointer(),
+            len(outs.arrays)))
+        return list(outputs)
+
+    def wait_streams(self, streams):
+        """Makes the model's stream wait, on the device, for the work
+        queued so far on each cudaStream_t in `streams` (integers, as
+        __cuda_array_interface__ gives them; ampc_model_wait_stream)."""
+        for stream in streams:
+            self._check(self._lib.ampc_model_wait_stream(
+                self._handle, ctypes.c_void_p(stream)))
 
     def synchronize(self):
         """Waits for the model's queued work (ampc_model_synchronize)."""

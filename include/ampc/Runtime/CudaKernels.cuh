@@ -147,6 +147,10 @@ struct Context {
   bool graphs = true;
   cudaGraphExec_t stepGraph = nullptr;
   const void *stepLoss = nullptr;
+  /// Whether the caller's tensors of the call in progress are on the
+  /// device (ampc_model_train_step_device, ampc_model_infer_device; issue
+  /// 37, item 2) or in host memory: the kind of the staging copies.
+  bool callerOnDevice = false;
   char message[512] = {0};
 };
 
@@ -177,6 +181,74 @@ public:
 private:
   int previous = -1;
 };
+
+/// The copy kinds between the caller's tensors and the arena in the call
+/// in progress.
+inline cudaMemcpyKind fromCaller(const Context &ctx) {
+  return ctx.callerOnDevice ? cudaMemcpyDeviceToDevice
+                            : cudaMemcpyHostToDevice;
+}
+inline cudaMemcpyKind toCaller(const Context &ctx) {
+  return ctx.callerOnDevice ? cudaMemcpyDeviceToDevice
+                            : cudaMemcpyDeviceToHost;
+}
+
+/// Marks one call's tensors as device memory (the _device entry points).
+class CallerOnDevice {
+public:
+  explicit CallerOnDevice(void *raw) : ctx(context(raw)) {
+    ctx.callerOnDevice = true;
+  }
+  ~CallerOnDevice() { ctx.callerOnDevice = false; }
+  CallerOnDevice(const CallerOnDevice &) = delete;
+  CallerOnDevice &operator=(const CallerOnDevice &) = delete;
+
+private:
+  Context &ctx;
+};
+
+/// ModelAbi's memory_of: where `pointer` is, as cudaPointerGetAttributes
+/// says (pageable memory is "unregistered", pinned "host"). Reads only the
+/// model's device ordinal.
+inline int32_t memoryOf(const Context &ctx, const void *pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    (void)cudaGetLastError(); // older drivers: an unknown host pointer
+    return AMPC_ABI_MEMORY_HOST;
+  }
+  switch (attributes.type) {
+  case cudaMemoryTypeDevice:
+    return attributes.device == ctx.deviceOrdinal
+               ? AMPC_ABI_MEMORY_DEVICE
+               : AMPC_ABI_MEMORY_OTHER_DEVICE;
+  case cudaMemoryTypeManaged:
+    return AMPC_ABI_MEMORY_MANAGED;
+  default:
+    return AMPC_ABI_MEMORY_HOST;
+  }
+}
+
+inline int32_t fail(Context &ctx, const char *call, const char *error,
+                    const char *where);
+
+/// ModelAbi's wait_stream: an event recorded on `stream`, which the
+/// model's stream waits for (on the device; the host does not block).
+inline int32_t waitStream(Context &ctx, cudaStream_t stream) {
+  if (stream == ctx.stream)
+    return 0;
+  cudaEvent_t event = nullptr;
+  cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e == cudaSuccess)
+    e = cudaEventRecord(event, stream);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent(ctx.stream, event, 0);
+  if (event)
+    cudaEventDestroy(event); // released once the wait has passed
+  if (e != cudaSuccess)
+    return fail(ctx, "ampc_model_wait_stream", cudaGetErrorString(e),
+                "the caller's stream");
+  return 0;
+}
 
 inline int32_t fail(Context &ctx, const char *call, const char *error,
                     const char *where) {
@@ -449,6 +521,15 @@ inline int32_t returnLoss(Context &ctx, void *destination, const void *loss,
                           size_t bytes) {
   if (bytes > 16)
     return fail(ctx, "train_step", "the loss is not a scalar", "");
+  // A loss on the device is copied there on the stream, and NULL nowhere:
+  // no pinned slot, no host function (issue 37, item 2).
+  if (ctx.callerOnDevice) {
+    if (destination)
+      AMPC_CUDA(ctx, cudaMemcpyAsync(destination, loss, bytes,
+                                     cudaMemcpyDeviceToDevice, ctx.stream),
+                "the loss");
+    return 0;
+  }
   Context::LossSlot &slot = ctx.slots[ctx.queued++ % 64];
   AMPC_CUDA(ctx, cudaEventSynchronize(slot.done), "the loss");
   slot.destination = destination;

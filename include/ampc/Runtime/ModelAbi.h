@@ -15,8 +15,9 @@
  *    different states may run concurrently.
  *  - The runtime validates every tensor (count, dtype, shape, buffer size)
  *    before calling `infer`, so the library need not.
- *  - Tensors are dense, row-major, in host memory, with exactly the dtype and
- *    shape of the descriptor.
+ *  - Tensors are dense, row-major, with exactly the dtype and shape of the
+ *    descriptor, in host memory (in the device's memory for the `_device`
+ *    functions).
  *  - Functions return 0 on success. After a non-zero return, `last_error`
  *    (when present) gives a message for that state; the runtime copies it
  *    before making another call.
@@ -196,7 +197,44 @@ typedef struct ampc_model_abi {
   /// "BatchNormalization 'bn1' computes statistics over the batch"); NULL:
   /// it cannot, for no stated reason.
   const char *partial_batch_refusal;
+
+  /* Device-resident tensors (appended; issue 37, item 2). */
+
+  /// `train_step` and `infer` with every tensor pointer in memory of the
+  /// library's device (cudaMalloc, a torch CUDA tensor): the inputs are
+  /// copied device to device into the step's staging buffers, outputs
+  /// device to device out of them; `train_step_device`'s `loss` may be
+  /// NULL (the loss is then not copied anywhere). NULL for a library
+  /// that runs on the host (the CPU target); `train_step_device` NULL too
+  /// without an optimizer.
+  int32_t (*train_step_device)(void *state, const void *const *inputs,
+                               void *loss);
+  int32_t (*infer_device)(void *state, const void *const *inputs,
+                          void *const *outputs);
+  /// Where `pointer` is, as the library's device API sees it: one of
+  /// AMPC_ABI_MEMORY_*. The runtime checks every caller tensor of a call
+  /// with it (host memory where a call takes device memory, or the
+  /// reverse, is an error). It reads nothing of `state` but the device
+  /// ordinal, and may run while another function runs on `state`. NULL for
+  /// a host library.
+  int32_t (*memory_of)(void *state, const void *pointer);
+  /// Makes the library's stream wait, on the device, for the work queued
+  /// so far on `stream` (a cudaStream_t of the library's device: where the
+  /// caller produced a batch). NULL for a host library.
+  int32_t (*wait_stream)(void *state, void *stream);
 } ampc_model_abi;
+
+/// `memory_of`'s answers.
+enum {
+  /// Host memory, pageable or pinned.
+  AMPC_ABI_MEMORY_HOST = 0,
+  /// Device memory of the library's device.
+  AMPC_ABI_MEMORY_DEVICE = 1,
+  /// Device memory of another device.
+  AMPC_ABI_MEMORY_OTHER_DEVICE = 2,
+  /// Managed memory (cudaMallocManaged): readable from both.
+  AMPC_ABI_MEMORY_MANAGED = 3,
+};
 
 /// Exported by every compiled model library; returns its descriptor.
 AMPC_MODEL_EXPORT const ampc_model_abi *ampc_model_entry(void);

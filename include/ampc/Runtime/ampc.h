@@ -399,6 +399,8 @@ AMPC_API ampc_status ampc_model_gradients(ampc_model *model,
 /// Inputs in pageable memory are copied before the call returns; inputs in
 /// pinned memory (cudaMallocHost) are read when the step runs on the
 /// device, so they must stay unchanged until `ampc_model_synchronize`.
+/// Tensors in device memory are an error here (AMPC_ERROR_INVALID_ARGUMENT):
+/// `ampc_model_train_step_device` takes them.
 /// Errors: AMPC_ERROR_UNSUPPORTED (no optimizer: an inference library or
 /// --optimizer=none), AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_DTYPE_MISMATCH,
 /// AMPC_ERROR_SHAPE_MISMATCH, AMPC_ERROR_EXECUTION.
@@ -422,6 +424,52 @@ AMPC_API ampc_status ampc_model_train_step_rows(ampc_model *model,
                                                 int32_t num_inputs,
                                                 ampc_tensor *loss,
                                                 int64_t rows);
+
+/// `ampc_model_train_step` on a batch already on the device (a CUDA
+/// library): every input's `data` is memory of the model's device
+/// (cudaMalloc, a torch CUDA tensor's data_ptr()), copied device to device
+/// into the step's buffers on the model's stream when the step runs, so it
+/// must stay unchanged until `ampc_model_synchronize` (or until work the
+/// caller queues on that stream after the call). `loss` is NULL (the loss
+/// is not copied anywhere, and no host work is queued) or a tensor of the
+/// loss's dtype and shape in device memory, written when the step runs.
+/// Nothing crosses the host bus. Validated like `ampc_model_train_step`,
+/// and each tensor's memory is checked: host memory, or another device's,
+/// is AMPC_ERROR_INVALID_ARGUMENT (as is device memory given to the host
+/// calls). Partial batches take the host call.
+/// Errors: AMPC_ERROR_UNSUPPORTED (a library that runs on the host, or one
+/// without an optimizer), AMPC_ERROR_INVALID_ARGUMENT,
+/// AMPC_ERROR_DTYPE_MISMATCH, AMPC_ERROR_SHAPE_MISMATCH,
+/// AMPC_ERROR_EXECUTION.
+AMPC_API ampc_status ampc_model_train_step_device(ampc_model *model,
+                                                  const ampc_tensor *inputs,
+                                                  int32_t num_inputs,
+                                                  ampc_tensor *loss);
+
+/// Makes the model's stream wait, on the device, for the work queued so
+/// far on `cuda_stream` (a cudaStream_t of the model's device, or
+/// cudaStreamLegacy / cudaStreamPerThread): call it after producing a
+/// batch on another stream and before `ampc_model_train_step_device`. The
+/// host does not block. A model created on the producer's stream
+/// (ampc_model_options.cuda_stream) needs no wait; to read the loss on
+/// another stream, wait for the model with `ampc_model_synchronize`, or
+/// create the model on that stream.
+/// Errors: AMPC_ERROR_UNSUPPORTED (a library that runs on the host),
+/// AMPC_ERROR_INVALID_ARGUMENT, AMPC_ERROR_EXECUTION (not a live stream).
+AMPC_API ampc_status ampc_model_wait_stream(ampc_model *model,
+                                            void *cuda_stream);
+
+/// `ampc_model_infer` with inputs and outputs in memory of the model's
+/// device (a CUDA library): device-to-device copies only; the call returns
+/// when the outputs are written. Errors as `ampc_model_infer`, and
+/// AMPC_ERROR_UNSUPPORTED for a library that runs on the host,
+/// AMPC_ERROR_INVALID_ARGUMENT for a tensor in host memory or on another
+/// device.
+AMPC_API ampc_status ampc_model_infer_device(ampc_model *model,
+                                             const ampc_tensor *inputs,
+                                             int32_t num_inputs,
+                                             ampc_tensor *outputs,
+                                             int32_t num_outputs);
 
 /// What a training library's optimizer and scaler are. Strings stay valid
 /// until the model is released.

@@ -279,6 +279,12 @@ protected:
   /// The descriptor's `synchronize` function, "nullptr" for a target whose
   /// functions finish before they return.
   virtual std::string synchronizeFunction() const { return "nullptr"; }
+  /// The descriptor's device entries (train_step_device, infer_device,
+  /// memory_of, wait_stream): all "nullptr" for a host target.
+  virtual std::string deviceFunctions(bool training) const {
+    (void)training;
+    return "nullptr, nullptr, nullptr, nullptr";
+  }
   /// Copies `v` to function output `index` (host memory).
   virtual void emitReturn(unsigned index, mlir::Value v,
                           llvm::raw_ostream &body) = 0;

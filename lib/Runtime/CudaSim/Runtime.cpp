@@ -111,6 +111,7 @@ struct Allocation {
   size_t mapped; // device: the mapping, guard page included
   bool live;
   bool device;
+  int ordinal = 0; // the device current when it was allocated
 };
 std::map<uintptr_t, Allocation> allocations; // by start address
 std::recursive_mutex mutex;                  // one host thread in at a time
@@ -579,7 +580,7 @@ cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   mprotect(static_cast<char *>(p) + rounded, page, PROT_NONE);
   std::memset(p, 0xFF, bytes);
   allocations[reinterpret_cast<uintptr_t>(p)] = {bytes, rounded + page, true,
-                                                 true};
+                                                 true, currentDevice()};
   *pointer = p;
   return result(cudaSuccess);
 }
@@ -612,13 +613,43 @@ cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
     return fail(cudaErrorMemoryAllocation,
                 "cudaMallocHost: " + std::to_string(bytes) + " bytes");
   std::memset(p, 0xFF, bytes);
-  allocations[reinterpret_cast<uintptr_t>(p)] = {bytes, 0, true, false};
+  allocations[reinterpret_cast<uintptr_t>(p)] = {bytes, 0, true, false,
+                                                 currentDevice()};
   *pointer = p;
   return result(cudaSuccess);
 }
 cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned int) {
   return cudaMallocHost(pointer, bytes);
 }
+/// As CUDA 11 and later: pageable (or unknown) memory is
+/// cudaMemoryTypeUnregistered with device -2, not an error; freed device
+/// memory is no longer the device's, so unregistered too.
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes,
+                                     const void *pointer) {
+  AMPC_SIM_ENTRY("cudaPointerGetAttributes");
+  if (!attributes)
+    return fail(cudaErrorInvalidValue,
+                "cudaPointerGetAttributes: attributes is NULL");
+  *attributes = cudaPointerAttributes{};
+  attributes->type = cudaMemoryTypeUnregistered;
+  attributes->device = -2;
+  const auto *found = find(reinterpret_cast<uintptr_t>(pointer));
+  if (!found || !found->second.live ||
+      reinterpret_cast<uintptr_t>(pointer) >=
+          found->first + std::max<size_t>(found->second.bytes, 1))
+    return result(cudaSuccess);
+  attributes->device = found->second.ordinal;
+  if (found->second.device) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->devicePointer = const_cast<void *>(pointer);
+  } else {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->hostPointer = const_cast<void *>(pointer);
+    attributes->devicePointer = const_cast<void *>(pointer);
+  }
+  return result(cudaSuccess);
+}
+
 cudaError_t cudaFreeHost(void *pointer) {
   AMPC_SIM_ENTRY("cudaFreeHost");
   if (!pointer)

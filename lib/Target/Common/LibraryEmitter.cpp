@@ -927,6 +927,7 @@ static const ampc_model_abi kModel = {
   {12},
   {14},
   {15},
+  {16},
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
@@ -947,7 +948,7 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 hasRelease ? "release" : "nullptr", synchronizeFunction(),
                 symbol("ampc_model_entry"),
                 training ? "kNumBuffers, kBufferStates" : "0, nullptr",
-                partialRefusal);
+                partialRefusal, deviceFunctions(training));
   if (!dataSection.empty())
     os << "\n" << kDataMarker << "\n" << dataSection;
 }

@@ -133,7 +133,7 @@ void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
   // trainStepBody; its kernels read the staged inputs.
   std::string copy =
       formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, inputs[{1}], "
-              "{2}ULL, cudaMemcpyHostToDevice, ctx.stream), \"input {1}\");\n",
+              "{2}ULL, ampc::cuda::fromCaller(ctx), ctx.stream), \"input {1}\");\n",
               stagingOffset(index), index, bytes)
           .str();
   if (inTrainStep)
@@ -155,7 +155,7 @@ void CudaEmitter::emitReturn(unsigned index, Value v, llvm::raw_ostream &body) {
     return;
   }
   body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[{0}], {1}, {2}ULL, "
-                  "cudaMemcpyDeviceToHost, ctx.stream), \"output {0}\");\n",
+                  "ampc::cuda::toCaller(ctx), ctx.stream), \"output {0}\");\n",
                   index, name(v), bytes);
 }
 void CudaEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
@@ -299,6 +299,25 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
     return failure();
   if (training)
     emitTrainStepEntry();
+  // The device entry points (issue 37, item 2): the same functions, their
+  // staging copies device to device.
+  os << "static int32_t inferDevice(void *raw, const void *const *inputs, "
+        "void *const *outputs) {\n"
+        "  ampc::cuda::CallerOnDevice onDevice(raw);\n"
+        "  return infer(raw, inputs, outputs);\n}\n"
+        "static int32_t memoryOf(void *raw, const void *pointer) {\n"
+        "  return ampc::cuda::memoryOf(ampc::cuda::context(raw), pointer);\n"
+        "}\n"
+        "static int32_t waitStream(void *raw, void *stream) {\n"
+        "  ampc::cuda::DeviceScope bound(raw);\n"
+        "  return ampc::cuda::waitStream(ampc::cuda::context(raw), "
+        "static_cast<cudaStream_t>(stream));\n}\n";
+  if (training)
+    os << "static int32_t trainStepDevice(void *raw, const void *const "
+          "*inputs, void *loss) {\n"
+          "  ampc::cuda::CallerOnDevice onDevice(raw);\n"
+          "  return trainStep(raw, inputs, loss);\n}\n";
+  os << "\n";
   emitDescriptor(forward, trainStep, /*hasLastError=*/true,
                  /*hasRelease=*/true);
   return success();

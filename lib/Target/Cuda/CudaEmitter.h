@@ -102,6 +102,10 @@ private:
   std::string synchronizeFunction() const override {
     return "synchronizeState";
   }
+  std::string deviceFunctions(bool training) const override {
+    return training ? "trainStepDevice, inferDevice, memoryOf, waitStream"
+                    : "nullptr, inferDevice, memoryOf, waitStream";
+  }
   void beginFunction(func::FuncOp f) override {
     inTrainStep = f.getName() == "train_step" && isTraining(f);
     planInPlace(f);
