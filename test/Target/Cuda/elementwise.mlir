@@ -25,7 +25,7 @@
 // CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 2368);
 // CHECK-NEXT:    ampc::cuda::launch("k0", k0, ampc::cuda::blocks(512LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[Y]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.cast");
-// CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[0], [[Y]], 1024ULL, cudaMemcpyDeviceToHost, ctx.stream), "output 0");
+// CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[0], [[Y]], 1024ULL, ampc::cuda::toCaller(ctx), ctx.stream), "output 0");
 // CHECK-NEXT:    return ampc::cuda::synchronize(ctx);
 func.func @forward(%x: tensor<8x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf16> {
   %0 = ampc.add %x, %b : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
