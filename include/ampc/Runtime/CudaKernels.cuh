@@ -151,6 +151,18 @@ struct Context {
   /// device (ampc_model_train_step_device, ampc_model_infer_device; issue
   /// 37, item 2) or in host memory: the kind of the staging copies.
   bool callerOnDevice = false;
+  /// Host batches of the training step, staged (issue 37, item 2): two
+  /// slots, each a pinned buffer and a device buffer of the inputs'
+  /// staging region; the copy to the device runs on `copyStream`, beside
+  /// the previous step's kernels. Made at the first host step.
+  cudaStream_t copyStream = nullptr;
+  struct Stage {
+    unsigned char *pinned = nullptr;
+    unsigned char *device = nullptr;
+    cudaEvent_t copied = nullptr;   // its copy to `device` has run
+    cudaEvent_t consumed = nullptr; // `device` is in the arena
+  } stages[2];
+  uint64_t stagedSteps = 0;
   char message[512] = {0};
 };
 
@@ -324,6 +336,19 @@ inline void freeResources(Context &ctx) {
       cudaEventDestroy(slot.done);
     slot.done = nullptr;
   }
+  for (auto &stage : ctx.stages) {
+    if (stage.pinned)
+      cudaFreeHost(stage.pinned);
+    if (stage.device)
+      cudaFree(stage.device);
+    for (cudaEvent_t event : {stage.copied, stage.consumed})
+      if (event)
+        cudaEventDestroy(event);
+    stage = Context::Stage{};
+  }
+  if (ctx.copyStream)
+    cudaStreamDestroy(ctx.copyStream);
+  ctx.copyStream = nullptr;
   if (ctx.ownStream && ctx.stream)
     cudaStreamDestroy(ctx.stream);
   ctx.stream = nullptr;
@@ -506,6 +531,74 @@ inline int32_t runStep(Context &ctx, int32_t (*body)(Context &)) {
                   "train_step");
   }
   AMPC_CUDA(ctx, cudaGraphLaunch(ctx.stepGraph, ctx.stream), "train_step");
+  return 0;
+}
+
+/// One input of the training step: its staging buffer's offset in the
+/// arena and its bytes.
+struct StagedInput {
+  uint64_t offset, bytes;
+};
+
+/// The training step's inputs into their staging buffers, which the step's
+/// graph reads; the staging region is [base, base + bytes) of the arena.
+/// From the device (the _device calls): a device-to-device copy each. From
+/// host memory (issue 37, item 2): the inputs are packed into a pinned
+/// buffer, copied to the device on the copy stream (so the copy overlaps
+/// the previous step's kernels instead of waiting behind them on the
+/// model's stream, as a pageable cudaMemcpyAsync did), and the model's
+/// stream copies the region into the arena device to device once that
+/// copy has run. Two slots alternate: a slot's pinned buffer is refilled
+/// once its copy has run, its device buffer once the step that read it has
+/// copied it out.
+inline int32_t stageInputs(Context &ctx, const void *const *inputs,
+                           const StagedInput *table, int32_t count,
+                           uint64_t base, uint64_t bytes) {
+  if (ctx.callerOnDevice || bytes == 0) {
+    for (int32_t i = 0; i < count; ++i)
+      if (table[i].bytes)
+        AMPC_CUDA(ctx, cudaMemcpyAsync(ctx.device + table[i].offset,
+                                       inputs[i], table[i].bytes,
+                                       fromCaller(ctx), ctx.stream),
+                  "an input");
+    return 0;
+  }
+  if (!ctx.copyStream) {
+    AMPC_CUDA(ctx, cudaStreamCreateWithFlags(&ctx.copyStream,
+                                             cudaStreamNonBlocking),
+              "the input copy stream");
+    for (Context::Stage &stage : ctx.stages) {
+      AMPC_CUDA(ctx, cudaMallocHost(&stage.pinned, bytes), "input staging");
+      std::memset(stage.pinned, 0, bytes);
+      AMPC_CUDA(ctx, cudaMalloc(&stage.device, bytes), "input staging");
+      AMPC_CUDA(ctx, cudaEventCreateWithFlags(&stage.copied,
+                                              cudaEventDisableTiming),
+                "input staging");
+      AMPC_CUDA(ctx, cudaEventCreateWithFlags(&stage.consumed,
+                                              cudaEventDisableTiming),
+                "input staging");
+    }
+  }
+  Context::Stage &stage = ctx.stages[ctx.stagedSteps++ % 2];
+  AMPC_CUDA(ctx, cudaEventSynchronize(stage.copied), "input staging");
+  for (int32_t i = 0; i < count; ++i)
+    if (table[i].bytes)
+      std::memcpy(stage.pinned + (table[i].offset - base), inputs[i],
+                  table[i].bytes);
+  AMPC_CUDA(ctx, cudaStreamWaitEvent(ctx.copyStream, stage.consumed, 0),
+            "input staging");
+  AMPC_CUDA(ctx, cudaMemcpyAsync(stage.device, stage.pinned, bytes,
+                                 cudaMemcpyHostToDevice, ctx.copyStream),
+            "the inputs");
+  AMPC_CUDA(ctx, cudaEventRecord(stage.copied, ctx.copyStream),
+            "input staging");
+  AMPC_CUDA(ctx, cudaStreamWaitEvent(ctx.stream, stage.copied, 0),
+            "input staging");
+  AMPC_CUDA(ctx, cudaMemcpyAsync(ctx.device + base, stage.device, bytes,
+                                 cudaMemcpyDeviceToDevice, ctx.stream),
+            "the inputs");
+  AMPC_CUDA(ctx, cudaEventRecord(stage.consumed, ctx.stream),
+            "input staging");
   return 0;
 }
 

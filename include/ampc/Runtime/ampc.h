@@ -396,9 +396,8 @@ AMPC_API ampc_status ampc_model_gradients(ampc_model *model,
 /// queued on the model's stream, without waiting for the device; `*loss`
 /// holds the loss after `ampc_model_synchronize` (the buffer must stay valid
 /// until then), and every call that reads the model's state waits first.
-/// Inputs in pageable memory are copied before the call returns; inputs in
-/// pinned memory (cudaMallocHost) are read when the step runs on the
-/// device, so they must stay unchanged until `ampc_model_synchronize`.
+/// The inputs are copied (into the library's pinned staging buffers) before
+/// the call returns: the caller may reuse them at once.
 /// Tensors in device memory are an error here (AMPC_ERROR_INVALID_ARGUMENT):
 /// `ampc_model_train_step_device` takes them.
 /// Errors: AMPC_ERROR_UNSUPPORTED (no optimizer: an inference library or

@@ -129,17 +129,18 @@ void CudaEmitter::emitArgument(unsigned index, BlockArgument arg,
   std::string n = "in" + std::to_string(index);
   names[arg] = n;
   StringRef type = storageType(t.getElementType());
-  // The training step's copies come before its graph (runStep), in
-  // trainStepBody; its kernels read the staged inputs.
-  std::string copy =
-      formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, inputs[{1}], "
-              "{2}ULL, ampc::cuda::fromCaller(ctx), ctx.stream), \"input {1}\");\n",
-              stagingOffset(index), index, bytes)
-          .str();
-  if (inTrainStep)
-    stepCopies += copy;
-  else
-    body << copy;
+  // The training step's inputs are staged before its graph (runStep), in
+  // trainStepBody (ampc::cuda::stageInputs); its kernels read them there.
+  if (inTrainStep) {
+    if (stepInputs.size() <= index)
+      stepInputs.resize(index + 1, {0, 0});
+    stepInputs[index] = {stagingOffset(index), bytes};
+  } else {
+    body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync(state + {0}, "
+                    "inputs[{1}], {2}ULL, ampc::cuda::fromCaller(ctx), "
+                    "ctx.stream), \"input {1}\");\n",
+                    stagingOffset(index), index, bytes);
+  }
   body << formatv("  const {0} *{1} = reinterpret_cast<const {0} *>(state + "
                   "{2});\n",
                   type, n, stagingOffset(index));
@@ -283,8 +284,30 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
           "  unsigned char *state = ctx.device;\n"
           "  (void)state;\n"
        << stepBody << "  return 0;\n}\n\n";
+    // The staging region: from the first staging buffer to the end of the
+    // last (ampc-plan-memory places them first in the arena, in order).
+    int64_t base = 0, end = 0;
+    bool any = false;
+    std::string table;
+    for (auto [offset, bytes] : stepInputs) {
+      table += formatv("{{{0}ULL, {1}ULL}, ", offset, bytes).str();
+      if (bytes == 0)
+        continue;
+      base = any ? std::min(base, offset) : offset;
+      end = any ? std::max(end, offset + bytes) : offset + bytes;
+      any = true;
+    }
+    if (!stepInputs.empty())
+      os << "static const ampc::cuda::StagedInput kStepInputs[] = {" << table
+         << "};\n\n";
+    std::string stage =
+        formatv("  if (int32_t code = ampc::cuda::stageInputs(ctx, inputs, "
+                "{0}, {1}, {2}ULL, {3}ULL)) return code;\n",
+                stepInputs.empty() ? "nullptr" : "kStepInputs",
+                stepInputs.size(), base, end - base)
+            .str();
     function("trainStepBody",
-             (stepCopies +
+             (stage +
               "  if (int32_t code = ampc::cuda::runStep(ctx, "
               "trainStepKernels)) return code;\n" +
               formatv("  if (int32_t code = ampc::cuda::returnLoss(ctx, "

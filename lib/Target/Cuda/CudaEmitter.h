@@ -219,9 +219,10 @@ private:
   /// Whether the function being written is the training step (its output 0
   /// is the loss, delivered asynchronously).
   bool inTrainStep = false;
-  /// The training step's input copies (before its graph) and the loss's
-  /// size (emitArgument, emitReturn).
-  std::string stepCopies;
+  /// The training step's inputs, their staging offsets and bytes
+  /// (ampc::cuda::stageInputs copies them before the step's graph), and
+  /// the loss's size (emitArgument, emitReturn).
+  SmallVector<std::pair<int64_t, int64_t>> stepInputs;
   int64_t stepLossBytes = 0;
 };
 

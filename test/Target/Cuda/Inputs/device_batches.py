@@ -122,6 +122,28 @@ def main():
             assert np.array_equal(a, b), host.parameters[p].name
         print("parameters after 3 steps: %d identical" % len(host.parameters))
 
+        # Host batches are packed into two alternating pinned buffers and
+        # copied on a copy stream: five steps queued without waiting, each
+        # from the same host arrays overwritten right after the call, train
+        # on their own batches (the losses of steps taken one at a time). A
+        # slot refilled before its queued copy ran (the CUDA execution runs
+        # queued work late) would train a step on a later batch.
+        with Model(sim_path) as queued, Model(sim_path) as waited:
+            batches5 = [inputs_for(host, seed) for seed in (4, 5, 6, 7, 8)]
+            want = [float(waited.train_step(b)) for b in batches5]
+            scratch = [np.empty_like(x) for x in batches5[0]]
+            losses = []
+            for b in batches5:
+                for s, x in zip(scratch, b):
+                    s[...] = x
+                losses.append(queued.train_step(scratch, wait=False))
+                for s in scratch:
+                    s.fill(0)
+            queued.synchronize()
+            got = [float(l) for l in losses]
+            assert got == want, (got, want)
+            print("5 queued host steps: the losses of 5 waited steps")
+
         # Inference from and into device memory.
         want = host.infer(batches[0])
         outs = [DeviceArray(sim, o.shape, o.dtype) for o in device.outputs]
