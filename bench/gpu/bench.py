@@ -3,7 +3,11 @@ built: for each model, ampc's CUDA train_step against PyTorch eager AMP
 (torch.autocast FP16, GradScaler, fused AdamW, zero_grad(set_to_none=True),
 channels_last for the CNN) and torch.compile(mode="reduce-overhead") with
 the same optimizer, from the same initial weights (read out of the ampc
-library) on the same batch. Each is warmed up, then timed with CUDA events
+library) on the same batch, on the device for all three (ampc's
+train_step_device reads the torch CUDA tensors where they are; issue 37,
+item 2); ampc's step from the host batch (packed into pinned staging and
+copied on a copy stream) is timed too ("ampc host ms"). Each is warmed up,
+then timed with CUDA events
 around every step on one stream (ampc runs on that stream too): the median
 of --steps steps. MFU = model FLOPs per step / (time x peak FP16 tensor
 rate; --peak, default the H100/H200's 989.4 TFLOP/s). Peak memory: PyTorch's
@@ -73,8 +77,13 @@ def main():
         inputs = {"input": x.numpy(), "label": label.numpy()}
         initial = {p.name: model.get_parameter(p.name) for p in model.parameters}
         with torch.cuda.stream(stream):
-            ampc_ms = timed(lambda: model.train_step(inputs, wait=False),
-                            stream, args.warmup, args.steps)
+            on_device = [x.cuda(), label.cuda()]
+            loss = torch.empty((), device="cuda")
+            ampc_ms = timed(lambda: model.train_step_device(
+                on_device, loss=loss, wait=False), stream, args.warmup,
+                args.steps)
+            ampc_host_ms = timed(lambda: model.train_step(inputs, wait=False),
+                                 stream, args.warmup, args.steps)
         model.synchronize()
         free_after, _ = torch.cuda.mem_get_info()
         ampc_bytes = free_before - free_after
@@ -114,21 +123,23 @@ def main():
             except Exception as e:  # report, do not hide
                 print("%s: torch.compile failed: %s" % (name, str(e)[:200]))
         torch.cuda.empty_cache()
-        rows.append(dict(model=name, ampc_ms=ampc_ms, eager_ms=eager_ms,
+        rows.append(dict(model=name, ampc_ms=ampc_ms,
+                         ampc_host_ms=ampc_host_ms, eager_ms=eager_ms,
                          compile_ms=compile_ms, flops=flops,
                          ampc_mfu=flops / (ampc_ms * 1e-3) / args.peak,
                          eager_mfu=flops / (eager_ms * 1e-3) / args.peak,
                          ampc_bytes=ampc_bytes, eager_allocated=eager_alloc,
                          eager_reserved=eager_reserved))
-    print("| model | ampc ms | eager AMP ms | compile ms | ampc/eager | "
+    print("| model | ampc ms | ampc host ms | eager AMP ms | compile ms | "
+          "ampc/eager | "
           "ampc/compile | MFU ampc | MFU eager | ampc MiB | eager MiB "
           "(allocated / reserved) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["compile_ms"]
-        print("| %s | %.3f | %.3f | %s | %.2f | %s | %.1f%% | %.1f%% | %.0f | "
-              "%.0f / %.0f |" % (
-                  r["model"], r["ampc_ms"], r["eager_ms"],
+        print("| %s | %.3f | %.3f | %.3f | %s | %.2f | %s | %.1f%% | %.1f%% | "
+              "%.0f | %.0f / %.0f |" % (
+                  r["model"], r["ampc_ms"], r["ampc_host_ms"], r["eager_ms"],
                   "%.3f" % c if c else "n/a", r["ampc_ms"] / r["eager_ms"],
                   "%.2f" % (r["ampc_ms"] / c) if c else "n/a",
                   100 * r["ampc_mfu"], 100 * r["eager_mfu"],
