@@ -81,12 +81,25 @@ Value throughTransposes(Value v, SmallVector<int64_t, 4> &p,
   return v;
 }
 
+/// Ops that only change a value's shape (its elements in the same order).
+bool isShapeView(Operation *op) {
+  return isa<ampc::ReshapeOp, ampc::UnsqueezeOp, ampc::SqueezeOp,
+             ampc::FlattenOp>(op);
+}
+
 /// The dense value of `v` when it is fixed: a constant, or a parameter
-/// that does not train (frozen, or a library without training).
+/// that does not train (frozen, or a library without training), seen
+/// through shape views (nn.MultiheadAttention unsqueezes its mask).
 DenseElementsAttr fixedValue(Value v, bool training) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return {};
+  if (isShapeView(def)) {
+    DenseElementsAttr inner = fixedValue(def->getOperand(0), training);
+    if (!inner)
+      return {};
+    return inner.reshape(cast<ShapedType>(typeOf(v)));
+  }
   if (auto c = dyn_cast<ampc::ConstantOp>(def))
     return dyn_cast<DenseElementsAttr>(c.getValue());
   if (auto load = dyn_cast<ampc::LoadParameterOp>(def)) {
@@ -98,16 +111,39 @@ DenseElementsAttr fixedValue(Value v, bool training) {
   return {};
 }
 
-/// The value of a one-element float constant.
-std::optional<double> scalarConstant(Value v) {
-  auto c = v.getDefiningOp<ampc::ConstantOp>();
-  if (!c)
+/// The value of a one-element float constant, also one computed from
+/// constants by Sqrt, Mul, Div, Cast and shape views (torch's
+/// scaled_dot_product_attention export computes its scale so:
+/// Sqrt(1 / Sqrt(E)), E folded from the shape by the importer).
+std::optional<double> scalarConstant(Value v, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8 || typeOf(v).getNumElements() != 1 ||
+      !isa<FloatType>(typeOf(v).getElementType()))
     return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-  if (!dense || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return (*dense.value_begin<APFloat>()).convertToDouble();
+  auto operand = [&](int i) {
+    return scalarConstant(def->getOperand(i), depth + 1);
+  };
+  if (auto c = dyn_cast<ampc::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!dense)
+      return std::nullopt;
+    return (*dense.value_begin<APFloat>()).convertToDouble();
+  }
+  if (isShapeView(def) || isa<ampc::CastOp>(def))
+    return operand(0);
+  if (isa<ampc::SqrtOp>(def)) {
+    std::optional<double> x = operand(0);
+    if (!x || *x < 0)
+      return std::nullopt;
+    return std::sqrt(*x);
+  }
+  if (isa<ampc::MulOp, ampc::DivOp>(def)) {
+    std::optional<double> a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return isa<ampc::MulOp>(def) ? *a * *b : *a / *b;
+  }
+  return std::nullopt;
 }
 
 /// Whether `mask` (broadcasting to [..., sq, sk]) is 0 on and below the

@@ -116,3 +116,50 @@ func.func @masked_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: te
   %o = ampc.matmul %p, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
   return %o : tensor<1x1x3x4xf32>
 }
+
+// -----
+
+// torch's scaled_dot_product_attention export (torch 2.x's ONNX symbolic):
+// Q and Kᵀ each multiplied by Sqrt(scale), the scale computed from
+// constants as 1 / Sqrt(E) (the importer folds E from the shape but not the
+// float arithmetic): the scale is evaluated, 1/2 for E = 4.
+// CHECK-LABEL: func.func @sdpa_scale
+// CHECK:         ampc.attention %arg0, %arg1, %arg2 {scale = 5.000000e-01 : f32}
+// CHECK-NOT:     ampc.mul
+// CHECK-NOT:     ampc.softmax
+func.func @sdpa_scale(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %e = ampc.constant dense<4.000000e+00> : tensor<1xf32>
+  %one = ampc.constant dense<1.000000e+00> : tensor<1xf32>
+  %root = ampc.sqrt %e : tensor<1xf32>
+  %scale = ampc.div %one, %root : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %r1 = ampc.sqrt %scale : tensor<1xf32>
+  %r2 = ampc.sqrt %scale : tensor<1xf32>
+  %kt = ampc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x1x3x4xf32>) -> tensor<1x1x4x3xf32>
+  %qs = ampc.mul %q, %r1 : (tensor<1x1x3x4xf32>, tensor<1xf32>) -> tensor<1x1x3x4xf32>
+  %ks = ampc.mul %kt, %r2 : (tensor<1x1x4x3xf32>, tensor<1xf32>) -> tensor<1x1x4x3xf32>
+  %s = ampc.matmul %qs, %ks : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %o = ampc.matmul %p, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  return %o : tensor<1x1x3x4xf32>
+}
+
+// -----
+
+// nn.TransformerEncoderLayer with a causal src_mask (a frozen buffer): its
+// MultiheadAttention unsqueezes the [S, S] mask to [1, S, S] before the
+// Add: the triangle is seen through the Unsqueeze, so causal, no bias.
+// CHECK-LABEL: func.func @unsqueezed_mask
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true,
+// CHECK-NOT:     ampc.add
+module {
+  ampc.parameter @mask {ampc.frozen} : tensor<3x3xf32> = dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  func.func @unsqueezed_mask(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+    %m = ampc.load_parameter @mask : tensor<3x3xf32>
+    %m3 = ampc.unsqueeze %m {axes = array<i64: 0>} : (tensor<3x3xf32>) -> tensor<1x3x3xf32>
+    %s = ampc.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+    %a = ampc.add %s, %m3 : (tensor<2x3x3xf32>, tensor<1x3x3xf32>) -> tensor<2x3x3xf32>
+    %p = ampc.softmax %a {axis = -1 : i64} : tensor<2x3x3xf32>
+    %o = ampc.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+    return %o : tensor<2x3x4xf32>
+  }
+}
