@@ -205,6 +205,9 @@ struct Match {
   Operation *maskOp = nullptr;
   /// The ops the fused op makes dead.
   llvm::SetVector<Operation *> chain;
+  /// The chain's ops whose result is score-sized ([B, H, Sq, Sk]): the
+  /// first MatMul, the scale, the mask, the Softmax.
+  SmallVector<Operation *, 4> scoreOps;
 };
 
 /// The only user of `v`, or null.
@@ -238,6 +241,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
   if (ampc::normalizeAxis(softmax.getAxis(), rank) != rank - 1)
     return refuse(softmax, "is not over the last axis");
   m.chain.insert(softmax);
+  m.scoreOps.push_back(softmax);
 
   // Down: P's only reader is MatMul(P, V).
   Operation *user = soleUser(softmax.getOutput());
@@ -279,6 +283,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     m.bias = mask;
     m.maskOp = add;
     m.chain.insert(add);
+    m.scoreOps.push_back(add);
   } else if (auto where = x.getDefiningOp<ampc::WhereOp>()) {
     if (!onlyHere(x))
       return refuse(where, "has another reader");
@@ -316,6 +321,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
                                       DenseElementsAttr::get(maskType, values));
     m.maskOp = where;
     m.chain.insert(where);
+    m.scoreOps.push_back(where);
   }
   // The scale: Mul or Div by a one-element constant.
   if (Operation *def = x.getDefiningOp();
@@ -333,6 +339,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
       return refuse(def, "scales by a value that is not a constant scalar");
     m.scale = isDiv ? 1.0 / *c : *c;
     m.chain.insert(def);
+    m.scoreOps.push_back(def);
     x = scores;
   }
   auto qk = x.getDefiningOp<ampc::MatMulOp>();
@@ -342,6 +349,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
   if (!onlyHere(x))
     return refuse(qk, "has another reader");
   m.chain.insert(qk);
+  m.scoreOps.push_back(qk);
 
   // Q and Kᵀ, each maybe scaled by a constant (torch's SDPA export).
   // (nn.MultiheadAttention divides Q.)
@@ -489,6 +497,20 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
     }
   }
 
+  /// The bytes of score-sized buffers the unfused graph would have
+  /// materialised per step (docs/design.md, "the report's bytes"): each
+  /// score-sized result of the chain at its element type as imported, and
+  /// in a training step one gradient of each.
+  int64_t savedBytes(const Match &m) const {
+    int64_t bytes = 0;
+    for (Operation *op : m.scoreOps) {
+      auto t = typeOf(op->getResult(0));
+      bytes += t.getNumElements() *
+               ((t.getElementTypeBitWidth() + 7) / 8);
+    }
+    return training ? 2 * bytes : bytes;
+  }
+
   void fuse(Match &m, ampc::SoftmaxOp softmax) {
     // Before the result's definer, the chain's last op: after every operand.
     OpBuilder b(m.result.getDefiningOp());
@@ -513,6 +535,8 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
         b.getBoolAttr(m.causal), b.getDenseI64ArrayAttr(m.qPerm),
         b.getDenseI64ArrayAttr(m.kPerm), b.getDenseI64ArrayAttr(m.vPerm),
         b.getDenseI64ArrayAttr(m.oPerm));
+    op->setAttr(ampc::kAttentionSavesAttr,
+                b.getI64IntegerAttr(savedBytes(m)));
     Value o = op.getO();
     if (rank3)
       o = ampc::ReshapeOp::create(b, loc, typeOf(m.result), o);

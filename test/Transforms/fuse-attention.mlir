@@ -1,19 +1,25 @@
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-attention | FileCheck %s
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="target=cuda" | FileCheck %s --check-prefix=CUDA
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="target=cuda low-precision=false" | FileCheck %s --check-prefix=CUDA-FP32
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-attention="training=true" | FileCheck %s --check-prefix=TRAIN
 
 // The GPT block's attention as torch exports it: heads split by Reshape
 // and Transpose (Kᵀ by a second Transpose), a Mul by 1/sqrt(d), an Add
 // of a constant strictly-upper -inf triangle, Softmax, MatMul, the
 // Transpose that merges the heads. One ampc.attention reads the Reshapes'
 // [B, S, H, D] views through perms; no Transpose is left.
+// ampc.attention_saves (the report's bytes): the score-sized results the
+// fusion removes, MatMul, Mul, Add and Softmax, 2x2x5x5 FP32 each: 4 x 400
+// bytes; a training step also loses one gradient of each: 3200.
+// TRAIN-LABEL: func.func @gpt
+// TRAIN:         ampc.attention {{.*}}{ampc.attention_saves = 3200 : i64,
 // CHECK-LABEL: func.func @gpt
 // CHECK:         %[[Q:.*]] = ampc.reshape %arg0
 // CHECK:         %[[K:.*]] = ampc.reshape %arg1
 // CHECK:         %[[V:.*]] = ampc.reshape %arg2
 // CHECK-NOT:     ampc.transpose
 // CHECK-NOT:     ampc.softmax
-// CHECK:         %{{.*}}, %{{.*}} = ampc.attention %[[Q]], %[[K]], %[[V]] {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 5.000000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x5xf32>)
+// CHECK:         %{{.*}}, %{{.*}} = ampc.attention %[[Q]], %[[K]], %[[V]] {ampc.attention_saves = 1600 : i64, causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 5.000000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x5xf32>)
 // CHECK-NOT:     ampc.transpose
 // CHECK-NOT:     ampc.matmul
 // The CUDA target's kernels (CudaAttention.cuh) take head dimensions 16 to
@@ -53,7 +59,7 @@ func.func @gpt(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf3
 // CHECK-LABEL: func.func @mha
 // CHECK:         %[[M:.*]] = ampc.constant dense<{{\[\[}}0.000000e+00, 0xFF800000, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
 // CHECK:         ampc.reshape %{{.*}} : tensor<3x4x2xf32> to tensor<1x3x4x2xf32>
-// CHECK:         %[[O:.*]], %{{.*}} = ampc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 0.707106769 : f32, v_perm = array<i64: 0, 2, 1, 3>}
+// CHECK:         %[[O:.*]], %{{.*}} = ampc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {ampc.attention_saves = 432 : i64, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 0.707106769 : f32, v_perm = array<i64: 0, 2, 1, 3>}
 // CHECK:         ampc.reshape %[[O]] : tensor<1x3x4x2xf32> to tensor<3x4x2xf32>
 // CHECK-NOT:     ampc.softmax
 func.func @mha(%q: tensor<3x4x2xf32>, %k: tensor<3x4x2xf32>, %v: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
@@ -104,7 +110,7 @@ func.func @scale_not_constant(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>,
 // masked_fill(~causal, -inf) (test/Models' GPT block): Where(Not(c), -inf,
 // scores) with a constant lower-triangle c: causal.
 // CHECK-LABEL: func.func @masked_fill
-// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {ampc.attention_saves = 108 : i64, causal = true, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
 // CHECK-NOT:     ampc.where
 func.func @masked_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
   %c = ampc.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
@@ -124,7 +130,7 @@ func.func @masked_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: te
 // constants as 1 / Sqrt(E) (the importer folds E from the shape but not the
 // float arithmetic): the scale is evaluated, 1/2 for E = 4.
 // CHECK-LABEL: func.func @sdpa_scale
-// CHECK:         ampc.attention %arg0, %arg1, %arg2 {scale = 5.000000e-01 : f32}
+// CHECK:         ampc.attention %arg0, %arg1, %arg2 {ampc.attention_saves = 72 : i64, scale = 5.000000e-01 : f32}
 // CHECK-NOT:     ampc.mul
 // CHECK-NOT:     ampc.softmax
 func.func @sdpa_scale(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
@@ -149,7 +155,7 @@ func.func @sdpa_scale(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tens
 // MultiheadAttention unsqueezes the [S, S] mask to [1, S, S] before the
 // Add: the triangle is seen through the Unsqueeze, so causal, no bias.
 // CHECK-LABEL: func.func @unsqueezed_mask
-// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true,
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {ampc.attention_saves = 216 : i64, causal = true,
 // CHECK-NOT:     ampc.add
 module {
   ampc.parameter @mask {ampc.frozen} : tensor<3x3xf32> = dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
