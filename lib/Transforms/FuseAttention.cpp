@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <limits>
@@ -161,6 +162,173 @@ bool isCausalTriangle(DenseElementsAttr mask, int64_t sq, int64_t sk) {
     if (hidden ? !(value.isInfinity() && value.isNegative()) : !value.isZero())
       return false;
   }
+  return true;
+}
+
+/// A mask computed from constants by elementwise ops, evaluated one
+/// element at a time: torch's exports compute the causal mask (Trilu,
+/// Equal, Where), and the importer folds that only for small sequences, so
+/// at 4096 the [S, S] mask is a graph of ops on [1, S] and [S, 1] index
+/// constants. Each leaf is a fixed value broadcast to [Sq, Sk] (leading
+/// dimensions 1); the program is the ops in order, evaluated in double.
+class ComputedMask {
+public:
+  /// Builds the program for `v`, or fails (a leaf that is not fixed, an op
+  /// not in the set, a shape that is not [.., Sq, Sk] with leading 1s).
+  static std::optional<ComputedMask> build(Value v, int64_t sq, int64_t sk,
+                                           bool training) {
+    ComputedMask m;
+    m.sq = sq, m.sk = sk;
+    m.training = training;
+    if (m.add(v) < 0)
+      return std::nullopt;
+    return m;
+  }
+
+  /// The value at (row, col).
+  double at(int64_t row, int64_t col) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step &s = steps[i];
+      auto in = [&](int k) { return values[s.in[k]]; };
+      double r = 0;
+      switch (s.kind) {
+      case Leaf:
+        r = s.leaf[row * s.rowStride + col * s.colStride];
+        break;
+      case Add: r = in(0) + in(1); break;
+      case Sub: r = in(0) - in(1); break;
+      case Mul: r = in(0) * in(1); break;
+      case Div: r = in(0) / in(1); break;
+      case Neg: r = -in(0); break;
+      case Less: r = in(0) < in(1); break;
+      case LessEq: r = in(0) <= in(1); break;
+      case Greater: r = in(0) > in(1); break;
+      case GreaterEq: r = in(0) >= in(1); break;
+      case Equal: r = in(0) == in(1); break;
+      case Not: r = in(0) == 0; break;
+      case Same: r = in(0); break;
+      case Select: r = in(0) != 0 ? in(1) : in(2); break;
+      }
+      values[i] = r;
+    }
+    return values.back();
+  }
+
+private:
+  enum Kind { Leaf, Add, Sub, Mul, Div, Neg, Less, LessEq, Greater,
+              GreaterEq, Equal, Not, Same, Select };
+  struct Step {
+    Kind kind;
+    int in[3] = {0, 0, 0};
+    std::vector<double> leaf;
+    int64_t rowStride = 0, colStride = 0;
+  };
+
+  /// The step computing `v`; -1 when it cannot be.
+  int add(Value v) {
+    if (auto it = index.find(v); it != index.end())
+      return it->second;
+    if (steps.size() > 32)
+      return -1;
+    ArrayRef<int64_t> shape = typeOf(v).getShape();
+    int64_t rank = shape.size();
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      if (shape[i] != 1)
+        return -1;
+    int64_t rows = rank >= 2 ? shape[rank - 2] : 1;
+    int64_t cols = rank >= 1 ? shape[rank - 1] : 1;
+    if ((rows != 1 && rows != sq) || (cols != 1 && cols != sk))
+      return -1;
+    Step s;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return -1;
+    auto kindOf = [&]() -> std::optional<Kind> {
+      return llvm::TypeSwitch<Operation *, std::optional<Kind>>(def)
+          .Case([](ampc::AddOp) { return Add; })
+          .Case([](ampc::SubOp) { return Sub; })
+          .Case([](ampc::MulOp) { return Mul; })
+          .Case([](ampc::DivOp) { return Div; })
+          .Case([](ampc::NegOp) { return Neg; })
+          .Case([](ampc::LessOp) { return Less; })
+          .Case([](ampc::LessOrEqualOp) { return LessEq; })
+          .Case([](ampc::GreaterOp) { return Greater; })
+          .Case([](ampc::GreaterOrEqualOp) { return GreaterEq; })
+          .Case([](ampc::EqualOp) { return Equal; })
+          .Case([](ampc::NotOp) { return Not; })
+          .Case([](ampc::CastOp) { return Same; })
+          .Case([](ampc::WhereOp) { return Select; })
+          .Default([](Operation *op) -> std::optional<Kind> {
+            return isShapeView(op) ? std::optional<Kind>(Same) : std::nullopt;
+          });
+    };
+    if (DenseElementsAttr fixed = fixedValue(v, training)) {
+      s.kind = Leaf;
+      if (fixed.isSplat()) {
+        s.leaf.push_back(element(fixed, 0));
+      } else {
+        s.leaf.reserve(fixed.getNumElements());
+        for (int64_t i = 0, e = fixed.getNumElements(); i < e; ++i)
+          s.leaf.push_back(element(fixed, i));
+        s.rowStride = rows == 1 ? 0 : cols;
+        s.colStride = cols == 1 ? 0 : 1;
+      }
+    } else if (std::optional<Kind> kind = kindOf()) {
+      s.kind = *kind;
+      // A view may add or drop leading 1s only (one that moves the
+      // [rows, cols] dimensions is not followed).
+      auto core = [](ArrayRef<int64_t> s) {
+        while (!s.empty() && s.front() == 1)
+          s = s.drop_front();
+        return s;
+      };
+      if (isShapeView(def) &&
+          core(typeOf(def->getOperand(0)).getShape()) != core(shape))
+        return -1;
+      for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
+        int at = add(operand);
+        if (at < 0)
+          return -1;
+        s.in[i] = at;
+      }
+    } else {
+      return -1;
+    }
+    steps.push_back(std::move(s));
+    values.push_back(0);
+    index[v] = steps.size() - 1;
+    return steps.size() - 1;
+  }
+
+  static double element(DenseElementsAttr a, int64_t i) {
+    Type t = a.getElementType();
+    if (isa<FloatType>(t))
+      return (*(a.value_begin<APFloat>() + i)).convertToDouble();
+    if (t.isInteger(1))
+      return *(a.value_begin<bool>() + i) ? 1 : 0;
+    return static_cast<double>((*(a.value_begin<APInt>() + i)).getSExtValue());
+  }
+
+  int64_t sq = 0, sk = 0;
+  bool training = false;
+  std::vector<Step> steps;
+  std::vector<double> values;
+  llvm::DenseMap<Value, int> index;
+};
+
+/// Whether the mask `v`, computed from constants, is the causal triangle
+/// (0 on and below the diagonal, -inf above), checked at every element.
+bool isComputedCausal(Value v, int64_t sq, int64_t sk, bool training) {
+  std::optional<ComputedMask> mask =
+      ComputedMask::build(v, sq, sk, training);
+  if (!mask)
+    return false;
+  for (int64_t row = 0; row < sq; ++row)
+    for (int64_t col = 0; col < sk; ++col) {
+      double x = mask->at(row, col);
+      if (col > row ? !(std::isinf(x) && x < 0) : x != 0)
+        return false;
+    }
   return true;
 }
 
@@ -421,7 +589,8 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     int64_t sq = scoresType.getDimSize(rank - 2);
     int64_t sk = scoresType.getDimSize(rank - 1);
     DenseElementsAttr fixed = fixedValue(m.bias, training);
-    if (fixed && isCausalTriangle(fixed, sq, sk)) {
+    if (fixed ? isCausalTriangle(fixed, sq, sk)
+              : isComputedCausal(m.bias, sq, sk, training)) {
       m.causal = true;
       m.bias = Value();
     } else if (needsGradient(m.bias, training)) {

@@ -169,3 +169,54 @@ module {
     return %o : tensor<2x3x4xf32>
   }
 }
+
+// -----
+
+// The causal mask as torch's scaled_dot_product_attention export computes
+// it at long sequences, where the importer leaves Trilu unfolded (its
+// [S, S] constants are too large to build): column index - row index <= 0
+// selects 1 or 0 (Trilu), Equal(.., 0) picks -inf or 0. Evaluated element
+// by element (at 4096, 16M of them): the causal flag, and nothing of the
+// mask is read. A computed mask that is not the triangle (the diagonal
+// hidden too) stays an additive bias.
+// CHECK-LABEL: func.func @computed_causal
+// CHECK:         ampc.attention %arg0, %arg1, %arg2 {ampc.attention_saves = 192 : i64, causal = true, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-LABEL: func.func @computed_not_causal
+// CHECK:         %[[M:.*]] = ampc.where
+// CHECK:         ampc.attention %arg0, %arg1, %arg2, %[[M]] {
+// CHECK-NOT:     causal
+func.func @computed_causal(%q: tensor<1x1x4x4xf32>, %kt: tensor<1x1x4x4xf32>, %v: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  %cols = ampc.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+  %rows = ampc.constant dense<[[0], [1], [2], [3]]> : tensor<4x1xi64>
+  %zero_i = ampc.constant dense<0> : tensor<i64>
+  %ones = ampc.constant dense<1.0> : tensor<4x4xf32>
+  %zero = ampc.constant dense<0.0> : tensor<f32>
+  %zero1 = ampc.constant dense<0.0> : tensor<1xf32>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<1xf32>
+  %d = ampc.sub %cols, %rows : (tensor<1x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi64>
+  %keep = ampc.less_or_equal %d, %zero_i : (tensor<4x4xi64>, tensor<i64>) -> tensor<4x4xi1>
+  %tril = ampc.where %keep, %ones, %zero : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  %hidden = ampc.equal %tril, %zero1 : (tensor<4x4xf32>, tensor<1xf32>) -> tensor<4x4xi1>
+  %mask = ampc.where %hidden, %ninf, %zero1 : (tensor<4x4xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x4xf32>
+  %s = ampc.matmul %q, %kt : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %a = ampc.add %s, %mask : (tensor<1x1x4x4xf32>, tensor<4x4xf32>) -> tensor<1x1x4x4xf32>
+  %p = ampc.softmax %a {axis = -1 : i64} : tensor<1x1x4x4xf32>
+  %o = ampc.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %o : tensor<1x1x4x4xf32>
+}
+
+func.func @computed_not_causal(%q: tensor<1x1x4x4xf32>, %kt: tensor<1x1x4x4xf32>, %v: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  %cols = ampc.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+  %rows = ampc.constant dense<[[0], [1], [2], [3]]> : tensor<4x1xi64>
+  %zero_i = ampc.constant dense<0> : tensor<i64>
+  %zero1 = ampc.constant dense<0.0> : tensor<1xf32>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<1xf32>
+  %d = ampc.sub %cols, %rows : (tensor<1x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi64>
+  %hide = ampc.greater_or_equal %d, %zero_i : (tensor<4x4xi64>, tensor<i64>) -> tensor<4x4xi1>
+  %mask = ampc.where %hide, %ninf, %zero1 : (tensor<4x4xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x4xf32>
+  %s = ampc.matmul %q, %kt : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %a = ampc.add %s, %mask : (tensor<1x1x4x4xf32>, tensor<4x4xf32>) -> tensor<1x1x4x4xf32>
+  %p = ampc.softmax %a {axis = -1 : i64} : tensor<1x1x4x4xf32>
+  %o = ampc.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %o : tensor<1x1x4x4xf32>
+}

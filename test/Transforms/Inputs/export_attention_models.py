@@ -1,6 +1,6 @@
 """Exports the attention patterns of issue 38 as torch writes them, small
 (d_model 32, 2 heads of 16, sequence 8, batch 2), in training mode, all in
-one run: usage export_attention_models.py SRC OUTDIR.
+one run: usage export_attention_models.py SRC OUTDIR [--long SEQ].
 
   encoder.onnx         nn.TransformerEncoderLayer (batch_first, dropout 0)
   encoder_causal.onnx  the same with src_mask = its causal
@@ -12,6 +12,8 @@ one run: usage export_attention_models.py SRC OUTDIR.
   sdpa_mask.onnx       the same with a float attn_mask, a second input "mask"
   weights.onnx         a near miss: the probabilities are a second output
   learned_scale.onnx   a near miss: the scores scaled by a parameter
+  long_SEQ.onnx        with --long SEQ, only this: sdpa_causal at batch 1,
+                       one head of 16, sequence SEQ
 
 torch 1.13 (the one installed) has scaled_dot_product_attention only as
 the private F._scaled_dot_product_attention and no ONNX symbolic for it;
@@ -137,6 +139,12 @@ def export(model, name, inputs=None, outputs=None, extra=()):
                       output_names=outputs or ["output"])
 
 
+if len(sys.argv) > 3:
+    # --long SEQ: only long_SEQ.onnx, the causal SDPA model at batch 1,
+    # one head of 16 (d_model 16).
+    D, HEADS, SEQ, BATCH = 16, 1, int(sys.argv[4]), 1
+    export(Sdpa("causal"), "long_%d" % SEQ)
+    sys.exit(0)
 torch.manual_seed(0)
 export(Encoder(False), "encoder")
 export(Encoder(True), "encoder_causal")
