@@ -285,6 +285,12 @@ private:
       if (isShapeView(def) &&
           core(typeOf(def->getOperand(0)).getShape()) != core(shape))
         return -1;
+      // A Cast keeps the value only from bool, or into 32 bits or more (one
+      // into FP16 may round, or turn -1e9 into -inf).
+      if (isa<ampc::CastOp>(def) &&
+          !typeOf(def->getOperand(0)).getElementType().isInteger(1) &&
+          typeOf(v).getElementTypeBitWidth() < 32)
+        return -1;
       for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
         int at = add(operand);
         if (at < 0)

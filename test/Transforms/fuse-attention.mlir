@@ -220,3 +220,28 @@ func.func @computed_not_causal(%q: tensor<1x1x4x4xf32>, %kt: tensor<1x1x4x4xf32>
   %o = ampc.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
   return %o : tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// A computed mask cast into FP16 is not evaluated (a Cast into fewer than
+// 32 bits may round, or turn -1e9 into -inf): it stays the bias.
+// CHECK-LABEL: func.func @computed_cast_f16
+// CHECK:         %[[M:.*]] = ampc.cast
+// CHECK:         ampc.attention %arg0, %arg1, %arg2, %[[M]] {
+// CHECK-NOT:     causal
+func.func @computed_cast_f16(%q: tensor<1x1x4x4xf16>, %kt: tensor<1x1x4x4xf16>, %v: tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16> {
+  %cols = ampc.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+  %rows = ampc.constant dense<[[0], [1], [2], [3]]> : tensor<4x1xi64>
+  %zero_i = ampc.constant dense<0> : tensor<i64>
+  %zero1 = ampc.constant dense<0.0> : tensor<1xf32>
+  %ninf = ampc.constant dense<0xFF800000> : tensor<1xf32>
+  %d = ampc.sub %cols, %rows : (tensor<1x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi64>
+  %hide = ampc.greater %d, %zero_i : (tensor<4x4xi64>, tensor<i64>) -> tensor<4x4xi1>
+  %mask32 = ampc.where %hide, %ninf, %zero1 : (tensor<4x4xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x4xf32>
+  %mask = ampc.cast %mask32 : tensor<4x4xf32> to tensor<4x4xf16>
+  %s = ampc.matmul %q, %kt : (tensor<1x1x4x4xf16>, tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16>
+  %a = ampc.add %s, %mask : (tensor<1x1x4x4xf16>, tensor<4x4xf16>) -> tensor<1x1x4x4xf16>
+  %p = ampc.softmax %a {axis = -1 : i64} : tensor<1x1x4x4xf16>
+  %o = ampc.matmul %p, %v : (tensor<1x1x4x4xf16>, tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16>
+  return %o : tensor<1x1x4x4xf16>
+}
