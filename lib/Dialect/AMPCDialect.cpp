@@ -94,6 +94,14 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "an ampc.constant");
     return success();
   }
+  if (name == kAttentionSavesAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(value);
+    if (!bytes || !bytes.getType().isInteger(64) || bytes.getInt() < 0 ||
+        !isa<AttentionOp>(op))
+      return op->emitOpError("'ampc.attention_saves' must be a non-negative "
+                             "i64 (bytes) on an ampc.attention");
+    return success();
+  }
   if (name == kAttentionUnfusedAttr) {
     if (!isa<StringAttr>(value) || !isa<SoftmaxOp>(op))
       return op->emitOpError("'ampc.attention_unfused' must be a string (the "

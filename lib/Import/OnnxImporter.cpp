@@ -266,6 +266,27 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
   return results;
 }
 
+/// Why ONNX's own `Attention` op (opset 23) is not imported (issue 38;
+/// docs/design.md): the ONNX library ampc is built with, which reads and
+/// checks every model (shape inference, version conversion), predates it.
+static std::string attentionRefusal() {
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = ranges.find("");
+  int known = it == ranges.end() ? 0 : it->second.second;
+  bool schema = onnx::OpSchemaRegistry::Schema("Attention", 23, "") != nullptr;
+  return ("ONNX's Attention op (opset 23) is not imported: the ONNX library "
+          "ampc is built with knows opsets 1 to " + Twine(known) +
+          (schema ? "" : " and has no Attention schema") +
+          ", so it cannot check the node; export the attention as MatMul, "
+          "Softmax and MatMul (torch at opset 17), which ampc fuses")
+      .str();
+}
+
+static bool isOnnxAttention(const onnx::NodeProto &node) {
+  return (node.domain().empty() || node.domain() == "ai.onnx") &&
+         node.op_type() == "Attention";
+}
+
 //===----------------------------------------------------------------------===//
 // Model-level checks and the signature
 //===----------------------------------------------------------------------===//
@@ -293,6 +314,16 @@ LogicalResult Importer::checkOpset() {
   }
   if (!found)
     return error("model imports no default-domain ('ai.onnx') opset");
+  if (opset > ampc::kMaxOnnxOpset) {
+    // An Attention node (opset 23) is the reason a model is that new:
+    // say so at the node.
+    const onnx::GraphProto &graph = model.graph();
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (isOnnxAttention(graph.node(i))) {
+        emitError(nodeLoc(graph.node(i), i)) << attentionRefusal();
+        return failure();
+      }
+  }
   if (opset < 1 || opset > ampc::kMaxOnnxOpset)
     return error("unsupported opset " + Twine(opset) +
                  " (ampc imports default-domain opsets 1 to " +
@@ -564,6 +595,10 @@ static const OpRule *findRule(const onnx::NodeProto &node, int64_t opset,
   unknownOp = false;
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     why = "unsupported op domain '" + node.domain() + "'";
+    return nullptr;
+  }
+  if (isOnnxAttention(node)) {
+    why = attentionRefusal();
     return nullptr;
   }
   if (const OpRule *r = ruleFor(node.op_type())) {

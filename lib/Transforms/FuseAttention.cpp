@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <limits>
@@ -81,12 +82,25 @@ Value throughTransposes(Value v, SmallVector<int64_t, 4> &p,
   return v;
 }
 
+/// Ops that only change a value's shape (its elements in the same order).
+bool isShapeView(Operation *op) {
+  return isa<ampc::ReshapeOp, ampc::UnsqueezeOp, ampc::SqueezeOp,
+             ampc::FlattenOp>(op);
+}
+
 /// The dense value of `v` when it is fixed: a constant, or a parameter
-/// that does not train (frozen, or a library without training).
+/// that does not train (frozen, or a library without training), seen
+/// through shape views (nn.MultiheadAttention unsqueezes its mask).
 DenseElementsAttr fixedValue(Value v, bool training) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return {};
+  if (isShapeView(def)) {
+    DenseElementsAttr inner = fixedValue(def->getOperand(0), training);
+    if (!inner)
+      return {};
+    return inner.reshape(cast<ShapedType>(typeOf(v)));
+  }
   if (auto c = dyn_cast<ampc::ConstantOp>(def))
     return dyn_cast<DenseElementsAttr>(c.getValue());
   if (auto load = dyn_cast<ampc::LoadParameterOp>(def)) {
@@ -98,16 +112,39 @@ DenseElementsAttr fixedValue(Value v, bool training) {
   return {};
 }
 
-/// The value of a one-element float constant.
-std::optional<double> scalarConstant(Value v) {
-  auto c = v.getDefiningOp<ampc::ConstantOp>();
-  if (!c)
+/// The value of a one-element float constant, also one computed from
+/// constants by Sqrt, Mul, Div, Cast and shape views (torch's
+/// scaled_dot_product_attention export computes its scale so:
+/// Sqrt(1 / Sqrt(E)), E folded from the shape by the importer).
+std::optional<double> scalarConstant(Value v, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8 || typeOf(v).getNumElements() != 1 ||
+      !isa<FloatType>(typeOf(v).getElementType()))
     return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-  if (!dense || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return (*dense.value_begin<APFloat>()).convertToDouble();
+  auto operand = [&](int i) {
+    return scalarConstant(def->getOperand(i), depth + 1);
+  };
+  if (auto c = dyn_cast<ampc::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!dense)
+      return std::nullopt;
+    return (*dense.value_begin<APFloat>()).convertToDouble();
+  }
+  if (isShapeView(def) || isa<ampc::CastOp>(def))
+    return operand(0);
+  if (isa<ampc::SqrtOp>(def)) {
+    std::optional<double> x = operand(0);
+    if (!x || *x < 0)
+      return std::nullopt;
+    return std::sqrt(*x);
+  }
+  if (isa<ampc::MulOp, ampc::DivOp>(def)) {
+    std::optional<double> a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return isa<ampc::MulOp>(def) ? *a * *b : *a / *b;
+  }
+  return std::nullopt;
 }
 
 /// Whether `mask` (broadcasting to [..., sq, sk]) is 0 on and below the
@@ -125,6 +162,179 @@ bool isCausalTriangle(DenseElementsAttr mask, int64_t sq, int64_t sk) {
     if (hidden ? !(value.isInfinity() && value.isNegative()) : !value.isZero())
       return false;
   }
+  return true;
+}
+
+/// A mask computed from constants by elementwise ops, evaluated one
+/// element at a time: torch's exports compute the causal mask (Trilu,
+/// Equal, Where), and the importer folds that only for small sequences, so
+/// at 4096 the [S, S] mask is a graph of ops on [1, S] and [S, 1] index
+/// constants. Each leaf is a fixed value broadcast to [Sq, Sk] (leading
+/// dimensions 1); the program is the ops in order, evaluated in double.
+class ComputedMask {
+public:
+  /// Builds the program for `v`, or fails (a leaf that is not fixed, an op
+  /// not in the set, a shape that is not [.., Sq, Sk] with leading 1s).
+  static std::optional<ComputedMask> build(Value v, int64_t sq, int64_t sk,
+                                           bool training) {
+    ComputedMask m;
+    m.sq = sq, m.sk = sk;
+    m.training = training;
+    if (m.add(v) < 0)
+      return std::nullopt;
+    return m;
+  }
+
+  /// The value at (row, col).
+  double at(int64_t row, int64_t col) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step &s = steps[i];
+      auto in = [&](int k) { return values[s.in[k]]; };
+      double r = 0;
+      switch (s.kind) {
+      case Leaf:
+        r = s.leaf[row * s.rowStride + col * s.colStride];
+        break;
+      case Add: r = in(0) + in(1); break;
+      case Sub: r = in(0) - in(1); break;
+      case Mul: r = in(0) * in(1); break;
+      case Div: r = in(0) / in(1); break;
+      case Neg: r = -in(0); break;
+      case Less: r = in(0) < in(1); break;
+      case LessEq: r = in(0) <= in(1); break;
+      case Greater: r = in(0) > in(1); break;
+      case GreaterEq: r = in(0) >= in(1); break;
+      case Equal: r = in(0) == in(1); break;
+      case Not: r = in(0) == 0; break;
+      case Same: r = in(0); break;
+      case Select: r = in(0) != 0 ? in(1) : in(2); break;
+      }
+      values[i] = r;
+    }
+    return values.back();
+  }
+
+private:
+  enum Kind { Leaf, Add, Sub, Mul, Div, Neg, Less, LessEq, Greater,
+              GreaterEq, Equal, Not, Same, Select };
+  struct Step {
+    Kind kind;
+    int in[3] = {0, 0, 0};
+    std::vector<double> leaf;
+    int64_t rowStride = 0, colStride = 0;
+  };
+
+  /// The step computing `v`; -1 when it cannot be.
+  int add(Value v) {
+    if (auto it = index.find(v); it != index.end())
+      return it->second;
+    if (steps.size() > 32)
+      return -1;
+    ArrayRef<int64_t> shape = typeOf(v).getShape();
+    int64_t rank = shape.size();
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      if (shape[i] != 1)
+        return -1;
+    int64_t rows = rank >= 2 ? shape[rank - 2] : 1;
+    int64_t cols = rank >= 1 ? shape[rank - 1] : 1;
+    if ((rows != 1 && rows != sq) || (cols != 1 && cols != sk))
+      return -1;
+    Step s;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return -1;
+    auto kindOf = [&]() -> std::optional<Kind> {
+      return llvm::TypeSwitch<Operation *, std::optional<Kind>>(def)
+          .Case([](ampc::AddOp) { return Add; })
+          .Case([](ampc::SubOp) { return Sub; })
+          .Case([](ampc::MulOp) { return Mul; })
+          .Case([](ampc::DivOp) { return Div; })
+          .Case([](ampc::NegOp) { return Neg; })
+          .Case([](ampc::LessOp) { return Less; })
+          .Case([](ampc::LessOrEqualOp) { return LessEq; })
+          .Case([](ampc::GreaterOp) { return Greater; })
+          .Case([](ampc::GreaterOrEqualOp) { return GreaterEq; })
+          .Case([](ampc::EqualOp) { return Equal; })
+          .Case([](ampc::NotOp) { return Not; })
+          .Case([](ampc::CastOp) { return Same; })
+          .Case([](ampc::WhereOp) { return Select; })
+          .Default([](Operation *op) -> std::optional<Kind> {
+            return isShapeView(op) ? std::optional<Kind>(Same) : std::nullopt;
+          });
+    };
+    if (DenseElementsAttr fixed = fixedValue(v, training)) {
+      s.kind = Leaf;
+      if (fixed.isSplat()) {
+        s.leaf.push_back(element(fixed, 0));
+      } else {
+        s.leaf.reserve(fixed.getNumElements());
+        for (int64_t i = 0, e = fixed.getNumElements(); i < e; ++i)
+          s.leaf.push_back(element(fixed, i));
+        s.rowStride = rows == 1 ? 0 : cols;
+        s.colStride = cols == 1 ? 0 : 1;
+      }
+    } else if (std::optional<Kind> kind = kindOf()) {
+      s.kind = *kind;
+      // A view may add or drop leading 1s only (one that moves the
+      // [rows, cols] dimensions is not followed).
+      auto core = [](ArrayRef<int64_t> s) {
+        while (!s.empty() && s.front() == 1)
+          s = s.drop_front();
+        return s;
+      };
+      if (isShapeView(def) &&
+          core(typeOf(def->getOperand(0)).getShape()) != core(shape))
+        return -1;
+      // A Cast keeps the value only from bool, or into 32 bits or more (one
+      // into FP16 may round, or turn -1e9 into -inf).
+      if (isa<ampc::CastOp>(def) &&
+          !typeOf(def->getOperand(0)).getElementType().isInteger(1) &&
+          typeOf(v).getElementTypeBitWidth() < 32)
+        return -1;
+      for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
+        int at = add(operand);
+        if (at < 0)
+          return -1;
+        s.in[i] = at;
+      }
+    } else {
+      return -1;
+    }
+    steps.push_back(std::move(s));
+    values.push_back(0);
+    index[v] = steps.size() - 1;
+    return steps.size() - 1;
+  }
+
+  static double element(DenseElementsAttr a, int64_t i) {
+    Type t = a.getElementType();
+    if (isa<FloatType>(t))
+      return (*(a.value_begin<APFloat>() + i)).convertToDouble();
+    if (t.isInteger(1))
+      return *(a.value_begin<bool>() + i) ? 1 : 0;
+    return static_cast<double>((*(a.value_begin<APInt>() + i)).getSExtValue());
+  }
+
+  int64_t sq = 0, sk = 0;
+  bool training = false;
+  std::vector<Step> steps;
+  std::vector<double> values;
+  llvm::DenseMap<Value, int> index;
+};
+
+/// Whether the mask `v`, computed from constants, is the causal triangle
+/// (0 on and below the diagonal, -inf above), checked at every element.
+bool isComputedCausal(Value v, int64_t sq, int64_t sk, bool training) {
+  std::optional<ComputedMask> mask =
+      ComputedMask::build(v, sq, sk, training);
+  if (!mask)
+    return false;
+  for (int64_t row = 0; row < sq; ++row)
+    for (int64_t col = 0; col < sk; ++col) {
+      double x = mask->at(row, col);
+      if (col > row ? !(std::isinf(x) && x < 0) : x != 0)
+        return false;
+    }
   return true;
 }
 
@@ -169,6 +379,9 @@ struct Match {
   Operation *maskOp = nullptr;
   /// The ops the fused op makes dead.
   llvm::SetVector<Operation *> chain;
+  /// The chain's ops whose result is score-sized ([B, H, Sq, Sk]): the
+  /// first MatMul, the scale, the mask, the Softmax.
+  SmallVector<Operation *, 4> scoreOps;
 };
 
 /// The only user of `v`, or null.
@@ -202,6 +415,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
   if (ampc::normalizeAxis(softmax.getAxis(), rank) != rank - 1)
     return refuse(softmax, "is not over the last axis");
   m.chain.insert(softmax);
+  m.scoreOps.push_back(softmax);
 
   // Down: P's only reader is MatMul(P, V).
   Operation *user = soleUser(softmax.getOutput());
@@ -243,6 +457,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     m.bias = mask;
     m.maskOp = add;
     m.chain.insert(add);
+    m.scoreOps.push_back(add);
   } else if (auto where = x.getDefiningOp<ampc::WhereOp>()) {
     if (!onlyHere(x))
       return refuse(where, "has another reader");
@@ -280,6 +495,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
                                       DenseElementsAttr::get(maskType, values));
     m.maskOp = where;
     m.chain.insert(where);
+    m.scoreOps.push_back(where);
   }
   // The scale: Mul or Div by a one-element constant.
   if (Operation *def = x.getDefiningOp();
@@ -297,6 +513,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
       return refuse(def, "scales by a value that is not a constant scalar");
     m.scale = isDiv ? 1.0 / *c : *c;
     m.chain.insert(def);
+    m.scoreOps.push_back(def);
     x = scores;
   }
   auto qk = x.getDefiningOp<ampc::MatMulOp>();
@@ -306,6 +523,7 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
   if (!onlyHere(x))
     return refuse(qk, "has another reader");
   m.chain.insert(qk);
+  m.scoreOps.push_back(qk);
 
   // Q and Kᵀ, each maybe scaled by a constant (torch's SDPA export).
   // (nn.MultiheadAttention divides Q.)
@@ -377,7 +595,8 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
     int64_t sq = scoresType.getDimSize(rank - 2);
     int64_t sk = scoresType.getDimSize(rank - 1);
     DenseElementsAttr fixed = fixedValue(m.bias, training);
-    if (fixed && isCausalTriangle(fixed, sq, sk)) {
+    if (fixed ? isCausalTriangle(fixed, sq, sk)
+              : isComputedCausal(m.bias, sq, sk, training)) {
       m.causal = true;
       m.bias = Value();
     } else if (needsGradient(m.bias, training)) {
@@ -453,6 +672,20 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
     }
   }
 
+  /// The bytes of score-sized buffers the unfused graph would have
+  /// materialised per step (docs/design.md, "the report's bytes"): each
+  /// score-sized result of the chain at its element type as imported, and
+  /// in a training step one gradient of each.
+  int64_t savedBytes(const Match &m) const {
+    int64_t bytes = 0;
+    for (Operation *op : m.scoreOps) {
+      auto t = typeOf(op->getResult(0));
+      bytes += t.getNumElements() *
+               ((t.getElementTypeBitWidth() + 7) / 8);
+    }
+    return training ? 2 * bytes : bytes;
+  }
+
   void fuse(Match &m, ampc::SoftmaxOp softmax) {
     // Before the result's definer, the chain's last op: after every operand.
     OpBuilder b(m.result.getDefiningOp());
@@ -477,6 +710,8 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
         b.getBoolAttr(m.causal), b.getDenseI64ArrayAttr(m.qPerm),
         b.getDenseI64ArrayAttr(m.kPerm), b.getDenseI64ArrayAttr(m.vPerm),
         b.getDenseI64ArrayAttr(m.oPerm));
+    op->setAttr(ampc::kAttentionSavesAttr,
+                b.getI64IntegerAttr(savedBytes(m)));
     Value o = op.getO();
     if (rank3)
       o = ampc::ReshapeOp::create(b, loc, typeOf(m.result), o);

@@ -33,6 +33,18 @@ Value traceSource(Value value, std::string &cast) {
   return value;
 }
 
+/// `bytes` for a person: "640 bytes", "10.0 KiB", "1.2 MiB", "3.4 GiB".
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 1024)
+    return std::to_string(bytes) + " bytes";
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = bytes / 1024.0;
+  int unit = 0;
+  while (value >= 1024 && unit < 3)
+    value /= 1024, ++unit;
+  return llvm::formatv("{0:F1} {1}", value, units[unit]).str();
+}
+
 std::string join(const std::vector<std::string> &items) {
   return llvm::join(items.begin(), items.end(), ",");
 }
@@ -272,6 +284,8 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
          << q[1] << ", sequence " << q[2] << " x " << k[2] << ", head dim "
          << q[3] << ", " << (a.getCausal() ? "causal" : "not causal")
          << (a.getBias() ? ", additive mask" : "");
+      if (auto saves = op->getAttrOfType<IntegerAttr>(ampc::kAttentionSavesAttr))
+        os << ", saves " << formatBytes(saves.getInt()) << " per step";
       r.attention.push_back(line);
     } else if (auto why =
                    op->getAttrOfType<StringAttr>(ampc::kAttentionUnfusedAttr)) {

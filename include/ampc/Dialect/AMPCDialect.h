@@ -115,6 +115,10 @@ constexpr llvm::StringLiteral kGradientOfAttr = "ampc.gradient_of";
 /// the node where the attention pattern broke and why (`--report` prints
 /// it).
 constexpr llvm::StringLiteral kAttentionUnfusedAttr = "ampc.attention_unfused";
+/// On an ampc.attention (ampc-fuse-attention): the bytes of score-sized
+/// buffers ([B, H, Sq, Sk]) the unfused graph would have materialised per
+/// step, as the report prints them (a non-negative i64).
+constexpr llvm::StringLiteral kAttentionSavesAttr = "ampc.attention_saves";
 
 /// Normalises an ONNX axis (negative counts from the end) into [0, rank);
 /// returns std::nullopt when it is out of range.
