@@ -160,6 +160,32 @@ ampc::CastOp soleWideningCast(Value v) {
   return widen;
 }
 
+/// `v` -> slice -> the compiler's cast to FP32 (each the only user) becomes
+/// `v` -> cast -> slice: exact (a cast commutes with a slice), and the cast
+/// is then `v`'s only user, which the widening below folds. ampc-pad-gemms
+/// leaves a padded weight gradient so: the Gemm's rows sliced back to the
+/// weight's (issue 37, item 11).
+void castBeforeSlice(Value v) {
+  auto slice = dyn_cast_or_null<ampc::SliceOp>(soleUser(v));
+  if (!slice)
+    return;
+  ampc::CastOp widen = soleWideningCast(slice.getOutput());
+  if (!widen)
+    return;
+  Type f32 = cast<RankedTensorType>(widen.getType()).getElementType();
+  auto retype = [&](Value x) {
+    x.setType(RankedTensorType::get(
+        cast<RankedTensorType>(x.getType()).getShape(), f32));
+  };
+  widen.getResult().replaceAllUsesWith(slice.getOutput());
+  widen->moveBefore(slice);
+  widen.getInputMutable().assign(v);
+  widen.getResult().setType(
+      RankedTensorType::get(cast<RankedTensorType>(v.getType()).getShape(), f32));
+  slice.getInputMutable().assign(widen.getResult());
+  retype(slice.getOutput());
+}
+
 /// A ReduceSum of FP16/BF16 whose only user is the compiler's cast to FP32
 /// writes its FP32 accumulator (issue 37, item 3: a bias gradient without
 /// the rounding to 16 bits; the CUDA target's bias-gradient epilogue then
@@ -333,14 +359,19 @@ struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
       // Collected first: widening erases the cast the walk may visit next.
       SmallVector<ampc::ReduceSumOp> sums;
       getOperation().walk([&](ampc::ReduceSumOp sum) { sums.push_back(sum); });
-      for (ampc::ReduceSumOp sum : sums)
+      for (ampc::ReduceSumOp sum : sums) {
+        castBeforeSlice(sum.getResult());
         widenSum(sum);
+      }
     }
     if (!backward && !fp32WeightGradients)
       return;
     gemms.clear();
     getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });
     for (ampc::GemmOp gemm : gemms) {
+      if (fp32WeightGradients && gemm.getEpilogue() == GemmEpilogue::None &&
+          !gemm.getC())
+        castBeforeSlice(gemm.getOutput());
       ampc::GemmOp widened = widenOutput(gemm, fp32WeightGradients);
       if (backward)
         fuseBiasGradient(widened);

@@ -55,6 +55,35 @@ func.func @linear_backward(%x: tensor<2x8x16xf16>, %dy: tensor<2x8x32xf16>) -> (
 
 // -----
 
+// A padded Linear's gradients (ampc-pad-gemms): the Gemm's and the sum's
+// padded rows sliced back to the weight's before the cast. The cast moves
+// before the slice (exact) and folds into the Gemm and the sum, which
+// write FP32; on the CUDA target the sum is the Gemm's bias gradient.
+// CHECK-LABEL: func.func @padded
+// CHECK: %[[W:.+]], %[[B:.+]] = ampc.gemm %arg1, %arg0 {epilogue = #ampc<epilogue bgrad_a>, transA = 1 : i64} : (tensor<16x16xf16>, tensor<16x8xf16>) -> (tensor<16x8xf32>, tensor<16xf32>)
+// CHECK-NOT: ampc.cast
+// CHECK-DAG: %[[WS:.+]] = ampc.slice %[[W]] {{.*}} : (tensor<16x8xf32>) -> tensor<10x8xf32>
+// CHECK-DAG: %[[BS:.+]] = ampc.slice %[[B]] {{.*}} : (tensor<16xf32>) -> tensor<10xf32>
+// CHECK: return %[[WS]], %[[BS]]
+// CPU-LABEL: func.func @padded
+// CPU: %[[W:.+]] = ampc.gemm %arg1, %arg0 {transA = 1 : i64} : (tensor<16x16xf16>, tensor<16x8xf16>) -> tensor<16x8xf32>
+// CPU: %[[B:.+]] = ampc.reduce_sum %arg1 {{.*}} : (tensor<16x16xf16>) -> tensor<16xf32>
+// CPU-NOT: ampc.cast
+// CPU-DAG: %[[WS:.+]] = ampc.slice %[[W]] {{.*}} : (tensor<16x8xf32>) -> tensor<10x8xf32>
+// CPU-DAG: %[[BS:.+]] = ampc.slice %[[B]] {{.*}} : (tensor<16xf32>) -> tensor<10xf32>
+// CPU: return %[[WS]], %[[BS]]
+func.func @padded(%x: tensor<16x8xf16>, %dy: tensor<16x16xf16>) -> (tensor<10x8xf32>, tensor<10xf32>) {
+  %g = ampc.gemm %dy, %x {transA = 1 : i64} : (tensor<16x16xf16>, tensor<16x8xf16>) -> tensor<16x8xf16>
+  %s = ampc.reduce_sum %dy {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<16x16xf16>) -> tensor<16xf16>
+  %sb = ampc.slice %s {axes = array<i64: 0>, ends = array<i64: 10>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<16xf16>) -> tensor<10xf16>
+  %sw = ampc.slice %g {axes = array<i64: 0>, ends = array<i64: 10>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<16x8xf16>) -> tensor<10x8xf16>
+  %db = ampc.cast %sb {ampc.autocast} : tensor<10xf16> to tensor<10xf32>
+  %dw = ampc.cast %sw {ampc.autocast} : tensor<10x8xf16> to tensor<10x8xf32>
+  return %dw, %db : tensor<10x8xf32>, tensor<10xf32>
+}
+
+// -----
+
 // The model's own Casts (not the compiler's): the rounding to FP16 is the
 // model's, so nothing is widened, and an FP16 sum cast up is not the FP16
 // Gemm's bias gradient either (no bgrad of another type than D's).
