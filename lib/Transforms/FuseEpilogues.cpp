@@ -207,7 +207,10 @@ void widenSum(ampc::ReduceSumOp sum) {
 ampc::GemmOp widenOutput(ampc::GemmOp gemm, bool widenToFp32) {
   auto out = cast<RankedTensorType>(gemm.getOutput().getType());
   Type element = out.getElementType();
-  if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC())
+  // A weight gradient contracts over the rows (op(A) = Aᵀ: Xᵀ dY, or dYᵀ
+  // X); an input gradient (dY W) keeps its 16-bit result, as it did.
+  if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC() ||
+      gemm.getTransA() == 0)
     return gemm;
   ampc::CastOp widen = soleWideningCast(gemm.getOutput());
   if (!widen)

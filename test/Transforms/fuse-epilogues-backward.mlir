@@ -84,6 +84,22 @@ func.func @padded(%x: tensor<16x8xf16>, %dy: tensor<16x16xf16>) -> (tensor<10x8x
 
 // -----
 
+// An input gradient (dY W, no contraction over the rows) keeps its 16-bit
+// result: only weight gradients (op(A) = Aᵀ) are written in FP32.
+// CHECK-LABEL: func.func @input_gradient
+// CHECK: ampc.gemm {{.*}} -> tensor<16x8xf16>
+// CHECK-NEXT: ampc.cast
+// CPU-LABEL: func.func @input_gradient
+// CPU: ampc.gemm {{.*}} -> tensor<16x8xf16>
+// CPU-NEXT: ampc.cast
+func.func @input_gradient(%dy: tensor<16x4xf16>, %w: tensor<4x8xf16>) -> tensor<16x8xf32> {
+  %g = ampc.gemm %dy, %w : (tensor<16x4xf16>, tensor<4x8xf16>) -> tensor<16x8xf16>
+  %c = ampc.cast %g {ampc.autocast} : tensor<16x8xf16> to tensor<16x8xf32>
+  return %c : tensor<16x8xf32>
+}
+
+// -----
+
 // The model's own Casts (not the compiler's): the rounding to FP16 is the
 // model's, so nothing is widened, and an FP16 sum cast up is not the FP16
 // Gemm's bias gradient either (no bgrad of another type than D's).

@@ -437,7 +437,8 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
 
     With `fp32-weight-gradients` (issue 37, item 3; on in the pipeline for
     every target, the CPU reference included, since it changes the
-    numbers), a Gemm of 16-bit operands without C, or a ReduceSum of a
+    numbers), a weight-gradient Gemm (16-bit operands, op(A) = Aᵀ, no C)
+    or a ReduceSum of a
     16-bit tensor, whose only user is the compiler's cast to FP32 (an
     `ampc.autocast` cast; a model's own Cast is semantics and stays) writes
     FP32 itself: a weight or bias gradient accumulated in FP32 without the
