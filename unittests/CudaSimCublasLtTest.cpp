@@ -595,6 +595,42 @@ TEST(CudaSimCublasLt, BiasGradientsSumOverK) {
             (std::vector<double>{11, 1100, 110000}));
 }
 
+TEST(CudaSimCublasLt, HalfOperandsWriteFp32GradientsUnrounded) {
+  // The weight-gradient GEMM of issue 37, item 3: FP16 A/B, FP32 C/D and
+  // the bias gradient in D's FP32 (cuBLASLt's default bias type). 2048 + 1
+  // is 2049 in FP32 (FP16 has no 2049: its spacing there is 2).
+  Spec s;
+  s.ab = CUDA_R_16F;
+  s.cd = CUDA_R_32F;
+  s.m = 1;
+  s.n = 1;
+  s.k = 2;
+  s.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  DeviceBuffer a(256), b(256), d(256), grad(256);
+  a.upload({1, 1}, CUDA_R_16F);
+  b.upload({2048, 1}, CUDA_R_16F);
+  {
+    Plan plan(s);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, grad.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(d.download(1, CUDA_R_32F), (std::vector<double>{2049}));
+    EXPECT_EQ(grad.download(1, CUDA_R_32F), (std::vector<double>{2049}));
+  }
+  {
+    // An FP16 bias gradient beside the FP32 D is not a combination
+    // cuBLASLt takes for these types.
+    Plan plan(s);
+    int32_t biasType = CUDA_R_16F;
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, biasType),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "bias type CUDA_R_16F with D CUDA_R_32F"));
+  }
+}
+
 TEST(CudaSimCublasLt, BiasGradientEpiloguesAreChecked) {
   Spec s;
   s.epilogue = CUBLASLT_EPILOGUE_BGRADB;

@@ -546,9 +546,10 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return success();
 }
 
-/// The inferred types, or FP32 in place of FP16/BF16: a GEMM of 16-bit
-/// operands may write its FP32 accumulator (issue 37, item 3).
-bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+/// The inferred types, or FP32 in place of FP16/BF16: an op that
+/// accumulates 16-bit values in FP32 may write its accumulator (issue 37,
+/// item 3: GEMMs and sums).
+static bool sameOrWidenedToF32(TypeRange inferred, TypeRange actual) {
   if (inferred.size() != actual.size())
     return false;
   for (auto [want, got] : llvm::zip(inferred, actual)) {
@@ -562,6 +563,10 @@ bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
       return false;
   }
   return true;
+}
+
+bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  return sameOrWidenedToF32(inferred, actual);
 }
 
 LogicalResult GemmOp::verify() {
@@ -1400,6 +1405,11 @@ AMPC_REDUCE_INFERENCE(ReduceSumOp)
 AMPC_REDUCE_INFERENCE(ReduceMaxOp)
 AMPC_REDUCE_INFERENCE(ReduceProdOp)
 #undef AMPC_REDUCE_INFERENCE
+
+bool ReduceSumOp::isCompatibleReturnTypes(TypeRange inferred,
+                                          TypeRange actual) {
+  return sameOrWidenedToF32(inferred, actual);
+}
 
 /// The pooling shape rule for an input `input` and the window attributes of
 /// `adaptor` (a pooling op's, or average_pool_grad's, which checks its

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Precision.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -145,19 +146,74 @@ ampc::GemmOp rebuild(ampc::GemmOp gemm, Value a, Value b, bool ta, bool tb,
   return fresh;
 }
 
-/// A Gemm of FP16/BF16 operands whose only user casts it to FP32 writes
-/// FP32 (issue 37, item 3: a weight gradient without the rounding to 16
-/// bits and the cast kernel); a 2-D transpose that is then the only user
-/// swaps the operands instead ((A B)^T = B^T A^T, no C to transpose).
+/// The compiler's cast of `v` to FP32 that is the only user of the 16-bit
+/// `v`, or null. A user's own Cast is semantics (the rounding to 16 bits is
+/// the model's) and is never folded.
+ampc::CastOp soleWideningCast(Value v) {
+  Type element = cast<RankedTensorType>(v.getType()).getElementType();
+  if (!(element.isF16() || element.isBF16()))
+    return nullptr;
+  auto widen = dyn_cast_or_null<ampc::CastOp>(soleUser(v));
+  if (!widen || !ampc::isAutocast(widen) ||
+      !cast<RankedTensorType>(widen.getType()).getElementType().isF32())
+    return nullptr;
+  return widen;
+}
+
+/// `v` -> slice -> the compiler's cast to FP32 (each the only user) becomes
+/// `v` -> cast -> slice: exact (a cast commutes with a slice), and the cast
+/// is then `v`'s only user, which the widening below folds. ampc-pad-gemms
+/// leaves a padded weight gradient so: the Gemm's rows sliced back to the
+/// weight's (issue 37, item 11).
+void castBeforeSlice(Value v) {
+  auto slice = dyn_cast_or_null<ampc::SliceOp>(soleUser(v));
+  if (!slice)
+    return;
+  ampc::CastOp widen = soleWideningCast(slice.getOutput());
+  if (!widen)
+    return;
+  Type f32 = cast<RankedTensorType>(widen.getType()).getElementType();
+  auto retype = [&](Value x) {
+    x.setType(RankedTensorType::get(
+        cast<RankedTensorType>(x.getType()).getShape(), f32));
+  };
+  widen.getResult().replaceAllUsesWith(slice.getOutput());
+  widen->moveBefore(slice);
+  widen.getInputMutable().assign(v);
+  widen.getResult().setType(
+      RankedTensorType::get(cast<RankedTensorType>(v.getType()).getShape(), f32));
+  slice.getInputMutable().assign(widen.getResult());
+  retype(slice.getOutput());
+}
+
+/// A ReduceSum of FP16/BF16 whose only user is the compiler's cast to FP32
+/// writes its FP32 accumulator (issue 37, item 3: a bias gradient without
+/// the rounding to 16 bits; the CUDA target's bias-gradient epilogue then
+/// writes it in the FP32 weight gradient's type).
+void widenSum(ampc::ReduceSumOp sum) {
+  ampc::CastOp widen = soleWideningCast(sum.getResult());
+  if (!widen)
+    return;
+  sum.getResult().setType(widen.getType());
+  widen.getResult().replaceAllUsesWith(sum.getResult());
+  widen->erase();
+}
+
+/// A Gemm of FP16/BF16 operands whose only user is the compiler's cast to
+/// FP32 writes FP32 (issue 37, item 3: a weight gradient without the
+/// rounding to 16 bits and the cast kernel); a 2-D transpose that is then
+/// the only user swaps the operands instead ((A B)^T = B^T A^T, no C to
+/// transpose).
 ampc::GemmOp widenOutput(ampc::GemmOp gemm, bool widenToFp32) {
   auto out = cast<RankedTensorType>(gemm.getOutput().getType());
   Type element = out.getElementType();
+  // A weight gradient contracts over the rows (op(A) = Aᵀ: Xᵀ dY, or dYᵀ
+  // X); an input gradient (dY W) keeps its 16-bit result, as it did.
   if (gemm.getEpilogue() != GemmEpilogue::None || gemm.getC() ||
-      !(element.isF16() || element.isBF16()))
+      gemm.getTransA() == 0)
     return gemm;
-  auto widen = dyn_cast_or_null<ampc::CastOp>(soleUser(gemm.getOutput()));
-  if (!widen ||
-      !cast<RankedTensorType>(widen.getType()).getElementType().isF32())
+  ampc::CastOp widen = soleWideningCast(gemm.getOutput());
+  if (!widen)
     return gemm;
   Operation *last = widen;
   auto transpose =
@@ -236,10 +292,16 @@ void fuseBiasGradient(ampc::GemmOp gemm) {
         continue;
       Value grad = sum.getResult();
       ampc::CastOp narrow;
-      if (cast<RankedTensorType>(grad.getType()).getElementType() != element) {
+      Type sumElement = cast<RankedTensorType>(grad.getType()).getElementType();
+      if (sumElement != element) {
+        // Only a cast that rounds the sum once to D's narrower type is the
+        // epilogue's own rounding; a widening cast would drop the sum's.
         narrow = dyn_cast_or_null<ampc::CastOp>(soleUser(grad));
-        if (!narrow || cast<RankedTensorType>(narrow.getType())
-                               .getElementType() != element)
+        if (!narrow ||
+            cast<RankedTensorType>(narrow.getType()).getElementType() !=
+                element ||
+            sumElement.getIntOrFloatBitWidth() <=
+                element.getIntOrFloatBitWidth())
           continue;
         grad = narrow.getResult();
       }
@@ -293,12 +355,30 @@ struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
         gemm.setEpilogue(GemmEpilogue::Bias);
       }
     }
-    if (!backward)
+    // The FP32 gradients change the numbers, so every target takes them
+    // (the CPU target is the reference); the bias-gradient epilogues are
+    // the CUDA target's.
+    if (fp32WeightGradients) {
+      // Collected first: widening erases the cast the walk may visit next.
+      SmallVector<ampc::ReduceSumOp> sums;
+      getOperation().walk([&](ampc::ReduceSumOp sum) { sums.push_back(sum); });
+      for (ampc::ReduceSumOp sum : sums) {
+        castBeforeSlice(sum.getResult());
+        widenSum(sum);
+      }
+    }
+    if (!backward && !fp32WeightGradients)
       return;
     gemms.clear();
     getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });
-    for (ampc::GemmOp gemm : gemms)
-      fuseBiasGradient(widenOutput(gemm, fp32WeightGradients));
+    for (ampc::GemmOp gemm : gemms) {
+      if (fp32WeightGradients && gemm.getEpilogue() == GemmEpilogue::None &&
+          !gemm.getC())
+        castBeforeSlice(gemm.getOutput());
+      ampc::GemmOp widened = widenOutput(gemm, fp32WeightGradients);
+      if (backward)
+        fuseBiasGradient(widened);
+    }
   }
 };
 

@@ -142,11 +142,12 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-fuse-epilogues", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
-       // FP32 weight gradients stay off: they change GradScaler's
-       // overflow skips against the CPU reference (Passes.td).
+       // FP32 weight and bias gradients on every target: they change the
+       // numbers (GradScaler's overflow skips), so the CPU reference takes
+       // them too (Passes.td).
        return ampc::createFuseEpiloguesPass(
            {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda,
-            /*fp32WeightGradients=*/false});
+            /*fp32WeightGradients=*/true});
      }},
     {"ampc-fold-transposes", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {

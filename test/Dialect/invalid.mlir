@@ -750,6 +750,26 @@ func.func @shape_wrong_result(%x: tensor<2x16x64xf32>) {
 // Reductions and pooling
 //===----------------------------------------------------------------------===//
 
+// A sum of FP16/BF16 may write FP32 (its accumulator); no other type
+// change, and no other reduction widens.
+func.func @reduce_sum_narrowed(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{'ampc.reduce_sum' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<2xf16>'}}
+  // expected-error @+1 {{'ampc.reduce_sum' op failed to infer returned types}}
+  %0 = ampc.reduce_sum %a {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<2x8xf32>) -> tensor<2xf16>
+  return
+}
+
+// -----
+
+func.func @reduce_max_widened(%a: tensor<2x8xf16>) {
+  // expected-error @+2 {{'ampc.reduce_max' op inferred type(s) 'tensor<2xf16>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'ampc.reduce_max' op failed to infer returned types}}
+  %0 = ampc.reduce_max %a {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<2x8xf16>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_axes_out_of_range(%a: tensor<2x8xf32>) {
   // expected-error @+2 {{ampc.reduce_sum: 'axes' 2 is out of range for rank 2}}
   // expected-error @+1 {{'ampc.reduce_sum' op failed to infer returned types}}

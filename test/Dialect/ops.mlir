@@ -242,6 +242,14 @@ func.func @reductions_and_pooling(%x: tensor<4x8xf32>,
   return
 }
 
+// A sum of FP16 written in FP32, its accumulator (issue 37, item 3).
+// CHECK-LABEL: func.func @reduce_sum_widened
+// CHECK-NEXT: ampc.reduce_sum %{{.+}} {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<4x8xf16>) -> tensor<8xf32>
+func.func @reduce_sum_widened(%x: tensor<4x8xf16>) {
+  %0 = ampc.reduce_sum %x {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<4x8xf16>) -> tensor<8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @losses
 // CHECK-SAME: (%[[S:[^:]+]]: tensor<4x10xf32>, %[[L:[^:]+]]: tensor<4xi64>, %[[W:[^:]+]]: tensor<10xf32>, %[[S3:[^:]+]]: tensor<2x10x5xf32>, %[[L3:[^:]+]]: tensor<2x5xi32>)
 // CHECK-NEXT: %{{.+}}, %{{.+}} = ampc.softmax_cross_entropy_loss %[[S]], %[[L]] : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)

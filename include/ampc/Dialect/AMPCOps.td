@@ -920,11 +920,12 @@ def AMPC_ShapeOp : AMPC_Op<"shape",
 // Reductions and pooling
 //===----------------------------------------------------------------------===//
 
-class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
-    : AMPC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, AMPC_Accumulating], traits)> {
+class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits,
+                    Trait inference = InferTypeOpAdaptor, string note = "">
+    : AMPC_Op<mnemonic, !listconcat([Pure, inference, AMPC_Accumulating], traits)> {
   let summary = desc;
   let description = "ONNX `" # desc # "` over `axes` (all dimensions when "
-      # "empty).\n\n```mlir\n%y = ampc." # mnemonic
+      # "empty)." # note # "\n\n```mlir\n%y = ampc." # mnemonic
       # " %x {axes = array<i64: 1>, keepdims = 0 : i64} : "
       # "(tensor<4x8xf32>) -> tensor<4xf32>\n```";
   let arguments = (ins AMPC_Tensor:$input, DenseI64ArrayAttr:$axes,
@@ -934,7 +935,13 @@ class AMPC_ReduceOp<string mnemonic, string desc, list<Trait> traits>
 }
 
 def AMPC_ReduceMeanOp : AMPC_ReduceOp<"reduce_mean", "ReduceMean", [AMPC_Follow, AMPC_Gradient]>;
-def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum", [AMPC_Fp32Output, AMPC_Gradient]>;
+// The sum of FP16/BF16 may be written in FP32, its accumulator (issue 37,
+// item 3: a bias gradient without the rounding to 16 bits and a cast).
+def AMPC_ReduceSumOp : AMPC_ReduceOp<"reduce_sum", "ReduceSum",
+    [AMPC_Fp32Output, AMPC_Gradient], InferTypeOpAdaptorWithIsCompatible,
+    " The result is the input's element type, or FP32 where the input is "
+    # "FP16/BF16 (the sum accumulates in FP32 and writes FP32: a bias "
+    # "gradient without a rounding to 16 bits and a cast).">;
 def AMPC_ReduceMaxOp : AMPC_ReduceOp<"reduce_max", "ReduceMax", [AMPC_Follow, AMPC_Gradient]>;
 def AMPC_ReduceProdOp : AMPC_ReduceOp<"reduce_prod", "ReduceProd", [AMPC_Fp32Output, AMPC_Gradient]>;
 

@@ -435,21 +435,27 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
     a 16-bit type commutes with the clamp, so the results are those of the
     separate ops bit for bit.
 
-    With `fp32-weight-gradients` (issue 37, item 3; off in the pipeline,
-    see below), a Gemm of 16-bit operands without C whose only user casts
-    it to FP32 writes FP32 itself (a weight gradient accumulated in FP32
-    without the rounding to 16 bits and the cast kernel), and a 2-D
-    transpose that is then its only user is folded by swapping the operands
-    ((A B)^T = B^T A^T). It changes the numbers: a scaled gradient that
-    overflows FP16 (inf, GradScaler skips the step) no longer does, so it
-    must be decided for the CPU reference too before a target turns it on.
+    With `fp32-weight-gradients` (issue 37, item 3; on in the pipeline for
+    every target, the CPU reference included, since it changes the
+    numbers), a weight-gradient Gemm (16-bit operands, op(A) = Aᵀ, no C)
+    or a ReduceSum of a
+    16-bit tensor, whose only user is the compiler's cast to FP32 (an
+    `ampc.autocast` cast; a model's own Cast is semantics and stays) writes
+    FP32 itself: a weight or bias gradient accumulated in FP32 without the
+    rounding to 16 bits and the cast kernel. A slice between the result
+    and the cast (ampc-pad-gemms' padded gradient sliced back) swaps with
+    the cast first. A 2-D transpose that is then the Gemm's only user is
+    folded by swapping the operands ((A B)^T = B^T A^T). GradScaler sees
+    the FP32 gradients: a scaled weight gradient past FP16's range no
+    longer overflows.
 
     With `backward` (the CUDA target), a ReduceSum over the
     leading axes of the tensor that is one operand's k-major matrix
     (op(A) = Aᵀ, or op(B) = B, through a reshape) is the bias gradient of
     that GEMM: it becomes the Gemm's second result (`bgrad_a` /
     `bgrad_b`, cuBLASLt's BGRADB / BGRADA, the operands being swapped
-    there) where it is in the output's type or cast to it, the Gemm has no
+    there) where it is in the output's type or a cast narrows it to it
+    (the epilogue's one rounding; never a widening cast), the Gemm has no
     C and alpha 1, and the sum's users come after the Gemm. The CPU target
     keeps the separate ops (its numerics are the reference).
   }];

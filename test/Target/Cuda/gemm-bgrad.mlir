@@ -20,11 +20,11 @@
 // CPU: for (int64_t i = 0; i < 32LL; ++i) v{{[0-9]+}}[i] = static_cast<float>(ampc::cpu::pairwiseSum<float>(0, 16LL, [&](int64_t kk) { return w_[[DY]][kk * 32LL + i]; }));
 func.func @forward(%x: tensor<2x8x16xf16>, %dy: tensor<2x8x32xf16>) -> (tensor<32x16xf32>, tensor<32xf32>) {
   %s = ampc.reduce_sum %dy {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x8x32xf16>) -> tensor<32xf16>
-  %db = ampc.cast %s : tensor<32xf16> to tensor<32xf32>
+  %db = ampc.cast %s {ampc.autocast} : tensor<32xf16> to tensor<32xf32>
   %x2 = ampc.reshape %x : tensor<2x8x16xf16> to tensor<16x16xf16>
   %dy2 = ampc.reshape %dy : tensor<2x8x32xf16> to tensor<16x32xf16>
   %g = ampc.gemm %x2, %dy2 {transA = 1 : i64} : (tensor<16x16xf16>, tensor<16x32xf16>) -> tensor<16x32xf16>
-  %w = ampc.cast %g : tensor<16x32xf16> to tensor<16x32xf32>
+  %w = ampc.cast %g {ampc.autocast} : tensor<16x32xf16> to tensor<16x32xf32>
   %t = ampc.transpose %w {perm = array<i64: 1, 0>} : (tensor<16x32xf32>) -> tensor<32x16xf32>
   return %t, %db : tensor<32x16xf32>, tensor<32xf32>
 }
