@@ -84,13 +84,15 @@
 // CHECK-NEXT:    ampc::cuda::launch("k2", k2, ampc::cuda::blocks(12LL), ampc::cuda::kThreads, 0, ctx.stream, [[NW]], [[WC]]);
 // No store copies anything.
 // CHECK-NOT:     cudaMemcpyDeviceToDevice
-// The kernels record the loss's address; trainStepBody stages the inputs,
-// runs them as one CUDA graph (runStep) and returns the loss.
+// The kernels record the loss's address; trainStepBody stages the inputs
+// (stageInputs, from the table of their staging offsets and bytes: issue
+// 37, item 2), runs them as one CUDA graph (runStep) and returns the loss.
 // CHECK:         ctx.stepLoss = v{{[0-9]+}};
 // CHECK-NEXT:    return 0;
 // CHECK-NEXT:  }
+// CHECK:       static const ampc::cuda::StagedInput kStepInputs[] = {{[{][{]}}[[IN:[0-9]+]]ULL, 32ULL}, };
 // CHECK-LABEL: static int32_t trainStepBody(
-// CHECK:         AMPC_CUDA(ctx, cudaMemcpyAsync(state + {{[0-9]+}}, inputs[0],
+// CHECK:         if (int32_t code = ampc::cuda::stageInputs(ctx, inputs, kStepInputs, 1, [[IN]]ULL, 32ULL)) return code;
 // CHECK:         if (int32_t code = ampc::cuda::runStep(ctx, trainStepKernels)) return code;
 // CHECK-NEXT:    if (int32_t code = ampc::cuda::returnLoss(ctx, outputs[0], ctx.stepLoss, 4ULL)) return code;
 // CHECK-NEXT:    return 0;
