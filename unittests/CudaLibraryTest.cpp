@@ -166,6 +166,85 @@ TEST_P(CudaLibrary, QueuedStepsDeliverEveryLoss) {
   }
 }
 
+/// A batch in device memory (issue 37, item 2) trains as the same batch
+/// from host memory, bit for bit; memory of the wrong kind is refused
+/// before anything runs; the CPU target has no device call.
+TEST_P(CudaLibrary, DeviceBatchTrainsAsTheHostBatch) {
+  float *dx = nullptr, *dloss = nullptr;
+  int64_t *dlabel = nullptr;
+  ampc_tensor hostInputs[2] = {
+      {AMPC_DTYPE_F32, 2, xShape, x, sizeof x},
+      {AMPC_DTYPE_I64, 1, labelShape, label, sizeof label}};
+  float hostLoss = NAN;
+  ampc_tensor hostOut = {AMPC_DTYPE_F32, 0, nullptr, &hostLoss,
+                         sizeof hostLoss};
+  if (std::strcmp(GetParam().target, "cpu") == 0) {
+    EXPECT_EQ(ampc_model_train_step_device(model, hostInputs, 2, nullptr),
+              AMPC_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(ampc_last_error()).find("runs on the host"),
+              std::string::npos)
+        << ampc_last_error();
+    return;
+  }
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dx), sizeof x),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dlabel), sizeof label),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dloss), sizeof(float)),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dlabel, label, sizeof label, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ampc_tensor deviceInputs[2] = {
+      {AMPC_DTYPE_F32, 2, xShape, dx, sizeof x},
+      {AMPC_DTYPE_I64, 1, labelShape, dlabel, sizeof label}};
+  ampc_tensor deviceOut = {AMPC_DTYPE_F32, 0, nullptr, dloss, sizeof(float)};
+
+  ampc_model *twin = nullptr;
+  ASSERT_EQ(ampc_model_load(GetParam().path, nullptr, &twin), AMPC_OK);
+  for (int s = 0; s < 3; ++s) {
+    ASSERT_EQ(ampc_model_train_step(twin, hostInputs, 2, &hostOut), AMPC_OK)
+        << ampc_last_error();
+    ASSERT_EQ(ampc_model_synchronize(twin), AMPC_OK) << ampc_last_error();
+    ASSERT_EQ(ampc_model_train_step_device(model, deviceInputs, 2, &deviceOut),
+              AMPC_OK)
+        << ampc_last_error();
+    ASSERT_EQ(ampc_model_synchronize(model), AMPC_OK) << ampc_last_error();
+    float deviceLoss = NAN;
+    ASSERT_EQ(cudaMemcpy(&deviceLoss, dloss, sizeof deviceLoss,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(std::memcmp(&deviceLoss, &hostLoss, sizeof hostLoss), 0)
+        << "step " << s << ": " << deviceLoss << " vs " << hostLoss;
+  }
+  // No loss asked for: the step runs and copies it nowhere.
+  EXPECT_EQ(ampc_model_train_step_device(model, deviceInputs, 2, nullptr),
+            AMPC_OK)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_synchronize(model), AMPC_OK);
+  ampc_model_release(twin);
+
+  ampc_scaler_state before{}, after{};
+  ASSERT_EQ(ampc_model_get_scaler_state(model, &before), AMPC_OK);
+  EXPECT_EQ(ampc_model_train_step_device(model, hostInputs, 2, nullptr),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("input 0 ('x') is host memory"),
+            std::string::npos)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_model_train_step(model, deviceInputs, 2, &hostOut),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("is device memory"),
+            std::string::npos)
+      << ampc_last_error();
+  ASSERT_EQ(ampc_model_get_scaler_state(model, &after), AMPC_OK);
+  EXPECT_EQ(after.steps + after.skipped_steps,
+            before.steps + before.skipped_steps);
+  cudaFree(dx);
+  cudaFree(dlabel);
+  cudaFree(dloss);
+}
+
 /// A label out of range is found on the device and reported by the next
 /// synchronising call with the node's name, once; the model still works.
 TEST_P(CudaLibrary, DeviceRangeErrorNamesTheNode) {
