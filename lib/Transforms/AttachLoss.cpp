@@ -205,33 +205,32 @@ private:
                                  x, zero);
   }
   /// The mean over every element of `x` (batch on axis 0) in the real
-  /// rows. With every row real it is ReduceMean(x) bit for bit: the
-  /// divisor of the partial mean is chosen only when rows < batch.
+  /// rows: the masked sum divided by rows * (elements per row), the product
+  /// taken in i64 and converted once. With every row real it is
+  /// ReduceMean(x) bit for bit where the sum is kept in the type it
+  /// accumulates in (an FP32 loss, as autocast computes losses): both
+  /// targets compute ReduceMean as that same sum divided by the rounded
+  /// element count (one reduction and a scalar division per step; the
+  /// select between a full and a partial mean it replaces cost a second
+  /// reduction and a select's adjoint).
   Value meanOverRows(OpBuilder &b, Value x) {
     if (!batchRows)
       return ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), x,
                                         ArrayRef<int64_t>{}, /*keepdims=*/0);
     Type element = elementOf(x);
     Value masked = maskRows(b, x);
-    Value full = ampc::ReduceMeanOp::create(b, lossLoc("ReduceMean"), masked,
-                                            ArrayRef<int64_t>{},
-                                            /*keepdims=*/0);
     Value sum = ampc::ReduceSumOp::create(b, lossLoc("ReduceSum"), masked,
                                           ArrayRef<int64_t>{}, /*keepdims=*/0);
     int64_t perRow =
         cast<RankedTensorType>(x.getType()).getNumElements() / batchSize;
-    auto scalarType = RankedTensorType::get({}, element);
-    Value rows = ampc::CastOp::create(b, lossLoc("Cast"), scalarType,
-                                      batchRows);
-    Value count = ampc::MulOp::create(b, lossLoc("Mul"), rows,
-                                      scalar(b, element, double(perRow)));
-    Value partial = ampc::DivOp::create(b, lossLoc("Div"), sum, count);
-    Value all = ampc::ConstantOp::create(
-        b, lossLoc("Constant"),
-        DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
-                               batchSize));
-    Value isFull = ampc::EqualOp::create(b, lossLoc("Equal"), batchRows, all);
-    return ampc::WhereOp::create(b, lossLoc("Where"), isFull, full, partial);
+    auto countType = RankedTensorType::get({}, b.getI64Type());
+    Value elements = ampc::MulOp::create(
+        b, lossLoc("Mul"), batchRows,
+        ampc::ConstantOp::create(b, lossLoc("Constant"),
+                                 DenseElementsAttr::get(countType, perRow)));
+    Value count = ampc::CastOp::create(
+        b, lossLoc("Cast"), RankedTensorType::get({}, element), elements);
+    return ampc::DivOp::create(b, lossLoc("Div"), sum, count);
   }
 };
 
