@@ -75,6 +75,13 @@ def main():
         model = Model(bm.library(HERE, name), runtime,
                       cuda_stream=stream.cuda_stream)
         inputs = {"input": x.numpy(), "label": label.numpy()}
+        if os.path.exists(os.path.join(HERE, name + ".zero-weights")):
+            # Packed with zero weights (pack.py --zero-weights): PyTorch's
+            # initial weights go into the library first.
+            torch.manual_seed(0)
+            for k, v in bm.module(name).state_dict().items():
+                if k in {p.name for p in model.parameters}:
+                    model.set_parameter(k, v.numpy())
         initial = {p.name: model.get_parameter(p.name) for p in model.parameters}
         with torch.cuda.stream(stream):
             on_device = [x.cuda(), label.cuda()]

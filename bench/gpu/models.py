@@ -6,7 +6,14 @@ machine). Needs torch (and torchvision for resnet18).
 - gpt: one GPT-style block, d_model 1024, 16 heads, sequence 512, batch 8,
   causal attention, GELU MLP 4x, pre-LayerNorm, residuals, MSE loss against
   a target of the block's shape;
-- resnet18: torchvision's, batch 64, 3x64x64, 1000 classes, cross-entropy.
+- resnet18: torchvision's, batch 64, 3x64x64, 1000 classes, cross-entropy;
+- gpt2s: GPT-2 small's shape (issue 37, item 10): 12 of those blocks at
+  d_model 768, 12 heads, sequence 1024, batch 8, one causal mask buffer
+  for all of them, MSE against a target of the stack's shape (no
+  embedding or vocabulary head: the blocks are where the step's time goes).
+  Its 85 M parameters make a 340 MB library: pack.py --zero-weights packs
+  it with zero weights (the pack then compresses to a few MB) and bench.py
+  loads PyTorch's initial weights into it before timing.
 All train with AdamW (lr 1e-3, weight decay 0.01) at FP16 with dynamic loss
 scaling.
 """
@@ -16,15 +23,17 @@ import os
 import torch
 
 ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-MODELS = ["mlp", "gpt", "resnet18"]
-LOSS = {"mlp": "cross_entropy", "gpt": "mse", "resnet18": "cross_entropy"}
+MODELS = ["mlp", "gpt", "resnet18", "gpt2s"]
+LOSS = {"mlp": "cross_entropy", "gpt": "mse", "resnet18": "cross_entropy",
+        "gpt2s": "mse"}
+GPT2_SMALL = dict(layers=12, d=768, heads=12, batch=8, seq=1024)
 
 
 class GptBlock(torch.nn.Module):
     """Separate q/k/v projections and fixed shapes, so that the export has
     no Split and no shape arithmetic."""
 
-    def __init__(self, d=1024, heads=16, batch=8, seq=512):
+    def __init__(self, d=1024, heads=16, batch=8, seq=512, own_mask=True):
         super().__init__()
         self.d, self.heads, self.batch, self.seq = d, heads, batch, seq
         self.ln1 = torch.nn.LayerNorm(d)
@@ -35,22 +44,45 @@ class GptBlock(torch.nn.Module):
         self.ln2 = torch.nn.LayerNorm(d)
         self.fc1 = torch.nn.Linear(d, 4 * d)
         self.fc2 = torch.nn.Linear(4 * d, d)
-        self.register_buffer(
-            "mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+        if own_mask:
+            self.register_buffer("mask", causal_mask(seq))
 
     def heads_of(self, t):
         return t.reshape(self.batch, self.seq, self.heads,
                          self.d // self.heads).transpose(1, 2)
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
+        mask = self.mask if mask is None else mask
         h = self.ln1(x)
         q, k, v = self.heads_of(self.q(h)), self.heads_of(self.k(h)), \
             self.heads_of(self.v(h))
         scores = q @ k.transpose(2, 3) * (1.0 / math.sqrt(self.d // self.heads))
-        attention = torch.softmax(scores + self.mask, dim=-1)
+        attention = torch.softmax(scores + mask, dim=-1)
         y = (attention @ v).transpose(1, 2).reshape(self.batch, self.seq, self.d)
         x = x + self.proj(y)
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+def causal_mask(seq):
+    return torch.triu(torch.full((seq, seq), float("-inf")), 1)
+
+
+class GptStack(torch.nn.Module):
+    """`layers` GptBlocks reading one causal mask buffer."""
+
+    def __init__(self, layers, d, heads, batch, seq):
+        super().__init__()
+        self.d, self.heads, self.batch, self.seq = d, heads, batch, seq
+        self.layers = layers
+        self.register_buffer("mask", causal_mask(seq))
+        self.blocks = torch.nn.ModuleList(
+            GptBlock(d, heads, batch, seq, own_mask=False)
+            for _ in range(layers))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x, self.mask)
+        return x
 
 
 def library(folder, name):
@@ -70,6 +102,8 @@ def module(name):
             torch.nn.ReLU(), torch.nn.Linear(512, 10))
     if name == "gpt":
         return GptBlock()
+    if name == "gpt2s":
+        return GptStack(**GPT2_SMALL)
     import torchvision
     return torchvision.models.resnet18()
 
@@ -79,9 +113,11 @@ def example(name, generator=None):
     g = generator or torch.Generator().manual_seed(0)
     if name == "mlp":
         return torch.randn(128, 784, generator=g), torch.randint(0, 10, (128,), generator=g)
-    if name == "gpt":
-        return (torch.randn(8, 512, 1024, generator=g),
-                torch.randn(8, 512, 1024, generator=g))
+    if name in ("gpt", "gpt2s"):
+        shape = ((8, 512, 1024) if name == "gpt" else
+                 (GPT2_SMALL["batch"], GPT2_SMALL["seq"], GPT2_SMALL["d"]))
+        return (torch.randn(*shape, generator=g),
+                torch.randn(*shape, generator=g))
     return (torch.randn(64, 3, 64, 64, generator=g),
             torch.randint(0, 1000, (64,), generator=g))
 
@@ -90,10 +126,10 @@ def step_flops(name, m):
     """Model FLOPs of one training step (3x the forward's multiply-adds x 2),
     counting the GEMMs and convolutions (attention's two batched GEMMs
     included, in full although half is masked)."""
-    if name == "gpt":
+    if name in ("gpt", "gpt2s"):
         b, s, d = m.batch, m.seq, m.d
         forward = 2 * b * s * 12 * d * d + 4 * b * s * s * d
-        return 3 * forward
+        return 3 * forward * getattr(m, "layers", 1)
     flops = [0]
 
     def hook(layer, inputs, output):

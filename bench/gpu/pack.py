@@ -7,8 +7,14 @@ ampc_ctypes.py) into one folder. The weights travel inside the
 libraries (bench.py loads them into PyTorch from there), so packs stay
 small: resnet18's and the GPT block's are about 50 MB each, so pack them
 one at a time for a machine that takes at most 64 MB per transfer.
+GPT-2 small's shape (gpt2s, 85 M parameters, 340 MB) is packed with
+--zero-weights: its library holds zeros (a few MB once compressed) and a
+NAME.zero-weights file tells bench.py to load PyTorch's initial weights
+(torch.manual_seed(0), models.module) into it before timing.
 
     /usr/bin/python3 bench/gpu/pack.py OUT [--models mlp gpt resnet18]
+    /usr/bin/python3 bench/gpu/pack.py OUT --models gpt2s --zero-weights
+    tar -C OUT -cJf OUT.tar.xz .
     # then, on the GPU machine:  OUT/run.sh
 """
 import argparse
@@ -38,6 +44,10 @@ def main():
                    help="round the initial weights to BF16 values (kept in "
                    "FP32): the libraries then compress to about half "
                    "(tar -cJ), so that every model fits one transfer")
+    p.add_argument("--zero-weights", action="store_true",
+                   help="compile every model with zero weights (its library "
+                   "then compresses to almost nothing); bench.py loads "
+                   "PyTorch's initial weights into it")
     args = p.parse_args()
     build = os.path.abspath(args.build)
     out = os.path.abspath(args.out)
@@ -49,6 +59,10 @@ def main():
             with torch.no_grad():
                 for t in m.parameters():
                     t.copy_(t.to(torch.bfloat16).float())
+        if args.zero_weights:
+            with torch.no_grad():
+                for t in m.parameters():
+                    t.zero_()
         x, _ = bm.example(name)
         onnx = os.path.join(out, name + ".onnx")
         export_onnx(m, x, onnx, training=True)
@@ -70,6 +84,11 @@ def main():
             sys.exit("pack: %s failed: %s" % (" ".join(command),
                                                 r.stderr.strip()))
         os.remove(onnx)
+        marker = os.path.join(out, name + ".zero-weights")
+        if args.zero_weights:
+            open(marker, "w").close()
+        elif os.path.exists(marker):
+            os.remove(marker)
         print("pack: %s compiled" % name)
     shutil.copy(os.path.join(build, "lib", "libampc_runtime.so"), out)
     for f in ("models.py", "bench.py", "kernel_profile.py"):
