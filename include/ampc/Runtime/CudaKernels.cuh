@@ -99,10 +99,17 @@ struct AsBf16 {
 // The instance context
 //===----------------------------------------------------------------------===//
 
+/// The heuristic's candidates a GEMM plan asks for (issue 37, item 3).
+constexpr int kGemmCandidates = 4;
+
 struct GemmPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
+  /// The heuristic's other candidates, in its order: the fallbacks when
+  /// `algo` does not run.
+  int fallbacks = 0;
+  cublasLtMatmulAlgo_t fallback[kGemmCandidates - 1];
 };
 
 /// Lives in the host state block the runtime allocates; `init` constructs
@@ -146,6 +153,13 @@ struct Context {
   /// that cannot be captured) runs the kernels one launch at a time.
   bool graphs = true;
   cudaGraphExec_t stepGraph = nullptr;
+  /// GEMM tuning (issue 37, item 3): a new GEMM plan times the heuristic's
+  /// candidates on its first run outside a capture and keeps the fastest
+  /// (AMPC_CUDA_GEMM_TUNING=0: the heuristic's first, the same algorithm
+  /// in every process). With graphs, the first training step runs outside
+  /// the capture for that (`stepTuned`), the second is captured.
+  bool tuneGemms = true;
+  bool stepTuned = false;
   const void *stepLoss = nullptr;
   /// Whether the caller's tensors of the call in progress are on the
   /// device (ampc_model_train_step_device, ampc_model_infer_device; issue
@@ -366,6 +380,8 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   Context &ctx = *new (raw) Context();
   const char *graphs = std::getenv("AMPC_CUDA_GRAPHS");
   ctx.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
+  const char *tuning = std::getenv("AMPC_CUDA_GEMM_TUNING");
+  ctx.tuneGemms = !(tuning && std::strcmp(tuning, "0") == 0);
   ctx.stateBytes = stateBytes;
   ctx.errorOffset = errorOffset;
   ctx.deviceErrors = deviceErrors;
@@ -501,7 +517,8 @@ inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t by
 
 /// The training step's kernels (`body`, which records the loss's address
 /// in ctx.stepLoss) as one CUDA graph: captured from the model's stream at
-/// the first step and instantiated, then one cudaGraphLaunch per step.
+/// the first step (the second when GEMMs are tuned: the first runs
+/// directly) and instantiated, then one cudaGraphLaunch per step.
 /// Everything the kernels read that changes between steps lives in the
 /// arena (the staged inputs, the learning rate, the step count, the
 /// scaler), so the captured launches stay right. A stream that cannot be
@@ -510,6 +527,12 @@ inline int32_t copyIn(Context &ctx, uint64_t offset, const void *in, uint64_t by
 inline int32_t runStep(Context &ctx, int32_t (*body)(Context &)) {
   if (!ctx.graphs)
     return body(ctx);
+  if (!ctx.stepGraph && ctx.tuneGemms && !ctx.stepTuned) {
+    // The first step runs its kernels directly, so that its new GEMM plans
+    // can time their candidates (nothing runs while captured).
+    ctx.stepTuned = true;
+    return body(ctx);
+  }
   if (!ctx.stepGraph) {
     if (cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal) !=
         cudaSuccess) {
@@ -699,6 +722,79 @@ inline int alignmentOf(std::initializer_list<const void *> pointers) {
   return align;
 }
 
+/// One cublasLtMatmul of `plan` with `algo` (D written in place of C).
+inline cublasStatus_t runGemm(Context &ctx, const Gemm &g, GemmPlan &plan,
+                              const cublasLtMatmulAlgo_t &algo, const void *a,
+                              const void *b, void *d) {
+  const double alpha64 = g.alpha, beta64 = g.beta;
+  const void *alpha = g.ab == CUDA_R_64F ? static_cast<const void *>(&alpha64)
+                                         : static_cast<const void *>(&g.alpha);
+  const void *beta = g.ab == CUDA_R_64F ? static_cast<const void *>(&beta64)
+                                        : static_cast<const void *>(&g.beta);
+  return cublasLtMatmul(ctx.lt, plan.op, alpha, b, plan.a, a, plan.b, beta, d,
+                        plan.c, d, plan.c, &algo, ctx.workspace,
+                        ctx.workspaceBytes, ctx.stream);
+}
+
+/// Issue 37, item 3: the fastest of the heuristic's `count` candidates for
+/// a new plan, timed on the model's stream (each run once, then
+/// kTuningRuns times between two events), into `best`; a candidate that
+/// does not run is passed over. Only where running the GEMM more than once
+/// leaves what running it once does (beta 0: D is not read), outside a
+/// stream capture, and with tuning on; otherwise the heuristic's first.
+/// The caller then runs the chosen one, so D holds its result.
+constexpr int kTuningRuns = 3;
+inline int32_t tuneGemm(Context &ctx, const char *where, const Gemm &g,
+                        GemmPlan &plan, const cublasLtMatmulAlgo_t *candidates,
+                        int count, const void *a, const void *b, void *d,
+                        int &best) {
+  best = 0;
+  if (!ctx.tuneGemms || count < 2 || g.beta != 0)
+    return 0;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  AMPC_CUDA(ctx, cudaStreamIsCapturing(ctx.stream, &capture), where);
+  if (capture != cudaStreamCaptureStatusNone)
+    return 0;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  AMPC_CUDA(ctx, cudaEventCreate(&start), where);
+  cudaError_t made = cudaEventCreate(&stop);
+  if (made != cudaSuccess) {
+    cudaEventDestroy(start);
+    return fail(ctx, "cudaEventCreate", cudaGetErrorString(made), where);
+  }
+  float fastest = 0;
+  int ran = 0;
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < count && e == cudaSuccess; ++i) {
+    if (runGemm(ctx, g, plan, candidates[i], a, b, d) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    e = cudaEventRecord(start, ctx.stream);
+    bool runs = true;
+    for (int r = 0; r < kTuningRuns && runs; ++r)
+      runs = runGemm(ctx, g, plan, candidates[i], a, b, d) ==
+             CUBLAS_STATUS_SUCCESS;
+    if (!runs)
+      continue;
+    float ms = 0;
+    if (e == cudaSuccess)
+      e = cudaEventRecord(stop, ctx.stream);
+    if (e == cudaSuccess)
+      e = cudaEventSynchronize(stop);
+    if (e == cudaSuccess)
+      e = cudaEventElapsedTime(&ms, start, stop);
+    if (e == cudaSuccess && (ran++ == 0 || ms < fastest)) {
+      fastest = ms;
+      best = i;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (e != cudaSuccess)
+    return fail(ctx, "timing the GEMM's algorithms", cudaGetErrorString(e),
+                where);
+  return 0;
+}
+
 inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                     const void *a, const void *b, void *d, const void *bias) {
   auto bytes = [](cudaDataType_t t, int64_t n) {
@@ -784,33 +880,49 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
       AMPC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(building.preference, attribute, &alignBytes, sizeof alignBytes), where);
-    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulHeuristicResult_t results[kGemmCandidates];
     int returned = 0;
     cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
-        ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, building.preference, 1,
-        &result, &returned);
-    if (s != CUBLAS_STATUS_SUCCESS || returned == 0)
+        ctx.lt, plan.op, plan.a, plan.b, plan.c, plan.c, building.preference,
+        kGemmCandidates, results, &returned);
+    cublasLtMatmulAlgo_t candidates[kGemmCandidates];
+    int count = 0;
+    for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS)
+        candidates[count++] = results[i].algo;
+    if (s != CUBLAS_STATUS_SUCCESS || count == 0)
       return fail(ctx, "cublasLtMatmulAlgoGetHeuristic",
                   s != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(s)
                                              : "no algorithm for this GEMM",
                   where);
-    plan.algo = result.algo;
+    int best = 0;
+    if (int32_t code = tuneGemm(ctx, where, g, plan, candidates, count, a, b,
+                                d, best))
+      return code;
+    plan.algo = candidates[best];
+    for (int i = 0; i < count; ++i)
+      if (i != best)
+        plan.fallback[plan.fallbacks++] = candidates[i];
     found = ctx.plans->emplace(key, plan).first;
     building.kept = true;
   }
   GemmPlan &plan = found->second;
   if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), where);
-  const double alpha64 = g.alpha, beta64 = g.beta;
-  const void *alpha = g.ab == CUDA_R_64F ? static_cast<const void *>(&alpha64)
-                                         : static_cast<const void *>(&g.alpha);
-  const void *beta = g.ab == CUDA_R_64F ? static_cast<const void *>(&beta64)
-                                        : static_cast<const void *>(&g.beta);
-  AMPC_CUBLAS(ctx, cublasLtMatmul(ctx.lt, plan.op, alpha, b, plan.a, a, plan.b,
-                                  beta, d, plan.c, d, plan.c, &plan.algo,
-                                  ctx.workspace, ctx.workspaceBytes, ctx.stream),
-              where);
-  return 0;
+  // An algorithm that does not run gives way to the heuristic's next one,
+  // for this run and every later one.
+  for (;;) {
+    cublasStatus_t s = runGemm(ctx, g, plan, plan.algo, a, b, d);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      return 0;
+    if (plan.fallbacks == 0)
+      return fail(ctx, "cublasLtMatmul (no candidate algorithm runs)",
+                  cublasLtGetStatusString(s), where);
+    plan.algo = plan.fallback[0];
+    for (int i = 1; i < plan.fallbacks; ++i)
+      plan.fallback[i - 1] = plan.fallback[i];
+    --plan.fallbacks;
+  }
 }
 
 //===----------------------------------------------------------------------===//

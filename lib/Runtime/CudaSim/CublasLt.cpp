@@ -71,6 +71,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -966,7 +967,31 @@ uint32_t alignmentOf(uint64_t address) {
 
 // What cublasLtMatmulAlgo_t::data holds for an algo of the heuristic.
 constexpr uint64_t kAlgoMagic = 0x314d495343504d41ull; // "AMPCSIM1"
-enum AlgoSlot { kMagic, kHash, kAlignA, kAlignB, kAlignC, kAlignD, kAlignBias };
+enum AlgoSlot {
+  kMagic, kHash, kAlignA, kAlignB, kAlignC, kAlignD, kAlignBias, kIndex
+};
+/// The heuristic offers up to this many algos per problem, as cuBLASLt
+/// offers several (the runtime times them, issue 37 item 3). They compute
+/// the same bits here; AMPC_CUDA_SIM_FAILING_ALGO=I[,J...] makes the algos
+/// of those indices fail with CUBLAS_STATUS_NOT_SUPPORTED when run (to test
+/// the runtime's fallback).
+constexpr int kSimAlgos = 3;
+
+bool algoFails(uint64_t index) {
+  const char *v = std::getenv("AMPC_CUDA_SIM_FAILING_ALGO");
+  for (; v && *v; ++v) {
+    char *end = nullptr;
+    unsigned long long listed = std::strtoull(v, &end, 10);
+    if (end == v)
+      break;
+    if (listed == index)
+      return true;
+    v = end;
+    if (*v != ',')
+      break;
+  }
+  return false;
+}
 
 //===----------------------------------------------------------------------===//
 // Execution
@@ -1433,22 +1458,26 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (pref->maxWavesCount > 0 && pref->maxWavesCount < 1.0f)
     return CUBLAS_STATUS_SUCCESS;
 
-  cublasLtMatmulHeuristicResult_t &result = heuristicResultsArray[0];
-  std::memset(&result, 0, sizeof result);
-  result.algo.data[kMagic] = kAlgoMagic;
-  result.algo.data[kHash] = problemHash(problem);
-  result.algo.data[kAlignA] = pref->minAlignment[0];
-  result.algo.data[kAlignB] = pref->minAlignment[1];
-  result.algo.data[kAlignC] = pref->minAlignment[2];
-  result.algo.data[kAlignD] = pref->minAlignment[3];
-  // The heuristic reads the bias pointer's value for its alignment (a null
-  // pointer, divisible by anything, promises 256).
-  result.algo.data[kAlignBias] =
-      alignmentOf(reinterpret_cast<uintptr_t>(desc.bias));
-  result.workspaceSize = 0;
-  result.state = CUBLAS_STATUS_SUCCESS;
-  result.wavesCount = 1.0f;
-  *returnAlgoCount = 1;
+  const int count = std::min(requestedAlgoCount, kSimAlgos);
+  for (int i = 0; i < count; ++i) {
+    cublasLtMatmulHeuristicResult_t &result = heuristicResultsArray[i];
+    std::memset(&result, 0, sizeof result);
+    result.algo.data[kMagic] = kAlgoMagic;
+    result.algo.data[kHash] = problemHash(problem);
+    result.algo.data[kAlignA] = pref->minAlignment[0];
+    result.algo.data[kAlignB] = pref->minAlignment[1];
+    result.algo.data[kAlignC] = pref->minAlignment[2];
+    result.algo.data[kAlignD] = pref->minAlignment[3];
+    // The heuristic reads the bias pointer's value for its alignment (a
+    // null pointer, divisible by anything, promises 256).
+    result.algo.data[kAlignBias] =
+        alignmentOf(reinterpret_cast<uintptr_t>(desc.bias));
+    result.algo.data[kIndex] = static_cast<uint64_t>(i);
+    result.workspaceSize = 0;
+    result.state = CUBLAS_STATUS_SUCCESS;
+    result.wavesCount = 1.0f;
+  }
+  *returnAlgoCount = count;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1493,6 +1522,15 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     for (int i = 0; i < 4; ++i)
       align[i] = algo->data[kAlignA + i];
     biasAlign = algo->data[kAlignBias];
+    if (algo->data[kIndex] >= static_cast<uint64_t>(kSimAlgos))
+      return invalidValue("algo was not returned by "
+                          "cublasLtMatmulAlgoGetHeuristic (its index is out "
+                          "of range)");
+    if (algoFails(algo->data[kIndex]))
+      return failBlas(CUBLAS_STATUS_NOT_SUPPORTED,
+                      prefix + "algo " + std::to_string(algo->data[kIndex]) +
+                          " does not run this problem "
+                          "(AMPC_CUDA_SIM_FAILING_ALGO)");
   }
 
   // Scalars: CUBLASLT_POINTER_MODE_HOST, so read here, on the host.

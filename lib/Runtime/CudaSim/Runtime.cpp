@@ -182,6 +182,11 @@ struct Stream {
 struct Event {
   Stream *stream = nullptr;
   uint64_t seq = 0;
+  /// Created without cudaEventDisableTiming: `at` is when the stream's
+  /// work up to `seq` had run (cudaEventElapsedTime), `stamped` once known.
+  bool timing = true;
+  bool stamped = false;
+  std::chrono::steady_clock::time_point at;
   /// Last recorded in a capture: its id (0: not) and the nodes recorded.
   uint64_t capture = 0;
   std::vector<size_t> nodes;
@@ -246,6 +251,16 @@ bool profiling() {
 
 /// Runs `s`'s work until `seq` ops have completed, first running whatever
 /// that work waits for.
+/// Timing events recorded on `s` whose work has now run get their time.
+void stampEvents(Stream &s) {
+  for (auto &e : events)
+    if (e->timing && !e->stamped && e->stream == &s &&
+        e->seq <= s.completed) {
+      e->stamped = true;
+      e->at = std::chrono::steady_clock::now();
+    }
+}
+
 void drain(Stream &s, uint64_t seq) {
   while (s.completed < seq && !s.queue.empty()) {
     Op op = std::move(s.queue.front());
@@ -268,6 +283,7 @@ void drain(Stream &s, uint64_t seq) {
       drain(*op.stream, op.seq);
     }
     ++s.completed;
+    stampEvents(s);
   }
 }
 void drainAll() {
@@ -899,9 +915,10 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   return result(cudaSuccess);
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   AMPC_SIM_ENTRY("cudaEventCreateWithFlags");
   events.push_back(std::make_unique<Event>());
+  events.back()->timing = !(flags & cudaEventDisableTiming);
   *event = reinterpret_cast<cudaEvent_t>(events.back().get());
   return result(cudaSuccess);
 }
@@ -960,6 +977,38 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   e->seq = s->enqueued;
   e->capture = 0;
   e->nodes.clear();
+  e->stamped = false;
+  stampEvents(*s);
+  return result(cudaSuccess);
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  AMPC_SIM_ENTRY("cudaEventElapsedTime");
+  Event *a = resolveEvent(start), *b = resolveEvent(end);
+  if (!ms)
+    return fail(cudaErrorInvalidValue, "cudaEventElapsedTime: ms is null");
+  if (!a || !b)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime: " + hex(!a ? start : end) +
+                    " is not a live event");
+  for (Event *e : {a, b}) {
+    if (e->capture)
+      return refuseCapturedEvent("cudaEventElapsedTime", *e);
+    if (!e->timing || !e->stream)
+      return fail(cudaErrorInvalidResourceHandle,
+                  std::string("cudaEventElapsedTime: an event ") +
+                      (!e->timing ? "created with cudaEventDisableTiming"
+                                  : "never recorded"));
+  }
+  // As on a device: an event whose work has not run yet is not ready (and
+  // the work then runs, as cudaEventQuery does).
+  for (Event *e : {a, b})
+    if (!e->stamped) {
+      drain(*e->stream, e->seq);
+      return result(cudaErrorNotReady);
+    }
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
   return result(cudaSuccess);
 }
 
