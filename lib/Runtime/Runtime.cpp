@@ -1682,6 +1682,15 @@ ampc_status ampc_model_train_step_device(ampc_model *handle,
                    num_inputs, loss, -1, Memory::Device);
 }
 
+ampc_status ampc_model_train_step_rows_device(ampc_model *handle,
+                                              const ampc_tensor *inputs,
+                                              int32_t num_inputs,
+                                              ampc_tensor *loss,
+                                              int64_t rows) {
+  return trainStep("ampc_model_train_step_rows_device", handle, inputs,
+                   num_inputs, loss, rows, Memory::Device);
+}
+
 ampc_status ampc_model_training_info(const ampc_model *handle,
                                      ampc_training_info *out) {
   ampc_status status = AMPC_OK;

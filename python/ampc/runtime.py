@@ -207,6 +207,9 @@ def load_runtime(path=None):
         "ampc_model_train_step_device": (status, [
             model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
             ctypes.POINTER(_Tensor)]),
+        "ampc_model_train_step_rows_device": (status, [
+            model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
+            ctypes.POINTER(_Tensor), ctypes.c_int64]),
         "ampc_model_infer_device": (status, [
             model_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
             ctypes.POINTER(_Tensor), ctypes.c_int32]),
@@ -726,14 +729,17 @@ class Model:
                     out.pointer(), rows))
         return run
 
-    def train_step_device(self, inputs, loss=None, wait=True):
+    def train_step_device(self, inputs, loss=None, wait=True, rows=None):
         """One training step on a batch on the model's device
         (ampc_model_train_step_device): `inputs` are device arrays
         (__cuda_array_interface__: torch CUDA tensors, CuPy), read without
         a copy through the host; the model's stream first waits for the
         streams they name. `loss`: a device array the loss is written to;
         None makes one beside torch inputs (else no loss is copied, and
-        None is returned). With wait=False the step is only queued."""
+        None is returned). With wait=False the step is only queued. With
+        `rows`, the inputs are a full batch of which the first `rows` rows
+        are real (ampc_model_train_step_rows_device): a partial last batch
+        padded on the device by the caller with finite rows."""
         inputs = self._input_list(inputs)
         ins = _DeviceTensorArray(inputs, self.inputs, "input")
         if loss is None and inputs:
@@ -741,9 +747,14 @@ class Model:
         out = None if loss is None else \
             _DeviceTensorArray([loss], self.outputs[:1], "loss")
         self.wait_streams(ins.streams)
-        self._check(self._lib.ampc_model_train_step_device(
-            self._handle, ins.pointer(), len(ins.arrays),
-            out.pointer() if out else None))
+        if rows is None:
+            self._check(self._lib.ampc_model_train_step_device(
+                self._handle, ins.pointer(), len(ins.arrays),
+                out.pointer() if out else None))
+        else:
+            self._check(self._lib.ampc_model_train_step_rows_device(
+                self._handle, ins.pointer(), len(ins.arrays),
+                out.pointer() if out else None, rows))
         if wait:
             self.synchronize()
         else:

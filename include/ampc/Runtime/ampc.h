@@ -435,7 +435,7 @@ AMPC_API ampc_status ampc_model_train_step_rows(ampc_model *model,
 /// Nothing crosses the host bus. Validated like `ampc_model_train_step`,
 /// and each tensor's memory is checked: host memory, or another device's,
 /// is AMPC_ERROR_INVALID_ARGUMENT (as is device memory given to the host
-/// calls). Partial batches take the host call.
+/// calls). Partial batches: `ampc_model_train_step_rows_device`.
 /// Errors: AMPC_ERROR_UNSUPPORTED (a library that runs on the host, or one
 /// without an optimizer), AMPC_ERROR_INVALID_ARGUMENT,
 /// AMPC_ERROR_DTYPE_MISMATCH, AMPC_ERROR_SHAPE_MISMATCH,
@@ -444,6 +444,14 @@ AMPC_API ampc_status ampc_model_train_step_device(ampc_model *model,
                                                   const ampc_tensor *inputs,
                                                   int32_t num_inputs,
                                                   ampc_tensor *loss);
+
+/// `ampc_model_train_step_rows` on a batch already on the device: full-size
+/// device inputs (as `ampc_model_train_step_device` takes them) whose first
+/// `rows` rows are real; the rest must be finite and count in nothing.
+/// Errors: those of both calls.
+AMPC_API ampc_status ampc_model_train_step_rows_device(
+    ampc_model *model, const ampc_tensor *inputs, int32_t num_inputs,
+    ampc_tensor *loss, int64_t rows);
 
 /// Makes the model's stream wait, on the device, for the work queued so
 /// far on `cuda_stream` (a cudaStream_t of the model's device, or

@@ -152,6 +152,26 @@ def main():
         assert all(np.array_equal(w, o.get()) for w, o in zip(want, outs))
         print("infer_device: %d outputs identical" % len(outs))
 
+        # A partial last batch from device memory (the first 5 of 8 rows
+        # real, the rest padding the caller wrote on the device): the host
+        # call's step bit for bit, and not the full batch's step.
+        with Model(sim_path) as part_host, Model(sim_path) as part_device, \
+                Model(sim_path) as full:
+            batch = batches[1]
+            want = float(part_host.train_step([x[:5] for x in batch]))
+            padded = [DeviceArray.of(sim, x) for x in batch]
+            got = part_device.train_step_device(padded, loss=DeviceArray(
+                sim, loss_info.shape, loss_info.dtype), rows=5)
+            got = float(got.get())
+            whole = float(full.train_step(batch))
+            assert got == want and got != whole, (got, want, whole)
+            for p in range(len(host.parameters)):
+                assert np.array_equal(part_host.get_parameter(p),
+                                      part_device.get_parameter(p))
+            print("5 of 8 rows from device memory: the host partial step's "
+                  "loss and parameters, bit for bit (%s; the full batch %s)"
+                  % (got, whole))
+
         # What one step moves: inputs device to device, the loss device to
         # device (NULL: not at all), no host function.
         on_device = [DeviceArray.of(sim, x) for x in batches[0]]
