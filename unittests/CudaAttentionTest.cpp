@@ -6,9 +6,9 @@
 // 38)"): double sums, P and dS rounded to T where the kernels round. Head
 // dimensions 32, 64, 128 (256 forward), sequence lengths that are not
 // multiples of the tiles, causal and not, an additive bias broadcast over
-// some dimensions, non-default layouts ([0, 2, 1, 3]), FP16 and BF16; each
-// case under three thread-order seeds, which must give the same bits (the
-// backward is deterministic). Compiled with the race check's
+// some dimensions, non-default layouts ([0, 2, 1, 3]), FP16 and BF16,
+// dropout on P; each case under three thread-order seeds, which must give
+// the same bits (the backward is deterministic). Compiled with the race check's
 // instrumentation where the build has it (unittests/CMakeLists.txt), so
 // every launch here is race-checked.
 //
@@ -71,7 +71,12 @@ struct Case {
   /// The bias's logical dimensions of size 1 (broadcast): none = no bias.
   enum BiasKind { None, PerQueryKey, PerBatchKey } bias;
   std::array<int, 4> perm;
+  /// Dropout's ratio on P (0: none); its masks are drawn for kStep.
+  double dropout = 0.0;
 };
+
+constexpr uint64_t kDropoutSeed = 0x5EEDULL;
+constexpr int64_t kStep = 5;
 
 /// Deterministic values in [-1, 1).
 std::vector<float> values(int64_t n, uint32_t seed) {
@@ -175,14 +180,26 @@ void run(const Case &c, double tol) {
     return bias.empty() ? 0.0 : bias[b * bs.b + h * bs.h + i * bs.s + j * bs.d];
   };
 
-  // The reference (logical order, double).
+  // The reference (logical order, double). Z: dropout's factor on P.
+  const ampc::math::AttentionDropout dropout{c.dropout, kDropoutSeed,
+                                             static_cast<uint64_t>(kStep)};
+  int64_t dropped = 0, visible = 0;
   const int64_t nO = int64_t(B) * H * Sq * D, nK = int64_t(B) * H * Sk * D;
   std::vector<double> refO(nO), refLse(int64_t(B) * H * Sq), refDq(nO),
       refDk(nK, 0.0), refDv(nK, 0.0);
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       const int64_t bh = int64_t(b) * H + h;
-      std::vector<double> P(int64_t(Sq) * Sk), dS(int64_t(Sq) * Sk);
+      std::vector<double> P(int64_t(Sq) * Sk), dS(int64_t(Sq) * Sk),
+          Z(int64_t(Sq) * Sk);
+      for (int i = 0; i < Sq; ++i)
+        for (int j = 0; j < Sk; ++j) {
+          Z[int64_t(i) * Sk + j] = dropout.factor<float>(bh, i, j, Sq, Sk);
+          if (!c.causal || j <= i) {
+            ++visible;
+            dropped += Z[int64_t(i) * Sk + j] == 0;
+          }
+        }
       for (int i = 0; i < Sq; ++i) {
         std::vector<double> s(Sk);
         double m = -INFINITY;
@@ -205,7 +222,8 @@ void run(const Case &c, double tol) {
         for (int d = 0; d < D; ++d) {
           double o = 0;
           for (int j = 0; j < Sk; ++j)
-            o += roundT<T>(P[int64_t(i) * Sk + j]) * toF(v[vl.at(b, h, j, d)]);
+            o += roundT<T>(P[int64_t(i) * Sk + j]) * Z[int64_t(i) * Sk + j] *
+                 toF(v[vl.at(b, h, j, d)]);
           refO[(bh * Sq + i) * D + d] = o;
           delta += double(toF(dO[ol.at(b, h, i, d)])) * roundT<T>(o);
         }
@@ -213,7 +231,8 @@ void run(const Case &c, double tol) {
           double dp = 0;
           for (int d = 0; d < D; ++d)
             dp += double(toF(dO[ol.at(b, h, i, d)])) * toF(v[vl.at(b, h, j, d)]);
-          dS[int64_t(i) * Sk + j] = roundT<T>(P[int64_t(i) * Sk + j] * (dp - delta));
+          dS[int64_t(i) * Sk + j] = roundT<T>(
+              P[int64_t(i) * Sk + j] * (dp * Z[int64_t(i) * Sk + j] - delta));
         }
       }
       for (int i = 0; i < Sq; ++i)
@@ -228,15 +247,25 @@ void run(const Case &c, double tol) {
           double sk = 0, sv = 0;
           for (int i = 0; i < Sq; ++i) {
             sk += dS[int64_t(i) * Sk + j] * toF(q[ql.at(b, h, i, d)]);
-            sv += roundT<T>(P[int64_t(i) * Sk + j]) * toF(dO[ol.at(b, h, i, d)]);
+            sv += roundT<T>(P[int64_t(i) * Sk + j] * Z[int64_t(i) * Sk + j]) *
+                  toF(dO[ol.at(b, h, i, d)]);
           }
           refDk[(bh * Sk + j) * D + d] = scale * sk;
           refDv[(bh * Sk + j) * D + d] = sv;
         }
     }
 
-  // The kernels, under three thread orders.
-  const att::Shape shape{B, H, Sq, Sk, scale, c.causal};
+  // Dropout drops about its ratio of the visible probabilities.
+  if (c.dropout > 0) {
+    const double fraction = double(dropped) / double(visible);
+    EXPECT_NEAR(fraction, c.dropout, 0.05) << dropped << " of " << visible;
+  }
+
+  // The kernels, under three thread orders; the step in device memory.
+  Device<int64_t> step(std::vector<int64_t>{kStep});
+  const att::Shape shape{B,         H,           Sq,       Sk,
+                         scale,     c.causal,    c.dropout, kDropoutSeed,
+                         step.ptr};
   Device<T> dq_(q), dk_(k), dv_(v), ddO(dO);
   Device<float> dBias(bias.empty() ? std::vector<float>(1) : bias);
   const float *biasPtr = bias.empty() ? nullptr : dBias.ptr;
@@ -307,6 +336,16 @@ TEST(CudaAttention, Head64Bfloat16) {
   run<__nv_bfloat16, 64, true>({1, 2, 33, 19, false, Case::PerBatchKey,
                                 kContiguous},
                                kBf16Tol);
+}
+
+// Dropout on P (issue 38): the mask drawn per tile from the counter, in
+// the forward and again in both halves of the backward, must be the
+// reference's (a wrong element index or step puts O and the gradients far
+// outside the tolerance).
+TEST(CudaAttention, Head32DropoutCausalSequenceMajor) {
+  run<__half, 32, true>(
+      {1, 2, 37, 45, true, Case::PerQueryKey, kSeqMajor, /*dropout=*/0.2},
+      kHalfTol);
 }
 
 TEST(CudaAttention, Head256ForwardOnly) {

@@ -313,6 +313,20 @@ LogicalResult AMPCDialect::verifyRegionResultAttribute(
          << name << "' on result #" << resultIndex;
 }
 
+std::string ampc::nodeDescription(Operation *op) {
+  std::string node, opType;
+  Location loc = op->getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    node = name.getName().str();
+    loc = name.getChildLoc();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      opType = type.str();
+  std::string what = opType.empty() ? op->getName().getStringRef().str() : opType;
+  return node.empty() ? what : "node '" + node + "' (" + what + ")";
+}
+
 std::optional<int64_t> ampc::normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return std::nullopt;

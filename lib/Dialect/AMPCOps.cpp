@@ -795,7 +795,14 @@ template <typename Op>
 LogicalResult inferAttention(OptLoc loc, Value q, Value k, Value v,
                              Value bias, ArrayRef<int64_t> qPerm,
                              ArrayRef<int64_t> kPerm, ArrayRef<int64_t> vPerm,
-                             ArrayRef<int64_t> oPerm, Types &types) {
+                             ArrayRef<int64_t> oPerm, APFloat dropoutRatio,
+                             Types &types) {
+  // Dropout's own range: a ratio of 1 would keep nothing (and scale by
+  // 1 / 0).
+  float ratio = dropoutRatio.convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return fail<Op>(loc, "'dropout_ratio' must be in [0, 1), got " +
+                             std::to_string(ratio));
   auto tq = rankedType<Op>(loc, q, "Q");
   auto tk = rankedType<Op>(loc, k, "K");
   auto tv = rankedType<Op>(loc, v, "V");
@@ -864,7 +871,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return inferAttention<AttentionOp>(
       loc, adaptor.getQ(), adaptor.getK(), adaptor.getV(), adaptor.getBias(),
       adaptor.getQPerm(), adaptor.getKPerm(), adaptor.getVPerm(),
-      adaptor.getOPerm(), types);
+      adaptor.getOPerm(), adaptor.getDropoutRatio(), types);
 }
 
 LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
@@ -877,7 +884,7 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                 adaptor.getV(), adaptor.getBias(),
                                 adaptor.getQPerm(), adaptor.getKPerm(),
                                 adaptor.getVPerm(), adaptor.getOPerm(),
-                                forward)))
+                                adaptor.getDropoutRatio(), forward)))
     return failure();
   for (auto [name, value, type] :
        {std::tuple<StringRef, Value, Type>{"grad", adaptor.getGrad(), forward[0]},
@@ -997,6 +1004,15 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   types.push_back(*x);
   types.push_back(RankedTensorType::get(x->getShape(), IntegerType::get(ctx, 1)));
   return success();
+}
+
+uint64_t DropoutOp::maskSeed() {
+  if (getSeed())
+    return static_cast<uint64_t>(*getSeed());
+  uint64_t seed = 0xCBF29CE484222325ULL;
+  for (char c : nodeDescription(getOperation()))
+    seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+  return seed;
 }
 
 //===----------------------------------------------------------------------===//

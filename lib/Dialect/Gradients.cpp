@@ -511,7 +511,8 @@ bool AttentionOp::isDifferentiableOperand(unsigned index) { return index < 3; }
 bool AttentionOp::isDifferentiableResult(unsigned index) { return index == 0; }
 
 // keeps: Q, K, V, the bias, O and LSE. dQ, dK, dV = attention_grad(dO, ...):
-// one op, since P is recomputed from LSE rather than kept.
+// one op, since P is recomputed from LSE rather than kept (and dropout's
+// mask from its seed and the step).
 LogicalResult AttentionOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> dResults,
                                          ArrayRef<bool> wanted,
@@ -519,7 +520,8 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b,
   auto grad = AttentionGradOp::create(
       b, getLoc(), dResults[0], getQ(), getK(), getV(), getO(), getLse(),
       getBias(), getScaleAttr(), getCausalAttr(), getQPermAttr(),
-      getKPermAttr(), getVPermAttr(), getOPermAttr());
+      getKPermAttr(), getVPermAttr(), getOPermAttr(), getDropoutRatioAttr(),
+      getDropoutSeedAttr());
   for (unsigned i = 0; i < 3; ++i)
     if (wanted[i])
       dOperands[i] = grad->getResult(i);

@@ -1,8 +1,8 @@
 //===- EvalForward.cpp - @forward becomes the eval-mode model -------------===//
 //
 // Inference and evaluation run @forward; PyTorch runs them in eval mode.
-// Dropout becomes the identity and BatchNormalization normalises with its
-// running statistics. @train_step (a copy made by ampc-autodiff before this
+// Dropout becomes the identity (also a fused attention's) and
+// BatchNormalization normalises with its running statistics. @train_step (a copy made by ampc-autodiff before this
 // pass) keeps the training-mode ops.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +34,8 @@ struct EvalForwardPass : ampc::impl::EvalForwardPassBase<EvalForwardPass> {
         bn.setTrainingModeAttr(eval);
       else if (auto dropout = dyn_cast<ampc::DropoutOp>(op))
         dropout.setTrainingModeAttr(eval);
+      else if (auto attention = dyn_cast<ampc::AttentionOp>(op))
+        attention.setDropoutRatioAttr(b.getF32FloatAttr(0.0f));
     });
   }
 };

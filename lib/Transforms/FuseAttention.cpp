@@ -5,8 +5,9 @@
 // mask, Softmax and MatMul(P, V), with Transposes that split and merge the
 // heads; the kernels that read Q, K, V through strides make those
 // Transposes and the [B, H, Sq, Sk] scores unnecessary. Matching starts
-// at each Softmax and walks up to the first MatMul and down to the second;
-// where it stops, the Softmax records why.
+// at each Softmax and walks up to the first MatMul and down (through a
+// Dropout, which the op then applies) to the second; where it stops, the
+// Softmax records why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -377,10 +378,17 @@ struct Match {
   SmallVector<int64_t, 4> oPerm;
   /// The Add or Where that applies the mask.
   Operation *maskOp = nullptr;
+  /// A training-mode Dropout on the probabilities: its ratio (0: none, or
+  /// one that is the identity) and its masks' seed.
+  double dropoutRatio = 0.0;
+  uint64_t dropoutSeed = 0;
+  /// The mask of the Dropout fused (also an identity one), which the
+  /// report's bytes count.
+  Value dropoutMask;
   /// The ops the fused op makes dead.
   llvm::SetVector<Operation *> chain;
   /// The chain's ops whose result is score-sized ([B, H, Sq, Sk]): the
-  /// first MatMul, the scale, the mask, the Softmax.
+  /// first MatMul, the scale, the mask, the Softmax, the Dropout.
   SmallVector<Operation *, 4> scoreOps;
 };
 
@@ -417,18 +425,37 @@ FailureOr<Match> Matcher::match(ampc::SoftmaxOp softmax, Refusal &why) {
   m.chain.insert(softmax);
   m.scoreOps.push_back(softmax);
 
-  // Down: P's only reader is MatMul(P, V).
-  Operation *user = soleUser(softmax.getOutput());
+  // Down: P's only reader is MatMul(P, V), or a Dropout whose is.
+  auto readers = [](Value v) {
+    return std::distance(v.getUsers().begin(), v.getUsers().end());
+  };
+  Value probabilities = softmax.getOutput();
+  Operation *user = soleUser(probabilities);
   if (!user)
-    return refuse(softmax, "has " + Twine(std::distance(
-                                        softmax->getUsers().begin(),
-                                        softmax->getUsers().end())) +
+    return refuse(softmax, "has " + Twine(readers(probabilities)) +
                                " readers, not one MatMul");
-  if (isa<ampc::DropoutOp>(user))
-    return refuse(user, "is dropout between Softmax and MatMul (not fused "
-                        "in this version)");
+  if (auto dropout = dyn_cast<ampc::DropoutOp>(user)) {
+    // The fused op draws the Dropout's mask for its own use only (and
+    // regenerates it in the backward); it writes no mask.
+    if (!dropout.getMask().use_empty())
+      return refuse(dropout, "is dropout whose mask is read (the fused "
+                             "attention does not write the mask)");
+    probabilities = dropout.getOutput();
+    user = soleUser(probabilities);
+    if (!user)
+      return refuse(dropout, "has " + Twine(readers(probabilities)) +
+                                 " readers, not one MatMul");
+    double ratio = dropout.getRatio().convertToDouble();
+    if (dropout.getTrainingMode() && ratio > 0.0) {
+      m.dropoutRatio = ratio;
+      m.dropoutSeed = dropout.maskSeed();
+    }
+    m.dropoutMask = dropout.getMask();
+    m.chain.insert(dropout);
+    m.scoreOps.push_back(dropout);
+  }
   auto pv = dyn_cast<ampc::MatMulOp>(user);
-  if (!pv || pv.getLhs() != softmax.getOutput())
+  if (!pv || pv.getLhs() != probabilities)
     return refuse(user, "reads the probabilities, not MatMul(P, V)");
   m.chain.insert(pv);
 
@@ -675,7 +702,8 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
   /// The bytes of score-sized buffers the unfused graph would have
   /// materialised per step (docs/design.md, "the report's bytes"): each
   /// score-sized result of the chain at its element type as imported, and
-  /// in a training step one gradient of each.
+  /// in a training step one gradient of each; a Dropout's mask (a byte
+  /// per element) once.
   int64_t savedBytes(const Match &m) const {
     int64_t bytes = 0;
     for (Operation *op : m.scoreOps) {
@@ -683,7 +711,11 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
       bytes += t.getNumElements() *
                ((t.getElementTypeBitWidth() + 7) / 8);
     }
-    return training ? 2 * bytes : bytes;
+    if (training)
+      bytes *= 2;
+    if (m.dropoutMask)
+      bytes += typeOf(m.dropoutMask).getNumElements();
+    return bytes;
   }
 
   void fuse(Match &m, ampc::SoftmaxOp softmax) {
@@ -709,7 +741,9 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
         b, loc, q, k, v, m.bias, b.getF32FloatAttr(m.scale),
         b.getBoolAttr(m.causal), b.getDenseI64ArrayAttr(m.qPerm),
         b.getDenseI64ArrayAttr(m.kPerm), b.getDenseI64ArrayAttr(m.vPerm),
-        b.getDenseI64ArrayAttr(m.oPerm));
+        b.getDenseI64ArrayAttr(m.oPerm),
+        b.getF32FloatAttr(static_cast<float>(m.dropoutRatio)),
+        b.getI64IntegerAttr(static_cast<int64_t>(m.dropoutSeed)));
     op->setAttr(ampc::kAttentionSavesAttr,
                 b.getI64IntegerAttr(savedBytes(m)));
     Value o = op.getO();

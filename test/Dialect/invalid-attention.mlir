@@ -65,3 +65,13 @@ func.func @attention_grad_lse(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf16>) 
   %d:3 = ampc.attention_grad %q, %q, %q, %q, %q, %lse {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf16>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return
 }
+
+// -----
+
+// Dropout's range: a ratio of 1 keeps nothing (and scales by 1 / 0).
+func.func @attention_dropout_ratio(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+2 {{ampc.attention: 'dropout_ratio' must be in [0, 1), got 1.000000}}
+  // expected-error @+1 {{'ampc.attention' op failed to infer returned types}}
+  %o:2 = ampc.attention %q, %q, %q {scale = 1.0 : f32, dropout_ratio = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}

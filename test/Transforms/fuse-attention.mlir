@@ -245,3 +245,64 @@ func.func @computed_cast_f16(%q: tensor<1x1x4x4xf16>, %kt: tensor<1x1x4x4xf16>, 
   %o = ampc.matmul %p, %v : (tensor<1x1x4x4xf16>, tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16>
   return %o : tensor<1x1x4x4xf16>
 }
+
+// -----
+
+// Dropout on the probabilities (nn.TransformerEncoderLayer, a GPT block
+// with attention dropout, in training mode): fused, the op draws the
+// Dropout's mask (its ratio and seed; the seed is the Dropout's `seed`, or
+// else its node's hash, DropoutOp::maskSeed) and the Dropout goes. Its
+// output and mask count in the bytes: 3 x 18 x 4 (MatMul, Softmax,
+// Dropout) + 18 mask bytes.
+// CHECK-LABEL: func.func @dropout
+// CHECK:         ampc.attention %arg0, %arg1, %arg2 {ampc.attention_saves = 234 : i64, dropout_ratio = 1.000000e-01 : f32, dropout_seed = 42 : i64, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-NOT:     ampc.dropout
+// In eval mode (or at ratio 0) the Dropout is the identity: today's op.
+// CHECK-LABEL: func.func @dropout_eval
+// CHECK:         ampc.attention %arg0, %arg1, %arg2 {ampc.attention_saves = 234 : i64, k_perm = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-NOT:     ampc.dropout
+func.func @dropout(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %s = ampc.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x2x3x3xf32>
+  %d, %mask = ampc.dropout %p {ratio = 0.1 : f32, seed = 42 : i64, training_mode = 1 : i64} : (tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xi1>)
+  %c = ampc.matmul %d, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %c : tensor<1x2x3x4xf32>
+}
+
+func.func @dropout_eval(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %s = ampc.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x2x3x3xf32>
+  %d, %mask = ampc.dropout %p {ratio = 0.1 : f32, seed = 42 : i64} : (tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xi1>)
+  %c = ampc.matmul %d, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %c : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// The seed of a Dropout without `seed` is the hash of its node (FNV-1a of
+// "node 'drop' (Dropout)"): the unfused Dropout's masks, carried over.
+// CHECK-LABEL: func.func @dropout_named
+// CHECK:         ampc.attention {{.*}}dropout_ratio = 2.500000e-01 : f32, dropout_seed = -4470642520336130036 : i64
+func.func @dropout_named(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %s = ampc.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %d, %mask = ampc.dropout %p {ratio = 0.25 : f32, training_mode = 1 : i64} : (tensor<1x1x3x3xf32>) -> (tensor<1x1x3x3xf32>, tensor<1x1x3x3xi1>) loc(#drop)
+  %c = ampc.matmul %d, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  return %c : tensor<1x1x3x4xf32>
+}
+#drop = loc("drop"(fused<"Dropout">["model.onnx"]))
+
+// -----
+
+// Near-miss: the Dropout's mask is read (here returned), and the fused op
+// writes no mask: the graph stays, with the reason.
+// CHECK-LABEL: func.func @dropout_mask_read
+// CHECK:         ampc.softmax %{{.*}} {ampc.attention_unfused = "drop (dropout) is dropout whose mask is read (the fused attention does not write the mask)"}
+// CHECK:         ampc.dropout
+func.func @dropout_mask_read(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> (tensor<1x1x3x4xf32>, tensor<1x1x3x3xi1>) {
+  %s = ampc.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = ampc.softmax %s {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %d, %mask = ampc.dropout %p {ratio = 0.25 : f32, training_mode = 1 : i64} : (tensor<1x1x3x3xf32>) -> (tensor<1x1x3x3xf32>, tensor<1x1x3x3xi1>) loc("drop")
+  %c = ampc.matmul %d, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  return %c, %mask : tensor<1x1x3x4xf32>, tensor<1x1x3x3xi1>
+}

@@ -120,6 +120,11 @@ constexpr llvm::StringLiteral kAttentionUnfusedAttr = "ampc.attention_unfused";
 /// step, as the report prints them (a non-negative i64).
 constexpr llvm::StringLiteral kAttentionSavesAttr = "ampc.attention_saves";
 
+/// "node 'NAME' (OpType)" for the ONNX node an op came from (its NameLoc
+/// and the importer's op type); the ampc op name where the location says
+/// nothing. Messages name ops by it, and Dropout's mask seed hashes it.
+std::string nodeDescription(mlir::Operation *op);
+
 /// Normalises an ONNX axis (negative counts from the end) into [0, rank);
 /// returns std::nullopt when it is out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);

@@ -316,11 +316,13 @@ def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
 
         D_i   = Σ_c grad_ic · o_ic
         P_ij  = exp(scale · q_i·k_j + bias_ij − lse_i)  (0 where causal hides j)
-        dV_jc = Σ_i P_ij · grad_ic
-        dS_ij = P_ij · (Σ_c grad_ic · v_jc − D_i)
+        Z_ij  = 1 / (1 − p) if the forward kept P_ij, else 0 (1 with
+                `dropout_ratio` p = 0; the forward's mask, regenerated)
+        dV_jc = Σ_i P_ij · Z_ij · grad_ic
+        dS_ij = P_ij · ((Σ_c grad_ic · v_jc) · Z_ij − D_i)
         dQ_ic = scale · Σ_j dS_ij · k_jc,   dK_jc = scale · Σ_i dS_ij · q_ic
 
-    P and dS are rounded to the data type before they multiply (as the
+    P·Z and dS are rounded to the data type before they multiply (as the
     CUDA kernel's 16-bit matrix products do). The bias gets no adjoint.
 
     ```mlir
@@ -336,7 +338,9 @@ def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$q_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$k_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm);
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm,
+                       DefaultValuedAttr<F32Attr, "0.0">:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
   let results = (outs AMPC_FloatTensor:$grad_q, AMPC_FloatTensor:$grad_k,
                       AMPC_FloatTensor:$grad_v);
   let assemblyFormat = "$grad `,` $q `,` $k `,` $v `,` $o `,` $lse "

@@ -593,8 +593,13 @@ def AMPC_AttentionOp : AMPC_Op<"attention",
     scores; `causal` hides key j from query i when j > i (top-left
     aligned). `lse` is each query row's log-sum-exp of its scores,
     [B, H, Sq], FP32 (FP64 for f64 data): the backward recomputes the
-    probabilities from it. The contract both targets compute is
-    docs/design.md, "Fused attention (issue 38)".
+    probabilities from it. With `dropout_ratio` p > 0 (a training-mode
+    Dropout between the Softmax and MatMul(P, V), fused) each probability
+    P[b, h, i, j] is kept, times 1 / (1 - p), where dropoutKeeps(
+    `dropout_seed`, the training step, ((b·H + h)·Sq + i)·Sk + j) says so
+    (TrainMath.h), else 0: the mask the unfused Dropout with that seed
+    draws. `lse` stays the undropped softmax's. The contract both targets
+    compute is docs/design.md, "Fused attention (issue 38)".
 
     ```mlir
     %o, %lse = ampc.attention %q, %k, %v {causal = true, scale = 0.125 : f32, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 1, 3>, v_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>) -> (tensor<2x8x4x64xf16>, tensor<2x4x8xf32>)
@@ -608,7 +613,9 @@ def AMPC_AttentionOp : AMPC_Op<"attention",
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$q_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$k_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm);
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm,
+                       DefaultValuedAttr<F32Attr, "0.0">:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
   let results = (outs AMPC_FloatTensor:$o, AMPC_FloatTensor:$lse);
   let assemblyFormat = "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -697,6 +704,13 @@ def AMPC_DropoutOp : AMPC_Op<"dropout",
                        OptionalAttr<I64Attr>:$seed);
   let results = (outs AMPC_FloatTensor:$output, AMPC_BoolTensor:$mask);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The seed of the op's masks in training mode: `seed`, else FNV-1a of
+    /// its node description (the same for the op's copies in @forward and
+    /// @train_step, on every target, and for an ampc.attention that fuses
+    /// it, which carries it as `dropout_seed`).
+    uint64_t maskSeed();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

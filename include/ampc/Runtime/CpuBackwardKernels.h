@@ -398,7 +398,9 @@ void sliceGrad(const T *grad, T *out, int64_t outCount, int rank,
 /// ampc.attention_grad: per (b, h), query rows in order, P recomputed from
 /// the log-sum-exp; dK and dV of the head accumulate in the scratch `dkAcc`
 /// (sk x d) and `dvAcc` (sk x dv), dQ of a row in `dqAcc` (d), all in `C`
-/// and rounded once when stored. No sq x sk matrix is held.
+/// and rounded once when stored. No sq x sk matrix is held. With dropout
+/// (FlashAttention-2's backward) the forward's mask is drawn again, Z =
+/// its factor (keptScale or 0): dV takes round(P·Z), dS = P·(dP·Z - D).
 template <typename C, typename T, typename B, typename L>
 void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
                    const typename T::Storage *k, const typename T::Storage *v,
@@ -406,11 +408,13 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
                    const typename L::Storage *lse,
                    const typename B::Storage *bias, typename T::Storage *dq,
                    typename T::Storage *dk, typename T::Storage *dv,
-                   const AttentionShape &s, C scale, bool causal, C *dqAcc,
+                   const AttentionShape &s, C scale, bool causal,
+                   const math::AttentionDropout &dropout, C *dqAcc,
                    C *dkAcc, C *dvAcc) {
   int64_t row = 0;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t bh = b * s.heads + h;
       std::fill(dkAcc, dkAcc + s.sk * s.d, C(0));
       std::fill(dvAcc, dvAcc + s.sk * s.dv, C(0));
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
@@ -436,8 +440,9 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
           for (int64_t c = 0; c < s.dv; ++c)
             dp += static_cast<C>(T::load(gi[c * s.o[3]])) *
                   static_cast<C>(T::load(vj[c * s.v[3]]));
-          const C pT = roundTo<C, T>(p);
-          const C dsT = roundTo<C, T>(p * (dp - rowDot));
+          const C z = dropout.factor<C>(bh, i, j, s.sq, s.sk);
+          const C pT = roundTo<C, T>(p * z);
+          const C dsT = roundTo<C, T>(p * (dp * z - rowDot));
           for (int64_t c = 0; c < s.dv; ++c)
             dvAcc[j * s.dv + c] += pT * static_cast<C>(T::load(gi[c * s.o[3]]));
           for (int64_t c = 0; c < s.d; ++c) {

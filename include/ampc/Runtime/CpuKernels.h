@@ -20,6 +20,7 @@
 
 #include "ampc/Runtime/Float16.h"
 #include "ampc/Runtime/KernelMath.h"
+#include "ampc/Runtime/TrainMath.h"
 
 #include <cblas.h>
 
@@ -785,18 +786,23 @@ template <typename C> C butterflySum(C (&lanes)[32]) {
 /// rescaled by exp(m_old - m_new), exp(s - m) rounded to T before it
 /// multiplies V; O = acc / l rounded to T, LSE = m + log(l). A row whose
 /// every key is masked gets O = NaN (0 / 0) and LSE = -inf, as the kernel.
+/// With dropout a dropped key's rounded exp(s - m) adds nothing to acc
+/// (it still counts in l) and O = (acc / l) · keptScale: the mask applied
+/// to the normalised probabilities, before their product with V.
 template <typename C, typename T, typename B, typename L>
 void attention(const typename T::Storage *q, const typename T::Storage *k,
                const typename T::Storage *v, const typename B::Storage *bias,
                typename T::Storage *o, typename L::Storage *lse,
-               const AttentionShape &s, C scale, bool causal, C *scores,
-               C *acc) {
+               const AttentionShape &s, C scale, bool causal,
+               const math::AttentionDropout &dropout, C *scores, C *acc) {
   const C inf = std::numeric_limits<C>::infinity();
   const int64_t step = attentionKeyStep(s.d);
+  const C kept = dropout.keptScale<C>();
   int64_t row = 0;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
+        const int64_t bh = b * s.heads + h;
         const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
         // Keys past a causal row's own add nothing (e = 0, alpha = 1).
         const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
@@ -822,6 +828,8 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
           for (int64_t c = 0; c < s.dv; ++c)
             acc[c] *= alpha;
           for (int64_t j = j0; j < j1; ++j) {
+            if (!dropout.keeps(bh, i, j, s.sq, s.sk))
+              continue;
             const C p = roundTo<C, T>(lanes[j - j0]);
             const auto *vj = v + b * s.v[0] + h * s.v[1] + j * s.v[2];
             for (int64_t c = 0; c < s.dv; ++c)
@@ -833,7 +841,7 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
         lse[row] = L::store(m + std::log(l));
         auto *oi = o + b * s.o[0] + h * s.o[1] + i * s.o[2];
         for (int64_t c = 0; c < s.dv; ++c)
-          oi[c * s.o[3]] = T::store(acc[c] / l);
+          oi[c * s.o[3]] = T::store(acc[c] / l * kept);
       }
 }
 

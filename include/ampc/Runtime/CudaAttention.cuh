@@ -16,14 +16,16 @@
 //    the Q tile stays in shared memory; for each tile of kKeys keys (the
 //    tiles a causal row cannot see are skipped) S = Q Kᵀ on WMMA into
 //    shared fp32, the online softmax per row (a warp per row: running max
-//    and sum in fp32, the output accumulator rescaled), P rounded to T,
-//    O += P V on WMMA (the accumulator in shared fp32); writes O (T) and
-//    LSE (fp32) only.
+//    and sum in fp32, the output accumulator rescaled), P rounded to T
+//    (0 where dropout drops it), O += P V on WMMA (the accumulator in
+//    shared fp32); writes O (T, times 1/(1-p) with dropout) and LSE (fp32)
+//    only.
 //  - attentionPrepass: D = rowsum(dO ∘ O) in fp32, a warp per row.
 //  - attentionBackward: ONE launch, deterministic (no atomics): blocks
 //    [0, nQ) own a tile of queries and compute dQ over the key tiles;
 //    blocks [nQ, nQ + nK) own a tile of keys and compute dK, dV over the
-//    query tiles; both recompute P = exp(s - LSE).
+//    query tiles; both recompute P = exp(s - LSE), and dropout's mask
+//    from its counter (FlashAttention-2's backward with dropout).
 // Head dimension D (= Dv) a multiple of 16: 16..256 forward, 16..128
 // backward (cudaAttentionSupported, KernelGeometry.h). T is __half or
 // __nv_bfloat16 (sm_80+ for bf16 WMMA); f32 is not supported here.
@@ -44,6 +46,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "ampc/Runtime/TrainMath.h"
+
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -62,12 +66,24 @@ inline Strides contiguous(int64_t h, int64_t s, int64_t d) {
   return Strides{h * s * d, s * d, d, 1};
 }
 
-/// What every attention kernel takes besides its buffers.
+/// What every attention kernel takes besides its buffers. Dropout on P
+/// (`dropout` > 0): the masks of ampc::math::AttentionDropout with `seed`
+/// and the training step at `step` (device memory; null: step 0), drawn
+/// again per tile where the kernels need them: no mask is stored.
 struct Shape {
   int batch = 0, heads = 0, queries = 0, keys = 0;
   float scale = 1.0f;
   bool causal = false;
+  double dropout = 0.0;
+  uint64_t seed = 0;
+  const int64_t *step = nullptr;
 };
+
+/// The shape's dropout, its step read.
+__device__ inline math::AttentionDropout dropoutOf(const Shape &p) {
+  return {p.dropout, p.seed,
+          p.dropout > 0 && p.step ? static_cast<uint64_t>(*p.step) : 0};
+}
 
 /// Warps per block (every kernel) and the tiles per head dimension.
 constexpr int kWarps = 4;
@@ -188,6 +204,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const int q0 = blockIdx.x * R, b = blockIdx.y / p.heads,
             h = blockIdx.y % p.heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const math::AttentionDropout dropout = dropoutOf(p);
   q += b * qs.b + h * qs.h;
   k += b * ks.b + h * ks.h;
   v += b * vs.b + h * vs.h;
@@ -223,8 +240,11 @@ __global__ void __launch_bounds__(kAttentionThreads)
       const float alpha = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
       const float e = s == -INFINITY ? 0.0f : expf(s - mNew);
       const float lNew = alpha * sm.l[r] + warpSum(e);
+      // A dropped key still counts in l (the mask is on the normalised P).
       if (lane < C)
-        sm.p[r * C + lane] = fromFloat<T>(e);
+        sm.p[r * C + lane] = fromFloat<T>(
+            dropout.keeps(blockIdx.y, i, k0 + lane, p.queries, p.keys) ? e
+                                                                      : 0.0f);
       for (int c = lane; c < D; c += 32)
         sm.o[r * D + c] *= alpha;
       __syncwarp();
@@ -238,10 +258,11 @@ __global__ void __launch_bounds__(kAttentionThreads)
                                                      R, D, C);
   }
   __syncthreads();
+  const float kept = dropout.keptScale<float>();
   for (int e = threadIdx.x; e < R * D; e += blockDim.x) {
     const int r = e / D, c = e % D, i = q0 + r;
     if (i < p.queries)
-      o[i * os.s + c * os.d] = fromFloat<T>(sm.o[e] / sm.l[r]);
+      o[i * os.s + c * os.d] = fromFloat<T>(sm.o[e] / sm.l[r] * kept);
   }
   for (int r = threadIdx.x; r < R; r += blockDim.x) {
     const int i = q0 + r;
@@ -312,15 +333,18 @@ template <typename T, int D> struct BackwardShared {
   };
 };
 
-/// S = Q Kᵀ and dP = dO Vᵀ for one (query tile, key tile), then in place:
-/// P = exp(s - LSE) (0 where invisible) into s, dS = P (dP - D) into ds
-/// (rounded to T), and round_T(P) into pt if given.
+/// S = Q Kᵀ and dP = dO Vᵀ for one (query tile, key tile) of head `bh`,
+/// then in place: P = exp(s - LSE) (0 where invisible), with Z the
+/// dropout's factor (1 without), dS = P (dP Z - D) into ds and
+/// round_T(P Z) into pt if given (both rounded to T).
 template <typename T, int D, int R, int C>
 __device__ inline void recompute(const T *q, const T *dO, const T *k,
                                  const T *v, float *s, float *dp, T *ds, T *pt,
                                  const float *lse, const float *delta, int q0,
                                  int k0, const Shape &p, const float *bias,
-                                 const Strides &bs) {
+                                 const Strides &bs,
+                                 const math::AttentionDropout &dropout,
+                                 int64_t bh) {
   blockMma<false, wmma::row_major, wmma::col_major>(s, C, q, D, k, D, R, C, D);
   blockMma<false, wmma::row_major, wmma::col_major>(dp, C, dO, D, v, D, R, C,
                                                     D);
@@ -329,9 +353,11 @@ __device__ inline void recompute(const T *q, const T *dO, const T *k,
     const int r = e / C, c = e % C;
     const float sv = score(s[e], q0 + r, k0 + c, p, bias, bs);
     const float prob = sv == -INFINITY ? 0.0f : expf(sv - lse[r]);
-    ds[e] = fromFloat<T>(prob * (dp[e] - delta[r]));
+    const float z =
+        dropout.factor<float>(bh, q0 + r, k0 + c, p.queries, p.keys);
+    ds[e] = fromFloat<T>(prob * (dp[e] * z - delta[r]));
     if (pt)
-      pt[e] = fromFloat<T>(prob);
+      pt[e] = fromFloat<T>(prob * z);
   }
   __syncthreads();
 }
@@ -360,6 +386,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attentionBackward(
   AMPC_SHARED(typename Sh::Both, both);
   const int b = blockIdx.y / p.heads, h = blockIdx.y % p.heads;
   const int nQ = (p.queries + R - 1) / R;
+  const math::AttentionDropout dropout = dropoutOf(p);
   dO += b * dos.b + h * dos.h;
   q += b * qs.b + h * qs.h;
   k += b * ks.b + h * ks.h;
@@ -385,7 +412,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attentionBackward(
       __syncthreads();
       recompute<T, D, R, C>(sm.q, sm.dO, sm.k, sm.v, sm.s, sm.dp, sm.ds,
                             static_cast<T *>(nullptr), sm.lse, sm.delta, q0,
-                            k0, p, bias, bs);
+                            k0, p, bias, bs, dropout, blockIdx.y);
       blockMma<true, wmma::row_major, wmma::row_major>(sm.dq, D, sm.ds, C,
                                                        sm.k, D, R, D, C);
     }
@@ -398,7 +425,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attentionBackward(
     }
     return;
   }
-  // dV_j = sum_i round_T(P_ij) dO_i, dK_j = scale * sum_i round_T(dS_ij) q_i
+  // dV_j = sum_i round_T(P_ij Z_ij) dO_i (Z: dropout's factor),
+  // dK_j = scale * sum_i round_T(dS_ij) q_i
   // over the query tiles that see key tile j.
   typename Sh::Keys &sm = both.keys;
   const int k0 = (blockIdx.x - nQ) * C;
@@ -414,7 +442,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attentionBackward(
     loadRowStats<R>(sm.lse, sm.delta, lse, delta, q0, p.queries);
     __syncthreads();
     recompute<T, D, R, C>(sm.q, sm.dO, sm.k, sm.v, sm.s, sm.dp, sm.ds, sm.pt,
-                          sm.lse, sm.delta, q0, k0, p, bias, bs);
+                          sm.lse, sm.delta, q0, k0, p, bias, bs, dropout,
+                          blockIdx.y);
     // Pᵀ and dSᵀ: the [R][C] tiles read column-major as [C][R].
     blockMma<true, wmma::col_major, wmma::row_major>(sm.dv, D, sm.pt, C,
                                                      sm.dO, D, C, D, R);

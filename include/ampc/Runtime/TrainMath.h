@@ -105,6 +105,35 @@ AMPC_HD inline bool dropoutKeeps(uint64_t seed, uint64_t step, uint64_t index,
   return static_cast<double>(z >> 11) * 0x1.0p-53 >= ratio;
 }
 
+/// Dropout on a fused attention's probabilities (ampc.attention, issue
+/// 38): the mask of P[b, h, i, j] is the one an unfused Dropout with the
+/// same seed draws on the [B, H, Sq, Sk] probabilities, at the element's
+/// flat index ((b·H + h)·Sq + i)·Sk + j; kept values are scaled by
+/// 1 / (1 - ratio). ratio 0: no dropout (every factor 1).
+struct AttentionDropout {
+  double ratio = 0;
+  uint64_t seed = 0, step = 0;
+  /// Whether P of row `i` and key `j` of head `bh` (= b·H + h), of `sq`
+  /// queries and `sk` keys, is kept.
+  AMPC_HD bool keeps(int64_t bh, int64_t i, int64_t j, int64_t sq,
+                     int64_t sk) const {
+    return ratio == 0 ||
+           dropoutKeeps(seed, step,
+                        static_cast<uint64_t>((bh * sq + i) * sk + j), ratio);
+  }
+  /// What a kept value is multiplied by, in `C` (the reciprocal computed
+  /// in double, as Dropout's kernels compute it).
+  template <typename C> AMPC_HD C keptScale() const {
+    return ratio == 0 ? C(1) : static_cast<C>(1.0 / (1.0 - ratio));
+  }
+  /// The factor on that P: keptScale() where kept, else 0.
+  template <typename C>
+  AMPC_HD C factor(int64_t bh, int64_t i, int64_t j, int64_t sq,
+                   int64_t sk) const {
+    return keeps(bh, i, j, sq, sk) ? keptScale<C>() : C(0);
+  }
+};
+
 /// `_amp_update_scale_` with optional bounds (0: none).
 AMPC_HD inline void updateScale(float scale, int32_t tracker, bool foundInf,
                                 float growthFactor, float backoffFactor,

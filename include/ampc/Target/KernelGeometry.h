@@ -179,6 +179,10 @@ TopKGeometry topKGeometry(mlir::Operation *op);
 struct AttentionGeometry {
   int64_t batch, heads, sq, sk, d, dv;
   llvm::SmallVector<int64_t, 4> q, k, v, o, bias;
+  /// Dropout on P (ampc::math::AttentionDropout): its ratio (0: none) and
+  /// its masks' seed.
+  double dropoutRatio = 0;
+  uint64_t dropoutSeed = 0;
 };
 AttentionGeometry attentionGeometry(mlir::Operation *op);
 

@@ -16,6 +16,7 @@
 #ifndef AMPC_TARGET_LIBRARYEMITTER_H
 #define AMPC_TARGET_LIBRARYEMITTER_H
 
+#include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/AMPCEnums.h"
 #include "ampc/Target/KernelGeometry.h"
 
@@ -99,9 +100,8 @@ std::string exactLiteral(const llvm::APFloat &value);
 /// The name of a loss reduction in both targets' kernels (`LossReduction`
 /// in CpuKernels.h and CudaKernels.cuh): LossNone, LossSum, LossMean.
 llvm::StringRef lossReductionName(ampc::Reduction reduction);
-/// "node 'NAME' (OpType)" for the ONNX node an op came from; the ampc op
-/// name where the location says nothing.
-std::string nodeDescription(mlir::Operation *op);
+/// "node 'NAME' (OpType)" (AMPCDialect.h).
+using ampc::nodeDescription;
 /// `text` as the inside of a C string literal.
 std::string cString(llvm::StringRef text);
 /// `{1LL, 2LL}`; `{0}` for an empty list (C++ has no empty arrays).
@@ -109,10 +109,6 @@ std::string list(llvm::ArrayRef<int64_t> values);
 /// The elements of a constant as C++ initialisers of its storage type
 /// (16-bit floats as their bits).
 std::string constantElements(mlir::Operation *constant);
-/// The seed of a training-mode Dropout's masks: its `seed` attribute, else
-/// FNV-1a of the node's description (the same for the op's copies in
-/// @forward and @train_step, and on every target).
-uint64_t dropoutSeed(mlir::Operation *dropout);
 /// The values an ampc.shape computes (its input's static dimensions from
 /// start to end, negative bounds counting from the end, clamped).
 llvm::SmallVector<int64_t> shapeOpDims(mlir::Operation *shape);

@@ -260,7 +260,8 @@ def EvalForwardPass : Pass<"ampc-eval-forward", "mlir::func::FuncOp"> {
     a `--mode=infer` library) runs `@forward`, so `@forward` must be the
     model as PyTorch's `model.eval()` runs it: Dropout is the identity and
     BatchNormalization normalises with its running statistics
-    (`training_mode = 0` on both). Runs after ampc-autodiff has copied the
+    (`training_mode = 0` on both; a fused attention's `dropout_ratio` 0).
+    Runs after ampc-autodiff has copied the
     training-mode forward into `@train_step`, which keeps it. Tools that
     need the model exactly as exported (the ONNX node tests, the gradient
     check's finite differences) leave this pass out. It runs on each
@@ -477,7 +478,9 @@ def FuseAttentionPass : Pass<"ampc-fuse-attention", "mlir::ModuleOp"> {
     MatMul(Q, Kᵀ) (Q and Kᵀ each maybe scaled by a constant, as torch's
     scaled_dot_product_attention export does), a Mul or Div by a constant
     scale, an Add of a mask or a Where(mask, -inf), Softmax over the last
-    axis, MatMul(P, V); the Transposes that split the heads (and the one
+    axis, maybe a Dropout whose mask nothing reads (in training mode its
+    ratio and seed go to the op, which draws the same mask), MatMul(P, V);
+    the Transposes that split the heads (and the one
     that merges them) become the op's perms. A mask that is a constant (or
     a frozen parameter) strictly-upper -inf triangle becomes `causal`; any
     other mask that needs no gradient becomes the additive bias. A

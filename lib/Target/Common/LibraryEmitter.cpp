@@ -94,20 +94,6 @@ StringRef lossReductionName(ampc::Reduction reduction) {
   llvm_unreachable("unknown loss reduction");
 }
 
-std::string nodeDescription(Operation *op) {
-  std::string node, opType;
-  Location loc = op->getLoc();
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    node = name.getName().str();
-    loc = name.getChildLoc();
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (auto type = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
-      opType = type.str();
-  std::string what = opType.empty() ? op->getName().getStringRef().str() : opType;
-  return node.empty() ? what : "node '" + node + "' (" + what + ")";
-}
-
 std::string cString(StringRef text) {
   std::string out;
   for (char c : text) {
@@ -353,16 +339,6 @@ bool runCompilers(ArrayRef<std::vector<std::string>> jobs, StringRef what,
       }
   }
   return ok;
-}
-
-uint64_t dropoutSeed(Operation *dropout) {
-  auto op = cast<ampc::DropoutOp>(dropout);
-  if (op.getSeed())
-    return static_cast<uint64_t>(*op.getSeed());
-  uint64_t seed = 0xCBF29CE484222325ULL;
-  for (char c : nodeDescription(dropout))
-    seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
-  return seed;
 }
 
 } // namespace ampc::emit

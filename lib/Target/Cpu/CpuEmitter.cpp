@@ -124,6 +124,15 @@ private:
   void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
   /// ampc.attention and ampc.attention_grad (CpuKernels.h, attention).
   void emitAttention(Operation *op, llvm::raw_ostream &body);
+  /// The training step Dropout's masks are drawn for (ampc.step; 0 in a
+  /// library without an optimizer), as a C++ expression.
+  std::string trainingStep() const {
+    if (!parameterOffsets.count(ampc::kStepCount))
+      return "0";
+    return formatv("*reinterpret_cast<const int64_t *>(state + {0})",
+                   parameterOffsets.lookup(ampc::kStepCount))
+        .str();
+  }
   void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
   /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
   void emitLoss(Operation *op, llvm::raw_ostream &body);
@@ -637,6 +646,11 @@ void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
                   "{9}, {10}};\n",
                   g.batch, g.heads, g.sq, g.sk, g.d, g.dv, strides(g.q),
                   strides(g.k), strides(g.v), strides(g.o), strides(g.bias));
+  // Dropout on P: the unfused Dropout's seed, step and element indices.
+  std::string step = g.dropoutRatio > 0 ? trainingStep() : "0";
+  body << formatv("    const ampc::math::AttentionDropout dropout = {{{0:e17}, "
+                  "{1}ULL, static_cast<uint64_t>({2})};\n",
+                  g.dropoutRatio, g.dropoutSeed, step);
   auto attrs = [&](auto a) {
     return std::make_tuple(a.getBias(), a.getScale(),
                            a.getCausal(), a.getLse());
@@ -646,7 +660,7 @@ void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
                       StringRef buffers,
                       StringRef scratchArgs) {
     body << formatv("    ampc::cpu::{0}<{1}, {2}, {3}, {4}>({5}, shape, "
-                    "{1}({6}), {7}, {8}); }\n",
+                    "{1}({6}), {7}, dropout, {8}); }\n",
                     kernel, c, codec(elementOf(q)),
                     bias ? codec(elementOf(bias)) : "ampc::cpu::As<float>",
                     codec(elementOf(lse)), buffers, exactLiteral(scale),
@@ -889,12 +903,8 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         // A random mask per training step (ampc.step, 0 in a library without
         // an optimizer), distinct per Dropout (its seed, else its name);
         // kept values scaled by 1 / (1 - ratio).
-        uint64_t seed = dropoutSeed(op);
-        std::string step = "0";
-        if (parameterOffsets.count(ampc::kStepCount))
-          step = formatv("*reinterpret_cast<const int64_t *>(state + {0})",
-                         parameterOffsets.lookup(ampc::kStepCount))
-                     .str();
+        uint64_t seed = o.maskSeed();
+        std::string step = trainingStep();
         Type e = t.getElementType();
         body << formatv(
             "  {{ const uint64_t step = static_cast<uint64_t>({0});\n"

@@ -3,7 +3,8 @@
 // Fused attention (issue 38): the forward kernel (O and the rows'
 // logsumexp), then for the adjoint the pre-pass (delta = rowsum(dO ∘ O))
 // and the one backward launch (dQ, dK, dV), from
-// include/ampc/Runtime/CudaAttention.cuh. Q, K, V, O and their gradients
+// include/ampc/Runtime/CudaAttention.cuh; dropout on P draws its masks in
+// the kernels (no mask buffer). Q, K, V, O and their gradients
 // are read and written through their logical [b, h, s, d] strides, so the
 // per-head layouts the exporter wrote (the op's perms) need no transpose.
 //
@@ -66,11 +67,14 @@ LogicalResult CudaEmitter::emitAttention(Operation *op,
       bias ? "reinterpret_cast<const float *>(" + name(bias) + ")" : "nullptr";
   std::string kernel =
       formatv("ampc::cuda::attention::{{0}<{0}, {1}>", type, g.d).str();
-  body << formatv("  {{ static const ampc::cuda::attention::Shape shape = "
-                  "{{{0}, {1}, {2}, {3}, {4}f, {5}};\n",
+  // Dropout on P: the unfused Dropout's seed, step and element indices
+  // (the step is in the device state, so the shape is not static).
+  body << formatv("  {{ const ampc::cuda::attention::Shape shape = "
+                  "{{{0}, {1}, {2}, {3}, {4}f, {5}, {6:e17}, {7}ULL, {8}};\n",
                   g.batch, g.heads, g.sq, g.sk,
                   formatv("{0:e9}", scale.convertToFloat()),
-                  causal ? "true" : "false");
+                  causal ? "true" : "false", g.dropoutRatio, g.dropoutSeed,
+                  g.dropoutRatio > 0 ? trainingStep() : "nullptr");
   emitGuards(op, body);
   if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
     body << formatv(

@@ -86,6 +86,15 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
   launch(ops.back(), k, count, args, body);
   return success();
 }
+
+std::string CudaEmitter::trainingStep() const {
+  if (!parameterOffsets.count(ampc::kStepCount))
+    return "nullptr";
+  return formatv("reinterpret_cast<const int64_t *>(state + {0})",
+                 parameterOffsets.lookup(ampc::kStepCount))
+      .str();
+}
+
 LogicalResult CudaEmitter::emitDropout(Operation *op,
                                        llvm::raw_ostream &body) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -103,12 +112,8 @@ LogicalResult CudaEmitter::emitDropout(Operation *op,
           return success();
         }
         // The CPU target's masks: the same seed, step and index.
-        uint64_t seed = dropoutSeed(op);
-        std::string step = "nullptr";
-        if (parameterOffsets.count(ampc::kStepCount))
-          step = formatv("reinterpret_cast<const int64_t *>(state + {0})",
-                         parameterOffsets.lookup(ampc::kStepCount))
-                     .str();
+        uint64_t seed = o.maskSeed();
+        std::string step = trainingStep();
         Type e = t.getElementType();
         launch(op,
                formatv("ampc::cuda::dropout<{0}, {0}>", codec(e)).str(),

@@ -181,6 +181,10 @@ private:
   LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body);
   /// Dropout (CudaElementwise.cpp).
   LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body);
+  /// A `const int64_t *` to the training step Dropout's masks are drawn
+  /// for (ampc.step in the device state), or `nullptr` (step 0) in a
+  /// library without an optimizer.
+  std::string trainingStep() const;
   /// The reductions and GlobalAveragePool.
   void emitReduce(Operation *op, llvm::raw_ostream &body);
   /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.

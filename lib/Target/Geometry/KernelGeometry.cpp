@@ -317,13 +317,19 @@ TopKGeometry topKGeometry(Operation *op) {
 AttentionGeometry attentionGeometry(Operation *op) {
   Value q, k, v, o, bias;
   ArrayRef<int64_t> qp, kp, vp, op_;
+  double dropoutRatio;
+  int64_t dropoutSeed;
   if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
     q = a.getQ(), k = a.getK(), v = a.getV(), o = a.getO(), bias = a.getBias();
     qp = a.getQPerm(), kp = a.getKPerm(), vp = a.getVPerm(), op_ = a.getOPerm();
+    dropoutRatio = a.getDropoutRatio().convertToDouble();
+    dropoutSeed = a.getDropoutSeed();
   } else {
     auto g = cast<ampc::AttentionGradOp>(op);
     q = g.getQ(), k = g.getK(), v = g.getV(), o = g.getO(), bias = g.getBias();
     qp = g.getQPerm(), kp = g.getKPerm(), vp = g.getVPerm(), op_ = g.getOPerm();
+    dropoutRatio = g.getDropoutRatio().convertToDouble();
+    dropoutSeed = g.getDropoutSeed();
   }
   SmallVector<int64_t, 4> lq = ampc::attentionLogicalShape(shapeOf(q), qp);
   SmallVector<int64_t, 4> lk = ampc::attentionLogicalShape(shapeOf(k), kp);
@@ -331,6 +337,8 @@ AttentionGeometry attentionGeometry(Operation *op) {
   AttentionGeometry g;
   g.batch = lq[0], g.heads = lq[1], g.sq = lq[2], g.sk = lk[2], g.d = lq[3];
   g.dv = lv[3];
+  g.dropoutRatio = dropoutRatio;
+  g.dropoutSeed = static_cast<uint64_t>(dropoutSeed);
   g.q = ampc::attentionLogicalStrides(shapeOf(q), qp);
   g.k = ampc::attentionLogicalStrides(shapeOf(k), kp);
   g.v = ampc::attentionLogicalStrides(shapeOf(v), vp);

@@ -1,7 +1,7 @@
 """The fused attention's CPU kernel against the unfused graph (issue 38):
 a Q/K/V projection, heads split by Reshape and Transpose, a scale, a mask
-(a causal -inf triangle, an additive random mask, or none), Softmax and
-MatMul, exported by torch; compiled by ampc at FP32 with
+(a causal -inf triangle, an additive random mask, or none), Softmax, maybe
+a training-mode Dropout on the probabilities, and MatMul, exported by torch; compiled by ampc at FP32 with
 --fuse-attention=false and with the fusion on (the report must show the
 attention fused), the loss and every parameter gradient compared.
 
@@ -22,15 +22,18 @@ from fused_vs_unfused import compare
 
 warnings.filterwarnings("ignore")
 
-# (head dim, heads, sequence, mask): sequences not multiples of 16.
-CASES = [(32, 2, 7, "causal"), (64, 2, 13, "none"), (128, 1, 9, "additive")]
+# (head dim, heads, sequence, mask, dropout): sequences not multiples of
+# 16. The fused op draws the unfused Dropout's masks (its seed, the step,
+# each probability's index), so the two agree to rounding with dropout too.
+CASES = [(32, 2, 7, "causal", 0.0), (64, 2, 13, "none", 0.0),
+         (128, 1, 9, "additive", 0.0), (32, 2, 11, "causal", 0.25)]
 BATCH = 2
 
 
 class Attention(torch.nn.Module):
-    def __init__(self, d, heads, seq, mask):
+    def __init__(self, d, heads, seq, mask, dropout):
         super().__init__()
-        self.heads, self.d = heads, d
+        self.heads, self.d, self.dropout = heads, d, dropout
         width = d * heads
         self.q = torch.nn.Linear(width, width)
         self.k = torch.nn.Linear(width, width)
@@ -49,7 +52,10 @@ class Attention(torch.nn.Module):
         scores = q @ k.transpose(-2, -1) / (self.d ** 0.5)
         if self.kind != "none":
             scores = scores + self.mask
-        y = torch.softmax(scores, dim=-1) @ v
+        p = torch.softmax(scores, dim=-1)
+        if self.dropout:
+            p = torch.nn.functional.dropout(p, self.dropout, self.training)
+        y = p @ v
         return y.transpose(1, 2).reshape(b, s, self.heads * self.d)
 
 
@@ -60,12 +66,13 @@ def main():
     parser.add_argument("--runtime", default=None)
     args = parser.parse_args()
     failures = []
-    for d, heads, seq, mask in CASES:
+    for d, heads, seq, mask, dropout in CASES:
         torch.manual_seed(d)
-        model = Attention(d, heads, seq, mask)
+        model = Attention(d, heads, seq, mask, dropout)
         x = torch.randn(BATCH, seq, d * heads)
         label = torch.randn(BATCH, seq, d * heads)
-        name = "d%d_s%d_%s" % (d, seq, mask)
+        name = "d%d_s%d_%s%s" % (d, seq, mask,
+                                 "_dropout" if dropout else "")
         path = os.path.join(args.workdir, name + ".onnx")
         export_onnx(model, x, path, training=True)
         results = {}

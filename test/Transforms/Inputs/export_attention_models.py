@@ -5,6 +5,8 @@ one run: usage export_attention_models.py SRC OUTDIR [--long SEQ].
   encoder.onnx         nn.TransformerEncoderLayer (batch_first, dropout 0)
   encoder_causal.onnx  the same with src_mask = its causal
                        generate_square_subsequent_mask, a buffer "mask"
+  encoder_dropout.onnx the encoder with dropout 0.1 (in training mode a
+                       Dropout on the attention's probabilities too)
   mha.onnx             nn.MultiheadAttention alone (self-attention,
                        need_weights=False)
   sdpa.onnx            scaled_dot_product_attention(q, k, v)
@@ -76,10 +78,10 @@ torch.onnx.register_custom_op_symbolic(
 
 
 class Encoder(torch.nn.Module):
-    def __init__(self, causal):
+    def __init__(self, causal, dropout=0.0):
         super().__init__()
         self.layer = torch.nn.TransformerEncoderLayer(
-            D, HEADS, dim_feedforward=2 * D, dropout=0.0, batch_first=True)
+            D, HEADS, dim_feedforward=2 * D, dropout=dropout, batch_first=True)
         self.causal = causal
         self.register_buffer(
             "mask", torch.nn.Transformer.generate_square_subsequent_mask(SEQ))
@@ -148,6 +150,7 @@ if len(sys.argv) > 3:
 torch.manual_seed(0)
 export(Encoder(False), "encoder")
 export(Encoder(True), "encoder_causal")
+export(Encoder(False, dropout=0.1), "encoder_dropout")
 export(Mha(), "mha")
 export(Sdpa("none"), "sdpa")
 export(Sdpa("causal"), "sdpa_causal")

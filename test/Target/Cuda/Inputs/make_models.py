@@ -49,6 +49,10 @@ attention.onnx    causal self-attention as exporters write it: x[2, 20, 32]
                   ampc-fuse-attention makes it one ampc.attention on both
                   targets (the CUDA kernels at head dim 16, the sequence of
                   20 two partial tiles).
+attention_dropout.onnx  the same at batch 1 with a training-mode Dropout of
+                  0.2 between the Softmax and MatMul(P, V): fused, both
+                  targets draw the Dropout's mask in the attention kernels
+                  (forward and backward) and must agree.
 many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
                   4x4 Gemm: 262 parameters, more than one multi-tensor list
                   (256) holds.
@@ -228,9 +232,11 @@ def bn_split():
     return nodes, inits
 
 
-def attention():
-    """Causal self-attention (see the module's docstring)."""
-    b, seq, d, heads = 2, 20, 32, 2
+def attention(b=2, dropout=0.0):
+    """Causal self-attention (see the module's docstring), at batch `b`,
+    with a training-mode Dropout of `dropout` on the probabilities if it
+    is not 0."""
+    seq, d, heads = 20, 32, 2
     hd = d // heads
     mask = np.triu(np.full((seq, seq), -np.inf, np.float32), 1)
     inits = [tensor("wq", (d, d), d ** -0.5), tensor("wk", (d, d), d ** -0.5),
@@ -259,8 +265,21 @@ def attention():
               helper.make_node("Add", ["scaled", "mask"], ["masked"],
                                name="AddMask"),
               helper.make_node("Softmax", ["masked"], ["p"], name="Softmax",
-                               axis=-1),
-              helper.make_node("MatMul", ["p", "v_heads"], ["o"], name="PV"),
+                               axis=-1)]
+    probabilities = "p"
+    if dropout:
+        nodes += [helper.make_node("Constant", [], ["ratio"], name="Ratio",
+                                   value=numpy_helper.from_array(
+                                       np.array(dropout, np.float32))),
+                  helper.make_node("Constant", [], ["training"],
+                                   name="Training",
+                                   value=numpy_helper.from_array(
+                                       np.array(True))),
+                  helper.make_node("Dropout", ["p", "ratio", "training"],
+                                   ["p_dropped"], name="AttnDropout")]
+        probabilities = "p_dropped"
+    nodes += [helper.make_node("MatMul", [probabilities, "v_heads"], ["o"],
+                               name="PV"),
               helper.make_node("Transpose", ["o"], ["o_t"], name="Merge",
                                perm=[0, 2, 1, 3]),
               helper.make_node("Reshape", ["o_t", "rows_shape"], ["rows"],
@@ -281,6 +300,8 @@ def main():
     save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
     save("bn_split.onnx", *bn_split(), [4, 2, 64, 64], [4, 3], folder)
     save("attention.onnx", *attention(), [2, 20, 32], [40, 3], folder)
+    save("attention_dropout.onnx", *attention(b=1, dropout=0.2), [1, 20, 32],
+         [20, 3], folder)
 
 
 if __name__ == "__main__":
