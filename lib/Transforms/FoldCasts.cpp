@@ -28,6 +28,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Precision.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -113,24 +114,14 @@ bool copyProducer(ampc::CastOp cast) {
   return true;
 }
 
-/// Whether `op` computes in FP32 (ampc-assign-accumulation: FP64 when a
-/// type is FP64), so that Y rounded to 16 bits in the kernel is the cast
-/// of its FP32 value, rounded once.
-bool computesInF32(Operation *op) {
-  auto isF64 = [](Type t) {
-    auto tensor = dyn_cast<RankedTensorType>(t);
-    return tensor && tensor.getElementType().isF64();
-  };
-  return llvm::none_of(op->getOperandTypes(), isF64) &&
-         llvm::none_of(op->getResultTypes(), isF64);
-}
-
 /// A LayerNorm whose FP32 Y only `cast` reads (to 16 bits) writes Y in the
-/// cast's type. Returns true when it erased the cast.
+/// cast's type. Only where it computes in FP32: rounding an FP64 value to
+/// 16 bits directly would skip the FP32 rounding the cast saw. Returns
+/// true when it erased the cast.
 bool foldIntoLayerNorm(ampc::CastOp cast) {
   auto norm = cast.getInput().getDefiningOp<ampc::LayerNormalizationOp>();
   if (!norm || cast.getInput() != norm.getOutput() ||
-      !norm.getOutput().hasOneUse() || !computesInF32(norm) ||
+      !norm.getOutput().hasOneUse() || ampc::accumulatesInF64(norm) ||
       !ampc::isSixteenBitOfF32(norm.getOutput().getType(),
                                cast.getOutput().getType()))
     return false;
