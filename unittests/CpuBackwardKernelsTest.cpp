@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -1060,6 +1061,51 @@ TEST(LayerNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
   layerNormGrad<float, As<float>, As<float>, As<float>>(gbw.data(), xbw.data(), scale.data(), meanF.data(),
                        rstdF.data(), dx32.data(), outer, inner);
   EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16));
+}
+
+// ampc-fold-casts (issue 37, item 6): a LayerNorm writing its FP32 Y in
+// 16 bits writes what the cast of the FP32 Y wrote, and a layer_norm_grad
+// reading 16-bit dY computes what it did from the widened dY, bit for bit.
+TEST(LayerNormGradTest, SixteenBitYAndDyAreTheCastsBits) {
+  std::mt19937 rng(82);
+  const int64_t outer = 5, inner = 37;
+  auto scale = randomVector<float>(rng, inner, 0.5, 2);
+  auto bias = randomVector<float>(rng, inner);
+  auto x = randomVector<float>(rng, outer * inner, -3, 3);
+  std::vector<float> y32(x.size()), mean(outer), rstd(outer);
+  layerNorm<float, As<float>, As<float>, As<float>>(
+      x.data(), y32.data(), mean.data(), rstd.data(), outer, inner,
+      scale.data(), bias.data(), 1e-5f);
+  std::vector<uint16_t> y16(x.size()), yb16(x.size());
+  layerNorm<float, As<float>, AsF16, As<float>>(
+      x.data(), y16.data(), mean.data(), rstd.data(), outer, inner,
+      scale.data(), bias.data(), 1e-5f);
+  layerNorm<float, As<float>, AsBf16, As<float>>(
+      x.data(), yb16.data(), mean.data(), rstd.data(), outer, inner,
+      scale.data(), bias.data(), 1e-5f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(y16[i], storeF16(y32[i])) << i;
+    ASSERT_EQ(yb16[i], storeBf16(y32[i])) << i;
+  }
+  for (bool bf16 : {false, true}) {
+    auto g = bf16 ? randomBf16(rng, x.size()) : randomF16(rng, x.size());
+    auto gw = bf16 ? widened(g, loadBf16) : widened(g, loadF16);
+    std::vector<float> widenedDx(x.size()), dx(x.size());
+    layerNormGrad<float, As<float>, As<float>, As<float>>(
+        gw.data(), x.data(), scale.data(), mean.data(), rstd.data(),
+        widenedDx.data(), outer, inner);
+    if (bf16)
+      layerNormGrad<float, As<float>, As<float>, As<float>, AsBf16>(
+          g.data(), x.data(), scale.data(), mean.data(), rstd.data(),
+          dx.data(), outer, inner);
+    else
+      layerNormGrad<float, As<float>, As<float>, As<float>, AsF16>(
+          g.data(), x.data(), scale.data(), mean.data(), rstd.data(),
+          dx.data(), outer, inner);
+    EXPECT_EQ(0, std::memcmp(dx.data(), widenedDx.data(),
+                             dx.size() * sizeof(float)))
+        << (bf16 ? "bf16" : "f16");
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -565,6 +565,14 @@ static bool sameOrWidenedToF32(TypeRange inferred, TypeRange actual) {
   return true;
 }
 
+bool ampc::isSixteenBitOfF32(Type wide, Type narrow) {
+  auto w = dyn_cast<RankedTensorType>(wide);
+  auto n = dyn_cast<RankedTensorType>(narrow);
+  return w && n && w.getShape() == n.getShape() &&
+         w.getElementType().isF32() &&
+         (n.getElementType().isF16() || n.getElementType().isBF16());
+}
+
 bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
   return sameOrWidenedToF32(inferred, actual);
 }
@@ -941,6 +949,16 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(MLIRContext *ctx,
   types.push_back(RankedTensorType::get(statShape, stash));
   types.push_back(RankedTensorType::get(statShape, stash));
   return success();
+}
+
+/// Y in X's type, or in 16 bits where X is FP32 (a cast folded in).
+bool LayerNormalizationOp::isCompatibleReturnTypes(TypeRange inferred,
+                                                   TypeRange actual) {
+  if (inferred.size() != actual.size() || inferred.empty())
+    return false;
+  return (inferred[0] == actual[0] ||
+          ampc::isSixteenBitOfF32(inferred[0], actual[0])) &&
+         inferred.drop_front() == actual.drop_front();
 }
 
 double BatchNormalizationOp::runningVarianceFactor() {
@@ -1677,8 +1695,10 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   auto scale = rankedType<Op>(loc, adaptor.getScale(), "scale");
   if (failed(x) || failed(scale))
     return failure();
-  if (adaptor.getGrad().getType() != *x)
-    return fail<Op>(loc, "grad type " + formatType(adaptor.getGrad().getType()) +
+  // dY in 16 bits where X is FP32: a widening cast folded in.
+  Type grad = adaptor.getGrad().getType();
+  if (grad != *x && !ampc::isSixteenBitOfF32(*x, grad))
+    return fail<Op>(loc, "grad type " + formatType(grad) +
                              " differs from input type " + formatType(*x));
   FailureOr<int64_t> axis =
       checkAxis<Op>(loc, "axis", adaptor.getAxis(), x->getRank());

@@ -8,6 +8,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Precision.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -18,12 +19,17 @@ namespace ampc {
 
 using namespace mlir;
 
-namespace {
-
-bool isF64Tensor(Type t) {
+static bool isF64Tensor(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
   return tensor && tensor.getElementType().isF64();
 }
+
+bool ampc::accumulatesInF64(Operation *op) {
+  return llvm::any_of(op->getOperandTypes(), isF64Tensor) ||
+         llvm::any_of(op->getResultTypes(), isF64Tensor);
+}
+
+namespace {
 
 struct AssignAccumulation
     : ampc::impl::AssignAccumulationPassBase<AssignAccumulation> {
@@ -32,8 +38,7 @@ struct AssignAccumulation
     getOperation().walk([&](Operation *op) {
       if (!op->hasTrait<ampc::Accumulating>())
         return;
-      bool f64 = llvm::any_of(op->getOperandTypes(), isF64Tensor) ||
-                 llvm::any_of(op->getResultTypes(), isF64Tensor);
+      bool f64 = ampc::accumulatesInF64(op);
       // An integer reduction sums, multiplies or compares exactly in int64
       // (FP32 would round past 2^24), an unsigned one in uint64 (int64
       // would compare values past 2^63 as negative).

@@ -15,10 +15,20 @@
 // Both only duplicate elementwise work; every copy computes the original
 // ops on the original operands, so every target computes the same bits.
 //
+// Two casts sit between LayerNorm and a GEMM, where no elementwise
+// neighbour exists: the FP32 Y rounded to 16 bits for the next GEMM, and
+// a GEMM's 16-bit dY widened for layer_norm_grad. These fold into the
+// LayerNorm ops (their types allow it, ampc::isSixteenBitOfF32): Y is
+// written in the cast's type (rounded once from the FP32 value the kernel
+// computes, as the cast rounded it), dY is read in its producer's type and
+// widened exactly on load.
+//
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Precision.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -104,6 +114,39 @@ bool copyProducer(ampc::CastOp cast) {
   return true;
 }
 
+/// A LayerNorm whose FP32 Y only `cast` reads (to 16 bits) writes Y in the
+/// cast's type. Only where it computes in FP32: rounding an FP64 value to
+/// 16 bits directly would skip the FP32 rounding the cast saw. Returns
+/// true when it erased the cast.
+bool foldIntoLayerNorm(ampc::CastOp cast) {
+  auto norm = cast.getInput().getDefiningOp<ampc::LayerNormalizationOp>();
+  if (!norm || cast.getInput() != norm.getOutput() ||
+      !norm.getOutput().hasOneUse() || ampc::accumulatesInF64(norm) ||
+      !ampc::isSixteenBitOfF32(norm.getOutput().getType(),
+                               cast.getOutput().getType()))
+    return false;
+  norm.getOutput().setType(cast.getOutput().getType());
+  cast.getOutput().replaceAllUsesWith(norm.getOutput());
+  cast.erase();
+  return true;
+}
+
+/// Each layer_norm_grad reading `cast`'s widened 16-bit values as dY reads
+/// them unwidened. Returns true when it erased the cast (no user left).
+bool foldIntoLayerNormGrad(ampc::CastOp cast) {
+  if (!ampc::isSixteenBitOfF32(cast.getOutput().getType(),
+                               cast.getInput().getType()))
+    return false;
+  for (OpOperand &use : llvm::make_early_inc_range(cast->getUses()))
+    if (auto grad = dyn_cast<ampc::LayerNormGradOp>(use.getOwner());
+        grad && &use == &grad.getGradMutable())
+      use.set(cast.getInput());
+  if (!cast.use_empty())
+    return false;
+  cast.erase();
+  return true;
+}
+
 struct FoldCasts : ampc::impl::FoldCastsPassBase<FoldCasts> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -115,7 +158,8 @@ struct FoldCasts : ampc::impl::FoldCastsPassBase<FoldCasts> {
         casts.push_back(cast);
     });
     for (ampc::CastOp cast : casts)
-      if (!splitPerUser(cast))
+      if (!foldIntoLayerNorm(cast) && !foldIntoLayerNormGrad(cast) &&
+          !splitPerUser(cast))
         copyProducer(cast);
   }
 };

@@ -416,6 +416,16 @@ func.func @layer_norm_bad_stash_type(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>
 
 // -----
 
+// Y may be f16/bf16 only where X is FP32 (ampc-fold-casts), never wider.
+func.func @layer_norm_wide_y(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{'ampc.layer_normalization' op inferred type(s) 'tensor<2x16x64xf32>', 'tensor<2x16x1xf32>', 'tensor<2x16x1xf32>' are incompatible with return type(s) of operation 'tensor<2x16x64xf64>', 'tensor<2x16x1xf32>', 'tensor<2x16x1xf32>'}}
+  // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
+  %0:3 = ampc.layer_normalization %x, %g : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf64>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_wrong_stat_type(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>) {
   // expected-error @+2 {{'ampc.layer_normalization' op inferred type(s) 'tensor<2x16x64xf16>', 'tensor<2x16x1xf32>', 'tensor<2x16x1xf32>' are incompatible with return type(s) of operation 'tensor<2x16x64xf16>', 'tensor<2x16x1xf16>', 'tensor<2x16x1xf16>'}}
   // expected-error @+1 {{'ampc.layer_normalization' op failed to infer returned types}}
@@ -1076,6 +1086,16 @@ func.func @layer_norm_grad_stats(%dy: tensor<2x16x64xf32>, %g: tensor<64xf32>, %
   // expected-error @+2 {{ampc.layer_norm_grad: mean must have shape [2, 16, 1], got [2, 16, 64]}}
   // expected-error @+1 {{'ampc.layer_norm_grad' op failed to infer returned types}}
   %0 = ampc.layer_norm_grad %dy, %dy, %g, %m, %r : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// dY may be f16/bf16 only beside an FP32 X (ampc-fold-casts).
+func.func @layer_norm_grad_f16_dy_f64_x(%dy: tensor<2x16x64xf16>, %x: tensor<2x16x64xf64>, %g: tensor<64xf64>, %m: tensor<2x16x1xf64>) {
+  // expected-error @+2 {{ampc.layer_norm_grad: grad type tensor<2x16x64xf16> differs from input type tensor<2x16x64xf64>}}
+  // expected-error @+1 {{'ampc.layer_norm_grad' op failed to infer returned types}}
+  %0 = ampc.layer_norm_grad %dy, %x, %g, %m, %m : (tensor<2x16x64xf16>, tensor<2x16x64xf64>, tensor<64xf64>, tensor<2x16x1xf64>, tensor<2x16x1xf64>) -> tensor<2x16x64xf64>
   return
 }
 

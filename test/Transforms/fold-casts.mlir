@@ -106,3 +106,58 @@ module {
     return %t, %m : tensor<f16>, tensor<4xf32>
   }
 }
+
+// -----
+
+// LayerNorm (issue 37, item 6): an FP32 Y that only a cast to f16 reads is
+// written in f16 (the kernel rounds its FP32 value once, as the cast did);
+// a layer_norm_grad reads its f16 dY unwidened. Without the fold each cast
+// is a kernel that only converts.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[G:.+]]: tensor<8xf32>, %[[DY:.+]]: tensor<4x8xf16>)
+// CHECK-NEXT: %[[Y:.+]], %[[M:.+]], %[[R:.+]] = ampc.layer_normalization %[[X]], %[[G]] : {{.*}} -> (tensor<4x8xf16>, tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK-NEXT: %[[DX:.+]] = ampc.layer_norm_grad %[[DY]], %[[X]], %[[G]], %[[M]], %[[R]] : (tensor<4x8xf16>, tensor<4x8xf32>, {{.*}}) -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[Y]], %[[DX]]
+// FUSED-LABEL: func.func @layer_norm
+// FUSED-NOT: ampc.cast
+// FUSED: return
+// UNFOLDED-LABEL: func.func @layer_norm
+// UNFOLDED: ampc.cast %{{.+}} : tensor<4x8xf32> to tensor<4x8xf16>
+// UNFOLDED: ampc.cast %{{.+}} : tensor<4x8xf16> to tensor<4x8xf32>
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf32>) {
+  %n:3 = ampc.layer_normalization %x, %g : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %y = ampc.cast %n#0 : tensor<4x8xf32> to tensor<4x8xf16>
+  %w = ampc.cast %dy : tensor<4x8xf16> to tensor<4x8xf32>
+  %dx = ampc.layer_norm_grad %w, %x, %g, %n#1, %n#2 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %y, %dx : tensor<4x8xf16>, tensor<4x8xf32>
+}
+
+// -----
+
+// Left: a Y that another op also reads in FP32, a LayerNorm computing in
+// FP64 (rounding its FP64 value to f16 directly would skip the FP32
+// rounding the cast saw), a cast to FP64 (not 16 bits of FP32); and a dY
+// cast that elementwise ops also read (the CPU target's Scale and B
+// adjoints) stays for them while layer_norm_grad reads the f16 values.
+// CHECK-LABEL: func.func @layer_norm_left
+// CHECK: ampc.layer_normalization {{.*}} -> (tensor<4x8xf32>,
+// CHECK-NEXT: ampc.cast %{{.+}} : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK: ampc.layer_normalization {{.*}} -> (tensor<4x8xf32>, tensor<4x1xf64>, tensor<4x1xf64>)
+// CHECK-NEXT: ampc.cast %{{.+}} : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK: ampc.layer_normalization {{.*}} -> (tensor<4x8xf32>,
+// CHECK-NEXT: ampc.cast %{{.+}} : tensor<4x8xf32> to tensor<4x8xf64>
+// CHECK: %[[W:.+]] = ampc.cast %[[DY:.+]] : tensor<4x8xf16> to tensor<4x8xf32>
+// CHECK-NEXT: ampc.layer_norm_grad %[[DY]],
+// CHECK-NEXT: ampc.mul %[[W]],
+func.func @layer_norm_left(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xf16>, tensor<4x8xf64>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %a:3 = ampc.layer_normalization %x, %g : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %ya = ampc.cast %a#0 : tensor<4x8xf32> to tensor<4x8xf16>
+  %b:3 = ampc.layer_normalization %x, %g {stash_type = 11 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf64>, tensor<4x1xf64>)
+  %yb = ampc.cast %b#0 : tensor<4x8xf32> to tensor<4x8xf16>
+  %c:3 = ampc.layer_normalization %x, %g : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %yc = ampc.cast %c#0 : tensor<4x8xf32> to tensor<4x8xf64>
+  %w = ampc.cast %dy : tensor<4x8xf16> to tensor<4x8xf32>
+  %dx = ampc.layer_norm_grad %w, %x, %g, %a#1, %a#2 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = ampc.mul %w, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %ya, %a#0, %yb, %yc, %dx, %p : tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xf16>, tensor<4x8xf64>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -134,6 +134,11 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
 
+/// Whether `narrow` is an FP16 or BF16 tensor of FP32 tensor `wide`'s
+/// shape: the type a LayerNorm's Y may be written in and a
+/// layer_norm_grad's dY read in, in place of a cast (ampc-fold-casts).
+bool isSixteenBitOfF32(mlir::Type wide, mlir::Type narrow);
+
 /// ampc.attention's operands: the logical [b, h, s, d] shape of a 4-D
 /// tensor stored row-major with `physical` shape under `perm` (perm[l] =
 /// the physical dimension holding logical dimension l), and the logical

@@ -267,8 +267,10 @@ def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",
   let summary = "adjoint of LayerNormalization with respect to X";
   let description = [{
     `grad` and `input` are the adjoint of a LayerNormalization's Y and its
-    X, one type; `scale` its Scale (broadcastable to the normalised shape
-    X.shape[axis:]); `mean` and `inv_std_dev` its Mean and InvStdDev results
+    X, of one shape and one type, or `grad` FP16/BF16 where X is FP32
+    (ampc-fold-casts: the op reads dY as its producer wrote it and widens
+    it exactly on load, in place of a cast kernel); `scale` its Scale
+    (broadcastable to the normalised shape X.shape[axis:]); `mean` and `inv_std_dev` its Mean and InvStdDev results
     (X's shape with the normalised dimensions 1, stash type). The result
     has X's type. With i a row (the dimensions before `axis`), j a position
     in the normalised shape, n its size, and in FP32:

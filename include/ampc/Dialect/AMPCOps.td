@@ -622,7 +622,7 @@ def AMPC_AttentionOp : AMPC_Op<"attention",
 }
 
 def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
-    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Deny,
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Deny,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableResult"]>]> {
   let summary = "LayerNormalization";
@@ -630,6 +630,11 @@ def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
     ONNX `LayerNormalization`: normalises over the dimensions from `axis` on.
     Results: Y, Mean and InvStdDev (the latter two in the stash type, with
     the normalised dimensions kept as 1).
+
+    Y has X's type, or FP16/BF16 where X is FP32: ampc-fold-casts gives a
+    LayerNorm computing in FP32 whose Y only a cast to 16 bits reads the
+    cast's type, and Y is then rounded once from the FP32 value, the bits
+    the cast wrote (issue 37, item 6).
 
     ```mlir
     %y, %mean, %rstd = ampc.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)

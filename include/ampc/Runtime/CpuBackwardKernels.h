@@ -265,17 +265,21 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
 ///
 ///     dx[i, j] = r · (g − Σ_j g / inner − x̂ · Σ_j g·x̂ / inner)
 ///
-/// (sums pairwise).
+/// (sums pairwise). `grad` is loaded with `LoadGrad` (X's codec unless a
+/// cast to X's type was folded in: 16-bit dY, widened exactly).
 template <typename C, typename Load, typename LoadStash, typename Store,
-          typename In, typename Stash>
-void layerNormGrad(const In *grad, const In *x, const C *scale,
-                   const Stash *mean, const Stash *invStdDev, In *dx,
-                   int64_t outer, int64_t inner) {
+          typename LoadGrad = Load, typename In, typename Stash>
+void layerNormGrad(const typename LoadGrad::Storage *grad, const In *x,
+                   const C *scale, const Stash *mean, const Stash *invStdDev,
+                   In *dx, int64_t outer, int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {
-    const In *dy = grad + o * inner, *row = x + o * inner;
+    const typename LoadGrad::Storage *dy = grad + o * inner;
+    const In *row = x + o * inner;
     const C mu = static_cast<C>(LoadStash::load(mean[o]));
     const C r = static_cast<C>(LoadStash::load(invStdDev[o]));
-    auto g = [&](int64_t j) { return static_cast<C>(Load::load(dy[j])) * scale[j]; };
+    auto g = [&](int64_t j) {
+      return static_cast<C>(LoadGrad::load(dy[j])) * scale[j];
+    };
     auto hat = [&](int64_t j) {
       return (static_cast<C>(Load::load(row[j])) - mu) * r;
     };

@@ -1634,7 +1634,8 @@ __global__ void layerNormByBlock(
                                               biasAt, epsilon, share);
 }
 
-/// layer_norm_grad with a warp or a block per row: dX as layerNormGrad
+/// layer_norm_grad with a warp or a block per row (dY loaded with LG: X's
+/// codec, or 16 bits where a cast was folded in): dX as layerNormGrad
 /// (none where `dx` is null: a LayerNorm whose input needs no gradient),
 /// the row's two sums (of g and of g·x̂) in one pass. With `partials`
 /// (non-null) also the Scale and B adjoints' shares: row group G takes the
@@ -1645,19 +1646,21 @@ __global__ void layerNormByBlock(
 /// CPU does. No atomics: the result does not depend on the order blocks
 /// run in, and equals the CPU's ReduceSums.
 template <typename R, typename C, typename LI, typename LS, typename LP,
-          typename SO>
-__device__ void layerNormGradRow(
-    const typename LI::Storage *dy, const typename LI::Storage *x,
-    const typename LP::Storage *scale, Strided scaleAt,
-    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
-    typename SO::Storage *dx, int64_t o, int64_t inner, C *scaleShare,
-    C *biasShare, C *share) {
+          typename SO, typename LG>
+__device__ void
+layerNormGradRow(const typename LG::Storage *dy, const typename LI::Storage *x,
+                 const typename LP::Storage *scale, Strided scaleAt,
+                 const typename LS::Storage *mean,
+                 const typename LS::Storage *invStdDev,
+                 typename SO::Storage *dx, int64_t o, int64_t inner,
+                 C *scaleShare, C *biasShare, C *share) {
   using S = typename LI::Storage;
   const C m = static_cast<C>(LS::load(mean[o])),
           inv = static_cast<C>(LS::load(invStdDev[o]));
-  const S *dyRow = dy + o * inner, *xRow = x + o * inner;
+  const typename LG::Storage *dyRow = dy + o * inner;
+  const S *xRow = x + o * inner;
   auto g = [&](int64_t i) {
-    return static_cast<C>(LI::load(dyRow[i])) *
+    return static_cast<C>(LG::load(dyRow[i])) *
            static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
   };
   auto xhat = [&](int64_t i) {
@@ -1681,25 +1684,26 @@ __device__ void layerNormGradRow(
     if (dx)
       dx[o * inner + i] = SO::store(inv * (g(i) - meanG - xh * meanGx));
     if (scaleShare) {
-      const C d = static_cast<C>(LI::load(dyRow[i]));
+      const C d = static_cast<C>(LG::load(dyRow[i]));
       scaleShare[i] += exactProduct(d, xh);
       biasShare[i] += d;
     }
   }
 }
 template <typename R, typename C, typename LI, typename LS, typename LP,
-          typename SO>
-__device__ void layerNormGradRows(
-    const typename LI::Storage *dy, const typename LI::Storage *x,
-    const typename LP::Storage *scale, Strided scaleAt,
-    const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
-    typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials,
-    C *share) {
+          typename SO, typename LG>
+__device__ void
+layerNormGradRows(const typename LG::Storage *dy, const typename LI::Storage *x,
+                  const typename LP::Storage *scale, Strided scaleAt,
+                  const typename LS::Storage *mean,
+                  const typename LS::Storage *invStdDev,
+                  typename SO::Storage *dx, int64_t outer, int64_t inner,
+                  C *partials, C *share) {
   if (!partials) {
     for (int64_t o = R::group(); o < outer; o += R::groups())
-      layerNormGradRow<R, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
-                                             invStdDev, dx, o, inner, nullptr,
-                                             nullptr, share);
+      layerNormGradRow<R, C, LI, LS, LP, SO, LG>(dy, x, scale, scaleAt, mean,
+                                                 invStdDev, dx, o, inner,
+                                                 nullptr, nullptr, share);
     return;
   }
   int64_t begin, end;
@@ -1711,30 +1715,32 @@ __device__ void layerNormGradRows(
   for (int64_t i = R::lane(); i < inner; i += R::size())
     scaleShare[i] = biasShare[i] = C(0);
   for (int64_t o = begin; o < end; ++o)
-    layerNormGradRow<R, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
-                                           invStdDev, dx, o, inner, scaleShare,
-                                           biasShare, share);
+    layerNormGradRow<R, C, LI, LS, LP, SO, LG>(dy, x, scale, scaleAt, mean,
+                                               invStdDev, dx, o, inner,
+                                               scaleShare, biasShare, share);
 }
-template <typename C, typename LI, typename LS, typename LP, typename SO>
+template <typename C, typename LI, typename LS, typename LP, typename SO,
+          typename LG>
 __global__ void layerNormGradByWarp(
-    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LG::Storage *dy, const typename LI::Storage *x,
     const typename LP::Storage *scale, Strided scaleAt,
     const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
     typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials) {
-  layerNormGradRows<WarpRows, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
-                                                 invStdDev, dx, outer, inner,
-                                                 partials, nullptr);
+  layerNormGradRows<WarpRows, C, LI, LS, LP, SO, LG>(dy, x, scale, scaleAt,
+                                                     mean, invStdDev, dx, outer,
+                                                     inner, partials, nullptr);
 }
-template <typename C, typename LI, typename LS, typename LP, typename SO>
+template <typename C, typename LI, typename LS, typename LP, typename SO,
+          typename LG>
 __global__ void layerNormGradByBlock(
-    const typename LI::Storage *dy, const typename LI::Storage *x,
+    const typename LG::Storage *dy, const typename LI::Storage *x,
     const typename LP::Storage *scale, Strided scaleAt,
     const typename LS::Storage *mean, const typename LS::Storage *invStdDev,
     typename SO::Storage *dx, int64_t outer, int64_t inner, C *partials) {
   AMPC_SHARED(C[kThreads], share);
-  layerNormGradRows<BlockRows, C, LI, LS, LP, SO>(dy, x, scale, scaleAt, mean,
-                                                  invStdDev, dx, outer, inner,
-                                                  partials, share);
+  layerNormGradRows<BlockRows, C, LI, LS, LP, SO, LG>(
+      dy, x, scale, scaleAt, mean, invStdDev, dx, outer, inner, partials,
+      share);
 }
 
 /// The Scale and B adjoints from layerNormGrad*'s shares, one per leaf of
@@ -1764,8 +1770,9 @@ __global__ void layerNormParamGrad(const C *partials, int64_t outer,
 
 /// layer_norm_grad's dX per row: x̂ = (x − mean)·inv, g = dy·scale,
 /// dx = inv · (g − mean(g) − x̂ · mean(g·x̂)).
-template <typename C, typename LI, typename LS, typename LP, typename SO>
-__global__ void layerNormGrad(const typename LI::Storage *dy,
+template <typename C, typename LI, typename LS, typename LP, typename SO,
+          typename LG>
+__global__ void layerNormGrad(const typename LG::Storage *dy,
                               const typename LI::Storage *x,
                               const typename LP::Storage *scale,
                               Strided scaleAt,
@@ -1777,7 +1784,7 @@ __global__ void layerNormGrad(const typename LI::Storage *dy,
     const C m = static_cast<C>(LS::load(mean[o])),
             inv = static_cast<C>(LS::load(invStdDev[o]));
     auto g = [&](int64_t i) {
-      return static_cast<C>(LI::load(dy[o * inner + i])) *
+      return static_cast<C>(LG::load(dy[o * inner + i])) *
              static_cast<C>(LP::load(scale[scaleAt.offset(i)]));
     };
     auto xhat = [&](int64_t i) {

@@ -575,8 +575,12 @@ def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
     store between it and the cast writes), so the chain and the cast fuse
     into one kernel and the original chain is left to its other users.
     Only elementwise work is repeated, on the same operands: every target
-    computes the same values. Casts between non-elementwise ops (a
-    normalisation's or reduction's output, a GEMM's operand) are left.
+    computes the same values. A cast to FP16/BF16 that alone reads an FP32
+    LayerNorm's Y folds into it (Y written in the cast's type, rounded once
+    from FP32 as the cast rounded it), and layer_norm_grad reads a 16-bit
+    dY that a cast widened to FP32 as it is (widened exactly on load).
+    Other casts between non-elementwise ops (a softmax's or reduction's
+    output, a GEMM's operand) are left.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

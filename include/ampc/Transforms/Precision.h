@@ -97,6 +97,11 @@ void setPrecisionDecision(mlir::Operation *op,
 /// Whether a cast was inserted by the compiler (not the user's ONNX Cast).
 bool isAutocast(mlir::Operation *op);
 
+/// Whether a floating-point Accumulating op sums in FP64 (an FP64 operand
+/// or result) rather than FP32: ampc-assign-accumulation's rule, which
+/// ampc-fold-casts also reads before the attribute is set.
+bool accumulatesInF64(mlir::Operation *op);
+
 /// Number of compiler-inserted casts in `op` (usually the module).
 unsigned countAutocasts(mlir::Operation *op);
 

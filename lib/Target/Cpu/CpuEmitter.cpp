@@ -519,14 +519,15 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
             "{16}"
             "    ampc::cpu::broadcast<{2}, {5}>({3}, {4}, dims, scaleStrides, "
             "scale);\n"
-            "    ampc::cpu::layerNormGrad<{2}, {13}, {14}, {15}>({6}, {7}, "
-            "scale, {8}, {9}, {10}, {11}LL, {12}LL); }\n",
+            "    ampc::cpu::layerNormGrad<{2}, {13}, {14}, {15}, {17}>({6}, "
+            "{7}, scale, {8}, {9}, {10}, {11}LL, {12}LL); }\n",
             list(g.normalized), list(g.scaleStrides), g.compute,
             name(o.getScale()), g.normalized.size(),
             codec(elementOf(o.getScale())), name(o.getGrad()), name(x),
             name(o.getMean()), name(o.getInvStdDev()), name(o.getOutput()),
             g.outer, g.size, codec(elementOf(x)), codec(stash),
-            codec(elementOf(x)), scratchArray(op, "scale", g.compute));
+            codec(elementOf(x)), scratchArray(op, "scale", g.compute),
+            codec(elementOf(o.getGrad())));
         return success();
       })
       .Case([&](ampc::NllLossGradOp o) {

@@ -74,9 +74,10 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
         Type stash = elementOf(o.getMean());
         LayerNormGeometry g = layerNormGeometry(op);
         std::string types =
-            formatv("{0}, {1}, {2}, {3}, {4}", g.compute, codec(elementOf(x)),
-                    codec(stash), codec(elementOf(o.getScale())),
-                    codec(elementOf(x)))
+            formatv("{0}, {1}, {2}, {3}, {4}, {5}", g.compute,
+                    codec(elementOf(x)), codec(stash),
+                    codec(elementOf(o.getScale())), codec(elementOf(x)),
+                    codec(elementOf(o.getGrad())))
                 .str();
         std::string args =
             formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}LL, {8}LL",

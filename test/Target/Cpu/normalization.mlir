@@ -64,9 +64,23 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[DS]][i] = static_cast<float>(gradScale[i]);
 // CHECK-NEXT:    for (int64_t i = 0; i < 8LL; ++i) [[DB]][i] = static_cast<float>(gradBias[i]);
 // CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 704);
-// CHECK:         ampc::cpu::layerNormGrad<float, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::As<float>>(in3, in3, scale, in5, in6, [[DL]], 32LL, 64LL);
+// CHECK:         ampc::cpu::layerNormGrad<float, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::As<float>>(in3, in3, scale, in5, in6, [[DL]], 32LL, 64LL);
 func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
   %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)
   %1 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
   return %0#0, %0#1, %0#2, %1 : tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>
+}
+
+// -----
+
+// A LayerNorm of FP32 data whose Y ampc-fold-casts gave the f16 of the
+// cast it replaced (stored by the kernel, rounded once from FP32), and a
+// layer_norm_grad reading f16 dY beside FP32 X (loaded by dY's own codec).
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         ampc::cpu::layerNorm<float, ampc::cpu::As<float>, ampc::cpu::AsF16, ampc::cpu::As<float>>(in0,
+// CHECK:         ampc::cpu::layerNormGrad<float, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::As<float>, ampc::cpu::AsF16>(in2, in0,
+func.func @forward(%x: tensor<32x64xf32>, %g: tensor<64xf32>, %dy: tensor<32x64xf16>) -> (tensor<32x64xf16>, tensor<32x64xf32>) {
+  %y:3 = ampc.layer_normalization %x, %g : (tensor<32x64xf32>, tensor<64xf32>) -> (tensor<32x64xf16>, tensor<32x1xf32>, tensor<32x1xf32>)
+  %dx = ampc.layer_norm_grad %dy, %x, %g, %y#1, %y#2 : (tensor<32x64xf16>, tensor<32x64xf32>, tensor<64xf32>, tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x64xf32>
+  return %y#0, %dx : tensor<32x64xf16>, tensor<32x64xf32>
 }

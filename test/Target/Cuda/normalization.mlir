@@ -106,3 +106,17 @@ func.func @forward(%x: tensor<8x1024xf32>, %g: tensor<1024xf32>) -> (tensor<8x10
   %y:3 = ampc.layer_normalization %x, %g {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<8x1024xf32>, tensor<1024xf32>) -> (tensor<8x1024xf32>, tensor<8x1xf32>, tensor<8x1xf32>)
   return %y#0, %y#1, %y#2 : tensor<8x1024xf32>, tensor<8x1xf32>, tensor<8x1xf32>
 }
+
+// -----
+
+// A LayerNorm of FP32 data whose Y ampc-fold-casts gave the f16 of the
+// cast it replaced (stored by the kernel, rounded once from FP32), and a
+// layer_norm_grad reading f16 dY beside FP32 X (loaded by dY's own codec).
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         ampc::cuda::launch("layerNormByWarp<float, ampc::cuda::As<float>, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>>", {{.*}}, ctx.stream, in0,
+// CHECK:         ampc::cuda::launch("layerNormGradByWarp<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::AsF16>", {{.*}}, ctx.stream, in2, in0,
+func.func @forward(%x: tensor<32x64xf32>, %g: tensor<64xf32>, %dy: tensor<32x64xf16>) -> (tensor<32x64xf16>, tensor<32x64xf32>) {
+  %y:3 = ampc.layer_normalization %x, %g : (tensor<32x64xf32>, tensor<64xf32>) -> (tensor<32x64xf16>, tensor<32x1xf32>, tensor<32x1xf32>)
+  %dx = ampc.layer_norm_grad %dy, %x, %g, %y#1, %y#2 : (tensor<32x64xf16>, tensor<32x64xf32>, tensor<64xf32>, tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x64xf32>
+  return %y#0, %dx : tensor<32x64xf16>, tensor<32x64xf32>
+}
