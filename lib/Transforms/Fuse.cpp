@@ -185,9 +185,9 @@ SmallVector<Operation *> Group::recomputedChain(Operation *op) const {
   chain.insert(op);
   int64_t before = fullReadBytes({});
   int64_t now = fullReadBytes(chain.getArrayRef());
-  // Up the producers while the reads do not grow: a link may only trade
-  // one tensor for another, and the next one end the chain on a tensor
-  // the group reads already.
+  // Up the producers while the reads do not grow: one link may only trade
+  // a tensor for another, and a later one end the chain on a tensor the
+  // group reads already (erf(x/sqrt2)+1 -> erf(x/sqrt2) -> x/sqrt2 -> x).
   for (size_t i = 0; i < chain.size(); ++i)
     for (Value operand : chain[i]->getOperands()) {
       Operation *producer = operand.getDefiningOp();
