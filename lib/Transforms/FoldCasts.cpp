@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Transforms/Fusible.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Precision.h"
@@ -43,14 +44,7 @@ using namespace mlir;
 
 namespace {
 
-/// The largest elementwise chain a cast copies from its producer.
-constexpr unsigned kMaxCopiedOps = 16;
-
-/// Elementwise as ampc-fuse groups it: one ranked result.
-bool isFusible(Operation *op) {
-  return op && op->hasTrait<ampc::Elementwise>() && op->getNumResults() == 1 &&
-         isa<RankedTensorType>(op->getResult(0).getType());
-}
+using ampc::isFusible;
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
@@ -85,7 +79,7 @@ SmallVector<Operation *> producerChain(ampc::CastOp cast) {
   llvm::SetVector<Operation *> chain;
   chain.insert(producer);
   for (size_t i = 0; i < chain.size(); ++i) {
-    if (chain.size() > kMaxCopiedOps || ampc::storedBetween(chain[i], cast))
+    if (chain.size() > ampc::kMaxCopiedOps || ampc::storedBetween(chain[i], cast))
       return {};
     for (Value operand : chain[i]->getOperands()) {
       Operation *def = operand.getDefiningOp();
@@ -94,11 +88,7 @@ SmallVector<Operation *> producerChain(ampc::CastOp cast) {
         chain.insert(def);
     }
   }
-  SmallVector<Operation *> ordered(chain.begin(), chain.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
-  return ordered;
+  return ampc::inProgramOrder(chain.getArrayRef());
 }
 
 /// Gives the cast its own copy of its producer's elementwise chain.

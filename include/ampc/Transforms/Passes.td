@@ -591,11 +591,30 @@ def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
     Groups chains of elementwise ops (AMPC_Elementwise in AMPCOps.td) into
     one `ampc.fusion` each, which a target runs as one loop over the result
     with every intermediate in a register. Walking each function backwards,
-    an elementwise op starts a group; a producer joins it when it is
-    elementwise, has the group's result shape (so nothing is recomputed),
-    and all its users are already in the group (so its value is needed
-    nowhere else). Operands outside the group, which may broadcast, become
-    the fusion's operands. Groups of one op are left as they are.
+    an elementwise op starts a group, which becomes a fusion as soon as it
+    is complete. An elementwise producer of a member joins it (never past a
+    store to a parameter or state it reads: ampc::storedBetween) when:
+
+    - it has the group's result shape and all its users are already in the
+      group: it moves in, its value needed nowhere else;
+    - its result is small (at most 4096 elements, so its operands are too)
+      and broadcasts to the group's shape, as a loss's per-row mask or a
+      scalar does: the group computes its own copy per element, the copy's
+      operands widened by `ampc.expand` (reshapes that only add or drop
+      leading unit dimensions between it and its reader are looked
+      through);
+    - it has the group's shape and other readers too, and a copy of it and
+      of the producers above it (as many as keep the reads from growing)
+      makes the group read fewer bytes of full-size tensors: the erf
+      GELU's division and erf are recomputed by the forward and the
+      backward kernel instead of stored between them.
+
+    A group copies at most 16 ops (ampc::kMaxCopiedOps). A copied producer
+    stays for the readers it still has and is erased when none is left.
+    Copies compute the same ops on the same operands and a fusion rounds
+    each intermediate to its type, so results are bit-identical. Operands
+    outside the group, which may broadcast, become the fusion's operands.
+    Groups of one op are left as they are.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }
