@@ -360,6 +360,9 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       {"casts_before_optimisation", r.castsBefore},
       {"summary", r.summary()},
       {"gemm_shapes", strings(r.gemmShapes)},
+      // Each attention found, fused or not and why (the text report's
+      // lines; issue 38, item 4).
+      {"attention", strings(r.attention)},
   };
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }
@@ -398,7 +401,14 @@ bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
        << colourOf(n.compute) << "\">" << n.compute << "</td><td>"
        << join(n.outputs) << "</td><td>" << n.category << "</td><td>"
        << escapeHtml(n.rule) << "</td></tr>\n";
-  os << "</table>\n</body></html>\n";
+  os << "</table>\n";
+  if (!r.attention.empty()) {
+    os << "<ul>\n";
+    for (const std::string &line : r.attention)
+      os << "<li>" << escapeHtml(line) << "</li>\n";
+    os << "</ul>\n";
+  }
+  os << "</body></html>\n";
   // The output rules of every ampc output (docs/design.md, Output files).
   std::string why;
   if (!writeOutputFile(path.str(), {{page.data(), page.size()}}, inputs, why)) {
