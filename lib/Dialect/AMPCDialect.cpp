@@ -102,6 +102,12 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "i64 (bytes) on an ampc.attention");
     return success();
   }
+  if (name == kAttentionMergedHeadsAttr) {
+    if (!isa<UnitAttr>(value) || !isa<AttentionOp>(op))
+      return op->emitOpError("'ampc.attention_merged_heads' must be a unit "
+                             "attribute on an ampc.attention");
+    return success();
+  }
   if (name == kAttentionUnfusedAttr) {
     if (!isa<StringAttr>(value) || !isa<SoftmaxOp>(op))
       return op->emitOpError("'ampc.attention_unfused' must be a string (the "

@@ -746,6 +746,8 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
         b.getI64IntegerAttr(static_cast<int64_t>(m.dropoutSeed)));
     op->setAttr(ampc::kAttentionSavesAttr,
                 b.getI64IntegerAttr(savedBytes(m)));
+    if (rank3)
+      op->setAttr(ampc::kAttentionMergedHeadsAttr, b.getUnitAttr());
     Value o = op.getO();
     if (rank3)
       o = ampc::ReshapeOp::create(b, loc, typeOf(m.result), o);

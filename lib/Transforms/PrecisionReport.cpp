@@ -280,8 +280,13 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
       SmallVector<int64_t, 4> k = shape(a.getK(), a.getKPerm());
       std::string line;
       llvm::raw_string_ostream os(line);
-      os << "attention " << node << ": fused, batch " << q[0] << ", heads "
-         << q[1] << ", sequence " << q[2] << " x " << k[2] << ", head dim "
+      os << "attention " << node << ": fused, ";
+      // [B·H, S, D] in the model: one dimension, not a batch of 1.
+      if (op->hasAttr(ampc::kAttentionMergedHeadsAttr))
+        os << "batch x heads " << q[1] << " (one dimension in the model)";
+      else
+        os << "batch " << q[0] << ", heads " << q[1];
+      os << ", sequence " << q[2] << " x " << k[2] << ", head dim "
          << q[3] << ", " << (a.getCausal() ? "causal" : "not causal")
          << (a.getBias() ? ", additive mask" : "");
       if (auto saves = op->getAttrOfType<IntegerAttr>(ampc::kAttentionSavesAttr))

@@ -315,6 +315,14 @@ func.func @attention_saves_not_attention(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @attention_merged_heads_not_attention(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.exp' op 'ampc.attention_merged_heads' must be a unit attribute on an ampc.attention}}
+  %0 = ampc.exp %x {ampc.attention_merged_heads} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 func.func @attention_saves_negative(%q: tensor<1x1x2x16xf16>) -> tensor<1x1x2x16xf16> {
   // expected-error @+1 {{'ampc.attention' op 'ampc.attention_saves' must be a non-negative i64 (bytes) on an ampc.attention}}
   %o, %lse = ampc.attention %q, %q, %q {ampc.attention_saves = -1 : i64, scale = 2.500000e-01 : f32} : (tensor<1x1x2x16xf16>, tensor<1x1x2x16xf16>, tensor<1x1x2x16xf16>) -> (tensor<1x1x2x16xf16>, tensor<1x1x2xf32>)

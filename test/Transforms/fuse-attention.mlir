@@ -59,7 +59,7 @@ func.func @gpt(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf3
 // CHECK-LABEL: func.func @mha
 // CHECK:         %[[M:.*]] = ampc.constant dense<{{\[\[}}0.000000e+00, 0xFF800000, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
 // CHECK:         ampc.reshape %{{.*}} : tensor<3x4x2xf32> to tensor<1x3x4x2xf32>
-// CHECK:         %[[O:.*]], %{{.*}} = ampc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {ampc.attention_saves = 432 : i64, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 0.707106769 : f32, v_perm = array<i64: 0, 2, 1, 3>}
+// CHECK:         %[[O:.*]], %{{.*}} = ampc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {ampc.attention_merged_heads, ampc.attention_saves = 432 : i64, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 0.707106769 : f32, v_perm = array<i64: 0, 2, 1, 3>}
 // CHECK:         ampc.reshape %[[O]] : tensor<1x3x4x2xf32> to tensor<3x4x2xf32>
 // CHECK-NOT:     ampc.softmax
 func.func @mha(%q: tensor<3x4x2xf32>, %k: tensor<3x4x2xf32>, %v: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
@@ -155,7 +155,7 @@ func.func @sdpa_scale(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tens
 // MultiheadAttention unsqueezes the [S, S] mask to [1, S, S] before the
 // Add: the triangle is seen through the Unsqueeze, so causal, no bias.
 // CHECK-LABEL: func.func @unsqueezed_mask
-// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {ampc.attention_saves = 216 : i64, causal = true,
+// CHECK:         ampc.attention %{{.*}}, %{{.*}}, %{{.*}} {ampc.attention_merged_heads, ampc.attention_saves = 216 : i64, causal = true,
 // CHECK-NOT:     ampc.add
 module {
   ampc.parameter @mask {ampc.frozen} : tensor<3x3xf32> = dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>

@@ -119,6 +119,11 @@ constexpr llvm::StringLiteral kAttentionUnfusedAttr = "ampc.attention_unfused";
 /// buffers ([B, H, Sq, Sk]) the unfused graph would have materialised per
 /// step, as the report prints them (a non-negative i64).
 constexpr llvm::StringLiteral kAttentionSavesAttr = "ampc.attention_saves";
+/// On an ampc.attention (ampc-fuse-attention) whose Q, K and V the model
+/// held as [B·H, S, D] (nn.MultiheadAttention): batch and heads are one
+/// dimension there, and the report says so instead of "batch 1" (unit).
+constexpr llvm::StringLiteral kAttentionMergedHeadsAttr =
+    "ampc.attention_merged_heads";
 
 /// "node 'NAME' (OpType)" for the ONNX node an op came from (its NameLoc
 /// and the importer's op type); the ampc op name where the location says
