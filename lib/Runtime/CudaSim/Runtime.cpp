@@ -249,10 +249,14 @@ bool profiling() {
   return on;
 }
 
-/// Runs `s`'s work until `seq` ops have completed, first running whatever
-/// that work waits for.
+/// Live events created with timing (none outside GEMM tuning): stamping
+/// looks at the events only while there are any.
+size_t timingEvents = 0;
+
 /// Timing events recorded on `s` whose work has now run get their time.
 void stampEvents(Stream &s) {
+  if (timingEvents == 0)
+    return;
   for (auto &e : events)
     if (e->timing && !e->stamped && e->stream == &s &&
         e->seq <= s.completed) {
@@ -261,6 +265,8 @@ void stampEvents(Stream &s) {
     }
 }
 
+/// Runs `s`'s work until `seq` ops have completed, first running whatever
+/// that work waits for.
 void drain(Stream &s, uint64_t seq) {
   while (s.completed < seq && !s.queue.empty()) {
     Op op = std::move(s.queue.front());
@@ -919,6 +925,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   AMPC_SIM_ENTRY("cudaEventCreateWithFlags");
   events.push_back(std::make_unique<Event>());
   events.back()->timing = !(flags & cudaEventDisableTiming);
+  timingEvents += events.back()->timing;
   *event = reinterpret_cast<cudaEvent_t>(events.back().get());
   return result(cudaSuccess);
 }
@@ -951,6 +958,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   if (!e)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventDestroy: " + hex(event) + " is not a live event");
+  timingEvents -= e->timing;
   events.erase(std::find_if(events.begin(), events.end(),
                             [&](auto &owned) { return owned.get() == e; }));
   return result(cudaSuccess);
