@@ -171,6 +171,10 @@ def main():
             print("5 of 8 rows from device memory: the host partial step's "
                   "loss and parameters, bit for bit (%s; the full batch %s)"
                   % (got, whole))
+            expect_error("9 of 8 rows from device memory",
+                         lambda: part_device.train_step_device(
+                             padded, loss=None, rows=9),
+                         "AMPC_ERROR_INVALID_ARGUMENT", "rows is 9")
 
         # What one step moves: inputs device to device, the loss device to
         # device (NULL: not at all), no host function.
