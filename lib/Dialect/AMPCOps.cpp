@@ -804,7 +804,7 @@ LogicalResult inferAttention(OptLoc loc, Value q, Value k, Value v,
                              Value bias, ArrayRef<int64_t> qPerm,
                              ArrayRef<int64_t> kPerm, ArrayRef<int64_t> vPerm,
                              ArrayRef<int64_t> oPerm, APFloat dropoutRatio,
-                             Types &types) {
+                             bool packed, Types &types) {
   // Dropout's own range: a ratio of 1 would keep nothing (and scale by
   // 1 / 0).
   float ratio = dropoutRatio.convertToFloat();
@@ -841,6 +841,19 @@ LogicalResult inferAttention(OptLoc loc, Value q, Value k, Value v,
   SmallVector<int64_t, 4> lq = attentionLogicalShape(tq->getShape(), qPerm);
   SmallVector<int64_t, 4> lk = attentionLogicalShape(tk->getShape(), kPerm);
   SmallVector<int64_t, 4> lv = attentionLogicalShape(tv->getShape(), vPerm);
+  if (packed) {
+    // One operand holding Q, K and V as 3·H heads.
+    if (q != k || q != v || qPerm != kPerm || qPerm != vPerm)
+      return fail<Op>(loc, "with 'packed_qkv', Q, K and V must be one value "
+                           "with one perm");
+    if (lq[1] % 3 != 0)
+      return fail<Op>(loc, "with 'packed_qkv', the operand's heads "
+                           "dimension must hold 3 x H heads, got " +
+                               Twine(lq[1]));
+    lq[1] /= 3;
+    lk = lq;
+    lv = lq;
+  }
   if (lk[0] != lq[0] || lk[1] != lq[1] || lk[3] != lq[3])
     return fail<Op>(loc, "K's logical shape " + formatList(lk) +
                              " must be [" + Twine(lq[0]) + ", " +
@@ -879,7 +892,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   return inferAttention<AttentionOp>(
       loc, adaptor.getQ(), adaptor.getK(), adaptor.getV(), adaptor.getBias(),
       adaptor.getQPerm(), adaptor.getKPerm(), adaptor.getVPerm(),
-      adaptor.getOPerm(), adaptor.getDropoutRatio(), types);
+      adaptor.getOPerm(), adaptor.getDropoutRatio(), adaptor.getPackedQkv(),
+      types);
 }
 
 LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
@@ -892,7 +906,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                 adaptor.getV(), adaptor.getBias(),
                                 adaptor.getQPerm(), adaptor.getKPerm(),
                                 adaptor.getVPerm(), adaptor.getOPerm(),
-                                adaptor.getDropoutRatio(), forward)))
+                                adaptor.getDropoutRatio(),
+                                adaptor.getPackedQkv(), forward)))
     return failure();
   for (auto [name, value, type] :
        {std::tuple<StringRef, Value, Type>{"grad", adaptor.getGrad(), forward[0]},
@@ -902,6 +917,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
       return fail<Op>(loc, name + " must have type " + formatType(type) +
                                ", got " + formatType(value.getType()));
   types.push_back(adaptor.getQ().getType());
+  if (adaptor.getPackedQkv())
+    return success(); // dQ | dK | dV in the packed operand's layout
   types.push_back(adaptor.getK().getType());
   types.push_back(adaptor.getV().getType());
   return success();
@@ -1077,6 +1094,20 @@ LogicalResult ReshapeOp::verify() {
            << formatList(in.getShape()) << " (" << in.getNumElements()
            << " elements) to " << formatList(out.getShape()) << " ("
            << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult SubviewOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("result element type differs from the operand's");
+  int64_t offset = getOffset();
+  if (offset < 0 || offset > in.getNumElements() ||
+      out.getNumElements() > in.getNumElements() - offset)
+    return emitOpError("elements [")
+           << offset << ", " << offset << " + " << out.getNumElements()
+           << ") are not inside the operand's " << in.getNumElements();
   return success();
 }
 

@@ -517,11 +517,14 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> dResults,
                                          ArrayRef<bool> wanted,
                                          MutableArrayRef<Value> dOperands) {
+  if (getPackedQkv())
+    return emitOpError("with 'packed_qkv' (kernel level, after autodiff) has "
+                       "no gradient rule");
   auto grad = AttentionGradOp::create(
       b, getLoc(), dResults[0], getQ(), getK(), getV(), getO(), getLse(),
       getBias(), getScaleAttr(), getCausalAttr(), getQPermAttr(),
       getKPermAttr(), getVPermAttr(), getOPermAttr(), getDropoutRatioAttr(),
-      getDropoutSeedAttr());
+      getDropoutSeedAttr(), getPackedQkvAttr());
   for (unsigned i = 0; i < 3; ++i)
     if (wanted[i])
       dOperands[i] = grad->getResult(i);

@@ -42,6 +42,34 @@ LogicalResult LoadStateOp::verifySymbolUses(SymbolTableCollection &table) {
   return success();
 }
 
+LogicalResult
+LoadPackedStateOp::verifySymbolUses(SymbolTableCollection &table) {
+  auto result = cast<RankedTensorType>(getType());
+  if (getStates().empty() || result.getRank() == 0)
+    return emitOpError("packs one or more states into a tensor of rank 1 or "
+                       "more");
+  int64_t rows = 0;
+  for (Attribute a : getStates()) {
+    auto symbol = cast<FlatSymbolRefAttr>(a);
+    auto state = table.lookupNearestSymbolFrom<StateOp>(*this, symbol);
+    if (!state)
+      return emitOpError("'") << symbol.getValue() << "' is not an ampc.state";
+    auto t = cast<RankedTensorType>(state.getType());
+    if (t.getElementType() != result.getElementType() ||
+        t.getRank() != result.getRank() ||
+        t.getShape().drop_front() != result.getShape().drop_front())
+      return emitOpError("state '")
+             << symbol.getValue() << "' of type " << t
+             << " does not pack into " << result
+             << " (one element type, equal trailing dimensions)";
+    rows += t.getDimSize(0);
+  }
+  if (rows != result.getDimSize(0))
+    return emitOpError("the states have ")
+           << rows << " rows in all, the result " << result.getDimSize(0);
+  return success();
+}
+
 LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &table) {
   Type type = symbolType(*this, table, getTargetAttr());
   if (!type)

@@ -153,6 +153,15 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createFoldTransposesPass();
      }},
+    {"ampc-pack-qkv", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       // It packs the GEMMs ampc-fuse-epilogues gave bias-gradient
+       // epilogues (the CUDA target's); the CPU reference keeps the
+       // separate ops, as it keeps the bias-gradient sums.
+       if (!o.packQkv || o.kernelTarget != ampc::KernelTarget::Cuda)
+         return nullptr;
+       return ampc::createPackQkvPass();
+     }},
     {"ampc-fold-casts", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createFoldCastsPass();
@@ -350,6 +359,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.fuseAttention =
       flags.fuseAttention != "off" && flags.fuseAttention != "false";
   options.attentionAsCuda = flags.fuseAttention == "cuda";
+  options.packQkv = flags.packQkv;
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
   if (!loss)
     return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
@@ -482,6 +492,11 @@ struct PipelineRegistrationOptions
                      "(ampc-fuse-attention): on, off, or cuda (only what "
                      "the CUDA kernels take, on either target)"),
       llvm::cl::init("on")};
+  Option<bool> packQkv{
+      *this, "pack-qkv",
+      llvm::cl::desc("compute an attention's Q, K and V projections as one "
+                     "GEMM (ampc-pack-qkv)"),
+      llvm::cl::init(true)};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
@@ -603,6 +618,7 @@ struct PipelineRegistrationOptions
     f.paramGroups.assign(paramGroups.begin(), paramGroups.end());
     f.inferTrainingMode = inferTrainingMode;
     f.fuseAttention = fuseAttention;
+    f.packQkv = packQkv;
     f.loss = loss;
     f.label = label;
     if (ignoreIndex.hasValue())

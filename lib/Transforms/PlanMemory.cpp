@@ -35,7 +35,15 @@ int64_t ampc::storageBytes(Type type) {
 }
 
 bool ampc::isViewResult(Operation *op, unsigned index) {
-  return index == 0 && op->hasTrait<ampc::View>() && op->getNumOperands() >= 1;
+  return index == 0 &&
+         (op->hasTrait<ampc::View>() || isa<ampc::SubviewOp>(op)) &&
+         op->getNumOperands() >= 1;
+}
+
+int64_t ampc::viewOffset(Operation *op) {
+  if (auto view = dyn_cast<ampc::SubviewOp>(op))
+    return view.getOffset();
+  return 0;
 }
 
 StringAttr ampc::storageSymbol(Value v) {
@@ -52,11 +60,28 @@ StringAttr ampc::storageSymbol(Value v) {
   return {};
 }
 
+SmallVector<StringAttr, 1> ampc::storageSymbols(Value v) {
+  if (StringAttr symbol = ampc::storageSymbol(v))
+    return {symbol};
+  while (auto r = dyn_cast<OpResult>(v)) {
+    Operation *op = r.getOwner();
+    if (auto load = dyn_cast<ampc::LoadPackedStateOp>(op)) {
+      SmallVector<StringAttr, 1> symbols;
+      for (Attribute a : load.getStates())
+        symbols.push_back(cast<FlatSymbolRefAttr>(a).getAttr());
+      return symbols;
+    }
+    if (!ampc::isViewResult(op, r.getResultNumber()))
+      break;
+    v = op->getOperand(0);
+  }
+  return {};
+}
+
 bool ampc::storedBetween(Operation *op, Operation *at) {
   SmallVector<StringAttr> read;
   for (Value operand : op->getOperands())
-    if (StringAttr symbol = ampc::storageSymbol(operand))
-      read.push_back(symbol);
+    llvm::append_range(read, ampc::storageSymbols(operand));
   if (read.empty())
     return false;
   for (Operation *o = op->getNextNode(); o && o != at; o = o->getNextNode())
@@ -237,7 +262,8 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
     arena.release(offset, bytes);
 
   for (Operation &op : block) {
-    if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp, ampc::LoadStateOp>(op))
+    if (op.getNumResults() == 0 || isa<ampc::ConstantOp, ampc::LoadParameterOp, ampc::LoadStateOp,
+            ampc::LoadPackedStateOp>(op))
       continue;
     SmallVector<int64_t> offsets;
     bool any = false;

@@ -75,3 +75,32 @@ func.func @attention_dropout_ratio(%q: tensor<1x2x4x8xf32>) {
   %o:2 = ampc.attention %q, %q, %q {scale = 1.0 : f32, dropout_ratio = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
   return
 }
+
+// -----
+
+// packed_qkv (ampc-pack-qkv): Q, K and V are one operand of 3 x H heads.
+func.func @attention_packed_distinct(%q: tensor<1x4x3x8xf16>, %k: tensor<1x4x3x8xf16>) {
+  // expected-error @+2 {{ampc.attention: with 'packed_qkv', Q, K and V must be one value with one perm}}
+  // expected-error @+1 {{'ampc.attention' op failed to infer returned types}}
+  %o:2 = ampc.attention %q, %k, %q {scale = 1.0 : f32, packed_qkv = true} : (tensor<1x4x3x8xf16>, tensor<1x4x3x8xf16>, tensor<1x4x3x8xf16>) -> (tensor<1x1x3x8xf16>, tensor<1x1x3xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_packed_heads(%p: tensor<1x4x3x8xf16>) {
+  // expected-error @+2 {{ampc.attention: with 'packed_qkv', the operand's heads dimension must hold 3 x H heads, got 4}}
+  // expected-error @+1 {{'ampc.attention' op failed to infer returned types}}
+  %o:2 = ampc.attention %p, %p, %p {scale = 1.0 : f32, packed_qkv = true} : (tensor<1x4x3x8xf16>, tensor<1x4x3x8xf16>, tensor<1x4x3x8xf16>) -> (tensor<1x1x3x8xf16>, tensor<1x1x3xf32>)
+  return
+}
+
+// -----
+
+// The adjoint of a packed attention has one result: dQ | dK | dV.
+func.func @attention_grad_packed_results(%p: tensor<1x3x4x8xf16>, %o: tensor<1x1x4x8xf16>, %lse: tensor<1x1x4xf32>) {
+  // expected-error @+2 {{'ampc.attention_grad' op inferred type(s) 'tensor<1x3x4x8xf16>' are incompatible with return type(s) of operation 'tensor<1x3x4x8xf16>', 'tensor<1x3x4x8xf16>', 'tensor<1x3x4x8xf16>'}}
+  // expected-error @+1 {{'ampc.attention_grad' op failed to infer returned types}}
+  %g:3 = ampc.attention_grad %o, %p, %p, %p, %o, %lse {scale = 1.0 : f32, packed_qkv = true} : (tensor<1x1x4x8xf16>, tensor<1x3x4x8xf16>, tensor<1x3x4x8xf16>, tensor<1x3x4x8xf16>, tensor<1x1x4x8xf16>, tensor<1x1x4xf32>) -> (tensor<1x3x4x8xf16>, tensor<1x3x4x8xf16>, tensor<1x3x4x8xf16>)
+  return
+}

@@ -25,3 +25,16 @@ func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
   %l = ampc.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An attention reading a packed Q|K|V (ampc-pack-qkv, kernel level) has no
+// gradient rule.
+ampc.parameter @w : tensor<1x4x3x8xf32> = dense<1.0> : tensor<1x4x3x8xf32>
+func.func @forward() -> tensor<f32> {
+  %p = ampc.load_parameter @w : tensor<1x4x3x8xf32>
+  // expected-error @+1 {{with 'packed_qkv' (kernel level, after autodiff) has no gradient rule}}
+  %o, %lse = ampc.attention %p, %p, %p {scale = 1.0 : f32, packed_qkv = true, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 1, 3>, v_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) -> (tensor<1x4x1x8xf32>, tensor<1x1x4xf32>)
+  %l = ampc.reduce_sum %o {axes = array<i64: 0, 1, 2, 3>, keepdims = 0 : i64} : (tensor<1x4x1x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

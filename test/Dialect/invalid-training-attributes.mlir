@@ -27,3 +27,61 @@ func.func @grad_type(%x: tensor<16x8xf16>, %dy: tensor<16x4xf16>) -> tensor<4xf1
   %g, %b = ampc.gemm %x, %dy {transA = 1 : i64, epilogue = #ampc<epilogue bgrad_b>} : (tensor<16x8xf16>, tensor<16x4xf16>) -> (tensor<8x4xf32>, tensor<4xf16>)
   return %b : tensor<4xf16>
 }
+
+// -----
+
+// ampc.subview (ampc-pack-qkv): a contiguous range inside its operand.
+func.func @subview_outside(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'ampc.subview' op elements [24, 24 + 16) are not inside the operand's 32}}
+  %0 = ampc.subview %x {offset = 24 : i64} : tensor<4x8xf32> to tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @subview_element_type(%x: tensor<4x8xf32>) -> tensor<8xf16> {
+  // expected-error @+1 {{'ampc.subview' op result element type differs from the operand's}}
+  %0 = ampc.subview %x {offset = 0 : i64} : tensor<4x8xf32> to tensor<8xf16>
+  return %0 : tensor<8xf16>
+}
+
+// -----
+
+// ampc.load_packed_state: states of one element type and equal trailing
+// dimensions, whose rows add up to the result's.
+module {
+  ampc.state @a : tensor<2x8xf16> = dense<0.0> : tensor<2x8xf16>
+  ampc.state @b : tensor<2x4xf16> = dense<0.0> : tensor<2x4xf16>
+  func.func @packed_trailing() -> tensor<4x8xf16> {
+    // expected-error @+1 {{'ampc.load_packed_state' op state 'b' of type 'tensor<2x4xf16>' does not pack into 'tensor<4x8xf16>' (one element type, equal trailing dimensions)}}
+    %0 = ampc.load_packed_state [@a, @b] : tensor<4x8xf16>
+    return %0 : tensor<4x8xf16>
+  }
+}
+
+// -----
+
+module {
+  ampc.state @a : tensor<2x8xf16> = dense<0.0> : tensor<2x8xf16>
+  func.func @packed_rows() -> tensor<6x8xf16> {
+    // expected-error @+1 {{'ampc.load_packed_state' op the states have 4 rows in all, the result 6}}
+    %0 = ampc.load_packed_state [@a, @a] : tensor<6x8xf16>
+    return %0 : tensor<6x8xf16>
+  }
+}
+
+// -----
+
+func.func @packed_missing() -> tensor<2x8xf16> {
+  // expected-error @+1 {{'ampc.load_packed_state' op 'nothing' is not an ampc.state}}
+  %0 = ampc.load_packed_state [@nothing] : tensor<2x8xf16>
+  return %0 : tensor<2x8xf16>
+}
+
+// -----
+
+func.func @packed_scalar() -> tensor<f16> {
+  // expected-error @+1 {{'ampc.load_packed_state' op packs one or more states into a tensor of rank 1 or more}}
+  %0 = ampc.load_packed_state [] : tensor<f16>
+  return %0 : tensor<f16>
+}

@@ -329,6 +329,13 @@ cl::opt<std::string> fuseAttention(
              "(only what the CUDA target's kernels take, on either target)"),
     cl::value_desc("on|off|cuda"), cl::init("on"), cl::cat(ampcCategory));
 
+cl::opt<bool> packQkv(
+    "pack-qkv",
+    cl::desc("CUDA targets: compute an attention's Q, K and V projections "
+             "as one GEMM on a packed weight (ampc-pack-qkv; default on; "
+             "off keeps three, to compare or debug)"),
+    cl::init(true), cl::cat(ampcCategory));
+
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",
     cl::desc("infer runs Dropout and BatchNormalization as the model says "
@@ -766,6 +773,7 @@ int main(int argc, char **argv) {
   flags.inferTrainingMode = inferTrainingMode;
   // An exported ONNX model keeps ONNX's own ops: no ampc.attention in it.
   flags.fuseAttention = emit == Emit::Onnx ? "off" : fuseAttention.getValue();
+  flags.packQkv = packQkv;
   flags.loss = loss;
   flags.label = label;
   if (ignoreIndex.getNumOccurrences())

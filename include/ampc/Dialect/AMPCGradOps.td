@@ -326,6 +326,8 @@ def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
 
     P·Z and dS are rounded to the data type before they multiply (as the
     CUDA kernel's 16-bit matrix products do). The bias gets no adjoint.
+    With `packed_qkv` (the forward's packed Q, K, V: ampc.attention) the
+    one result is dQ | dK | dV in the packed operand's type and layout.
 
     ```mlir
     %dq, %dk, %dv = ampc.attention_grad %do, %q, %k, %v, %o, %lse {scale = 0.125 : f32} : (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>)
@@ -342,9 +344,15 @@ def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm,
                        DefaultValuedAttr<F32Attr, "0.0">:$dropout_ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
-  let results = (outs AMPC_FloatTensor:$grad_q, AMPC_FloatTensor:$grad_k,
-                      AMPC_FloatTensor:$grad_v);
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed,
+                       DefaultValuedAttr<BoolAttr, "false">:$packed_qkv);
+  let results = (outs Variadic<AMPC_FloatTensor>:$grads);
+  let extraClassDeclaration = [{
+    /// dQ, dK and dV, or (`packed_qkv`) their one packed buffer.
+    mlir::Value getGradQ() { return getGrads()[0]; }
+    mlir::Value getGradK() { return getGrads()[getPackedQkv() ? 0 : 1]; }
+    mlir::Value getGradV() { return getGrads()[getPackedQkv() ? 0 : 2]; }
+  }];
   let assemblyFormat = "$grad `,` $q `,` $k `,` $v `,` $o `,` $lse "
                        "(`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";

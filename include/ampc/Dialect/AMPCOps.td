@@ -601,6 +601,12 @@ def AMPC_AttentionOp : AMPC_Op<"attention",
     draws. `lse` stays the undropped softmax's. The contract both targets
     compute is docs/design.md, "Fused attention (issue 38)".
 
+    With `packed_qkv` (set by ampc-pack-qkv, kernel level) Q, K and V are
+    one operand, the output of one GEMM: its logical heads dimension holds
+    3·H heads, Q the heads [0, H), K [H, 2H) and V [2H, 3H), read in place
+    (each row of the GEMM's output is q | k | v); the three operands must
+    be the same value with the same perm.
+
     ```mlir
     %o, %lse = ampc.attention %q, %k, %v {causal = true, scale = 0.125 : f32, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 1, 3>, v_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>, tensor<2x8x4x64xf16>) -> (tensor<2x8x4x64xf16>, tensor<2x4x8xf32>)
     ```
@@ -615,7 +621,8 @@ def AMPC_AttentionOp : AMPC_Op<"attention",
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$v_perm,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1, 2, 3}">:$o_perm,
                        DefaultValuedAttr<F32Attr, "0.0">:$dropout_ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed,
+                       DefaultValuedAttr<BoolAttr, "false">:$packed_qkv);
   let results = (outs AMPC_FloatTensor:$o, AMPC_FloatTensor:$lse);
   let assemblyFormat = "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -735,6 +742,24 @@ def AMPC_ReshapeOp : AMPC_Op<"reshape",
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def AMPC_SubviewOp : AMPC_Op<"subview", [Pure]> {
+  let summary = "a contiguous range of a tensor's elements, in place (kernel level)";
+  let description = [{
+    The elements [`offset`, `offset` + size of the result) of `input` in
+    row-major order, in the result's shape: a view of the input's buffer
+    at that offset, never a copy. ampc-pack-qkv creates it to give each
+    of the Q, K and V projections its rows of the packed weight gradient.
+
+    ```mlir
+    %dk = ampc.subview %dw {offset = 1024 : i64} : tensor<96x32xf32> to tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, I64Attr:$offset);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  let hasVerifier = 1;
 }
 
 def AMPC_ExpandOp : AMPC_Op<"expand",

@@ -48,6 +48,28 @@ def AMPC_LoadStateOp : AMPC_Op<"load_state",
   let assemblyFormat = "$state attr-dict `:` type($output)";
 }
 
+def AMPC_LoadPackedStateOp : AMPC_Op<"load_packed_state",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemRead]>]> {
+  let summary = "read several states laid out one after the other as one tensor";
+  let description = [{
+    The states `states` (one element type, equal trailing dimensions)
+    concatenated along their first dimension: the targets lay them out
+    contiguously in this order (no padding between them), so this is a
+    view of their storage, not a copy. ampc-pack-qkv creates it for the
+    16-bit weight copies of the Q, K and V projections, so that one GEMM
+    computes all three (issue 37, item 3). A state is in at most one
+    packing.
+
+    ```mlir
+    %w = ampc.load_packed_state [@"q.weight.f16", @"k.weight.f16", @"v.weight.f16"] : tensor<96x32xf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefArrayAttr:$states);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$states attr-dict `:` type($output)";
+}
+
 def AMPC_StoreOp : AMPC_Op<"store",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
      MemoryEffects<[MemWrite]>]> {

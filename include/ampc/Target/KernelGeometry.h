@@ -179,6 +179,10 @@ TopKGeometry topKGeometry(mlir::Operation *op);
 struct AttentionGeometry {
   int64_t batch, heads, sq, sk, d, dv;
   llvm::SmallVector<int64_t, 4> q, k, v, o, bias;
+  /// Where K and V start, in elements from their operand's first (and their
+  /// gradients from dK's and dV's): H and 2H heads in with `packed_qkv`
+  /// (Q, K and V one operand), else 0.
+  int64_t kOffset = 0, vOffset = 0;
   /// Dropout on P (ampc::math::AttentionDropout): its ratio (0: none) and
   /// its masks' seed.
   double dropoutRatio = 0;

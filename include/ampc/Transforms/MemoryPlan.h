@@ -26,13 +26,23 @@ namespace ampc {
 /// bf16 two); 0 for types code generation cannot store.
 int64_t storageBytes(mlir::Type type);
 
-/// Whether result `index` of `op` is a view of operand 0 (AMPC_View) and so
-/// has no buffer of its own.
+/// Whether result `index` of `op` is a view of operand 0 (AMPC_View, or an
+/// ampc.subview) and so has no buffer of its own.
 bool isViewResult(mlir::Operation *op, unsigned index);
 
+/// Where a view result of `op` (isViewResult) starts in its operand's
+/// buffer, in elements: an ampc.subview's offset, else 0.
+int64_t viewOffset(mlir::Operation *op);
+
 /// The parameter or state whose storage `value` reads in place (a load, or
-/// a view of one), or null.
+/// a view of one), or null (also for a packed load of several: see
+/// storageSymbols).
 mlir::StringAttr storageSymbol(mlir::Value value);
+
+/// Every parameter or state whose storage `value` reads in place: the one
+/// of storageSymbol, or the states of an ampc.load_packed_state (or a view
+/// of one).
+llvm::SmallVector<mlir::StringAttr, 1> storageSymbols(mlir::Value value);
 
 /// Whether an ampc.store after `op` and before `at` (in the same block)
 /// writes a parameter or state `op` reads in place: a copy of `op`, or a

@@ -563,6 +563,30 @@ def FoldTransposesPass : Pass<"ampc-fold-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def PackQkvPass : Pass<"ampc-pack-qkv", "mlir::func::FuncOp"> {
+  let summary = "compute an attention's Q, K and V projections as one GEMM";
+  let description = [{
+    Issue 37, item 3, after ampc-fold-transposes. When the Q, K and V of an
+    ampc.attention ([B, S, H, D], perm 0 2 1 3) are three Linear GEMMs of
+    one input with 16-bit weights and biases read from state (the
+    optimizer's weight copies), the three weights and the three biases
+    are laid out one after the other (ampc.load_packed_state) and one GEMM
+    writes Q | K | V in each row; the attention reads them in place
+    (packed_qkv). In a training step its adjoint then writes dQ | dK | dV
+    the same way, one GEMM against the packed weight gives dX (the sum of
+    the three dX, which the adds did before, now in the GEMM's FP32
+    accumulator and rounded once) and one weight-gradient GEMM gives the
+    three weight and bias gradients as its rows (ampc.subview). Six GEMMs
+    of a transformer layer's step become two and the adds go. All or
+    nothing per attention: anything that does not match (another reader
+    of a projection, a dX summed with something else) leaves it as it was.
+    The pipeline runs it for the CUDA target (`--pack-qkv`): it matches the
+    bias-gradient epilogues ampc-fuse-epilogues gives that target's
+    weight-gradient GEMMs, and the CPU reference keeps the separate ops.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
   let summary = "give every cast a fused kernel (no kernel that only casts)";
   let description = [{

@@ -482,8 +482,18 @@ int64_t LibraryEmitter::reserve(int64_t bytes) {
 LogicalResult LibraryEmitter::bind(OpResult v, llvm::raw_ostream &body) {
   Operation *op = v.getOwner();
   if (ampc::isViewResult(op, v.getResultNumber())) {
-    names[v] = name(op->getOperand(0));
-    if (auto it = stateOffsets.find(op->getOperand(0)); it != stateOffsets.end())
+    Value in = op->getOperand(0);
+    auto it = stateOffsets.find(in);
+    if (int64_t offset = ampc::viewOffset(op)) {
+      // A range of the operand's buffer (ampc.subview): its own pointer.
+      if (it == stateOffsets.end())
+        return op->emitError("views a value with no buffer");
+      bindStorage(v, "v",
+                  it->second + offset * storageSize(elementOf(in)), body);
+      return success();
+    }
+    names[v] = name(in);
+    if (it != stateOffsets.end())
       stateOffsets[v] = it->second;
     return success();
   }
@@ -534,6 +544,14 @@ bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
                 body);
     return true;
   }
+  if (auto load = dyn_cast<ampc::LoadPackedStateOp>(op)) {
+    // The states are laid out one after the other (layOutPacked).
+    bindStorage(load.getResult(), "s",
+                parameterOffsets.lookup(
+                    cast<FlatSymbolRefAttr>(load.getStates()[0]).getValue()),
+                body);
+    return true;
+  }
   return false;
 }
 
@@ -554,7 +572,7 @@ LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
   if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
           ampc::UpdateScaleOp>(op))
     return emitTrainingOp(op, body);
-  if (op->hasTrait<ampc::View>())
+  if (ampc::isViewResult(op, 0))
     return success(); // same elements, same order, same buffer
   if (op->hasTrait<ampc::Elementwise>())
     return emitElementwise({op}, op->getOperands(), op->getOperands(),
@@ -629,11 +647,12 @@ LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
   llvm::DenseSet<StringAttr> stored;
   WalkResult order = f.walk([&](Operation *op) {
     for (Value v : op->getOperands())
-      if (StringAttr symbol = ampc::storageSymbol(v); symbol && stored.contains(symbol)) {
-        op->emitError() << "reads '" << symbol.getValue()
-                        << "' after the step stored it";
-        return WalkResult::interrupt();
-      }
+      for (StringAttr symbol : ampc::storageSymbols(v))
+        if (stored.contains(symbol)) {
+          op->emitError() << "reads '" << symbol.getValue()
+                          << "' after the step stored it";
+          return WalkResult::interrupt();
+        }
     if (auto store = dyn_cast<ampc::StoreOp>(op))
       stored.insert(store.getTargetAttr().getAttr());
     return WalkResult::advance();
@@ -974,13 +993,49 @@ LogicalResult LibraryEmitter::run() {
   // The state that starts at zero (optimizer moments, counters, weight
   // copies) is not in the blob: the runtime hands out a zeroed state block
   // (ModelAbi.h) and the CUDA target zeroes its arena.
-  for (auto s : module.getOps<ampc::StateOp>())
-    if (startsAtZero(s)) {
-      auto t = cast<RankedTensorType>(s.getType());
-      parameterOffsets[s.getSymName()] = stateSize;
-      stateSize = alignUp(stateSize +
-                          t.getNumElements() * storageSize(t.getElementType()));
+  // States an ampc.load_packed_state reads as one tensor are laid out
+  // together, in its order, with no padding between them.
+  llvm::StringMap<ArrayAttr> packing;
+  for (func::FuncOp f : {forward, trainStep}) {
+    if (!f)
+      continue;
+    WalkResult packed = f.walk([&](ampc::LoadPackedStateOp load) {
+      for (Attribute a : load.getStates()) {
+        StringRef symbol = cast<FlatSymbolRefAttr>(a).getValue();
+        auto state = module.lookupSymbol<ampc::StateOp>(symbol);
+        auto [it, inserted] = packing.try_emplace(symbol, load.getStates());
+        if (!state || !startsAtZero(state) ||
+            (!inserted && it->second != load.getStates())) {
+          load.emitError() << "cannot lay out state '" << symbol
+                           << "' packed: it must be a state that starts at "
+                              "zero, in one packing";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (packed.wasInterrupted())
+      return failure();
+  }
+  auto bytesOf = [](ampc::StateOp s) {
+    auto t = cast<RankedTensorType>(s.getType());
+    return t.getNumElements() * storageSize(t.getElementType());
+  };
+  for (auto s : module.getOps<ampc::StateOp>()) {
+    if (!startsAtZero(s) || parameterOffsets.count(s.getSymName()))
+      continue;
+    if (ArrayAttr group = packing.lookup(s.getSymName())) {
+      for (Attribute a : group) {
+        StringRef member = cast<FlatSymbolRefAttr>(a).getValue();
+        parameterOffsets[member] = stateSize;
+        stateSize += bytesOf(module.lookupSymbol<ampc::StateOp>(member));
+      }
+      stateSize = alignUp(stateSize);
+      continue;
     }
+    parameterOffsets[s.getSymName()] = stateSize;
+    stateSize = alignUp(stateSize + bytesOf(s));
+  }
   // Splat constants after it: `init` fills them (emitted by each target from
   // splatFills), so neither the blob nor the source grows with them.
   for (ampc::ConstantOp c : splats) {

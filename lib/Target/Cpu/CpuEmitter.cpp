@@ -668,12 +668,18 @@ void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
                     causal ? "true" : "false", scratchArgs);
   };
   std::string biasName = "nullptr";
+  // K's and V's (and dK's and dV's) place in a packed Q|K|V.
+  auto at = [&](Value v, int64_t offset) {
+    return offset == 0 ? name(v)
+                       : formatv("({0} + {1})", name(v), offset).str();
+  };
   if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
     auto [bias, scale, causal, lse] = attrs(a);
     if (bias)
       biasName = name(bias);
     std::string buffers = formatv("{0}, {1}, {2}, {3}, {4}, {5}", name(a.getQ()),
-                                  name(a.getK()), name(a.getV()), biasName,
+                                  at(a.getK(), g.kOffset),
+                                  at(a.getV(), g.vOffset), biasName,
                                   name(a.getO()), name(lse))
                               .str();
     emitCall("attention", a.getQ(), bias, lse, scale, causal, buffers,
@@ -686,9 +692,10 @@ void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
     biasName = name(bias);
   std::string buffers =
       formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}",
-              name(a.getGrad()), name(a.getQ()), name(a.getK()), name(a.getV()),
-              name(a.getO()), name(lse), biasName, name(a.getGradQ()),
-              name(a.getGradK()), name(a.getGradV()))
+              name(a.getGrad()), name(a.getQ()), at(a.getK(), g.kOffset),
+              at(a.getV(), g.vOffset), name(a.getO()), name(lse), biasName,
+              name(a.getGradQ()), at(a.getGradK(), g.kOffset),
+              at(a.getGradV(), g.vOffset))
           .str();
   emitCall("attentionGrad", a.getQ(), bias, lse, scale, causal, buffers,
            scratch(op, "dq", c) + ", " + scratch(op, "dk", c) + ", " +

@@ -60,8 +60,13 @@ LogicalResult CudaEmitter::emitAttention(Operation *op,
     return op->emitError() << "the CUDA target's attention kernels take an "
                               "FP32 bias, got "
                            << elementOf(bias);
-  auto ptr = [&](Value v) {
-    return formatv("reinterpret_cast<{0} *>({1})", type, name(v)).str();
+  // `offset`: K's and V's (and dK's and dV's) place in a packed Q|K|V.
+  auto ptr = [&](Value v, int64_t offset = 0) {
+    if (offset == 0)
+      return formatv("reinterpret_cast<{0} *>({1})", type, name(v)).str();
+    return formatv("(reinterpret_cast<{0} *>({1}) + {2})", type, name(v),
+                   offset)
+        .str();
   };
   std::string biasPtr =
       bias ? "reinterpret_cast<const float *>(" + name(bias) + ")" : "nullptr";
@@ -81,8 +86,8 @@ LogicalResult CudaEmitter::emitAttention(Operation *op,
         "  AMPC_CUDA(ctx, ({0}({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
         "{10}, reinterpret_cast<float *>({11}), shape, ctx.stream)), {12}); }\n",
         formatv(kernel.c_str(), "forward").str(), ptr(a.getQ()),
-        strides(g.q), ptr(a.getK()), strides(g.k), ptr(a.getV()),
-        strides(g.v), biasPtr, strides(g.bias), ptr(a.getO()), strides(g.o),
+        strides(g.q), ptr(a.getK(), g.kOffset), strides(g.k),
+        ptr(a.getV(), g.vOffset), strides(g.v), biasPtr, strides(g.bias), ptr(a.getO()), strides(g.o),
         name(a.getLse()), where(op));
     return success();
   }
@@ -97,9 +102,10 @@ LogicalResult CudaEmitter::emitAttention(Operation *op,
       "{10}, reinterpret_cast<const float *>({11}), {12}, {13}, {14}, {15}, "
       "{16}, {17}, {18}, shape, ctx.stream)), {19}); }\n",
       formatv(kernel.c_str(), "backward").str(), ptr(a.getGrad()),
-      strides(g.o), ptr(a.getQ()), strides(g.q), ptr(a.getK()), strides(g.k),
-      ptr(a.getV()), strides(g.v), biasPtr, strides(g.bias), name(a.getLse()),
-      delta, ptr(a.getGradQ()), strides(g.q), ptr(a.getGradK()),
-      strides(g.k), ptr(a.getGradV()), strides(g.v), where(op));
+      strides(g.o), ptr(a.getQ()), strides(g.q), ptr(a.getK(), g.kOffset),
+      strides(g.k), ptr(a.getV(), g.vOffset), strides(g.v), biasPtr,
+      strides(g.bias), name(a.getLse()), delta, ptr(a.getGradQ()),
+      strides(g.q), ptr(a.getGradK(), g.kOffset), strides(g.k),
+      ptr(a.getGradV(), g.vOffset), strides(g.v), where(op));
   return success();
 }

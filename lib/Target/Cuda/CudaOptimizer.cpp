@@ -73,7 +73,7 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
     if (auto s = dyn_cast<ampc::StoreOp>(op))
       stores[s.getTargetAttr().getAttr()].push_back(s);
     for (Value v : op.getOperands())
-      if (StringAttr symbol = ampc::storageSymbol(v))
+      for (StringAttr symbol : ampc::storageSymbols(v))
         readers[symbol].push_back(&op);
   }
   // The slot `v` is stored to, when `v`'s only store is that slot's only

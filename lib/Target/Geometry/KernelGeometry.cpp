@@ -319,21 +319,30 @@ AttentionGeometry attentionGeometry(Operation *op) {
   ArrayRef<int64_t> qp, kp, vp, op_;
   double dropoutRatio;
   int64_t dropoutSeed;
+  bool packed;
   if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
     q = a.getQ(), k = a.getK(), v = a.getV(), o = a.getO(), bias = a.getBias();
     qp = a.getQPerm(), kp = a.getKPerm(), vp = a.getVPerm(), op_ = a.getOPerm();
     dropoutRatio = a.getDropoutRatio().convertToDouble();
     dropoutSeed = a.getDropoutSeed();
+    packed = a.getPackedQkv();
   } else {
     auto g = cast<ampc::AttentionGradOp>(op);
     q = g.getQ(), k = g.getK(), v = g.getV(), o = g.getO(), bias = g.getBias();
     qp = g.getQPerm(), kp = g.getKPerm(), vp = g.getVPerm(), op_ = g.getOPerm();
     dropoutRatio = g.getDropoutRatio().convertToDouble();
     dropoutSeed = g.getDropoutSeed();
+    packed = g.getPackedQkv();
   }
   SmallVector<int64_t, 4> lq = ampc::attentionLogicalShape(shapeOf(q), qp);
   SmallVector<int64_t, 4> lk = ampc::attentionLogicalShape(shapeOf(k), kp);
   SmallVector<int64_t, 4> lv = ampc::attentionLogicalShape(shapeOf(v), vp);
+  if (packed) {
+    // Q, K, V: the heads [0, H), [H, 2H), [2H, 3H) of one operand.
+    lq[1] /= 3;
+    lk = lq;
+    lv = lq;
+  }
   AttentionGeometry g;
   g.batch = lq[0], g.heads = lq[1], g.sq = lq[2], g.sk = lk[2], g.d = lq[3];
   g.dv = lv[3];
@@ -343,6 +352,10 @@ AttentionGeometry attentionGeometry(Operation *op) {
   g.k = ampc::attentionLogicalStrides(shapeOf(k), kp);
   g.v = ampc::attentionLogicalStrides(shapeOf(v), vp);
   g.o = ampc::attentionLogicalStrides(shapeOf(o), op_);
+  if (packed) {
+    g.kOffset = g.heads * g.q[1];
+    g.vOffset = 2 * g.heads * g.q[1];
+  }
   g.bias.assign(4, 0);
   if (bias) {
     SmallVector<int64_t> s =
