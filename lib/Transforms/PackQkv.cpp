@@ -74,18 +74,25 @@ bool sameGemmShape(ampc::BatchedGemmOp a, ampc::BatchedGemmOp b) {
 }
 
 /// The forward GEMM behind attention operand `x`: a Linear's
-/// `x W^T + b` over every row, its 16-bit weight and bias read from state.
+/// `x W^T (+ b)` over every row, its 16-bit weight (and bias) read from
+/// state.
 LogicalResult matchForward(Value x, Projection &p) {
   Value g = throughReshapes(x, &p.forwardViews);
   p.forward = g.getDefiningOp<ampc::BatchedGemmOp>();
-  if (!p.forward || !p.forward.getBias() ||
-      p.forward.getEpilogue() != ampc::GemmEpilogue::Bias ||
+  if (!p.forward ||
+      p.forward.getEpilogue() != (p.forward.getBias()
+                                      ? ampc::GemmEpilogue::Bias
+                                      : ampc::GemmEpilogue::None) ||
       p.forward.getBatch() != 1 || p.forward.getTransA() ||
       !p.forward.getTransB() || p.forward.getLdd() != p.forward.getN())
     return failure();
   p.weight = p.forward.getB().getDefiningOp<ampc::LoadStateOp>();
-  p.bias = p.forward.getBias().getDefiningOp<ampc::LoadStateOp>();
-  if (!p.weight || !p.bias)
+  if (Value bias = p.forward.getBias()) {
+    p.bias = bias.getDefiningOp<ampc::LoadStateOp>();
+    if (!p.bias)
+      return failure();
+  }
+  if (!p.weight)
     return failure();
   // Nothing but the chain reads the GEMM's result or its views (the
   // operand itself, forwardViews.front()'s result, is checked by the
@@ -134,7 +141,8 @@ LogicalResult matchBackward(Value grad, Projection &p) {
     if (auto g = dyn_cast<ampc::GemmOp>(user);
         g && !p.weightGrad && g.getA() == matrix && !g.getC() &&
         g.getTransA() == 1 && g.getTransB() == 0 &&
-        g.getEpilogue() == ampc::GemmEpilogue::BiasGradA &&
+        g.getEpilogue() == (p.bias ? ampc::GemmEpilogue::BiasGradA
+                                   : ampc::GemmEpilogue::None) &&
         g.getAlpha().convertToFloat() == 1.0f &&
         throughReshapes(g.getB()) ==
             throughReshapes(p.forward.getA()) &&
@@ -229,7 +237,9 @@ LogicalResult pack(ampc::AttentionOp attention) {
         throughReshapes(p[i].forward.getA()) !=
             throughReshapes(p[0].forward.getA()) ||
         typeOf(p[i].weight.getResult()) != typeOf(p[0].weight.getResult()) ||
-        typeOf(p[i].bias.getResult()) != typeOf(p[0].bias.getResult()) ||
+        !p[i].bias != !p[0].bias ||
+        (p[0].bias &&
+         typeOf(p[i].bias.getResult()) != typeOf(p[0].bias.getResult())) ||
         p[i].weight.getState() == p[0].weight.getState())
       return failure();
   int64_t m = p[0].forward.getM(), n = p[0].forward.getN(),
@@ -293,16 +303,18 @@ LogicalResult pack(ampc::AttentionOp attention) {
     return ArrayAttr::get(ctx, symbols);
   };
   RankedTensorType wt = typeOf(p[0].weight.getResult());
-  RankedTensorType bt = typeOf(p[0].bias.getResult());
   Value weights = ampc::LoadPackedStateOp::create(
       b, loc, RankedTensorType::get({3 * n, kDim}, wt.getElementType()),
       states([](Projection &x) { return x.weight; }));
-  Value biases = ampc::LoadPackedStateOp::create(
-      b, loc, RankedTensorType::get({3 * n}, bt.getElementType()),
-      states([](Projection &x) { return x.bias; }));
   IRMapping map;
   map.map(first->forward.getB(), weights);
-  map.map(first->forward.getBias(), biases);
+  if (p[0].bias) {
+    RankedTensorType bt = typeOf(p[0].bias.getResult());
+    map.map(first->forward.getBias(),
+            ampc::LoadPackedStateOp::create(
+                b, loc, RankedTensorType::get({3 * n}, bt.getElementType()),
+                states([](Projection &x) { return x.bias; })));
+  }
   Operation *gemm = b.clone(*first->forward, map);
   gemm->setAttr("n", b.getI64IntegerAttr(3 * n));
   gemm->setAttr("ldd", b.getI64IntegerAttr(3 * n));
@@ -361,17 +373,20 @@ LogicalResult pack(ampc::AttentionOp attention) {
     dw.map(p[0].weightGrad.getA(), gradMatrix);
     Operation *weightGrad = b.clone(*p[0].weightGrad, dw);
     auto dwt = typeOf(p[0].weightGrad.getOutput());
-    auto dbt = typeOf(p[0].weightGrad.getBiasGrad());
     weightGrad->getResult(0).setType(
         RankedTensorType::get({3 * n, kDim}, dwt.getElementType()));
-    weightGrad->getResult(1).setType(
-        RankedTensorType::get({3 * n}, dbt.getElementType()));
+    bool biasGrads = weightGrad->getNumResults() == 2;
+    if (biasGrads)
+      weightGrad->getResult(1).setType(RankedTensorType::get(
+          {3 * n}, typeOf(p[0].weightGrad.getBiasGrad()).getElementType()));
     for (auto [i, x] : llvm::enumerate(p)) {
       int64_t row = static_cast<int64_t>(i) * n;
       x.weightGrad.getOutput().replaceAllUsesWith(ampc::SubviewOp::create(
           b, loc, dwt, weightGrad->getResult(0), row * kDim));
-      x.weightGrad.getBiasGrad().replaceAllUsesWith(ampc::SubviewOp::create(
-          b, loc, dbt, weightGrad->getResult(1), row));
+      if (biasGrads)
+        x.weightGrad.getBiasGrad().replaceAllUsesWith(ampc::SubviewOp::create(
+            b, loc, typeOf(x.weightGrad.getBiasGrad()),
+            weightGrad->getResult(1), row));
     }
     for (Operation *op : sumAdds)
       dead.insert(op);
@@ -405,7 +420,7 @@ LogicalResult pack(ampc::AttentionOp attention) {
   }
   for (auto &x : p)
     for (Operation *load : {x.weight.getOperation(), x.bias.getOperation()})
-      if (load->use_empty())
+      if (load && load->use_empty())
         load->erase();
   return success(dead.empty());
 }

@@ -203,3 +203,51 @@ func.func @weights_not_state(%x: tensor<8x16xf16>, %wq: tensor<16x16xf16>, %bq: 
   %o, %lse = ampc.attention %q, %k, %v {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 2.500000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>) -> (tensor<1x8x1x16xf16>, tensor<1x1x8xf32>)
   return %o : tensor<1x8x1x16xf16>
 }
+
+// -----
+
+// Projections without a bias (no bias epilogue, no bias gradients) pack
+// the same way: one weight-gradient GEMM, three subviews.
+// CHECK-LABEL: func.func @train_no_bias
+// CHECK-NEXT: %[[W:.+]] = ampc.load_packed_state [@q.w, @k.w, @v.w] : tensor<48x16xf16>
+// CHECK-NEXT: ampc.batched_gemm %{{.+}}, %[[W]] {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 48 : i64, m = 8 : i64, n = 48 : i64, transB = true}
+// CHECK: ampc.attention_grad {{.*}}packed_qkv = true
+// CHECK: %[[DW:.+]] = ampc.gemm %{{.+}}, %{{.+}} {transA = 1 : i64} : (tensor<8x48xf16>, tensor<8x16xf16>) -> tensor<48x16xf32>
+// CHECK-NEXT: ampc.subview %[[DW]] {offset = 0 : i64}
+// CHECK-NEXT: ampc.subview %[[DW]] {offset = 256 : i64}
+// CHECK-NEXT: ampc.subview %[[DW]] {offset = 512 : i64}
+// CHECK-NOT: ampc.add
+// CHECK: return
+module {
+  ampc.state @q.w : tensor<16x16xf16> = dense<0.0> : tensor<16x16xf16>
+  ampc.state @k.w : tensor<16x16xf16> = dense<0.0> : tensor<16x16xf16>
+  ampc.state @v.w : tensor<16x16xf16> = dense<0.0> : tensor<16x16xf16>
+  func.func @train_no_bias(%x: tensor<8x16xf16>, %do: tensor<1x8x1x16xf16>) -> (tensor<1x8x1x16xf16>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) {
+    %wq = ampc.load_state @q.w : tensor<16x16xf16>
+    %wk = ampc.load_state @k.w : tensor<16x16xf16>
+    %wv = ampc.load_state @v.w : tensor<16x16xf16>
+    %q0 = ampc.batched_gemm %x, %wq {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64, transB = true} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %q = ampc.reshape %q0 : tensor<8x16xf16> to tensor<1x8x1x16xf16>
+    %k0 = ampc.batched_gemm %x, %wk {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64, transB = true} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %k = ampc.reshape %k0 : tensor<8x16xf16> to tensor<1x8x1x16xf16>
+    %v0 = ampc.batched_gemm %x, %wv {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64, transB = true} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %v = ampc.reshape %v0 : tensor<8x16xf16> to tensor<1x8x1x16xf16>
+    %o, %lse = ampc.attention %q, %k, %v {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 2.500000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>) -> (tensor<1x8x1x16xf16>, tensor<1x1x8xf32>)
+    %g:3 = ampc.attention_grad %do, %q, %k, %v, %o, %lse {causal = true, k_perm = array<i64: 0, 2, 1, 3>, o_perm = array<i64: 0, 2, 1, 3>, q_perm = array<i64: 0, 2, 1, 3>, scale = 2.500000e-01 : f32, v_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x1x8xf32>) -> (tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>)
+    %gq = ampc.reshape %g#0 : tensor<1x8x1x16xf16> to tensor<8x16xf16>
+    %dxq = ampc.batched_gemm %gq, %wq {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %dwq = ampc.gemm %gq, %x {transA = 1 : i64} : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<16x16xf32>
+    %cq = ampc.cast %dxq : tensor<8x16xf16> to tensor<8x16xf32>
+    %gk = ampc.reshape %g#1 : tensor<1x8x1x16xf16> to tensor<8x16xf16>
+    %dxk = ampc.batched_gemm %gk, %wk {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %dwk = ampc.gemm %gk, %x {transA = 1 : i64} : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<16x16xf32>
+    %ck = ampc.cast %dxk : tensor<8x16xf16> to tensor<8x16xf32>
+    %gv = ampc.reshape %g#2 : tensor<1x8x1x16xf16> to tensor<8x16xf16>
+    %dxv = ampc.batched_gemm %gv, %wv {k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldd = 16 : i64, m = 8 : i64, n = 16 : i64} : (tensor<8x16xf16>, tensor<16x16xf16>) -> tensor<8x16xf16>
+    %dwv = ampc.gemm %gv, %x {transA = 1 : i64} : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<16x16xf32>
+    %cv = ampc.cast %dxv : tensor<8x16xf16> to tensor<8x16xf32>
+    %s0 = ampc.add %cq, %ck : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    %s1 = ampc.add %s0, %cv : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    return %o, %s1, %dwq, %dwk, %dwv : tensor<1x8x1x16xf16>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+  }
+}
