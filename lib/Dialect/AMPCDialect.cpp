@@ -140,9 +140,11 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kGemmShapeAttr) {
-    if (!isa<StringAttr>(value) || !isa<GemmOp>(op))
+    // On the Gemm ampc-pad-gemms decided for, and on the batched_gemm
+    // ampc-fold-transposes makes of it (kernel level).
+    if (!isa<StringAttr>(value) || !isa<GemmOp, BatchedGemmOp>(op))
       return op->emitOpError("'ampc.gemm_shape' must be a string on an "
-                             "ampc.gemm");
+                             "ampc.gemm or ampc.batched_gemm");
     return success();
   }
   if (name == kPaddingAttr) {

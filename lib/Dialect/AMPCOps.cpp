@@ -1097,6 +1097,42 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+LogicalResult AddLayerNormOp::verify() {
+  // The LayerNorm of the sum: its own rule gives Mean's and InvStdDev's
+  // types and checks the attributes, Scale and B.
+  SmallVector<Type, 3> layerNorm;
+  SmallVector<Value> operands = {getSum(), getScale()};
+  if (getBias())
+    operands.push_back(getBias());
+  LayerNormalizationOp::Properties props;
+  props.setAxis(getAxisAttr());
+  props.setEpsilon(getEpsilonAttr());
+  props.setStashType(getStashTypeAttr());
+  if (failed(LayerNormalizationOp::inferReturnTypes(
+          getContext(), getLoc(),
+          LayerNormalizationOp::Adaptor(operands, (*this)->getAttrDictionary(),
+                                        props),
+          layerNorm)))
+    return failure();
+  auto x = cast<RankedTensorType>(getInput().getType());
+  auto addend = cast<RankedTensorType>(getAddend().getType());
+  auto y = cast<RankedTensorType>(getOutput().getType());
+  if (getSum().getType() != x)
+    return emitOpError("the sum must have the input's type ") << x;
+  if (addend.getShape() != x.getShape())
+    return emitOpError("the addend's shape ")
+           << formatList(addend.getShape()) << " must be the input's "
+           << formatList(x.getShape());
+  if (y.getShape() != x.getShape())
+    return emitOpError("Y's shape ") << formatList(y.getShape())
+                                     << " must be the input's "
+                                     << formatList(x.getShape());
+  if (getMean().getType() != layerNorm[1] ||
+      getInvStdDev().getType() != layerNorm[2])
+    return emitOpError("Mean and InvStdDev must have type ") << layerNorm[1];
+  return success();
+}
+
 LogicalResult SubviewOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getOutput().getType());

@@ -166,6 +166,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createFoldCastsPass();
      }},
+    {"ampc-fuse-residual-layer-norm", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFuseResidualLayerNormPass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-assign-accumulation", PipelinePart::Kernel, false,
@@ -210,8 +214,21 @@ bool ampc::pipelineStopsBefore(PipelinePart part,
   return false;
 }
 
+llvm::ArrayRef<llvm::StringRef> ampc::pipelineSkippable() {
+  static const llvm::StringRef names[] = {
+      "ampc-pack-qkv", "ampc-fold-casts", "ampc-fuse-residual-layer-norm",
+      "ampc-fuse"};
+  return names;
+}
+
 bool ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options,
                          PipelinePart part, std::string &error) {
+  for (const std::string &skip : options.skipPasses)
+    if (!llvm::is_contained(pipelineSkippable(), skip)) {
+      error = "--skip-pass: '" + skip + "' is not a pass that can be left " +
+              "out (" + llvm::join(pipelineSkippable(), ", ") + ")";
+      return false;
+    }
   if (!options.stopAfter.empty() &&
       !llvm::is_contained(pipelinePassNames(), options.stopAfter)) {
     error = "--emit-after: '" + options.stopAfter +
@@ -228,7 +245,8 @@ bool ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options,
       }
       continue;
     }
-    if (part == PipelinePart::All || step.part == part)
+    bool skipped = llvm::is_contained(options.skipPasses, step.name);
+    if ((part == PipelinePart::All || step.part == part) && !skipped)
       if (std::unique_ptr<Pass> pass = step.create(options)) {
         // A pass declared on functions runs on each function (in parallel
         // where the context allows); the others see the whole module.
@@ -303,6 +321,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     if (!fitsF32("pos-weight", w))
       return false;
   options.stopAfter = flags.stopAfter;
+  options.skipPasses = flags.skipPasses;
   // cuda-sim writes the CUDA kernels.
   std::optional<KernelTarget> kernels =
       llvm::StringSwitch<std::optional<KernelTarget>>(flags.target)

@@ -276,7 +276,7 @@ func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Tensor Core shapes (issue 37 item 11).
 func.func @gemm_shape_on_a_relu(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'ampc.relu' op 'ampc.gemm_shape' must be a string on an ampc.gemm}}
+  // expected-error @+1 {{'ampc.relu' op 'ampc.gemm_shape' must be a string on an ampc.gemm or ampc.batched_gemm}}
   %0 = ampc.relu %x {ampc.gemm_shape = "M 4"} : tensor<4xf32>
   return
 }

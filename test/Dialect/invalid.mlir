@@ -1526,3 +1526,47 @@ func.func @bit_shift_signed(%a: tensor<4xi8>, %b: tensor<4xi8>) {
   %0 = ampc.bit_shift %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
   return
 }
+
+// -----
+
+// ampc.add_layer_norm (ampc-fuse-residual-layer-norm): the sum has the
+// input's type, the addend its shape; Y, Mean and InvStdDev as a
+// LayerNorm of the sum has them.
+func.func @add_layer_norm_sum_type(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.add_layer_norm' op the sum must have the input's type 'tensor<4x8xf32>'}}
+  %s, %y, %m, %r = ampc.add_layer_norm %x, %h, %g : (tensor<4x8xf32>, tensor<4x8xf16>, tensor<8xf32>) -> (tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @add_layer_norm_addend(%x: tensor<4x8xf32>, %h: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.add_layer_norm' op the addend's shape [8] must be the input's [4, 8]}}
+  %s, %y, %m, %r = ampc.add_layer_norm %x, %h, %g : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @add_layer_norm_y(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.add_layer_norm' op Y's shape [8, 4] must be the input's [4, 8]}}
+  %s, %y, %m, %r = ampc.add_layer_norm %x, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @add_layer_norm_stats(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.add_layer_norm' op Mean and InvStdDev must have type 'tensor<4x1xf32>'}}
+  %s, %y, %m, %r = ampc.add_layer_norm %x, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+// The LayerNorm's own rule: a Scale that does not broadcast.
+func.func @add_layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{ampc.layer_normalization: Scale}}
+  %s, %y, %m, %r = ampc.add_layer_norm %x, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<3xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}

@@ -329,6 +329,13 @@ cl::opt<std::string> fuseAttention(
              "(only what the CUDA target's kernels take, on either target)"),
     cl::value_desc("on|off|cuda"), cl::init("on"), cl::cat(ampcCategory));
 
+cl::list<std::string> skipPasses(
+    "skip-pass",
+    cl::desc("leave out a kernel-level rewrite (ampc-pack-qkv, "
+             "ampc-fold-casts, ampc-fuse-residual-layer-norm, ampc-fuse), to "
+             "compare a step with and without it or to debug; repeatable"),
+    cl::value_desc("pass"), cl::cat(ampcCategory));
+
 cl::opt<bool> packQkv(
     "pack-qkv",
     cl::desc("CUDA targets: compute an attention's Q, K and V projections "
@@ -761,6 +768,7 @@ int main(int argc, char **argv) {
   // --ampc-pipeline checks them, so the two run the same passes.
   ampc::PipelineFlags flags;
   flags.stopAfter = emitAfter;
+  flags.skipPasses.assign(skipPasses.begin(), skipPasses.end());
   flags.precision = precision;
   flags.propagation = propagation;
   flags.keepFp32.assign(keepFp32.begin(), keepFp32.end());

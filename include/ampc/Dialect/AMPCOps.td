@@ -658,6 +658,35 @@ def AMPC_LayerNormalizationOp : AMPC_Op<"layer_normalization",
                        "functional-type(operands, results)";
 }
 
+def AMPC_AddLayerNormOp : AMPC_Op<"add_layer_norm",
+    [AMPC_Accumulating, Pure]> {
+  let summary = "LayerNormalization of a sum that is also written (kernel level)";
+  let description = [{
+    `sum = input + addend` (elementwise, one shape; computed in the
+    accumulation type and stored in `input`'s type, as the add it
+    replaces did), then ampc.layer_normalization of `sum` with the same
+    attributes and results (Y, Mean, InvStdDev). ampc-fuse-residual-layer-
+    norm creates it where a residual add feeds a LayerNorm, so that one
+    kernel reads the two summands and writes the sum and Y (issue 37, item
+    4). `addend` may be 16-bit where `input` is FP32 (a cast it folded).
+
+    ```mlir
+    %s, %y, %mean, %rstd = ampc.add_layer_norm %x, %h, %g, %b {epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<2x16x64xf16>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$input, AMPC_FloatTensor:$addend,
+                       AMPC_FloatTensor:$scale,
+                       Optional<AMPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<I64Attr, "1">:$stash_type);
+  let results = (outs AMPC_FloatTensor:$sum, AMPC_FloatTensor:$output,
+                      AMPC_FloatTensor:$mean, AMPC_FloatTensor:$inv_std_dev);
+  let assemblyFormat = "$input `,` $addend `,` $scale (`,` $bias^)? attr-dict "
+                       "`:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
     [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Follow, AMPC_DataOperandOnly,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,

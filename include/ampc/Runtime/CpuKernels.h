@@ -445,6 +445,21 @@ void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
   }
 }
 
+/// ampc.add_layer_norm: `sum` = x + addend (computed in `C`, stored in X's
+/// type: the add's bits), then layerNorm of `sum`.
+template <typename C, typename Load, typename Store, typename StoreStash,
+          typename LoadAddend, typename In, typename Addend, typename Out,
+          typename Stash>
+void addLayerNorm(const In *x, const Addend *addend, In *sum, Out *y,
+                  Stash *mean, Stash *invStdDev, int64_t outer, int64_t inner,
+                  const C *scale, const C *bias, C epsilon) {
+  for (int64_t i = 0; i < outer * inner; ++i)
+    sum[i] = Load::store(static_cast<C>(Load::load(x[i])) +
+                         static_cast<C>(LoadAddend::load(addend[i])));
+  layerNorm<C, Load, Store, StoreStash>(sum, y, mean, invStdDev, outer, inner,
+                                        scale, bias, epsilon);
+}
+
 /// The per-channel mean and population variance of (n, c, inner) data
 /// (BatchNormalization in training mode), two passes in `C`.
 template <typename C, typename Load, typename In>

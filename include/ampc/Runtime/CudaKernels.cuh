@@ -1491,6 +1491,24 @@ __device__ void forRow(const S *row, int64_t n, const F &f) {
     f(i, row[i]);
 }
 
+/// Calls f(i) for the indices forRow gives this thread on a row of `n`
+/// elements of S at `row`: the same elements, without loading them (a
+/// pass that writes the row first, read back by forRow: each thread reads
+/// what it wrote).
+template <typename R, typename S, typename F>
+__device__ void forRowIndex(const S *row, int64_t n, const F &f) {
+  constexpr int64_t kPer = 16 / sizeof(S);
+  if (kPer > 1 && n % kPer == 0 &&
+      reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+    for (int64_t v = R::lane(); v < n / kPer; v += R::size())
+      for (int64_t k = 0; k < kPer; ++k)
+        f(v * kPer + k);
+    return;
+  }
+  for (int64_t i = R::lane(); i < n; i += R::size())
+    f(i);
+}
+
 /// Softmax / LogSoftmax with a warp or a block per row: one pass keeps the
 /// running maximum and the sum of exponentials relative to it (the online
 /// softmax), the threads' pairs are combined (combine), a second pass
@@ -1567,21 +1585,40 @@ __global__ void softmaxByBlock(const typename LI::Storage *in,
 /// warp (layerNormByWarp) or a block (layerNormByBlock) per row: the mean and the variance of the deviations
 /// (two passes, as the CPU's meanAndVariance), then the writes, each pass
 /// shared among the row's threads with 16-byte loads (forRow).
+/// With `addend` (ampc.add_layer_norm: a residual add fused in) X is
+/// x + addend, computed in C and stored in X's type to `sum` in the first
+/// pass (each thread the elements it reads back from `sum` in the others),
+/// the statistics taken over the stored values: the bits of the add then
+/// the LayerNorm.
 template <typename R, typename C, typename LI, typename SO, typename SS,
-          typename LP>
+          typename LP, typename LA = LI>
 __device__ void layerNormRows(
     const typename LI::Storage *x, typename SO::Storage *y,
     typename SS::Storage *mean, typename SS::Storage *invStdDev, int64_t outer,
     int64_t inner, const typename LP::Storage *scale, Strided scaleAt,
-    const typename LP::Storage *bias, Strided biasAt, C epsilon, C *share) {
+    const typename LP::Storage *bias, Strided biasAt, C epsilon, C *share,
+    const typename LA::Storage *addend = nullptr,
+    typename LI::Storage *sum = nullptr) {
   using S = typename LI::Storage;
   const C n = static_cast<C>(inner);
   for (int64_t o = R::group(); o < outer; o += R::groups()) {
     const S *row = x + o * inner;
-    C sum = 0;
-    forRow<R>(row, inner,
-              [&](int64_t, S v) { sum += static_cast<C>(LI::load(v)); });
-    const C m = R::template combine<C>(sum, share, addOf<C>) / n;
+    C total = 0;
+    if (addend) {
+      S *out = sum + o * inner;
+      const typename LA::Storage *other = addend + o * inner;
+      forRowIndex<R>(out, inner, [&](int64_t i) {
+        const S v = LI::store(static_cast<C>(LI::load(row[i])) +
+                              static_cast<C>(LA::load(other[i])));
+        out[i] = v;
+        total += static_cast<C>(LI::load(v));
+      });
+      row = out;
+    } else {
+      forRow<R>(row, inner,
+                [&](int64_t, S v) { total += static_cast<C>(LI::load(v)); });
+    }
+    const C m = R::template combine<C>(total, share, addOf<C>) / n;
     C squares = 0;
     forRow<R>(row, inner, [&](int64_t, S v) {
       const C d = static_cast<C>(LI::load(v)) - m;
@@ -1633,6 +1670,30 @@ __global__ void layerNormByBlock(
                                               inner, scale, scaleAt, bias,
                                               biasAt, epsilon, share);
 }
+
+/// ampc.add_layer_norm: LayerNormalization of x + addend (addend in LA's
+/// type), the sum written to `sum` (X's type); a thread, a warp or a block
+/// per row as layerNorm.
+#define AMPC_ADD_LAYER_NORM(NAME, ROWS, SHARE)                                 \
+  template <typename C, typename LI, typename SO, typename SS, typename LP,    \
+            typename LA>                                                       \
+  __global__ void NAME(                                                        \
+      const typename LI::Storage *x, const typename LA::Storage *addend,       \
+      typename LI::Storage *sum, typename SO::Storage *y,                      \
+      typename SS::Storage *mean, typename SS::Storage *invStdDev,             \
+      int64_t outer, int64_t inner, const typename LP::Storage *scale,         \
+      Strided scaleAt, const typename LP::Storage *bias, Strided biasAt,       \
+      C epsilon) {                                                             \
+    SHARE;                                                                     \
+    layerNormRows<ROWS, C, LI, SO, SS, LP, LA>(                                \
+        x, y, mean, invStdDev, outer, inner, scale, scaleAt, bias, biasAt,     \
+        epsilon, share, addend, sum);                                          \
+  }
+AMPC_ADD_LAYER_NORM(addLayerNorm, ThreadRows, C *share = nullptr)
+AMPC_ADD_LAYER_NORM(addLayerNormByWarp, WarpRows, C *share = nullptr)
+AMPC_ADD_LAYER_NORM(addLayerNormByBlock, BlockRows,
+                    AMPC_SHARED(C[kThreads], share))
+#undef AMPC_ADD_LAYER_NORM
 
 /// layer_norm_grad with a warp or a block per row (dY loaded with LG: X's
 /// codec, or 16 bits where a cast was folded in): dX as layerNormGrad

@@ -29,6 +29,9 @@ struct PipelineOptions {
   /// Stop after the pass with this argument name (e.g. "ampc-fold-shapes");
   /// empty runs the whole pipeline.
   std::string stopAfter;
+  /// `--skip-pass`: kernel-level rewrites left out (pipelineSkippable),
+  /// to compare a step with and without one.
+  std::vector<std::string> skipPasses;
   /// --precision=fp64: every f32 tensor becomes f64 before precision
   /// assignment (which then has nothing to lower).
   bool widenToF64 = false;
@@ -83,6 +86,12 @@ llvm::ArrayRef<llvm::StringRef> pipelinePassNames();
 /// names no pass of the pipeline.
 bool buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
                    PipelinePart part, std::string &error);
+
+/// The passes `--skip-pass` may leave out: rewrites whose input every
+/// later pass and both targets also take, so that a step with and without
+/// one can be compared (their results are the same up to the rounding the
+/// pass documents).
+llvm::ArrayRef<llvm::StringRef> pipelineSkippable();
 
 /// Whether `options.stopAfter` names a pass that runs before `part`.
 bool pipelineStopsBefore(PipelinePart part, const PipelineOptions &options);

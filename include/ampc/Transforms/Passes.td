@@ -609,6 +609,25 @@ def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FuseResidualLayerNormPass
+    : Pass<"ampc-fuse-residual-layer-norm", "mlir::func::FuncOp"> {
+  let summary = "compute a residual add in the LayerNorm it feeds";
+  let description = [{
+    Issue 37, item 4, after ampc-fold-casts and before ampc-fuse. An
+    `ampc.add` of two tensors of one shape (no broadcast) whose result a
+    LayerNorm reads, and that its other readers read only after the
+    LayerNorm, becomes part of the LayerNorm: `ampc.add_layer_norm` adds
+    (in the compute type, stored in the sum's type, as the add did),
+    writes the sum for the other readers and normalises the stored sum, so
+    every target computes the bits of the add and the LayerNorm. A summand
+    that a cast widened from FP16/BF16 (the GEMM output of a residual
+    branch) is read in 16 bits and widened on load; the cast goes. One
+    kernel instead of two, and the sum is not read back from memory by a
+    second kernel.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{

@@ -75,6 +75,8 @@ struct PipelineFlags {
   std::string padGemms = "auto";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;
+  /// `--skip-pass`: rewrites to leave out (ampc::pipelineSkippable).
+  std::vector<std::string> skipPasses;
 };
 
 /// Checks `flags` and sets `options` from them. False with a one-line

@@ -121,7 +121,8 @@ private:
   /// The gradient ops of AMPCGradOps.td that are not elementwise.
   LogicalResult emitGradientOp(Operation *op, llvm::raw_ostream &body);
   void emitReduce(Operation *op, llvm::raw_ostream &body);
-  void emitLayerNorm(ampc::LayerNormalizationOp op, llvm::raw_ostream &body);
+  /// ampc.layer_normalization and ampc.add_layer_norm.
+  template <typename Op> void emitLayerNorm(Op op, llvm::raw_ostream &body);
   /// ampc.attention and ampc.attention_grad (CpuKernels.h, attention).
   void emitAttention(Operation *op, llvm::raw_ostream &body);
   /// The training step Dropout's masks are drawn for (ampc.step; 0 in a
@@ -606,8 +607,8 @@ void Emitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
                   codec(ti), codec(to), scratch(op, "reduced", "int64_t"));
 }
 
-void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
-                            llvm::raw_ostream &body) {
+template <typename Op>
+void Emitter::emitLayerNorm(Op op, llvm::raw_ostream &body) {
   Value x = op.getInput(), y = op.getOutput();
   Type stash = elementOf(op.getMean());
   LayerNormGeometry g = layerNormGeometry(op);
@@ -626,13 +627,21 @@ void Emitter::emitLayerNorm(ampc::LayerNormalizationOp op,
   operand("scale", op.getScale(), g.scaleStrides);
   if (op.getBias())
     operand("bias", op.getBias(), g.biasStrides);
-  body << formatv("    ampc::cpu::layerNorm<{0}, {9}, {10}, {11}>({1}, {2}, "
+  // ampc.add_layer_norm: the addend's codec, its pointer and the sum's
+  // before the LayerNorm's (addLayerNorm).
+  std::string kernel = "layerNorm", codecs, inputs = name(x);
+  if constexpr (std::is_same_v<Op, ampc::AddLayerNormOp>) {
+    kernel = "addLayerNorm";
+    codecs = ", " + codec(elementOf(op.getAddend()));
+    inputs += ", " + name(op.getAddend()) + ", " + name(op.getSum());
+  }
+  body << formatv("    ampc::cpu::{12}<{0}, {9}, {10}, {11}{13}>({1}, {2}, "
                   "{3}, {4}, {5}LL, {6}LL, scale, {7}, {0}({8})); }\n",
-                  c, name(x), name(y), name(op.getMean()),
+                  c, inputs, name(y), name(op.getMean()),
                   name(op.getInvStdDev()), g.outer, g.size,
                   op.getBias() ? "bias" : "nullptr",
                   exactLiteral(op.getEpsilon()), codec(elementOf(x)),
-                  codec(elementOf(y)), codec(stash));
+                  codec(elementOf(y)), codec(stash), kernel, codecs);
 }
 
 void Emitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
@@ -888,7 +897,7 @@ LogicalResult Emitter::emitKernelOp(Operation *op, llvm::raw_ostream &body) {
         emitAttention(op, body);
         return success();
       })
-      .Case([&](ampc::LayerNormalizationOp o) {
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp>([&](auto o) {
         emitLayerNorm(o, body);
         return success();
       })

@@ -187,7 +187,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
             ampc::ScatterOp, ampc::TopKOp>(
           [&](Operation *) { return emitDataMovement(op, body); })
       .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp, ampc::LayerNormalizationOp,
-            ampc::LayerNormGradOp>(
+            ampc::AddLayerNormOp, ampc::LayerNormGradOp>(
           [&](Operation *) { return emitNormalization(op, body); })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
             ampc::ReduceProdOp, ampc::GlobalAveragePoolOp,

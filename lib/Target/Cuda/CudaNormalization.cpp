@@ -42,7 +42,11 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
                    body);
         return success();
       })
-      .Case([&](ampc::LayerNormalizationOp o) -> LogicalResult {
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp>(
+          [&](auto o) -> LogicalResult {
+        // ampc.add_layer_norm: the addend's codec and pointer and the sum's
+        // pointer before the LayerNorm's arguments (addLayerNorm*).
+        constexpr bool add = std::is_same_v<decltype(o), ampc::AddLayerNormOp>;
         Value x = o.getInput(), y = o.getOutput();
         Type stash = elementOf(o.getMean()), p = elementOf(o.getScale());
         if (o.getBias() && elementOf(o.getBias()) != p)
@@ -50,15 +54,20 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
                                     "type";
         LayerNormGeometry g = layerNormGeometry(op);
         std::string scale = strided(g.normalized, g.scaleStrides);
-        launchRows(op, "layerNorm",
-               formatv("{0}, {1}, {2}, {3}, {4}", g.compute,
-                       codec(elementOf(x)), codec(elementOf(y)), codec(stash),
-                       codec(p))
-                   .str(),
-               g.outer, g.size,
+        std::string types =
+            formatv("{0}, {1}, {2}, {3}, {4}", g.compute, codec(elementOf(x)),
+                    codec(elementOf(y)), codec(stash), codec(p))
+                .str();
+        std::string inputs = name(x);
+        if constexpr (add) {
+          types += ", " + codec(elementOf(o.getAddend()));
+          inputs += ", " + name(o.getAddend()) + ", " + name(o.getSum());
+        }
+        launchRows(op, add ? "addLayerNorm" : "layerNorm", types, g.outer,
+               g.size,
                formatv("{0}, {1}, {2}, {3}, {4}LL, {5}LL, {6}, {7}, {8}, {9}, "
                        "{10}({11})",
-                       name(x), name(y), name(o.getMean()),
+                       inputs, name(y), name(o.getMean()),
                        name(o.getInvStdDev()), g.outer, g.size,
                        name(o.getScale()), scale,
                        o.getBias() ? name(o.getBias()) : "nullptr",

@@ -371,6 +371,9 @@ LayerNormGeometry layerNormGeometry(Operation *op) {
   if (auto o = dyn_cast<ampc::LayerNormalizationOp>(op)) {
     x = o.getInput(), scale = o.getScale(), bias = o.getBias();
     mean = o.getMean(), axis = o.getAxis();
+  } else if (auto o = dyn_cast<ampc::AddLayerNormOp>(op)) {
+    x = o.getInput(), scale = o.getScale(), bias = o.getBias();
+    mean = o.getMean(), axis = o.getAxis();
   } else {
     auto g = cast<ampc::LayerNormGradOp>(op);
     x = g.getInput(), scale = g.getScale(), mean = g.getMean();
@@ -560,7 +563,7 @@ ScratchLayout cpuScratch(Operation *op) {
         l.add("dk", g.sk * g.d, acc);
         l.add("dv", g.sk * g.dv, acc);
       })
-      .Case([&](ampc::LayerNormalizationOp o) {
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp>([&](auto o) {
         int64_t size = layerNormGeometry(op).size;
         l.add("scale", size, acc);
         if (o.getBias())
@@ -759,7 +762,8 @@ KernelParallelism cudaParallelism(Operation *op) {
         AxisSplit g = softmaxGeometry(op);
         return rows(g.outer * g.inner, g.size);
       })
-      .Case<ampc::LayerNormalizationOp, ampc::LayerNormGradOp>(
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp,
+            ampc::LayerNormGradOp>(
           [&](Operation *) {
             LayerNormGeometry g = layerNormGeometry(op);
             KernelParallelism p = rows(g.outer, g.size);
