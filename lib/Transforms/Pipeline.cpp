@@ -511,6 +511,10 @@ struct PipelineRegistrationOptions
                      "(ampc-fuse-attention): on, off, or cuda (only what "
                      "the CUDA kernels take, on either target)"),
       llvm::cl::init("on")};
+  ListOption<std::string> skipPass{
+      *this, "skip-pass",
+      llvm::cl::desc("kernel-level rewrites to leave out (ampc "
+                     "--skip-pass)")};
   Option<bool> packQkv{
       *this, "pack-qkv",
       llvm::cl::desc("compute an attention's Q, K and V projections as one "
@@ -638,6 +642,7 @@ struct PipelineRegistrationOptions
     f.inferTrainingMode = inferTrainingMode;
     f.fuseAttention = fuseAttention;
     f.packQkv = packQkv;
+    f.skipPasses.assign(skipPass.begin(), skipPass.end());
     f.loss = loss;
     f.label = label;
     if (ignoreIndex.hasValue())
