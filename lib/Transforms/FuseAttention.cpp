@@ -681,9 +681,14 @@ struct FuseAttention : ampc::impl::FuseAttentionPassBase<FuseAttention> {
       Refusal why;
       FailureOr<Match> m = matcher.match(softmax, why);
       if (succeeded(m)) {
+        // A rank-3 operand ([B·H, S, D]) is viewed as [1, B·H, S, D], as
+        // fuse() does, for its perm.
         auto headDim = [](Value x, ArrayRef<int64_t> perm) {
-          return ampc::attentionLogicalShape(
-              cast<ShapedType>(x.getType()).getShape(), perm)[3];
+          SmallVector<int64_t, 4> shape(
+              cast<ShapedType>(x.getType()).getShape());
+          if (shape.size() == 3)
+            shape.insert(shape.begin(), 1);
+          return ampc::attentionLogicalShape(shape, perm)[3];
         };
         why = missingKernel(target, lowPrecision, headDim(m->q, m->qPerm),
                             headDim(m->v, m->vPerm));
