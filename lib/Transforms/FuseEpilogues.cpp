@@ -5,7 +5,9 @@
 // the bias epilogue, and a lone Relu user is folded into the Gemm. First, a
 // Linear on an N-D input (a MatMul of [..., K] by a [K, N] weight, the Add
 // of a bias over the last axis, a Relu) becomes one 2-D Gemm over every row
-// between two reshapes (views), so that it gets the same epilogues. The
+// between two reshapes (views), so that it gets the same epilogues. With
+// `backward` (the CUDA target), bias gradients and a Relu's gradient become
+// epilogues of the backward GEMMs (BGRADA/B, DRELU(_BGRAD)). The
 // targets only print what the attribute says, and the memory plan, which
 // runs after this pass, keeps the fused result apart from the Gemm's
 // operands because it is the Gemm's own result.
