@@ -612,7 +612,7 @@ LogicalResult GemmOp::verify() {
                epilogue == GemmEpilogue::DReluBiasGrad;
   if (getAux() && !getBiasGrad() && !getReluMaskOut())
     return emitOpError("has a bias gradient result without a bias gradient "
-                       "epilogue (or a ReLU mask without 'relu_aux')");
+                       "epilogue");
   if (Value mask = getReluMask()) {
     if (!drelu)
       return emitOpError("takes a ReLU mask only with epilogue 'drelu' or "
