@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -671,6 +672,176 @@ TEST(CudaSimCublasLt, BiasGradientEpiloguesAreChecked) {
   }
 }
 
+/// Bit (i, j) of a ReLU mask with `ld` bits per column (the simulation's
+/// order: least significant bit first within a byte).
+bool maskBit(const std::vector<unsigned char> &mask, int64_t ld, int64_t i,
+             int64_t j) {
+  const int64_t bit = j * ld + i;
+  return (mask[bit / 8] >> (bit % 8)) & 1;
+}
+
+TEST(CudaSimCublasLt, ReluMaskEpiloguesAgainstADirectComputation) {
+  // Forward: D (3 x 2) = relu(A B + bias) with RELU_AUX_BIAS, the mask
+  // set where D is positive, column j's bits from bit j * 128. Backward:
+  // dD = A2 B2 with DRELU_BGRAD on that mask: 0 where the bit is clear,
+  // and the bias gradient the masked rows summed over the columns.
+  Spec s;
+  s.m = 3;
+  s.n = 2;
+  s.k = 2;
+  s.epilogue = CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+  const int64_t ld = 128;
+  const std::vector<double> av = {1, -2, 3, 4, 5, -6}, bv = {1, 2, -1, 1},
+                            biasv = {0, -10, 1};
+  DeviceBuffer a(256), b(256), d(256), bias(256), mask(256), a2(256), b2(256),
+      d2(256), grad(256);
+  a.upload(av, CUDA_R_32F);
+  b.upload(bv, CUDA_R_32F);
+  bias.upload(biasv, CUDA_R_32F);
+  ASSERT_EQ(cudaMemset(mask.get(), 0xA5, 256), cudaSuccess);
+  std::vector<double> want(6);
+  for (int64_t j = 0; j < 2; ++j)
+    for (int64_t i = 0; i < 3; ++i) {
+      double v = biasv[i];
+      for (int64_t kk = 0; kk < 2; ++kk)
+        v += av[i + kk * 3] * bv[kk + j * 2];
+      want[i + j * 3] = std::max(v, 0.0);
+    }
+  {
+    Plan plan(s);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           mask.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+              CUBLAS_STATUS_SUCCESS);
+  }
+  EXPECT_EQ(d.download(6, CUDA_R_32F), want);
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  std::vector<unsigned char> bits(32);
+  ASSERT_EQ(cudaMemcpy(bits.data(), mask.get(), bits.size(),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int64_t j = 0; j < 2; ++j)
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(maskBit(bits, ld, i, j), want[i + j * 3] > 0)
+          << "(" << i << ", " << j << ")";
+
+  s.epilogue = CUBLASLT_EPILOGUE_DRELU_BGRAD;
+  const std::vector<double> a2v = {1, 2, 3, 4, 5, 6}, b2v = {1, -1, 10, 1};
+  a2.upload(a2v, CUDA_R_32F);
+  b2.upload(b2v, CUDA_R_32F);
+  std::vector<double> wantD(6), wantGrad(3, 0);
+  for (int64_t j = 0; j < 2; ++j)
+    for (int64_t i = 0; i < 3; ++i) {
+      double v = 0;
+      for (int64_t kk = 0; kk < 2; ++kk)
+        v += a2v[i + kk * 3] * b2v[kk + j * 2];
+      wantD[i + j * 3] = want[i + j * 3] > 0 ? v : 0;
+      wantGrad[i] += wantD[i + j * 3];
+    }
+  {
+    Plan plan(s);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, grad.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           static_cast<const void *>(mask.get())),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.matmul(1, 0, a2.get(), b2.get(), d2.get(), d2.get()),
+              CUBLAS_STATUS_SUCCESS);
+  }
+  EXPECT_EQ(d2.download(6, CUDA_R_32F), wantD);
+  EXPECT_EQ(grad.download(3, CUDA_R_32F), wantGrad);
+  // Some bits of each kind, or the test proves little.
+  EXPECT_NE(std::count(want.begin(), want.end(), 0.0), 0);
+  EXPECT_NE(std::count(want.begin(), want.end(), 0.0), 6);
+
+  // DRELU (no bias gradient) writes the same D.
+  s.epilogue = CUBLASLT_EPILOGUE_DRELU;
+  {
+    Plan plan(s);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           static_cast<const void *>(mask.get())),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cudaMemset(d2.get(), 0, 256), cudaSuccess);
+    ASSERT_EQ(plan.matmul(1, 0, a2.get(), b2.get(), d2.get(), d2.get()),
+              CUBLAS_STATUS_SUCCESS);
+  }
+  EXPECT_EQ(d2.download(6, CUDA_R_32F), wantD);
+}
+
+TEST(CudaSimCublasLt, ReluMaskEpiloguesAreChecked) {
+  Spec s;
+  s.epilogue = CUBLASLT_EPILOGUE_RELU_AUX;
+  DeviceBuffer a(4096), b(4096), d(4096), mask(4096);
+  {
+    // cublasLt.h: AUX_LD "Must be divisible by 128 and be no less than the
+    // number of rows in the output matrix" (bits).
+    Plan plan(s);
+    for (int64_t ld : {int64_t(0), int64_t(64), int64_t(130)}) {
+      ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+                CUBLAS_STATUS_SUCCESS);
+      EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_INVALID_VALUE,
+                            "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD " +
+                                std::to_string(ld)))
+          << ld;
+    }
+    // The mask is needed.
+    int64_t ld = 128;
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE,
+                          "CUBLASLT_EPILOGUE_RELU_AUX needs "
+                          "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER"));
+    // An output: apart from the inputs.
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, a.get()),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE, "the ReLU mask ["));
+    // Its alignment is the heuristic's, from the pointer at the query.
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           static_cast<void *>(mask.at(0))),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           static_cast<void *>(mask.at(16))),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.matmul(1, 0, a.get(), b.get(), d.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE,
+                          "the ReLU mask 0x"));
+    // A mask type other than the bit mask is not simulated.
+    int32_t auxType = CUDA_R_16F;
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, auxType),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE"));
+  }
+  {
+    // One matrix: batched masks are not simulated.
+    s.epilogue = CUBLASLT_EPILOGUE_DRELU;
+    s.batch = 2;
+    Plan plan(s);
+    int64_t ld = 128;
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "CUBLASLT_EPILOGUE_DRELU with a batch count of 2"));
+  }
+}
+
 TEST(CudaSimCublasLt, GeluIsTheTanhForm) {
   // x = 1: tanh form 0.8411920, erf form 0.8413447.
   Spec s;
@@ -910,10 +1081,10 @@ TEST(CudaSimCublasLt, HeuristicRefusesUnsupportedEpilogues) {
   {
     Plan plan(s);
     ASSERT_EQ(
-        plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DRELU),
+        plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX),
         CUBLAS_STATUS_SUCCESS);
     EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "CUBLASLT_EPILOGUE_DRELU is not simulated"));
+                          "CUBLASLT_EPILOGUE_GELU_AUX is not simulated"));
     ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE,
                            CUBLASLT_EPILOGUE_DGELU_BGRAD),
               CUBLAS_STATUS_SUCCESS);
@@ -1219,12 +1390,11 @@ TEST(CudaSimCublasLt, AttributesRoundTripAndCheckSizes) {
   EXPECT_TRUE(failsWith(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, 12345u),
                         CUBLAS_STATUS_INVALID_VALUE,
                         "12345 is not a cublasLtEpilogue_t"));
-  void *aux = nullptr;
-  EXPECT_TRUE(
-      failsWith(plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux),
-                CUBLAS_STATUS_NOT_SUPPORTED,
-                "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER is not "
-                "simulated"));
+  void *scale = nullptr;
+  EXPECT_TRUE(failsWith(
+      plan.setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER, scale),
+      CUBLAS_STATUS_NOT_SUPPORTED,
+      "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER is not simulated"));
 
   int32_t order = CUBLASLT_ORDER_ROW;
   EXPECT_TRUE(

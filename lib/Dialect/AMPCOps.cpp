@@ -543,7 +543,35 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
       epilogue == GemmEpilogue::BiasGradB)
     types.push_back(RankedTensorType::get(
         {epilogue == GemmEpilogue::BiasGradA ? m : n}, a->getElementType()));
+  // DRELU_BGRAD: the masked result's column sums; RELU_AUX: the bit mask.
+  if (epilogue == GemmEpilogue::DReluBiasGrad)
+    types.push_back(RankedTensorType::get({n}, a->getElementType()));
+  if (epilogue == GemmEpilogue::ReluAux ||
+      epilogue == GemmEpilogue::ReluAuxBias)
+    types.push_back(ampc::reluMaskType(ctx, m, n));
   return success();
+}
+
+int64_t ampc::reluMaskBits(int64_t n) { return (n + 127) / 128 * 128; }
+
+RankedTensorType ampc::reluMaskType(MLIRContext *ctx, int64_t m, int64_t n) {
+  return RankedTensorType::get({m, reluMaskBits(n) / 8},
+                               IntegerType::get(ctx, 8));
+}
+
+Value GemmOp::getBiasGrad() {
+  GemmEpilogue e = getEpilogue();
+  return e == GemmEpilogue::BiasGradA || e == GemmEpilogue::BiasGradB ||
+                 e == GemmEpilogue::DReluBiasGrad
+             ? getAux()
+             : Value();
+}
+
+Value GemmOp::getReluMaskOut() {
+  GemmEpilogue e = getEpilogue();
+  return e == GemmEpilogue::ReluAux || e == GemmEpilogue::ReluAuxBias
+             ? getAux()
+             : Value();
 }
 
 /// The inferred types, or FP32 in place of FP16/BF16: an op that
@@ -580,11 +608,28 @@ bool GemmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
 LogicalResult GemmOp::verify() {
   GemmEpilogue epilogue = getEpilogue();
   auto out = cast<RankedTensorType>(getOutput().getType());
+  bool drelu = epilogue == GemmEpilogue::DRelu ||
+               epilogue == GemmEpilogue::DReluBiasGrad;
+  if (getAux() && !getBiasGrad() && !getReluMaskOut())
+    return emitOpError("has a bias gradient result without a bias gradient "
+                       "epilogue");
+  if (Value mask = getReluMask()) {
+    if (!drelu)
+      return emitOpError("takes a ReLU mask only with epilogue 'drelu' or "
+                         "'drelu_bgrad'");
+    Type want = ampc::reluMaskType(getContext(), out.getDimSize(0),
+                                   out.getDimSize(1));
+    if (mask.getType() != want)
+      return emitOpError("needs the ReLU mask of its ")
+             << out << " result, " << want << ", got " << mask.getType();
+    if (getC() || !getAlpha().isExactlyValue(1.0))
+      return emitOpError("epilogue '")
+             << stringifyGemmEpilogue(epilogue) << "' takes no C and alpha 1";
+  } else if (drelu) {
+    return emitOpError("epilogue '")
+           << stringifyGemmEpilogue(epilogue) << "' needs a ReLU mask";
+  }
   if (Value grad = getBiasGrad()) {
-    if (epilogue != GemmEpilogue::BiasGradA &&
-        epilogue != GemmEpilogue::BiasGradB)
-      return emitOpError("has a bias gradient result without a bias "
-                         "gradient epilogue");
     if (cast<RankedTensorType>(grad.getType()).getElementType() !=
         out.getElementType())
       return emitOpError("writes the bias gradient in the output's type (as "
@@ -596,7 +641,8 @@ LogicalResult GemmOp::verify() {
              << "' takes no C and alpha 1";
     return success();
   }
-  if (epilogue != GemmEpilogue::Bias && epilogue != GemmEpilogue::ReluBias)
+  if (epilogue != GemmEpilogue::Bias && epilogue != GemmEpilogue::ReluBias &&
+      epilogue != GemmEpilogue::ReluAuxBias)
     return success();
   // The bias epilogue adds C once per row: a row vector of the output's
   // type, beta 1.

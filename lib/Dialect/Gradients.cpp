@@ -139,7 +139,7 @@ public:
   }
 
   Value gemm(Value x, Value y, double alpha, bool transX, bool transY) {
-    return GemmOp::create(b, loc, x, y, Value(), APFloat(float(alpha)),
+    return GemmOp::create(b, loc, x, y, Value(), Value(), APFloat(float(alpha)),
                           APFloat(1.0f), transX, transY)
         .getOutput();
   }

@@ -168,6 +168,10 @@ mlir::LogicalResult checkComputedConstant(NodeContext &nc,
 // (already reported), and takes a null operand for such an error.
 //===----------------------------------------------------------------------===//
 
+/// ampc.gemm's operand segments (A, B, the optional C when `operands` is
+/// 3, no ReLU mask): the attribute an ampc.gemm built by name needs.
+mlir::NamedAttribute gemmSegments(NodeContext &nc, size_t operands);
+
 /// The single result of `opName` on `operands`, its type inferred unless
 /// `resultType` is given.
 mlir::Value part(NodeContext &nc, llvm::StringRef opName,

@@ -1092,7 +1092,10 @@ FailureOr<Outputs> importGemm(NodeContext &nc) {
                    {nc.f32("alpha", nc.getFloat("alpha", 1.0f)),
                     nc.f32("beta", nc.getFloat("beta", 1.0f)),
                     nc.i64("transA", nc.getInt("transA", 0)),
-                    nc.i64("transB", nc.getInt("transB", 0))});
+                    nc.i64("transB", nc.getInt("transB", 0)),
+                    gemmSegments(nc, llvm::count_if(nc.inputs, [](Value v) {
+                                   return static_cast<bool>(v);
+                                 }))});
 }
 
 /// Resolves `auto_pad` into explicit pads (begins, then ends) for a window op
@@ -1474,6 +1477,14 @@ FailureOr<Outputs> importReduceSum(NodeContext &nc) {
 
 // The parts every composition uses (ImportRules.h).
 namespace ampc::detail {
+
+/// ampc.gemm's operand segments (A, B, the optional C, no ReLU mask) for
+/// `operands` operands, built by name.
+NamedAttribute gemmSegments(NodeContext &nc, size_t operands) {
+  return nc.b.getNamedAttr(
+      "operandSegmentSizes",
+      nc.b.getDenseI32ArrayAttr({1, 1, operands > 2 ? 1 : 0, 0}));
+}
 
 Value part(NodeContext &nc, StringRef opName, ValueRange operands,
            ArrayRef<NamedAttribute> attrs, Type resultType) {

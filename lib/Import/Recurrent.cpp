@@ -171,7 +171,8 @@ Value linear(NodeContext &nc, Value x, Value w, Value bias) {
   SmallVector<Value> operands = {x, w};
   if (bias)
     operands.push_back(bias);
-  return part(nc, "ampc.gemm", operands, {nc.i64("transB", 1)});
+  return part(nc, "ampc.gemm", operands,
+              {nc.i64("transB", 1), gemmSegments(nc, operands.size())});
 }
 
 Value add(NodeContext &nc, Value a, Value b) {

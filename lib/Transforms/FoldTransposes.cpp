@@ -300,10 +300,11 @@ struct FoldTransposes : ampc::impl::FoldTransposesPassBase<FoldTransposes> {
     moveTransposesNextToGemms(getOperation());
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {
-      // Not a Gemm with a bias gradient (a second result the batched
-      // form does not have; ampc-fuse-epilogues, issue 37 item 3).
+      // Not a Gemm with a bias gradient or a ReLU mask (a second result
+      // or operand the batched form does not have; ampc-fuse-epilogues,
+      // issue 37 item 3).
       auto g = dyn_cast<ampc::GemmOp>(op);
-      if (isa<ampc::MatMulOp>(op) || (g && !g.getBiasGrad()))
+      if (isa<ampc::MatMulOp>(op) || (g && !g.getAux() && !g.getReluMask()))
         gemms.push_back(op);
     });
     for (Operation *gemm : gemms)

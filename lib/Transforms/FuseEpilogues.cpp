@@ -5,7 +5,9 @@
 // the bias epilogue, and a lone Relu user is folded into the Gemm. First, a
 // Linear on an N-D input (a MatMul of [..., K] by a [K, N] weight, the Add
 // of a bias over the last axis, a Relu) becomes one 2-D Gemm over every row
-// between two reshapes (views), so that it gets the same epilogues. The
+// between two reshapes (views), so that it gets the same epilogues. With
+// `backward` (the CUDA target), bias gradients and a Relu's gradient become
+// epilogues of the backward GEMMs (BGRADA/B, DRELU(_BGRAD)). The
 // targets only print what the attribute says, and the memory plan, which
 // runs after this pass, keeps the fused result apart from the Gemm's
 // operands because it is the Gemm's own result.
@@ -117,7 +119,7 @@ void flattenLinear(ampc::MatMulOp mm) {
   if (bias && cast<RankedTensorType>(bias.getType()).getRank() != 1)
     bias = ampc::ReshapeOp::create(
         b, loc, RankedTensorType::get({n}, element), bias);
-  auto gemm = ampc::GemmOp::create(b, loc, a, mm.getRhs(), bias,
+  auto gemm = ampc::GemmOp::create(b, loc, a, mm.getRhs(), bias, Value(),
                                    APFloat(1.0f), APFloat(1.0f), 0, 0);
   for (NamedAttribute attr : mm->getDiscardableAttrs())
     gemm->setAttr(attr.getName(), attr.getValue());
@@ -139,7 +141,8 @@ ampc::GemmOp rebuild(ampc::GemmOp gemm, Value a, Value b, bool ta, bool tb,
                      TypeRange types, GemmEpilogue epilogue) {
   OpBuilder builder(gemm);
   auto fresh = ampc::GemmOp::create(builder, gemm.getLoc(), types, a, b,
-                                    gemm.getC(), gemm.getAlpha(),
+                                    gemm.getC(), gemm.getReluMask(),
+                                    gemm.getAlpha(),
                                     gemm.getBeta(), ta, tb, epilogue);
   for (NamedAttribute attr : gemm->getDiscardableAttrs())
     fresh->setAttr(attr.getName(), attr.getValue());
@@ -330,6 +333,82 @@ void fuseBiasGradient(ampc::GemmOp gemm) {
   }
 }
 
+/// The Relu's backward `relu_grad(dH, Y)`, where Y is a Gemm's output
+/// with a Relu epilogue and dH the output of the next layer's input
+/// gradient Gemm (read by nothing else), becomes that Gemm's `drelu`
+/// epilogue on the ReLU bit mask the forward Gemm then writes as well
+/// (`relu_aux` / `relu_aux_bias`; issue 37, item 3: cuBLASLt's RELU_AUX
+/// and DRELU). A ReduceSum of the masked gradient over its rows in D's
+/// type, every use after the Gemm, becomes its `drelu_bgrad` bias
+/// gradient (a sum in another type, e.g. FP32 of an FP16 gradient, is
+/// left to the weight gradient's `bgrad_a`: cuBLASLt writes DRELU_BGRAD's
+/// sum in D's type).
+void fuseReluGradient(ampc::ReluGradOp grad) {
+  if (!grad.getAlpha().isZero())
+    return;
+  Block *block = grad->getBlock();
+  auto forward = grad.getInput().getDefiningOp<ampc::GemmOp>();
+  auto backward = grad.getGrad().getDefiningOp<ampc::GemmOp>();
+  if (!forward || !backward || forward->getBlock() != block ||
+      backward->getBlock() != block || !forward->isBeforeInBlock(backward) ||
+      !grad.getGrad().hasOneUse() ||
+      backward.getEpilogue() != GemmEpilogue::None || backward.getC() ||
+      !backward.getAlpha().isExactlyValue(1.0))
+    return;
+  GemmEpilogue relu = forward.getEpilogue();
+  if (relu != GemmEpilogue::Relu && relu != GemmEpilogue::ReluBias &&
+      relu != GemmEpilogue::ReluAux && relu != GemmEpilogue::ReluAuxBias)
+    return;
+  auto type = cast<RankedTensorType>(grad.getType());
+  // The bias gradient: the masked gradient's sum over its rows.
+  ampc::ReduceSumOp sum;
+  for (Operation *user : grad.getResult().getUsers()) {
+    auto s = dyn_cast<ampc::ReduceSumOp>(user);
+    if (s && s->getBlock() == block && s.getKeepdims() == 0 &&
+        s.getAxes() == ArrayRef<int64_t>{0} &&
+        cast<RankedTensorType>(s.getType()).getElementType() ==
+            type.getElementType() &&
+        llvm::all_of(s.getResult().getUsers(), [&](Operation *u) {
+          return u->getBlock() == block && backward->isBeforeInBlock(u);
+        })) {
+      sum = s;
+      break;
+    }
+  }
+  Value mask = forward.getReluMaskOut();
+  if (!mask) {
+    ampc::GemmOp fresh = rebuild(
+        forward, forward.getA(), forward.getB(), forward.getTransA() != 0,
+        forward.getTransB() != 0,
+        {forward.getOutput().getType(),
+         ampc::reluMaskType(forward.getContext(), type.getDimSize(0),
+                            type.getDimSize(1))},
+        relu == GemmEpilogue::Relu ? GemmEpilogue::ReluAux
+                                   : GemmEpilogue::ReluAuxBias);
+    forward.getOutput().replaceAllUsesWith(fresh.getOutput());
+    forward->erase();
+    mask = fresh.getReluMaskOut();
+  }
+  SmallVector<Type> types = {type};
+  if (sum)
+    types.push_back(sum.getType());
+  OpBuilder builder(backward);
+  auto fused = ampc::GemmOp::create(
+      builder, backward.getLoc(), types, backward.getA(), backward.getB(),
+      Value(), mask, backward.getAlpha(), backward.getBeta(),
+      backward.getTransA(), backward.getTransB(),
+      sum ? GemmEpilogue::DReluBiasGrad : GemmEpilogue::DRelu);
+  for (NamedAttribute attr : backward->getDiscardableAttrs())
+    fused->setAttr(attr.getName(), attr.getValue());
+  grad.getResult().replaceAllUsesWith(fused.getOutput());
+  if (sum) {
+    sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
+    sum->erase();
+  }
+  grad->erase();
+  backward->erase();
+}
+
 struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
   using FuseEpiloguesPassBase::FuseEpiloguesPassBase;
   void runOnOperation() override {
@@ -369,6 +448,13 @@ struct FuseEpilogues : ampc::impl::FuseEpiloguesPassBase<FuseEpilogues> {
     }
     if (!backward && !fp32WeightGradients)
       return;
+    if (backward) {
+      // Collected first: fusing erases the relu_grad and the Gemms.
+      SmallVector<ampc::ReluGradOp> grads;
+      getOperation().walk([&](ampc::ReluGradOp g) { grads.push_back(g); });
+      for (ampc::ReluGradOp g : grads)
+        fuseReluGradient(g);
+    }
     gemms.clear();
     getOperation().walk([&](ampc::GemmOp gemm) { gemms.push_back(gemm); });
     for (ampc::GemmOp gemm : gemms) {

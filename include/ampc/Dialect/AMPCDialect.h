@@ -144,6 +144,14 @@ broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
 /// layer_norm_grad's dY read in, in place of a cast (ampc-fold-casts).
 bool isSixteenBitOfF32(mlir::Type wide, mlir::Type narrow);
 
+/// The bits of each row of a row-major [m, n] GEMM result's ReLU mask (an
+/// ampc.gemm `relu_aux` result, cuBLASLt's RELU_AUX): n rounded up to a
+/// multiple of 128, cuBLASLt's rule for CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD
+/// (in bits). The mask's type: i8 of shape [m, bits / 8].
+int64_t reluMaskBits(int64_t n);
+mlir::RankedTensorType reluMaskType(mlir::MLIRContext *ctx, int64_t m,
+                                    int64_t n);
+
 /// ampc.attention's operands: the logical [b, h, s, d] shape of a 4-D
 /// tensor stored row-major with `physical` shape under `perm` (perm[l] =
 /// the physical dimension holding logical dimension l), and the logical

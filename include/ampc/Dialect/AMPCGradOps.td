@@ -29,11 +29,13 @@ def AMPC_ReluGradOp : AMPC_Op<"relu_grad",
 
         output[i] = input[i] > 0 ? grad[i] : alpha * grad[i]
 
+    (with `alpha = 0`: `input[i] > 0 ? grad[i] : 0`, so an infinite or NaN
+    `grad` where `input` is not positive gives 0.)
     `grad` is the adjoint of the forward result. Relu's rule passes Relu's
     *result* as `input` (it is positive exactly where Relu's input is) with
     `alpha = 0`; LeakyRelu's rule passes its input and its `alpha`. At
-    `input == 0` (and for NaN) the result is `alpha * grad`, as in PyTorch
-    (`threshold_backward`, `leaky_relu_backward`).
+    `input == 0` (and for NaN) the result is `alpha * grad` (0 for Relu),
+    as in PyTorch (`threshold_backward`, `leaky_relu_backward`).
 
     ```mlir
     %dx = ampc.relu_grad %dy, %y : tensor<4x8xf16>

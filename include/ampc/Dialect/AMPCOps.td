@@ -54,14 +54,24 @@ class AMPC_EnumAttr<EnumAttrInfo info, string name>
 // `relu` clamps at zero (NaN stays NaN), after the bias when there is one.
 // `bgrad_a` / `bgrad_b` (backward, issue 37 item 3) also write a bias
 // gradient, the GEMM's second result: the sum over the GEMM's k of op(A)
-// (m values) or of op(B) (n values), in the result's type.
+// (m values) or of op(B) (n values), in the result's type. `relu_aux` /
+// `relu_aux_bias` are `relu` / `relu_bias` that also write the ReLU's bit
+// mask (the second result, cuBLASLt's RELU_AUX); `drelu` zeroes the
+// product where such a mask (the `relu_mask` operand) is clear (the
+// ReLU's backward, cuBLASLt's DRELU), and `drelu_bgrad` also writes the
+// masked product's column sums (the bias gradient of the Linear before
+// the ReLU, cuBLASLt's DRELU_BGRAD). CUDA target only.
 def AMPC_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "a GEMM's epilogue", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Bias", 1, "bias">,
     I32EnumAttrCase<"Relu", 2, "relu">,
     I32EnumAttrCase<"ReluBias", 3, "relu_bias">,
     I32EnumAttrCase<"BiasGradA", 4, "bgrad_a">,
-    I32EnumAttrCase<"BiasGradB", 5, "bgrad_b">]> {
+    I32EnumAttrCase<"BiasGradB", 5, "bgrad_b">,
+    I32EnumAttrCase<"ReluAux", 6, "relu_aux">,
+    I32EnumAttrCase<"ReluAuxBias", 7, "relu_aux_bias">,
+    I32EnumAttrCase<"DRelu", 8, "drelu">,
+    I32EnumAttrCase<"DReluBiasGrad", 9, "drelu_bgrad">]> {
   let cppNamespace = "::ampc";
   let genSpecializedAttr = 0;
 }
@@ -442,7 +452,7 @@ def AMPC_MatMulOp : AMPC_Op<"matmul",
 
 def AMPC_GemmOp : AMPC_Op<"gemm",
     [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Allow,
-     AMPC_Gradient]> {
+     AMPC_Gradient, AttrSizedOperandSegments]> {
   let summary = "Gemm";
   let description = [{
     ONNX `Gemm`: `alpha * op(A) * op(B) + beta * C`, op() transposing when
@@ -454,8 +464,17 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
     result at zero (a Relu folded into the Gemm). `bgrad_a` / `bgrad_b`
     (the backward of a Linear, issue 37 item 3) give the Gemm a second
     result, `bias_grad`: the sum over k of op(A) (m values) or op(B) (n
-    values), in the output's type; they take no C and alpha 1. Only
-    `none` has a gradient rule.
+    values), in the output's type; they take no C and alpha 1.
+
+    `relu_aux` / `relu_aux_bias` (CUDA target, issue 37 item 3) are
+    `relu` / `relu_bias` whose second result is the ReLU's bit mask
+    (cuBLASLt's RELU_AUX layout): i8 of shape [m, ld / 8], ld the output's
+    n columns rounded up to a multiple of 128 bits; bit c of row r is set
+    where the ReLU passed element (r, c). `drelu` takes such a mask as
+    `relu_mask` and zeroes the product where its bit is clear (the ReLU's
+    backward); `drelu_bgrad` also writes the masked result's column sums
+    (n values, the output's type) as the second result. Both take no C
+    and alpha 1. Only `none` has a gradient rule.
 
     The output is A's element type, or FP32 where A and B are FP16/BF16
     (the GEMM accumulates in FP32 and writes FP32: a weight gradient
@@ -468,17 +487,24 @@ def AMPC_GemmOp : AMPC_Op<"gemm",
   }];
   let arguments = (ins AMPC_FloatTensor:$a, AMPC_FloatTensor:$b,
                        Optional<AMPC_FloatTensor>:$c,
+                       Optional<AMPC_Tensor>:$relu_mask,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0">:$beta,
                        DefaultValuedAttr<I64Attr, "0">:$transA,
                        DefaultValuedAttr<I64Attr, "0">:$transB,
                        DefaultValuedAttr<AMPC_GemmEpilogueAttr,
                            "::ampc::GemmEpilogue::None">:$epilogue);
-  let results = (outs AMPC_FloatTensor:$output,
-                      Optional<AMPC_FloatTensor>:$bias_grad);
-  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` "
-                       "functional-type(operands, results)";
+  let results = (outs AMPC_FloatTensor:$output, Optional<AMPC_Tensor>:$aux);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? (`relu_mask` $relu_mask^)? "
+                       "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The bias gradient (`bgrad_a`, `bgrad_b`, `drelu_bgrad`), or null.
+    ::mlir::Value getBiasGrad();
+    /// The ReLU bit mask this Gemm writes (`relu_aux`, `relu_aux_bias`),
+    /// or null.
+    ::mlir::Value getReluMaskOut();
+  }];
 }
 
 def AMPC_BatchedGemmOp : AMPC_Op<"batched_gemm", [AMPC_Accumulating, Pure, AMPC_Allow]> {

@@ -699,7 +699,10 @@ __device__ inline void raise(int32_t *error, int32_t code) {
 /// optional bias epilogue (D += bias[j] per column j, then ReLU/GELU when
 /// asked). Types are cudaDataType; compute is FP32 (FP64 for f64). The
 /// leading dimensions (elements between rows of A, B and D as stored;
-/// ampc.batched_gemm) are last, and 0 means packed rows.
+/// ampc.batched_gemm) are last, and 0 means packed rows. `maskBits`: the
+/// bits per row of D of the ReLU bit mask RELU_AUX writes and DRELU reads
+/// (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: a multiple of 128 no less than
+/// n, cuBLASLt's D being column-major Dᵀ); 0 for the other epilogues.
 struct Gemm {
   bool transA, transB;
   int64_t m, n, k;
@@ -708,6 +711,7 @@ struct Gemm {
   float alpha, beta;
   cublasLtEpilogue_t epilogue;
   int64_t lda = 0, ldb = 0, ldd = 0;
+  int64_t maskBits = 0;
 };
 
 /// The largest power of two up to 256 that divides every address: what
@@ -796,7 +800,8 @@ inline int32_t tuneGemm(Context &ctx, const char *where, const Gemm &g,
 }
 
 inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
-                    const void *a, const void *b, void *d, const void *bias) {
+                    const void *a, const void *b, void *d, const void *bias,
+                    const void *mask = nullptr) {
   auto bytes = [](cudaDataType_t t, int64_t n) {
     const int64_t size = t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2;
     return reinterpret_cast<const void *>(static_cast<uintptr_t>(n * size));
@@ -816,7 +821,8 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
   auto key = std::make_tuple(int(g.transA), int(g.transB), int(g.ab), int(g.d),
                              g.m, g.n, g.k, g.batch, g.strideA, g.strideB,
                              g.strideD, int(g.epilogue), int(g.beta != 0),
-                             align, alignmentOf({bias}), lda, ldb, ldd);
+                             align, alignmentOf({bias}) | alignmentOf({mask}) << 16,
+                             lda, ldb, ldd);
   auto found = ctx.plans->find(key);
   if (found == ctx.plans->end()) {
     // Descriptors of a plan that fails half-way are destroyed with it.
@@ -856,6 +862,13 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
       // alignment (a plan found for a 128-byte aligned bias may not be used
       // with a 64-byte aligned one).
       AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), where);
+    }
+    if (g.maskBits) {
+      // The ReLU mask likewise: its pointer's alignment is the heuristic's
+      // (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER), its ld in
+      // bits.
+      AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask, sizeof mask), where);
+      AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &g.maskBits, sizeof g.maskBits), where);
     }
     // First operand: B, stored k x n (n x k when transposed) row-major.
     uint64_t rowsA = g.transB ? g.k : g.n, colsA = g.transB ? g.n : g.k;
@@ -909,6 +922,8 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
   GemmPlan &plan = found->second;
   if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), where);
+  if (g.maskBits)
+    AMPC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask, sizeof mask), where);
   // An algorithm that does not run gives way to the heuristic's next one,
   // for this run and every later one.
   for (;;) {

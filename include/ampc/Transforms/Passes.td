@@ -457,8 +457,15 @@ def FuseEpiloguesPass : Pass<"ampc-fuse-epilogues", "mlir::func::FuncOp"> {
     `bgrad_b`, cuBLASLt's BGRADB / BGRADA, the operands being swapped
     there) where it is in the output's type or a cast narrows it to it
     (the epilogue's one rounding; never a widening cast), the Gemm has no
-    C and alpha 1, and the sum's users come after the Gemm. The CPU target
-    keeps the separate ops (its numerics are the reference).
+    C and alpha 1, and the sum's users come after the Gemm. Also with
+    `backward`, a Relu's gradient (`relu_grad`, alpha 0) of a Gemm with a
+    Relu epilogue, masking the next layer's input-gradient Gemm (read by
+    nothing else), becomes that Gemm's `drelu` epilogue on the ReLU bit
+    mask the forward Gemm then writes too (`relu_aux` / `relu_aux_bias`,
+    cuBLASLt's RELU_AUX_BIAS and DRELU); a ReduceSum of the masked gradient
+    over its rows in the Gemm's output type makes it `drelu_bgrad`
+    (DRELU_BGRAD). The CPU target keeps the separate ops (its numerics are
+    the reference).
   }];
   let options = [
     Option<"backward", "backward", "bool", /*default=*/"false",

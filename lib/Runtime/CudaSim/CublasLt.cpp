@@ -52,6 +52,24 @@
 //   product; the simulation sums in the compute type, pairwise (the CPU
 //   target's ReduceSum order; cuBLASLt's is unspecified), and runs them for
 //   one matrix (batched bias gradients are not simulated).
+// - ReLU masks (cublasLt.h): RELU_AUX / RELU_AUX_BIAS are RELU / RELU_BIAS
+//   that also write "a ReLu bit-mask matrix" through
+//   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER; DRELU "Appl[ies] ReLu
+//   gradient to matmul output" with that mask as input, and DRELU_BGRAD
+//   also stores the "Bias gradient in the auxiliary output" (the bias
+//   pointer, D's type, length D's rows). EPILOGUE_AUX_LD is "in elements
+//   (i.e. bits)", "divisible by 128 and ... no less than the number of
+//   rows in the output matrix"; EPILOGUE_AUX_DATA_TYPE: "ReLu uses a
+//   bit-mask". Not documented, and the simulation's choices (those of the
+//   CPU target's unfused relu_grad and ReduceSum, so that the two agree
+//   bit for bit): a bit is set where D's element as stored is positive
+//   (cuBLASLt may test the unrounded value: they differ only where a
+//   positive value rounds to zero in D's type); bits are least significant
+//   first within a byte (only cuBLASLt reads the mask); DRELU writes 0
+//   where the bit is clear; DRELU_BGRAD sums D's rows as stored, pairwise
+//   in the compute type (cuBLASLt's order and rounding are unspecified;
+//   with an FP32 D only the order can differ). Batched masks are not
+//   simulated.
 // - GELU: the documentation says only "x:=GELU(x)"; the tanh form is what
 //   the epilogue computes in practice (PyTorch's addmm replaces a missing
 //   GELU epilogue with gelu(approximate='tanh')).
@@ -220,6 +238,12 @@ struct MatmulDesc {
   int64_t biasBatchStride = 0;
   int32_t smCountTarget = 0;
   int32_t biasDataType = -1; // -1: D's type
+  // The ReLU bit mask of RELU_AUX / RELU_AUX_BIAS (written) and DRELU /
+  // DRELU_BGRAD (read); ld and batch stride in bits.
+  const void *aux = nullptr;
+  int64_t auxLd = 0;
+  int64_t auxBatchStride = 0;
+  int32_t auxDataType = -1; // -1: the epilogue's own (ReLU: a bit mask)
 };
 
 struct Layout {
@@ -336,11 +360,13 @@ const Attribute *descAttribute(int attr) {
        {"CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE",
         AMPC_FIELD(MatmulDesc, biasDataType)}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER",
+        AMPC_FIELD(MatmulDesc, aux)}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD", AMPC_FIELD(MatmulDesc, auxLd)}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE",
+        AMPC_FIELD(MatmulDesc, auxBatchStride)}},
       {CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
        {"CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE", 8, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
@@ -354,7 +380,8 @@ const Attribute *descAttribute(int attr) {
       {CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
        {"CUBLASLT_MATMUL_DESC_AMAX_D_POINTER", 8, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE", 4, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE",
+        AMPC_FIELD(MatmulDesc, auxDataType)}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER,
        {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER", 8, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER,
@@ -666,7 +693,20 @@ int64_t elementSize(int32_t type) {
 bool hasBias(uint32_t epilogue) {
   return epilogue == CUBLASLT_EPILOGUE_BIAS ||
          epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+         epilogue == CUBLASLT_EPILOGUE_RELU_AUX_BIAS ||
          epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+/// The epilogues that write the ReLU bit mask to the aux pointer.
+bool writesReluMask(uint32_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_RELU_AUX ||
+         epilogue == CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+}
+
+/// The epilogues that read the ReLU bit mask from the aux pointer.
+bool readsReluMask(uint32_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_DRELU ||
+         epilogue == CUBLASLT_EPILOGUE_DRELU_BGRAD;
 }
 
 /// The epilogues that write a bias gradient (from op(A) or op(B)) to the
@@ -676,6 +716,12 @@ bool hasBiasGradient(uint32_t epilogue) {
          epilogue == CUBLASLT_EPILOGUE_BGRADB;
 }
 
+/// Those and DRELU_BGRAD, whose bias gradient is the masked D's row sums.
+bool writesBiasGradient(uint32_t epilogue) {
+  return hasBiasGradient(epilogue) ||
+         epilogue == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+}
+
 struct Problem {
   bool f64 = false; // compute (and scale) type FP64, else FP32
   int32_t computeType = 0, scaleType = 0;
@@ -683,6 +729,7 @@ struct Problem {
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   int32_t biasType = -1; // resolved: never -1
   int64_t biasBatchStride = 0;
+  int64_t auxLd = 0; // bits; the ReLU mask epilogues only
   Layout a, b, c, d;
   int64_t m = 0, n = 0, k = 0;
   int32_t batch = 1;
@@ -823,22 +870,42 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
   // Epilogue: every simulated type row above supports the bias epilogues,
   // with the bias in D's type.
   const uint32_t epilogue = desc.epilogue;
+  const bool mask = writesReluMask(epilogue) || readsReluMask(epilogue);
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
       epilogue != CUBLASLT_EPILOGUE_RELU &&
       epilogue != CUBLASLT_EPILOGUE_GELU && !hasBias(epilogue) &&
-      !hasBiasGradient(epilogue))
+      !hasBiasGradient(epilogue) && !mask)
     return notSupported(epilogueName(epilogue) +
-                        " is not simulated (DEFAULT, RELU, BIAS, RELU_BIAS, "
-                        "GELU, GELU_BIAS, BGRADA and BGRADB are)");
-  if (hasBiasGradient(epilogue) && d.batchCount > 1)
+                        " is not simulated (DEFAULT, RELU, RELU_AUX, BIAS, "
+                        "RELU_BIAS, RELU_AUX_BIAS, DRELU, DRELU_BGRAD, GELU, "
+                        "GELU_BIAS, BGRADA and BGRADB are)");
+  if ((hasBiasGradient(epilogue) || mask) && d.batchCount > 1)
     return notSupported(epilogueName(epilogue) +
                         " with a batch count of " +
                         std::to_string(d.batchCount) +
                         " is not simulated (one matrix is)");
+  if (mask) {
+    // cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: the ReLU bit mask's
+    // leading dimension is in bits, "Must be divisible by 128 and be no
+    // less than the number of rows in the output matrix";
+    // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: "ReLu uses a bit-mask".
+    if (desc.auxLd % 128 != 0 || desc.auxLd < static_cast<int64_t>(d.rows) ||
+        desc.auxLd <= 0)
+      return invalidValue(
+          epilogueName(epilogue) + ": CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD " +
+          std::to_string(desc.auxLd) +
+          " (bits) must be a positive multiple of 128 and at least D's " +
+          std::to_string(d.rows) + " rows");
+    if (desc.auxDataType != -1)
+      return notSupported(epilogueName(epilogue) +
+                          " with CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE " +
+                          typeName(desc.auxDataType) +
+                          " is not simulated (the ReLU mask is a bit mask)");
+  }
   const int32_t biasType = desc.biasDataType == -1
                                ? static_cast<int32_t>(d.type)
                                : desc.biasDataType;
-  if ((hasBias(epilogue) || hasBiasGradient(epilogue)) &&
+  if ((hasBias(epilogue) || writesBiasGradient(epilogue)) &&
       biasType != static_cast<int32_t>(d.type))
     return notSupported("bias type " + typeName(biasType) + " with D " +
                         typeName(d.type) + ": cuBLASLt takes the bias in D's " +
@@ -919,6 +986,7 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
   p.epilogue = epilogue;
   p.biasType = biasType;
   p.biasBatchStride = desc.biasBatchStride;
+  p.auxLd = mask ? desc.auxLd : 0;
   p.a = a;
   p.b = b;
   p.c = c;
@@ -946,6 +1014,7 @@ uint64_t problemHash(const Problem &p) {
   add(p.epilogue);
   add(static_cast<uint32_t>(p.biasType));
   add(p.biasBatchStride);
+  add(p.auxLd);
   for (const Layout *l : {&p.a, &p.b, &p.c, &p.d}) {
     add(l->type);
     add(l->rows);
@@ -1049,7 +1118,24 @@ struct Matmul {
   double alpha = 1, beta = 0;
   const void *a = nullptr, *b = nullptr, *c = nullptr, *bias = nullptr;
   void *d = nullptr;
+  const void *aux = nullptr; // the ReLU bit mask epilogues
 };
+
+/// Bit (i, j) of a ReLU bit mask: column-major with `ld` bits per column,
+/// least significant bit first within a byte. cuBLASLt documents the
+/// column-major bit layout and ld (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD)
+/// but not the order of bits within a word; only cuBLASLt reads the mask
+/// (DRELU after RELU_AUX), so the order is the simulation's own.
+bool maskBit(const void *aux, int64_t ld, int64_t i, int64_t j) {
+  const uint64_t bit = static_cast<uint64_t>(j) * ld + i;
+  return (static_cast<const unsigned char *>(aux)[bit / 8] >> (bit % 8)) & 1;
+}
+void setMaskBit(void *aux, int64_t ld, int64_t i, int64_t j, bool on) {
+  const uint64_t bit = static_cast<uint64_t>(j) * ld + i;
+  unsigned char &byte = static_cast<unsigned char *>(aux)[bit / 8];
+  const unsigned char flag = static_cast<unsigned char>(1u << (bit % 8));
+  byte = on ? byte | flag : byte & ~flag;
+}
 
 /// Rows [row, row + rows) and columns [col, col + cols) of batch `batch` of
 /// an operand, widened to T and packed (ld = rows), or the operand itself
@@ -1075,7 +1161,7 @@ const T *operand(const void *base, const Layout &l, int32_t batch, int64_t row,
 
 template <typename T> T activate(uint32_t epilogue, T v) {
   if (epilogue == CUBLASLT_EPILOGUE_RELU ||
-      epilogue == CUBLASLT_EPILOGUE_RELU_BIAS)
+      epilogue == CUBLASLT_EPILOGUE_RELU_BIAS || writesReluMask(epilogue))
     return v > T(0) ? v : T(0);
   if (epilogue == CUBLASLT_EPILOGUE_GELU ||
       epilogue == CUBLASLT_EPILOGUE_GELU_BIAS) {
@@ -1119,6 +1205,12 @@ template <typename T> cudaError_t execute(const Matmul &mm) {
   std::vector<T> aScratch, bScratch, product(static_cast<size_t>(m * block));
   const int64_t cSize = elementSize(p.c.type), dSize = elementSize(p.d.type);
   const bool withBias = hasBias(p.epilogue);
+  const bool writesMask = writesReluMask(p.epilogue),
+             readsMask = readsReluMask(p.epilogue),
+             dreluGradient = p.epilogue == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+  // DRELU_BGRAD: the masked values of each row of D, summed pairwise over
+  // the columns once D is made (one matrix: describe refuses batches).
+  std::vector<T> masked(dreluGradient ? static_cast<size_t>(m * n) : 0);
   // alpha == 0 leaves A and B unread, as in BLAS.
   const bool multiply = m > 0 && n > 0 && k > 0 && alpha != T(0);
   for (int32_t batch = 0; batch < p.batch; ++batch) {
@@ -1156,11 +1248,29 @@ template <typename T> cudaError_t execute(const Matmul &mm) {
             v += beta * load<T>(c, i + j * p.c.ld, p.c.type);
           if (withBias)
             v += load<T>(bias, i, p.biasType);
+          if (readsMask && !maskBit(mm.aux, p.auxLd, i, j))
+            v = T(0);
           store<T>(d, i + j * p.d.ld, p.d.type, activate(p.epilogue, v));
+          // The mask says where D is positive (NaN: clear), as stored: the
+          // ReLU's gradient from its output, the CPU target's relu_grad.
+          if (writesMask)
+            setMaskBit(const_cast<void *>(mm.aux), p.auxLd, i, j,
+                       load<T>(d, i + j * p.d.ld, p.d.type) > T(0));
+          if (dreluGradient)
+            masked[i + j * m] = load<T>(d, i + j * p.d.ld, p.d.type);
         }
       }
     }
   }
+  // DRELU_BGRAD's bias gradient: D's rows (m values) as stored, summed
+  // over its columns pairwise in the compute type (the CPU target's
+  // ReduceSum of the masked gradient), rounded once to the bias type.
+  if (dreluGradient)
+    for (int64_t i = 0; i < m; ++i)
+      store<T>(const_cast<void *>(mm.bias), i, p.biasType,
+               math::pairwiseSum<T>(0, n, [&](int64_t j) {
+                 return masked[i + j * m];
+               }));
   return cudaSuccess;
 }
 
@@ -1470,8 +1580,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     result.algo.data[kAlignD] = pref->minAlignment[3];
     // The heuristic reads the bias pointer's value for its alignment (a
     // null pointer, divisible by anything, promises 256).
+    // The aux pointer's likewise (cublasLt.h), in the same slot.
     result.algo.data[kAlignBias] =
-        alignmentOf(reinterpret_cast<uintptr_t>(desc.bias));
+        alignmentOf(reinterpret_cast<uintptr_t>(desc.bias)) |
+        alignmentOf(reinterpret_cast<uintptr_t>(desc.aux)) << 16;
     result.algo.data[kIndex] = static_cast<uint64_t>(i);
     result.workspaceSize = 0;
     result.state = CUBLAS_STATUS_SUCCESS;
@@ -1507,7 +1619,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   // The algo: from the heuristic, for this problem. A null algo is an
   // implicit query with the default preferences (256-byte alignment).
   uint64_t align[4] = {256, 256, 256, 256};
-  uint64_t biasAlign = 256;
+  uint64_t biasAlign = 256, auxAlign = 256;
   if (algo) {
     if (algo->data[kMagic] != kAlgoMagic)
       return invalidValue("algo was not returned by "
@@ -1521,7 +1633,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
           "differs from the query's); query again for this one");
     for (int i = 0; i < 4; ++i)
       align[i] = algo->data[kAlignA + i];
-    biasAlign = algo->data[kAlignBias];
+    biasAlign = algo->data[kAlignBias] & 0xFFFF;
+    auxAlign = algo->data[kAlignBias] >> 16;
     if (algo->data[kIndex] >= static_cast<uint64_t>(kSimAlgos))
       return invalidValue("algo was not returned by "
                           "cublasLtMatmulAlgoGetHeuristic (its index is out "
@@ -1556,7 +1669,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   const uint64_t dBytes = extentElements(p.d) * elementSize(p.d.type);
   // The bias is read (BIAS), or the bias gradient written (BGRADA: m
   // values, BGRADB: n).
-  const bool gradient = hasBiasGradient(p.epilogue);
+  const bool gradient = writesBiasGradient(p.epilogue);
   const bool withBias = hasBias(p.epilogue) || gradient;
   const void *bias = withBias ? desc.bias : nullptr;
   uint64_t biasBytes = 0;
@@ -1573,7 +1686,20 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     biasBytes = elements * elementSize(p.biasType);
   }
   const bool needsA = p.k > 0 && p.m > 0 && p.n > 0 &&
-                      (alphaValue != 0 || gradient);
+                      (alphaValue != 0 || hasBiasGradient(p.epilogue));
+  // The ReLU bit mask: bit (i, j) of D at j * ld + i, so the bits of the
+  // last column end (n - 1) * ld + m bits in.
+  const bool maskOut = writesReluMask(p.epilogue),
+             maskIn = readsReluMask(p.epilogue);
+  const void *aux = maskOut || maskIn ? desc.aux : nullptr;
+  uint64_t auxBytes = 0;
+  if ((maskOut || maskIn) && p.m > 0 && p.n > 0) {
+    if (!aux)
+      return invalidValue(epilogueName(p.epilogue) +
+                          " needs CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, "
+                          "which is null");
+    auxBytes = (static_cast<uint64_t>(p.n - 1) * p.auxLd + p.m + 7) / 8;
+  }
   if (cublasStatus_t s = checkMemory(call, "A", A, needsA ? aBytes : 0))
     return s;
   if (cublasStatus_t s = checkMemory(call, "B", B, needsA ? bBytes : 0))
@@ -1583,6 +1709,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   if (cublasStatus_t s = checkMemory(call, "D", D, dBytes))
     return s;
   if (cublasStatus_t s = checkMemory(call, "the bias", bias, biasBytes))
+    return s;
+  if (cublasStatus_t s = checkMemory(call, "the ReLU mask", aux, auxBytes))
     return s;
   if (workspaceSizeInBytes > 0 && !workspace)
     return invalidValue("workspace is null but workspaceSizeInBytes is " +
@@ -1635,6 +1763,15 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
         "-byte alignment: cublasLtMatmulAlgoGetHeuristic takes the bias "
         "alignment from CUBLASLT_MATMUL_DESC_BIAS_POINTER's value at the "
         "query (null promises 256); set the bias pointer before the query");
+  if (auxBytes && reinterpret_cast<uintptr_t>(aux) % auxAlign)
+    return invalidValue(
+        "the ReLU mask " + hex(aux) + " is " +
+        std::to_string(alignmentOf(reinterpret_cast<uintptr_t>(aux))) +
+        "-byte aligned, but the algo was chosen for " +
+        std::to_string(auxAlign) +
+        "-byte alignment: cublasLtMatmulAlgoGetHeuristic takes the aux "
+        "alignment from CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER's value at "
+        "the query (null promises 256); set the aux pointer before the query");
   if (workspace && reinterpret_cast<uintptr_t>(workspace) % 256)
     return invalidValue("the workspace " + hex(workspace) +
                         " is not 256-byte aligned, as cuBLASLt requires");
@@ -1651,6 +1788,26 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   if (overlaps(D, dBytes, bias, biasBytes))
     return invalidValue(dRange + " overlaps the bias " +
                         range(bias, biasBytes) + rule);
+  if (overlaps(D, dBytes, aux, auxBytes))
+    return invalidValue(dRange + " overlaps the ReLU mask " +
+                        range(aux, auxBytes) +
+                        "; cuBLASLt's outputs may not overlap each other or "
+                        "its inputs");
+  if (maskIn && overlaps(bias, gradient ? biasBytes : 0, aux, auxBytes))
+    return invalidValue("the bias gradient " + range(bias, biasBytes) +
+                        " overlaps the ReLU mask " + range(aux, auxBytes) +
+                        "; cuBLASLt's outputs may not overlap its inputs");
+  if (maskOut) {
+    // The mask is an output too: apart from every input.
+    for (auto [name, pointer, bytes] :
+         {std::tuple{"A", A, needsA ? aBytes : 0},
+          std::tuple{"B", B, needsA ? bBytes : 0},
+          std::tuple{"C", C, cBytes}, std::tuple{"the bias", bias, biasBytes}})
+      if (overlaps(aux, auxBytes, pointer, bytes))
+        return invalidValue("the ReLU mask " + range(aux, auxBytes) +
+                            " overlaps " + name + " " + range(pointer, bytes) +
+                            "; cuBLASLt's outputs may not overlap its inputs");
+  }
   if (gradient) {
     // The bias gradient is an output too: apart from every input.
     const std::string gradRange =
@@ -1690,6 +1847,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
   mm.c = readsC ? C : nullptr;
   mm.d = D;
   mm.bias = bias;
+  mm.aux = aux;
   const cudaError_t queued =
       enqueue(stream, call, Work::Gemm, epilogueName(p.epilogue),
               [mm]() -> cudaError_t {

@@ -54,8 +54,14 @@ ampc::scalarExpression(Operation *op, ArrayRef<std::string> operands,
                 .str();
           })
           .Case([&](ampc::ReluGradOp o) {
+            // Relu's (alpha 0) writes 0 where the mask is clear, whatever
+            // the adjoint (PyTorch's threshold_backward; cuBLASLt's DRELU
+            // epilogue, which replaces it on the CUDA target).
+            float alpha = o.getAlpha().convertToFloat();
+            if (alpha == 0.0f)
+              return formatv("{1} > 0 ? {0} : {2}(0)", x, arg(1), c).str();
             return formatv("{1} > 0 ? {0} : {2}({3:e9}) * {0}", x, arg(1), c,
-                           o.getAlpha().convertToFloat())
+                           alpha)
                 .str();
           })
           .Case([&](ampc::GeluGradOp o) {

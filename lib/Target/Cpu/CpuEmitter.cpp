@@ -226,6 +226,14 @@ LogicalResult Emitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     return op->emitError() << "the CPU target multiplies float matrices "
                               "only, got "
                            << outType;
+  // The ReLU mask epilogues are the CUDA target's (ampc-fuse-epilogues
+  // with `backward`); the CPU target keeps the Relu's gradient and the
+  // bias gradient as their own ops.
+  if (auto gemm = dyn_cast<ampc::GemmOp>(op);
+      gemm && (gemm.getReluMask() || gemm.getReluMaskOut()))
+    return op->emitError() << "the CPU target does not take epilogue '"
+                           << ampc::stringifyGemmEpilogue(gemm.getEpilogue())
+                           << "' (a cuBLASLt ReLU mask; the CUDA target's)";
   // T: the GEMM's accumulation type (ampc.accumulate).
   StringRef t = accumulation(op);
   auto widen = [&](Value v) { return widenFloat(op, v); };

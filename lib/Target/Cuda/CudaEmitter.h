@@ -160,13 +160,20 @@ private:
   struct LeadingDims {
     int64_t a, b, d;
   };
+  /// The ReLU bit mask of an ampc.gemm's RELU_AUX / DRELU epilogue: its
+  /// pointer and its bits per row (cuBLASLt's EPILOGUE_AUX_LD).
+  struct ReluMask {
+    std::string pointer;
+    int64_t bits;
+  };
   /// One cuBLASLt call (row-major operands).
   void emitGemm(Operation *op, bool ta, bool tb, int64_t m, int64_t n,
                 int64_t k, int64_t batch, int64_t strideA, int64_t strideB,
                 int64_t strideD, Type ab, Type d, float alpha, float beta,
                 StringRef epilogue, const std::string &a, const std::string &b,
                 const std::string &out, const std::string &bias,
-                llvm::raw_ostream &body, LeadingDims ld = {0, 0, 0});
+                llvm::raw_ostream &body, LeadingDims ld = {0, 0, 0},
+                const ReluMask &mask = {});
   void emitStrided(Operation *op, Value input, Value output,
                    ArrayRef<int64_t> strides, int64_t base,
                    llvm::raw_ostream &body);

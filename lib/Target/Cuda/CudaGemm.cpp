@@ -28,30 +28,40 @@ void CudaEmitter::emitGemm(Operation *op, bool ta, bool tb, int64_t m,
                            StringRef epilogue, const std::string &a,
                            const std::string &b, const std::string &out,
                            const std::string &bias, llvm::raw_ostream &body,
-                           LeadingDims ld) {
-  // Packed operands leave the leading dimensions to their default (0).
+                           LeadingDims ld, const ReluMask &mask) {
+  // Packed operands leave the leading dimensions to their default (0); a
+  // ReLU mask's bits per row follow them.
   std::string lds;
-  if (ld.a || ld.b || ld.d)
+  if (ld.a || ld.b || ld.d || mask.bits)
     lds = formatv(", {0}LL, {1}LL, {2}LL", ld.a, ld.b, ld.d).str();
+  if (mask.bits)
+    lds += formatv(", {0}LL", mask.bits).str();
+  std::string aux = mask.bits ? ", " + mask.pointer : "";
   body << formatv("  {{ static const ampc::cuda::Gemm g = {{{0}, {1}, {2}LL, "
                   "{3}LL, {4}LL, {5}LL, {6}LL, {7}LL, {8}LL, {9}, {10}, "
                   "{11:e9}f, {12:e9}f, CUBLASLT_EPILOGUE_{13}{19}};\n"
                   "    if (int32_t code = ampc::cuda::gemm(ctx, {14}, g, {15}, "
-                  "{16}, {17}, {18})) return code; }\n",
+                  "{16}, {17}, {18}{20})) return code; }\n",
                   ta, tb, m, n, k, batch, strideA, strideB, strideD,
                   cudaDataType(ab), cudaDataType(d), alpha, beta, epilogue,
-                  where(op), a, b, out, bias.empty() ? "nullptr" : bias, lds);
+                  where(op), a, b, out, bias.empty() ? "nullptr" : bias, lds,
+                  aux);
 }
 
 /// cuBLASLt's name of a GEMM epilogue (after CUBLASLT_EPILOGUE_). The
 /// runtime gives cuBLASLt row-major B as its A and A as its B (column-major
 /// Dᵀ = op(B)ᵀ op(A)ᵀ), so the bias gradient of op(A) (m values, the rows
 /// of row-major D, the columns of cuBLASLt's D) is BGRADB, and op(B)'s is
-/// BGRADA.
+/// BGRADA. The ReLU mask and DRELU_BGRAD's bias gradient follow cuBLASLt's
+/// D: its rows are row-major D's columns (n), as the bias's are.
 static StringRef cublasEpilogue(ampc::GemmEpilogue epi) {
   switch (epi) {
   case ampc::GemmEpilogue::ReluBias: return "RELU_BIAS";
   case ampc::GemmEpilogue::Relu: return "RELU";
+  case ampc::GemmEpilogue::ReluAux: return "RELU_AUX";
+  case ampc::GemmEpilogue::ReluAuxBias: return "RELU_AUX_BIAS";
+  case ampc::GemmEpilogue::DRelu: return "DRELU";
+  case ampc::GemmEpilogue::DReluBiasGrad: return "DRELU_BGRAD";
   case ampc::GemmEpilogue::Bias: return "BIAS";
   case ampc::GemmEpilogue::BiasGradA: return "BGRADB";
   case ampc::GemmEpilogue::BiasGradB: return "BGRADA";
@@ -82,7 +92,13 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
     if (Value grad = gemm.getBiasGrad())
       bias = name(grad);
     bool hasBias = epi == ampc::GemmEpilogue::Bias ||
-                   epi == ampc::GemmEpilogue::ReluBias;
+                   epi == ampc::GemmEpilogue::ReluBias ||
+                   epi == ampc::GemmEpilogue::ReluAuxBias;
+    // The ReLU mask it writes (RELU_AUX) or reads (DRELU).
+    ReluMask mask = {};
+    if (Value v = gemm.getReluMask() ? gemm.getReluMask()
+                                     : gemm.getReluMaskOut())
+      mask = {name(v), ampc::reluMaskBits(n)};
     if (c && hasBias) {
       // D = op(A) op(B) + bias (ampc-fuse-epilogues checked the form).
       bias = name(c);
@@ -99,7 +115,8 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
       beta = 0.0f;
     }
     emitGemm(op, ta, tb, m, n, k, 1, 0, 0, 0, ab, d, alpha, beta,
-             cublasEpilogue(epi), name(a), name(b), name(out), bias, body);
+             cublasEpilogue(epi), name(a), name(b), name(out), bias, body,
+             {0, 0, 0}, mask);
     return success();
   }
   if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {

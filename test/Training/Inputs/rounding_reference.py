@@ -221,7 +221,9 @@ def mlp_step(copies, x, labels, seed, rnd):
     dr = rnd(gemm(gy, w2))
     dw2 = gemm(gy, r, trans_a=True)
     db2 = pairwise_sum(gy)
-    dh = rnd(np.where(r > 0, dr, F32(0) * dr))
+    # Relu's gradient: 0 where the output is not positive, whatever dr
+    # (PyTorch's threshold_backward; cuBLASLt's DRELU on the CUDA target).
+    dh = rnd(np.where(r > 0, dr, F32(0)))
     dw1 = gemm(dh, x16, trans_a=True)
     db1 = pairwise_sum(dh)
     return loss, dict(zip(MODELS["mlp"].parameters, (dw1, db1, dw2, db2)))
