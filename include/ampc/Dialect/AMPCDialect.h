@@ -107,9 +107,9 @@ constexpr llvm::StringLiteral kNameAttr = "ampc.name";
 /// Unit attribute on the function arguments that are labels.
 constexpr llvm::StringLiteral kLabelAttr = "ampc.label";
 /// Argument attribute (ampc-input-precision, `--input-precision=auto`): on
-/// each f32 input it looked at, a string saying the type it takes and why
-/// ("f16: every use is an autocast to f16", "f32: node 'add' (Add) reads
-/// it in f32").
+/// each f32 input it looked at, a string saying why the input has the
+/// type it has ("every use is an autocast to f16", "node 'add' (Add)
+/// reads it in f32").
 constexpr llvm::StringLiteral kInputPrecisionAttr = "ampc.input_precision";
 /// Function result attribute (ampc-autodiff): the `ampc.parameter` whose
 /// gradient the result is (a flat symbol reference; the result has the

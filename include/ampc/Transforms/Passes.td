@@ -163,8 +163,8 @@ def InputPrecisionPass : Pass<"ampc-input-precision", "mlir::ModuleOp"> {
     has one signature per input): it is narrowed only when it qualifies in
     each of them that exists, at the same position and name. Labels
     (`ampc.label`) never change. Every f32 input gets the argument
-    attribute `ampc.input_precision`, a string saying what was decided and
-    why ("f16: every use is an autocast to f16", "f32: node 'add' (Add)
+    attribute `ampc.input_precision`, a string saying why it takes the
+    type it has ("every use is an autocast to f16", "node 'add' (Add)
     reads it in f32"), which the precision report shows.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];

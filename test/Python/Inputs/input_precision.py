@@ -139,6 +139,31 @@ def main(target, out):
             loss=DeviceArray(sim, (), np.float32), rows=5)
         assert float(got.get()) == want and same_parameters(host, device)
         print("device: 3 steps and a partial batch: the host steps' bits")
+        # One step: the input's cast kernel is gone; the copies are the
+        # same (the staged bytes are half).
+        from launch_count import one_step
+        counts = [one_step(os.path.join(out, "mlp-%s-fp16-%s.so" % (
+            target, inputs))) for inputs in ("fp32", "auto")]
+        kernels, copies = [[sum(c for (k, _), c in step.items() if k == kind)
+                            for step in counts] for kind in ("kernel", "copy")]
+        print("one step: %d kernel(s) fewer, %d copies more" % (
+            kernels[0] - kernels[1], copies[1] - copies[0]))
+        # BF16 from device memory as torch gives it, the bits as int16
+        # (torch has no __cuda_array_interface__ for bfloat16).
+        import torch
+        path = os.path.join(out, "mlp-%s-bf16-auto.so" % target)
+        ampc.compile(MLP, output=path, target=target, precision="bf16",
+                     input_precision="auto")
+        bf16_host, bf16_device = (ampc.runtime.Model(path),
+                                  ampc.runtime.Model(path))
+        bits = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16)
+        want = float(bf16_host.train_step([bits.numpy().view(np.uint16), y]))
+        loss = DeviceArray(sim, (), np.float32)
+        bf16_device.train_step_device([DeviceArray.of(sim, bits.numpy()),
+                                       DeviceArray.of(sim, y)], loss=loss)
+        assert float(loss.get()) == want and \
+            same_parameters(bf16_host, bf16_device)
+        print("device bf16 (int16 bits): the host step's bits")
         wrong = [DeviceArray.of(sim, x), DeviceArray.of(sim, y)]
         print("device: " + refused(lambda: device.train_step_device(wrong)))
         # The C API's device calls, past the module's check: the tensor
