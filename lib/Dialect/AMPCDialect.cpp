@@ -287,8 +287,8 @@ LogicalResult AMPCDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (name == kInputPrecisionAttr) {
     if (!isa<StringAttr>(value))
-      return op->emitOpError("'ampc.input_precision' must be a string (the "
-                             "input's type and why), got ")
+      return op->emitOpError("'ampc.input_precision' must be a string (why "
+                             "the input has its type), got ")
              << value << " on argument #" << argIndex;
     return success();
   }
