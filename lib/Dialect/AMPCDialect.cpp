@@ -287,6 +287,13 @@ LogicalResult AMPCDialect::verifyRegionArgAttribute(Operation *op,
              << value << " on argument #" << argIndex;
     return success();
   }
+  if (name == kInputPrecisionAttr) {
+    if (!isa<StringAttr>(value))
+      return op->emitOpError("'ampc.input_precision' must be a string (why "
+                             "the input has its type), got ")
+             << value << " on argument #" << argIndex;
+    return success();
+  }
   return op->emitOpError("has an unknown argument attribute '")
          << name << "' on argument #" << argIndex;
 }

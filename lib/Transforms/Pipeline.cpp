@@ -78,6 +78,14 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createAssignPrecisionPass(o.precision);
      }},
+    // Reads the casts precision assignment inserted; before autodiff, so
+    // that @train_step, a copy of @forward, takes the same inputs.
+    {"ampc-input-precision", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.narrowInputs)
+         return nullptr;
+       return ampc::createInputPrecisionPass();
+     }},
     // After precision assignment (the padding is for FP16/BF16 GEMMs) and
     // before autodiff, so that the backward GEMMs are derived from the
     // padded forward (docs/design.md, Tensor Core shapes).
@@ -351,6 +359,10 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
     return fail("precision", "must be fp16, bf16, fp32 or fp64, got '" +
                                  flags.precision + "'");
   options.precision.dtype = *dtype;
+  if (flags.inputPrecision != "fp32" && flags.inputPrecision != "auto")
+    return fail("input-precision", "must be fp32 or auto, got '" +
+                                       flags.inputPrecision + "'");
+  options.narrowInputs = flags.inputPrecision == "auto";
   options.widenToF64 = flags.precision == "fp64";
   std::optional<Propagation> propagation =
       symbolizeEnum<Propagation>(flags.propagation);
@@ -624,6 +636,11 @@ struct PipelineRegistrationOptions
       llvm::cl::desc("pad a Linear's output features to Tensor Core "
                      "multiples: on, off or auto (on for cuda, cuda-sim)"),
       llvm::cl::init("auto")};
+  Option<std::string> inputPrecision{
+      *this, "input-precision",
+      llvm::cl::desc("fp32, or auto: an input every use casts to FP16/BF16 "
+                     "is taken in that type (ampc-input-precision)"),
+      llvm::cl::init("fp32")};
   Option<std::string> emitAfter{
       *this, "emit-after",
       llvm::cl::desc("the last pass to run (default: all)")};
@@ -679,6 +696,7 @@ struct PipelineRegistrationOptions
     f.stopAfter = emitAfter;
     f.target = target;
     f.padGemms = padGemms;
+    f.inputPrecision = inputPrecision;
     return f;
   }
 };

@@ -165,6 +165,10 @@ std::string renderSvg(const std::string &dot, std::string &warning) {
 }
 } // namespace
 
+std::string ampc::PrecisionReport::InputPrecision::line() const {
+  return "input " + name + ": " + dtype + ", " + why;
+}
+
 std::string ampc::PrecisionReport::summary() const {
   unsigned converted = 0;
   for (const Node &n : nodes)
@@ -198,6 +202,10 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
   for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, ampc::kNameAttr);
     r.inputs.push_back(name ? name.str() : "input" + std::to_string(i));
+    if (auto why = forward.getArgAttrOfType<StringAttr>(
+            i, ampc::kInputPrecisionAttr))
+      r.inputPrecision.push_back(
+          {r.inputs.back(), dtypeName(arg.getType()), why.str()});
   }
   for (unsigned i = 0; i < forward.getNumResults(); ++i) {
     auto name = forward.getResultAttrOfType<StringAttr>(i, ampc::kNameAttr);
@@ -330,6 +338,8 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
     os << "gemm " << shape << "\n";
   for (const std::string &line : r.attention)
     os << line << "\n";
+  for (const PrecisionReport::InputPrecision &input : r.inputPrecision)
+    os << input.line() << "\n";
   os << r.model << ": " << r.summary() << "\n";
 }
 
@@ -369,6 +379,14 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       // lines; issue 38, item 4).
       {"attention", strings(r.attention)},
   };
+  // With --input-precision=auto: the type of each f32 input and why.
+  if (!r.inputPrecision.empty()) {
+    llvm::json::Array inputs;
+    for (const PrecisionReport::InputPrecision &input : r.inputPrecision)
+      inputs.push_back(llvm::json::Object{
+          {"name", input.name}, {"dtype", input.dtype}, {"why", input.why}});
+    top["input_precision"] = std::move(inputs);
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }
 
@@ -407,10 +425,12 @@ bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
        << join(n.outputs) << "</td><td>" << n.category << "</td><td>"
        << escapeHtml(n.rule) << "</td></tr>\n";
   os << "</table>\n";
-  if (!r.attention.empty()) {
+  if (!r.attention.empty() || !r.inputPrecision.empty()) {
     os << "<ul>\n";
     for (const std::string &line : r.attention)
       os << "<li>" << escapeHtml(line) << "</li>\n";
+    for (const PrecisionReport::InputPrecision &input : r.inputPrecision)
+      os << "<li>" << escapeHtml(input.line()) << "</li>\n";
     os << "</ul>\n";
   }
   os << "</body></html>\n";

@@ -14,7 +14,11 @@ Every call that returns a status other than AMPC_OK raises `AmpcError`
 carrying the status and `ampc_last_error()`. Tensors travel as numpy arrays;
 their dtype is passed to the runtime as it is (never converted here), so the
 runtime's own checks see what the caller gave. BF16 has no numpy type: its
-elements are raw uint16 bits.
+elements are raw uint16 bits (a torch.bfloat16 tensor is taken as its
+bits). An input compiled with --input-precision=auto may be float16 or
+bf16: a float32 array for it is refused (dtype mismatch, naming the input),
+not rounded here; round it yourself (`x.astype(np.float16)`, or torch's
+`.to(torch.bfloat16)`), to nearest even as the step's own cast would.
 
 The runtime library is, in order: the `runtime` argument, $AMPC_RUNTIME, or
 lib/libampc_runtime.so beside the bin/ folder of the `ampc` on PATH (the
@@ -235,6 +239,19 @@ def load_runtime(path=None):
     return lib
 
 
+def _host_numpy(a):
+    """A torch CPU/CUDA tensor as a numpy array on the host (other values as
+    they are). numpy has no bfloat16: a torch.bfloat16 tensor becomes its
+    raw bits as uint16, the form the module takes bf16 in."""
+    if not hasattr(a, "detach"):
+        return a
+    a = a.detach().cpu()
+    import torch  # the caller already uses it
+    if a.dtype == torch.bfloat16:
+        return a.contiguous().view(torch.int16).numpy().view(np.uint16)
+    return a.numpy()
+
+
 def _shape_text(shape):
     return "[%s]" % ", ".join(str(d) for d in shape)
 
@@ -261,9 +278,7 @@ def _converted(value, info, label, any_dtype=False):
     for the runtime to check. A finite value that the tensor's dtype cannot
     hold (2.7e40 in float32 is inf) is refused with its position rather than
     stored as inf."""
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    source = np.asarray(value)
+    source = np.asarray(_host_numpy(value))
     _check_array(source, info._replace(dtype=source.dtype), label)
     if source.dtype == info.dtype or not (
             any_dtype or (source.dtype.kind == "f" and info.dtype.kind == "f")):
@@ -293,8 +308,7 @@ class _TensorArray:
         broadcast view of billions of rows is refused, not made contiguous
         first. `kind` names the tensors in messages ("input", ...)."""
         infos = list(infos)
-        arrays = [a.detach().cpu().numpy() if hasattr(a, "detach") else a
-                  for a in arrays]
+        arrays = [_host_numpy(a) for a in arrays]
         for i, (a, info) in enumerate(zip(arrays, infos)):
             _check_array(a, info, "%s %d ('%s')" % (kind, i, info.name))
         # np.require keeps rank 0 (np.ascontiguousarray makes it rank 1).
@@ -351,6 +365,10 @@ class _DeviceTensorArray:
                     "%s has shape %s, the model expects %s (shape mismatch)"
                     % (label, _shape_text(shape), _shape_text(info.shape))))
             dtype = np.dtype(face["typestr"])
+            # torch gives no typestr for bfloat16: a bf16 device tensor
+            # comes as its bits, t.view(torch.int16).
+            if info.ampc_dtype == 16 and dtype == np.dtype(np.int16):
+                dtype = info.dtype
             if dtype != info.dtype:
                 raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
                     "%s has dtype %s, the model expects %s (dtype mismatch)"
@@ -585,9 +603,7 @@ class Model:
         `copy_first`, for training) copies of its first row; each output
         row depends on its own input row in eval mode (BatchNorm on its
         running statistics), so the padding is dropped from the outputs."""
-        if hasattr(x, "detach"):
-            x = x.detach().cpu().numpy()
-        x = np.asarray(x)
+        x = np.asarray(_host_numpy(x))
         count = info.shape[0] - x.shape[0]
         pad = np.repeat(x[:1], count, axis=0) if copy_first else \
             np.zeros((count,) + x.shape[1:], x.dtype)

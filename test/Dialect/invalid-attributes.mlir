@@ -191,6 +191,13 @@ func.func @label_not_unit(%x: tensor<4xf32>, %l: tensor<4xi64> {ampc.label = tru
 
 // -----
 
+// expected-error @+1 {{'func.func' op 'ampc.input_precision' must be a string (why the input has its type), got unit on argument #0}}
+func.func @input_precision_not_a_string(%x: tensor<4xf16> {ampc.input_precision}) {
+  return
+}
+
+// -----
+
 ampc.parameter @w : tensor<4xf32> = dense<1.0> : tensor<4xf32>
 // expected-error @+1 {{'func.func' op has an unknown argument attribute 'ampc.gradient_of' on argument #0}}
 func.func @gradient_of_an_argument(%x: tensor<4xf32> {ampc.gradient_of = @w}) {

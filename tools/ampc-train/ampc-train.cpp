@@ -92,7 +92,10 @@ epoch. The evaluation set is run whole, in eval mode (Dropout off, BatchNorm
 on its running statistics): every sample counts once in the eval loss and
 the accuracy (the last partial batch is padded and the padding taken out).
 Arrays are converted to the library's dtypes when that is lossless or
-obvious: float64/float16 to float32, narrower integers to int64/int32;
+obvious: float64/float16 to float32, narrower integers to int64/int32,
+float arrays to a float16/bfloat16 input (a library compiled with
+--input-precision=auto) rounded to nearest even, as the FP32-input step's
+own cast rounds them (a finite value the type cannot hold is an error);
 anything else is an error.
 
 Output: on a terminal, a progress bar per epoch; otherwise one line per

@@ -307,6 +307,15 @@ cl::opt<std::string> padGemms(
              "for Tensor Cores, results unchanged: on, off or auto (default: "
              "on for --target=cuda and cuda-sim; never in --emit=onnx)"),
     cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
+cl::opt<std::string> inputPrecision(
+    "input-precision",
+    cl::desc("the type of the library's float inputs: fp32 (default: as the "
+             "model declares them) or auto (FP16/BF16 where every use of the "
+             "input casts it there, as a Linear's input under autocast: the "
+             "caller passes 16-bit data, rounded to nearest even, and the "
+             "step computes the same bits; labels never change; --report "
+             "says why an input stays fp32; not in --emit=onnx)"),
+    cl::value_desc("fp32|auto"), cl::init("fp32"), cl::cat(ampcCategory));
 cl::opt<int64_t> maxTensorBytes(
     "max-tensor-bytes",
     cl::desc("the largest tensor, and the largest memory arena of the "
@@ -818,6 +827,9 @@ int main(int argc, char **argv) {
   flags.target = cuda ? "cuda" : "cpu";
   // The exported ONNX is the user's model, unpadded.
   flags.padGemms = emit == Emit::Onnx ? "off" : padGemms.getValue();
+  // The exported model keeps the inputs the original declares.
+  flags.inputPrecision =
+      emit == Emit::Onnx ? "fp32" : inputPrecision.getValue();
   ampc::PipelineOptions pipeline;
   if (std::string error;
       !ampc::pipelineOptionsFromFlags(flags, pipeline, "--", error))

@@ -106,6 +106,11 @@ constexpr llvm::StringLiteral kAlignmentAttr = "ampc.alignment";
 constexpr llvm::StringLiteral kNameAttr = "ampc.name";
 /// Unit attribute on the function arguments that are labels.
 constexpr llvm::StringLiteral kLabelAttr = "ampc.label";
+/// Argument attribute (ampc-input-precision, `--input-precision=auto`): on
+/// each f32 input it looked at, a string saying why the input has the
+/// type it has ("every use is an autocast to f16", "node 'add' (Add)
+/// reads it in f32").
+constexpr llvm::StringLiteral kInputPrecisionAttr = "ampc.input_precision";
 /// Function result attribute (ampc-autodiff): the `ampc.parameter` whose
 /// gradient the result is (a flat symbol reference; the result has the
 /// parameter's type).

@@ -59,6 +59,9 @@ struct PipelineOptions {
   bool padGemms = false;
   /// ampc-pad-gemms's min-n: 0 for `--pad-gemms=on`, 128 for auto.
   int64_t padGemmsMinN = 0;
+  /// ampc-input-precision runs (`--input-precision=auto`): an f32 input
+  /// that every use casts to FP16/BF16 is taken in that type.
+  bool narrowInputs = false;
   /// The largest tensor or arena (bytes), `--max-tensor-bytes`.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes;
   /// ampc-attach-loss: the loss (ampc::LossFunction) and the label's name.

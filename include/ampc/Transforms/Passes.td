@@ -146,6 +146,30 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def InputPrecisionPass : Pass<"ampc-input-precision", "mlir::ModuleOp"> {
+  let summary = "take an input in FP16/BF16 where every use casts it there";
+  let description = [{
+    `--input-precision=auto` (issue 37, item 2). A model input whose every
+    use, through views (reshape, flatten, squeeze, unsqueeze), is an
+    `ampc.autocast` cast from f32 to one 16-bit type is an input of that
+    type: the caller sends the 16-bit data (half the bytes) and the step
+    does not cast. The casts go, the views on the way take the 16-bit type.
+    The step computes the same bits as with the FP32 input when the caller
+    passes the round-to-nearest-even rounding of the data, which is what the
+    casts computed.
+
+    Runs after ampc-assign-precision, which inserted the casts. An input
+    keeps one type in @forward and @train_step (the library's descriptor
+    has one signature per input): it is narrowed only when it qualifies in
+    each of them that exists, at the same position and name. Labels
+    (`ampc.label`) never change. Every f32 input gets the argument
+    attribute `ampc.input_precision`, a string saying why it takes the
+    type it has ("every use is an autocast to f16", "node 'add' (Add)
+    reads it in f32"), which the precision report shows.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FreezeParametersPass : Pass<"ampc-freeze-parameters", "mlir::ModuleOp"> {
   let summary = "decide which initializers train: --freeze, --trainable, "
                 "and those no gradient reaches";

@@ -73,6 +73,10 @@ struct PipelineFlags {
   /// `--pad-gemms`: on, off or auto (on for the CUDA targets), issue 37
   /// item 11 (ampc-pad-gemms).
   std::string padGemms = "auto";
+  /// `--input-precision`: fp32 (every float input as the model declares
+  /// it) or auto (FP16/BF16 where every use casts the input there,
+  /// ampc-input-precision; issue 37, item 2).
+  std::string inputPrecision = "fp32";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;
   /// `--skip-pass`: rewrites to leave out (ampc::pipelineSkippable).

@@ -60,6 +60,15 @@ struct PrecisionReport {
   /// ampc-pad-gemms's decision for each GEMM of the forward (issue 37 item
   /// 11): M, N, K, what was padded and why a dimension was not.
   std::vector<std::string> gemmShapes;
+  /// ampc-input-precision's decision for each f32 input it looked at
+  /// (`--input-precision=auto`; issue 37, item 2): the type the library
+  /// takes the input in and why.
+  struct InputPrecision {
+    std::string name, dtype, why;
+    /// "input x: f16, every use is an autocast to f16".
+    std::string line() const;
+  };
+  std::vector<InputPrecision> inputPrecision;
 
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
   /// optimisation)".
