@@ -263,6 +263,8 @@ LogicalResult pack(ampc::AttentionOp attention) {
     }
   SmallVector<Operation *> sumAdds;
   ampc::AddOp sum;
+  // The last weight-gradient GEMM: the packed one goes there.
+  Operation *lastWeightGrad = nullptr;
   if (adjoint) {
     Value grads[3] = {adjoint.getGradQ(), adjoint.getGradK(),
                       adjoint.getGradV()};
@@ -273,17 +275,29 @@ LogicalResult pack(ampc::AttentionOp attention) {
     sum = sumOf(leaves, sumAdds);
     if (!sum)
       return failure();
-    // The weight gradients are read after the last of their GEMMs, where
-    // the packed one goes.
-    Operation *last = p[0].weightGrad;
+    // The rewrite orders the ops it replaces by their place in one block.
+    SmallVector<Operation *> backward(sumAdds);
+    backward.push_back(adjoint);
+    for (auto &x : p) {
+      llvm::append_range(backward, ArrayRef<Operation *>{x.inputGrad,
+                                                         x.weightGrad});
+      llvm::append_range(backward, x.inputGradChain);
+      llvm::append_range(backward, x.gradViews);
+    }
+    if (llvm::any_of(backward, [&](Operation *op) {
+          return op->getBlock() != attention->getBlock();
+        }))
+      return failure();
+    // The weight gradients are read after the last of their GEMMs.
+    lastWeightGrad = p[0].weightGrad;
     for (auto &x : p)
-      if (last->isBeforeInBlock(x.weightGrad))
-        last = x.weightGrad;
+      if (lastWeightGrad->isBeforeInBlock(x.weightGrad))
+        lastWeightGrad = x.weightGrad;
     for (auto &x : p)
       for (Value r : x.weightGrad->getResults())
         for (Operation *user : r.getUsers())
-          if (user->getBlock() != last->getBlock() ||
-              !last->isBeforeInBlock(user))
+          if (user->getBlock() != lastWeightGrad->getBlock() ||
+              !lastWeightGrad->isBeforeInBlock(user))
             return failure();
   }
 
@@ -364,11 +378,7 @@ LogicalResult pack(ampc::AttentionOp attention) {
     sum.getResult().replaceAllUsesWith(
         dx.lookupOrDefault(leafOf(p[0])));
     // The weight gradients: one GEMM, each projection's rows of it.
-    Operation *last = p[0].weightGrad;
-    for (auto &x : p)
-      if (last->isBeforeInBlock(x.weightGrad))
-        last = x.weightGrad;
-    b.setInsertionPoint(last);
+    b.setInsertionPoint(lastWeightGrad);
     IRMapping dw;
     dw.map(p[0].weightGrad.getA(), gradMatrix);
     Operation *weightGrad = b.clone(*p[0].weightGrad, dw);
@@ -406,23 +416,21 @@ LogicalResult pack(ampc::AttentionOp attention) {
       dead.insert(op);
     dead.insert(x.forward);
   }
-  // Erase users before what they use; then the loads nothing reads now.
-  bool erased = true;
-  while (erased) {
-    erased = false;
-    for (Operation *op : dead)
-      if (op->use_empty()) {
-        op->erase();
-        dead.remove(op);
-        erased = true;
-        break;
-      }
+  // The replaced ops, users before what they use (all in the attention's
+  // block, whose order is the def-use order), then the loads nothing reads
+  // now.
+  SmallVector<Operation *> replaced = dead.takeVector();
+  llvm::sort(replaced,
+             [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+  for (Operation *op : replaced) {
+    assert(op->use_empty() && "a replaced op still has users");
+    op->erase();
   }
   for (auto &x : p)
     for (Operation *load : {x.weight.getOperation(), x.bias.getOperation()})
       if (load && load->use_empty())
         load->erase();
-  return success(dead.empty());
+  return success();
 }
 
 struct PackQkv : ampc::impl::PackQkvPassBase<PackQkv> {

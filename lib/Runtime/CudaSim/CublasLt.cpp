@@ -1754,24 +1754,29 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                           "-byte alignment the algo was chosen for: batch 1 "
                           "starts misaligned");
   }
-  if (biasBytes && reinterpret_cast<uintptr_t>(bias) % biasAlign)
-    return invalidValue(
-        "the bias " + hex(bias) + " is " +
-        std::to_string(alignmentOf(reinterpret_cast<uintptr_t>(bias))) +
-        "-byte aligned, but the algo was chosen for " +
-        std::to_string(biasAlign) +
-        "-byte alignment: cublasLtMatmulAlgoGetHeuristic takes the bias "
-        "alignment from CUBLASLT_MATMUL_DESC_BIAS_POINTER's value at the "
-        "query (null promises 256); set the bias pointer before the query");
-  if (auxBytes && reinterpret_cast<uintptr_t>(aux) % auxAlign)
-    return invalidValue(
-        "the ReLU mask " + hex(aux) + " is " +
-        std::to_string(alignmentOf(reinterpret_cast<uintptr_t>(aux))) +
-        "-byte aligned, but the algo was chosen for " +
-        std::to_string(auxAlign) +
-        "-byte alignment: cublasLtMatmulAlgoGetHeuristic takes the aux "
-        "alignment from CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER's value at "
-        "the query (null promises 256); set the aux pointer before the query");
+  // The bias and the ReLU mask: the heuristic took their alignment from
+  // the descriptor's pointer at the query.
+  struct Epilogue {
+    const char *what, *which, *attribute;
+    const void *pointer;
+    uint64_t bytes, align;
+  };
+  for (const Epilogue &e :
+       {Epilogue{"bias", "bias", "CUBLASLT_MATMUL_DESC_BIAS_POINTER", bias,
+                 biasBytes, biasAlign},
+        Epilogue{"ReLU mask", "aux",
+                 "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER", aux, auxBytes,
+                 auxAlign}})
+    if (e.bytes && reinterpret_cast<uintptr_t>(e.pointer) % e.align)
+      return invalidValue(
+          std::string("the ") + e.what + " " + hex(e.pointer) + " is " +
+          std::to_string(alignmentOf(reinterpret_cast<uintptr_t>(e.pointer))) +
+          "-byte aligned, but the algo was chosen for " +
+          std::to_string(e.align) +
+          "-byte alignment: cublasLtMatmulAlgoGetHeuristic takes the " +
+          e.which + " alignment from " + e.attribute +
+          "'s value at the query (null promises 256); set the " + e.which +
+          " pointer before the query");
   if (workspace && reinterpret_cast<uintptr_t>(workspace) % 256)
     return invalidValue("the workspace " + hex(workspace) +
                         " is not 256-byte aligned, as cuBLASLt requires");
