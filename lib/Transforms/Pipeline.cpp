@@ -166,7 +166,7 @@ const PipelineStep kPipeline[] = {
        // It packs the GEMMs ampc-fuse-epilogues gave bias-gradient
        // epilogues (the CUDA target's); the CPU reference keeps the
        // separate ops, as it keeps the bias-gradient sums.
-       if (!o.packQkv || o.kernelTarget != ampc::KernelTarget::Cuda)
+       if (o.kernelTarget != ampc::KernelTarget::Cuda)
          return nullptr;
        return ampc::createPackQkvPass();
      }},
@@ -390,7 +390,6 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
   options.fuseAttention =
       flags.fuseAttention != "off" && flags.fuseAttention != "false";
   options.attentionAsCuda = flags.fuseAttention == "cuda";
-  options.packQkv = flags.packQkv;
   std::optional<LossFunction> loss = symbolizeEnum<LossFunction>(flags.loss);
   if (!loss)
     return fail("loss", "must be " + enumChoices<LossFunction>() + ", got '" +
@@ -527,11 +526,6 @@ struct PipelineRegistrationOptions
       *this, "skip-pass",
       llvm::cl::desc("kernel-level rewrites to leave out (ampc "
                      "--skip-pass)")};
-  Option<bool> packQkv{
-      *this, "pack-qkv",
-      llvm::cl::desc("compute an attention's Q, K and V projections as one "
-                     "GEMM (ampc-pack-qkv)"),
-      llvm::cl::init(true)};
   Option<bool> inferTrainingMode{
       *this, "infer-training-mode",
       llvm::cl::desc("@forward keeps Dropout and BatchNormalization as "
@@ -658,7 +652,6 @@ struct PipelineRegistrationOptions
     f.paramGroups.assign(paramGroups.begin(), paramGroups.end());
     f.inferTrainingMode = inferTrainingMode;
     f.fuseAttention = fuseAttention;
-    f.packQkv = packQkv;
     f.skipPasses.assign(skipPass.begin(), skipPass.end());
     f.loss = loss;
     f.label = label;

@@ -340,17 +340,9 @@ cl::opt<std::string> fuseAttention(
 
 cl::list<std::string> skipPasses(
     "skip-pass",
-    cl::desc("leave out a kernel-level rewrite (ampc-pack-qkv, "
-             "ampc-fold-casts, ampc-fuse-residual-layer-norm, ampc-fuse), to "
-             "compare a step with and without it or to debug; repeatable"),
+    cl::desc("leave out a kernel-level rewrite, to compare a step with and "
+             "without it or to debug; repeatable"),
     cl::value_desc("pass"), cl::cat(ampcCategory));
-
-cl::opt<bool> packQkv(
-    "pack-qkv",
-    cl::desc("CUDA targets: compute an attention's Q, K and V projections "
-             "as one GEMM on a packed weight (ampc-pack-qkv; default on; "
-             "off keeps three, to compare or debug)"),
-    cl::init(true), cl::cat(ampcCategory));
 
 cl::opt<bool> inferTrainingMode(
     "infer-training-mode",
@@ -630,6 +622,11 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&ampcCategory, &lossCategory, &trainingCategory});
   llvm::cl::SetVersionPrinter(ampc::printVersion);
+  // The passes --skip-pass takes, named where the pipeline defines them.
+  static const std::string skipHelp =
+      skipPasses.HelpStr.str() + " (" +
+      llvm::join(ampc::pipelineSkippable(), ", ") + ")";
+  skipPasses.setDescription(skipHelp);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ampc: ahead-of-time mixed-precision training compiler\n\n"
@@ -790,7 +787,6 @@ int main(int argc, char **argv) {
   flags.inferTrainingMode = inferTrainingMode;
   // An exported ONNX model keeps ONNX's own ops: no ampc.attention in it.
   flags.fuseAttention = emit == Emit::Onnx ? "off" : fuseAttention.getValue();
-  flags.packQkv = packQkv;
   flags.loss = loss;
   flags.label = label;
   if (ignoreIndex.getNumOccurrences())

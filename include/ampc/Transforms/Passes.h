@@ -49,8 +49,6 @@ struct PipelineOptions {
   /// `--fuse-attention=cuda`: it fuses only what the CUDA kernels take.
   bool fuseAttention = true;
   bool attentionAsCuda = false;
-  /// ampc-pack-qkv runs (`--pack-qkv=false` turns it off).
-  bool packQkv = true;
   /// The kernels the library is written with: the memory plan places
   /// their scratch (and, for CUDA, the inputs' staging buffers).
   KernelTarget kernelTarget = KernelTarget::Cpu;

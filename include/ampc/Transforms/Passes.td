@@ -611,7 +611,8 @@ def PackQkvPass : Pass<"ampc-pack-qkv", "mlir::func::FuncOp"> {
     of a transformer layer's step become two and the adds go. All or
     nothing per attention: anything that does not match (another reader
     of a projection, a dX summed with something else) leaves it as it was.
-    The pipeline runs it for the CUDA target (`--pack-qkv`): it matches the
+    The pipeline runs it for the CUDA target (`--skip-pass=ampc-pack-qkv`
+    leaves it out): it matches the
     bias-gradient epilogues ampc-fuse-epilogues gives that target's
     weight-gradient GEMMs, and the CPU reference keeps the separate ops.
   }];

@@ -40,8 +40,6 @@ struct PipelineFlags {
   /// or cuda (only what the CUDA target's kernels take, on either target:
   /// the CPU reference then computes the graph the CUDA target does).
   std::string fuseAttention = "on";
-  /// `--pack-qkv`: ampc-pack-qkv runs.
-  bool packQkv = true;
   /// The loss ampc-attach-loss adds (ampc::LossFunction's spellings); the
   /// label input it adds.
   std::string loss = "cross_entropy";
