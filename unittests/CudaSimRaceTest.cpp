@@ -391,7 +391,8 @@ TEST(CudaSimRace, UnscaleRaisesItsFlagWithoutARace) {
   TwoTensors t(/*infinities=*/true);
   ASSERT_EQ(cudaMemcpy(t.sum, &kOne, 4, cudaMemcpyHostToDevice), cudaSuccess);
   ampc::cuda::launch("unscale", ampc::cuda::unscale<float>, 2, kBlock, 0,
-                     nullptr, t.base, t.list, t.sum, t.found);
+                     nullptr, t.base, t.list, ampc::cuda::GradientStorages{},
+                     t.sum, t.found);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   uint8_t found = 0;
   cudaMemcpy(&found, t.found, 1, cudaMemcpyDeviceToHost);

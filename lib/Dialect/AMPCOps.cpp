@@ -1115,10 +1115,16 @@ LogicalResult FusionOp::verify() {
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError() << "body must end in ampc.yield";
-  if (yield.getValue().getType() != getOutput().getType())
-    return emitOpError() << "yields " << yield.getValue().getType()
-                         << " but returns " << getOutput().getType();
-  auto shape = getOutput().getType().getShape();
+  if (getOutputs().empty())
+    return emitOpError() << "must return at least one value";
+  if (yield.getValues().getTypes() != getOutputs().getTypes())
+    return emitOpError() << "yields " << yield.getValues().getTypes()
+                         << " but returns " << getOutputs().getTypes();
+  auto shape = cast<RankedTensorType>(getOutputs()[0].getType()).getShape();
+  for (Type t : getOutputs().getTypes())
+    if (cast<RankedTensorType>(t).getShape() != shape)
+      return emitOpError() << "returns values of different shapes: "
+                           << getOutputs()[0].getType() << " and " << t;
   for (Operation &op : body.without_terminator()) {
     if (!op.hasTrait<Elementwise>() || op.getNumResults() != 1)
       return emitOpError() << "body holds '" << op.getName()

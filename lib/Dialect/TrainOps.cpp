@@ -88,9 +88,11 @@ LogicalResult UnscaleOp::verify() {
     return emitOpError("expects one result per gradient, got ")
            << getUnscaled().size() << " for " << getGrads().size();
   for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
-    if (g.getType() != u.getType())
+    if (g.getType() != u.getType() &&
+        !isSixteenBitOfF32(u.getType(), g.getType()))
       return emitOpError("result type ")
-             << u.getType() << " does not match gradient type " << g.getType();
+             << u.getType() << " does not match gradient type " << g.getType()
+             << " (nor widens it from f16/bf16 to f32)";
   if (!isScalar(getFoundInf().getType()))
     return emitOpError("found_inf must be a scalar");
   return success();

@@ -15,13 +15,15 @@
 // Both only duplicate elementwise work; every copy computes the original
 // ops on the original operands, so every target computes the same bits.
 //
-// Two casts sit between LayerNorm and a GEMM, where no elementwise
-// neighbour exists: the FP32 Y rounded to 16 bits for the next GEMM, and
-// a GEMM's 16-bit dY widened for layer_norm_grad. These fold into the
-// LayerNorm ops (their types allow it, ampc::isSixteenBitOfF32): Y is
-// written in the cast's type (rounded once from the FP32 value the kernel
-// computes, as the cast rounded it), dY is read in its producer's type and
-// widened exactly on load.
+// Three casts sit where no elementwise neighbour exists: the FP32 Y of a
+// LayerNorm rounded to 16 bits for the next GEMM, a GEMM's 16-bit dY
+// widened for layer_norm_grad, and a 16-bit weight gradient (a
+// convolution's, which cuDNN writes in its operands' type) widened for the
+// loss scaler's unscale. These fold into the ops (their types allow it,
+// ampc::isSixteenBitOfF32): Y is written in the cast's type (rounded once
+// from the FP32 value the kernel computes, as the cast rounded it); dY and
+// the gradient are read in their producer's type and widened exactly on
+// load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,15 +123,17 @@ bool foldIntoLayerNorm(ampc::CastOp cast) {
   return true;
 }
 
-/// Each layer_norm_grad reading `cast`'s widened 16-bit values as dY reads
-/// them unwidened. Returns true when it erased the cast (no user left).
-bool foldIntoLayerNormGrad(ampc::CastOp cast) {
+/// Each layer_norm_grad reading `cast`'s widened 16-bit values as dY, and
+/// each unscale reading them as a gradient, reads them unwidened. Returns
+/// true when it erased the cast (no user left).
+bool foldIntoWideningReaders(ampc::CastOp cast) {
   if (!ampc::isSixteenBitOfF32(cast.getOutput().getType(),
                                cast.getInput().getType()))
     return false;
   for (OpOperand &use : llvm::make_early_inc_range(cast->getUses()))
     if (auto grad = dyn_cast<ampc::LayerNormGradOp>(use.getOwner());
-        grad && &use == &grad.getGradMutable())
+        (grad && &use == &grad.getGradMutable()) ||
+        (isa<ampc::UnscaleOp>(use.getOwner()) && use.getOperandNumber() > 0))
       use.set(cast.getInput());
   if (!cast.use_empty())
     return false;
@@ -148,7 +152,7 @@ struct FoldCasts : ampc::impl::FoldCastsPassBase<FoldCasts> {
         casts.push_back(cast);
     });
     for (ampc::CastOp cast : casts)
-      if (!foldIntoLayerNorm(cast) && !foldIntoLayerNormGrad(cast) &&
+      if (!foldIntoLayerNorm(cast) && !foldIntoWideningReaders(cast) &&
           !splitPerUser(cast))
         copyProducer(cast);
   }

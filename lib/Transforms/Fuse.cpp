@@ -254,7 +254,7 @@ Operation *Group::build() {
 
   OpBuilder b(root);
   auto fusion = ampc::FusionOp::create(b, root->getLoc(),
-                                       root->getResult(0).getType(),
+                                       TypeRange{root->getResult(0).getType()},
                                        inputs.getArrayRef());
   Block *body = b.createBlock(&fusion.getBody());
   IRMapping mapping;
@@ -297,7 +297,7 @@ Operation *Group::build() {
   }
   ampc::YieldOp::create(b, root->getLoc(),
                         mapping.lookup(root->getResult(0)));
-  root->getResult(0).replaceAllUsesWith(fusion.getOutput());
+  root->getResult(0).replaceAllUsesWith(fusion.getResult(0));
   for (Operation *op : llvm::reverse(ordered))
     eraseIfUnused(op);
   return fusion;

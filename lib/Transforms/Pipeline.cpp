@@ -180,6 +180,10 @@ const PipelineStep kPipeline[] = {
      }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
+    {"ampc-fuse-horizontal", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFuseHorizontalPass();
+     }},
     {"ampc-assign-accumulation", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createAssignAccumulationPass();
@@ -225,7 +229,7 @@ bool ampc::pipelineStopsBefore(PipelinePart part,
 llvm::ArrayRef<llvm::StringRef> ampc::pipelineSkippable() {
   static const llvm::StringRef names[] = {
       "ampc-pack-qkv", "ampc-fold-casts", "ampc-fuse-residual-layer-norm",
-      "ampc-fuse"};
+      "ampc-fuse", "ampc-fuse-horizontal"};
   return names;
 }
 

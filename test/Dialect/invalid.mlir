@@ -1195,6 +1195,43 @@ func.func @fusion_yield_type(%x: tensor<4x8xf32>) -> tensor<4x8xf16> {
 
 // -----
 
+// A fusion that yields several values gives them one shape.
+func.func @fusion_output_shapes(%x: tensor<4x8xf32>, %y: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  // expected-error @+1 {{'ampc.fusion' op returns values of different shapes: 'tensor<4x8xf32>' and 'tensor<8xf32>'}}
+  %0:2 = ampc.fusion(%x, %y) : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
+    %e = ampc.exp %a : tensor<4x8xf32>
+    %f = ampc.exp %b : tensor<8xf32>
+    ampc.yield %e, %f : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_no_outputs(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.fusion' op must return at least one value}}
+  ampc.fusion(%x) : (tensor<4xf32>) -> () {
+  ^bb0(%a: tensor<4xf32>):
+    ampc.yield
+  }
+  return
+}
+
+// -----
+
+func.func @fusion_yield_count(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.fusion' op yields 'tensor<4xf32>' but returns 'tensor<4xf32>', 'tensor<4xf32>'}}
+  %0:2 = ampc.fusion(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %e = ampc.exp %a : tensor<4xf32>
+    ampc.yield %e : tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 func.func @fusion_no_yield(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'ampc.fusion' op body must end in ampc.yield}}
   %0 = ampc.fusion(%x) : (tensor<4xf32>) -> tensor<4xf32> {
@@ -1308,8 +1345,17 @@ func.func @unscale_result_count(%s: tensor<f32>, %g0: tensor<3xf32>, %g1: tensor
 // -----
 
 func.func @unscale_result_type(%s: tensor<f32>, %g: tensor<3xf32>) {
-  // expected-error @+1 {{'ampc.unscale' op result type 'tensor<3xf16>' does not match gradient type 'tensor<3xf32>'}}
+  // expected-error @+1 {{'ampc.unscale' op result type 'tensor<3xf16>' does not match gradient type 'tensor<3xf32>' (nor widens it from f16/bf16 to f32)}}
   %u, %f = ampc.unscale %s, %g : (tensor<f32>, tensor<3xf32>) -> (tensor<3xf16>, tensor<i1>)
+  return
+}
+
+// -----
+
+// A 16-bit gradient widens to an FP32 result of its shape only.
+func.func @unscale_widening_shape(%s: tensor<f32>, %g: tensor<3xf16>) {
+  // expected-error @+1 {{'ampc.unscale' op result type 'tensor<4xf32>' does not match gradient type 'tensor<3xf16>' (nor widens it from f16/bf16 to f32)}}
+  %u, %f = ampc.unscale %s, %g : (tensor<f32>, tensor<3xf16>) -> (tensor<4xf32>, tensor<i1>)
   return
 }
 

@@ -164,3 +164,25 @@ func.func @layer_norm_left(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4
   %p = ampc.mul %w, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %ya, %a#0, %yb, %yc, %dx, %p : tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xf16>, tensor<4x8xf64>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A 16-bit weight gradient widened for the loss scaler (a convolution's:
+// cuDNN writes it in its operands' type): unscale reads the f16 values and
+// widens them on load; a cast another op also reads stays for that op.
+// CHECK-LABEL: func.func @unscale
+// CHECK-SAME: (%[[S:.+]]: tensor<f32>, %[[A:.+]]: tensor<4x3xf16>, %[[B:.+]]: tensor<3xf32>, %[[C:.+]]: tensor<2xbf16>, %[[D:.+]]: tensor<2xf16>)
+// CHECK-NEXT: %[[WD:.+]] = ampc.cast %[[D]] : tensor<2xf16> to tensor<2xf32>
+// CHECK-NEXT: ampc.unscale %[[S]], %[[A]], %[[B]], %[[C]], %[[D]] : (tensor<f32>, tensor<4x3xf16>, tensor<3xf32>, tensor<2xbf16>, tensor<2xf16>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i1>)
+// CHECK-NEXT: ampc.exp %[[WD]]
+// UNFOLDED-LABEL: func.func @unscale
+// UNFOLDED-COUNT-3: ampc.cast
+// UNFOLDED: ampc.unscale
+func.func @unscale(%s: tensor<f32>, %a: tensor<4x3xf16>, %b: tensor<3xf32>, %c: tensor<2xbf16>, %d: tensor<2xf16>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i1>, tensor<2xf32>) {
+  %wa = ampc.cast %a : tensor<4x3xf16> to tensor<4x3xf32>
+  %wc = ampc.cast %c : tensor<2xbf16> to tensor<2xf32>
+  %wd = ampc.cast %d : tensor<2xf16> to tensor<2xf32>
+  %u:5 = ampc.unscale %s, %wa, %b, %wc, %wd : (tensor<f32>, tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i1>)
+  %e = ampc.exp %wd : tensor<2xf32>
+  return %u#0, %u#1, %u#2, %u#3, %u#4, %e : tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i1>, tensor<2xf32>
+}

@@ -146,7 +146,8 @@ broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
 
 /// Whether `narrow` is an FP16 or BF16 tensor of FP32 tensor `wide`'s
 /// shape: the type a LayerNorm's Y may be written in and a
-/// layer_norm_grad's dY read in, in place of a cast (ampc-fold-casts).
+/// layer_norm_grad's dY and an unscale's gradient read in, in place of a
+/// cast (ampc-fold-casts).
 bool isSixteenBitOfF32(mlir::Type wide, mlir::Type narrow);
 
 /// The bits of each row of a row-major [m, n] GEMM result's ReLU mask (an

@@ -1166,7 +1166,11 @@ def AMPC_FusionOp : AMPC_Op<"fusion",
     elements: operands are loaded once per element, every intermediate
     stays in a register, rounded to its own dtype (f16/bf16 round to nearest
     even) exactly as if it had been stored, so fusing never changes a
-    result; only the yielded value is written to memory.
+    result; only the yielded values are written to memory.
+
+    A fusion may yield several values of the result shape (`ampc-fuse`'s
+    horizontal step: independent elementwise ops with only stores between
+    them, such as every BatchNorm's batch counter, run as one kernel).
 
     ```mlir
     %y = ampc.fusion (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
@@ -1178,7 +1182,7 @@ def AMPC_FusionOp : AMPC_Op<"fusion",
     ```
   }];
   let arguments = (ins Variadic<AMPC_Tensor>:$inputs);
-  let results = (outs AMPC_Tensor:$output);
+  let results = (outs Variadic<AMPC_Tensor>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
       "`(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
@@ -1187,9 +1191,9 @@ def AMPC_FusionOp : AMPC_Op<"fusion",
 
 def AMPC_YieldOp : AMPC_Op<"yield",
     [Pure, Terminator, HasParent<"FusionOp">]> {
-  let summary = "the value an ampc.fusion writes";
-  let arguments = (ins AMPC_Tensor:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let summary = "the values an ampc.fusion writes";
+  let arguments = (ins Variadic<AMPC_Tensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 include "ampc/Dialect/AMPCGradOps.td"
 include "ampc/Dialect/AMPCTrainOps.td"

@@ -93,7 +93,11 @@ def AMPC_UnscaleOp : AMPC_Op<"unscale", [Pure]> {
     torch.amp.GradScaler's `_amp_foreach_non_finite_check_and_unscale_`:
     with `inv = (float)(1 / (double)scale)`, every result is its gradient
     times `inv` (the gradient itself when `inv == 1`), and `found_inf` is
-    true when any element of any gradient is not finite. Gradients are FP32.
+    true when any element of any gradient is not finite. Results are FP32
+    (FP64 in an f64 model); a gradient may be f16/bf16 under an FP32 result
+    of its shape (`ampc-fold-casts` folds the widening cast of a 16-bit
+    gradient, a convolution's weight gradient, into this op): it is widened
+    on load, exactly as the cast widened it, so the results are the same.
 
     ```mlir
     %g0, %g1, %found_inf = ampc.unscale %scale, %d0, %d1 : (tensor<f32>, tensor<8x4xf32>, tensor<8xf32>) -> (tensor<8x4xf32>, tensor<8xf32>, tensor<i1>)

@@ -25,12 +25,14 @@ using math::updateScale;
 
 /// Unscales `count` gradient elements into `out` and reports whether any
 /// was not finite (`_amp_foreach_non_finite_check_and_unscale_`: the check
-/// reads the scaled value).
-template <typename T>
-bool unscale(const T *grad, T *out, int64_t count, float inv) {
+/// reads the scaled value). The gradient is read through codec `In`: its
+/// own type T, or f16/bf16 widened exactly to T (a folded cast).
+template <typename In, typename T>
+bool unscale(const typename In::Storage *grad, T *out, int64_t count,
+             float inv) {
   bool found = false;
   for (int64_t i = 0; i < count; ++i) {
-    const T g = grad[i];
+    const T g = static_cast<T>(In::load(grad[i]));
     found |= !std::isfinite(g);
     out[i] = math::unscale(g, inv);
   }

@@ -2033,18 +2033,40 @@ template <typename T> struct TensorList {
   int64_t size[kMaxTensors];
   int32_t firstBlock[kMaxTensors + 1];
 };
-template <typename T>
-__global__ void unscale(unsigned char *base, TensorList<T> list,
-                        const float *scale, uint8_t *found) {
-  const float inv = math::inverseScale(*scale);
-  const int t = listTensor(list.firstBlock, list.count);
-  const T *g = reinterpret_cast<const T *>(base + list.in[t]);
-  T *o = reinterpret_cast<T *>(base + list.out[t]);
-  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) {
-    const T v = g[i];
+/// What each gradient of an unscale list holds: kListType (the list's T)
+/// or a 16-bit float that is widened to T exactly on load (a cast folded
+/// into the unscale, ampc-fold-casts).
+enum GradientStorage : uint8_t { kListType = 0, kF16 = 1, kBf16 = 2 };
+struct GradientStorages {
+  uint8_t of[kMaxTensors];
+};
+template <typename In, typename T>
+__device__ void unscaleTensor(const unsigned char *in, T *o, int32_t first,
+                              int64_t size, float inv, uint8_t *found) {
+  const auto *g = reinterpret_cast<const typename In::Storage *>(in);
+  AMPC_LIST_FOR(i, first, size) {
+    const T v = static_cast<T>(In::load(g[i]));
     if (!isfinite(v))
       raiseFlag(found);
     o[i] = math::unscale(v, inv);
+  }
+}
+template <typename T>
+__global__ void unscale(unsigned char *base, TensorList<T> list,
+                        GradientStorages storage, const float *scale,
+                        uint8_t *found) {
+  const float inv = math::inverseScale(*scale);
+  const int t = listTensor(list.firstBlock, list.count);
+  const unsigned char *g = base + list.in[t];
+  T *o = reinterpret_cast<T *>(base + list.out[t]);
+  const int32_t first = list.firstBlock[t];
+  switch (storage.of[t]) {
+  case kF16:
+    return unscaleTensor<AsF16>(g, o, first, list.size[t], inv, found);
+  case kBf16:
+    return unscaleTensor<AsBf16>(g, o, first, list.size[t], inv, found);
+  default:
+    return unscaleTensor<As<T>>(g, o, first, list.size[t], inv, found);
   }
 }
 

@@ -250,13 +250,14 @@ protected:
   /// The training ops of AMPCTrainOps.td.
   virtual mlir::LogicalResult emitTrainingOp(mlir::Operation *op,
                                              llvm::raw_ostream &body) = 0;
-  /// `ops` (elementwise, in order, the last one computing `output`)
-  /// evaluated per element of `output` from `inputs`, which the ops see as
-  /// `arguments` (a fusion's block arguments; the inputs for a lone op).
+  /// `ops` (elementwise, in order) evaluated per element of `outputs`
+  /// (one shape) from `inputs`, which the ops see as `arguments` (a
+  /// fusion's block arguments; the inputs for a lone op); `yielded[k]`, a
+  /// value of `ops`, is written to `outputs[k]`.
   virtual mlir::LogicalResult emitElementwise(
       llvm::ArrayRef<mlir::Operation *> ops, mlir::ValueRange inputs,
-      mlir::ValueRange arguments, mlir::Value output,
-      llvm::raw_ostream &body) = 0;
+      mlir::ValueRange arguments, mlir::ValueRange yielded,
+      mlir::ValueRange outputs, llvm::raw_ostream &body) = 0;
   /// Every other op, its results bound.
   virtual mlir::LogicalResult emitKernelOp(mlir::Operation *op,
                                            llvm::raw_ostream &body) = 0;
@@ -301,14 +302,14 @@ protected:
   std::string name(mlir::Value v) { return names.lookup(v); }
   /// The statements of an elementwise loop body after the inputs' loads:
   /// `ops` evaluated on `scalars` (the names their operands have), each
-  /// intermediate a local rounded to its type as if it had been stored, the
-  /// last op's value stored to `destination`; every line starts with
-  /// `indent`.
+  /// intermediate a local rounded to its type as if it had been stored,
+  /// each (value, destination) of `stores` stored there (a lone last op's
+  /// value directly); every line starts with `indent`.
   mlir::LogicalResult
   emitScalarOps(llvm::ArrayRef<mlir::Operation *> ops,
                 llvm::DenseMap<mlir::Value, std::string> &scalars,
-                llvm::StringRef destination, llvm::StringRef indent,
-                llvm::raw_ostream &body);
+                llvm::ArrayRef<std::pair<mlir::Value, std::string>> stores,
+                llvm::StringRef indent, llvm::raw_ostream &body);
   /// The `.incbin` of the parameter blob (LibraryOptions::parameterFile)
   /// as `ampc_parameter_blob`, after `comment`, or the bytes as an array
   /// without a file; nothing without a blob.

@@ -633,8 +633,10 @@ def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
     Only elementwise work is repeated, on the same operands: every target
     computes the same values. A cast to FP16/BF16 that alone reads an FP32
     LayerNorm's Y folds into it (Y written in the cast's type, rounded once
-    from FP32 as the cast rounded it), and layer_norm_grad reads a 16-bit
-    dY that a cast widened to FP32 as it is (widened exactly on load).
+    from FP32 as the cast rounded it); layer_norm_grad reads a 16-bit dY,
+    and the loss scaler's unscale a 16-bit gradient (a convolution's
+    weight gradient), that a cast widened to FP32 as it is (widened
+    exactly on load).
     Other casts between non-elementwise ops (a softmax's or reduction's
     output, a GEMM's operand) are left.
   }];
@@ -690,6 +692,26 @@ def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
     each intermediate to its type, so results are bit-identical. Operands
     outside the group, which may broadcast, become the fusion's operands.
     Groups of one op are left as they are.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
+def FuseHorizontalPass : Pass<"ampc-fuse-horizontal", "mlir::func::FuncOp"> {
+  let summary = "run independent small elementwise ops side by side as one kernel";
+  let description = [{
+    Runs right after ampc-fuse. A run of top-level elementwise ops and
+    fusions of one small result shape (at most 4096 elements: their launch
+    is most of their cost, and merging large ones would keep their buffers
+    live from the first member on) with nothing but stores between them,
+    none reading another's result nor a parameter or state a store between
+    them writes, becomes one `ampc.fusion` yielding each member's values,
+    at the first member's place (at most 64 members; casts are left alone,
+    for the optimizer's weight copies). Every operand of a member is
+    defined before the run (only stores, which define nothing, and members,
+    whose results no member reads, lie between), so each value is computed
+    from the same operands as before: results are bit-identical. Every
+    BatchNorm's batch counter and the step counter become one kernel
+    instead of one each.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

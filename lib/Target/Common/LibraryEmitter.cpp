@@ -349,7 +349,10 @@ namespace ampc {
 
 LogicalResult LibraryEmitter::emitScalarOps(
     ArrayRef<Operation *> ops, llvm::DenseMap<Value, std::string> &scalars,
-    StringRef destination, StringRef indent, llvm::raw_ostream &body) {
+    ArrayRef<std::pair<Value, std::string>> stores, StringRef indent,
+    llvm::raw_ostream &body) {
+  bool lone = stores.size() == 1 && !ops.empty() &&
+              stores[0].first == ops.back()->getResult(0);
   for (auto [i, op] : llvm::enumerate(ops)) {
     SmallVector<std::string> operands;
     for (Value v : op->getOperands())
@@ -359,15 +362,20 @@ LogicalResult LibraryEmitter::emitScalarOps(
         ampc::scalarExpression(op, operands, computeType(t));
     if (failed(e))
       return failure();
-    if (i + 1 == ops.size()) {
-      body << indent << destination << " = " << store(t, *e) << ";\n";
-      break;
+    if (lone && i + 1 == ops.size()) {
+      body << indent << stores[0].second << " = " << store(t, *e) << ";\n";
+      return success();
     }
     std::string tmp = "t" + std::to_string(i);
     scalars[op->getResult(0)] = tmp;
     body << indent << "const " << computeType(t) << " " << tmp << " = "
          << load(t, store(t, *e)) << ";\n";
   }
+  // Each value was rounded to its type as its local was made: storing it
+  // again rounds nothing.
+  for (auto &[v, destination] : stores)
+    body << indent << destination << " = " << store(elementOf(v), scalars.lookup(v))
+         << ";\n";
   return success();
 }
 
@@ -576,14 +584,15 @@ LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
     return success(); // same elements, same order, same buffer
   if (op->hasTrait<ampc::Elementwise>())
     return emitElementwise({op}, op->getOperands(), op->getOperands(),
-                           op->getResult(0), body);
+                           op->getResults(), op->getResults(), body);
   if (auto fusion = dyn_cast<ampc::FusionOp>(op)) {
     SmallVector<Operation *> ops;
-    for (Operation &inner : fusion.getBody().front().without_terminator())
+    Block &block = fusion.getBody().front();
+    for (Operation &inner : block.without_terminator())
       ops.push_back(&inner);
-    return emitElementwise(ops, fusion.getInputs(),
-                           fusion.getBody().front().getArguments(),
-                           fusion.getOutput(), body);
+    return emitElementwise(ops, fusion.getInputs(), block.getArguments(),
+                           cast<ampc::YieldOp>(block.getTerminator()).getValues(),
+                           fusion.getOutputs(), body);
   }
   return emitKernelOp(op, body);
 }

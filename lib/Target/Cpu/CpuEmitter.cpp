@@ -85,8 +85,8 @@ private:
                             StringRef inferBody, StringRef stepBody) override;
   /// One loop nest over the elements of `output`.
   LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
-                                ValueRange arguments, Value output,
-                                llvm::raw_ostream &body) override;
+                                ValueRange arguments, ValueRange yielded,
+                                ValueRange outputs, llvm::raw_ostream &body) override;
   /// Transpose, Slice: a copy through the op's strided view.
   void emitStrided(Operation *op, llvm::raw_ostream &body);
   /// A `const float *w_NAME` holding operand `v` of `op` in FP32 (a
@@ -158,9 +158,10 @@ void Emitter::emitStrided(Operation *op, llvm::raw_ostream &body) {
 }
 
 LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
-                                    ValueRange inputs, ValueRange arguments,
-                                    Value output, llvm::raw_ostream &body) {
-  RankedTensorType out = tensorOf(output);
+                                       ValueRange inputs, ValueRange arguments,
+                                       ValueRange yielded, ValueRange outputs,
+                                       llvm::raw_ostream &body) {
+  RankedTensorType out = tensorOf(outputs[0]);
   body << "  { static const int64_t dims[] = " << list(out.getShape()) << ";\n";
   std::string strideNames;
   for (auto [i, in] : llvm::enumerate(inputs)) {
@@ -185,7 +186,10 @@ LogicalResult Emitter::emitElementwise(ArrayRef<Operation *> ops,
          << load(elementOf(in), name(in) + "[i" + std::to_string(i) + "]")
          << ";\n";
   }
-  if (failed(emitScalarOps(ops, scalars, name(output) + "[o]", "      ", body)))
+  SmallVector<std::pair<Value, std::string>> stores;
+  for (auto [v, output] : llvm::zip(yielded, outputs))
+    stores.push_back({v, name(output) + "[o]"});
+  if (failed(emitScalarOps(ops, scalars, stores, "      ", body)))
     return failure();
   body << "    }); }\n";
   return success();
@@ -978,9 +982,10 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
              << load(elementOf(o.getScale()), name(o.getScale()) + "[0]")
              << "); bool found = false;\n";
         for (auto [g, u] : llvm::zip(o.getGrads(), o.getUnscaled()))
-          body << formatv("    found |= ampc::cpu::unscale({0}, {1}, {2}LL, "
-                          "inv);\n",
-                          name(g), name(u), tensorOf(g).getNumElements());
+          body << formatv("    found |= ampc::cpu::unscale<{3}>({0}, {1}, "
+                          "{2}LL, inv);\n",
+                          name(g), name(u), tensorOf(g).getNumElements(),
+                          codec(elementOf(g)));
         body << "    " << name(o.getFoundInf()) << "[0] = found; }\n";
         return success();
       })

@@ -24,21 +24,25 @@ using llvm::StringRef;
 
 LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
                                            ValueRange inputs,
-                                           ValueRange arguments, Value output,
+                                           ValueRange arguments,
+                                           ValueRange yielded,
+                                           ValueRange outputs,
                                            llvm::raw_ostream &body) {
   // A weight copy the fused optimizer writes (CudaOptimizer.cpp).
-  if (folded.contains(output.getDefiningOp()))
+  if (folded.contains(outputs[0].getDefiningOp()))
     return success();
-  RankedTensorType out = tensorOf(output);
+  RankedTensorType out = tensorOf(outputs[0]);
   ArrayRef<int64_t> shape = out.getShape();
   int64_t count = out.getNumElements();
   std::string k = "k" + std::to_string(kernelCount++);
   // An output written in place over one of its inputs (planInPlace) is
   // not __restrict__: each element is read before it is written.
   bool aliased = llvm::any_of(inputs, [&](Value in) {
-    auto a = stateOffsets.find(in), b = stateOffsets.find(output);
-    return a != stateOffsets.end() && b != stateOffsets.end() &&
-           a->second == b->second;
+    return llvm::any_of(outputs, [&](Value output) {
+      auto a = stateOffsets.find(in), b = stateOffsets.find(output);
+      return a != stateOffsets.end() && b != stateOffsets.end() &&
+             a->second == b->second;
+    });
   });
   StringRef restrict = aliased ? " *" : " *__restrict__ ";
   llvm::raw_string_ostream ks(kernels);
@@ -52,9 +56,17 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
        << ", ";
     args += name(in) + ", ";
   }
-  ks << storageType(out.getElementType()) << restrict << "out) {\n"
+  // The outputs: out, or out0, out1, ... for a horizontal fusion's.
+  auto outName = [&](size_t i) {
+    return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(i);
+  };
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    ks << (i ? ", " : "") << storageType(elementOf(output)) << restrict
+       << outName(i);
+    args += (i ? ", " : "") + name(output);
+  }
+  ks << ") {\n"
      << "  AMPC_FOR(o, " << count << "LL) {\n";
-  args += name(output);
   // Offsets of inputs that are not laid out like the output come from the
   // multi-index, with constant dims and strides.
   SmallVector<int64_t> own = rowMajorStrides(shape);
@@ -80,7 +92,10 @@ LogicalResult CudaEmitter::emitElementwise(ArrayRef<Operation *> ops,
        << load(elementOf(in), "a" + std::to_string(i) + "[" + at + "]")
        << ";\n";
   }
-  if (failed(emitScalarOps(ops, scalars, "out[o]", "    ", ks)))
+  SmallVector<std::pair<Value, std::string>> stores;
+  for (auto [i, v] : llvm::enumerate(yielded))
+    stores.push_back({v, outName(i) + "[o]"});
+  if (failed(emitScalarOps(ops, scalars, stores, "    ", ks)))
     return failure();
   ks << "  }\n}\n\n";
   launch(ops.back(), k, count, args, body);

@@ -148,7 +148,8 @@ private:
   /// A generated kernel for `ops` (elementwise, in order, the last one
   /// computing `output`) over the elements of `output`, and its launch.
   LogicalResult emitElementwise(ArrayRef<Operation *> ops, ValueRange inputs,
-                                ValueRange arguments, Value output,
+                                ValueRange arguments, ValueRange yielded,
+                                ValueRange outputs,
                                 llvm::raw_ostream &body) override;
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
   /// BatchNormalization's batch statistics of `x` into the op's scratch

@@ -26,19 +26,21 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
   auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
   // A TensorList of `ins` and `outs` (offsets in the arena), by value.
   // Multi-tensor kernels take lists of one element type and at most
-  // kMaxTensors (256) tensors: the tensors are grouped by type, in order,
-  // and each group split into lists of 256. Each list is written as a
-  // TensorList literal; returns (type, list name, the list's grid).
+  // kMaxTensors (256) tensors: the tensors are grouped by type (of the
+  // output: an unscale's 16-bit input widens), in order, and each group
+  // split into lists of 256. Each list is written as a TensorList literal;
+  // returns (type, list name, the list's grid, its (in, out) pairs).
   struct Chunk {
     std::string type, list;
     int64_t blocks;
+    SmallVector<std::pair<Value, Value>> pairs;
   };
   auto tensorLists = [&](ValueRange ins, ValueRange outs,
                          llvm::function_ref<std::string(Value)> typeOf) {
     std::vector<std::pair<std::string, SmallVector<std::pair<Value, Value>>>>
         groups;
     for (auto [i, o] : llvm::zip(ins, outs)) {
-      std::string type = typeOf(i);
+      std::string type = typeOf(o);
       auto group = llvm::find_if(groups, [&](auto &g) { return g.first == type; });
       if (group == groups.end()) {
         groups.push_back({type, {}});
@@ -69,7 +71,11 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
         body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
                         "{{{2}, {{{3}}, {{{4}}, {{{5}}, {6}};\n",
                         type, counter, sizes.size(), in, out, size, first);
-        chunks.push_back({type, "list" + std::to_string(counter++), blocks});
+        chunks.push_back({type, "list" + std::to_string(counter++), blocks,
+                          SmallVector<std::pair<Value, Value>>(
+                              pairs.begin() + begin,
+                              pairs.begin() + std::min(pairs.size(),
+                                                       begin + 256))});
       }
     return chunks;
   };
@@ -82,12 +88,24 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
         for (const Chunk &c :
              tensorLists(o.getGrads(), o.getUnscaled(), [&](Value v) {
                return storageType(elementOf(v)).str();
-             }))
+             })) {
+          // A 16-bit gradient under an FP32 result (a folded cast) is
+          // widened on load.
+          std::string storages;
+          for (auto [g, u] : c.pairs)
+            storages += elementOf(g) == elementOf(u) ? "0, "
+                        : elementOf(g).isF16()       ? "ampc::cuda::kF16, "
+                                                     : "ampc::cuda::kBf16, ";
+          body << formatv("  static const ampc::cuda::GradientStorages "
+                          "storages{0} = {{{{{1}}};\n",
+                          counter++, storages);
           launch(op, formatv("ampc::cuda::unscale<{0}>", c.type).str(), 0,
-                 formatv("state, {0}, {1}, {2}", c.list, name(o.getScale()),
+                 formatv("state, {0}, storages{1}, {2}, {3}", c.list,
+                         counter - 1, name(o.getScale()),
                          name(o.getFoundInf()))
                      .str(),
                  body, grid(c));
+        }
         return success();
       })
       .Case([&](ampc::ClipGradNormOp o) -> LogicalResult {
