@@ -329,4 +329,27 @@ TEST(CudaSimCudnn, CountsEachCall) {
   EXPECT_NE(std::string(text).find("cudnn 1 cudnnConvolutionForward\n"), std::string::npos) << text;
 }
 
+TEST(CudaSimCudnn, FloatOutsideFmaMathIsTf32) {
+  // 1 + 2^-12 is not a TF32 value: under CUDNN_DEFAULT_MATH the product
+  // with 1 loses it, under CUDNN_FMA_MATH it stays.
+  const Shape s = {1, 1, 1, 1, 2, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {1, 1}};
+  for (cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
+    Fixture f(s, CUDNN_DATA_FLOAT);
+    ASSERT_EQ(cudnnSetConvolutionMathType(f.conv, math), CUDNN_STATUS_SUCCESS);
+    const float x = 1.0f + 1.0f / 4096, w = 1.0f, zero = 0, one = 1;
+    float *xp, *wp, *yp;
+    cudaMalloc(reinterpret_cast<void **>(&xp), 4);
+    cudaMalloc(reinterpret_cast<void **>(&wp), 4);
+    cudaMalloc(reinterpret_cast<void **>(&yp), 4);
+    cudaMemcpy(xp, &x, 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(wp, &w, 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(cudnnConvolutionForward(f.handle, &one, f.x, xp, f.w, wp, f.conv, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero, f.y, yp), CUDNN_STATUS_SUCCESS);
+    float y = 0;
+    cudaMemcpy(&y, yp, 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(y, math == CUDNN_FMA_MATH ? x : 1.0f);
+    for (float *p : {xp, wp, yp})
+      cudaFree(p);
+  }
+}
+
 } // namespace

@@ -1030,11 +1030,12 @@ inline void freeConvolutions(Context &ctx) {
 
 /// Picks, of the heuristic's ranking `perf` (cudnnGet*Algorithm_v7), the
 /// first algorithm that runs, is deterministic (the same bits in every
-/// step and process, as the CPU target's results are), keeps to `math`
-/// (FP32 and FP64: CUDNN_FMA_MATH, no TF32; 16-bit: Tensor Cores or not)
-/// and fits kConvolutionWorkspaceLimit; its math type goes on the
-/// descriptor (cuDNN: the algorithm runs with the math type it was
-/// reported for). False when none qualifies.
+/// step and process, as the CPU target's results are) and fits
+/// kConvolutionWorkspaceLimit. 16-bit data: the math type it was reported
+/// for goes on the descriptor (Tensor Cores or not). FP32 and FP64
+/// (`math` CUDNN_FMA_MATH): a Tensor Core algorithm is passed over and the
+/// descriptor keeps CUDNN_FMA_MATH, so FP32 is never rounded to TF32 (as
+/// PyTorch does with allow_tf32 off). False when none qualifies.
 template <typename Perf>
 inline bool chooseAlgorithm(const Perf *perf, int count, cudnnMathType_t math,
                             int &algo, cudnnMathType_t &chosen) {
@@ -1043,10 +1044,11 @@ inline bool chooseAlgorithm(const Perf *perf, int count, cudnnMathType_t math,
         perf[i].determinism != CUDNN_DETERMINISTIC ||
         perf[i].memory > kConvolutionWorkspaceLimit)
       continue;
-    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH)
+    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH &&
+        perf[i].mathType != CUDNN_DEFAULT_MATH)
       continue;
     algo = static_cast<int>(perf[i].algo);
-    chosen = perf[i].mathType;
+    chosen = math == CUDNN_FMA_MATH ? math : perf[i].mathType;
     return true;
   }
   return false;

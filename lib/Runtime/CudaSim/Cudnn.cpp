@@ -36,7 +36,10 @@
 // OpenBLAS, the backward data's columns summed back per input element in
 // kernel order, the backward filter's products summed over the images in
 // order; alpha and beta are applied in the compute type and each output is
-// rounded once, to nearest even. Work is queued on the handle's stream and
+// rounded once, to nearest even. FLOAT data under a math type other than
+// CUDNN_FMA_MATH has its operands rounded to TF32 first, as an Ampere or
+// later GPU may (so a caller that lets TF32 in differs from the CPU
+// target). Work is queued on the handle's stream and
 // counted as "cudnn" with the call's name (Counters.h).
 //
 //===----------------------------------------------------------------------===//
@@ -188,6 +191,10 @@ int64_t count(const int *dims, int rank) {
 struct Problem {
   cudnnDataType_t type;
   bool f64;
+  /// FLOAT data under a math type other than CUDNN_FMA_MATH: cuDNN may
+  /// run it on Tensor Cores in TF32 (CUDNN_DEFAULT_MATH permits it from
+  /// Ampere on), so the operands are rounded to TF32 as such a GPU would.
+  bool tf32;
   int spatial;
   int64_t n, c, m, groups;
   int in[6], out[6], kernel[6], pad[6], stride[6], dilation[6];
@@ -262,6 +269,7 @@ cudnnStatus_t describe(const char *call, const void *handle, const void *xd,
   }
   p.type = x->type;
   p.f64 = f64;
+  p.tf32 = x->type == CUDNN_DATA_FLOAT && conv->math != CUDNN_FMA_MATH;
   p.spatial = conv->rank;
   p.n = x->dims[0], p.c = x->dims[1], p.m = w->dims[0];
   p.groups = conv->groups;
@@ -437,6 +445,18 @@ bool overlaps(const void *x, uint64_t xBytes, const void *y, uint64_t yBytes) {
   return xBytes && yBytes && a < b + yBytes && b < a + xBytes;
 }
 
+/// `v` rounded to TF32 (10 mantissa bits), to nearest even.
+float toTf32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return v;
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  bits &= ~0x1fffu;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
 template <typename C> C load(const void *base, int64_t i, cudnnDataType_t t) {
   switch (t) {
   case CUDNN_DATA_HALF:
@@ -520,10 +540,15 @@ template <typename C> void execute(const Call &call) {
     own.resize(depth * outSize);
     cols = own.data();
   }
+  // An operand as the multiplier reads it (TF32 where p.tf32).
+  auto operand = [&](const void *base, int64_t i) {
+    C v = load<C>(base, i, p.type);
+    return p.tf32 ? static_cast<C>(toTf32(static_cast<float>(v))) : v;
+  };
   auto widen = [&](const void *base, int64_t begin, int64_t n) {
     std::vector<C> v(n);
     for (int64_t i = 0; i < n; ++i)
-      v[i] = load<C>(base, begin + i, p.type);
+      v[i] = operand(base, begin + i);
     return v;
   };
   // im2col of image b, group g of x into cols.
@@ -534,7 +559,7 @@ template <typename C> void execute(const Call &call) {
         for (int64_t q = 0; q < outSize; ++q) {
           const int64_t at = offsets[k * outSize + q];
           cols[(ci * kernelSize + k) * outSize + q] =
-              at < 0 ? C(0) : load<C>(x, plane + at, p.type);
+              at < 0 ? C(0) : operand(x, plane + at);
         }
     }
   };
