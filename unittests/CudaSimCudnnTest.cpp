@@ -5,10 +5,14 @@
 // integers, so every sum is exact in FP32 and in the f16 output), for
 // grouped, depthwise, strided, padded and dilated windows in 1-D (as 2-D
 // with H = 1), 2-D and 3-D, and the strict checks: descriptors that do not
-// agree, a workspace too small, a host pointer.
+// agree, a workspace too small, a host pointer. Then the runtime's side
+// (CudaKernels.cuh: initConvolutions, convolution) on it: plans and the
+// workspace made at init, deterministic algorithms only, cuDNN's failures
+// in the library's error message.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Runtime/CudaKernels.cuh"
 #include "ampc/Runtime/CudaSim/Counters.h"
 #include "ampc/Runtime/Float16.h"
 
@@ -350,6 +354,88 @@ TEST(CudaSimCudnn, FloatOutsideFmaMathIsTf32) {
     for (float *p : {xp, wp, yp})
       cudaFree(p);
   }
+}
+
+/// A context as a library's init makes it (arena of `stateBytes`).
+struct Library {
+  alignas(ampc::cuda::Context) unsigned char raw[sizeof(ampc::cuda::Context)];
+  explicit Library(size_t stateBytes) {
+    static const char *const errors[] = {"no error"};
+    ampc_abi_config config{sizeof(ampc_abi_config), 0, nullptr};
+    EXPECT_EQ(ampc::cuda::init(raw, &config, stateBytes, nullptr, 0, 0, 0,
+                               errors, 1),
+              0)
+        << ampc::cuda::lastError(raw);
+  }
+  ~Library() { ampc::cuda::release(raw); }
+  ampc::cuda::Context &ctx() { return ampc::cuda::context(raw); }
+};
+
+TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
+  // 2 groups, pads 1, strides 2, f32: X 1x4x6x6, W 6x2x3x3, Y 1x6x3x3.
+  const Shape s = {1, 4, 6, 2, 2, {6, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}};
+  ampc::cuda::Convolution table[3];
+  for (int d = 0; d < 3; ++d)
+    table[d] = {d, CUDNN_DATA_FLOAT, 2, 1, 4, 6, 2, {6, 6}, {3, 3}, {3, 3},
+                {1, 1}, {2, 2}, {1, 1}, 0.0f};
+  const char *const nodes[] = {"conv", "conv data", "conv weight"};
+  Library lib(4096);
+  ampc::cuda::Context &ctx = lib.ctx();
+  ASSERT_EQ(ampc::cuda::initConvolutions(ctx, table, 3, nodes), 0)
+      << ctx.message;
+  // The backward calls' non-deterministic ALGO_0 was passed over, and the
+  // one workspace is the largest the chosen algorithms take (the
+  // simulation's columns of one image and group: 18 x 9 floats).
+  EXPECT_EQ(ctx.convolutions[1].algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  EXPECT_EQ(ctx.convolutions[2].algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  EXPECT_EQ(ctx.convolutionWorkspaceBytes, 18u * 9u * 4u);
+  std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
+                      w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
+                      dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
+  reference(s, x, w, y, dx, dy, dw);
+  // After the error code (offset 0).
+  float *xp = reinterpret_cast<float *>(ctx.device + 64),
+        *wp = xp + x.size(), *dyp = wp + w.size(), *yp = dyp + dy.size(),
+        *dxp = yp + y.size(), *dwp = dxp + dx.size();
+  // On the model's stream (the legacy stream's copies are unordered with
+  // it), as the library's own copies are.
+  auto put = [&](float *at, const std::vector<double> &v) {
+    std::vector<unsigned char> bytes = encode(v, CUDNN_DATA_FLOAT);
+    ASSERT_EQ(ampc::cuda::copyIn(ctx, reinterpret_cast<unsigned char *>(at) - ctx.device, bytes.data(), bytes.size()), 0) << ctx.message;
+  };
+  auto get = [&](const float *at, size_t count) {
+    std::vector<unsigned char> bytes(count * 4);
+    EXPECT_EQ(ampc::cuda::copyOut(ctx, reinterpret_cast<const unsigned char *>(at) - ctx.device, bytes.data(), bytes.size()), 0) << ctx.message;
+    return decode(bytes, CUDNN_DATA_FLOAT);
+  };
+  put(xp, x);
+  put(wp, w);
+  put(dyp, dy);
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv", 0, xp, wp, yp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv data", 1, dyp, wp, dxp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv weight", 2, xp, dyp, dwp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::synchronize(ctx), 0) << ctx.message;
+  EXPECT_EQ(get(yp, y.size()), y);
+  EXPECT_EQ(get(dxp, dx.size()), dx);
+  EXPECT_EQ(get(dwp, dw.size()), dw);
+}
+
+TEST(CudaSimCudnnRuntime, CudnnFailuresAreTheLibrarysErrors) {
+  // 3 groups of 4 channels: the heuristic refuses the descriptors.
+  ampc::cuda::Convolution bad = {ampc::cuda::kConvolutionForward,
+                                 CUDNN_DATA_FLOAT, 2, 1, 4, 6, 3, {6, 6},
+                                 {3, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.0f};
+  const char *const nodes[] = {"the bad conv"};
+  Library lib(4096);
+  ampc::cuda::Context &ctx = lib.ctx();
+  EXPECT_EQ(ampc::cuda::initConvolutions(ctx, &bad, 1, nodes), 1);
+  const std::string message = ctx.message;
+  EXPECT_NE(message.find("cudnnGetConvolutionForwardAlgorithm_v7"), std::string::npos) << message;
+  EXPECT_NE(message.find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << message;
+  EXPECT_NE(message.find("(the bad conv)"), std::string::npos) << message;
+  // What init took is freed with it.
+  EXPECT_EQ(ctx.dnn, nullptr);
+  EXPECT_EQ(ctx.convolutions, nullptr);
 }
 
 } // namespace

@@ -277,9 +277,14 @@ bool cudnnConvolves(Operation *op) {
   Type t = elementOf(g.input);
   if (accumulation(op) != (t.isF64() ? "double" : "float"))
     return false;
+  // cuDNN's dimensions are positive ints.
   constexpr int64_t kLimit = int64_t(1) << 31;
-  return product(shapeOf(g.input)) < kLimit && product(shapeOf(g.weight)) < kLimit &&
-         product(shapeOf(g.output)) < kLimit;
+  for (Value v : {g.input, g.weight, g.output}) {
+    int64_t count = product(shapeOf(v));
+    if (count <= 0 || count >= kLimit)
+      return false;
+  }
+  return true;
 }
 
 ConcatGeometry concatGeometry(Operation *op) {
