@@ -3,19 +3,19 @@
 // Included by every library the CUDA target writes (lib/Target/Cuda) and
 // compiled with it by nvcc. It holds the instance context (one device arena,
 // the stream, the cuBLASLt handle and workspace, the GEMM plan cache, the
-// error message), the cuBLASLt GEMM with its epilogues, the convolutions
-// through cuDNN (handle, descriptors and algorithms made at init), and the
-// kernels the
-// emitter calls for ops that are not elementwise (the emitter generates the
-// elementwise and fused kernels itself). Arithmetic matches the CPU target:
+// cuDNN handle, convolution plans and workspace, the error message), the
+// cuBLASLt GEMM with its epilogues, the convolutions through cuDNN, and the
+// kernels the emitter calls for ops that are not elementwise (the emitter
+// generates the elementwise and fused kernels itself). Arithmetic matches the CPU target:
 // f16/bf16 values are loaded to float, computed in float (double for f64)
 // and rounded to nearest even once when stored; the training arithmetic is
 // TrainMath.h, shared with the CPU kernels.
 //
-// Errors: every CUDA runtime, cuBLASLt and cuDNN call is checked; a failure puts
-// "CALL: error string (node ...)" in the context and the library function
-// returns non-zero. Range errors found on the device (a label or index out of
-// range) set a code in the arena that the next synchronising call reports.
+// Errors: every CUDA runtime, cuBLASLt and cuDNN call is checked; a
+// failure puts "CALL: error string (node ...)" in the context and the
+// library function returns non-zero. Range errors found on the device (a
+// label or index out of range) set a code in the arena that the next
+// synchronising call reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -342,8 +342,9 @@ inline const char *lastError(void *raw) { return context(raw).message; }
 
 inline void freeConvolutions(Context &ctx);
 
-/// Frees every resource the context holds (GEMM plans, handle, arena,
-/// pinned memory, events, an owned stream) and forgets them.
+/// Frees every resource the context holds (convolution plans, the cuDNN
+/// handle and workspace, GEMM plans, handle, arena, pinned memory, events,
+/// an owned stream) and forgets them.
 inline void freeResources(Context &ctx) {
   freeConvolutions(ctx);
   if (ctx.stepGraph)
