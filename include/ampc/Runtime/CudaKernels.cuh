@@ -3,17 +3,19 @@
 // Included by every library the CUDA target writes (lib/Target/Cuda) and
 // compiled with it by nvcc. It holds the instance context (one device arena,
 // the stream, the cuBLASLt handle and workspace, the GEMM plan cache, the
-// error message), the cuBLASLt GEMM with its epilogues, and the kernels the
-// emitter calls for ops that are not elementwise (the emitter generates the
-// elementwise and fused kernels itself). Arithmetic matches the CPU target:
+// cuDNN handle, convolution plans and workspace, the error message), the
+// cuBLASLt GEMM with its epilogues, the convolutions through cuDNN, and the
+// kernels the emitter calls for ops that are not elementwise (the emitter
+// generates the elementwise and fused kernels itself). Arithmetic matches the CPU target:
 // f16/bf16 values are loaded to float, computed in float (double for f64)
 // and rounded to nearest even once when stored; the training arithmetic is
 // TrainMath.h, shared with the CPU kernels.
 //
-// Errors: every CUDA runtime and cuBLASLt call is checked; a failure puts
-// "CALL: error string (node ...)" in the context and the library function
-// returns non-zero. Range errors found on the device (a label or index out of
-// range) set a code in the arena that the next synchronising call reports.
+// Errors: every CUDA runtime, cuBLASLt and cuDNN call is checked; a
+// failure puts "CALL: error string (node ...)" in the context and the
+// library function returns non-zero. Range errors found on the device (a
+// label or index out of range) set a code in the arena that the next
+// synchronising call reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,10 +40,12 @@ template <typename T> using SharedType = T;
 #include "ampc/Runtime/TrainMath.h"
 
 #include <cublasLt.h>
+#include <cudnn.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -153,6 +157,14 @@ struct Context {
   /// that cannot be captured) runs the kernels one launch at a time.
   bool graphs = true;
   cudaGraphExec_t stepGraph = nullptr;
+  /// The convolutions of the library (initConvolutions): the cuDNN handle
+  /// on the model's stream, one plan per convolution and direction, and
+  /// the one workspace they share (the largest any plan's algorithm needs).
+  cudnnHandle_t dnn = nullptr;
+  struct ConvolutionPlan *convolutions = nullptr;
+  int numConvolutions = 0;
+  void *convolutionWorkspace = nullptr;
+  size_t convolutionWorkspaceBytes = 0;
   /// GEMM tuning (issue 37, item 3): a new GEMM plan times the heuristic's
   /// candidates on its first run outside a capture and keeps the fastest
   /// (AMPC_CUDA_GEMM_TUNING=0: the heuristic's first, the same algorithm
@@ -302,6 +314,13 @@ inline int32_t fail(Context &ctx, const char *call, const char *error,
       return ::ampc::cuda::fail(ctx, #call,                                   \
                                 cublasLtGetStatusString(ampcStatus_), where); \
   } while (0)
+#define AMPC_CUDNN(ctx, call, where)                                          \
+  do {                                                                        \
+    cudnnStatus_t ampcStatus_ = (call);                                       \
+    if (ampcStatus_ != CUDNN_STATUS_SUCCESS)                                  \
+      return ::ampc::cuda::fail(ctx, #call, cudnnGetErrorString(ampcStatus_), \
+                                where);                                       \
+  } while (0)
 /// After a kernel launch: the launch's own error (bad configuration, no
 /// device code for this GPU), not the kernel's outcome.
 #define AMPC_LAUNCHED(ctx, where)                                             \
@@ -321,9 +340,13 @@ inline int32_t fail(Context &ctx, const char *call, const char *error,
 
 inline const char *lastError(void *raw) { return context(raw).message; }
 
-/// Frees every resource the context holds (GEMM plans, handle, arena,
-/// pinned memory, events, an owned stream) and forgets them.
+inline void freeConvolutions(Context &ctx);
+
+/// Frees every resource the context holds (convolution plans, the cuDNN
+/// handle and workspace, GEMM plans, handle, arena, pinned memory, events,
+/// an owned stream) and forgets them.
 inline void freeResources(Context &ctx) {
+  freeConvolutions(ctx);
   if (ctx.stepGraph)
     cudaGraphExecDestroy(ctx.stepGraph);
   ctx.stepGraph = nullptr;
@@ -938,6 +961,233 @@ inline int32_t gemm(Context &ctx, const char *where, const Gemm &g,
       plan.fallback[i - 1] = plan.fallback[i];
     --plan.fallbacks;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutions through cuDNN
+//===----------------------------------------------------------------------===//
+
+/// Which call of a convolution: Y from X and W, dX from dY and W, dW from
+/// X and dY.
+enum ConvolutionDirection : int {
+  kConvolutionForward = 0,
+  kConvolutionBackwardData = 1,
+  kConvolutionBackwardFilter = 2,
+};
+
+/// One convolution and direction of the library, NCHW (NCDHW), as the
+/// emitter writes it in the library's table: X (n, c, in...), W (m,
+/// c/group, kernel...), Y (n, m, out...) of one type. A 1-D convolution
+/// is a 2-D one with H = 1 (rank 2). `beta`: the forward's Y is
+/// alpha·conv + beta·Y (1 where Y holds the bias already); the adjoints
+/// write their result (beta 0).
+struct Convolution {
+  int direction;
+  cudnnDataType_t type;
+  int rank; // spatial: 2 or 3
+  int n, c, m, group;
+  int in[3], out[3], kernel[3], pad[3], stride[3], dilation[3];
+  float beta;
+};
+
+/// A convolution's descriptors and the algorithm initConvolutions chose
+/// for it, and that algorithm's workspace.
+struct ConvolutionPlan {
+  Convolution spec;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algo = 0;
+  size_t workspace = 0;
+};
+
+/// The most workspace one convolution's algorithm may take: an algorithm
+/// that needs more is passed over for the next one the heuristic ranks.
+constexpr size_t kConvolutionWorkspaceLimit = size_t(256) << 20;
+
+inline void freeConvolutions(Context &ctx) {
+  for (int i = 0; i < ctx.numConvolutions; ++i) {
+    ConvolutionPlan &p = ctx.convolutions[i];
+    if (p.x)
+      cudnnDestroyTensorDescriptor(p.x);
+    if (p.y)
+      cudnnDestroyTensorDescriptor(p.y);
+    if (p.w)
+      cudnnDestroyFilterDescriptor(p.w);
+    if (p.conv)
+      cudnnDestroyConvolutionDescriptor(p.conv);
+  }
+  delete[] ctx.convolutions;
+  ctx.convolutions = nullptr;
+  ctx.numConvolutions = 0;
+  if (ctx.dnn)
+    cudnnDestroy(ctx.dnn);
+  ctx.dnn = nullptr;
+  if (ctx.convolutionWorkspace)
+    cudaFree(ctx.convolutionWorkspace);
+  ctx.convolutionWorkspace = nullptr;
+  ctx.convolutionWorkspaceBytes = 0;
+}
+
+/// Picks, of the heuristic's ranking `perf` (cudnnGet*Algorithm_v7), the
+/// first algorithm that runs, is deterministic (the same bits in every
+/// step and process, as the CPU target's results are) and fits
+/// kConvolutionWorkspaceLimit. 16-bit data: the math type it was reported
+/// for goes on the descriptor (Tensor Cores or not). FP32 and FP64
+/// (`math` CUDNN_FMA_MATH): a Tensor Core algorithm is passed over and the
+/// descriptor keeps CUDNN_FMA_MATH, so FP32 is never rounded to TF32 (as
+/// PyTorch does with allow_tf32 off). False when none qualifies.
+template <typename Perf>
+inline bool chooseAlgorithm(const Perf *perf, int count, cudnnMathType_t math,
+                            int &algo, cudnnMathType_t &chosen) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+        perf[i].determinism != CUDNN_DETERMINISTIC ||
+        perf[i].memory > kConvolutionWorkspaceLimit)
+      continue;
+    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH &&
+        perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
+    algo = static_cast<int>(perf[i].algo);
+    chosen = math == CUDNN_FMA_MATH ? math : perf[i].mathType;
+    return true;
+  }
+  return false;
+}
+
+/// Builds one plan: the descriptors of `spec`, the algorithm, its
+/// workspace.
+inline int32_t planConvolution(Context &ctx, const Convolution &spec,
+                               ConvolutionPlan &p, const char *where) {
+  p.spec = spec;
+  const int dims = spec.rank + 2;
+  int xDims[5] = {spec.n, spec.c}, yDims[5] = {spec.n, spec.m},
+      wDims[5] = {spec.m, spec.c / spec.group};
+  for (int d = 0; d < spec.rank; ++d) {
+    xDims[2 + d] = spec.in[d];
+    yDims[2 + d] = spec.out[d];
+    wDims[2 + d] = spec.kernel[d];
+  }
+  // Packed NCHW strides.
+  auto packed = [&](const int *shape, int *strides) {
+    strides[dims - 1] = 1;
+    for (int d = dims - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
+  };
+  int xStrides[5], yStrides[5];
+  packed(xDims, xStrides);
+  packed(yDims, yStrides);
+  AMPC_CUDNN(ctx, cudnnCreateTensorDescriptor(&p.x), where);
+  AMPC_CUDNN(ctx, cudnnCreateTensorDescriptor(&p.y), where);
+  AMPC_CUDNN(ctx, cudnnCreateFilterDescriptor(&p.w), where);
+  AMPC_CUDNN(ctx, cudnnCreateConvolutionDescriptor(&p.conv), where);
+  AMPC_CUDNN(ctx, cudnnSetTensorNdDescriptor(p.x, spec.type, dims, xDims, xStrides), where);
+  AMPC_CUDNN(ctx, cudnnSetTensorNdDescriptor(p.y, spec.type, dims, yDims, yStrides), where);
+  AMPC_CUDNN(ctx, cudnnSetFilterNdDescriptor(p.w, spec.type, CUDNN_TENSOR_NCHW, dims, wDims), where);
+  // FP32 accumulation (FP64 for f64), whatever the data type.
+  const bool f64 = spec.type == CUDNN_DATA_DOUBLE;
+  AMPC_CUDNN(ctx, cudnnSetConvolutionNdDescriptor(p.conv, spec.rank, spec.pad, spec.stride, spec.dilation, CUDNN_CROSS_CORRELATION, f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT), where);
+  AMPC_CUDNN(ctx, cudnnSetConvolutionGroupCount(p.conv, spec.group), where);
+  const bool half = spec.type == CUDNN_DATA_HALF || spec.type == CUDNN_DATA_BFLOAT16;
+  const cudnnMathType_t math = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  AMPC_CUDNN(ctx, cudnnSetConvolutionMathType(p.conv, math), where);
+  cudnnMathType_t chosen = math;
+  bool found = false;
+  int count = 0;
+  if (spec.direction == kConvolutionForward) {
+    AMPC_CUDNN(ctx, cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.dnn, &count), where);
+    cudnnConvolutionFwdAlgoPerf_t perf[32];
+    count = count < 32 ? count : 32;
+    AMPC_CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, p.x, p.w, p.conv, p.y, count, &count, perf), where);
+    found = chooseAlgorithm(perf, count, math, p.algo, chosen);
+  } else if (spec.direction == kConvolutionBackwardData) {
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.dnn, &count), where);
+    cudnnConvolutionBwdDataAlgoPerf_t perf[32];
+    count = count < 32 ? count : 32;
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.dnn, p.w, p.y, p.conv, p.x, count, &count, perf), where);
+    found = chooseAlgorithm(perf, count, math, p.algo, chosen);
+  } else {
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.dnn, &count), where);
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[32];
+    count = count < 32 ? count : 32;
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, p.x, p.y, p.conv, p.w, count, &count, perf), where);
+    found = chooseAlgorithm(perf, count, math, p.algo, chosen);
+  }
+  if (!found)
+    return fail(ctx, "cudnnGetConvolution*Algorithm_v7",
+                "no deterministic algorithm within the workspace limit", where);
+  AMPC_CUDNN(ctx, cudnnSetConvolutionMathType(p.conv, chosen), where);
+  if (spec.direction == kConvolutionForward)
+    AMPC_CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx.dnn, p.x, p.w, p.conv, p.y, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspace), where);
+  else if (spec.direction == kConvolutionBackwardData)
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.dnn, p.w, p.y, p.conv, p.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspace), where);
+  else
+    AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.dnn, p.x, p.y, p.conv, p.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspace), where);
+  return 0;
+}
+
+/// At the library's init, after `init`: the cuDNN handle on the model's
+/// stream, a plan for each of the `count` convolutions of `table`, and
+/// the one workspace (the largest a plan needs), so that the step makes
+/// no handle, descriptor or allocation (it is captured as one CUDA
+/// graph). Nothing without convolutions. A failure frees what the context
+/// holds.
+inline int32_t initConvolutions(Context &ctx, const Convolution *table,
+                                int count, const char *const *wheres) {
+  if (count == 0)
+    return 0;
+  auto undo = [&](int32_t code) {
+    freeResources(ctx);
+    return code;
+  };
+  cudnnStatus_t s = cudnnCreate(&ctx.dnn);
+  if (s != CUDNN_STATUS_SUCCESS)
+    return undo(fail(ctx, "cudnnCreate", cudnnGetErrorString(s), ""));
+  s = cudnnSetStream(ctx.dnn, ctx.stream);
+  if (s != CUDNN_STATUS_SUCCESS)
+    return undo(fail(ctx, "cudnnSetStream", cudnnGetErrorString(s), ""));
+  ctx.convolutions = new (std::nothrow) ConvolutionPlan[count];
+  if (!ctx.convolutions)
+    return undo(fail(ctx, "new", "out of host memory", ""));
+  ctx.numConvolutions = count;
+  size_t workspace = 0;
+  for (int i = 0; i < count; ++i) {
+    if (int32_t code = planConvolution(ctx, table[i], ctx.convolutions[i],
+                                       wheres[i]))
+      return undo(code);
+    workspace = std::max(workspace, ctx.convolutions[i].workspace);
+  }
+  if (workspace) {
+    cudaError_t e = cudaMalloc(&ctx.convolutionWorkspace, workspace);
+    if (e != cudaSuccess)
+      return undo(fail(ctx, "cudaMalloc", cudaGetErrorString(e),
+                       "the convolutions' workspace"));
+    ctx.convolutionWorkspaceBytes = workspace;
+  }
+  return 0;
+}
+
+/// Convolution `index` of the table: one cuDNN call. Forward: `a` X, `b`
+/// W, `out` Y; backward data: `a` dY, `b` W, `out` dX; backward filter:
+/// `a` X, `b` dY, `out` dW.
+inline int32_t convolution(Context &ctx, const char *where, int index,
+                           const void *a, const void *b, void *out) {
+  ConvolutionPlan &p = ctx.convolutions[index];
+  const float alpha32 = 1.0f, beta32 = p.spec.beta;
+  const double alpha64 = 1.0, beta64 = p.spec.beta;
+  const bool f64 = p.spec.type == CUDNN_DATA_DOUBLE;
+  const void *alpha = f64 ? static_cast<const void *>(&alpha64)
+                          : static_cast<const void *>(&alpha32);
+  const void *beta = f64 ? static_cast<const void *>(&beta64)
+                         : static_cast<const void *>(&beta32);
+  void *space = p.workspace ? ctx.convolutionWorkspace : nullptr;
+  if (p.spec.direction == kConvolutionForward)
+    AMPC_CUDNN(ctx, cudnnConvolutionForward(ctx.dnn, alpha, p.x, a, p.w, b, p.conv, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), space, p.workspace, beta, p.y, out), where);
+  else if (p.spec.direction == kConvolutionBackwardData)
+    AMPC_CUDNN(ctx, cudnnConvolutionBackwardData(ctx.dnn, alpha, p.w, b, p.y, a, p.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), space, p.workspace, beta, p.x, out), where);
+  else
+    AMPC_CUDNN(ctx, cudnnConvolutionBackwardFilter(ctx.dnn, alpha, p.x, a, p.y, b, p.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), space, p.workspace, beta, p.w, out), where);
+  return 0;
 }
 
 //===----------------------------------------------------------------------===//

@@ -141,6 +141,13 @@ struct ConvGeometry {
   WindowGeometry window;
 };
 ConvGeometry convGeometry(mlir::Operation *op);
+/// Whether the CUDA target runs `op` (a conv or one of its adjoints) as one
+/// cuDNN call (CudaGemm.cpp): 1 to 3 spatial dimensions, pads equal at
+/// both ends (cuDNN's legacy descriptors have one pad per dimension), the
+/// output as long as cuDNN's formula makes it, the accumulation FP32 (FP64
+/// for f64 data) and every tensor non-empty and under 2^31 elements
+/// (cuDNN's positive int dimensions). The rest keeps im2col + cuBLASLt, col2im.
+bool cudnnConvolves(mlir::Operation *op);
 
 /// Concat: each input is a block of `block` elements per outer index, at
 /// `offset` within the output's row of `row` elements.

@@ -1352,7 +1352,7 @@ size_t ampc_cudasim_counters(char *buffer, size_t size) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   // In the order of Work, which is the order of the map's keys.
   static const char *const kinds[] = {"kernel", "gemm", "copy", "memset",
-                                      "host_function", "graph"};
+                                      "host_function", "graph", "cudnn"};
   std::string text;
   for (const auto &[key, count] : counts)
     text += std::string(kinds[static_cast<int>(key.first)]) + " " +

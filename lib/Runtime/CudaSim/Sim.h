@@ -2,7 +2,7 @@
 //
 // What the parts of the CUDA execution on the CPU (libampc_cudasim: the
 // runtime API in Runtime.cpp, kernel execution in Execution.cpp, cuBLASLt
-// in CublasLt.cpp) share: the device memory registry that the strict checks
+// in CublasLt.cpp, cuDNN's convolutions in Cudnn.cpp) share: the device memory registry that the strict checks
 // consult, the streams that order (and defer) work, and the detailed error
 // messages that cudaGetErrorString / cublasLtGetStatusString hand back.
 //
@@ -97,7 +97,7 @@ cudaError_t fail(cudaError_t error, const std::string &message);
 cublasStatus_t failBlas(cublasStatus_t status, const std::string &message);
 
 /// What a piece of queued work is, for the counts of Counters.h.
-enum class Work { Kernel, Gemm, Copy, Memset, HostFunction, Graph };
+enum class Work { Kernel, Gemm, Copy, Memset, HostFunction, Graph, Cudnn };
 
 /// Queues `work` on `stream` (0, cudaStreamLegacy and cudaStreamPerThread
 /// name the legacy default stream). Work runs later, in stream order, when

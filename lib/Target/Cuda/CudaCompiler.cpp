@@ -44,9 +44,17 @@ bool ampc::cudaToolchainAvailable() {
   if (nvcc.empty())
     return false;
   std::string root = cudaRoot(nvcc);
-  return llvm::sys::fs::exists(root + "/include/cublasLt.h") &&
-         (llvm::sys::fs::exists(root + "/lib64/libcublasLt.so") ||
-          llvm::sys::fs::exists(root + "/lib/libcublasLt.so"));
+  // cuBLASLt (the GEMMs) and cuDNN (the convolutions), headers and
+  // libraries.
+  for (StringRef library : {"cublasLt", "cudnn"}) {
+    std::string header = library == "cudnn" ? "cudnn.h" : "cublasLt.h";
+    std::string shared = ("lib" + library + ".so").str();
+    if (!llvm::sys::fs::exists(root + "/include/" + header) ||
+        !(llvm::sys::fs::exists(root + "/lib64/" + shared) ||
+          llvm::sys::fs::exists(root + "/lib/" + shared)))
+      return false;
+  }
+  return true;
 }
 
 bool ampc::cudaDriverAvailable() {
@@ -234,7 +242,7 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
   // nothing in the library.
   std::string uncached[] = {"--threads", "0", "-Xptxas", "-v", "-keep",
                             "-keep-dir", keep.str().str()};
-  std::string link[] = {"-lcublasLt", "-lcudart"};
+  std::string link[] = {"-lcudnn", "-lcublasLt", "-lcudart"};
   emit::LibraryCompile how;
   how.program = nvcc;
   how.language = "cu";

@@ -245,6 +245,22 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                      "raw)); return code;\n  }\n",
                      f.offset, f.word, f.width, f.count)
                  .str();
+  // The convolutions' cuDNN plans, made at init (the step makes none).
+  if (!convolutions.empty()) {
+    os << "// The convolutions, each made a cuDNN plan at init.\n"
+          "static const ampc::cuda::Convolution kConvolutions[] = {\n";
+    for (const auto &c : convolutions)
+      os << "  " << c.first << ",\n";
+    os << "};\nstatic const char *const kConvolutionNodes[] = {\n";
+    for (const auto &c : convolutions)
+      os << "  " << c.second << ",\n";
+    os << "};\n\n";
+    fills += formatv("  if (int32_t code = ampc::cuda::initConvolutions("
+                     "ampc::cuda::context(raw), kConvolutions, {0}, "
+                     "kConvolutionNodes)) return code;\n",
+                     convolutions.size())
+                 .str();
+  }
   os << formatv("static int32_t init(void *raw, const ampc_abi_config *config) "
                 "{{\n"
                 "  if (int32_t code = ampc::cuda::init(raw, config, {0}ULL, "

@@ -199,8 +199,16 @@ private:
   void emitLoss(Operation *op, llvm::raw_ostream &body);
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
-  /// Convolutions and their adjoints: im2col + cuBLASLt, col2im.
+  /// Convolutions and their adjoints: one cuDNN call each, or im2col +
+  /// cuBLASLt, col2im where cuDNN cannot take them (cudnnConvolves).
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  /// The cuDNN call of `op` (its plan in the library's table of
+  /// convolutions, made at init); `beta` 1: Y holds the bias.
+  void emitCudnnConvolution(Operation *op, const ConvGeometry &geometry,
+                            float beta, llvm::raw_ostream &body);
+  /// The library's convolutions: each ampc::cuda::Convolution literal and
+  /// the node it is first called for (ampc::cuda::initConvolutions).
+  SmallVector<std::pair<std::string, std::string>> convolutions;
   /// Pooling, batch normalisation and their adjoints.
   LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
   /// Fused attention and its adjoint (CudaAttention.cpp).

@@ -2,8 +2,9 @@
 //
 // MatMul, Gemm and ampc.batched_gemm as cuBLASLt calls (FP16/BF16 operands
 // with FP32 compute, the epilogue ampc-fuse-epilogues chose, strided
-// batches), and the convolutions and their adjoints (im2col + cuBLASLt,
-// col2im).
+// batches), and the convolutions and their adjoints: one cuDNN call per
+// convolution and direction (im2col + cuBLASLt, col2im where cuDNN's legacy
+// API cannot take the window: cudnnConvolves).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Target/KernelGeometry.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -186,6 +188,62 @@ std::string CudaEmitter::window(const WindowGeometry &g) {
       .str();
 }
 
+/// cuDNN's name of a convolution's data type.
+static StringRef cudnnDataType(Type t) {
+  if (t.isF16()) return "CUDNN_DATA_HALF";
+  if (t.isBF16()) return "CUDNN_DATA_BFLOAT16";
+  if (t.isF64()) return "CUDNN_DATA_DOUBLE";
+  return "CUDNN_DATA_FLOAT";
+}
+
+void CudaEmitter::emitCudnnConvolution(Operation *op,
+                                       const ConvGeometry &geometry,
+                                       float beta, llvm::raw_ostream &body) {
+  const WindowGeometry &w = geometry.window;
+  // A 1-D window is a 2-D one with H = 1 (cuDNN's tensors have 4 or 5
+  // dimensions).
+  int64_t lead = w.rank() == 1 ? 1 : 0;
+  auto dims = [&](ArrayRef<int64_t> values, int64_t fill) {
+    SmallVector<int64_t> all(lead, fill);
+    all.append(values.begin(), values.end());
+    return "{" + llvm::join(llvm::map_range(all, [](int64_t v) {
+                              return std::to_string(v);
+                            }),
+                            ", ") +
+           "}";
+  };
+  StringRef direction = isa<ampc::ConvOp>(op) ? "kConvolutionForward"
+                        : isa<ampc::ConvBackwardDataOp>(op)
+                            ? "kConvolutionBackwardData"
+                            : "kConvolutionBackwardFilter";
+  std::string spec =
+      formatv("{{ampc::cuda::{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
+              "{9}, {10}, {11}, {12}, {13:e9}f}",
+              direction, cudnnDataType(elementOf(geometry.input)),
+              w.rank() + lead, geometry.n, geometry.channels, geometry.filters,
+              geometry.group, dims(w.in, 1), dims(w.out, 1), dims(w.kernel, 1),
+              dims(w.padBegin, 0), dims(w.strides, 1), dims(w.dilations, 1),
+              beta)
+          .str();
+  // One plan per distinct convolution (the forward in infer and in the
+  // step share theirs).
+  auto *found = llvm::find_if(convolutions, [&](const auto &c) {
+    return c.first == spec;
+  });
+  size_t index = found - convolutions.begin();
+  if (found == convolutions.end())
+    convolutions.push_back({spec, where(op)});
+  // The operands in the order ampc::cuda::convolution takes them.
+  Value a = geometry.input, b = geometry.weight, out = geometry.output;
+  if (isa<ampc::ConvBackwardDataOp>(op))
+    a = geometry.output, out = geometry.input;
+  else if (isa<ampc::ConvBackwardWeightOp>(op))
+    b = geometry.output, out = geometry.weight;
+  body << formatv("  if (int32_t code = ampc::cuda::convolution(ctx, {0}, {1}, "
+                  "{2}, {3}, {4})) return code;\n",
+                  where(op), index, name(a), name(b), name(out));
+}
+
 LogicalResult CudaEmitter::emitConvolution(Operation *op,
                                            llvm::raw_ostream &body) {
   // The forward Conv's X (n, c, in...), W (m, c/group, k...), Y (n, m,
@@ -225,8 +283,8 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   };
   if (n == 0)
     return success();
+  bool cudnn = ampc::emit::cudnnConvolves(op);
   if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
-    auto [cols, imageStride, groupOffset] = columns();
     float beta = 0.0f;
     if (Value b = conv.getBias()) {
       if (elementOf(b) != t)
@@ -238,12 +296,21 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
       emitStrided(op, b, y, biasStrides, 0, body);
       beta = 1.0f;
     }
+    if (cudnn) {
+      emitCudnnConvolution(op, geometry, beta, body);
+      return success();
+    }
+    auto [cols, imageStride, groupOffset] = columns();
     for (int64_t g = 0; g < group; ++g)
       emitGemm(op, false, false, mg, outSize, depth, n, 0, imageStride,
                m * outSize, t, t, 1.0f, beta, "DEFAULT",
                formatv("{0} + {1}", name(w), g * mg * depth).str(),
                formatv("{0} + {1}", cols, g * groupOffset).str(),
                formatv("{0} + {1}", name(y), g * mg * outSize).str(), "", body);
+    return success();
+  }
+  if (cudnn) {
+    emitCudnnConvolution(op, geometry, 0.0f, body);
     return success();
   }
   if (isa<ampc::ConvBackwardDataOp>(op)) {

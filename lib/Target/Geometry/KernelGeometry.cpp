@@ -263,6 +263,30 @@ ConvGeometry convGeometry(Operation *op) {
   return g;
 }
 
+bool cudnnConvolves(Operation *op) {
+  ConvGeometry g = convGeometry(op);
+  const WindowGeometry &w = g.window;
+  if (w.rank() < 1 || w.rank() > 3 || w.padBegin != w.padEnd)
+    return false;
+  for (size_t d = 0; d < w.rank(); ++d)
+    if (w.out[d] != (w.in[d] + 2 * w.padBegin[d] -
+                     w.dilations[d] * (w.kernel[d] - 1) - 1) /
+                            w.strides[d] +
+                        1)
+      return false;
+  Type t = elementOf(g.input);
+  if (accumulation(op) != (t.isF64() ? "double" : "float"))
+    return false;
+  // cuDNN's dimensions are positive ints.
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  for (Value v : {g.input, g.weight, g.output}) {
+    int64_t count = product(shapeOf(v));
+    if (count <= 0 || count >= kLimit)
+      return false;
+  }
+  return true;
+}
+
 ConcatGeometry concatGeometry(Operation *op) {
   auto concat = cast<ampc::ConcatOp>(op);
   ArrayRef<int64_t> shape = shapeOf(concat.getOutput());
@@ -602,9 +626,13 @@ ScratchLayout cudaScratch(Operation *op) {
   llvm::TypeSwitch<Operation *>(op)
       .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
             ampc::ConvBackwardWeightOp>([&](auto) {
-        // im2col columns of every image (in the data type; for the data
-        // gradient the GEMM's products in the accumulation type, which
-        // col2im sums), and the weight gradient's sum over the images.
+        // cuDNN's calls need none (their workspace is the library's).
+        // Otherwise im2col columns of every image (in the data type; for
+        // the data gradient the GEMM's products in the accumulation type,
+        // which col2im sums), and the weight gradient's sum over the
+        // images.
+        if (cudnnConvolves(op))
+          return;
         ConvGeometry g = convGeometry(op);
         const WindowGeometry &w = g.window;
         int64_t columns = g.n * g.channels * w.kernelSize() * w.outSize();

@@ -43,6 +43,8 @@ void ampc_cudasim_counters_reset(void);
  *   host_function COUNT cudaLaunchHostFunc
  *   graph COUNT cudaGraphLaunch  a graph's launch (its work counts too,
  *                                under its own kinds)
+ *   cudnn COUNT CALL             a cuDNN convolution, by its function
+ *                                (cudnnConvolutionForward)
  *
  * NAME is the rest of the line (a template argument list may hold spaces).
  * At most `size` bytes are written, the terminating NUL included (none when

@@ -22,6 +22,12 @@ device-to-host copy) and prints
   copy KIND COUNT, memset CALL COUNT, host_function CALL COUNT,
   graph cudaGraphLaunch COUNT (the step's kernels as one CUDA graph: its
   kernels, GEMMs and memsets are still counted one by one)
+  cudnn CALL COUNT      one line per cuDNN function (cudnnConvolutionForward,
+                        ...): the convolutions
+
+The totals line ends with "convolutions N" only when the step makes cuDNN
+calls, so that the pinned lines of models without convolutions keep their
+form.
 
 A kernel's name is the one ampc::cuda::launch gives it, without its
 template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
@@ -66,10 +72,13 @@ sys.path.insert(0, HERE)
 # the order it writes them: one line for all, since the numbers shift with
 # every kernel written before them.
 GENERATED = re.compile(r"k[0-9]+$")
-KINDS = ["kernel", "gemm", "copy", "memset", "host_function", "graph"]
+KINDS = ["kernel", "gemm", "copy", "memset", "host_function", "graph",
+         "cudnn"]
 TOTALS = {"kernel": "launches", "gemm": "gemms", "copy": "copies",
           "memset": "memsets", "host_function": "host_functions",
-          "graph": "graphs"}
+          "graph": "graphs", "cudnn": "convolutions"}
+# Kinds whose total is shown only when not zero.
+OPTIONAL = {"cudnn"}
 
 
 class Failure(Exception):
@@ -169,8 +178,10 @@ def report(counts, full_names):
     unknown = sorted({k for k, _ in merged} - set(KINDS))
     if unknown:
         raise Failure("unknown kind of work in the counters: " + unknown[0])
-    totals = " ".join("%s %d" % (TOTALS[kind], sum(
-        c for (k, _), c in merged.items() if k == kind)) for kind in KINDS)
+    sums = {kind: sum(c for (k, _), c in merged.items() if k == kind)
+            for kind in KINDS}
+    totals = " ".join("%s %d" % (TOTALS[kind], sums[kind]) for kind in KINDS
+                      if sums[kind] or kind not in OPTIONAL)
     lines = [totals]
     for kind in KINDS:
         lines += ["%s %s %d" % (kind, name, merged[(kind, name)])

@@ -1,0 +1,441 @@
+//===- CudaSimCudnnTest.cpp - cuDNN's convolutions on the CPU -------------===//
+//
+// cudnnConvolutionForward / BackwardData / BackwardFilter of libampc_cudasim
+// against a direct FP64 reference (exactly: the operands are small
+// integers, so every sum is exact in FP32 and in the f16 output), for
+// grouped, depthwise, strided, padded and dilated windows in 1-D (as 2-D
+// with H = 1), 2-D and 3-D, and the strict checks: descriptors that do not
+// agree, a workspace too small, a host pointer. Then the runtime's side
+// (CudaKernels.cuh: initConvolutions, convolution) on it: plans and the
+// workspace made at init, deterministic algorithms only, cuDNN's failures
+// in the library's error message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Runtime/CudaSim/Counters.h"
+#include "ampc/Runtime/Float16.h"
+
+#include <cudnn.h>
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// A convolution in the forward's terms (spatial rank 2 or 3).
+struct Shape {
+  int n, c, m, group, rank;
+  int in[3], kernel[3], pad[3], stride[3], dilation[3];
+  int out(int d) const {
+    return (in[d] + 2 * pad[d] - (kernel[d] - 1) * dilation[d] - 1) /
+               stride[d] +
+           1;
+  }
+  int64_t inSize() const { return in[0] * in[1] * (rank == 3 ? in[2] : 1); }
+  int64_t outSize() const { return out(0) * out(1) * (rank == 3 ? out(2) : 1); }
+  int64_t kernelSize() const {
+    return kernel[0] * kernel[1] * (rank == 3 ? kernel[2] : 1);
+  }
+};
+
+/// Direct convolution in FP64: y[b][f][q] = Σ x · w over the window.
+void reference(const Shape &s, const std::vector<double> &x,
+               const std::vector<double> &w, std::vector<double> &y,
+               std::vector<double> &dx, const std::vector<double> &dy,
+               std::vector<double> &dw) {
+  const int cg = s.c / s.group, mg = s.m / s.group;
+  y.assign(s.n * s.m * s.outSize(), 0);
+  dx.assign(x.size(), 0);
+  dw.assign(w.size(), 0);
+  const int in2 = s.rank == 3 ? s.in[2] : 1, out2 = s.rank == 3 ? s.out(2) : 1,
+            k2 = s.rank == 3 ? s.kernel[2] : 1;
+  for (int b = 0; b < s.n; ++b)
+    for (int f = 0; f < s.m; ++f) {
+      const int g = f / mg;
+      for (int o0 = 0; o0 < s.out(0); ++o0)
+        for (int o1 = 0; o1 < s.out(1); ++o1)
+          for (int o2 = 0; o2 < out2; ++o2) {
+            const int64_t yi = ((int64_t(b) * s.m + f) * s.out(0) + o0) * s.out(1) * out2 + o1 * out2 + o2;
+            for (int ci = 0; ci < cg; ++ci)
+              for (int k0 = 0; k0 < s.kernel[0]; ++k0)
+                for (int k1 = 0; k1 < s.kernel[1]; ++k1)
+                  for (int kk = 0; kk < k2; ++kk) {
+                    const int i0 = o0 * s.stride[0] - s.pad[0] + k0 * s.dilation[0];
+                    const int i1 = o1 * s.stride[1] - s.pad[1] + k1 * s.dilation[1];
+                    const int i2 = s.rank == 3 ? o2 * s.stride[2] - s.pad[2] + kk * s.dilation[2] : 0;
+                    if (i0 < 0 || i0 >= s.in[0] || i1 < 0 || i1 >= s.in[1] || i2 < 0 || i2 >= in2)
+                      continue;
+                    const int64_t xi = ((int64_t(b) * s.c + g * cg + ci) * s.in[0] + i0) * s.in[1] * in2 + i1 * in2 + i2;
+                    const int64_t wi = ((int64_t(f) * cg + ci) * s.kernel[0] + k0) * s.kernel[1] * k2 + k1 * k2 + kk;
+                    y[yi] += x[xi] * w[wi];
+                    dx[xi] += dy[yi] * w[wi];
+                    dw[wi] += dy[yi] * x[xi];
+                  }
+          }
+    }
+}
+
+size_t sizeOf(cudnnDataType_t t) {
+  return t == CUDNN_DATA_DOUBLE ? 8 : t == CUDNN_DATA_FLOAT ? 4 : 2;
+}
+
+std::vector<unsigned char> encode(const std::vector<double> &v,
+                                  cudnnDataType_t t) {
+  std::vector<unsigned char> bytes(v.size() * sizeOf(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char *at = bytes.data() + i * sizeOf(t);
+    if (t == CUDNN_DATA_HALF) {
+      uint16_t h = ampc::numeric::f32ToF16Bits(static_cast<float>(v[i]));
+      std::memcpy(at, &h, 2);
+    } else if (t == CUDNN_DATA_BFLOAT16) {
+      uint16_t h = ampc::numeric::f32ToBf16Bits(static_cast<float>(v[i]));
+      std::memcpy(at, &h, 2);
+    } else if (t == CUDNN_DATA_FLOAT) {
+      float f = static_cast<float>(v[i]);
+      std::memcpy(at, &f, 4);
+    } else {
+      std::memcpy(at, &v[i], 8);
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> decode(const std::vector<unsigned char> &bytes,
+                           cudnnDataType_t t) {
+  std::vector<double> v(bytes.size() / sizeOf(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const unsigned char *at = bytes.data() + i * sizeOf(t);
+    uint16_t h;
+    float f;
+    if (t == CUDNN_DATA_HALF) {
+      std::memcpy(&h, at, 2);
+      v[i] = ampc::numeric::f16BitsToF32(h);
+    } else if (t == CUDNN_DATA_BFLOAT16) {
+      std::memcpy(&h, at, 2);
+      v[i] = ampc::numeric::bf16BitsToF32(h);
+    } else if (t == CUDNN_DATA_FLOAT) {
+      std::memcpy(&f, at, 4);
+      v[i] = f;
+    } else {
+      std::memcpy(&v[i], at, 8);
+    }
+  }
+  return v;
+}
+
+/// Small integers, so that every product and sum is exact.
+std::vector<double> values(size_t n, int seed) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<double>(static_cast<int>((i * 7 + seed * 13) % 5) - 2);
+  return v;
+}
+
+/// A handle and the descriptors of `s` in type `t`.
+struct Fixture {
+  cudnnHandle_t handle = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  Fixture(const Shape &s, cudnnDataType_t t, int yChannels = -1,
+          cudnnDataType_t yType = CUDNN_DATA_FLOAT, bool sameType = true) {
+    EXPECT_EQ(cudnnCreate(&handle), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetStream(handle, nullptr), CUDNN_STATUS_SUCCESS);
+    cudnnCreateTensorDescriptor(&x);
+    cudnnCreateTensorDescriptor(&y);
+    cudnnCreateFilterDescriptor(&w);
+    cudnnCreateConvolutionDescriptor(&conv);
+    const int dims = s.rank + 2;
+    int xd[5] = {s.n, s.c}, yd[5] = {s.n, yChannels < 0 ? s.m : yChannels},
+        wd[5] = {s.m, s.c / s.group};
+    for (int d = 0; d < s.rank; ++d)
+      xd[2 + d] = s.in[d], yd[2 + d] = s.out(d), wd[2 + d] = s.kernel[d];
+    auto strides = [&](const int *shape, int *st) {
+      st[dims - 1] = 1;
+      for (int d = dims - 2; d >= 0; --d)
+        st[d] = st[d + 1] * shape[d + 1];
+    };
+    int xs[5], ys[5];
+    strides(xd, xs);
+    strides(yd, ys);
+    EXPECT_EQ(cudnnSetTensorNdDescriptor(x, t, dims, xd, xs), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetTensorNdDescriptor(y, sameType ? t : yType, dims, yd, ys), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetFilterNdDescriptor(w, t, CUDNN_TENSOR_NCHW, dims, wd), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetConvolutionNdDescriptor(conv, s.rank, s.pad, s.stride, s.dilation, CUDNN_CROSS_CORRELATION, t == CUDNN_DATA_DOUBLE ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetConvolutionGroupCount(conv, s.group), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), CUDNN_STATUS_SUCCESS);
+  }
+  ~Fixture() {
+    cudnnDestroyTensorDescriptor(x);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroy(handle);
+  }
+};
+
+void *device(const std::vector<unsigned char> &bytes) {
+  void *p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, bytes.size() + 1), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  return p;
+}
+
+std::vector<unsigned char> host(const void *p, size_t bytes) {
+  std::vector<unsigned char> out(bytes);
+  EXPECT_EQ(cudaMemcpy(out.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return out;
+}
+
+/// Runs the three directions with the heuristic's first deterministic
+/// algorithm and its workspace, and compares with the reference.
+void check(const Shape &s, cudnnDataType_t t) {
+  Fixture f(s, t);
+  std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
+                      w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
+                      dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
+  reference(s, x, w, y, dx, dy, dw);
+  void *xp = device(encode(x, t)), *wp = device(encode(w, t)),
+       *dyp = device(encode(dy, t)), *yp = device(encode(y, t)),
+       *dxp = device(encode(dx, t)), *dwp = device(encode(dw, t));
+  cudaMemset(yp, 0, y.size() * sizeOf(t));
+  cudaMemset(dxp, 0, dx.size() * sizeOf(t));
+  cudaMemset(dwp, 0, dw.size() * sizeOf(t));
+  const float one = 1, zero = 0;
+  const double one64 = 1, zero64 = 0;
+  const void *alpha = t == CUDNN_DATA_DOUBLE ? static_cast<const void *>(&one64) : &one;
+  const void *beta = t == CUDNN_DATA_DOUBLE ? static_cast<const void *>(&zero64) : &zero;
+  void *workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, 1 << 20), cudaSuccess);
+  int returned = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[4];
+  ASSERT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(f.handle, f.x, f.w, f.conv, f.y, 4, &returned, fwd), CUDNN_STATUS_SUCCESS);
+  ASSERT_GT(returned, 0);
+  ASSERT_EQ(cudnnConvolutionForward(f.handle, alpha, f.x, xp, f.w, wp, f.conv, fwd[0].algo, workspace, 1 << 20, beta, f.y, yp), CUDNN_STATUS_SUCCESS);
+  cudnnConvolutionBwdDataAlgoPerf_t data[4];
+  ASSERT_EQ(cudnnGetConvolutionBackwardDataAlgorithm_v7(f.handle, f.w, f.y, f.conv, f.x, 4, &returned, data), CUDNN_STATUS_SUCCESS);
+  int pick = 0;
+  while (pick < returned && data[pick].determinism != CUDNN_DETERMINISTIC)
+    ++pick;
+  ASSERT_LT(pick, returned);
+  size_t need = 0;
+  ASSERT_EQ(cudnnGetConvolutionBackwardDataWorkspaceSize(f.handle, f.w, f.y, f.conv, f.x, data[pick].algo, &need), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(need, data[pick].memory);
+  ASSERT_EQ(cudnnConvolutionBackwardData(f.handle, alpha, f.w, wp, f.y, dyp, f.conv, data[pick].algo, workspace, 1 << 20, beta, f.x, dxp), CUDNN_STATUS_SUCCESS);
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[4];
+  ASSERT_EQ(cudnnGetConvolutionBackwardFilterAlgorithm_v7(f.handle, f.x, f.y, f.conv, f.w, 4, &returned, filter), CUDNN_STATUS_SUCCESS);
+  pick = 0;
+  while (pick < returned && filter[pick].determinism != CUDNN_DETERMINISTIC)
+    ++pick;
+  ASSERT_LT(pick, returned);
+  ASSERT_EQ(cudnnConvolutionBackwardFilter(f.handle, alpha, f.x, xp, f.y, dyp, f.conv, filter[pick].algo, workspace, 1 << 20, beta, f.w, dwp), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(decode(host(yp, y.size() * sizeOf(t)), t), y);
+  EXPECT_EQ(decode(host(dxp, dx.size() * sizeOf(t)), t), dx);
+  EXPECT_EQ(decode(host(dwp, dw.size() * sizeOf(t)), t), dw);
+  for (void *p : {xp, wp, dyp, yp, dxp, dwp, workspace})
+    cudaFree(p);
+}
+
+TEST(CudaSimCudnn, GroupedPaddedStrided2d) {
+  check({2, 4, 6, 2, 2, {7, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}}, CUDNN_DATA_FLOAT);
+}
+
+TEST(CudaSimCudnn, DepthwiseHalf) {
+  check({2, 4, 4, 4, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, CUDNN_DATA_HALF);
+}
+
+TEST(CudaSimCudnn, Dilated1dAs2dBf16) {
+  check({2, 3, 4, 1, 2, {1, 9}, {1, 3}, {0, 2}, {1, 1}, {1, 2}}, CUDNN_DATA_BFLOAT16);
+}
+
+TEST(CudaSimCudnn, Strided3dDouble) {
+  check({1, 2, 2, 1, 3, {4, 5, 3}, {2, 3, 2}, {1, 0, 1}, {2, 1, 1}, {1, 1, 1}}, CUDNN_DATA_DOUBLE);
+}
+
+/// A forward call of `f` on fresh buffers, with the given workspace.
+cudnnStatus_t forward(Fixture &f, const Shape &s, cudnnDataType_t t,
+                      cudnnConvolutionFwdAlgo_t algo, void *workspace,
+                      size_t bytes, bool hostX = false) {
+  std::vector<unsigned char> hx(s.n * s.c * s.inSize() * sizeOf(t));
+  void *xp = device(hx), *wp = device(std::vector<unsigned char>(s.m * (s.c / s.group) * s.kernelSize() * sizeOf(t))),
+       *yp = device(std::vector<unsigned char>(s.n * s.m * s.outSize() * sizeOf(t)));
+  const float one = 1, zero = 0;
+  cudnnStatus_t status = cudnnConvolutionForward(f.handle, &one, f.x, hostX ? hx.data() : xp, f.w, wp, f.conv, algo, workspace, bytes, &zero, f.y, yp);
+  cudaDeviceSynchronize();
+  for (void *p : {xp, wp, yp})
+    cudaFree(p);
+  return status;
+}
+
+const Shape kSmall = {1, 4, 4, 2, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}};
+
+TEST(CudaSimCudnn, RejectsATooSmallWorkspace) {
+  Fixture f(kSmall, CUDNN_DATA_FLOAT);
+  size_t need = 0;
+  ASSERT_EQ(cudnnGetConvolutionForwardWorkspaceSize(f.handle, f.x, f.w, f.conv, f.y, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &need), CUDNN_STATUS_SUCCESS);
+  ASSERT_GT(need, 0u);
+  void *workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, need), cudaSuccess);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, workspace, need - 1), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM)).find("bytes of workspace"), std::string::npos);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, nullptr, need), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, workspace, need), CUDNN_STATUS_SUCCESS);
+  // IMPLICIT_GEMM takes none.
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_SUCCESS);
+  cudaFree(workspace);
+}
+
+TEST(CudaSimCudnn, RejectsMismatchedTypes) {
+  Fixture f(kSmall, CUDNN_DATA_HALF, -1, CUDNN_DATA_FLOAT, false);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_HALF, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM)).find("different data types"), std::string::npos);
+}
+
+TEST(CudaSimCudnn, RejectsDescriptorsThatDisagree) {
+  // y with 3 channels where w has 4 filters.
+  Fixture f(kSmall, CUDNN_DATA_FLOAT, 3);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM)).find("are not x's batch"), std::string::npos);
+  // A group count that does not divide the channels.
+  Fixture g(kSmall, CUDNN_DATA_FLOAT);
+  ASSERT_EQ(cudnnSetConvolutionGroupCount(g.conv, 3), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(forward(g, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM)).find("group count 3"), std::string::npos);
+  // A stride that changes the output's size.
+  Fixture h(kSmall, CUDNN_DATA_FLOAT);
+  const int pad[2] = {1, 1}, stride[2] = {2, 2}, dilation[2] = {1, 1};
+  ASSERT_EQ(cudnnSetConvolutionNdDescriptor(h.conv, 2, pad, stride, dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(forward(h, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_BAD_PARAM);
+  // Negative pads are refused when set.
+  const int negative[2] = {-1, 0};
+  EXPECT_EQ(cudnnSetConvolutionNdDescriptor(h.conv, 2, negative, stride, dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), CUDNN_STATUS_BAD_PARAM);
+}
+
+TEST(CudaSimCudnn, RejectsHostPointers) {
+  Fixture f(kSmall, CUDNN_DATA_FLOAT);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, true), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM)).find("host pointer"), std::string::npos);
+}
+
+TEST(CudaSimCudnn, CountsEachCall) {
+  ampc_cudasim_counters_reset();
+  Fixture f(kSmall, CUDNN_DATA_FLOAT);
+  ASSERT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_SUCCESS);
+  char text[4096];
+  ampc_cudasim_counters(text, sizeof text);
+  EXPECT_NE(std::string(text).find("cudnn 1 cudnnConvolutionForward\n"), std::string::npos) << text;
+}
+
+TEST(CudaSimCudnn, FloatOutsideFmaMathIsTf32) {
+  // 1 + 2^-12 is not a TF32 value: under CUDNN_DEFAULT_MATH the product
+  // with 1 loses it, under CUDNN_FMA_MATH it stays.
+  const Shape s = {1, 1, 1, 1, 2, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {1, 1}};
+  for (cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
+    Fixture f(s, CUDNN_DATA_FLOAT);
+    ASSERT_EQ(cudnnSetConvolutionMathType(f.conv, math), CUDNN_STATUS_SUCCESS);
+    const float x = 1.0f + 1.0f / 4096, w = 1.0f, zero = 0, one = 1;
+    float *xp, *wp, *yp;
+    cudaMalloc(reinterpret_cast<void **>(&xp), 4);
+    cudaMalloc(reinterpret_cast<void **>(&wp), 4);
+    cudaMalloc(reinterpret_cast<void **>(&yp), 4);
+    cudaMemcpy(xp, &x, 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(wp, &w, 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(cudnnConvolutionForward(f.handle, &one, f.x, xp, f.w, wp, f.conv, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero, f.y, yp), CUDNN_STATUS_SUCCESS);
+    float y = 0;
+    cudaMemcpy(&y, yp, 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(y, math == CUDNN_FMA_MATH ? x : 1.0f);
+    for (float *p : {xp, wp, yp})
+      cudaFree(p);
+  }
+}
+
+/// A context as a library's init makes it (arena of `stateBytes`).
+struct Library {
+  alignas(ampc::cuda::Context) unsigned char raw[sizeof(ampc::cuda::Context)];
+  explicit Library(size_t stateBytes) {
+    static const char *const errors[] = {"no error"};
+    ampc_abi_config config{sizeof(ampc_abi_config), 0, nullptr};
+    EXPECT_EQ(ampc::cuda::init(raw, &config, stateBytes, nullptr, 0, 0, 0,
+                               errors, 1),
+              0)
+        << ampc::cuda::lastError(raw);
+  }
+  ~Library() { ampc::cuda::release(raw); }
+  ampc::cuda::Context &ctx() { return ampc::cuda::context(raw); }
+};
+
+TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
+  // 2 groups, pads 1, strides 2, f32: X 1x4x6x6, W 6x2x3x3, Y 1x6x3x3.
+  const Shape s = {1, 4, 6, 2, 2, {6, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}};
+  ampc::cuda::Convolution table[3];
+  for (int d = 0; d < 3; ++d)
+    table[d] = {d, CUDNN_DATA_FLOAT, 2, 1, 4, 6, 2, {6, 6}, {3, 3}, {3, 3},
+                {1, 1}, {2, 2}, {1, 1}, 0.0f};
+  const char *const nodes[] = {"conv", "conv data", "conv weight"};
+  Library lib(4096);
+  ampc::cuda::Context &ctx = lib.ctx();
+  ASSERT_EQ(ampc::cuda::initConvolutions(ctx, table, 3, nodes), 0)
+      << ctx.message;
+  // The backward calls' non-deterministic ALGO_0 was passed over, and the
+  // one workspace is the largest the chosen algorithms take (the
+  // simulation's columns of one image and group: 18 x 9 floats).
+  EXPECT_EQ(ctx.convolutions[1].algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  EXPECT_EQ(ctx.convolutions[2].algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  EXPECT_EQ(ctx.convolutionWorkspaceBytes, 18u * 9u * 4u);
+  std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
+                      w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
+                      dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
+  reference(s, x, w, y, dx, dy, dw);
+  // After the error code (offset 0).
+  float *xp = reinterpret_cast<float *>(ctx.device + 64),
+        *wp = xp + x.size(), *dyp = wp + w.size(), *yp = dyp + dy.size(),
+        *dxp = yp + y.size(), *dwp = dxp + dx.size();
+  // On the model's stream (the legacy stream's copies are unordered with
+  // it), as the library's own copies are.
+  auto put = [&](float *at, const std::vector<double> &v) {
+    std::vector<unsigned char> bytes = encode(v, CUDNN_DATA_FLOAT);
+    ASSERT_EQ(ampc::cuda::copyIn(ctx, reinterpret_cast<unsigned char *>(at) - ctx.device, bytes.data(), bytes.size()), 0) << ctx.message;
+  };
+  auto get = [&](const float *at, size_t count) {
+    std::vector<unsigned char> bytes(count * 4);
+    EXPECT_EQ(ampc::cuda::copyOut(ctx, reinterpret_cast<const unsigned char *>(at) - ctx.device, bytes.data(), bytes.size()), 0) << ctx.message;
+    return decode(bytes, CUDNN_DATA_FLOAT);
+  };
+  put(xp, x);
+  put(wp, w);
+  put(dyp, dy);
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv", 0, xp, wp, yp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv data", 1, dyp, wp, dxp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv weight", 2, xp, dyp, dwp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::synchronize(ctx), 0) << ctx.message;
+  EXPECT_EQ(get(yp, y.size()), y);
+  EXPECT_EQ(get(dxp, dx.size()), dx);
+  EXPECT_EQ(get(dwp, dw.size()), dw);
+}
+
+TEST(CudaSimCudnnRuntime, CudnnFailuresAreTheLibrarysErrors) {
+  // 3 groups of 4 channels: the heuristic refuses the descriptors.
+  ampc::cuda::Convolution bad = {ampc::cuda::kConvolutionForward,
+                                 CUDNN_DATA_FLOAT, 2, 1, 4, 6, 3, {6, 6},
+                                 {3, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.0f};
+  const char *const nodes[] = {"the bad conv"};
+  Library lib(4096);
+  ampc::cuda::Context &ctx = lib.ctx();
+  EXPECT_EQ(ampc::cuda::initConvolutions(ctx, &bad, 1, nodes), 1);
+  const std::string message = ctx.message;
+  EXPECT_NE(message.find("cudnnGetConvolutionForwardAlgorithm_v7"), std::string::npos) << message;
+  EXPECT_NE(message.find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << message;
+  EXPECT_NE(message.find("(the bad conv)"), std::string::npos) << message;
+  // What init took is freed with it.
+  EXPECT_EQ(ctx.dnn, nullptr);
+  EXPECT_EQ(ctx.convolutions, nullptr);
+}
+
+} // namespace
