@@ -36,8 +36,8 @@
 // CHECK-NEXT:    float *[[UB:v[0-9]+]] = reinterpret_cast<float *>(state + 960);
 // CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1024);
 // CHECK-NEXT:    { const float inv = ampc::cpu::inverseScale([[SCALE]][0]); bool found = false;
-// CHECK-NEXT:      found |= ampc::cpu::unscale([[GW]], [[UW]], 12LL, inv);
-// CHECK-NEXT:      found |= ampc::cpu::unscale([[GB]], [[UB]], 3LL, inv);
+// CHECK-NEXT:      found |= ampc::cpu::unscale<ampc::cpu::As<float>>([[GW]], [[UW]], 12LL, inv);
+// CHECK-NEXT:      found |= ampc::cpu::unscale<ampc::cpu::As<float>>([[GB]], [[UB]], 3LL, inv);
 // CHECK-NEXT:      [[FOUND]][0] = found; }
 // Clipping: one global norm over both gradients, max_norm 1.
 // CHECK-NEXT:    float *[[CW:v[0-9]+]] = reinterpret_cast<float *>(state + 832);

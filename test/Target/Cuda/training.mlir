@@ -44,7 +44,8 @@
 // CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1088);
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[FOUND]], 0, 1, ctx.stream), "ampc.unscale");
 // CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[LIST:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {12LL, 3LL, }, {0, 1, 2}};
-// CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[SCALE]], [[FOUND]]);
+// CHECK-NEXT:    static const ampc::cuda::GradientStorages [[STORAGES:storages[0-9]+]] = {{[{][{]}}0, 0, }};
+// CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[STORAGES]], [[SCALE]], [[FOUND]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.unscale");
 // Clipping: the sum of squares of both, deterministic (issue 37): a
 // partial per block (two here) in the scratch, added by one block into the
