@@ -253,6 +253,19 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
       bool paired = false;
       if (isa<ampc::UpdateScaleOp>(producer))
         paired = true; // one thread, reads before it writes
+      else if (auto bn = dyn_cast<ampc::BatchNormalizationOp>(producer);
+               bn && bn.getTrainingMode() != 0) {
+        // BatchNorm's running statistics in training mode: each channel's
+        // old value read and its new one written by the same thread, and
+        // by no other (the inference kernels read them everywhere).
+        paired = llvm::all_of(producer->getOpOperands(), [&](OpOperand &in) {
+          if (ampc::storageSymbol(in.get()) != symbol)
+            return true;
+          return (&in == &bn.getInputMeanMutable() &&
+                  v == bn.getRunningMean()) ||
+                 (&in == &bn.getInputVarMutable() && v == bn.getRunningVar());
+        });
+      }
       else if (auto u = dyn_cast<ampc::OptimizerUpdateOp>(producer)) {
         // The per-parameter kernels: the parameter (operand 0) into the
         // new parameter, moment k into new moment k.
