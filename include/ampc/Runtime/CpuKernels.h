@@ -470,10 +470,24 @@ void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
                        C *mean, C *variance) {
   const int64_t count = n * inner;
   for (int64_t ch = 0; ch < c; ++ch) {
-    auto at = [&](int64_t j) {
-      return static_cast<C>(Load::load(x[((j / inner) * c + ch) * inner + j % inner]));
+    // A leaf's terms loaded once, walking the planes (no division per
+    // term), then leafMoments over them: pairwiseMoments' arithmetic.
+    auto leaf = [&](int64_t b, int64_t e) {
+      C terms[64];
+      int64_t plane = b / inner, i = b % inner;
+      for (int64_t j = 0; j < e - b; ++j) {
+        terms[j] = static_cast<C>(Load::load(x[(plane * c + ch) * inner + i]));
+        if (++i == inner)
+          i = 0, ++plane;
+      }
+      return math::leafMoments<C>(0, e - b,
+                                  [&](int64_t j) { return terms[j]; });
     };
-    const math::Moments<C> m = math::pairwiseMoments<C>(0, count, at);
+    const math::Moments<C> m = math::pairwiseTree<math::Moments<C>,
+                                                  math::kMomentsMaxDepth>(
+        0, count, leaf, [](const math::Moments<C> &l, const math::Moments<C> &r) {
+          return math::combineMoments(l, r);
+        });
     mean[ch] = m.mean;
     variance[ch] = m.m2 / static_cast<C>(count);
   }

@@ -205,8 +205,9 @@ AMPC_HD Moments<C> leafMoments(int64_t b, int64_t e, const Value &value) {
 /// leaves of at most 64 terms (leafMoments), nodes combined left with
 /// right (combineMoments). The CUDA kernels compute the tree's nodes in
 /// separate threads and blocks and combine them in this order, so the
-/// targets agree bit for bit. At most 64·2^40 terms.
-constexpr int kMomentsMaxDepth = 40;
+/// targets agree bit for bit. At most 64·2^32 terms (the walk's stack of
+/// left halves stays within the CUDA threads' default 1 KiB for f64).
+constexpr int kMomentsMaxDepth = 32;
 template <typename C, typename Value>
 AMPC_HD Moments<C> pairwiseMoments(int64_t begin, int64_t end,
                                    const Value &value) {
