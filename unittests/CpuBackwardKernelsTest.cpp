@@ -792,13 +792,34 @@ BatchNormReference batchNormGradReference(const std::vector<T> &grad,
   return r;
 }
 
+/// batchNormGrad with the statistics as the forward saves them: the
+/// batch's (channelStatistics) with `mean` null, else mean and variance
+/// given; r = 1/sqrt(variance + epsilon).
+template <typename C, typename Load, typename Store, typename In>
+void batchNormGradFromVariance(const In *grad, const In *x, In *dx, int64_t n,
+                               int64_t c, int64_t inner, const C *scale,
+                               const C *mean, const C *variance, C epsilon,
+                               C *gradScale, C *gradBias) {
+  std::vector<C> mu(c), var(c), r(c);
+  if (mean) {
+    mu.assign(mean, mean + c);
+    var.assign(variance, variance + c);
+  } else {
+    channelStatistics<C, Load>(x, n, c, inner, mu.data(), var.data());
+  }
+  for (int64_t ch = 0; ch < c; ++ch)
+    r[ch] = C(1) / std::sqrt(var[ch] + epsilon);
+  batchNormGrad<C, Load, Store>(grad, x, dx, n, c, inner, scale, mu.data(),
+                                r.data(), mean == nullptr, gradScale, gradBias);
+}
+
 TEST(BatchNormGradTest, HandComputed) {
   // One channel, x = [-1, 0, 1]: μ = 0, σ² = 2/3, epsilon 1/3 gives r = 1,
   // x̂ = x. grad = [1, 2, 6]: Σgrad = 9, Σgrad·x̂ = 5, scale 2.
   const double x[] = {-1, 0, 1}, grad[] = {1, 2, 6}, scale[] = {2};
   double dx[3], gs, gb;
-  batchNormGrad<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, nullptr, nullptr,
-                        1.0 / 3, &gs, &gb, scratchValues<double>(0), scratchValues<double>(1));
+  batchNormGradFromVariance<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, nullptr, nullptr,
+                        1.0 / 3, &gs, &gb);
   EXPECT_NEAR(gb, 9, 1e-14);
   EXPECT_NEAR(gs, 5, 1e-14);
   EXPECT_NEAR(dx[0], 2 * (1 - 3 + 5.0 / 3), 1e-14);
@@ -806,7 +827,7 @@ TEST(BatchNormGradTest, HandComputed) {
   EXPECT_NEAR(dx[2], 2 * (6 - 3 - 5.0 / 3), 1e-14);
   // Inference with mean 0.5, variance 3, epsilon 1: r = 1/2.
   const double mean[] = {0.5}, var[] = {3};
-  batchNormGrad<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, mean, var, 1.0, &gs, &gb, scratchValues<double>(0), scratchValues<double>(1));
+  batchNormGradFromVariance<double, As<double>, As<double>>(grad, x, dx, 1, 1, 3, scale, mean, var, 1.0, &gs, &gb);
   EXPECT_EQ(gb, 9);
   EXPECT_EQ(gs, 0.5 * (1 * -1.5 + 2 * -0.5 + 6 * 0.5));
   EXPECT_EQ(dx[0], 1);
@@ -827,9 +848,9 @@ template <typename T> void checkBatchNormGradRandom() {
       auto variance = randomVector<T>(rng, s.c, 0.5, 2);
       const T epsilon = T(1e-3);
       std::vector<T> dx(x.size(), T(7)), gs(s.c, T(7)), gb(s.c, T(7));
-      batchNormGrad<T, As<T>, As<T>>(grad.data(), x.data(), dx.data(), s.n, s.c, s.inner,
+      batchNormGradFromVariance<T, As<T>, As<T>>(grad.data(), x.data(), dx.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, gs.data(), gb.data(), scratchValues<T>(0), scratchValues<T>(1));
+                       variance.data(), epsilon, gs.data(), gb.data());
       auto md = toDouble(mean), vd = toDouble(variance);
       auto ref = batchNormGradReference(
           grad, x, s.n, s.c, s.inner, toDouble(scale),
@@ -840,9 +861,9 @@ template <typename T> void checkBatchNormGradRandom() {
       EXPECT_TRUE(allClose(gb, ref.gradBias, tol)) << "training " << training;
       // gradScale and gradBias may be left out.
       std::vector<T> dx2(x.size());
-      batchNormGrad<T, As<T>, As<T>>(grad.data(), x.data(), dx2.data(), s.n, s.c, s.inner,
+      batchNormGradFromVariance<T, As<T>, As<T>>(grad.data(), x.data(), dx2.data(), s.n, s.c, s.inner,
                        scale.data(), training ? nullptr : mean.data(),
-                       variance.data(), epsilon, nullptr, nullptr, scratchValues<T>(0), scratchValues<T>(1));
+                       variance.data(), epsilon, nullptr, nullptr);
       EXPECT_EQ(dx2, dx);
     }
 }
@@ -869,9 +890,9 @@ TEST(BatchNormGradTest, MatchesCentralDifferencesOfTheForward) {
     return dot(g, y);
   };
   std::vector<double> dx(x.size()), gs(c), gb(c);
-  batchNormGrad<double, As<double>, As<double>>(g.data(), x.data(), dx.data(), n, c, inner,
+  batchNormGradFromVariance<double, As<double>, As<double>>(g.data(), x.data(), dx.data(), n, c, inner,
                         scale.data(), nullptr, nullptr, epsilon, gs.data(),
-                        gb.data(), scratchValues<double>(0), scratchValues<double>(1));
+                        gb.data());
   const double h = 1e-6;
   for (size_t i = 0; i < x.size(); ++i) {
     auto plus = x, minus = x;
@@ -903,26 +924,26 @@ TEST(BatchNormGradTest, F16AndBf16RoundOnceAtTheEnd) {
     auto g = randomF16(rng, x.size());
     std::vector<uint16_t> dx16(x.size());
     std::vector<float> gs16(c), gb16(c), gs32(c), gb32(c);
-    batchNormGrad<float, AsF16, AsF16>(g.data(), x.data(), dx16.data(), n, c, inner,
+    batchNormGradFromVariance<float, AsF16, AsF16>(g.data(), x.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, gs16.data(), gb16.data(), scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, gs16.data(), gb16.data());
     auto xw = widened(x, loadF16), gw = widened(g, loadF16);
     std::vector<float> dx32(x.size());
-    batchNormGrad<float, As<float>, As<float>>(gw.data(), xw.data(), dx32.data(), n, c, inner,
+    batchNormGradFromVariance<float, As<float>, As<float>>(gw.data(), xw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, gs32.data(), gb32.data(), scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, gs32.data(), gb32.data());
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeF16)) << "training " << training;
     EXPECT_EQ(gs16, gs32);
     EXPECT_EQ(gb16, gb32);
 
     auto xb = randomBf16(rng, x.size()), gbf = randomBf16(rng, x.size());
-    batchNormGrad<float, AsBf16, AsBf16>(gbf.data(), xb.data(), dx16.data(), n, c, inner,
+    batchNormGradFromVariance<float, AsBf16, AsBf16>(gbf.data(), xb.data(), dx16.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, nullptr, nullptr, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, nullptr, nullptr);
     auto xbw = widened(xb, loadBf16), gbw = widened(gbf, loadBf16);
-    batchNormGrad<float, As<float>, As<float>>(gbw.data(), xbw.data(), dx32.data(), n, c, inner,
+    batchNormGradFromVariance<float, As<float>, As<float>>(gbw.data(), xbw.data(), dx32.data(), n, c, inner,
                          scale.data(), training ? nullptr : mean.data(),
-                         var.data(), 1e-5f, nullptr, nullptr, scratchValues<float>(0), scratchValues<float>(1));
+                         var.data(), 1e-5f, nullptr, nullptr);
     EXPECT_TRUE(roundedOnce(dx16, dx32, storeBf16)) << "training " << training;
   }
 }

@@ -238,6 +238,56 @@ TEST(CudaSim, PairwiseSumMatchesRecursiveOrder) {
   }
 }
 
+/// BatchNorm's one-pass statistics: math::pairwiseMoments (the CPU
+/// target's channelStatistics) equals its tree cut at any depth whose nodes
+/// above all split, the nodes' moments combined pairwise in tree order (the
+/// CUDA kernels' split over threads and blocks), bit for bit; and it is the
+/// mean and population variance within rounding.
+TEST(CudaSim, PairwiseMomentsSplitAnywhere) {
+  using ampc::math::Moments;
+  std::vector<float> v(70000);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 100.0f + std::sin(static_cast<float>(i)) * 3.0f;
+  auto value = [&](int64_t j) { return v[j]; };
+  for (int64_t n : {1, 64, 65, 129, 1000, 4097, 65536, 69999}) {
+    const Moments<float> whole = ampc::math::pairwiseMoments<float>(0, n, value);
+    for (int depth = 0; depth < 8 && (depth == 0 || n / (int64_t(1) << (depth - 1)) > 64);
+         ++depth) {
+      if (depth > 0 && n / (int64_t(1) << depth) < 1)
+        break;
+      std::vector<Moments<float>> level;
+      for (int64_t k = 0; k < (int64_t(1) << depth); ++k) {
+        int64_t b = 0, e = n;
+        for (int d = 0; d < depth; ++d) {
+          const int64_t m = b + (e - b) / 2;
+          if ((k >> (depth - 1 - d)) & 1)
+            b = m;
+          else
+            e = m;
+        }
+        level.push_back(ampc::math::pairwiseMoments<float>(b, e, value));
+      }
+      while (level.size() > 1) {
+        std::vector<Moments<float>> up;
+        for (size_t k = 0; k < level.size(); k += 2)
+          up.push_back(ampc::math::combineMoments(level[k], level[k + 1]));
+        level = up;
+      }
+      EXPECT_EQ(level[0].count, n);
+      EXPECT_EQ(level[0].mean, whole.mean) << n << " depth " << depth;
+      EXPECT_EQ(level[0].m2, whole.m2) << n << " depth " << depth;
+    }
+    double sum = 0, m2 = 0;
+    for (int64_t j = 0; j < n; ++j)
+      sum += v[j];
+    const double mean = sum / n;
+    for (int64_t j = 0; j < n; ++j)
+      m2 += (v[j] - mean) * (v[j] - mean);
+    EXPECT_NEAR(whole.mean, mean, 1e-5 * std::abs(mean)) << n;
+    EXPECT_NEAR(whole.m2 / n, m2 / n, 1e-4 * (m2 / n) + 1e-6) << n;
+  }
+}
+
 /// gather_grad's bucket sort: correct for any order, and its comparisons
 /// stay O(n log n) for a bucket filled in reverse (one row named by every
 /// index, slots claimed last first), O(n) for one filled in order.

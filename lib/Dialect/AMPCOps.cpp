@@ -1024,6 +1024,13 @@ bool LayerNormalizationOp::isCompatibleReturnTypes(TypeRange inferred,
          inferred.drop_front() == actual.drop_front();
 }
 
+/// The element type of BatchNorm's saved statistics for data of type `x`:
+/// f64 for f64 data, else f32.
+static Type batchNormStatisticsType(RankedTensorType x) {
+  Type e = x.getElementType();
+  return e.isF64() ? e : Float32Type::get(x.getContext());
+}
+
 double BatchNormalizationOp::runningVarianceFactor() {
   if (!getUnbiasedRunningVar())
     return 1.0;
@@ -1066,6 +1073,12 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *ctx,
   types.push_back(*x);
   types.push_back(adaptor.getInputMean().getType());
   types.push_back(adaptor.getInputVar().getType());
+  if (adaptor.getSavedStatistics()) {
+    auto saved = RankedTensorType::get({channels},
+                                       batchNormStatisticsType(*x));
+    types.push_back(saved);
+    types.push_back(saved);
+  }
   return success();
 }
 
@@ -1776,6 +1789,7 @@ LogicalResult AveragePoolGradOp::verify() {
 LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                                 Adaptor adaptor,
                                                 Types &types) {
+  adaptor = withDefaults<BatchNormGradOp>(ctx, adaptor);
   using Op = BatchNormGradOp;
   auto x = rankedType<Op>(loc, adaptor.getInput(), "input");
   auto scale = rankedType<Op>(loc, adaptor.getScale(), "scale");
@@ -1791,12 +1805,16 @@ LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   if (scale->getShape() != ArrayRef<int64_t>{channels})
     return fail<Op>(loc, "scale must have shape [" + Twine(channels) +
                              "], got " + formatList(scale->getShape()));
-  if (!adaptor.getMean() != !adaptor.getVar())
-    return fail<Op>(loc, "mean and var must be given together");
-  for (Value v : {adaptor.getMean(), adaptor.getVar()}) {
-    if (v && v.getType() != *scale)
-      return fail<Op>(loc, "mean and var must have the scale's type " +
-                               formatType(*scale) + ", got " +
+  if (failed(checkBinaryFlag<Op>(loc, "training_mode",
+                                 adaptor.getTrainingMode())))
+    return failure();
+  auto statistics =
+      RankedTensorType::get({channels}, batchNormStatisticsType(*x));
+  for (Value v : {adaptor.getMean(), adaptor.getInvStdDev()}) {
+    if (v.getType() != statistics)
+      return fail<Op>(loc, "mean and inv_std_dev must be " +
+                               formatType(statistics) +
+                               " (the forward's saved statistics), got " +
                                formatType(v.getType()));
   }
   types.push_back(*x);

@@ -572,20 +572,30 @@ bool BatchNormalizationOp::isDifferentiableResult(unsigned index) {
   return index == 0;
 }
 
-// keeps: X and scale (in inference mode also input_mean and input_var).
-// One batch_norm_grad gives dX, dScale and dB; in training mode it
-// recomputes the batch statistics from X.
+// keeps: X, scale and the statistics the forward normalised with, which
+// the forward saves (its `saved` results): a forward without them is
+// replaced here by one with `saved_statistics` (the old one, now unused,
+// goes with autodiff's dead-op sweep). One batch_norm_grad gives dX,
+// dScale and dB.
 LogicalResult BatchNormalizationOp::buildGradient(
     OpBuilder &b, ArrayRef<Value> dResults, ArrayRef<bool> wanted,
     MutableArrayRef<Value> dOperands) {
-  AdjointBuilder ab(b, *this);
-  Value scale = getScale(), mean, var;
-  if (!getTrainingMode()) {
-    mean = ab.castTo(getInputMean(), elementOf(scale));
-    var = ab.castTo(getInputVar(), elementOf(scale));
+  BatchNormalizationOp forward = *this;
+  if (!getSavedStatistics()) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(*this);
+    SmallVector<NamedAttribute> attrs((*this)->getAttrs());
+    attrs.push_back(
+        b.getNamedAttr(getSavedStatisticsAttrName(), b.getUnitAttr()));
+    forward = BatchNormalizationOp::create(b, getLoc(), getOperands(), attrs);
+    for (unsigned i = 0; i < getNumResults(); ++i)
+      getResult(i).replaceAllUsesWith(forward->getResult(i));
   }
-  auto grad = BatchNormGradOp::create(b, ab.loc, dResults[0], getInput(),
-                                      scale, mean, var, getEpsilonAttr());
+  AdjointBuilder ab(b, *this);
+  auto grad = BatchNormGradOp::create(
+      b, ab.loc, dResults[0], getInput(), getScale(), forward.getSavedMean(),
+      forward.getSavedInvStdDev(),
+      b.getI64IntegerAttr(getTrainingMode()));
   if (wanted[0])
     dOperands[0] = grad.getGradInput();
   if (wanted[1])

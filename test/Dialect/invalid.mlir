@@ -1058,7 +1058,7 @@ func.func @average_pool_grad_flag(%dy: tensor<1x8x4x4xf32>) {
 func.func @batch_norm_grad_scale(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8xf16>, %s: tensor<8xf32>) {
   // expected-error @+2 {{ampc.batch_norm_grad: scale must have shape [16], got [8]}}
   // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
-  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<8xf32>) -> (tensor<2x16x8x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %s, %s : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x16x8x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return
 }
 
@@ -1067,16 +1067,34 @@ func.func @batch_norm_grad_scale(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8x
 func.func @batch_norm_grad_grad_type(%dy: tensor<2x16x8x8xf32>, %x: tensor<2x16x8x8xf16>, %s: tensor<16xf32>) {
   // expected-error @+2 {{ampc.batch_norm_grad: grad type tensor<2x16x8x8xf32> differs from input type tensor<2x16x8x8xf16>}}
   // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
-  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf32>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %s, %s : (tensor<2x16x8x8xf32>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
 // -----
 
-func.func @batch_norm_grad_mean_only(%dy: tensor<2x16xf32>, %x: tensor<2x16xf32>, %s: tensor<16xf32>, %m: tensor<16xf32>) {
-  // expected-error @+2 {{ampc.batch_norm_grad: mean and var must be given together}}
+func.func @batch_norm_grad_statistics_type(%dy: tensor<2x16xf32>, %x: tensor<2x16xf32>, %s: tensor<16xf32>, %m: tensor<16xf16>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: mean and inv_std_dev must be tensor<16xf32> (the forward's saved statistics), got tensor<16xf16>}}
   // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
-  %0:3 = "ampc.batch_norm_grad"(%dy, %x, %s, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<2x16xf32>, tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %s, %m : (tensor<2x16xf32>, tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf16>) -> (tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_training_mode(%dy: tensor<2x16xf32>, %x: tensor<2x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: 'training_mode' must be 0 or 1, got 3}}
+  // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %s, %s {training_mode = 3 : i64} : (tensor<2x16xf32>, tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_saved_statistics_type(%x: tensor<2x16x8x8xf16>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{'ampc.batch_normalization' op inferred type(s) 'tensor<2x16x8x8xf16>', 'tensor<16xf32>', 'tensor<16xf32>', 'tensor<16xf32>', 'tensor<16xf32>' are incompatible}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:5 = ampc.batch_normalization %x, %s, %s, %s, %s {saved_statistics, training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf16>, tensor<16xf16>)
   return
 }
 

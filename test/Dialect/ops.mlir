@@ -147,6 +147,7 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>,
 // CHECK-NEXT: ampc.layer_normalization %[[X]], %[[G]] {axis = 1 : i64, stash_type = 10 : i64} : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x1x1xf16>, tensor<2x1x1xf16>)
 // CHECK-NEXT: ampc.batch_normalization %[[BN]], %[[S]], %[[S]], %[[S]], %[[S]] {epsilon = 1.000000e-03 : f32, momentum = 9.900000e-01 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
 // CHECK-NEXT: ampc.batch_normalization %[[BN]], %[[S]], %[[S]], %[[S]], %[[S]] : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: ampc.batch_normalization %[[BN]], %[[S]], %[[S]], %[[S]], %[[S]] {saved_statistics, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
 // CHECK-NEXT: %{{.+}}, %{{.+}} = ampc.dropout %[[G]] {ratio = 1.000000e-01 : f32, seed = 7 : i64, training_mode = 1 : i64} : (tensor<64xf32>) -> (tensor<64xf32>, tensor<64xi1>)
 // CHECK-NEXT: ampc.dropout %[[G]] : (tensor<64xf32>) -> (tensor<64xf32>, tensor<64xi1>)
 // CHECK-NEXT: return
@@ -163,6 +164,7 @@ func.func @normalization(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>,
   %y2:3 = ampc.layer_normalization %x, %g {axis = 1 : i64, stash_type = 10 : i64} : (tensor<2x16x64xf32>, tensor<64xf32>) -> (tensor<2x16x64xf32>, tensor<2x1x1xf16>, tensor<2x1x1xf16>)
   %b0:3 = ampc.batch_normalization %bn, %s, %s, %s, %s {epsilon = 1.0e-03 : f32, momentum = 0.99 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
   %b1:3 = ampc.batch_normalization %bn, %s, %s, %s, %s : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+  %b2:5 = ampc.batch_normalization %bn, %s, %s, %s, %s {saved_statistics, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   %d0:2 = ampc.dropout %g {ratio = 0.1 : f32, training_mode = 1 : i64, seed = 7 : i64} : (tensor<64xf32>) -> (tensor<64xf32>, tensor<64xi1>)
   %d1:2 = ampc.dropout %g : (tensor<64xf32>) -> (tensor<64xf32>, tensor<64xi1>)
   return
@@ -317,16 +319,16 @@ func.func @conv_and_pool_backward(%x: tensor<1x3x8x8xf16>, %w: tensor<16x3x3x3xf
 
 // CHECK-LABEL: func.func @normalization_backward
 // CHECK-SAME: (%[[DY:[^:]+]]: tensor<2x16x8x8xf16>, %[[X:[^:]+]]: tensor<2x16x8x8xf16>, %[[S:[^:]+]]: tensor<16xf32>, %[[M:[^:]+]]: tensor<16xf32>, %[[V:[^:]+]]: tensor<16xf32>, %[[LX:[^:]+]]: tensor<2x16x64xf32>, %[[G:[^:]+]]: tensor<64xf32>, %[[LM:[^:]+]]: tensor<2x16x1xf32>, %[[LR:[^:]+]]: tensor<2x16x1xf32>)
-// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]] : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
-// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]], %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]], %[[M]], %[[V]] : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %{{.+}}, %{{.+}}, %{{.+}} = ampc.batch_norm_grad %[[DY]], %[[X]], %[[S]], %[[M]], %[[V]] {training_mode = 0 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
 // CHECK-NEXT: ampc.layer_norm_grad %[[LX]], %[[LX]], %[[G]], %[[LM]], %[[LR]] {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
 // CHECK-NEXT: return
 func.func @normalization_backward(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8xf16>,
                                   %s: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>,
                                   %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>,
                                   %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) {
-  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
-  %1:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v {epsilon = 1.0e-3 : f32} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %1:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v {training_mode = 0 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
   %2 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
   return
 }

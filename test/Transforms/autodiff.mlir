@@ -102,12 +102,14 @@ func.func @forward(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
 // AveragePool, GlobalAveragePool, Flatten, Gemm. The running statistics
 // reach the loss only through BatchNormalization's non-differentiable
 // operands and fc.bias is marked ampc.frozen: none of the three gets a
-// gradient. MaxPool's adjoint routes through its Indices result; the input
+// gradient. The BatchNormalization of @train_step saves its statistics
+// (the mean and inverse standard deviation), which batch_norm_grad reads.
+// MaxPool's adjoint routes through its Indices result; the input
 // image gets no adjoint, so there is no conv_backward_data.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: -> (tensor<f32> {ampc.name = "loss"}, tensor<4x3x3x3xf32> {ampc.gradient_of = @conv.weight}, tensor<4xf32> {ampc.gradient_of = @conv.bias}, tensor<4xf32> {ampc.gradient_of = @bn.weight}, tensor<4xf32> {ampc.gradient_of = @bn.bias}, tensor<2x4xf32> {ampc.gradient_of = @fc.weight})
 // CHECK: %[[C:.+]] = ampc.conv %[[X:[^,]+]], %[[W:[^,]+]], %[[CB:[^ ]+]] {pads = array<i64: 1, 1, 1, 1>}
-// CHECK-NEXT: %[[N:.+]], %{{.+}}, %{{.+}} = ampc.batch_normalization %[[C]], %[[SCALE:[^,]+]],
+// CHECK-NEXT: %[[N:[^,]+]], %{{[^,]+}}, %{{[^,]+}}, %[[SAVED:[^:]+]]:2 = ampc.batch_normalization %[[C]], %[[SCALE:[^,]+]], {{.*}} {saved_statistics, training_mode = 1 : i64}
 // CHECK-NEXT: %[[R:.+]] = ampc.relu %[[N]]
 // CHECK-NEXT: %{{.+}}, %[[IDX:.+]] = ampc.max_pool %[[R]]
 // CHECK: %[[F:.+]] = ampc.flatten
@@ -122,7 +124,7 @@ func.func @forward(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK-NEXT: %[[DP:.+]] = ampc.average_pool_grad %[[DQ]] {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
 // CHECK-NEXT: %[[DR:.+]] = ampc.max_pool_grad %[[DP]], %[[IDX]] : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi64>) -> tensor<2x4x8x8xf32>
 // CHECK-NEXT: %[[DN:.+]] = ampc.relu_grad %[[DR]], %[[R]]
-// CHECK-NEXT: %[[DC:.+]], %[[DSCALE:.+]], %[[DBIAS:.+]] = ampc.batch_norm_grad %[[DN]], %[[C]], %[[SCALE]] : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: %[[DC:.+]], %[[DSCALE:.+]], %[[DBIAS:.+]] = ampc.batch_norm_grad %[[DN]], %[[C]], %[[SCALE]], %[[SAVED]]#0, %[[SAVED]]#1 : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT: %[[DW:.+]] = ampc.conv_backward_weight %[[X]], %[[DC]] {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>
 // CHECK-NEXT: %[[DCB:.+]] = ampc.reduce_sum %[[DC]] {axes = array<i64: 0, 2, 3>, keepdims = 0 : i64} : (tensor<2x4x8x8xf32>) -> tensor<4xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DW]], %[[DCB]], %[[DSCALE]], %[[DBIAS]], %[[DFW]]

@@ -224,44 +224,40 @@ def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [AMPC_Accumulating, Pu
 //===----------------------------------------------------------------------===//
 
 def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
-    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor]> {
   let summary = "adjoint of BatchNormalization (input, scale and bias)";
   let description = [{
     `grad` and `input` are the adjoint of a BatchNormalization's Y and its X
-    (N, C, spatial...), one type; `scale` its scale (C). Results: the
-    adjoints of X (X's type), of scale and of B (both the type of `scale`).
-    Per channel c, over the m = N·(spatial size) elements of the channel,
-    in FP32:
-
-    - without `mean` and `var` (the forward ran in training mode and
-      normalised with the batch statistics): μ = Σx/m, σ² = Σ(x − μ)²/m
-      (population variance, as the forward), r = 1/√(σ² + epsilon);
-    - with `mean` and `var` (C each; the forward ran in inference mode and
-      normalised with them): μ = mean[c], r = 1/√(var[c] + epsilon).
-
-    Then with x̂ = (x − μ)·r:
+    (N, C, spatial...), one type; `scale` its scale (C); `mean` and
+    `inv_std_dev` the statistics the forward normalised with (its `saved`
+    results: C each, f32, or f64 for f64 X). Results: the adjoints of X (X's
+    type), of scale and of B (both the type of `scale`). Per channel c,
+    over the m = N·(spatial size) elements of the channel, in the
+    accumulation type, with μ = mean[c], r = inv_std_dev[c] and
+    x̂ = (x − μ)·r:
 
         grad_bias[c]  = Σ grad
         grad_scale[c] = Σ grad · x̂
-        grad_input    = scale[c]·r·(grad − grad_bias[c]/m − x̂·grad_scale[c]/m)   (training)
-        grad_input    = scale[c]·r·grad                                          (inference)
+        grad_input    = scale[c]·r·(grad − grad_bias[c]/m − x̂·grad_scale[c]/m)   (training_mode 1)
+        grad_input    = scale[c]·r·grad                                          (training_mode 0)
 
-    The running statistics get no gradient.
+    Training mode: the forward normalised with the batch statistics, which
+    depend on X; otherwise with its running statistics. The running
+    statistics get no gradient.
 
     ```mlir
-    %dx, %dscale, %dbias = ampc.batch_norm_grad %dy, %x, %scale {epsilon = 1.0e-05 : f32} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+    %dx, %dscale, %dbias = ampc.batch_norm_grad %dy, %x, %scale, %mean, %rstd {training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_FloatTensor:$input,
-                       AMPC_FloatTensor:$scale,
-                       Optional<AMPC_FloatTensor>:$mean,
-                       Optional<AMPC_FloatTensor>:$var,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       AMPC_FloatTensor:$scale, AMPC_FloatTensor:$mean,
+                       AMPC_FloatTensor:$inv_std_dev,
+                       DefaultValuedAttr<I64Attr, "1">:$training_mode);
   let results = (outs AMPC_FloatTensor:$grad_input,
                       AMPC_FloatTensor:$grad_scale,
                       AMPC_FloatTensor:$grad_bias);
-  let assemblyFormat = "$grad `,` $input `,` $scale (`,` $mean^ `,` $var)? "
-                       "attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$grad `,` $input `,` $scale `,` $mean `,` "
+                       "$inv_std_dev attr-dict `:` functional-type(operands, results)";
 }
 
 def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",

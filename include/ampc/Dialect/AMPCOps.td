@@ -729,6 +729,15 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
     torch.nn.BatchNorm keeps it (set by ampc-running-statistics; count is
     the number of elements per channel).
 
+    With `saved_statistics` (set by the gradient rule on @train_step's copy,
+    never by the import) two more results, `saved`: the mean and the
+    inverse standard deviation 1/√(σ² + epsilon) the op normalised with
+    (the batch's in training mode, input_mean and input_var otherwise), C
+    each, f32 (f64 for f64 X), which batch_norm_grad reads instead of
+    recomputing them. In training mode the batch statistics are one pass
+    over each channel's elements: math::pairwiseMoments, a fixed tree of
+    (count, mean, M2) combined with Chan's formula, on both targets.
+
     ```mlir
     %y, %rm, %rv = ampc.batch_normalization %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
     ```
@@ -739,10 +748,12 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F32Attr, "0.9">:$momentum,
                        DefaultValuedAttr<I64Attr, "0">:$training_mode,
-                       UnitAttr:$unbiased_running_var);
+                       UnitAttr:$unbiased_running_var,
+                       UnitAttr:$saved_statistics);
   let results = (outs AMPC_FloatTensor:$output,
                       AMPC_FloatTensor:$running_mean,
-                      AMPC_FloatTensor:$running_var);
+                      AMPC_FloatTensor:$running_var,
+                      Variadic<AMPC_FloatTensor>:$saved);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $input_mean `,` "
       "$input_var attr-dict `:` functional-type(operands, results)";
   let extraClassDeclaration = [{
@@ -750,6 +761,14 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
     /// count / (count - 1) with `unbiased_running_var` (1 when a channel
     /// has one element), else 1.
     double runningVarianceFactor();
+    /// The saved mean and inverse standard deviation (null without
+    /// `saved_statistics`).
+    mlir::Value getSavedMean() {
+      return getSaved().empty() ? mlir::Value() : getSaved()[0];
+    }
+    mlir::Value getSavedInvStdDev() {
+      return getSaved().empty() ? mlir::Value() : getSaved()[1];
+    }
   }];
 }
 

@@ -198,11 +198,8 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 //===----------------------------------------------------------------------===//
 
 /// batch_norm_grad per channel of (n, channels, inner) data, in `C`, over
-/// the m = n · inner elements of a channel. With `mean` null (training
-/// mode; `variance` is then unused) the statistics are the batch's, as
-/// channelStatistics computes them for the forward: μ = Σx/m, σ² =
-/// Σ(x − μ)²/m; otherwise (inference mode) μ = mean[c], σ² = variance[c].
-/// With r = 1/√(σ² + epsilon) and x̂ = (x − μ)·r:
+/// the m = n · inner elements of a channel, with the statistics the forward
+/// saved: μ = mean[c], r = invStdDev[c], x̂ = (x − μ)·r:
 ///
 ///     gradBias[c]  = Σ grad                  (pairwise)
 ///     gradScale[c] = Σ grad · x̂              (pairwise)
@@ -210,27 +207,19 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 ///     dx = scale[c]·r·grad                                         inference
 ///
 /// `gradScale` and `gradBias` (channels values each, in `C`) may be null
-/// when not wanted. Scratch in training mode: `batchMean` and
-/// `batchVariance`, channels values each.
+/// when not wanted.
 template <typename C, typename Load, typename Store, typename In>
 void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    int64_t channels, int64_t inner, const C *scale,
-                   const C *mean, const C *variance, C epsilon, C *gradScale,
-                   C *gradBias, C *batchMean, C *batchVariance) {
-  const bool training = mean == nullptr;
-  if (training) {
-    channelStatistics<C, Load>(x, n, channels, inner, batchMean,
-                               batchVariance);
-    mean = batchMean;
-    variance = batchVariance;
-  }
+                   const C *mean, const C *invStdDev, bool training,
+                   C *gradScale, C *gradBias) {
   const int64_t count = n * inner;
   for (int64_t ch = 0; ch < channels; ++ch) {
     auto at = [&](int64_t j) {
       return ((j / inner) * channels + ch) * inner + j % inner;
     };
     const C mu = mean[ch];
-    const C r = C(1) / std::sqrt(variance[ch] + epsilon);
+    const C r = invStdDev[ch];
     const C sumGrad = pairwiseSum<C>(0, count, [&](int64_t j) {
       return static_cast<C>(Load::load(grad[at(j)]));
     });
@@ -245,15 +234,18 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
     const C factor = scale[ch] * r;
     const C meanGrad = sumGrad / static_cast<C>(count);
     const C meanGradHat = sumGradHat / static_cast<C>(count);
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t i = at(j);
-      const C g = static_cast<C>(Load::load(grad[i]));
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t base = (b * channels + ch) * inner;
       if (!training) {
-        dx[i] = Store::store(factor * g);
+        for (int64_t i = base; i < base + inner; ++i)
+          dx[i] = Store::store(factor * static_cast<C>(Load::load(grad[i])));
         continue;
       }
-      const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
-      dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
+      for (int64_t i = base; i < base + inner; ++i) {
+        const C g = static_cast<C>(Load::load(grad[i]));
+        const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
+        dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
+      }
     }
   }
 }

@@ -461,25 +461,50 @@ void addLayerNorm(const In *x, const Addend *addend, In *sum, Out *y,
 }
 
 /// The per-channel mean and population variance of (n, c, inner) data
-/// (BatchNormalization in training mode), two passes in `C`.
+/// (BatchNormalization in training mode) in one pass: math::pairwiseMoments
+/// over each channel's n · inner elements in index order (the CUDA kernels
+/// batchNormPartials and batchNormApply compute the same tree), variance =
+/// M2 / count.
 template <typename C, typename Load, typename In>
 void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
                        C *mean, C *variance) {
+  const int64_t count = n * inner;
   for (int64_t ch = 0; ch < c; ++ch) {
-    auto at = [&](int64_t j) {
-      return static_cast<C>(Load::load(x[((j / inner) * c + ch) * inner + j % inner]));
+    // A leaf's terms loaded once, walking the planes (no division per
+    // term), then leafMoments over them: pairwiseMoments' arithmetic.
+    auto leaf = [&](int64_t b, int64_t e) {
+      C terms[64];
+      int64_t plane = b / inner, i = b % inner;
+      for (int64_t j = 0; j < e - b; ++j) {
+        terms[j] = static_cast<C>(Load::load(x[(plane * c + ch) * inner + i]));
+        if (++i == inner)
+          i = 0, ++plane;
+      }
+      return math::leafMoments<C>(0, e - b,
+                                  [&](int64_t j) { return terms[j]; });
     };
-    math::meanAndVariance<C>(n * inner, at, mean[ch], variance[ch]);
+    const math::Moments<C> m = math::pairwiseTree<math::Moments<C>,
+                                                  math::kMomentsMaxDepth>(
+        0, count, leaf, [](const math::Moments<C> &l, const math::Moments<C> &r) {
+          return math::combineMoments(l, r);
+        });
+    mean[ch] = m.mean;
+    variance[ch] = m.m2 / static_cast<C>(count);
   }
 }
 
 /// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + bias
 /// per channel of (n, c, inner) data, in `C`.
+/// With `invStdDev` (channels values, may be null) also the inverse
+/// standard deviation 1 / sqrt(var + epsilon) per channel, which
+/// batch_norm_grad reads.
 template <typename C, typename Load, typename Store, typename In, typename Out>
 void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
                const C *scale, const C *bias, const C *mean,
-               const C *variance, C epsilon) {
+               const C *variance, C epsilon, C *invStdDev = nullptr) {
   for (int64_t ch = 0; ch < c; ++ch) {
+    if (invStdDev)
+      invStdDev[ch] = C(1) / std::sqrt(variance[ch] + epsilon);
     const C factor = scale[ch] / std::sqrt(variance[ch] + epsilon);
     for (int64_t b = 0; b < n; ++b) {
       const int64_t base = (b * c + ch) * inner;

@@ -2786,22 +2786,33 @@ __device__ inline int log2Of(int64_t powerOfTwo) {
     ++log;
   return log;
 }
-/// The sum of `active` (a power of two) adjacent tree nodes, one per
-/// thread, as pairwiseSum adds them: (v0 + v1) + (v2 + v3), ... Every
-/// thread gets it.
-template <typename C>
-__device__ C blockPairwise(C value, int active, C *share) {
+/// The combination of `active` (a power of two) adjacent tree nodes, one
+/// per thread, as pairwiseTree combines them: c(c(v0, v1), c(v2, v3)), ...
+/// Every thread gets it.
+template <typename T, typename Combine>
+__device__ T blockTree(T value, int active, T *share, const Combine &combine) {
   const int t = threadIdx.x;
   share[t] = value;
   __syncthreads();
   for (int stride = 1; stride < active; stride *= 2) {
     if (t % (2 * stride) == 0 && t + stride < active)
-      share[t] = share[t] + share[t + stride];
+      share[t] = combine(share[t], share[t + stride]);
     __syncthreads();
   }
-  const C result = share[0];
+  const T result = share[0];
   __syncthreads();
   return result;
+}
+/// blockTree adding, as pairwiseSum adds.
+template <typename C>
+__device__ C blockPairwise(C value, int active, C *share) {
+  return blockTree<C>(value, active, share,
+                      [](C left, C right) { return left + right; });
+}
+template <typename C>
+__device__ math::Moments<C> combineMomentsOf(const math::Moments<C> &a,
+                                             const math::Moments<C> &b) {
+  return math::combineMoments(a, b);
 }
 /// Block `part` of a channel's `splits`: its node of the tree over `count`
 /// terms term(0) ... term(count - 1).
@@ -2819,6 +2830,41 @@ __device__ C channelNodeSum(int64_t count, int64_t splits, int64_t part,
   }
   return blockPairwise<C>(value, 1 << below, share);
 }
+/// Block `part` of a channel's `splits`: the moments (math::pairwiseMoments)
+/// of its node of the tree over `count` terms value(0) ... value(count - 1).
+template <typename C, typename Value>
+__device__ math::Moments<C> channelNodeMoments(int64_t count, int64_t splits,
+                                               int64_t part,
+                                               const Value &value,
+                                               math::Moments<C> *share) {
+  const int logSplits = log2Of(splits);
+  const int depth = pairwiseCutDepth(count, logSplits + log2Of(blockDim.x));
+  const int below = depth - logSplits;
+  math::Moments<C> m{0, C(0), C(0)};
+  if (threadIdx.x < (1 << below)) {
+    int64_t b, e;
+    pairwiseNode(count, depth, (part << below) + threadIdx.x, &b, &e);
+    m = math::pairwiseMoments<C>(b, e, value);
+  }
+  return blockTree<math::Moments<C>>(m, 1 << below, share,
+                                     combineMomentsOf<C>);
+}
+/// The channel's moments from its `splits` partials (mean and M2 of each
+/// block's node, adjacent), combined as the tree does.
+template <typename C>
+__device__ math::Moments<C> channelMomentsRoot(const C *partials,
+                                               int64_t count, int64_t splits,
+                                               math::Moments<C> *share) {
+  const int t = threadIdx.x;
+  math::Moments<C> m{0, C(0), C(0)};
+  if (t < splits) {
+    int64_t b, e;
+    pairwiseNode(count, log2Of(splits), t, &b, &e);
+    m = {e - b, partials[2 * t], partials[2 * t + 1]};
+  }
+  return blockTree<math::Moments<C>>(m, static_cast<int>(splits), share,
+                                     combineMomentsOf<C>);
+}
 /// The root from a channel's `splits` partials (at stride `stride`).
 template <typename C>
 __device__ C channelRoot(const C *partials, int64_t splits, int64_t stride,
@@ -2833,107 +2879,132 @@ __device__ inline int64_t channelElement(int64_t j, int64_t c, int64_t ch,
   return ((j / inner) * c + ch) * inner + j % inner;
 }
 
-/// The batch statistics in three launches, as math::meanAndVariance:
-/// channelSums twice, then channelCombine. The first (`squares` false)
-/// writes each block's node of sum(x) to partials[b]; the second makes the
-/// mean from the channel's sums in each block, then writes its node of
-/// sum((x - mean)^2) to partials[c · splits + b]; channelCombine (a block
-/// per channel) the mean and the population variance.
+/// BatchNormalization in training mode, two launches: batchNormPartials
+/// writes each block's node of the channel's moments (mean, M2; the block's
+/// node of math::pairwiseMoments' tree, as the CPU target's
+/// channelStatistics computes it) to partials[2b], partials[2b + 1]; then
+/// batchNormApply, in the same grid, combines its channel's partials (the
+/// tree's root: every block of the channel computes the same), normalises
+/// the block's node of the channel's elements and, in the channel's first
+/// block, writes the running statistics and the saved mean and inverse
+/// standard deviation.
 template <typename C, typename L>
-__global__ void channelSums(const typename L::Storage *x, int64_t n,
-                            int64_t c, int64_t inner, int64_t splits,
-                            C *partials, bool squares) {
-  AMPC_SHARED(C[kThreads], share);
+__global__ void batchNormPartials(const typename L::Storage *x, int64_t n,
+                                  int64_t c, int64_t inner, int64_t splits,
+                                  C *partials) {
+  AMPC_SHARED(math::Moments<C>[kThreads], share);
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
-    const C m = squares ? channelRoot<C>(partials + ch * splits, splits, 1,
-                                         share) /
-                              static_cast<C>(count)
-                        : C(0);
-    const C sum = channelNodeSum<C>(
+    const math::Moments<C> m = channelNodeMoments<C>(
         count, splits, b % splits,
         [&](int64_t j) {
-          const C v =
-              static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
-          if (!squares)
-            return v;
-          const C d = v - m;
-          return d * d;
+          return static_cast<C>(L::load(x[channelElement(j, c, ch, inner)]));
         },
         share);
-    if (threadIdx.x == 0)
-      partials[(squares ? c * splits : 0) + b] = sum;
+    if (threadIdx.x == 0) {
+      partials[2 * b] = m.mean;
+      partials[2 * b + 1] = m.m2;
+    }
   }
 }
-template <typename C>
-__global__ void channelCombine(const C *partials, int64_t n, int64_t c,
-                               int64_t inner, int64_t splits, C *mean,
-                               C *variance) {
-  AMPC_SHARED(C[kThreads], share);
-  const C count = static_cast<C>(n * inner);
-  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    const C m = channelRoot<C>(partials + ch * splits, splits, 1, share) / count;
-    const C v =
-        channelRoot<C>(partials + (c + ch) * splits, splits, 1, share) / count;
-    if (threadIdx.x == 0) {
-      mean[ch] = m;
-      variance[ch] = v;
+/// Parameters are read through their codec P, the running statistics
+/// written through R, the saved ones through V (null when not saved). The
+/// running variance takes the batch variance times `varianceFactor` (1, or
+/// count / (count - 1) for the unbiased estimate).
+template <typename C, typename L, typename S, typename P, typename R,
+          typename V>
+__global__ void batchNormApply(
+    const typename L::Storage *x, typename S::Storage *y, int64_t n, int64_t c,
+    int64_t inner, int64_t splits, const C *partials,
+    const typename P::Storage *scale, const typename P::Storage *bias,
+    const typename P::Storage *inputMean, const typename P::Storage *inputVar,
+    C epsilon, C momentum, C varianceFactor, typename R::Storage *runningMean,
+    typename R::Storage *runningVar, typename V::Storage *savedMean,
+    typename V::Storage *savedInvStdDev) {
+  AMPC_SHARED(math::Moments<C>[kThreads], share);
+  const int64_t count = n * inner;
+  const int logSplits = log2Of(splits);
+  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
+    const int64_t ch = b / splits, part = b % splits;
+    const math::Moments<C> m =
+        channelMomentsRoot<C>(partials + 2 * ch * splits, count, splits, share);
+    const C mean = m.mean, var = m.m2 / static_cast<C>(count);
+    const C factor = static_cast<C>(P::load(scale[ch])) / sqrt(var + epsilon);
+    const C shift = static_cast<C>(P::load(bias[ch]));
+    int64_t jb, je;
+    pairwiseNode(count, logSplits, part, &jb, &je);
+    for (int64_t j = jb + threadIdx.x; j < je; j += blockDim.x) {
+      const int64_t e = channelElement(j, c, ch, inner);
+      y[e] = S::store((static_cast<C>(L::load(x[e])) - mean) * factor + shift);
+    }
+    if (part == 0 && threadIdx.x == 0) {
+      const C im = static_cast<C>(P::load(inputMean[ch])),
+              iv = static_cast<C>(P::load(inputVar[ch]));
+      runningMean[ch] = R::store(im * momentum + mean * (C(1) - momentum));
+      runningVar[ch] = R::store(
+          iv * momentum + (var * varianceFactor) * (C(1) - momentum));
+      if (savedMean) {
+        savedMean[ch] = V::store(mean);
+        savedInvStdDev[ch] = V::store(C(1) / sqrt(var + epsilon));
+      }
     }
   }
 }
 
-/// BatchNormalization's Y and running statistics. `mean`/`variance` are the
-/// statistics Y uses (the batch's in training, the inputs' otherwise);
-/// parameters are read through their codec P. The running variance takes
-/// the batch variance times `varianceFactor` (1, or count / (count - 1)
-/// for the unbiased estimate).
-template <typename C, typename L, typename S, typename P, typename R>
+/// BatchNormalization outside training mode, a thread per element: Y with
+/// the input statistics, the running statistics equal to them, and (when
+/// `savedMean` is not null) the saved mean and inverse standard deviation.
+template <typename C, typename L, typename S, typename P, typename R,
+          typename V>
 __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
                           int64_t n, int64_t c, int64_t inner,
                           const typename P::Storage *scale,
                           const typename P::Storage *bias,
                           const typename P::Storage *inputMean,
-                          const typename P::Storage *inputVar, const C *batchMean,
-                          const C *batchVar, C epsilon, C momentum,
-                          C varianceFactor,
+                          const typename P::Storage *inputVar, C epsilon,
                           typename R::Storage *runningMean,
-                          typename R::Storage *runningVar) {
+                          typename R::Storage *runningVar,
+                          typename V::Storage *savedMean,
+                          typename V::Storage *savedInvStdDev) {
   AMPC_FOR(e, n * c * inner) {
     const int64_t ch = (e / inner) % c;
-    const C m = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
-    const C v = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
+    const C m = static_cast<C>(P::load(inputMean[ch]));
+    const C v = static_cast<C>(P::load(inputVar[ch]));
     const C factor = static_cast<C>(P::load(scale[ch])) / sqrt(v + epsilon);
     y[e] = S::store((static_cast<C>(L::load(x[e])) - m) * factor +
                     static_cast<C>(P::load(bias[ch])));
-    if (e < c && runningMean) {
+    if (e < c) {
       const C im = static_cast<C>(P::load(inputMean[e])),
               iv = static_cast<C>(P::load(inputVar[e]));
-      runningMean[e] = R::store(batchMean ? im * momentum + batchMean[e] * (C(1) - momentum) : im);
-      runningVar[e] = R::store(batchVar ? iv * momentum + (batchVar[e] * varianceFactor) * (C(1) - momentum) : iv);
+      if (runningMean) {
+        runningMean[e] = R::store(im);
+        runningVar[e] = R::store(iv);
+      }
+      if (savedMean) {
+        savedMean[e] = V::store(im);
+        savedInvStdDev[e] = V::store(C(1) / sqrt(iv + epsilon));
+      }
     }
   }
 }
 
-/// batch_norm_grad's two sums per channel split over blocks as channelSums
-/// is (bit for bit the CPU target's pairwise sums): each block's nodes of
-/// sum(g) and sum(g · x̂), x̂ = (x - mean) · (1 / sqrt(var + eps)), into
-/// partials[2b], partials[2b + 1]. The statistics are the batch's
-/// (`batchMean`, `batchVar`: training mode) or the inputs' (`inputMean`,
-/// `inputVar`).
-template <typename C, typename L, typename P>
+/// batch_norm_grad in two launches. batchNormGradPartials: each block's
+/// nodes of sum(g) and sum(g · x̂), x̂ = (x - mean) · r with the saved mean
+/// and r (bit for bit the CPU target's pairwise sums, split as
+/// channelNodeSum splits them), into partials[2b], partials[2b + 1].
+template <typename C, typename L, typename V>
 __global__ void batchNormGradPartials(
     const typename L::Storage *grad, const typename L::Storage *x, int64_t n,
-    int64_t c, int64_t inner, int64_t splits, const C *batchMean,
-    const C *batchVar, const typename P::Storage *inputMean,
-    const typename P::Storage *inputVar, C epsilon, C *partials) {
+    int64_t c, int64_t inner, int64_t splits,
+    const typename V::Storage *mean, const typename V::Storage *invStdDev,
+    C *partials) {
   AMPC_SHARED(C[kThreads], share);
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
-    const C mu = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
-    const C var = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
-    const C r = C(1) / sqrt(var + epsilon);
+    const C mu = static_cast<C>(V::load(mean[ch]));
+    const C r = static_cast<C>(V::load(invStdDev[ch]));
     auto g = [&](int64_t j) {
       return static_cast<C>(L::load(grad[channelElement(j, c, ch, inner)]));
     };
@@ -2953,53 +3024,49 @@ __global__ void batchNormGradPartials(
   }
 }
 
-/// A block per channel: its two sums from its partials (the tree's root):
-/// the B and Scale gradients, and `sums` (2 per channel, in C) for
-/// batchNormGradInput.
-template <typename C, typename G>
-__global__ void batchNormGradCombine(const C *partials, int64_t c,
-                                     int64_t splits, C *sums,
-                                     typename G::Storage *gradScale,
-                                     typename G::Storage *gradBias) {
-  AMPC_SHARED(C[kThreads], share);
-  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    const C *p = partials + 2 * ch * splits;
-    const C sumGrad = channelRoot<C>(p, splits, 2, share);
-    const C sumGradHat = channelRoot<C>(p + 1, splits, 2, share);
-    if (threadIdx.x == 0) {
-      sums[2 * ch] = sumGrad;
-      sums[2 * ch + 1] = sumGradHat;
-      gradBias[ch] = G::store(sumGrad);
-      gradScale[ch] = G::store(sumGradHat);
-    }
-  }
-}
-
-/// batch_norm_grad's input gradient, a thread per element (see the CPU
-/// target's batchNormGrad): scale · r · g with the statistics given, else
-/// scale · r · (g - mean(g) - x̂ · mean(g · x̂)).
-template <typename C, typename L, typename S, typename P>
+/// batchNormGradInput, in batchNormGradPartials' grid: each block adds its
+/// channel's partials (the tree's root), writes the input gradient of its
+/// node of the channel's elements (see the CPU target's batchNormGrad):
+/// scale · r · (g - mean(g) - x̂ · mean(g · x̂)) in training mode, else
+/// scale · r · g; the channel's first block writes the B and Scale
+/// gradients.
+template <typename C, typename L, typename S, typename P, typename V,
+          typename G>
 __global__ void batchNormGradInput(
     const typename L::Storage *grad, const typename L::Storage *x,
     typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
-    const typename P::Storage *scale, const C *batchMean, const C *batchVar,
-    const typename P::Storage *inputMean, const typename P::Storage *inputVar,
-    C epsilon, const C *sums) {
-  const C count = static_cast<C>(n * inner);
-  AMPC_FOR(e, n * c * inner) {
-    const int64_t ch = (e / inner) % c;
-    const C mu = batchMean ? batchMean[ch] : static_cast<C>(P::load(inputMean[ch]));
-    const C var = batchVar ? batchVar[ch] : static_cast<C>(P::load(inputVar[ch]));
-    const C r = C(1) / sqrt(var + epsilon);
+    int64_t splits, const C *partials, const typename P::Storage *scale,
+    const typename V::Storage *mean, const typename V::Storage *invStdDev,
+    bool training, typename G::Storage *gradScale,
+    typename G::Storage *gradBias) {
+  AMPC_SHARED(C[kThreads], share);
+  const int64_t count = n * inner;
+  const int logSplits = log2Of(splits);
+  for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
+    const int64_t ch = b / splits, part = b % splits;
+    const C *p = partials + 2 * ch * splits;
+    const C sumGrad = channelRoot<C>(p, splits, 2, share);
+    const C sumGradHat = channelRoot<C>(p + 1, splits, 2, share);
+    const C mu = static_cast<C>(V::load(mean[ch]));
+    const C r = static_cast<C>(V::load(invStdDev[ch]));
     const C factor = static_cast<C>(P::load(scale[ch])) * r;
-    const C g = static_cast<C>(L::load(grad[e]));
-    if (inputMean) {
-      dx[e] = S::store(factor * g);
-    } else {
-      const C hat = (static_cast<C>(L::load(x[e])) - mu) * r;
-      const C meanGrad = sums[2 * ch] / count;
-      const C meanGradHat = sums[2 * ch + 1] / count;
-      dx[e] = S::store(factor * (g - meanGrad - hat * meanGradHat));
+    const C meanGrad = sumGrad / static_cast<C>(count);
+    const C meanGradHat = sumGradHat / static_cast<C>(count);
+    int64_t jb, je;
+    pairwiseNode(count, logSplits, part, &jb, &je);
+    for (int64_t j = jb + threadIdx.x; j < je; j += blockDim.x) {
+      const int64_t e = channelElement(j, c, ch, inner);
+      const C g = static_cast<C>(L::load(grad[e]));
+      if (training) {
+        const C hat = (static_cast<C>(L::load(x[e])) - mu) * r;
+        dx[e] = S::store(factor * (g - meanGrad - hat * meanGradHat));
+      } else {
+        dx[e] = S::store(factor * g);
+      }
+    }
+    if (part == 0 && threadIdx.x == 0) {
+      gradBias[ch] = G::store(sumGrad);
+      gradScale[ch] = G::store(sumGradHat);
     }
   }
 }

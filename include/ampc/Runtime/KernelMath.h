@@ -71,17 +71,18 @@ AMPC_HD C pairwiseSum(int64_t begin, int64_t end, const Term &term) {
   }
 }
 
-/// pairwiseSum's tree with its leaves given: leaf(b, e) is the sum of the
-/// leaf [b, e) (a range of at most 64 terms summed in order from 0), called
-/// for the leaves from left to right, and the leaves' sums are added as
-/// pairwiseSum adds them. With leaf(b, e) = that sequential sum it is
-/// pairwiseSum bit for bit; the CUDA target's LayerNorm backward sums each
-/// leaf's rows in one row group and the leaves here (issue 37, item 4).
-template <typename C, typename Leaf>
-AMPC_HD C pairwiseSumOfLeaves(int64_t begin, int64_t end, const Leaf &leaf) {
+/// pairwiseSum's tree over [begin, end) with its leaves and its node
+/// operation given: leaf(b, e) is the value of the leaf [b, e) (a range of
+/// at most 64 terms), called for the leaves from left to right, and each
+/// node is combine(left, right) of its halves, as pairwiseSum adds them.
+/// `MaxDepth` bounds the tree (ranges of 64·2^MaxDepth terms).
+template <typename T, int MaxDepth = kPairwiseMaxDepth, typename Leaf,
+          typename Combine>
+AMPC_HD T pairwiseTree(int64_t begin, int64_t end, const Leaf &leaf,
+                       const Combine &combine) {
   if (end - begin <= 64)
     return leaf(begin, end);
-  C left[kPairwiseMaxDepth];
+  T left[MaxDepth];
   uint64_t right = 0;
   int depth = 0;
   int64_t b = begin, e = end;
@@ -91,14 +92,14 @@ AMPC_HD C pairwiseSumOfLeaves(int64_t begin, int64_t end, const Leaf &leaf) {
       e = b + (e - b) / 2;
       ++depth;
     }
-    C sum = leaf(b, e);
+    T value = leaf(b, e);
     while (depth > 0 && (right >> (depth - 1) & 1)) {
       --depth;
-      sum = left[depth] + sum;
+      value = combine(left[depth], value);
     }
     if (depth == 0)
-      return sum;
-    left[depth - 1] = sum;
+      return value;
+    left[depth - 1] = value;
     right |= uint64_t(1) << (depth - 1);
     b = begin, e = end;
     for (int d = 0; d < depth; ++d) {
@@ -109,6 +110,18 @@ AMPC_HD C pairwiseSumOfLeaves(int64_t begin, int64_t end, const Leaf &leaf) {
         e = middle;
     }
   }
+}
+
+/// pairwiseSum's tree with its leaves given: leaf(b, e) is the sum of the
+/// leaf [b, e) (a range of at most 64 terms summed in order from 0), called
+/// for the leaves from left to right, and the leaves' sums are added as
+/// pairwiseSum adds them. With leaf(b, e) = that sequential sum it is
+/// pairwiseSum bit for bit; the CUDA target's LayerNorm backward sums each
+/// leaf's rows in one row group and the leaves here (issue 37, item 4).
+template <typename C, typename Leaf>
+AMPC_HD C pairwiseSumOfLeaves(int64_t begin, int64_t end, const Leaf &leaf) {
+  return pairwiseTree<C>(begin, end, leaf,
+                         [](C left, C right) { return left + right; });
 }
 
 /// The number of pairwiseSum's leaves over `count` terms.
@@ -147,6 +160,63 @@ AMPC_HD void meanAndVariance(int64_t count, const Value &value, C &mean,
                return d * d;
              }) /
              n;
+}
+
+/// The count, mean and sum of squared deviations from the mean (M2) of a
+/// range of terms: BatchNormalization's batch statistics in one pass.
+template <typename C> struct Moments {
+  int64_t count;
+  C mean, m2;
+};
+
+/// Chan's parallel formula: the moments of two adjacent ranges together,
+/// δ = mean_b − mean_a, mean = mean_a + δ·n_b/n, M2 = M2_a + M2_b +
+/// δ²·n_a·n_b/n, each operation rounded as written (both targets use
+/// this one function).
+template <typename C>
+AMPC_HD Moments<C> combineMoments(const Moments<C> &a, const Moments<C> &b) {
+  const int64_t count = a.count + b.count;
+  const C delta = b.mean - a.mean;
+  const C share = static_cast<C>(b.count) / static_cast<C>(count);
+  const C spread = delta * delta;
+  const C weight = static_cast<C>(a.count) * share;
+  const C shift = delta * share;
+  return {count, a.mean + shift, (a.m2 + b.m2) + spread * weight};
+}
+
+/// The moments of value(j) for j in [b, e), a range of at most 64 terms:
+/// the mean from the sum in order, then M2 in order (two passes over
+/// terms that stay in registers or cache).
+template <typename C, typename Value>
+AMPC_HD Moments<C> leafMoments(int64_t b, int64_t e, const Value &value) {
+  C sum = 0;
+  for (int64_t j = b; j < e; ++j)
+    sum += value(j);
+  const C mean = sum / static_cast<C>(e - b);
+  C m2 = 0;
+  for (int64_t j = b; j < e; ++j) {
+    const C d = value(j) - mean;
+    m2 += d * d;
+  }
+  return {e - b, mean, m2};
+}
+
+/// The moments of value(j) for j in [begin, end) over pairwiseSum's tree:
+/// leaves of at most 64 terms (leafMoments), nodes combined left with
+/// right (combineMoments). The CUDA kernels compute the tree's nodes in
+/// separate threads and blocks and combine them in this order, so the
+/// targets agree bit for bit. At most 64·2^32 terms (the walk's stack of
+/// left halves stays within the CUDA threads' default 1 KiB for f64).
+constexpr int kMomentsMaxDepth = 32;
+template <typename C, typename Value>
+AMPC_HD Moments<C> pairwiseMoments(int64_t begin, int64_t end,
+                                   const Value &value) {
+  return pairwiseTree<Moments<C>, kMomentsMaxDepth>(
+      begin, end,
+      [&](int64_t b, int64_t e) { return leafMoments<C>(b, e, value); },
+      [](const Moments<C> &a, const Moments<C> &b) {
+        return combineMoments(a, b);
+      });
 }
 
 /// How ampc.scatter combines an update with the value at its position

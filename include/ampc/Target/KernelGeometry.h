@@ -214,7 +214,8 @@ struct BatchNormGeometry {
 };
 BatchNormGeometry batchNormGeometry(mlir::Operation *op);
 /// Blocks per channel of the CUDA target's batch statistics and their
-/// adjoint's sums (ampc::cuda::channelSums, batchNormGradPartials):
+/// adjoint's sums (ampc::cuda::batchNormPartials and batchNormApply,
+/// batchNormGradPartials and batchNormGradInput, one grid each):
 /// cudaReduceSplits over the channel's n · inner elements, as a power of two
 /// of at most kCudaThreads whose blocks each take a node of the pairwise
 /// sum's tree (every node above them has more than 64 terms).

@@ -493,25 +493,18 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         StringRef c = g.compute;
         body << "  {\n";
         converted("scale", c, o.getScale());
-        if (o.getMean()) {
-          converted("mean", c, o.getMean());
-          converted("variance", c, o.getVar());
-        }
+        converted("mean", c, o.getMean());
+        converted("invStdDev", c, o.getInvStdDev());
         body << scratchArray(op, "gradScale", c)
              << scratchArray(op, "gradBias", c);
-        std::string statistics =
-            o.getMean() ? "nullptr, nullptr"
-                        : scratch(op, "batchMean", c) + ", " +
-                              scratch(op, "batchVariance", c);
         body << formatv(
-            "    ampc::cpu::batchNormGrad<{0}, {10}, {11}>({1}, {2}, {3}, {4}LL, "
-            "{5}LL, {6}LL, scale, {7}, {8}, {0}({9}), gradScale, gradBias, "
-            "{12});\n",
+            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}>({1}, {2}, {3}, {4}LL, "
+            "{5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
+            "gradBias);\n",
             c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-            g.channels, g.inner, o.getMean() ? "mean" : "nullptr",
-            o.getMean() ? "variance" : "nullptr",
-            exactLiteral(o.getEpsilon()), codec(elementOf(x)),
-            codec(elementOf(o.getGradInput())), statistics);
+            g.channels, g.inner, codec(elementOf(x)),
+            codec(elementOf(o.getGradInput())),
+            o.getTrainingMode() != 0 ? "true" : "false");
         storeAll("gradScale", o.getGradScale());
         storeAll("gradBias", o.getGradBias());
         body << "  }\n";
@@ -744,11 +737,22 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                     c, name(x), n, channels, inner, codec(elementOf(x)));
   StringRef m = training ? "batchMean" : "mean",
             v = training ? "batchVariance" : "variance";
+  // The saved statistics (@train_step): the mean and inverse standard
+  // deviation Y used, for batch_norm_grad.
+  Value savedMean = op.getSavedMean(), savedInvStd = op.getSavedInvStdDev();
+  if (savedMean)
+    body << scratchArray(op, "invStdDev", c);
   body << formatv("    ampc::cpu::batchNorm<{0}, {9}, {10}>({1}, {2}, {3}LL, "
-                  "{4}LL, {5}LL, scale, bias, {6}, {7}, {0}({8}));\n",
+                  "{4}LL, {5}LL, scale, bias, {6}, {7}, {0}({8}), {11});\n",
                   c, name(x), name(y), n, channels, inner, m, v,
                   exactLiteral(op.getEpsilon()), codec(elementOf(x)),
-                  codec(elementOf(y)));
+                  codec(elementOf(y)), savedMean ? "invStdDev" : "nullptr");
+  if (savedMean)
+    for (auto [out, from] : {std::pair<Value, StringRef>{savedMean, m},
+                             {savedInvStd, "invStdDev"}})
+      body << "    for (int64_t i = 0; i < " << channels << "LL; ++i) "
+           << name(out) << "[i] = "
+           << store(elementOf(out), (from + "[i]").str()) << ";\n";
   // Running statistics: running = input * momentum + batch * (1 -
   // momentum), the batch variance times runningVarianceFactor (population
   // or unbiased); outside training they are the inputs.

@@ -152,10 +152,6 @@ private:
                                 ValueRange outputs,
                                 llvm::raw_ostream &body) override;
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
-  /// BatchNormalization's batch statistics of `x` into the op's scratch
-  /// `mean` and `var` (channelPartials, channelCombine).
-  void emitChannelStatistics(Operation *op, Value x, StringRef mean,
-                             StringRef var, llvm::raw_ostream &body);
   /// Leading dimensions of row-major A, B and D as stored
   /// (ampc.batched_gemm); 0: packed rows.
   struct LeadingDims {

@@ -27,31 +27,6 @@ static std::string blockGrid(int64_t blocks) {
   return formatv("{0}u", std::min(blocks, kMaxRowBlocks)).str();
 }
 
-void CudaEmitter::emitChannelStatistics(Operation *op, Value x,
-                                        StringRef mean, StringRef var,
-                                        llvm::raw_ostream &body) {
-  BatchNormGeometry g = batchNormGeometry(op);
-  int64_t splits = cudaBatchNormSplits(g);
-  std::string threads = std::to_string(cudaBatchNormThreads(g));
-  std::string partials = scratch(op, "partials", g.compute);
-  for (StringRef squares : {"false", "true"})
-    launch(op,
-           formatv("ampc::cuda::channelSums<{0}, {1}>", g.compute,
-                   codec(elementOf(x)))
-               .str(),
-           g.channels * splits,
-           formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", name(x), g.n,
-                   g.channels, g.inner, splits, partials, squares)
-               .str(),
-           body, blockGrid(g.channels * splits), threads);
-  launch(op, formatv("ampc::cuda::channelCombine<{0}>", g.compute).str(),
-         g.channels,
-         formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}, {6}", partials, g.n,
-                 g.channels, g.inner, splits, mean, var)
-             .str(),
-         body, blockGrid(g.channels), threads);
-}
-
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                         llvm::raw_ostream &body) {
   // The pools' window; batch normalisation has none.
@@ -134,93 +109,102 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
             return op->emitError() << "the CUDA target needs scale, B, mean "
                                       "and var of one type";
         BatchNormGeometry g = batchNormGeometry(op);
-        int64_t n = g.n, c = g.channels, inner = g.inner;
         StringRef acc = g.compute;
-        std::string mean = "nullptr", var = "nullptr";
-        if (o.getTrainingMode()) {
-          mean = scratch(op, "mean", acc);
-          var = scratch(op, "variance", acc);
-          emitChannelStatistics(op, x, mean, var, body);
+        Value savedMean = o.getSavedMean();
+        std::string types =
+            formatv("{0}, {1}, {2}, {3}, {4}, {5}", acc, codec(elementOf(x)),
+                    codec(elementOf(o.getOutput())), codec(p),
+                    codec(elementOf(o.getRunningMean())),
+                    codec(savedMean ? elementOf(savedMean) : p))
+                .str();
+        std::string saved =
+            savedMean ? name(savedMean) + ", " + name(o.getSavedInvStdDev())
+                      : "nullptr, nullptr";
+        std::string epsilon =
+            formatv("{0}({1})", acc, exactLiteral(o.getEpsilon())).str();
+        std::string parameters =
+            formatv("{0}, {1}, {2}, {3}", name(o.getScale()),
+                    name(o.getBias()), name(o.getInputMean()),
+                    name(o.getInputVar()))
+                .str();
+        if (!o.getTrainingMode()) {
+          launch(op, "ampc::cuda::batchNorm<" + types + ">",
+                 tensorOf(x).getNumElements(),
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}, {7}, {8}, "
+                         "{9}",
+                         name(x), name(o.getOutput()), g.n, g.channels, g.inner,
+                         parameters, epsilon, name(o.getRunningMean()),
+                         name(o.getRunningVar()), saved)
+                     .str(),
+                 body);
+          return success();
         }
+        // Training mode: each block's node of the channel's moments, then
+        // the apply in the same grid (CudaKernels.cuh, batchNormPartials).
+        int64_t splits = cudaBatchNormSplits(g);
+        std::string threads = std::to_string(cudaBatchNormThreads(g));
+        std::string partials = scratch(op, "partials", acc);
+        std::string grid = blockGrid(g.channels * splits);
         launch(op,
-               formatv("ampc::cuda::batchNorm<{0}, {1}, {2}, {3}, {4}>", acc,
-                       codec(elementOf(x)), codec(elementOf(o.getOutput())),
-                       codec(p), codec(elementOf(o.getRunningMean())))
+               formatv("ampc::cuda::batchNormPartials<{0}, {1}>", acc,
+                       codec(elementOf(x)))
                    .str(),
-               tensorOf(x).getNumElements(),
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}, {7}, {8}, {9}, "
-                       "{10}, {11}({12}), {11}({13:e17}), {11}({16:e17}), "
-                       "{14}, {15}",
-                       name(x), name(o.getOutput()), n, c, inner,
-                       name(o.getScale()), name(o.getBias()),
-                       name(o.getInputMean()), name(o.getInputVar()), mean, var,
-                       acc, exactLiteral(o.getEpsilon()),
+               g.channels * splits,
+               formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}", name(x), g.n,
+                       g.channels, g.inner, splits, partials)
+                   .str(),
+               body, grid, threads);
+        launch(op, "ampc::cuda::batchNormApply<" + types + ">",
+               g.channels * splits,
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                       "{9}({10:e17}), {9}({11:e17}), {12}, {13}, {14}",
+                       name(x), name(o.getOutput()), g.n, g.channels, g.inner,
+                       splits, partials, parameters, epsilon, acc,
                        o.getMomentum().convertToDouble(),
-                       name(o.getRunningMean()), name(o.getRunningVar()),
-                       o.runningVarianceFactor())
+                       o.runningVarianceFactor(), name(o.getRunningMean()),
+                       name(o.getRunningVar()), saved)
                    .str(),
-               body);
+               body, grid, threads);
         return success();
       })
       .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
         Value x = o.getInput();
-        Type p = elementOf(o.getScale());
-        if ((o.getMean() && elementOf(o.getMean()) != p) ||
-            (o.getVar() && elementOf(o.getVar()) != p))
-          return op->emitError() << "the CUDA target needs scale, mean and "
-                                    "var of one type";
+        Type p = elementOf(o.getScale()), v = elementOf(o.getMean());
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef acc = g.compute;
         int64_t splits = cudaBatchNormSplits(g);
         std::string threads = std::to_string(cudaBatchNormThreads(g));
-        // Training mode: the batch statistics first, as the forward has them.
-        std::string mean = "nullptr", var = "nullptr";
-        if (!o.getMean()) {
-          mean = scratch(op, "mean", acc);
-          var = scratch(op, "variance", acc);
-          emitChannelStatistics(op, x, mean, var, body);
-        }
-        std::string inputMean = o.getMean() ? name(o.getMean()) : "nullptr";
-        std::string inputVar = o.getVar() ? name(o.getVar()) : "nullptr";
-        std::string epsilon =
-            formatv("{0}({1})", acc, exactLiteral(o.getEpsilon())).str();
         std::string partials = scratch(op, "partials", acc);
-        std::string sums = scratch(op, "sums", acc);
+        std::string grid = blockGrid(g.channels * splits);
+        std::string statistics =
+            name(o.getMean()) + ", " + name(o.getInvStdDev());
         launch(op,
                formatv("ampc::cuda::batchNormGradPartials<{0}, {1}, {2}>", acc,
-                       codec(elementOf(x)), codec(p))
+                       codec(elementOf(x)), codec(v))
                    .str(),
                g.channels * splits,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
-                       "{9}, {10}, {11}",
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}",
                        name(o.getGrad()), name(x), g.n, g.channels, g.inner,
-                       splits, mean, var, inputMean, inputVar, epsilon,
-                       partials)
+                       splits, statistics, partials)
                    .str(),
-               body, blockGrid(g.channels * splits), threads);
+               body, grid, threads);
         launch(op,
-               formatv("ampc::cuda::batchNormGradCombine<{0}, {1}>", acc,
+               formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}, "
+                       "{4}, {5}>",
+                       acc, codec(elementOf(x)),
+                       codec(elementOf(o.getGradInput())), codec(p), codec(v),
                        codec(elementOf(o.getGradScale())))
                    .str(),
-               g.channels,
-               formatv("{0}, {1}LL, {2}LL, {3}, {4}, {5}", partials, g.channels,
-                       splits, sums, name(o.getGradScale()),
-                       name(o.getGradBias()))
-                   .str(),
-               body, blockGrid(g.channels), threads);
-        launch(op,
-               formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}>",
-                       acc, codec(elementOf(x)),
-                       codec(elementOf(o.getGradInput())), codec(p))
-                   .str(),
-               tensorOf(x).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+               g.channels * splits,
+               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}, {8}, "
                        "{9}, {10}, {11}, {12}",
                        name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-                       g.channels, g.inner, name(o.getScale()), mean, var,
-                       inputMean, inputVar, epsilon, sums)
+                       g.channels, g.inner, splits, partials,
+                       name(o.getScale()), statistics,
+                       o.getTrainingMode() != 0 ? "true" : "false",
+                       name(o.getGradScale()), name(o.getGradBias()))
                    .str(),
-               body);
+               body, grid, threads);
         return success();
       })
       .Default([&](Operation *) { return failure(); });

@@ -560,17 +560,13 @@ ScratchLayout cpuScratch(Operation *op) {
           l.add("batchMean", c, acc);
           l.add("batchVariance", c, acc);
         }
+        if (o.getSavedStatistics())
+          l.add("invStdDev", c, acc);
       })
-      .Case([&](ampc::BatchNormGradOp o) {
+      .Case([&](ampc::BatchNormGradOp) {
         int64_t c = batchNormGeometry(op).channels;
-        l.add("scale", c, acc);
-        if (o.getMean()) {
-          l.add("mean", c, acc);
-          l.add("variance", c, acc);
-        } else {
-          l.add("batchMean", c, acc);
-          l.add("batchVariance", c, acc);
-        }
+        for (StringRef name : {"scale", "mean", "invStdDev"})
+          l.add(name, c, acc);
         l.add("gradScale", c, acc);
         l.add("gradBias", c, acc);
       })
@@ -670,24 +666,14 @@ ScratchLayout cudaScratch(Operation *op) {
       })
       .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
           [&](Operation *) {
-            // The batch statistics (training mode), each block's two sums
-            // (channelPartials, then batchNormGradPartials in the same
-            // place), and batch_norm_grad's two sums per channel.
+            // Each block's two partials: the moments of its node of the
+            // channel (training-mode BatchNormalization), or its nodes of
+            // batch_norm_grad's two sums.
+            auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
+            if (bn && bn.getTrainingMode() == 0)
+              return;
             BatchNormGeometry g = batchNormGeometry(op);
-            bool training =
-                isa<ampc::BatchNormalizationOp>(op)
-                    ? cast<ampc::BatchNormalizationOp>(op).getTrainingMode() !=
-                          0
-                    : !cast<ampc::BatchNormGradOp>(op).getMean();
-            if (training) {
-              l.add("mean", g.channels, acc);
-              l.add("variance", g.channels, acc);
-            }
-            if (training || isa<ampc::BatchNormGradOp>(op))
-              l.add("partials",
-                    2 * g.channels * cudaBatchNormSplits(g), acc);
-            if (isa<ampc::BatchNormGradOp>(op))
-              l.add("sums", 2 * g.channels, acc);
+            l.add("partials", 2 * g.channels * cudaBatchNormSplits(g), acc);
           })
       .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
         l.add("logp", countOf(o.getScores()), acc);

@@ -22,59 +22,52 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 
 // -----
 
-// BatchNormalization in inference mode uses the running statistics (null
-// batch statistics, epsilon 1e-5); in training mode a block per channel
-// (8 blocks, 1 split; 32 threads, cudaBatchNormThreads: its 32 elements
-// are one node of the tree, one thread's) writes its node of the pairwise sum, then of the
-// squared deviations, to the partials and channelCombine (a block per
-// channel) the batch mean and variance to scratch (64 bytes apart), which
-// the normalisation reads (epsilon 1e-3) and the running update with
-// momentum 0.9 writes to offsets 2048 and 2112.
+// BatchNormalization in inference mode uses the running statistics, a
+// thread per element (epsilon 1e-5; no saved statistics: nullptr); in
+// training mode two launches in one grid, a block per channel (8 blocks, 1
+// split; 32 threads, cudaBatchNormThreads: its 32 elements are one node of
+// the tree, one thread's): batchNormPartials writes the block's node of the
+// channel's moments (mean, M2) to the partials, batchNormApply combines
+// them, normalises (epsilon 1e-3) and writes the running update with
+// momentum 0.9 and the saved mean and inverse standard deviation.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cuda::launch("batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, v0, 2LL, 8LL, 16LL, in1, in2, in3, in4, nullptr, nullptr, float(9.99999974737875164e-06), float(8.99999976158142090e-01), float(1.00000000000000000e+00), v1, v2);
-// CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 2368);
+// CHECK:         ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, v0, 2LL, 8LL, 16LL, in1, in2, in3, in4, float(9.99999974737875164e-06), v1, v2, nullptr, nullptr);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization");
+// CHECK-NEXT:    float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 2368);
 // CHECK-NEXT:    float *[[RM:v[0-9]+]] = reinterpret_cast<float *>(state + 3392);
 // CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 3456);
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", ampc::cuda::channelSums<float, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART:[0-9]+]]), false);
+// CHECK-NEXT:    float *[[SM:v[0-9]+]] = reinterpret_cast<float *>(state + 3520);
+// CHECK-NEXT:    float *[[SR:v[0-9]+]] = reinterpret_cast<float *>(state + 3584);
+// CHECK-NEXT:    ampc::cuda::launch("batchNormPartials<float, ampc::cuda::As<float>>", ampc::cuda::batchNormPartials<float, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_normalization)
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", ampc::cuda::channelSums<float, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + [[PART]]), true);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", ampc::cuda::channelCombine<float>, 8u, 32, 0, ctx.stream, reinterpret_cast<float *>(state + [[PART]]), 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + 3520), reinterpret_cast<float *>(state + 3584));
-// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization");
-// CHECK-NEXT:    ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<{{.*}}>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, in1, in2, in3, in4, reinterpret_cast<float *>(state + 3520), reinterpret_cast<float *>(state + 3584), float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]]);
-func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>) {
+// CHECK-NEXT:    ampc::cuda::launch("batchNormApply<{{.*}}>", ampc::cuda::batchNormApply<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, 1LL, [[P]], in1, in2, in3, in4, float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]], [[SM]], [[SR]]);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_normalization)
+func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %e:3 = ampc.batch_normalization %x, %s, %bias, %m, %v : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>)
-  %t:3 = ampc.batch_normalization %x, %s, %bias, %m, %v {epsilon = 1.0e-03 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>)
-  return %e#0, %t#0, %t#1, %t#2 : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>
+  %t:5 = ampc.batch_normalization %x, %s, %bias, %m, %v {epsilon = 1.0e-03 : f32, momentum = 0.9 : f32, training_mode = 1 : i64, saved_statistics} : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %e#0, %t#0, %t#1, %t#2, %t#3, %t#4 : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // -----
 
 // The adjoints: BatchNorm's (f16 data and data gradient, FP32 scale and
-// parameter gradients) in training mode recomputes the batch statistics
-// (channelSums twice, channelCombine), then a block per channel sums g and
-// g·x̂ into the same partials, batchNormGradCombine writes the Scale and B
-// gradients and the two sums, and the input gradient is a thread per
-// element; LayerNorm's a warp per row.
+// parameter gradients, from the saved mean and inverse standard deviation)
+// in two launches in one grid: a block per channel sums g and g·x̂ into
+// the partials, then batchNormGradInput combines them, writes the input
+// gradient and (the channel's first block) the Scale and B gradients;
+// LayerNorm's a warp per row.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 9856);
-// CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 10368);
-// CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10432);
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::AsF16>", ampc::cuda::channelSums<float, ampc::cuda::AsF16>, 8u, 32, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], false);
+// CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 9984);
+// CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 10496);
+// CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10560);
+// CHECK-NEXT:    ampc::cuda::launch("batchNormGradPartials<float, ampc::cuda::AsF16, ampc::cuda::As<float>>", ampc::cuda::batchNormGradPartials<float, ampc::cuda::AsF16, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, in1, 2LL, 8LL, 16LL, 1LL, in3, in4, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_norm_grad"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_norm_grad)
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::AsF16>", {{.*}}, 8u, 32, 0, ctx.stream, in1, 2LL, 8LL, 16LL, 1LL, [[P]], true);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", ampc::cuda::channelCombine<float>, 8u, 32, 0, ctx.stream, [[P]], 2LL, 8LL, 16LL, 1LL, [[M:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], [[V:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("batchNormGradPartials<float, ampc::cuda::AsF16, ampc::cuda::As<float>>", ampc::cuda::batchNormGradPartials<float, ampc::cuda::AsF16, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, in1, 2LL, 8LL, 16LL, 1LL, [[M]], [[V]], nullptr, nullptr, float(9.99999974737875164e-06), [[P]]);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("batchNormGradCombine<float, ampc::cuda::As<float>>", ampc::cuda::batchNormGradCombine<float, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, [[P]], 8LL, 1LL, [[SUMS:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], [[DS]], [[DB]]);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("batchNormGradInput<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>>", ampc::cuda::batchNormGradInput<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, in2, [[M]], [[V]], nullptr, nullptr, float(9.99999974737875164e-06), [[SUMS]]);
-// CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 10496);
-// CHECK-NEXT:    ampc::cuda::launch("layerNormGradByWarp<{{.*}}>", ampc::cuda::layerNormGradByWarp<{{.*}}>, 4u, ampc::cuda::kThreads, 0, ctx.stream, in3, in3, in4, ampc::cuda::Strided{1, {64LL}, {1LL}}, in5, in6, [[DL]], 32LL, 64LL, nullptr);
-func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
-  %0:3 = ampc.batch_norm_grad %dy, %x, %s : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT:    ampc::cuda::launch("batchNormGradInput<{{.*}}>", ampc::cuda::batchNormGradInput<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, 1LL, [[P]], in2, in3, in4, true, [[DS]], [[DB]]);
+// CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_norm_grad"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_norm_grad)
+// CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 10624);
+// CHECK-NEXT:    ampc::cuda::launch("layerNormGradByWarp<{{.*}}>", ampc::cuda::layerNormGradByWarp<{{.*}}>, 4u, ampc::cuda::kThreads, 0, ctx.stream, in5, in5, in6, ampc::cuda::Strided{1, {64LL}, {1LL}}, in7, in8, [[DL]], 32LL, 64LL, nullptr);
+func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor<8xf32>, %bm: tensor<8xf32>, %br: tensor<8xf32>, %lx: tensor<2x16x64xf32>, %g: tensor<64xf32>, %lm: tensor<2x16x1xf32>, %lr: tensor<2x16x1xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>) {
+  %0:3 = ampc.batch_norm_grad %dy, %x, %s, %bm, %br : (tensor<2x8x4x4xf16>, tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>)
   %1 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
   return %0#0, %0#1, %0#2, %1 : tensor<2x8x4x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x16x64xf32>
 }
@@ -83,14 +76,12 @@ func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor
 
 // Few channels of many elements (2 channels of 4·64·64): each channel's
 // elements split over 2 blocks (cudaBatchNormSplits), 4 blocks in all, then
-// combined per channel; 128 threads a block (the tree's nodes below each
+// combined per channel by each block of the apply; 128 threads a block (the tree's nodes below each
 // block: 16384 / (2 · 128) = 64 terms each).
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", {{.*}}, 4u, 128, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]], false);
+// CHECK:         ampc::cuda::launch("batchNormPartials<float, ampc::cuda::As<float>>", {{.*}}, 4u, 128, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P:reinterpret_cast<float \*>\(state \+ [0-9]+\)]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: split 2 rows of 16384 (ampc.batch_normalization)
-// CHECK-NEXT:    ampc::cuda::launch("channelSums<float, ampc::cuda::As<float>>", {{.*}}, 4u, 128, 0, ctx.stream, in0, 4LL, 2LL, 4096LL, 2LL, [[P]], true);
-// CHECK-NEXT:    AMPC_LAUNCHED
-// CHECK-NEXT:    ampc::cuda::launch("channelCombine<float>", {{.*}}, 2u, 128, 0, ctx.stream, [[P]], 4LL, 2LL, 4096LL, 2LL,
+// CHECK-NEXT:    ampc::cuda::launch("batchNormApply<{{.*}}>", {{.*}}, 4u, 128, 0, ctx.stream, in0, v0, 4LL, 2LL, 4096LL, 2LL, [[P]], in1, in2, in3, in4, float(9.99999974737875164e-06), float(8.99999976158142090e-01), float(1.00000000000000000e+00), v1, v2, nullptr, nullptr);
 func.func @forward(%x: tensor<4x2x64x64xf32>, %s: tensor<2xf32>, %bias: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>) -> (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>) {
   %t:3 = ampc.batch_normalization %x, %s, %bias, %m, %v {training_mode = 1 : i64} : (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>)
   return %t#0, %t#1, %t#2 : tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>
