@@ -6,9 +6,14 @@ usage: /usr/bin/python3 bench/cpu_train.py [--build build] [--model mlp784]
            [--precision fp32 fp16]
 
 Models (torch modules, seeded default initialisation, exported to ONNX at
-opset 17 with a symbolic batch):
-  mlp784  784-512-512-10 with ReLU (MNIST-sized), default batch 128
-  digits  64-128-128-10 with ReLU (examples/digits, the demo), batch 64
+opset 17; the MLPs with a symbolic batch, the CNNs in training mode at
+their batch, BatchNorm on batch statistics on both sides):
+  mlp784     784-512-512-10 with ReLU (MNIST-sized), default batch 128
+  digits     64-128-128-10 with ReLU (examples/digits, the demo), batch 64
+  conv1d_bn  Conv1d(16, 64, 5) BatchNorm ReLU, Conv1d(64, 64, 5) BatchNorm
+             ReLU, mean over time, Linear(64, 10); input 16 x 256, batch 8
+  resnet18   torchvision's, 10 classes, input 3 x --size x --size (224),
+             batch 8
 
 For each --precision the model is compiled with
     ampc MODEL.onnx --batch B --precision=P -o train.so
@@ -43,7 +48,32 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
 
 MODELS = {"mlp784": ([784, 512, 512, 10], 128),
-          "digits": ([64, 128, 128, 10], 64)}
+          "digits": ([64, 128, 128, 10], 64),
+          "conv1d_bn": (None, 8), "resnet18": (None, 8)}
+
+
+def build_cnn(name, size):
+    """(module, input shape without the batch) of a CNN of MODELS."""
+    import torch
+    torch.manual_seed(0)
+    if name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(num_classes=10), (3, size, size)
+
+    class Conv1dBn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(
+                torch.nn.Conv1d(16, 64, 5, padding=2),
+                torch.nn.BatchNorm1d(64), torch.nn.ReLU(),
+                torch.nn.Conv1d(64, 64, 5, padding=2),
+                torch.nn.BatchNorm1d(64), torch.nn.ReLU())
+            self.head = torch.nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(self.body(x).mean(dim=2))
+
+    return Conv1dBn(), (16, 256)
 
 
 def main():
@@ -56,6 +86,8 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--precision", nargs="+", default=["fp32", "fp16"],
                    choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--size", type=int, default=224,
+                   help="resnet18's image size")
     args = p.parse_args()
     # Before numpy/torch load their BLAS.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -71,32 +103,45 @@ def main():
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="ampc-bench-train-")
 
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            layers.append(torch.nn.ReLU())
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(*layers)
-    initial = {k: v.clone() for k, v in model.state_dict().items()}
     onnx_path = os.path.join(work, f"{args.model}.onnx")
-    torch.onnx.export(model, torch.zeros(batch, sizes[0]), onnx_path,
-                      opset_version=17, input_names=["x"],
-                      output_names=["logits"],
-                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+    if sizes:
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+            if i + 2 < len(sizes):
+                layers.append(torch.nn.ReLU())
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(*layers)
+        torch.onnx.export(model, torch.zeros(batch, sizes[0]), onnx_path,
+                          opset_version=17, input_names=["x"],
+                          output_names=["logits"],
+                          dynamic_axes={"x": {0: "batch"},
+                                        "logits": {0: "batch"}})
+        shape, classes = (sizes[0],), sizes[-1]
+        description = "MLP " + "-".join(map(str, sizes))
+    else:
+        from ampc_testing import export_onnx
+        model, shape = build_cnn(args.model, args.size)
+        export_onnx(model, torch.zeros((batch,) + shape), onnx_path,
+                    training=True)
+        classes = 10
+        description = "x".join(map(str, shape)) + " input"
+    model.train()
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
 
     rng = np.random.default_rng(0)
-    x_np = rng.random((batch, sizes[0]), dtype=np.float32)
-    y_np = rng.integers(0, sizes[-1], size=batch, dtype=np.int64)
+    x_np = rng.random((batch,) + shape, dtype=np.float32)
+    y_np = rng.integers(0, classes, size=batch, dtype=np.int64)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
 
     runtime = os.path.join(build, "lib", "libampc_runtime.so")
     rows = []
     for precision in args.precision:
         so = os.path.join(work, f"{args.model}_{precision}.so")
+        batch_flag = ["--batch", str(batch)] if sizes else []
         subprocess.run([os.path.join(build, "bin", "ampc"), onnx_path,
-                        "--batch", str(batch), f"--precision={precision}",
-                        "-o", so], check=True)
+                        "--target=cpu", f"--precision={precision}", "-o",
+                        so] + batch_flag, check=True)
         library = Model(so, runtime=runtime)
         loss_np = np.zeros((), np.float32)
         step = library.bind_train_step([x_np, y_np], loss_np)
@@ -123,8 +168,7 @@ def main():
         rows.append((precision, ta, tt, diff))
         library.close()
 
-    dims = "-".join(map(str, sizes))
-    print(f"MLP {dims} ({args.model}), batch {batch}, AdamW, "
+    print(f"{description} ({args.model}), batch {batch}, AdamW, "
           f"{args.threads} thread(s), median of {args.steps} steps after "
           f"{args.warmup} warm-up; torch {torch.__version__} fp32 eager, "
           f"AdamW foreach=False")

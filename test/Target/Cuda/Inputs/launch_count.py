@@ -9,6 +9,8 @@ usage:
   launch_count.py encoder OUT.onnx [--d-model 256] [--heads 4] [--batch 8]
                   [--seq 64] [--feed-forward 2048] [--dropout 0] [--classes 10]
   launch_count.py gpt OUT.onnx [--d-model 32] [--heads 2] [--batch 2] [--seq 8]
+  launch_count.py resnet18 OUT.onnx [--batch 2] [--size 32]
+                  (torchvision's, 10 classes, seeded, training-mode export)
 
 count: loads LIBRARY through the runtime C API (python/ampc/runtime.py),
 runs one warm-up train_step, resets the counters, queues
@@ -223,6 +225,16 @@ def export_gpt(args):
                 args.out, training=True)
 
 
+def export_resnet18(args):
+    import torch
+    import torchvision
+    from ampc_testing import export_onnx
+    torch.manual_seed(0)
+    export_onnx(torchvision.models.resnet18(num_classes=10),
+                torch.randn(args.batch, 3, args.size, args.size), args.out,
+                training=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -246,7 +258,14 @@ def main():
     gpt.add_argument("--heads", type=int, default=2)
     gpt.add_argument("--batch", type=int, default=2)
     gpt.add_argument("--seq", type=int, default=8)
+    resnet = sub.add_parser("resnet18")
+    resnet.add_argument("out")
+    resnet.add_argument("--batch", type=int, default=2)
+    resnet.add_argument("--size", type=int, default=32)
     args = parser.parse_args()
+    if args.command == "resnet18":
+        export_resnet18(args)
+        return 0
     if args.command == "gpt":
         export_gpt(args)
         return 0
