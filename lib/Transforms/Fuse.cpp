@@ -42,6 +42,8 @@ namespace ampc {
 
 using namespace mlir;
 using ampc::isFusible;
+using ampc::shapeOf;
+using ampc::tensorOf;
 
 namespace {
 
@@ -49,14 +51,6 @@ namespace {
 /// copied into the groups that read it. Its operands broadcast to its
 /// result, so they are no larger.
 constexpr int64_t kMaxBroadcastElements = 4096;
-
-RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-ArrayRef<int64_t> shapeOf(Operation *op) {
-  return tensorOf(op->getResult(0)).getShape();
-}
 
 bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   std::optional<SmallVector<int64_t>> b = ampc::broadcastShapes({from, to});

@@ -29,19 +29,13 @@ namespace ampc {
 
 using namespace mlir;
 using ampc::isFusible;
+using ampc::shapeOf;
+using ampc::tensorOf;
 
 namespace {
 
 /// The largest result a member may have.
 constexpr int64_t kMaxElements = 4096;
-
-RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-ArrayRef<int64_t> shapeOf(Operation *op) {
-  return tensorOf(op->getResult(0)).getShape();
-}
 
 /// The most members a horizontal fusion takes (each is a kernel argument
 /// or two).

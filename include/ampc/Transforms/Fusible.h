@@ -11,6 +11,7 @@
 #ifndef AMPC_TRANSFORMS_FUSIBLE_H
 #define AMPC_TRANSFORMS_FUSIBLE_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -24,6 +25,15 @@ constexpr unsigned kMaxCopiedOps = 16;
 /// Elementwise (AMPC_Elementwise) with one ranked result: what an
 /// ampc.fusion body holds. Null is not fusible.
 bool isFusible(mlir::Operation *op);
+
+/// The ranked tensor type of `v`, and the shape of `op`'s first result:
+/// what the fusion passes compare.
+inline mlir::RankedTensorType tensorOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Operation *op) {
+  return tensorOf(op->getResult(0)).getShape();
+}
 
 /// `ops` (all in one block) in program order, the order copies of them
 /// are made in.
