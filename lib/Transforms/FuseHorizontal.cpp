@@ -83,19 +83,6 @@ void buildHorizontal(ArrayRef<Operation *> run) {
   }
 }
 
-/// Whether a store in (`from`, `to`) writes a parameter or state `to`
-/// reads in place.
-bool storedSince(Operation *from, Operation *to) {
-  SmallVector<StringAttr> read;
-  for (Value operand : to->getOperands())
-    llvm::append_range(read, ampc::storageSymbols(operand));
-  for (Operation *o = from->getNextNode(); o && o != to; o = o->getNextNode())
-    if (auto store = dyn_cast<ampc::StoreOp>(o);
-        store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
-      return true;
-  return false;
-}
-
 /// The horizontal step (file comment).
 void fuseHorizontally(Block &block) {
   SmallVector<Operation *> run;
@@ -127,7 +114,7 @@ void fuseHorizontally(Block &block) {
                       [&](Value v) {
                         return members.contains(v.getDefiningOp());
                       }) &&
-        !storedSince(run.front(), &op);
+        !ampc::storedBetween(run.front(), &op, &op);
     if (!joins)
       flush();
     run.push_back(&op);

@@ -79,12 +79,16 @@ SmallVector<StringAttr, 1> ampc::storageSymbols(Value v) {
 }
 
 bool ampc::storedBetween(Operation *op, Operation *at) {
+  return storedBetween(op, op, at);
+}
+
+bool ampc::storedBetween(Operation *from, Operation *op, Operation *at) {
   SmallVector<StringAttr> read;
   for (Value operand : op->getOperands())
     llvm::append_range(read, ampc::storageSymbols(operand));
   if (read.empty())
     return false;
-  for (Operation *o = op->getNextNode(); o && o != at; o = o->getNextNode())
+  for (Operation *o = from->getNextNode(); o && o != at; o = o->getNextNode())
     if (auto store = dyn_cast<ampc::StoreOp>(o);
         store && llvm::is_contained(read, store.getTargetAttr().getAttr()))
       return true;

@@ -48,6 +48,11 @@ llvm::SmallVector<mlir::StringAttr, 1> storageSymbols(mlir::Value value);
 /// writes a parameter or state `op` reads in place: a copy of `op`, or a
 /// kernel that computes it, placed at `at` would read the stored value.
 bool storedBetween(mlir::Operation *op, mlir::Operation *at);
+/// Whether a store after `from` and before `at` writes what `op` reads in
+/// place: `op` moved up to `from` (ampc-fuse-horizontal) would read the
+/// stored value when such a store lies between `from` and `op`.
+bool storedBetween(mlir::Operation *from, mlir::Operation *op,
+                   mlir::Operation *at);
 
 /// The arena offset of `value` (an op result), or std::nullopt when the
 /// plan gives it no buffer.

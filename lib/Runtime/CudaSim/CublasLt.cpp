@@ -1313,12 +1313,6 @@ cublasStatus_t checkMemory(const char *call, const char *what,
                   prefix + " is a host pointer, not device memory");
 }
 
-bool overlaps(const void *x, uint64_t xBytes, const void *y, uint64_t yBytes) {
-  const auto a = reinterpret_cast<uintptr_t>(x),
-             b = reinterpret_cast<uintptr_t>(y);
-  return xBytes && yBytes && a < b + yBytes && b < a + xBytes;
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//

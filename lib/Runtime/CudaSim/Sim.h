@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -95,6 +96,15 @@ cudaError_t fail(cudaError_t error, const std::string &message);
 
 /// The same for cuBLASLt: the detail cublasLtGetStatusString returns.
 cublasStatus_t failBlas(cublasStatus_t status, const std::string &message);
+
+/// Whether [x, x + xBytes) and [y, y + yBytes) share a byte (empty ranges
+/// share none): the libraries' rule that an output overlaps no input.
+inline bool overlaps(const void *x, uint64_t xBytes, const void *y,
+                     uint64_t yBytes) {
+  const auto a = reinterpret_cast<uintptr_t>(x),
+             b = reinterpret_cast<uintptr_t>(y);
+  return xBytes && yBytes && a < b + yBytes && b < a + xBytes;
+}
 
 /// What a piece of queued work is, for the counts of Counters.h.
 enum class Work { Kernel, Gemm, Copy, Memset, HostFunction, Graph, Cudnn };
