@@ -133,3 +133,26 @@ func.func @forward(%x: tensor<4xf32>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> (
   %2 = ampc.mod %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
   return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xi64>
 }
+
+// -----
+
+// A fusion with two results (ampc-fuse-horizontal): one loop writing both
+// outputs, each value rounded once to its type and stored.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:         ampc::cpu::forEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
+// CHECK-NEXT:      const float x0 = in0[i0];
+// CHECK-NEXT:      const float x1 = ampc::cpu::loadF16(in1[i1]);
+// CHECK-NEXT:      const float t0 = static_cast<float>((std::exp(x0)));
+// CHECK-NEXT:      const float t1 = ampc::cpu::loadF16(ampc::cpu::storeF16((-x1)));
+// CHECK-NEXT:      [[A:v[0-9]+]][o] = static_cast<float>(t0);
+// CHECK-NEXT:      [[B:v[0-9]+]][o] = ampc::cpu::storeF16(t1);
+// CHECK-NEXT:    }); }
+func.func @forward(%x: tensor<8xf32>, %y: tensor<8xf16>) -> (tensor<8xf32>, tensor<8xf16>) {
+  %0:2 = ampc.fusion(%x, %y) : (tensor<8xf32>, tensor<8xf16>) -> (tensor<8xf32>, tensor<8xf16>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf16>):
+    %e = ampc.exp %a : tensor<8xf32>
+    %n = ampc.neg %b : tensor<8xf16>
+    ampc.yield %e, %n : tensor<8xf32>, tensor<8xf16>
+  }
+  return %0#0, %0#1 : tensor<8xf32>, tensor<8xf16>
+}

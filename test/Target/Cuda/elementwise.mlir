@@ -118,3 +118,28 @@ func.func @forward(%x: tensor<2x3xf64>, %i: tensor<3xi64>, %e: tensor<i32>, %j: 
   %3 = ampc.div %i, %j : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
   return %2, %3 : tensor<2x3xf64>, tensor<3xi64>
 }
+
+// -----
+
+// A fusion with two results (ampc-fuse-horizontal): one kernel writing
+// both outputs, each value rounded once to its type and stored.
+// CHECK-LABEL: // k0: ampc.exp ampc.neg
+// CHECK-NEXT:  k0(const float *__restrict__ a0, const uint16_t *__restrict__ a1, float *__restrict__ out0, uint16_t *__restrict__ out1) {
+// CHECK-NEXT:    AMPC_FOR(o, 8LL) {
+// CHECK-NEXT:      const float x0 = a0[o];
+// CHECK-NEXT:      const float x1 = ampc::cuda::loadF16(a1[o]);
+// CHECK-NEXT:      const float t0 = static_cast<float>((std::exp(x0)));
+// CHECK-NEXT:      const float t1 = ampc::cuda::loadF16(ampc::cuda::storeF16((-x1)));
+// CHECK-NEXT:      out0[o] = static_cast<float>(t0);
+// CHECK-NEXT:      out1[o] = ampc::cuda::storeF16(t1);
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+func.func @forward(%x: tensor<8xf32>, %y: tensor<8xf16>) -> (tensor<8xf32>, tensor<8xf16>) {
+  %0:2 = ampc.fusion(%x, %y) : (tensor<8xf32>, tensor<8xf16>) -> (tensor<8xf32>, tensor<8xf16>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf16>):
+    %e = ampc.exp %a : tensor<8xf32>
+    %n = ampc.neg %b : tensor<8xf16>
+    ampc.yield %e, %n : tensor<8xf32>, tensor<8xf16>
+  }
+  return %0#0, %0#1 : tensor<8xf32>, tensor<8xf16>
+}
