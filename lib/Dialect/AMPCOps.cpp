@@ -1070,6 +1070,15 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *ctx,
       return fail<Op>(loc, name + " must have shape [" + Twine(channels) +
                                "], got " + formatList(t->getShape()));
   }
+  // The epilogue's residual is added to Y elementwise, in Y's type.
+  if (Value residual = adaptor.getResidual())
+    if (residual.getType() != *x) {
+      std::string message;
+      llvm::raw_string_ostream os(message);
+      os << "residual must have X's type " << *x << ", got "
+         << residual.getType();
+      return fail<Op>(loc, message);
+    }
   types.push_back(*x);
   types.push_back(adaptor.getInputMean().getType());
   types.push_back(adaptor.getInputVar().getType());
@@ -1817,9 +1826,17 @@ LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                " (the forward's saved statistics), got " +
                                formatType(v.getType()));
   }
+  // The prologue's operands are read elementwise beside grad.
+  for (auto [name, v] : {std::pair<StringRef, Value>{"addend", adaptor.getAddend()},
+                         {"relu_output", adaptor.getReluOutput()}})
+    if (v && v.getType() != *x)
+      return fail<Op>(loc, name + " type " + formatType(v.getType()) +
+                               " differs from input type " + formatType(*x));
   types.push_back(*x);
   types.push_back(*scale);
   types.push_back(*scale);
+  if (adaptor.getKeepGrad())
+    types.push_back(*x);
   return success();
 }
 

@@ -594,8 +594,8 @@ LogicalResult BatchNormalizationOp::buildGradient(
   AdjointBuilder ab(b, *this);
   auto grad = BatchNormGradOp::create(
       b, ab.loc, dResults[0], getInput(), getScale(), forward.getSavedMean(),
-      forward.getSavedInvStdDev(),
-      b.getI64IntegerAttr(getTrainingMode()));
+      forward.getSavedInvStdDev(), /*addend=*/Value(), /*relu_output=*/Value(),
+      b.getI64IntegerAttr(getTrainingMode()), /*keep_grad=*/UnitAttr());
   if (wanted[0])
     dOperands[0] = grad.getGradInput();
   if (wanted[1])

@@ -178,6 +178,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createFuseResidualLayerNormPass();
      }},
+    {"ampc-fuse-batch-norm-epilogue", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createFuseBatchNormEpiloguePass();
+     }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},
     {"ampc-fuse-horizontal", PipelinePart::Kernel, false,
@@ -229,7 +233,7 @@ bool ampc::pipelineStopsBefore(PipelinePart part,
 llvm::ArrayRef<llvm::StringRef> ampc::pipelineSkippable() {
   static const llvm::StringRef names[] = {
       "ampc-pack-qkv", "ampc-fold-casts", "ampc-fuse-residual-layer-norm",
-      "ampc-fuse", "ampc-fuse-horizontal"};
+      "ampc-fuse-batch-norm-epilogue", "ampc-fuse", "ampc-fuse-horizontal"};
   return names;
 }
 

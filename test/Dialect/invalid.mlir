@@ -480,6 +480,24 @@ func.func @batch_norm_wrong_stat_shape(%x: tensor<2x16x8x8xf32>, %s: tensor<16xf
 
 // -----
 
+func.func @batch_norm_residual_type(%x: tensor<2x16x8x8xf16>, %s: tensor<16xf32>, %r: tensor<2x16x8x8xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: residual must have X's type tensor<2x16x8x8xf16>, got tensor<2x16x8x8xf32>}}
+  // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}
+  %0:3 = ampc.batch_normalization %x, %s, %s, %s, %s residual %r {relu} : (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x16x8x8xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_relu_output_type(%g: tensor<2x16x8x8xf16>, %s: tensor<16xf32>, %y: tensor<2x16x8x8xf32>) {
+  // expected-error @+2 {{ampc.batch_norm_grad: relu_output type tensor<2x16x8x8xf32> differs from input type tensor<2x16x8x8xf16>}}
+  // expected-error @+1 {{'ampc.batch_norm_grad' op failed to infer returned types}}
+  %0:3 = ampc.batch_norm_grad %g, %g, %s, %s, %s relu_output %y : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x16x8x8xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
 func.func @batch_norm_wrong_scale_shape(%x: tensor<2x16x8x8xf32>, %s: tensor<16xf32>, %g: tensor<1x16xf32>) {
   // expected-error @+2 {{ampc.batch_normalization: scale must have shape [16], got [1, 16]}}
   // expected-error @+1 {{'ampc.batch_normalization' op failed to infer returned types}}

@@ -224,7 +224,7 @@ def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [AMPC_Accumulating, Pu
 //===----------------------------------------------------------------------===//
 
 def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
-    [AMPC_Accumulating, Pure, InferTypeOpAdaptor]> {
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "adjoint of BatchNormalization (input, scale and bias)";
   let description = [{
     `grad` and `input` are the adjoint of a BatchNormalization's Y and its X
@@ -245,19 +245,42 @@ def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
     depend on X; otherwise with its running statistics. The running
     statistics get no gradient.
 
+    The prologue (ampc-fuse-batch-norm-epilogue, never autodiff): `grad`
+    above is then the value the ops it replaces computed, from the
+    operand `grad` (here g): with `addend` (g's type), g + addend in the
+    elementwise compute type rounded to g's type, as an `ampc.add`; with
+    `relu_output` (the forward ReLU's Y, g's type), that where
+    relu_output > 0 and 0 elsewhere, as `ampc.relu_grad`. With
+    `keep_grad` the op also returns that value (`kept`, g's type) for its
+    other readers (a residual block's shortcut).
+
     ```mlir
     %dx, %dscale, %dbias = ampc.batch_norm_grad %dy, %x, %scale, %mean, %rstd {training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
+    %dx2, %ds2, %db2, %g = ampc.batch_norm_grad %dy, %x, %scale, %mean, %rstd addend %dz relu_output %y {keep_grad, training_mode = 1 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<2x16x8x8xf16>)
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_FloatTensor:$input,
                        AMPC_FloatTensor:$scale, AMPC_FloatTensor:$mean,
                        AMPC_FloatTensor:$inv_std_dev,
-                       DefaultValuedAttr<I64Attr, "1">:$training_mode);
+                       Optional<AMPC_FloatTensor>:$addend,
+                       Optional<AMPC_FloatTensor>:$relu_output,
+                       DefaultValuedAttr<I64Attr, "1">:$training_mode,
+                       UnitAttr:$keep_grad);
   let results = (outs AMPC_FloatTensor:$grad_input,
                       AMPC_FloatTensor:$grad_scale,
-                      AMPC_FloatTensor:$grad_bias);
+                      AMPC_FloatTensor:$grad_bias,
+                      Variadic<AMPC_FloatTensor>:$kept);
   let assemblyFormat = "$grad `,` $input `,` $scale `,` $mean `,` "
-                       "$inv_std_dev attr-dict `:` functional-type(operands, results)";
+                       "$inv_std_dev (`addend` $addend^)? "
+                       "(`relu_output` $relu_output^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The gradient the op used, for other readers (null without
+    /// `keep_grad`).
+    mlir::Value getKeptGrad() {
+      return getKept().empty() ? mlir::Value() : getKept()[0];
+    }
+  }];
 }
 
 def AMPC_LayerNormGradOp : AMPC_Op<"layer_norm_grad",

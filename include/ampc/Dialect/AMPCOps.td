@@ -738,24 +738,35 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
     over each channel's elements: math::pairwiseMoments, a fixed tree of
     (count, mean, M2) combined with Chan's formula, on both targets.
 
+    The epilogue (ampc-fuse-batch-norm-epilogue, never the import): with a
+    `residual` operand (Y's shape and type) Y is the normalised value as
+    stored in Y's type plus the residual, added in the elementwise compute
+    type and rounded to Y's type, as the `ampc.add` it replaces did; with
+    `relu`, ReLU of that. Backward ops read Y as they read the ReLU's or
+    the add's result before.
+
     ```mlir
     %y, %rm, %rv = ampc.batch_normalization %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+    %z, %zm, %zv = ampc.batch_normalization %x, %s, %b, %m, %v residual %r {relu, training_mode = 1 : i64} : (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x16x8x8xf32>) -> (tensor<2x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$input, AMPC_FloatTensor:$scale,
                        AMPC_FloatTensor:$bias, AMPC_FloatTensor:$input_mean,
                        AMPC_FloatTensor:$input_var,
+                       Optional<AMPC_FloatTensor>:$residual,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F32Attr, "0.9">:$momentum,
                        DefaultValuedAttr<I64Attr, "0">:$training_mode,
                        UnitAttr:$unbiased_running_var,
-                       UnitAttr:$saved_statistics);
+                       UnitAttr:$saved_statistics,
+                       UnitAttr:$relu);
   let results = (outs AMPC_FloatTensor:$output,
                       AMPC_FloatTensor:$running_mean,
                       AMPC_FloatTensor:$running_var,
                       Variadic<AMPC_FloatTensor>:$saved);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $input_mean `,` "
-      "$input_var attr-dict `:` functional-type(operands, results)";
+      "$input_var (`residual` $residual^)? attr-dict `:` "
+      "functional-type(operands, results)";
   let extraClassDeclaration = [{
     /// What the batch variance is multiplied by in the running variance:
     /// count / (count - 1) with `unbiased_running_var` (1 when a channel

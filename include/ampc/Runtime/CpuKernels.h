@@ -497,11 +497,16 @@ void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
 /// per channel of (n, c, inner) data, in `C`.
 /// With `invStdDev` (channels values, may be null) also the inverse
 /// standard deviation 1 / sqrt(var + epsilon) per channel, which
-/// batch_norm_grad reads.
-template <typename C, typename Load, typename Store, typename In, typename Out>
+/// batch_norm_grad reads. The epilogue (math::batchNormEpilogue): a
+/// residual of Y's shape read through the codec Residual (null: none) and
+/// added in E, and ReLU.
+template <typename C, typename Load, typename Store, typename Residual = Store,
+          typename E = C, typename In, typename Out>
 void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
                const C *scale, const C *bias, const C *mean,
-               const C *variance, C epsilon, C *invStdDev = nullptr) {
+               const C *variance, C epsilon, C *invStdDev = nullptr,
+               const typename Residual::Storage *residual = nullptr,
+               bool relu = false) {
   for (int64_t ch = 0; ch < c; ++ch) {
     if (invStdDev)
       invStdDev[ch] = C(1) / std::sqrt(variance[ch] + epsilon);
@@ -509,9 +514,10 @@ void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
     for (int64_t b = 0; b < n; ++b) {
       const int64_t base = (b * c + ch) * inner;
       for (int64_t i = 0; i < inner; ++i)
-        y[base + i] = Store::store((static_cast<C>(Load::load(x[base + i])) - mean[ch]) *
-                                factor +
-                            bias[ch]);
+        y[base + i] = math::batchNormEpilogue<E, Store, Residual>(
+            (static_cast<C>(Load::load(x[base + i])) - mean[ch]) * factor +
+                bias[ch],
+            residual, base + i, relu);
     }
   }
 }

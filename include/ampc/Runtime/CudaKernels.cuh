@@ -2911,9 +2911,11 @@ __global__ void batchNormPartials(const typename L::Storage *x, int64_t n,
 /// Parameters are read through their codec P, the running statistics
 /// written through R, the saved ones through V (null when not saved). The
 /// running variance takes the batch variance times `varianceFactor` (1, or
-/// count / (count - 1) for the unbiased estimate).
+/// count / (count - 1) for the unbiased estimate). The epilogue
+/// (math::batchNormEpilogue): a residual of Y's shape through Q (null:
+/// none), added in E, and ReLU.
 template <typename C, typename L, typename S, typename P, typename R,
-          typename V>
+          typename V, typename Q = S, typename E = C>
 __global__ void batchNormApply(
     const typename L::Storage *x, typename S::Storage *y, int64_t n, int64_t c,
     int64_t inner, int64_t splits, const C *partials,
@@ -2921,7 +2923,8 @@ __global__ void batchNormApply(
     const typename P::Storage *inputMean, const typename P::Storage *inputVar,
     C epsilon, C momentum, C varianceFactor, typename R::Storage *runningMean,
     typename R::Storage *runningVar, typename V::Storage *savedMean,
-    typename V::Storage *savedInvStdDev) {
+    typename V::Storage *savedInvStdDev, const typename Q::Storage *residual,
+    bool relu) {
   AMPC_SHARED(math::Moments<C>[kThreads], share);
   const int64_t count = n * inner;
   const int logSplits = log2Of(splits);
@@ -2936,7 +2939,9 @@ __global__ void batchNormApply(
     pairwiseNode(count, logSplits, part, &jb, &je);
     for (int64_t j = jb + threadIdx.x; j < je; j += blockDim.x) {
       const int64_t e = channelElement(j, c, ch, inner);
-      y[e] = S::store((static_cast<C>(L::load(x[e])) - mean) * factor + shift);
+      y[e] = math::batchNormEpilogue<E, S, Q>(
+          (static_cast<C>(L::load(x[e])) - mean) * factor + shift, residual, e,
+          relu);
     }
     if (part == 0 && threadIdx.x == 0) {
       const C im = static_cast<C>(P::load(inputMean[ch])),
@@ -2954,9 +2959,10 @@ __global__ void batchNormApply(
 
 /// BatchNormalization outside training mode, a thread per element: Y with
 /// the input statistics, the running statistics equal to them, and (when
-/// `savedMean` is not null) the saved mean and inverse standard deviation.
+/// `savedMean` is not null) the saved mean and inverse standard deviation;
+/// the epilogue as batchNormApply's.
 template <typename C, typename L, typename S, typename P, typename R,
-          typename V>
+          typename V, typename Q = S, typename E = C>
 __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
                           int64_t n, int64_t c, int64_t inner,
                           const typename P::Storage *scale,
@@ -2966,14 +2972,17 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
                           typename R::Storage *runningMean,
                           typename R::Storage *runningVar,
                           typename V::Storage *savedMean,
-                          typename V::Storage *savedInvStdDev) {
+                          typename V::Storage *savedInvStdDev,
+                          const typename Q::Storage *residual, bool relu) {
   AMPC_FOR(e, n * c * inner) {
     const int64_t ch = (e / inner) % c;
     const C m = static_cast<C>(P::load(inputMean[ch]));
     const C v = static_cast<C>(P::load(inputVar[ch]));
     const C factor = static_cast<C>(P::load(scale[ch])) / sqrt(v + epsilon);
-    y[e] = S::store((static_cast<C>(L::load(x[e])) - m) * factor +
-                    static_cast<C>(P::load(bias[ch])));
+    y[e] = math::batchNormEpilogue<E, S, Q>(
+        (static_cast<C>(L::load(x[e])) - m) * factor +
+            static_cast<C>(P::load(bias[ch])),
+        residual, e, relu);
     if (e < c) {
       const C im = static_cast<C>(P::load(inputMean[e])),
               iv = static_cast<C>(P::load(inputVar[e]));
@@ -2993,12 +3002,15 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
 /// nodes of sum(g) and sum(g · x̂), x̂ = (x - mean) · r with the saved mean
 /// and r (bit for bit the CPU target's pairwise sums, split as
 /// channelNodeSum splits them), into partials[2b], partials[2b + 1].
-template <typename C, typename L, typename V>
+/// The prologue (math::batchNormGradPrologue, in E): grad is grad +
+/// addend, masked where reluOutput is not above 0 (either may be null).
+template <typename C, typename L, typename V, typename E = C>
 __global__ void batchNormGradPartials(
     const typename L::Storage *grad, const typename L::Storage *x, int64_t n,
     int64_t c, int64_t inner, int64_t splits,
     const typename V::Storage *mean, const typename V::Storage *invStdDev,
-    C *partials) {
+    C *partials, const typename L::Storage *addend,
+    const typename L::Storage *reluOutput) {
   AMPC_SHARED(C[kThreads], share);
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
@@ -3006,7 +3018,8 @@ __global__ void batchNormGradPartials(
     const C mu = static_cast<C>(V::load(mean[ch]));
     const C r = static_cast<C>(V::load(invStdDev[ch]));
     auto g = [&](int64_t j) {
-      return static_cast<C>(L::load(grad[channelElement(j, c, ch, inner)]));
+      return static_cast<C>(math::batchNormGradPrologue<E, L>(
+          grad, addend, reluOutput, channelElement(j, c, ch, inner)));
     };
     const C sumGrad = channelNodeSum<C>(count, splits, b % splits, g, share);
     const C sumGradHat = channelNodeSum<C>(
@@ -3029,16 +3042,18 @@ __global__ void batchNormGradPartials(
 /// node of the channel's elements (see the CPU target's batchNormGrad):
 /// scale · r · (g - mean(g) - x̂ · mean(g · x̂)) in training mode, else
 /// scale · r · g; the channel's first block writes the B and Scale
-/// gradients.
+/// gradients. The prologue as batchNormGradPartials', its gradient written
+/// to `kept` when not null.
 template <typename C, typename L, typename S, typename P, typename V,
-          typename G>
+          typename G, typename E = C>
 __global__ void batchNormGradInput(
     const typename L::Storage *grad, const typename L::Storage *x,
     typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
     int64_t splits, const C *partials, const typename P::Storage *scale,
     const typename V::Storage *mean, const typename V::Storage *invStdDev,
     bool training, typename G::Storage *gradScale,
-    typename G::Storage *gradBias) {
+    typename G::Storage *gradBias, const typename L::Storage *addend,
+    const typename L::Storage *reluOutput, typename L::Storage *kept) {
   AMPC_SHARED(C[kThreads], share);
   const int64_t count = n * inner;
   const int logSplits = log2Of(splits);
@@ -3056,7 +3071,10 @@ __global__ void batchNormGradInput(
     pairwiseNode(count, logSplits, part, &jb, &je);
     for (int64_t j = jb + threadIdx.x; j < je; j += blockDim.x) {
       const int64_t e = channelElement(j, c, ch, inner);
-      const C g = static_cast<C>(L::load(grad[e]));
+      const C g = static_cast<C>(
+          math::batchNormGradPrologue<E, L>(grad, addend, reluOutput, e));
+      if (kept)
+        kept[e] = L::store(g);
       if (training) {
         const C hat = (static_cast<C>(L::load(x[e])) - mu) * r;
         dx[e] = S::store(factor * (g - meanGrad - hat * meanGradHat));

@@ -264,6 +264,45 @@ AMPC_HD bool topKBefore(C x, int64_t i, C y, int64_t j, bool largest) {
   return i < j;
 }
 
+/// BatchNormalization's epilogue (ampc-fuse-batch-norm-epilogue), as the
+/// ops it replaces compute it: the normalised `value` stored in S's type;
+/// plus residual[e] (codec Q) in E, the elementwise compute type, rounded
+/// to S's type as ampc.add rounds; then ReLU as ampc.relu (NaN stays NaN,
+/// -0 becomes +0). Without residual and ReLU: the value stored.
+template <typename E, typename S, typename Q, typename C>
+AMPC_HD typename S::Storage
+batchNormEpilogue(C value, const typename Q::Storage *residual, int64_t e,
+                  bool relu) {
+  if (!residual && !relu)
+    return S::store(value);
+  E v = static_cast<E>(S::load(S::store(value)));
+  if (residual)
+    v = static_cast<E>(
+        S::load(S::store(v + static_cast<E>(Q::load(residual[e])))));
+  if (relu && v <= E(0))
+    v = E(0);
+  return S::store(v);
+}
+
+/// batch_norm_grad's prologue (ampc-fuse-batch-norm-epilogue), as the ops
+/// it replaces compute it: grad[e] (codec L); plus addend[e] in E, the
+/// elementwise compute type, rounded to L's type as ampc.add rounds (null:
+/// none); then 0 where reluOutput[e] is not above 0, as ampc.relu_grad
+/// (null: none).
+template <typename E, typename L>
+AMPC_HD E batchNormGradPrologue(const typename L::Storage *grad,
+                                const typename L::Storage *addend,
+                                const typename L::Storage *reluOutput,
+                                int64_t e) {
+  E g = static_cast<E>(L::load(grad[e]));
+  if (addend)
+    g = static_cast<E>(
+        L::load(L::store(g + static_cast<E>(L::load(addend[e])))));
+  if (reluOutput && !(static_cast<E>(L::load(reluOutput[e])) > E(0)))
+    g = E(0);
+  return g;
+}
+
 } // namespace ampc::math
 
 #endif // AMPC_RUNTIME_KERNELMATH_H

@@ -662,6 +662,27 @@ def FuseResidualLayerNormPass
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def FuseBatchNormEpiloguePass
+    : Pass<"ampc-fuse-batch-norm-epilogue", "mlir::func::FuncOp"> {
+  let summary = "compute a BatchNorm's ReLU and residual add in its kernel";
+  let description = [{
+    Issue 39, item 1, after ampc-fuse-residual-layer-norm and before
+    ampc-fuse. A BatchNormalization whose Y only an `ampc.relu` reads gets
+    `relu`; one whose Y only an `ampc.add` of a tensor of Y's type reads
+    (a residual defined before the BatchNorm and not stored over before
+    the add) gets that tensor as `residual`, and `relu` too when only a
+    ReLU reads the sum. Y is then the ReLU's (or the sum's) value: the
+    kernel rounds the normalised value to Y's type, adds the residual in
+    the elementwise compute type and rounds as the add did, applies ReLU
+    (NaN stays NaN, as ampc.relu) and writes Y, so every target computes
+    the bits of the three ops. In a residual block whose shortcut is a
+    BatchNorm too, the later of the two BatchNorms takes the earlier one's
+    Y as its residual. One kernel instead of two or three, and the
+    normalised tensor is neither written nor read back.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FusePass : Pass<"ampc-fuse", "mlir::func::FuncOp"> {
   let summary = "merge elementwise chains into ampc.fusion loop nests";
   let description = [{

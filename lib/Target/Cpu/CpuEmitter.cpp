@@ -497,14 +497,27 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         converted("invStdDev", c, o.getInvStdDev());
         body << scratchArray(op, "gradScale", c)
              << scratchArray(op, "gradBias", c);
+        // The prologue (ampc-fuse-batch-norm-epilogue): the compute type
+        // the addend is added in; the addend, the ReLU's Y, the kept
+        // gradient.
+        std::string prologueType, prologue;
+        if (o.getAddend() || o.getReluOutput()) {
+          prologueType = (", " + computeType(elementOf(x))).str();
+          auto orNull = [&](Value v) {
+            return v ? name(v) : std::string("nullptr");
+          };
+          prologue = ", " + orNull(o.getAddend()) + ", " +
+                     orNull(o.getReluOutput()) + ", " + orNull(o.getKeptGrad());
+        }
         body << formatv(
-            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}>({1}, {2}, {3}, {4}LL, "
-            "{5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
-            "gradBias);\n",
+            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}{10}>({1}, {2}, {3}, "
+            "{4}LL, {5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
+            "gradBias{11});\n",
             c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
             g.channels, g.inner, codec(elementOf(x)),
             codec(elementOf(o.getGradInput())),
-            o.getTrainingMode() != 0 ? "true" : "false");
+            o.getTrainingMode() != 0 ? "true" : "false", prologueType,
+            prologue);
         storeAll("gradScale", o.getGradScale());
         storeAll("gradBias", o.getGradBias());
         body << "  }\n";
@@ -742,11 +755,26 @@ void Emitter::emitBatchNorm(ampc::BatchNormalizationOp op,
   Value savedMean = op.getSavedMean(), savedInvStd = op.getSavedInvStdDev();
   if (savedMean)
     body << scratchArray(op, "invStdDev", c);
-  body << formatv("    ampc::cpu::batchNorm<{0}, {9}, {10}>({1}, {2}, {3}LL, "
-                  "{4}LL, {5}LL, scale, bias, {6}, {7}, {0}({8}), {11});\n",
+  // The epilogue (ampc-fuse-batch-norm-epilogue): the residual's codec
+  // and the compute type it is added in, the residual and ReLU.
+  Value residual = op.getResidual();
+  std::string epilogue, epilogueTypes;
+  if (residual || op.getRelu()) {
+    Type e = elementOf(y);
+    epilogueTypes = formatv(", {0}, {1}", codec(residual ? elementOf(residual) : e),
+                            computeType(e))
+                        .str();
+    epilogue = formatv(", {0}, {1}", residual ? name(residual) : "nullptr",
+                       op.getRelu() ? "true" : "false")
+                   .str();
+  }
+  body << formatv("    ampc::cpu::batchNorm<{0}, {9}, {10}{12}>({1}, {2}, "
+                  "{3}LL, {4}LL, {5}LL, scale, bias, {6}, {7}, {0}({8}), "
+                  "{11}{13});\n",
                   c, name(x), name(y), n, channels, inner, m, v,
                   exactLiteral(op.getEpsilon()), codec(elementOf(x)),
-                  codec(elementOf(y)), savedMean ? "invStdDev" : "nullptr");
+                  codec(elementOf(y)), savedMean ? "invStdDev" : "nullptr",
+                  epilogueTypes, epilogue);
   if (savedMean)
     for (auto [out, from] : {std::pair<Value, StringRef>{savedMean, m},
                              {savedInvStd, "invStdDev"}})

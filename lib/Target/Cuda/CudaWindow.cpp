@@ -111,11 +111,20 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef acc = g.compute;
         Value savedMean = o.getSavedMean();
+        // The epilogue (ampc-fuse-batch-norm-epilogue): the residual's
+        // codec and the compute type it is added in; the residual and ReLU.
+        Type y = elementOf(o.getOutput());
+        Value residual = o.getResidual();
         std::string types =
-            formatv("{0}, {1}, {2}, {3}, {4}, {5}", acc, codec(elementOf(x)),
-                    codec(elementOf(o.getOutput())), codec(p),
+            formatv("{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}", acc,
+                    codec(elementOf(x)), codec(y), codec(p),
                     codec(elementOf(o.getRunningMean())),
-                    codec(savedMean ? elementOf(savedMean) : p))
+                    codec(savedMean ? elementOf(savedMean) : p),
+                    codec(residual ? elementOf(residual) : y), computeType(y))
+                .str();
+        std::string epilogue =
+            formatv("{0}, {1}", residual ? name(residual) : "nullptr",
+                    o.getRelu() ? "true" : "false")
                 .str();
         std::string saved =
             savedMean ? name(savedMean) + ", " + name(o.getSavedInvStdDev())
@@ -131,10 +140,10 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
           launch(op, "ampc::cuda::batchNorm<" + types + ">",
                  tensorOf(x).getNumElements(),
                  formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}, {6}, {7}, {8}, "
-                         "{9}",
+                         "{9}, {10}",
                          name(x), name(o.getOutput()), g.n, g.channels, g.inner,
                          parameters, epsilon, name(o.getRunningMean()),
-                         name(o.getRunningVar()), saved)
+                         name(o.getRunningVar()), saved, epilogue)
                      .str(),
                  body);
           return success();
@@ -157,12 +166,12 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         launch(op, "ampc::cuda::batchNormApply<" + types + ">",
                g.channels * splits,
                formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
-                       "{9}({10:e17}), {9}({11:e17}), {12}, {13}, {14}",
+                       "{9}({10:e17}), {9}({11:e17}), {12}, {13}, {14}, {15}",
                        name(x), name(o.getOutput()), g.n, g.channels, g.inner,
                        splits, partials, parameters, epsilon, acc,
                        o.getMomentum().convertToDouble(),
                        o.runningVarianceFactor(), name(o.getRunningMean()),
-                       name(o.getRunningVar()), saved)
+                       name(o.getRunningVar()), saved, epilogue)
                    .str(),
                body, grid, threads);
         return success();
@@ -178,31 +187,40 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         std::string grid = blockGrid(g.channels * splits);
         std::string statistics =
             name(o.getMean()) + ", " + name(o.getInvStdDev());
+        // The prologue (ampc-fuse-batch-norm-epilogue): the addend and the
+        // ReLU's Y (or nullptr), added in X's elementwise compute type.
+        auto orNull = [&](Value value) {
+          return value ? name(value) : std::string("nullptr");
+        };
+        std::string prologue =
+            orNull(o.getAddend()) + ", " + orNull(o.getReluOutput());
+        StringRef e = computeType(elementOf(x));
         launch(op,
-               formatv("ampc::cuda::batchNormGradPartials<{0}, {1}, {2}>", acc,
-                       codec(elementOf(x)), codec(v))
+               formatv("ampc::cuda::batchNormGradPartials<{0}, {1}, {2}, {3}>",
+                       acc, codec(elementOf(x)), codec(v), e)
                    .str(),
                g.channels * splits,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}",
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}",
                        name(o.getGrad()), name(x), g.n, g.channels, g.inner,
-                       splits, statistics, partials)
+                       splits, statistics, partials, prologue)
                    .str(),
                body, grid, threads);
         launch(op,
                formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}, "
-                       "{4}, {5}>",
+                       "{4}, {5}, {6}>",
                        acc, codec(elementOf(x)),
                        codec(elementOf(o.getGradInput())), codec(p), codec(v),
-                       codec(elementOf(o.getGradScale())))
+                       codec(elementOf(o.getGradScale())), e)
                    .str(),
                g.channels * splits,
                formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}, {8}, "
-                       "{9}, {10}, {11}, {12}",
+                       "{9}, {10}, {11}, {12}, {13}, {14}",
                        name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
                        g.channels, g.inner, splits, partials,
                        name(o.getScale()), statistics,
                        o.getTrainingMode() != 0 ? "true" : "false",
-                       name(o.getGradScale()), name(o.getGradBias()))
+                       name(o.getGradScale()), name(o.getGradBias()), prologue,
+                       orNull(o.getKeptGrad()))
                    .str(),
                body, grid, threads);
         return success();

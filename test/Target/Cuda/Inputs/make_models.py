@@ -53,6 +53,16 @@ attention_dropout.onnx  the same at batch 1 with a training-mode Dropout of
                   0.2 between the Softmax and MatMul(P, V): fused, both
                   targets draw the Dropout's mask in the attention kernels
                   (forward and backward) and must agree.
+residual.onnx     two residual blocks as resnet's: x[2, 8, 8, 8]; block 1
+                  Conv 8->16 (stride 2) + BatchNormalization + Relu, Conv
+                  16->16 + BatchNormalization, added to a 1x1 stride-2
+                  Conv + BatchNormalization shortcut, Relu; block 2 the
+                  same with the identity shortcut; GlobalAveragePool,
+                  Flatten, Gemm 16->3. ampc-fuse-batch-norm-epilogue makes
+                  every BatchNorm's ReLU and residual add its epilogue
+                  (the later BatchNorm of block 1 takes the other's Y as
+                  its residual), forward and eval; the ReLU gradients read
+                  the fused Y.
 many_params.onnx  x[4, 4] plus 260 bias vectors of 4 in turn (Add), then a
                   4x4 Gemm: 262 parameters, more than one multi-tensor list
                   (256) holds.
@@ -232,6 +242,55 @@ def bn_split():
     return nodes, inits
 
 
+def residual():
+    nodes, inits = [], []
+
+    def conv_bn(name, x, cin, cout, kernel, stride):
+        inits.extend([
+            tensor(name + ".w", (cout, cin, kernel, kernel),
+                   1 / np.sqrt(kernel * kernel * cin)),
+            numpy_helper.from_array(
+                (1 + 0.1 * rng.standard_normal(cout)).astype(np.float32),
+                name + ".s"),
+            tensor(name + ".b", (cout,), 0.1),
+            numpy_helper.from_array(np.zeros(cout, np.float32), name + ".m"),
+            numpy_helper.from_array(np.ones(cout, np.float32), name + ".v")])
+        pad = kernel // 2
+        nodes.extend([
+            helper.make_node("Conv", [x, name + ".w"], [name + ".c"],
+                             name=name + "_conv", kernel_shape=[kernel, kernel],
+                             strides=[stride, stride], pads=[pad] * 4),
+            helper.make_node("BatchNormalization",
+                             [name + ".c", name + ".s", name + ".b",
+                              name + ".m", name + ".v"],
+                             [name + ".y", name + ".rm", name + ".rv"],
+                             name=name + "_bn", training_mode=1)])
+        return name + ".y"
+
+    def block(name, x, cin, cout, stride):
+        h = conv_bn(name + ".a", x, cin, cout, 3, stride)
+        nodes.append(helper.make_node("Relu", [h], [name + ".r"],
+                                      name=name + "_relu_a"))
+        h = conv_bn(name + ".b", name + ".r", cout, cout, 3, 1)
+        shortcut = (conv_bn(name + ".d", x, cin, cout, 1, stride)
+                    if stride != 1 or cin != cout else x)
+        nodes.extend([
+            helper.make_node("Add", [h, shortcut], [name + ".sum"],
+                             name=name + "_add"),
+            helper.make_node("Relu", [name + ".sum"], [name + ".out"],
+                             name=name + "_relu")])
+        return name + ".out"
+
+    h = block("b1", "x", 8, 16, 2)
+    h = block("b2", h, 16, 16, 1)
+    inits += [tensor("fc.w", (3, 16), 0.25), tensor("fc.b", (3,), 0.1)]
+    nodes += [helper.make_node("GlobalAveragePool", [h], ["gap"], name="Gap"),
+              helper.make_node("Flatten", ["gap"], ["flat"], name="Flatten"),
+              helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"],
+                               name="Gemm_fc", transB=1)]
+    return nodes, inits
+
+
 def attention(b=2, dropout=0.0):
     """Causal self-attention (see the module's docstring), at batch `b`,
     with a training-mode Dropout of `dropout` on the probabilities if it
@@ -299,6 +358,7 @@ def main():
     save("warp_rows.onnx", *warp_rows(), [96, 40], [96, 3], folder)
     save("dominant.onnx", *dominant(), [16, 300], [16, 300], folder)
     save("bn_split.onnx", *bn_split(), [4, 2, 64, 64], [4, 3], folder)
+    save("residual.onnx", *residual(), [2, 8, 8, 8], [2, 3], folder)
     save("attention.onnx", *attention(), [2, 20, 32], [40, 3], folder)
     save("attention_dropout.onnx", *attention(b=1, dropout=0.2), [1, 20, 32],
          [20, 3], folder)
