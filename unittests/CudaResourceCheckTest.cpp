@@ -74,7 +74,9 @@ template __global__ void ampc::cuda::layerNormGrad<float, ampc::cuda::AsF16, amp
 template __global__ void ampc::cuda::batchNormTrain<double, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>>(
     const double *, double *, int64_t, int64_t, int64_t, int64_t, double *, const double *, const double *,
     const double *, const double *, double, double, double, double *, double *, double *, double *);
-)", error)) << error;
+)",
+                    error))
+      << error;
 }
 
 } // namespace

@@ -423,8 +423,8 @@ TEST(CudaSimRace, GridBarrierOrdersTheBlocks) {
   for (const char *seed : {"reverse", "1", "2"}) {
     setenv("AMPC_CUDA_SIM_SEED", seed, 1);
     int *slots = deviceAlloc<int>(4), *out = deviceAlloc<int>(4 * kBlock);
-    ampc::cuda::launchCooperative("readOtherBlocks", readOtherBlocks, 4,
-                                  kBlock, 0, nullptr, slots, out, 1);
+    ampc::cuda::launchCooperative("readOtherBlocks", readOtherBlocks, 4, kBlock,
+                                  0, nullptr, slots, out, 1);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << seed;
     std::vector<int> result(4 * kBlock);
     cudaMemcpy(result.data(), out, result.size() * 4, cudaMemcpyDeviceToHost);
@@ -448,8 +448,10 @@ TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
   for (int64_t i = 0; i < count; ++i)
     host[i] = static_cast<float>((i * 37) % 101) / 7.0f;
   float *x = deviceAlloc<float>(count), *y = deviceAlloc<float>(count),
-        *dx = deviceAlloc<float>(count), *partials = deviceAlloc<float>(2 * c * splits),
-        *parameters = deviceAlloc<float>(4 * c), *statistics = deviceAlloc<float>(6 * c);
+        *dx = deviceAlloc<float>(count),
+        *partials = deviceAlloc<float>(2 * c * splits),
+        *parameters = deviceAlloc<float>(4 * c),
+        *statistics = deviceAlloc<float>(6 * c);
   cudaMemcpy(x, host.data(), count * 4, cudaMemcpyHostToDevice);
   const std::vector<float> ones(4 * c, 1.0f);
   cudaMemcpy(parameters, ones.data(), ones.size() * 4, cudaMemcpyHostToDevice);
@@ -457,8 +459,8 @@ TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
   ampc::cuda::launchCooperative(
       "batchNormTrain", ampc::cuda::batchNormTrain<float, F, F, F, F, F>,
       c * splits, kBlock, 0, nullptr, x, y, n, c, inner, splits, partials,
-      parameters, parameters + c, parameters + 2 * c, parameters + 3 * c,
-      1e-5f, 0.9f, 1.0f, statistics, statistics + c, mean, invStdDev);
+      parameters, parameters + c, parameters + 2 * c, parameters + 3 * c, 1e-5f,
+      0.9f, 1.0f, statistics, statistics + c, mean, invStdDev);
   ampc::cuda::launchCooperative(
       "batchNormGrad", ampc::cuda::batchNormGrad<float, F, F, F, F, F>,
       c * splits, kBlock, 0, nullptr, y, x, dx, n, c, inner, splits, partials,

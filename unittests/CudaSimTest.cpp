@@ -219,9 +219,9 @@ int wrongSumsOverBlocks(const char *seed, bool barrier, int &blocks) {
                                 nullptr, slots, out, barrier ? 1 : 0);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   std::vector<int> result(most * 64);
-  EXPECT_EQ(cudaMemcpy(result.data(), out, result.size() * 4,
-                       cudaMemcpyDeviceToHost),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(result.data(), out, result.size() * 4, cudaMemcpyDeviceToHost),
+      cudaSuccess);
   cudaFree(slots);
   cudaFree(out);
   unsetenv("AMPC_CUDA_SIM_SEED");
@@ -238,8 +238,8 @@ int wrongSumsOverBlocks(const char *seed, bool barrier, int &blocks) {
 TEST(CudaSim, GridBarrierOrdersEveryBlockBeforeEveryOther) {
   // What the device holds at once: the grid launchCooperative chooses.
   int perMultiprocessor = 0, multiprocessors = 0;
-  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &perMultiprocessor, sumOverBlocks, 64, 0),
+  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor,
+                                                          sumOverBlocks, 64, 0),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&multiprocessors,
                                    cudaDevAttrMultiProcessorCount, 0),
@@ -674,8 +674,8 @@ TEST(CudaSimStrict, CooperativeGridLargerThanTheDeviceHolds) {
   const unsigned resident = perMultiprocessor * multiprocessors;
   int *slots = deviceAlloc<int>(resident + 1);
   int *out = deviceAlloc<int>((resident + 1) * 64);
-  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident + 1,
-                               64, 0, nullptr, slots, out, 1);
+  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident + 1, 64,
+                               0, nullptr, slots, out, 1);
   cudaError_t e = cudaGetLastError();
   EXPECT_EQ(e, cudaErrorCooperativeLaunchTooLarge);
   EXPECT_NE(lastMessage(e).find("kernel sumOverBlocks launch: a cooperative "
@@ -684,8 +684,8 @@ TEST(CudaSimStrict, CooperativeGridLargerThanTheDeviceHolds) {
             std::string::npos)
       << lastMessage(e);
   // As many as it holds run.
-  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident, 64,
-                               0, nullptr, slots, out, 1);
+  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident, 64, 0,
+                               nullptr, slots, out, 1);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaFree(slots);
@@ -744,9 +744,8 @@ TEST(CudaSimStrictDeathTest, GridBarrierSomeThreadsNeverReach) {
   EXPECT_EXIT(
       {
         int *d = deviceAlloc<int>(4 * 64);
-        ampc::cuda::launchCooperative("divergentGridBarrier",
-                                      divergentGridBarrier, 4, 64, 0, nullptr,
-                                      d);
+        ampc::cuda::launchCooperative(
+            "divergentGridBarrier", divergentGridBarrier, 4, 64, 0, nullptr, d);
         bool ok = cudaGetLastError() == cudaSuccess; // the launch is fine
         ok &= cudaDeviceSynchronize() == cudaErrorLaunchFailure;
         ok &= cudaMemset(d, 0, 4) == cudaErrorLaunchFailure; // sticky
@@ -768,7 +767,8 @@ TEST(CudaSimStrictDeathTest, GridBarrierInAPlainLaunch) {
         std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
       },
       ::testing::ExitedWithCode(0),
-      "kernel sumOverBlocks: ampc::cuda::gridSync \\(.*CudaSimTest.cpp:[0-9]+\\) "
+      "kernel sumOverBlocks: ampc::cuda::gridSync "
+      "\\(.*CudaSimTest.cpp:[0-9]+\\) "
       "in a kernel not launched cooperatively "
       "\\(ampc::cuda::launchCooperative\\)");
 }

@@ -741,17 +741,16 @@ inline void launchCooperative(const char *name, void (*kernel)(Params...),
                               unsigned maxBlocks, dim3 block,
                               size_t sharedBytes, cudaStream_t stream,
                               Args &&...args) {
-  const int64_t resident =
-      coResidentBlocks(reinterpret_cast<const void *>(kernel),
-                       static_cast<int>(block.x * block.y * block.z),
-                       sharedBytes);
+  const int64_t resident = coResidentBlocks(
+      reinterpret_cast<const void *>(kernel),
+      static_cast<int>(block.x * block.y * block.z), sharedBytes);
   if (resident < 0)
     return; // the failed query's error is the launch check's
   const dim3 grid(static_cast<unsigned>(
       std::max<int64_t>(1, std::min<int64_t>(maxBlocks, resident))));
 #if defined(AMPC_CUDA_SIM)
-  ::ampc::sim::launchCooperative(name, kernel, grid, block, sharedBytes,
-                                 stream, std::forward<Args>(args)...);
+  ::ampc::sim::launchCooperative(name, kernel, grid, block, sharedBytes, stream,
+                                 std::forward<Args>(args)...);
 #else
   (void)name;
   cudaLaunchAttribute cooperative[1] = {};
@@ -3046,10 +3045,10 @@ __global__ void batchNormTrain(
   AMPC_SHARED(math::Moments<C>[kThreads], share);
   batchNormPartials<C, L>(x, n, c, inner, splits, partials, share);
   gridSync();
-  batchNormApply<C, L, S, P, R, V>(
-      x, y, n, c, inner, splits, partials, scale, bias, inputMean, inputVar,
-      epsilon, momentum, varianceFactor, runningMean, runningVar, savedMean,
-      savedInvStdDev, share);
+  batchNormApply<C, L, S, P, R, V>(x, y, n, c, inner, splits, partials, scale,
+                                   bias, inputMean, inputVar, epsilon, momentum,
+                                   varianceFactor, runningMean, runningVar,
+                                   savedMean, savedInvStdDev, share);
 }
 
 /// BatchNormalization outside training mode, a thread per element: Y with
@@ -3095,11 +3094,12 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
 /// (bit for bit the CPU target's pairwise sums, split as channelNodeSum
 /// splits them), into partials[2b], partials[2b + 1].
 template <typename C, typename L, typename V>
-__device__ void batchNormGradPartials(
-    const typename L::Storage *grad, const typename L::Storage *x, int64_t n,
-    int64_t c, int64_t inner, int64_t splits,
-    const typename V::Storage *mean, const typename V::Storage *invStdDev,
-    C *partials, C *share) {
+__device__ void batchNormGradPartials(const typename L::Storage *grad,
+                                      const typename L::Storage *x, int64_t n,
+                                      int64_t c, int64_t inner, int64_t splits,
+                                      const typename V::Storage *mean,
+                                      const typename V::Storage *invStdDev,
+                                      C *partials, C *share) {
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
@@ -3171,13 +3171,13 @@ __device__ void batchNormGradInput(
 }
 template <typename C, typename L, typename S, typename P, typename V,
           typename G>
-__global__ void batchNormGrad(
-    const typename L::Storage *grad, const typename L::Storage *x,
-    typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
-    int64_t splits, C *partials, const typename P::Storage *scale,
-    const typename V::Storage *mean, const typename V::Storage *invStdDev,
-    bool training, typename G::Storage *gradScale,
-    typename G::Storage *gradBias) {
+__global__ void
+batchNormGrad(const typename L::Storage *grad, const typename L::Storage *x,
+              typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
+              int64_t splits, C *partials, const typename P::Storage *scale,
+              const typename V::Storage *mean,
+              const typename V::Storage *invStdDev, bool training,
+              typename G::Storage *gradScale, typename G::Storage *gradBias) {
   AMPC_SHARED(C[kThreads], share);
   batchNormGradPartials<C, L, V>(grad, x, n, c, inner, splits, mean, invStdDev,
                                  partials, share);

@@ -464,14 +464,15 @@ std::string deadlock(const Block &b) {
   return "__syncthreads reached by " + std::to_string(atBarrier) + " of " +
          std::to_string(b.threads.size()) + " threads" + where + " (" +
          std::to_string(done) + " returned without reaching it" +
-         (atGrid ? ", " + std::to_string(atGrid) + " wait at ampc::cuda::gridSync"
-                 : "") +
+         (atGrid
+              ? ", " + std::to_string(atGrid) + " wait at ampc::cuda::gridSync"
+              : "") +
          ": a divergent barrier)";
 }
 
 /// Gives block `b` its `n` threads, each on a fiber that has not started.
-void makeThreads(Block &b, unsigned n, dim3 grid, dim3 blockDim,
-                 uint3 blockIdx, void (*body)(void *), void *arguments) {
+void makeThreads(Block &b, unsigned n, dim3 grid, dim3 blockDim, uint3 blockIdx,
+                 void (*body)(void *), void *arguments) {
   b.threads.resize(n);
   for (unsigned i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
@@ -657,9 +658,8 @@ std::string gridDeadlock(const std::vector<Block> &blocks) {
 /// Runs every block of a cooperative launch at once, each round every
 /// block (in the schedule's order) until its threads wait or return.
 cudaError_t runGrid(const char *name, dim3 grid, dim3 blockDim,
-                    size_t dynamicShared, void (*body)(void *),
-                    void *arguments, const Schedule &schedule,
-                    uint64_t &random) {
+                    size_t dynamicShared, void (*body)(void *), void *arguments,
+                    const Schedule &schedule, uint64_t &random) {
   const unsigned n = blockDim.x * blockDim.y * blockDim.z;
   const uint64_t count = static_cast<uint64_t>(grid.x) * grid.y * grid.z;
   std::vector<Block> blocks(count);
@@ -817,10 +817,9 @@ int blocksPerMultiprocessor(int threadsPerBlock, size_t dynamicSharedBytes) {
   const int warps = (threadsPerBlock + 31) / 32;
   int blocks = std::min(kBlocksPerMultiprocessor,
                         kThreadsPerMultiprocessor / (warps * 32));
-  return std::min<int>(blocks,
-                       static_cast<int>(kSharedPerMultiprocessor /
-                                        (dynamicSharedBytes +
-                                         kReservedSharedPerBlock)));
+  return std::min<int>(
+      blocks, static_cast<int>(kSharedPerMultiprocessor /
+                               (dynamicSharedBytes + kReservedSharedPerBlock)));
 }
 
 void badLane(const char *op, unsigned mask, int lane) {
@@ -869,7 +868,8 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
     return;
   }
   if (l.cooperative) {
-    const uint64_t blocks = static_cast<uint64_t>(l.grid.x) * l.grid.y * l.grid.z;
+    const uint64_t blocks =
+        static_cast<uint64_t>(l.grid.x) * l.grid.y * l.grid.z;
     const unsigned threads = l.block.x * l.block.y * l.block.z;
     const int perMultiprocessor =
         blocksPerMultiprocessor(static_cast<int>(threads), l.sharedBytes);
@@ -909,11 +909,10 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
     runningKernel = name;
     race::beginKernel();
     uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
-    const cudaError_t e =
-        together ? runGrid(name, g, b, dynamicShared, body, shared.get(),
-                           schedule, random)
-                 : runBlocks(name, g, b, dynamicShared, body, shared.get(),
-                             schedule, random);
+    const cudaError_t e = together ? runGrid(name, g, b, dynamicShared, body,
+                                             shared.get(), schedule, random)
+                                   : runBlocks(name, g, b, dynamicShared, body,
+                                               shared.get(), schedule, random);
     runningKernel = nullptr;
     if (e)
       return e;

@@ -227,23 +227,26 @@ void report(const Entry &e, const Cell &earlier, uintptr_t address,
   } else {
     where = std::string("shared or local memory ") + at;
   }
-  d.race = "data race on " + where + ": " + who(d.thread, d.block) +
-           (write ? " writes " : " reads ") + std::to_string(size) +
-           " bytes that " + who(earlier.thread, earlier.block) +
-           (earlier.write() ? " wrote" : " read") +
-           (earlier.block == d.block
-                ? " with no __syncthreads or warp operation of both between"
-            : d.cooperative
-                ? " with no grid barrier (ampc::cuda::gridSync) between"
-                : " (blocks are unordered: use an atomic)");
+  d.race =
+      "data race on " + where + ": " + who(d.thread, d.block) +
+      (write ? " writes " : " reads ") + std::to_string(size) + " bytes that " +
+      who(earlier.thread, earlier.block) +
+      (earlier.write() ? " wrote" : " read") +
+      (earlier.block == d.block
+           ? " with no __syncthreads or warp operation of both between"
+       : d.cooperative ? " with no grid barrier (ampc::cuda::gridSync) between"
+                       : " (blocks are unordered: use an atomic)");
   d.stopped = true;
 }
 
 /// One access of `size` bytes at `offset` in `granule`; false on a race.
 bool access(uintptr_t granule, unsigned offset, unsigned size, bool write) {
   Entry &e = lookup(granule);
-  const Cell now{d.block, d.epochs[d.slot], d.clocks[d.clock][d.thread % 32],
-                 static_cast<uint16_t>(d.thread), static_cast<uint8_t>(offset),
+  const Cell now{d.block,
+                 d.epochs[d.slot],
+                 d.clocks[d.clock][d.thread % 32],
+                 static_cast<uint16_t>(d.thread),
+                 static_cast<uint8_t>(offset),
                  static_cast<uint8_t>(size | (write ? Cell::kWrite : 0))};
   Cell *mine = nullptr, *free = nullptr;
   for (Cell &c : e.cells) {

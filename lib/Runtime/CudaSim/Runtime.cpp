@@ -536,8 +536,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
                                    int device) {
   if (device < 0 || device >= deviceCount())
-    return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: device " +
-                                            std::to_string(device));
+    return fail(cudaErrorInvalidDevice,
+                "cudaDeviceGetAttribute: device " + std::to_string(device));
   switch (attribute) {
   case cudaDevAttrMultiProcessorCount:
     *value = kMultiprocessors;
@@ -561,8 +561,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
   if (!func || blockSize <= 0)
     return fail(cudaErrorInvalidValue,
                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor: " +
-                    std::string(!func ? "no kernel" : "a block of " +
-                                std::to_string(blockSize) + " threads"));
+                    std::string(!func ? "no kernel"
+                                      : "a block of " +
+                                            std::to_string(blockSize) +
+                                            " threads"));
   *numBlocks = blocksPerMultiprocessor(blockSize, dynamicSMemSize);
   return result(cudaSuccess);
 }

@@ -58,8 +58,8 @@ void CudaEmitter::launchCooperative(Operation *op, StringRef kernel,
                                     llvm::raw_ostream &body,
                                     StringRef threads) {
   emitLaunch(op, "launchCooperative", kernel,
-             formatv("{0}u", std::min(maxBlocks, kMaxRowBlocks)).str(),
-             threads, args, body);
+             formatv("{0}u", std::min(maxBlocks, kMaxRowBlocks)).str(), threads,
+             args, body);
 }
 
 void CudaEmitter::emitLaunch(Operation *op, StringRef launcher,
@@ -71,8 +71,8 @@ void CudaEmitter::emitLaunch(Operation *op, StringRef launcher,
   StringRef shortName = kernel;
   shortName.consume_front("ampc::cuda::");
   emitGuards(op, body);
-  body << "  ampc::cuda::" << launcher << "(\"" << shortName << "\", "
-       << kernel << ", " << grid << ", "
+  body << "  ampc::cuda::" << launcher << "(\"" << shortName << "\", " << kernel
+       << ", " << grid << ", "
        << (threads.empty() ? StringRef("ampc::cuda::kThreads") : threads)
        << ", 0, ctx.stream" << (args.empty() ? "" : ", ") << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");";

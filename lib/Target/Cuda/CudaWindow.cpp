@@ -1,4 +1,5 @@
-//===- CudaWindow.cpp - pooling and batch norm ------------------------------===//
+//===- CudaWindow.cpp - pooling and batch norm
+//------------------------------===//
 //
 // Max and average pooling, batch normalisation and their adjoints, on the
 // templated kernels of CudaKernels.cuh (a thread per output element; the

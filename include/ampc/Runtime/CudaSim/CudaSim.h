@@ -163,9 +163,9 @@ void launchAs(bool cooperative, const char *name, void (*kernel)(P...),
         (collectPointer(value, pointers, numPointers), ...);
       },
       closure->arguments);
-  Launch l{name,     grid,        block,      sharedBytes,
-           stream,   (0 + ... + sizeof(P)), pointers, numPointers,
-           cooperative};
+  Launch l{name,        grid,        block,
+           sharedBytes, stream,      (0 + ... + sizeof(P)),
+           pointers,    numPointers, cooperative};
   launchKernel(
       l,
       [](void *raw) {
@@ -180,7 +180,8 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
   launchAs(false, name, kernel, grid, block, sharedBytes, stream,
            std::forward<A>(args)...);
 }
-/// A cooperative launch (cudaLaunchKernelEx with cudaLaunchAttributeCooperative).
+/// A cooperative launch (cudaLaunchKernelEx with
+/// cudaLaunchAttributeCooperative).
 template <typename... P, typename... A>
 void launchCooperative(const char *name, void (*kernel)(P...), dim3 grid,
                        dim3 block, size_t sharedBytes, cudaStream_t stream,
