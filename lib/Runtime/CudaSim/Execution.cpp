@@ -666,7 +666,7 @@ cudaError_t runGrid(const char *name, dim3 grid, dim3 blockDim,
   std::vector<std::unique_ptr<SharedMemory>> shared(count);
   for (uint64_t i = 0; i < count; ++i) {
     Block &b = blocks[i];
-    shared[i] = std::make_unique<SharedMemory>();
+    shared[i].reset(new SharedMemory); // its bytes are set as handed out
     b.shared = shared[i]->bytes;
     b.dynamicBytes = b.sharedUsed = dynamicShared;
     std::memset(b.shared, kUninitialisedByte, dynamicShared);
