@@ -71,9 +71,12 @@ template __global__ void ampc::cuda::reduce<double, ampc::cuda::As<double>, ampc
     const double *, double *, int64_t, ampc::cuda::Strided, ampc::cuda::Strided, int64_t, ampc::cuda::Reduction);
 template __global__ void ampc::cuda::layerNormGrad<float, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::AsF16, ampc::cuda::AsF16>(
     const uint16_t *, const uint16_t *, const float *, ampc::cuda::Strided, const float *, const float *, uint16_t *, int64_t, int64_t);
-template __global__ void ampc::cuda::batchNormPartials<double, ampc::cuda::As<double>>(
-    const double *, int64_t, int64_t, int64_t, int64_t, double *);
-)", error)) << error;
+template __global__ void ampc::cuda::batchNormTrain<double, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>>(
+    const double *, double *, int64_t, int64_t, int64_t, int64_t, double *, const double *, const double *,
+    const double *, const double *, double, double, double, double *, double *, double *, double *);
+)",
+                    error))
+      << error;
 }
 
 } // namespace

@@ -155,6 +155,22 @@ __global__ void warpSwap(int *out) {
   out[blockIdx.x * blockDim.x + t] = tile[t ^ 1];
 }
 
+/// Each block's first thread writes its slot; then, after a grid barrier
+/// or not, every thread reads every block's slot (a cooperative launch).
+/// The __syncthreads orders the reads of the block's own slot, so that a
+/// race can only be between blocks.
+__global__ void readOtherBlocks(int *slots, int *out, int barrier) {
+  if (threadIdx.x == 0)
+    slots[blockIdx.x] = static_cast<int>(blockIdx.x) + 1;
+  __syncthreads();
+  if (barrier)
+    ampc::cuda::gridSync();
+  int sum = 0;
+  for (unsigned b = 0; b < gridDim.x; ++b)
+    sum += slots[b];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
 /// out[i] = in[n - 1 - i]: what another block of the previous kernel wrote.
 __global__ void reverse(const int *in, int *out, int n) {
   AMPC_FOR(i, n) out[i] = in[n - 1 - i];
@@ -338,6 +354,22 @@ TEST(CudaSimRaceDeathTest, FlagSetByPlainStores) {
               "bytes that thread .* wrote");
 }
 
+TEST(CudaSimRaceDeathTest, BlocksOfACooperativeLaunchWithoutGridBarrier) {
+  AMPC_REQUIRE_INSTRUMENTED();
+  // Every block writes its slot, waits at its __syncthreads, then reads
+  // the other blocks' slots, with no grid barrier between.
+  EXPECT_EXIT(expectRace([] {
+                ampc::cuda::launchCooperative(
+                    "readOtherBlocks", readOtherBlocks, 4, kBlock, 0, nullptr,
+                    deviceAlloc<int>(4), deviceAlloc<int>(4 * kBlock), 0);
+              }),
+              ::testing::ExitedWithCode(0),
+              "kernel readOtherBlocks: data race on device memory .*: thread "
+              "\\([0-9]+, 0, 0\\) of block \\(3, 0, 0\\) reads 4 bytes that "
+              "thread \\(0, 0, 0\\) of block \\([0-2], 0, 0\\) wrote with no "
+              "grid barrier \\(ampc::cuda::gridSync\\) between");
+}
+
 TEST(CudaSimRaceDeathTest, ARaceNamesTheSeedToReplay) {
   AMPC_REQUIRE_INSTRUMENTED();
   EXPECT_EXIT(
@@ -384,6 +416,73 @@ TEST(CudaSimRace, SumOfSquaresByBlockPartialsIsRaceFree) {
   float sum = 0;
   cudaMemcpy(&sum, t.sum, 4, cudaMemcpyDeviceToHost);
   EXPECT_EQ(sum, 4000.0f); // (4 + 1 + 0 + 1 + 4) per 5 elements
+}
+
+TEST(CudaSimRace, GridBarrierOrdersTheBlocks) {
+  AMPC_REQUIRE_INSTRUMENTED();
+  for (const char *seed : {"reverse", "1", "2"}) {
+    setenv("AMPC_CUDA_SIM_SEED", seed, 1);
+    int *slots = deviceAlloc<int>(4), *out = deviceAlloc<int>(4 * kBlock);
+    ampc::cuda::launchCooperative("readOtherBlocks", readOtherBlocks, 4, kBlock,
+                                  0, nullptr, slots, out, 1);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << seed;
+    std::vector<int> result(4 * kBlock);
+    cudaMemcpy(result.data(), out, result.size() * 4, cudaMemcpyDeviceToHost);
+    for (int v : result)
+      EXPECT_EQ(v, 10) << seed;
+    cudaFree(slots);
+    cudaFree(out);
+  }
+  unsetenv("AMPC_CUDA_SIM_SEED");
+}
+
+/// BatchNormalization in training mode and its gradient, each one
+/// cooperative launch, on 3 channels of 2 × 700 values (4 work items per
+/// channel, in fewer blocks than items when the device holds fewer): no
+/// race between the items' partials and their combination.
+TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
+  AMPC_REQUIRE_INSTRUMENTED();
+  using F = ampc::cuda::As<float>;
+  const int64_t n = 2, c = 3, inner = 700, splits = 4, count = n * c * inner;
+  std::vector<float> host(count);
+  for (int64_t i = 0; i < count; ++i)
+    host[i] = static_cast<float>((i * 37) % 101) / 7.0f;
+  float *x = deviceAlloc<float>(count), *y = deviceAlloc<float>(count),
+        *dx = deviceAlloc<float>(count),
+        *partials = deviceAlloc<float>(2 * c * splits),
+        *parameters = deviceAlloc<float>(4 * c),
+        *statistics = deviceAlloc<float>(6 * c);
+  cudaMemcpy(x, host.data(), count * 4, cudaMemcpyHostToDevice);
+  const std::vector<float> ones(4 * c, 1.0f);
+  cudaMemcpy(parameters, ones.data(), ones.size() * 4, cudaMemcpyHostToDevice);
+  float *mean = statistics + 2 * c, *invStdDev = statistics + 3 * c;
+  ampc::cuda::launchCooperative(
+      "batchNormTrain", ampc::cuda::batchNormTrain<float, F, F, F, F, F>,
+      c * splits, kBlock, 0, nullptr, x, y, n, c, inner, splits, partials,
+      parameters, parameters + c, parameters + 2 * c, parameters + 3 * c, 1e-5f,
+      0.9f, 1.0f, statistics, statistics + c, mean, invStdDev);
+  ampc::cuda::launchCooperative(
+      "batchNormGrad", ampc::cuda::batchNormGrad<float, F, F, F, F, F>,
+      c * splits, kBlock, 0, nullptr, y, x, dx, n, c, inner, splits, partials,
+      parameters, mean, invStdDev, true, statistics + 4 * c,
+      statistics + 5 * c);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> saved(2 * c);
+  cudaMemcpy(saved.data(), mean, saved.size() * 4, cudaMemcpyDeviceToHost);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0, squares = 0;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double v = host[(b * c + ch) * inner + i];
+        sum += v;
+        squares += v * v;
+      }
+    const double m = sum / (n * inner), var = squares / (n * inner) - m * m;
+    EXPECT_NEAR(saved[ch], m, 1e-4) << ch;
+    EXPECT_NEAR(saved[c + ch], 1 / std::sqrt(var + 1e-5), 1e-4) << ch;
+  }
+  for (float *p : {x, y, dx, partials, parameters, statistics})
+    cudaFree(p);
 }
 
 TEST(CudaSimRace, UnscaleRaisesItsFlagWithoutARace) {

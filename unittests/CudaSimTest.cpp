@@ -94,6 +94,29 @@ __global__ void shuffleOutsideMask(int *out) {
     out[threadIdx.x] = __shfl_sync(0x0000FFFFu, 1, 20);
 }
 
+/// Each block's first thread writes its block number + 1 to its slot;
+/// then, after a grid barrier or not, every thread adds up all the slots
+/// (the grid's block count g: g (g + 1) / 2 when the barrier orders the
+/// writes before the reads).
+__global__ void sumOverBlocks(int *slots, int *out, int barrier) {
+  if (threadIdx.x == 0)
+    slots[blockIdx.x] = static_cast<int>(blockIdx.x) + 1;
+  if (barrier)
+    ampc::cuda::gridSync();
+  int sum = 0;
+  for (unsigned b = 0; b < gridDim.x; ++b)
+    sum += slots[b];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+/// A grid barrier that the odd threads of block 0 never reach.
+__global__ void divergentGridBarrier(int *out) {
+  if (blockIdx.x == 0 && threadIdx.x % 2)
+    return;
+  ampc::cuda::gridSync();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
+}
+
 __global__ void fill(int *out, int value, int n) {
   AMPC_FOR(i, n) out[i] = value;
 }
@@ -181,6 +204,63 @@ TEST(CudaSim, SeededOrdersExposeAMissingBarrier) {
   EXPECT_EQ(caught, 4) << "every random order catches it";
   for (const char *seed : {"reverse", "forward", "1", "2", "3", "0x5eed"})
     EXPECT_EQ(wrongNeighbours(seed, round++, true), 0) << seed;
+}
+
+/// How many of sumOverBlocks' outputs are wrong in a cooperative launch of
+/// as many blocks of 64 threads as the device holds at once, under the
+/// schedule AMPC_CUDA_SIM_SEED=`seed`; `blocks` is set to the grid's size.
+int wrongSumsOverBlocks(const char *seed, bool barrier, int &blocks) {
+  setenv("AMPC_CUDA_SIM_SEED", seed, 1);
+  const int most = 1 << 10;
+  int *slots = deviceAlloc<int>(most), *out = deviceAlloc<int>(most * 64);
+  EXPECT_EQ(cudaMemset(slots, 0, most * 4), cudaSuccess);
+  EXPECT_EQ(cudaMemset(out, 0, most * 64 * 4), cudaSuccess);
+  ampc::cuda::launchCooperative("sumOverBlocks", sumOverBlocks, most, 64, 0,
+                                nullptr, slots, out, barrier ? 1 : 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> result(most * 64);
+  EXPECT_EQ(
+      cudaMemcpy(result.data(), out, result.size() * 4, cudaMemcpyDeviceToHost),
+      cudaSuccess);
+  cudaFree(slots);
+  cudaFree(out);
+  unsetenv("AMPC_CUDA_SIM_SEED");
+  // The grid is the blocks that wrote an output.
+  blocks = 0;
+  while (blocks < most && result[blocks * 64] != 0)
+    ++blocks;
+  int wrong = 0;
+  for (int i = 0; i < blocks * 64; ++i)
+    wrong += result[i] != blocks * (blocks + 1) / 2;
+  return wrong;
+}
+
+TEST(CudaSim, GridBarrierOrdersEveryBlockBeforeEveryOther) {
+  // What the device holds at once: the grid launchCooperative chooses.
+  int perMultiprocessor = 0, multiprocessors = 0;
+  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor,
+                                                          sumOverBlocks, 64, 0),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&multiprocessors,
+                                   cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  cudaDeviceProp prop;
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_EQ(prop.multiProcessorCount, multiprocessors);
+  EXPECT_EQ(perMultiprocessor, 32); // 2048 threads and 32 blocks per SM
+  for (const char *seed : {"reverse", "forward", "1", "2", "3", "0x5eed"}) {
+    int blocks = 0;
+    EXPECT_EQ(wrongSumsOverBlocks(seed, true, blocks), 0) << seed;
+    EXPECT_EQ(blocks, perMultiprocessor * multiprocessors) << seed;
+  }
+  // Without the barrier a block reads slots not yet written, in any order
+  // of the blocks (the reverse one: every block but the last).
+  int caught = 0;
+  for (const char *seed : {"reverse", "forward", "1", "2", "3", "0x5eed"}) {
+    int blocks = 0;
+    caught += wrongSumsOverBlocks(seed, false, blocks) > 0;
+  }
+  EXPECT_EQ(caught, 6);
 }
 
 TEST(CudaSim, WarpShuffleSum) {
@@ -586,6 +666,32 @@ TEST(CudaSimStrict, CudaCallFromHostFunction) {
   cudaStreamDestroy(s);
 }
 
+TEST(CudaSimStrict, CooperativeGridLargerThanTheDeviceHolds) {
+  int perMultiprocessor = 0, multiprocessors = 0;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor,
+                                                sumOverBlocks, 64, 0);
+  cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
+  const unsigned resident = perMultiprocessor * multiprocessors;
+  int *slots = deviceAlloc<int>(resident + 1);
+  int *out = deviceAlloc<int>((resident + 1) * 64);
+  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident + 1, 64,
+                               0, nullptr, slots, out, 1);
+  cudaError_t e = cudaGetLastError();
+  EXPECT_EQ(e, cudaErrorCooperativeLaunchTooLarge);
+  EXPECT_NE(lastMessage(e).find("kernel sumOverBlocks launch: a cooperative "
+                                "grid of " +
+                                std::to_string(resident + 1) + " blocks"),
+            std::string::npos)
+      << lastMessage(e);
+  // As many as it holds run.
+  ampc::sim::launchCooperative("sumOverBlocks", sumOverBlocks, resident, 64, 0,
+                               nullptr, slots, out, 1);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(slots);
+  cudaFree(out);
+}
+
 // Failures while work runs are sticky, as a device fault is: each runs in
 // a child process (a death test), which checks the stickiness and exits 0.
 
@@ -632,6 +738,39 @@ TEST(CudaSimStrictDeathTest, ShuffleFromLaneOutsideMask) {
         std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "reads lane 20, which is not in the mask");
+}
+
+TEST(CudaSimStrictDeathTest, GridBarrierSomeThreadsNeverReach) {
+  EXPECT_EXIT(
+      {
+        int *d = deviceAlloc<int>(4 * 64);
+        ampc::cuda::launchCooperative(
+            "divergentGridBarrier", divergentGridBarrier, 4, 64, 0, nullptr, d);
+        bool ok = cudaGetLastError() == cudaSuccess; // the launch is fine
+        ok &= cudaDeviceSynchronize() == cudaErrorLaunchFailure;
+        ok &= cudaMemset(d, 0, 4) == cudaErrorLaunchFailure; // sticky
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "kernel divergentGridBarrier: ampc::cuda::gridSync reached by 224 of "
+      "the grid's 256 threads \\(32 returned without reaching it: a "
+      "divergent grid barrier\\)");
+}
+
+TEST(CudaSimStrictDeathTest, GridBarrierInAPlainLaunch) {
+  EXPECT_EXIT(
+      {
+        int *slots = deviceAlloc<int>(2);
+        int *out = deviceAlloc<int>(2 * 64);
+        ampc::cuda::launch("sumOverBlocks", sumOverBlocks, 2, 64, 0, nullptr,
+                           slots, out, 1);
+        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "kernel sumOverBlocks: ampc::cuda::gridSync "
+      "\\(.*CudaSimTest.cpp:[0-9]+\\) "
+      "in a kernel not launched cooperatively "
+      "\\(ampc::cuda::launchCooperative\\)");
 }
 
 // An access outside device memory in a kernel: CudaSimStreamsTest.cpp

@@ -34,6 +34,7 @@ template <typename T> using SharedType = T;
 } // namespace ampc::cuda
 #define AMPC_SHARED(type, name) __shared__ ::ampc::cuda::SharedType<type> name
 #define AMPC_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#include <cooperative_groups.h>
 #endif
 
 #include "ampc/Runtime/ModelAbi.h"
@@ -53,6 +54,7 @@ template <typename T> using SharedType = T;
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <mutex>
 #include <type_traits>
 #include <new>
 #include <tuple>
@@ -697,6 +699,86 @@ inline void launch(const char *name, void (*kernel)(Params...), dim3 grid,
   kernel<<<grid, block, sharedBytes, stream>>>(std::forward<Args>(args)...);
 #endif
 }
+
+/// How many blocks of `kernel` with `block` threads and `sharedBytes` of
+/// dynamic shared memory the current device holds at once: the occupancy
+/// API's blocks per multiprocessor times the multiprocessors, asked once
+/// per kernel, block size and device. -1 when a query failed (its error is
+/// the last error).
+inline int64_t coResidentBlocks(const void *kernel, int block,
+                                size_t sharedBytes) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess)
+    return -1;
+  static std::mutex mutex;
+  static std::map<std::tuple<const void *, int, size_t, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, block, sharedBytes, device);
+  if (auto it = known.find(key); it != known.end())
+    return it->second;
+  int perMultiprocessor = 0, multiprocessors = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &perMultiprocessor, kernel, block, sharedBytes) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount,
+                             device) != cudaSuccess)
+    return -1;
+  const int64_t blocks = int64_t{perMultiprocessor} * multiprocessors;
+  known.emplace(key, blocks);
+  return blocks;
+}
+
+/// A cooperative launch of `kernel`: every block resident at once, so
+/// that gridSync can wait for all of them. The grid is as many blocks as
+/// the device holds at once (coResidentBlocks), at most `maxBlocks`: the
+/// kernel loops over its work by gridDim, and its results must not depend
+/// on the grid's size. Under nvcc, cudaLaunchKernelEx with
+/// cudaLaunchAttributeCooperative, which a stream capture records as a
+/// cooperative kernel node; the CUDA execution on the CPU otherwise. A
+/// kernel no block of which fits is still launched, with one block, so
+/// that the launch fails (cudaErrorCooperativeLaunchTooLarge).
+template <typename... Params, typename... Args>
+inline void launchCooperative(const char *name, void (*kernel)(Params...),
+                              unsigned maxBlocks, dim3 block,
+                              size_t sharedBytes, cudaStream_t stream,
+                              Args &&...args) {
+  const int64_t resident = coResidentBlocks(
+      reinterpret_cast<const void *>(kernel),
+      static_cast<int>(block.x * block.y * block.z), sharedBytes);
+  if (resident < 0)
+    return; // the failed query's error is the launch check's
+  const dim3 grid(static_cast<unsigned>(
+      std::max<int64_t>(1, std::min<int64_t>(maxBlocks, resident))));
+#if defined(AMPC_CUDA_SIM)
+  ::ampc::sim::launchCooperative(name, kernel, grid, block, sharedBytes, stream,
+                                 std::forward<Args>(args)...);
+#else
+  (void)name;
+  cudaLaunchAttribute cooperative[1] = {};
+  cooperative[0].id = cudaLaunchAttributeCooperative;
+  cooperative[0].val.cooperative = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = sharedBytes;
+  config.stream = stream;
+  config.attrs = cooperative;
+  config.numAttrs = 1;
+  // Its error is the last error too, which the launch check reads.
+  (void)cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+#endif
+}
+
+/// Waits for every thread of the grid, whose memory accesses before it are
+/// then seen by every thread after it: only in a kernel launched with
+/// launchCooperative (the CUDA execution on the CPU fails the kernel
+/// otherwise).
+#if defined(AMPC_CUDA_SIM)
+inline void gridSync(AMPC_SIM_CALL_SITE) {
+  ::ampc::sim::gridSync(AMPC_SIM_CALLER);
+}
+#else
+__device__ inline void gridSync() { cooperative_groups::this_grid().sync(); }
+#endif
 
 /// Threads per block and blocks for `n` elements.
 constexpr int kThreads = 256;
@@ -2879,20 +2961,20 @@ __device__ inline int64_t channelElement(int64_t j, int64_t c, int64_t ch,
   return ((j / inner) * c + ch) * inner + j % inner;
 }
 
-/// BatchNormalization in training mode, two launches: batchNormPartials
-/// writes each block's node of the channel's moments (mean, M2; the block's
-/// node of math::pairwiseMoments' tree, as the CPU target's
-/// channelStatistics computes it) to partials[2b], partials[2b + 1]; then
-/// batchNormApply, in the same grid, combines its channel's partials (the
-/// tree's root: every block of the channel computes the same), normalises
-/// the block's node of the channel's elements and, in the channel's first
-/// block, writes the running statistics and the saved mean and inverse
-/// standard deviation.
+/// BatchNormalization in training mode, one cooperative launch
+/// (batchNormTrain): each of the c · splits work items (a channel's node
+/// of math::pairwiseMoments' tree, as the CPU target's channelStatistics
+/// computes it; the items are the same whatever the grid) writes its
+/// moments (mean, M2) to partials[2b], partials[2b + 1] (batchNormPartials);
+/// after a grid barrier each item combines its channel's partials (the
+/// tree's root: every item of the channel computes the same), normalises
+/// its node of the channel's elements and, in the channel's first item,
+/// writes the running statistics and the saved mean and inverse standard
+/// deviation (batchNormApply).
 template <typename C, typename L>
-__global__ void batchNormPartials(const typename L::Storage *x, int64_t n,
+__device__ void batchNormPartials(const typename L::Storage *x, int64_t n,
                                   int64_t c, int64_t inner, int64_t splits,
-                                  C *partials) {
-  AMPC_SHARED(math::Moments<C>[kThreads], share);
+                                  C *partials, math::Moments<C> *share) {
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
@@ -2916,7 +2998,7 @@ __global__ void batchNormPartials(const typename L::Storage *x, int64_t n,
 /// none), added in E, and ReLU.
 template <typename C, typename L, typename S, typename P, typename R,
           typename V, typename Q = S, typename E = C>
-__global__ void batchNormApply(
+__device__ void batchNormApply(
     const typename L::Storage *x, typename S::Storage *y, int64_t n, int64_t c,
     int64_t inner, int64_t splits, const C *partials,
     const typename P::Storage *scale, const typename P::Storage *bias,
@@ -2924,8 +3006,7 @@ __global__ void batchNormApply(
     C epsilon, C momentum, C varianceFactor, typename R::Storage *runningMean,
     typename R::Storage *runningVar, typename V::Storage *savedMean,
     typename V::Storage *savedInvStdDev, const typename Q::Storage *residual,
-    bool relu) {
-  AMPC_SHARED(math::Moments<C>[kThreads], share);
+    bool relu, math::Moments<C> *share) {
   const int64_t count = n * inner;
   const int logSplits = log2Of(splits);
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
@@ -2955,6 +3036,25 @@ __global__ void batchNormApply(
       }
     }
   }
+}
+template <typename C, typename L, typename S, typename P, typename R,
+          typename V, typename Q = S, typename E = C>
+__global__ void batchNormTrain(
+    const typename L::Storage *x, typename S::Storage *y, int64_t n, int64_t c,
+    int64_t inner, int64_t splits, C *partials,
+    const typename P::Storage *scale, const typename P::Storage *bias,
+    const typename P::Storage *inputMean, const typename P::Storage *inputVar,
+    C epsilon, C momentum, C varianceFactor, typename R::Storage *runningMean,
+    typename R::Storage *runningVar, typename V::Storage *savedMean,
+    typename V::Storage *savedInvStdDev, const typename Q::Storage *residual,
+    bool relu) {
+  AMPC_SHARED(math::Moments<C>[kThreads], share);
+  batchNormPartials<C, L>(x, n, c, inner, splits, partials, share);
+  gridSync();
+  batchNormApply<C, L, S, P, R, V, Q, E>(
+      x, y, n, c, inner, splits, partials, scale, bias, inputMean, inputVar,
+      epsilon, momentum, varianceFactor, runningMean, runningVar, savedMean,
+      savedInvStdDev, residual, relu, share);
 }
 
 /// BatchNormalization outside training mode, a thread per element: Y with
@@ -2998,20 +3098,20 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
   }
 }
 
-/// batch_norm_grad in two launches. batchNormGradPartials: each block's
-/// nodes of sum(g) and sum(g · x̂), x̂ = (x - mean) · r with the saved mean
-/// and r (bit for bit the CPU target's pairwise sums, split as
-/// channelNodeSum splits them), into partials[2b], partials[2b + 1].
-/// The prologue (math::batchNormGradPrologue, in E): grad is grad +
-/// addend, masked where reluOutput is not above 0 (either may be null).
+/// batch_norm_grad in one cooperative launch (batchNormGrad), over the
+/// work items of batchNormTrain. batchNormGradPartials: each item's nodes
+/// of sum(g) and sum(g · x̂), x̂ = (x - mean) · r with the saved mean and r
+/// (bit for bit the CPU target's pairwise sums, split as channelNodeSum
+/// splits them), into partials[2b], partials[2b + 1]. The prologue
+/// (math::batchNormGradPrologue, in E): grad is grad + addend, masked
+/// where reluOutput is not above 0 (either may be null).
 template <typename C, typename L, typename V, typename E = C>
-__global__ void batchNormGradPartials(
+__device__ void batchNormGradPartials(
     const typename L::Storage *grad, const typename L::Storage *x, int64_t n,
     int64_t c, int64_t inner, int64_t splits,
     const typename V::Storage *mean, const typename V::Storage *invStdDev,
     C *partials, const typename L::Storage *addend,
-    const typename L::Storage *reluOutput) {
-  AMPC_SHARED(C[kThreads], share);
+    const typename L::Storage *reluOutput, C *share) {
   const int64_t count = n * inner;
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
     const int64_t ch = b / splits;
@@ -3037,24 +3137,24 @@ __global__ void batchNormGradPartials(
   }
 }
 
-/// batchNormGradInput, in batchNormGradPartials' grid: each block adds its
+/// batchNormGradInput, after the grid barrier: each item adds its
 /// channel's partials (the tree's root), writes the input gradient of its
 /// node of the channel's elements (see the CPU target's batchNormGrad):
 /// scale · r · (g - mean(g) - x̂ · mean(g · x̂)) in training mode, else
-/// scale · r · g; the channel's first block writes the B and Scale
+/// scale · r · g; the channel's first item writes the B and Scale
 /// gradients. The prologue as batchNormGradPartials', its gradient written
 /// to `kept` when not null.
 template <typename C, typename L, typename S, typename P, typename V,
           typename G, typename E = C>
-__global__ void batchNormGradInput(
+__device__ void batchNormGradInput(
     const typename L::Storage *grad, const typename L::Storage *x,
     typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
     int64_t splits, const C *partials, const typename P::Storage *scale,
     const typename V::Storage *mean, const typename V::Storage *invStdDev,
     bool training, typename G::Storage *gradScale,
     typename G::Storage *gradBias, const typename L::Storage *addend,
-    const typename L::Storage *reluOutput, typename L::Storage *kept) {
-  AMPC_SHARED(C[kThreads], share);
+    const typename L::Storage *reluOutput, typename L::Storage *kept,
+    C *share) {
   const int64_t count = n * inner;
   const int logSplits = log2Of(splits);
   for (int64_t b = blockIdx.x; b < c * splits; b += gridDim.x) {
@@ -3087,6 +3187,27 @@ __global__ void batchNormGradInput(
       gradScale[ch] = G::store(sumGradHat);
     }
   }
+}
+template <typename C, typename L, typename S, typename P, typename V,
+          typename G, typename E = C>
+__global__ void
+batchNormGrad(const typename L::Storage *grad, const typename L::Storage *x,
+              typename S::Storage *dx, int64_t n, int64_t c, int64_t inner,
+              int64_t splits, C *partials, const typename P::Storage *scale,
+              const typename V::Storage *mean,
+              const typename V::Storage *invStdDev, bool training,
+              typename G::Storage *gradScale, typename G::Storage *gradBias,
+              const typename L::Storage *addend,
+              const typename L::Storage *reluOutput,
+              typename L::Storage *kept) {
+  AMPC_SHARED(C[kThreads], share);
+  batchNormGradPartials<C, L, V, E>(grad, x, n, c, inner, splits, mean,
+                                    invStdDev, partials, addend, reluOutput,
+                                    share);
+  gridSync();
+  batchNormGradInput<C, L, S, P, V, G, E>(
+      grad, x, dx, n, c, inner, splits, partials, scale, mean, invStdDev,
+      training, gradScale, gradBias, addend, reluOutput, kept, share);
 }
 
 } // namespace ampc::cuda

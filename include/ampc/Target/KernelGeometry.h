@@ -213,9 +213,9 @@ struct BatchNormGeometry {
   llvm::StringRef compute;
 };
 BatchNormGeometry batchNormGeometry(mlir::Operation *op);
-/// Blocks per channel of the CUDA target's batch statistics and their
-/// adjoint's sums (ampc::cuda::batchNormPartials and batchNormApply,
-/// batchNormGradPartials and batchNormGradInput, one grid each):
+/// Work items per channel of the CUDA target's batch statistics and their
+/// adjoint's sums (ampc::cuda::batchNormTrain and batchNormGrad, a block
+/// each at a time):
 /// cudaReduceSplits over the channel's n · inner elements, as a power of two
 /// of at most kCudaThreads whose blocks each take a node of the pairwise
 /// sum's tree (every node above them has more than 64 terms).

@@ -13,6 +13,14 @@
 // a memory fault on a thread's fiber fails it as cudaErrorIllegalAddress.
 // Each block gets its own shared memory, uninitialised (0xFF) at its start.
 //
+// A cooperative launch (ampc::cuda::launchCooperative) runs every block at
+// once instead: each round runs the blocks in the schedule's order, each
+// block's threads in its own, and ampc::cuda::gridSync waits for every
+// thread of the grid. Its grid may not exceed what the device holds at
+// once (blocksPerMultiprocessor times kMultiprocessors, Sim.h), which is
+// what bounds the fibers it needs; a gridSync some threads of the grid
+// never reach, or one in a kernel not launched cooperatively, fails it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Runtime/CudaSim/CudaSim.h"
@@ -48,6 +56,7 @@
   ((void)(fakeStack), (void)(bottom), (void)(size))
 #endif
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -100,7 +109,7 @@ private:
 };
 StackPool pool;
 
-enum class State { Runnable, AtBarrier, AtWarp, Done };
+enum class State { Runnable, AtBarrier, AtWarp, AtGridBarrier, Done };
 
 struct Thread {
   ThreadIndex index;
@@ -137,24 +146,34 @@ struct PooledStack {
   void deallocate(ctx::stack_context &s) { pool.deallocate(s); }
 };
 
-/// Shared memory: one block's at a time, as blocks run one at a time. The
-/// launch's dynamic part first, then each AMPC_SHARED array where the
-/// block first reaches it; every byte a block is handed starts as
-/// kUninitialisedByte, whatever the previous block left.
-alignas(256) unsigned char sharedMemory[kMaxSharedBytes];
+/// A block's shared memory: the launch's dynamic part first, then each
+/// AMPC_SHARED array where the block first reaches it; every byte a block
+/// is handed starts as kUninitialisedByte, whatever an earlier block left.
+struct SharedMemory {
+  alignas(256) unsigned char bytes[kMaxSharedBytes];
+};
+/// One block's at a time, as a plain launch's blocks run one at a time (a
+/// cooperative launch gives each block its own).
+SharedMemory sharedMemory;
 
 /// The block being run, and the thread of it that runs now.
 struct Block {
   std::vector<Thread> threads;
   Thread *running = nullptr;
   std::string error; // a failure found by a thread: the kernel stops
+  unsigned char *shared = sharedMemory.bytes;
   /// Shared memory handed out: the dynamic part's size, then the arrays
-  /// (the static that identifies each, and its offset in sharedMemory).
+  /// (the static that identifies each, and its offset in `shared`).
   size_t sharedUsed = 0, dynamicBytes = 0;
   std::vector<std::pair<const void *, size_t>> sharedArrays;
+  /// The race check's index of the block among those running at once (0
+  /// in a plain launch, its linear index in a cooperative one).
+  unsigned slot = 0;
 };
 Block *block = nullptr;
 const char *runningKernel = nullptr;
+/// Whether the running kernel was launched cooperatively.
+bool cooperative = false;
 
 /// Unwinds a thread's fiber when the kernel is abandoned.
 struct Abandon {};
@@ -392,7 +411,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
           std::memcpy(lanes[m]->lanes, values, sizeof values);
           lanes[m]->state = State::Runnable;
         }
-      race::warpRelease(warp * 32, mask);
+      race::warpRelease(b.slot, warp * 32, mask);
       released = true;
     }
   }
@@ -410,7 +429,7 @@ bool release(Block &b, unsigned threadsPerBlock) {
         return false;
     for (Thread &t : b.threads)
       t.state = State::Runnable;
-    race::barrier();
+    race::barrier(b.slot);
     return true;
   }
   return false;
@@ -418,11 +437,12 @@ bool release(Block &b, unsigned threadsPerBlock) {
 
 /// Why the threads of a block cannot go on.
 std::string deadlock(const Block &b) {
-  unsigned atBarrier = 0, done = 0, atWarp = 0;
+  unsigned atBarrier = 0, done = 0, atWarp = 0, atGrid = 0;
   const Thread *warpWaiter = nullptr;
   for (const Thread &t : b.threads) {
     atBarrier += t.state == State::AtBarrier;
     done += t.state == State::Done;
+    atGrid += t.state == State::AtGridBarrier;
     if (t.state == State::AtWarp) {
       ++atWarp;
       warpWaiter = &t;
@@ -443,20 +463,17 @@ std::string deadlock(const Block &b) {
            std::to_string(done) + " returned)";
   return "__syncthreads reached by " + std::to_string(atBarrier) + " of " +
          std::to_string(b.threads.size()) + " threads" + where + " (" +
-         std::to_string(done) +
-         " returned without reaching it: a divergent barrier)";
+         std::to_string(done) + " returned without reaching it" +
+         (atGrid
+              ? ", " + std::to_string(atGrid) + " wait at ampc::cuda::gridSync"
+              : "") +
+         ": a divergent barrier)";
 }
 
-/// Runs every thread of one block to the end.
-cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
-                     size_t dynamicShared, void (*body)(void *),
-                     void *arguments, const Schedule &schedule,
-                     uint64_t &random) {
-  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
-  Block b;
+/// Gives block `b` its `n` threads, each on a fiber that has not started.
+void makeThreads(Block &b, unsigned n, dim3 grid, dim3 blockDim, uint3 blockIdx,
+                 void (*body)(void *), void *arguments) {
   b.threads.resize(n);
-  b.dynamicBytes = b.sharedUsed = dynamicShared;
-  std::memset(sharedMemory, kUninitialisedByte, dynamicShared);
   for (unsigned i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
     t.index.threadIdx = {i % blockDim.x, (i / blockDim.x) % blockDim.y,
@@ -484,56 +501,217 @@ cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
           return std::move(self->scheduler);
         });
   }
+}
+
+/// Runs, in the schedule's order (a new one each round: a kernel must not
+/// depend on it), each runnable thread of `b` until it waits or returns;
+/// false when one failed (b.error).
+bool runRound(Block &b, const Schedule &schedule, uint64_t &random,
+              std::vector<uint64_t> &order) {
+  scheduleOrder(schedule, random, order, b.threads.size());
+  for (uint64_t i : order) {
+    Thread &t = b.threads[i];
+    if (t.state != State::Runnable)
+      continue;
+    block = &b;
+    b.running = &t;
+    current = &t.index;
+    resume(t);
+    race::takeRace(b.error);
+    if (!b.error.empty())
+      return false;
+  }
+  return true;
+}
+
+bool allDone(const Block &b) {
+  for (const Thread &t : b.threads)
+    if (t.state != State::Done)
+      return false;
+  return true;
+}
+
+/// The kernel failed with `error`: each thread of `blocks` not done unwinds
+/// its fiber (one that never ran returns at once), switching stacks as a
+/// resume does; returns the failure.
+cudaError_t abandonKernel(const char *name, Block *blocks, size_t count,
+                          const std::string &error, const Schedule &schedule) {
+  std::string message = std::string("kernel ") + name + ": " + error;
+  if (!schedule.text.empty())
+    message += " (AMPC_CUDA_SIM_SEED=" + schedule.text + ")";
+  for (size_t k = 0; k < count; ++k) {
+    for (Thread &t : blocks[k].threads)
+      if (t.state != State::Done) {
+        t.abandon = true;
+        resume(t);
+      }
+    blocks[k].threads.clear();
+  }
+  return fail(std::exchange(faulted, false) ? cudaErrorIllegalAddress
+                                            : cudaErrorLaunchFailure,
+              message);
+}
+
+/// Runs every thread of one block to the end.
+cudaError_t runBlock(const char *name, dim3 grid, dim3 blockDim, uint3 blockIdx,
+                     size_t dynamicShared, void (*body)(void *),
+                     void *arguments, const Schedule &schedule,
+                     uint64_t &random) {
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  Block b;
+  b.dynamicBytes = b.sharedUsed = dynamicShared;
+  std::memset(b.shared, kUninitialisedByte, dynamicShared);
+  makeThreads(b, n, grid, blockDim, blockIdx, body, arguments);
   Block *outer = block;
-  block = &b;
   race::beginBlock(blockIdx, grid, blockDim);
   std::vector<uint64_t> order;
-  while (true) {
-    // Threads in the schedule's order, a new one each round: a kernel must
-    // not depend on it.
-    scheduleOrder(schedule, random, order, n);
-    for (uint64_t i : order) {
-      Thread &t = b.threads[i];
-      if (t.state != State::Runnable)
-        continue;
-      b.running = &t;
-      current = &t.index;
-      resume(t);
-      race::takeRace(b.error);
-      if (!b.error.empty())
-        break;
-    }
-    if (!b.error.empty())
-      break;
-    bool allDone = true;
-    for (Thread &t : b.threads)
-      allDone &= t.state == State::Done;
-    if (allDone)
-      break;
+  while (runRound(b, schedule, random, order) && !allDone(b))
     if (!release(b, n)) {
       if (b.error.empty())
         b.error = deadlock(b);
       break;
     }
+  block = outer;
+  current = nullptr;
+  if (!b.error.empty())
+    return abandonKernel(name, &b, 1, b.error, schedule);
+  return cudaSuccess;
+}
+
+/// Runs the blocks of a plain launch one after another, in the schedule's
+/// order (a grid of more than 2^22 blocks is not shuffled: forward or
+/// reverse).
+cudaError_t runBlocks(const char *name, dim3 grid, dim3 blockDim,
+                      size_t dynamicShared, void (*body)(void *),
+                      void *arguments, const Schedule &schedule,
+                      uint64_t &random) {
+  const uint64_t blocks = static_cast<uint64_t>(grid.x) * grid.y * grid.z;
+  std::vector<uint64_t> order;
+  const bool listed = blocks <= (uint64_t(1) << 22);
+  if (listed)
+    scheduleOrder(schedule, random, order, blocks);
+  for (uint64_t k = 0; k < blocks; ++k) {
+    uint64_t i = listed ? order[k]
+                 : schedule.kind == Schedule::Forward ? k
+                                                      : blocks - 1 - k;
+    uint3 blockIdx = {
+        static_cast<unsigned>(i % grid.x),
+        static_cast<unsigned>((i / grid.x) % grid.y),
+        static_cast<unsigned>(i / (static_cast<uint64_t>(grid.x) * grid.y))};
+    if (cudaError_t e = runBlock(name, grid, blockDim, blockIdx, dynamicShared,
+                                 body, arguments, schedule, random))
+      return e;
+  }
+  return cudaSuccess;
+}
+
+std::string describe(const Thread &t) {
+  return "thread " + describe(t.index.threadIdx) + " of block " +
+         describe(t.index.blockIdx);
+}
+
+/// Releases ampc::cuda::gridSync once every thread of the grid waits at it,
+/// from one call site (as __syncthreads must be one for the block); false
+/// when they do not all wait (or, with `error` set, not at one site).
+bool releaseGrid(std::vector<Block> &blocks, std::string &error) {
+  const Thread *first = nullptr;
+  for (Block &b : blocks)
+    for (Thread &t : b.threads) {
+      if (t.state != State::AtGridBarrier)
+        return false;
+      if (!first) {
+        first = &t;
+      } else if (t.site.line != first->site.line ||
+                 std::strcmp(t.site.file, first->site.file) != 0) {
+        error = "ampc::cuda::gridSync: " + describe(*first) + " is at " +
+                describe(first->site) + " and " + describe(t) + " at " +
+                describe(t.site) + ": one grid barrier for the whole grid";
+        return false;
+      }
+    }
+  for (Block &b : blocks)
+    for (Thread &t : b.threads)
+      t.state = State::Runnable;
+  race::gridBarrier();
+  return true;
+}
+
+/// Why the threads of a cooperative grid cannot go on: a block stuck at
+/// one of its own barriers or warp operations, else a grid barrier that
+/// some threads returned without reaching.
+std::string gridDeadlock(const std::vector<Block> &blocks) {
+  uint64_t atGrid = 0, done = 0, threads = 0;
+  for (const Block &b : blocks)
+    for (const Thread &t : b.threads) {
+      if (t.state == State::AtBarrier || t.state == State::AtWarp)
+        return deadlock(b);
+      atGrid += t.state == State::AtGridBarrier;
+      done += t.state == State::Done;
+      ++threads;
+    }
+  return "ampc::cuda::gridSync reached by " + std::to_string(atGrid) +
+         " of the grid's " + std::to_string(threads) + " threads (" +
+         std::to_string(done) +
+         " returned without reaching it: a divergent grid barrier)";
+}
+
+/// Runs every block of a cooperative launch at once, each round every
+/// block (in the schedule's order) until its threads wait or return.
+cudaError_t runGrid(const char *name, dim3 grid, dim3 blockDim,
+                    size_t dynamicShared, void (*body)(void *), void *arguments,
+                    const Schedule &schedule, uint64_t &random) {
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  const uint64_t count = static_cast<uint64_t>(grid.x) * grid.y * grid.z;
+  std::vector<Block> blocks(count);
+  std::vector<std::unique_ptr<SharedMemory>> shared(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    Block &b = blocks[i];
+    shared[i].reset(new SharedMemory); // its bytes are set as handed out
+    b.shared = shared[i]->bytes;
+    b.dynamicBytes = b.sharedUsed = dynamicShared;
+    std::memset(b.shared, kUninitialisedByte, dynamicShared);
+    b.slot = static_cast<unsigned>(i);
+    const uint3 blockIdx = {
+        static_cast<unsigned>(i % grid.x),
+        static_cast<unsigned>((i / grid.x) % grid.y),
+        static_cast<unsigned>(i / (static_cast<uint64_t>(grid.x) * grid.y))};
+    makeThreads(b, n, grid, blockDim, blockIdx, body, arguments);
+  }
+  Block *outer = block;
+  const bool outerCooperative = std::exchange(cooperative, true);
+  race::beginGrid(grid, blockDim);
+  std::string error;
+  std::vector<uint64_t> blockOrder, order;
+  while (error.empty()) {
+    scheduleOrder(schedule, random, blockOrder, count);
+    bool done = true;
+    for (uint64_t k : blockOrder) {
+      Block &b = blocks[k];
+      if (!runRound(b, schedule, random, order)) {
+        error = b.error;
+        break;
+      }
+      done &= allDone(b);
+    }
+    if (!error.empty() || done)
+      break;
+    bool released = false;
+    for (Block &b : blocks) {
+      released |= release(b, n);
+      if (!b.error.empty()) {
+        error = b.error;
+        break;
+      }
+    }
+    if (error.empty() && !released && !releaseGrid(blocks, error) &&
+        error.empty())
+      error = gridDeadlock(blocks);
   }
   block = outer;
   current = nullptr;
-  if (!b.error.empty()) {
-    std::string message = std::string("kernel ") + name + ": " + b.error;
-    if (!schedule.text.empty())
-      message += " (AMPC_CUDA_SIM_SEED=" + schedule.text + ")";
-    // Each thread not done unwinds its fiber (one that never ran returns
-    // at once), switching stacks as a resume does.
-    for (Thread &t : b.threads)
-      if (t.state != State::Done) {
-        t.abandon = true;
-        resume(t);
-      }
-    b.threads.clear();
-    return fail(std::exchange(faulted, false) ? cudaErrorIllegalAddress
-                                              : cudaErrorLaunchFailure,
-                message);
-  }
+  cooperative = outerCooperative;
+  if (!error.empty())
+    return abandonKernel(name, blocks.data(), blocks.size(), error, schedule);
   return cudaSuccess;
 }
 
@@ -546,6 +724,23 @@ void syncThreads(CallSite site) {
   t.op = "__syncthreads";
   t.site = site;
   suspend(State::AtBarrier);
+}
+
+void gridSync(CallSite site) {
+  if (!block)
+    std::abort();
+  Thread &t = *block->running;
+  t.op = "ampc::cuda::gridSync";
+  t.site = site;
+  if (!cooperative) {
+    // On a GPU the blocks of a plain launch need not all be resident: the
+    // barrier could wait for a block that cannot start.
+    block->error = "ampc::cuda::gridSync (" + describe(site) +
+                   ") in a kernel not launched cooperatively "
+                   "(ampc::cuda::launchCooperative)";
+    suspend(State::AtBarrier); // unwinds: the kernel has failed
+  }
+  suspend(State::AtGridBarrier);
 }
 
 const uint64_t *warpExchange(unsigned mask, uint64_t value, const char *op,
@@ -590,7 +785,7 @@ void *sharedArray(const void *key, size_t bytes, size_t align) {
   Block &b = *block;
   for (const auto &[k, offset] : b.sharedArrays)
     if (k == key)
-      return sharedMemory + offset;
+      return b.shared + offset;
   const size_t offset = (b.sharedUsed + align - 1) / align * align;
   if (offset + bytes > kMaxSharedBytes) {
     b.error = "needs " + std::to_string(offset + bytes) +
@@ -598,16 +793,33 @@ void *sharedArray(const void *key, size_t bytes, size_t align) {
               " of them dynamic), more than the 49152 a block gets";
     suspend(State::AtBarrier); // unwinds: the kernel has failed
   }
-  std::memset(sharedMemory + offset, kUninitialisedByte, bytes);
+  std::memset(b.shared + offset, kUninitialisedByte, bytes);
   b.sharedUsed = offset + bytes;
   b.sharedArrays.push_back({key, offset});
-  return sharedMemory + offset;
+  return b.shared + offset;
 }
 
 void *dynamicShared() {
   if (!block)
     std::abort();
-  return sharedMemory;
+  return block->shared;
+}
+
+int blocksPerMultiprocessor(int threadsPerBlock, size_t dynamicSharedBytes) {
+  constexpr int kThreadsPerMultiprocessor = 2048, kBlocksPerMultiprocessor = 32;
+  constexpr size_t kSharedPerMultiprocessor = 228 << 10;
+  // What a GPU reserves per block (1 KiB from compute capability 8.0 on).
+  constexpr size_t kReservedSharedPerBlock = 1 << 10;
+  if (threadsPerBlock <= 0 || threadsPerBlock > int(kMaxThreadsPerBlock) ||
+      dynamicSharedBytes > kMaxSharedBytes)
+    return 0;
+  // Threads are given to a block in whole warps.
+  const int warps = (threadsPerBlock + 31) / 32;
+  int blocks = std::min(kBlocksPerMultiprocessor,
+                        kThreadsPerMultiprocessor / (warps * 32));
+  return std::min<int>(
+      blocks, static_cast<int>(kSharedPerMultiprocessor /
+                               (dynamicSharedBytes + kReservedSharedPerBlock)));
 }
 
 void badLane(const char *op, unsigned mask, int lane) {
@@ -655,6 +867,26 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
              " bytes of kernel parameters, more than the 32764 allowed");
     return;
   }
+  if (l.cooperative) {
+    const uint64_t blocks =
+        static_cast<uint64_t>(l.grid.x) * l.grid.y * l.grid.z;
+    const unsigned threads = l.block.x * l.block.y * l.block.z;
+    const int perMultiprocessor =
+        blocksPerMultiprocessor(static_cast<int>(threads), l.sharedBytes);
+    const uint64_t resident =
+        static_cast<uint64_t>(perMultiprocessor) * kMultiprocessors;
+    if (blocks > resident) {
+      fail(cudaErrorCooperativeLaunchTooLarge,
+           call + "a cooperative grid of " + std::to_string(blocks) +
+               " blocks of " + std::to_string(threads) +
+               " threads, more than the " + std::to_string(resident) +
+               " the device holds at once (" +
+               std::to_string(kMultiprocessors) + " multiprocessors of " +
+               std::to_string(perMultiprocessor) +
+               ": cudaOccupancyMaxActiveBlocksPerMultiprocessor)");
+      return;
+    }
+  }
   if (!checkStreamDevice(l.stream, call.substr(0, call.size() - 2).c_str()))
     return;
   for (int i = 0; i < l.numPointers; ++i)
@@ -671,32 +903,19 @@ void launchKernel(const Launch &l, void (*body)(void *), void *arguments,
   const size_t dynamicShared = l.sharedBytes;
   const Schedule schedule = scheduleFromEnvironment();
   const uint64_t launch = launches++;
+  const bool together = l.cooperative;
   enqueue(l.stream, name, Work::Kernel, name, [=]() -> cudaError_t {
     fillGuards(guards);
     runningKernel = name;
     race::beginKernel();
-    const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
     uint64_t random = schedule.seed ^ (launch * 0xD1B54A32D192ED03ULL);
-    // Blocks in the schedule's order (a grid of more than 2^22 blocks is
-    // not shuffled: forward or reverse).
-    std::vector<uint64_t> order;
-    const bool listed = blocks <= (uint64_t(1) << 22);
-    if (listed)
-      scheduleOrder(schedule, random, order, blocks);
-    for (uint64_t k = 0; k < blocks; ++k) {
-      uint64_t i = listed ? order[k]
-                   : schedule.kind == Schedule::Forward ? k
-                                                        : blocks - 1 - k;
-      uint3 blockIdx = {static_cast<unsigned>(i % g.x),
-                        static_cast<unsigned>((i / g.x) % g.y),
-                        static_cast<unsigned>(i / (static_cast<uint64_t>(g.x) * g.y))};
-      if (cudaError_t e = runBlock(name, g, b, blockIdx, dynamicShared, body,
-                                   shared.get(), schedule, random)) {
-        runningKernel = nullptr;
-        return e;
-      }
-    }
+    const cudaError_t e = together ? runGrid(name, g, b, dynamicShared, body,
+                                             shared.get(), schedule, random)
+                                   : runBlocks(name, g, b, dynamicShared, body,
+                                               shared.get(), schedule, random);
     runningKernel = nullptr;
+    if (e)
+      return e;
     if (std::string broken = brokenGuard(guards); !broken.empty())
       return fail(cudaErrorIllegalAddress,
                   std::string("kernel ") + name + ": " + broken);

@@ -13,10 +13,12 @@
 //    (every thread takes part), or a chain of warp operations (shuffles,
 //    votes, __syncwarp) that both threads took part in; a vector clock per
 //    thread over the lanes of its warp follows the chains;
-//  - threads of different blocks are never ordered: a race in memory every
-//    block sees (device memory, pinned host memory). Any other address
-//    (__shared__ variables, a thread's stack) is the block's own: what an
-//    earlier block left there is forgotten;
+//  - threads of different blocks are ordered only by a grid barrier
+//    (ampc::cuda::gridSync, in a cooperative launch) released between the
+//    two accesses: a race in memory every block sees (device memory,
+//    pinned host memory). Any other address (__shared__ variables, a
+//    thread's stack) is the block's own: what an earlier block left there
+//    is forgotten;
 //  - a kernel is ordered after everything before it (the generated code
 //    runs every kernel on one stream; kernels run one after another), so
 //    the shadow is forgotten at each launch.
@@ -54,7 +56,7 @@ namespace {
 /// One access remembered in a granule (16 bytes).
 struct Cell {
   uint32_t block;  // linear index of the block in the grid
-  uint32_t epoch;  // __syncthreads released before it (counted over blocks)
+  uint32_t epoch;  // its block's epoch at the access (Detector::epochs)
   uint32_t clock;  // the thread's own warp clock at the access
   uint16_t thread; // linear index of the thread in the block
   uint8_t offset;  // first byte in the granule
@@ -82,13 +84,25 @@ struct Detector {
   bool active = false;
   std::vector<Entry> table; // allocated by __tsan_init
   size_t used = 0;
-  uint32_t launch = 0, epoch = 0, block = 0;
+  uint32_t launch = 0, block = 0;
+  /// Epochs, numbered over the whole run: each block that starts and each
+  /// barrier takes a new one. Per running block (a slot: one in a plain
+  /// launch, every block of a cooperative one), the epoch it is in: its
+  /// accesses of an earlier epoch are ordered before what it does now.
+  uint32_t epoch = 0;
+  std::vector<uint32_t> epochs;
+  /// The epoch the last grid barrier of the launch began (0: none): an
+  /// access of any block from an earlier epoch is ordered before it.
+  uint32_t gridEpoch = 0;
+  bool cooperative = false;
   dim3 grid, blockDim;
-  /// Per thread of the block: its vector clock over its warp's lanes.
+  /// Per thread of the running blocks (slot by slot): its vector clock
+  /// over its warp's lanes.
   std::vector<std::array<uint32_t, 32>> clocks;
-  /// The thread `current` pointed to when `thread` was computed.
+  /// The thread `current` pointed to when `thread` was computed; its slot,
+  /// and its index in `clocks`.
   const ThreadIndex *index = nullptr;
-  uint32_t thread = 0;
+  uint32_t thread = 0, slot = 0, clock = 0;
   /// The last allocation found global (allocations do not change while a
   /// kernel runs).
   uintptr_t globalBegin = 0, globalEnd = 0;
@@ -173,15 +187,16 @@ Entry &lookup(uintptr_t granule) {
   }
 }
 
-/// Whether `earlier`, an access of the running block, is ordered before
-/// what the running thread does now.
+/// Whether `earlier` is ordered before what the running thread does now.
 bool ordered(const Cell &earlier) {
+  if (earlier.epoch < d.gridEpoch)
+    return true;
   if (earlier.block != d.block)
     return false;
-  if (earlier.epoch < d.epoch)
+  if (earlier.epoch < d.epochs[d.slot])
     return true;
   return earlier.thread / 32 == d.thread / 32 &&
-         d.clocks[d.thread][earlier.thread % 32] > earlier.clock;
+         d.clocks[d.clock][earlier.thread % 32] > earlier.clock;
 }
 
 std::string describe(unsigned linear, dim3 extent) {
@@ -212,21 +227,26 @@ void report(const Entry &e, const Cell &earlier, uintptr_t address,
   } else {
     where = std::string("shared or local memory ") + at;
   }
-  d.race = "data race on " + where + ": " + who(d.thread, d.block) +
-           (write ? " writes " : " reads ") + std::to_string(size) +
-           " bytes that " + who(earlier.thread, earlier.block) +
-           (earlier.write() ? " wrote" : " read") +
-           (earlier.block == d.block
-                ? " with no __syncthreads or warp operation of both between"
-                : " (blocks are unordered: use an atomic)");
+  d.race =
+      "data race on " + where + ": " + who(d.thread, d.block) +
+      (write ? " writes " : " reads ") + std::to_string(size) + " bytes that " +
+      who(earlier.thread, earlier.block) +
+      (earlier.write() ? " wrote" : " read") +
+      (earlier.block == d.block
+           ? " with no __syncthreads or warp operation of both between"
+       : d.cooperative ? " with no grid barrier (ampc::cuda::gridSync) between"
+                       : " (blocks are unordered: use an atomic)");
   d.stopped = true;
 }
 
 /// One access of `size` bytes at `offset` in `granule`; false on a race.
 bool access(uintptr_t granule, unsigned offset, unsigned size, bool write) {
   Entry &e = lookup(granule);
-  const Cell now{d.block,  d.epoch, d.clocks[d.thread][d.thread % 32],
-                 static_cast<uint16_t>(d.thread), static_cast<uint8_t>(offset),
+  const Cell now{d.block,
+                 d.epochs[d.slot],
+                 d.clocks[d.clock][d.thread % 32],
+                 static_cast<uint16_t>(d.thread),
+                 static_cast<uint8_t>(offset),
                  static_cast<uint8_t>(size | (write ? Cell::kWrite : 0))};
   Cell *mine = nullptr, *free = nullptr;
   for (Cell &c : e.cells) {
@@ -286,6 +306,12 @@ inline void onAccess(const void *address, size_t size, bool write) {
     d.thread = index->threadIdx.x +
                d.blockDim.x * (index->threadIdx.y +
                                d.blockDim.y * index->threadIdx.z);
+    if (d.cooperative) {
+      const uint3 b = index->blockIdx;
+      d.block = b.x + d.grid.x * (b.y + d.grid.y * b.z);
+      d.slot = d.block;
+    }
+    d.clock = d.slot * d.blockDim.x * d.blockDim.y * d.blockDim.z + d.thread;
   }
   uintptr_t p = reinterpret_cast<uintptr_t>(address);
   const uintptr_t end = p + size;
@@ -306,45 +332,71 @@ void beginKernel() {
     return;
   ++d.launch;
   d.globalBegin = d.globalEnd = 0;
+  d.gridEpoch = 0;
+}
+
+/// `blocks` blocks of `threads` threads start, each in an epoch of its own
+/// (nothing of it is before it; an earlier block's cells are told apart by
+/// their block).
+void begin(dim3 grid, dim3 threads, uint64_t blocks, bool cooperative) {
+  d.grid = grid;
+  d.blockDim = threads;
+  d.cooperative = cooperative;
+  d.clocks.assign(blocks * threads.x * threads.y * threads.z,
+                  std::array<uint32_t, 32>{});
+  d.epochs.resize(blocks);
+  for (uint32_t &e : d.epochs)
+    e = ++d.epoch;
+  d.index = nullptr;
+  d.slot = 0;
+  d.race.clear();
+  d.stopped = false;
 }
 
 void beginBlock(uint3 index, dim3 grid, dim3 threads) {
   if (!d.active)
     return;
-  d.grid = grid;
-  d.blockDim = threads;
+  begin(grid, threads, 1, false);
   d.block = index.x + grid.x * (index.y + grid.y * index.z);
-  d.clocks.assign(static_cast<size_t>(threads.x) * threads.y * threads.z,
-                  std::array<uint32_t, 32>{});
-  d.index = nullptr;
-  d.race.clear();
-  d.stopped = false;
-  // A new epoch: nothing of this block is before it, and an earlier
-  // block's cells of the same epoch are told apart by their block.
-  ++d.epoch;
 }
 
-void barrier() {
+void beginGrid(dim3 grid, dim3 threads) {
+  if (!d.active)
+    return;
+  begin(grid, threads, static_cast<uint64_t>(grid.x) * grid.y * grid.z, true);
+}
+
+void barrier(unsigned slot) {
   if (d.active)
-    ++d.epoch;
+    d.epochs[slot] = ++d.epoch;
 }
 
-void warpRelease(unsigned firstThread, unsigned mask) {
+void gridBarrier() {
+  if (!d.active)
+    return;
+  d.gridEpoch = ++d.epoch;
+  for (uint32_t &e : d.epochs)
+    e = d.gridEpoch;
+}
+
+void warpRelease(unsigned slot, unsigned firstThread, unsigned mask) {
   if (!d.active)
     return;
   // Each lane's own component advances (what it did before is now
   // "before the exchange"), then every lane knows what each knows.
+  const size_t first =
+      slot * d.blockDim.x * d.blockDim.y * d.blockDim.z + firstThread;
   std::array<uint32_t, 32> joined{};
   for (unsigned m = 0; m < 32; ++m)
     if (mask >> m & 1u) {
-      std::array<uint32_t, 32> &c = d.clocks[firstThread + m];
+      std::array<uint32_t, 32> &c = d.clocks[first + m];
       ++c[m];
       for (unsigned l = 0; l < 32; ++l)
         joined[l] = std::max(joined[l], c[l]);
     }
   for (unsigned m = 0; m < 32; ++m)
     if (mask >> m & 1u)
-      d.clocks[firstThread + m] = joined;
+      d.clocks[first + m] = joined;
 }
 
 void activate() {

@@ -24,12 +24,19 @@ void beginKernel();
 /// Block `index` of `grid` starts with `threads` threads: they are
 /// unordered with every other block's, and its shared memory is new.
 /// (CudaSim.h's built-in variables are macros: hence not blockIdx...)
+/// The block's slot (below) is 0.
 void beginBlock(uint3 index, dim3 grid, dim3 threads);
-/// __syncthreads released the whole block.
-void barrier();
+/// Every block of `grid` starts at once, of `threads` threads each (a
+/// cooperative launch): block b's slot is its linear index.
+void beginGrid(dim3 grid, dim3 threads);
+/// __syncthreads released the whole block in `slot`.
+void barrier(unsigned slot);
 /// A warp operation released the lanes of `mask` of the warp whose first
-/// thread (linear index in the block) is `firstThread`.
-void warpRelease(unsigned firstThread, unsigned mask);
+/// thread (linear index in the block) is `firstThread`, in block `slot`.
+void warpRelease(unsigned slot, unsigned firstThread, unsigned mask);
+/// ampc::cuda::gridSync released the whole grid: every access of every
+/// block before it is ordered before every access after it.
+void gridBarrier();
 /// Instrumented code is loaded: the detector starts keeping its shadow.
 void activate();
 /// The first race found in the running block, once: sets `error` to it

@@ -98,6 +98,7 @@ const char *standardName(cudaError_t e) {
   case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
   case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
   case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+  case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
   default: return "cuda-sim error";
   }
 }
@@ -497,6 +498,8 @@ cudaError_t cudaSetDevice(int device) {
 
 /// An H100 SXM by default; AMPC_CUDA_SIM_SM=80 describes an A100 instead
 /// (the CUDA target sizes cuBLASLt's workspace by compute capability).
+/// Either has kMultiprocessors multiprocessors (Sim.h: what bounds a
+/// cooperative grid), not the 132 or 108 of the real ones.
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   if (device < 0 || device >= deviceCount())
     return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties: device " +
@@ -520,13 +523,55 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->maxGridSize[0] = 0x7FFFFFFF;
   prop->maxGridSize[1] = 65535;
   prop->maxGridSize[2] = 65535;
-  prop->multiProcessorCount = sm >= 90 ? 132 : 108;
+  prop->multiProcessorCount = kMultiprocessors;
   prop->maxThreadsPerMultiProcessor = 2048;
   prop->l2CacheSize = sm >= 90 ? 50 << 20 : 40 << 20;
   prop->totalConstMem = 64 << 10;
   prop->unifiedAddressing = 1;
   prop->concurrentKernels = 1;
   return result(cudaSuccess);
+}
+
+/// The attributes the generated code asks for; any other fails.
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
+                                   int device) {
+  if (device < 0 || device >= deviceCount())
+    return fail(cudaErrorInvalidDevice,
+                "cudaDeviceGetAttribute: device " + std::to_string(device));
+  switch (attribute) {
+  case cudaDevAttrMultiProcessorCount:
+    *value = kMultiprocessors;
+    return result(cudaSuccess);
+  case cudaDevAttrCooperativeLaunch:
+    *value = 1;
+    return result(cudaSuccess);
+  default:
+    return fail(cudaErrorInvalidValue,
+                "cudaDeviceGetAttribute: attribute " +
+                    std::to_string(static_cast<int>(attribute)) +
+                    " is not one the execution describes");
+  }
+}
+
+/// Blocks per multiprocessor for `func` (Sim.h's blocksPerMultiprocessor:
+/// the execution checks a cooperative launch against the same count).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize,
+    unsigned int) {
+  if (!func || blockSize <= 0)
+    return fail(cudaErrorInvalidValue,
+                "cudaOccupancyMaxActiveBlocksPerMultiprocessor: " +
+                    std::string(!func ? "no kernel"
+                                      : "a block of " +
+                                            std::to_string(blockSize) +
+                                            " threads"));
+  *numBlocks = blocksPerMultiprocessor(blockSize, dynamicSMemSize);
+  return result(cudaSuccess);
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+      numBlocks, func, blockSize, dynamicSMemSize, cudaOccupancyDefault);
 }
 
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {

@@ -106,6 +106,20 @@ inline bool overlaps(const void *x, uint64_t xBytes, const void *y,
   return xBytes && yBytes && a < b + yBytes && b < a + xBytes;
 }
 
+/// The simulated device's multiprocessors, as cudaGetDeviceProperties and
+/// cudaDeviceGetAttribute report them: few, because a cooperative launch
+/// runs every block of its grid at once (each thread on a fiber with its
+/// own stack) and its grid may be as large as the device holds at once.
+constexpr int kMultiprocessors = 2;
+/// How many blocks of `threadsPerBlock` threads with `dynamicSharedBytes`
+/// of dynamic shared memory one multiprocessor holds at once (what
+/// cudaOccupancyMaxActiveBlocksPerMultiprocessor answers, and what a
+/// cooperative launch is checked against): an H100's 2048 threads, 32
+/// blocks and 228 KiB of shared memory per multiprocessor. Static shared
+/// memory (AMPC_SHARED) is not counted: the execution cannot know it
+/// before the kernel runs. 0 when one block does not fit.
+int blocksPerMultiprocessor(int threadsPerBlock, size_t dynamicSharedBytes);
+
 /// What a piece of queued work is, for the counts of Counters.h.
 enum class Work { Kernel, Gemm, Copy, Memset, HostFunction, Graph, Cudnn };
 

@@ -50,15 +50,31 @@ void CudaEmitter::launch(Operation *op, StringRef kernel, int64_t count,
   std::string g = grid.empty()
                       ? formatv("ampc::cuda::blocks({0}LL)", count).str()
                       : grid.str();
+  emitLaunch(op, "launch", kernel, g, threads, args, body);
+}
+
+void CudaEmitter::launchCooperative(Operation *op, StringRef kernel,
+                                    int64_t maxBlocks, const std::string &args,
+                                    llvm::raw_ostream &body,
+                                    StringRef threads) {
+  emitLaunch(op, "launchCooperative", kernel,
+             formatv("{0}u", std::min(maxBlocks, kMaxRowBlocks)).str(), threads,
+             args, body);
+}
+
+void CudaEmitter::emitLaunch(Operation *op, StringRef launcher,
+                             StringRef kernel, StringRef grid,
+                             StringRef threads, const std::string &args,
+                             llvm::raw_ostream &body) {
   // ampc::cuda::launch: <<<>>> under nvcc, the CUDA execution on the CPU
   // under the host compiler (--target=cuda-sim), from one source.
   StringRef shortName = kernel;
   shortName.consume_front("ampc::cuda::");
   emitGuards(op, body);
-  body << "  ampc::cuda::launch(\"" << shortName << "\", " << kernel << ", " << g
-       << ", " << (threads.empty() ? StringRef("ampc::cuda::kThreads") : threads)
-       << ", 0, ctx.stream" << (args.empty() ? "" : ", ")
-       << args << ");\n"
+  body << "  ampc::cuda::" << launcher << "(\"" << shortName << "\", " << kernel
+       << ", " << grid << ", "
+       << (threads.empty() ? StringRef("ampc::cuda::kThreads") : threads)
+       << ", 0, ctx.stream" << (args.empty() ? "" : ", ") << args << ");\n"
        << "  AMPC_LAUNCHED(ctx, " << where(op) << ");";
   // How the op's kernels spread over threads (KernelGeometry.h), for the
   // check that no kernel leaves a whole row to one thread

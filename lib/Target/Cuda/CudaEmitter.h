@@ -142,6 +142,17 @@ private:
   void launch(Operation *op, StringRef kernel, int64_t count,
               const std::string &args, llvm::raw_ostream &body,
               StringRef grid = "", StringRef threads = "");
+  /// A cooperative launch of `kernel` (ampc::cuda::launchCooperative: its
+  /// blocks all resident, for ampc::cuda::gridSync) of as many blocks as
+  /// the device holds at once, at most `maxBlocks` (and kMaxRowBlocks),
+  /// and its check. The kernel loops over its work by gridDim.
+  void launchCooperative(Operation *op, StringRef kernel, int64_t maxBlocks,
+                         const std::string &args, llvm::raw_ostream &body,
+                         StringRef threads);
+  /// What launch and launchCooperative write: ampc::cuda::`launcher`.
+  void emitLaunch(Operation *op, StringRef launcher, StringRef kernel,
+                  StringRef grid, StringRef threads, const std::string &args,
+                  llvm::raw_ostream &body);
   /// A device error code whose message names the node; the kernel argument
   /// pair "error, code".
   std::string deviceError(Operation *op, StringRef what);

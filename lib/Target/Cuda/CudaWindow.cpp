@@ -1,9 +1,11 @@
-//===- CudaWindow.cpp - pooling and batch norm ------------------------------===//
+//===- CudaWindow.cpp - pooling and batch norm
+//------------------------------===//
 //
 // Max and average pooling, batch normalisation and their adjoints, on the
 // templated kernels of CudaKernels.cuh (a thread per output element; the
-// batch statistics and the adjoint's per-channel sums split over blocks,
-// then combined per channel in order).
+// batch statistics and the adjoint's per-channel sums split over work
+// items, then combined per channel in order after a grid barrier: one
+// cooperative launch each).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,12 +22,6 @@ using namespace ampc::emit;
 using namespace ampc::cudagen;
 using llvm::formatv;
 using llvm::StringRef;
-
-/// A grid of `blocks` blocks, each looping over its share of the work when
-/// there are more (the launch limit).
-static std::string blockGrid(int64_t blocks) {
-  return formatv("{0}u", std::min(blocks, kMaxRowBlocks)).str();
-}
 
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                         llvm::raw_ostream &body) {
@@ -148,32 +144,22 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                  body);
           return success();
         }
-        // Training mode: each block's node of the channel's moments, then
-        // the apply in the same grid (CudaKernels.cuh, batchNormPartials).
+        // Training mode: each work item's node of the channel's moments, a
+        // grid barrier, then the apply, in one cooperative launch
+        // (CudaKernels.cuh, batchNormTrain).
         int64_t splits = cudaBatchNormSplits(g);
-        std::string threads = std::to_string(cudaBatchNormThreads(g));
-        std::string partials = scratch(op, "partials", acc);
-        std::string grid = blockGrid(g.channels * splits);
-        launch(op,
-               formatv("ampc::cuda::batchNormPartials<{0}, {1}>", acc,
-                       codec(elementOf(x)))
-                   .str(),
-               g.channels * splits,
-               formatv("{0}, {1}LL, {2}LL, {3}LL, {4}LL, {5}", name(x), g.n,
-                       g.channels, g.inner, splits, partials)
-                   .str(),
-               body, grid, threads);
-        launch(op, "ampc::cuda::batchNormApply<" + types + ">",
-               g.channels * splits,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
-                       "{9}({10:e17}), {9}({11:e17}), {12}, {13}, {14}, {15}",
-                       name(x), name(o.getOutput()), g.n, g.channels, g.inner,
-                       splits, partials, parameters, epsilon, acc,
-                       o.getMomentum().convertToDouble(),
-                       o.runningVarianceFactor(), name(o.getRunningMean()),
-                       name(o.getRunningVar()), saved, epilogue)
-                   .str(),
-               body, grid, threads);
+        launchCooperative(
+            op, "ampc::cuda::batchNormTrain<" + types + ">",
+            g.channels * splits,
+            formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}, "
+                    "{9}({10:e17}), {9}({11:e17}), {12}, {13}, {14}, {15}",
+                    name(x), name(o.getOutput()), g.n, g.channels, g.inner,
+                    splits, scratch(op, "partials", acc), parameters, epsilon,
+                    acc, o.getMomentum().convertToDouble(),
+                    o.runningVarianceFactor(), name(o.getRunningMean()),
+                    name(o.getRunningVar()), saved, epilogue)
+                .str(),
+            body, std::to_string(cudaBatchNormThreads(g)));
         return success();
       })
       .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
@@ -181,48 +167,37 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         Type p = elementOf(o.getScale()), v = elementOf(o.getMean());
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef acc = g.compute;
+        // The work items' sums, a grid barrier, then the input gradient, in
+        // one cooperative launch (CudaKernels.cuh, batchNormGrad).
         int64_t splits = cudaBatchNormSplits(g);
-        std::string threads = std::to_string(cudaBatchNormThreads(g));
-        std::string partials = scratch(op, "partials", acc);
-        std::string grid = blockGrid(g.channels * splits);
-        std::string statistics =
-            name(o.getMean()) + ", " + name(o.getInvStdDev());
-        // The prologue (ampc-fuse-batch-norm-epilogue): the addend and the
-        // ReLU's Y (or nullptr), added in X's elementwise compute type.
+        // The prologue (ampc-fuse-batch-norm-epilogue): the addend, the
+        // ReLU's Y and the kept gradient (or nullptr), added in X's
+        // elementwise compute type.
         auto orNull = [&](Value value) {
           return value ? name(value) : std::string("nullptr");
         };
-        std::string prologue =
-            orNull(o.getAddend()) + ", " + orNull(o.getReluOutput());
-        StringRef e = computeType(elementOf(x));
-        launch(op,
-               formatv("ampc::cuda::batchNormGradPartials<{0}, {1}, {2}, {3}>",
-                       acc, codec(elementOf(x)), codec(v), e)
-                   .str(),
-               g.channels * splits,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, {5}LL, {6}, {7}, {8}",
-                       name(o.getGrad()), name(x), g.n, g.channels, g.inner,
-                       splits, statistics, partials, prologue)
-                   .str(),
-               body, grid, threads);
-        launch(op,
-               formatv("ampc::cuda::batchNormGradInput<{0}, {1}, {2}, {3}, "
-                       "{4}, {5}, {6}>",
-                       acc, codec(elementOf(x)),
-                       codec(elementOf(o.getGradInput())), codec(p), codec(v),
-                       codec(elementOf(o.getGradScale())), e)
-                   .str(),
-               g.channels * splits,
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}, {8}, "
-                       "{9}, {10}, {11}, {12}, {13}, {14}",
-                       name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-                       g.channels, g.inner, splits, partials,
-                       name(o.getScale()), statistics,
-                       o.getTrainingMode() != 0 ? "true" : "false",
-                       name(o.getGradScale()), name(o.getGradBias()), prologue,
-                       orNull(o.getKeptGrad()))
-                   .str(),
-               body, grid, threads);
+        launchCooperative(
+            op,
+            formatv("ampc::cuda::batchNormGrad<{0}, {1}, {2}, {3}, {4}, {5}, "
+                    "{6}>",
+                    acc, codec(elementOf(x)),
+                    codec(elementOf(o.getGradInput())), codec(p), codec(v),
+                    codec(elementOf(o.getGradScale())),
+                    computeType(elementOf(x)))
+                .str(),
+            g.channels * splits,
+            formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}LL, {7}, {8}, "
+                    "{9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}",
+                    name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
+                    g.channels, g.inner, splits, scratch(op, "partials", acc),
+                    name(o.getScale()), name(o.getMean()),
+                    name(o.getInvStdDev()),
+                    o.getTrainingMode() != 0 ? "true" : "false",
+                    name(o.getGradScale()), name(o.getGradBias()),
+                    orNull(o.getAddend()), orNull(o.getReluOutput()),
+                    orNull(o.getKeptGrad()))
+                .str(),
+            body, std::to_string(cudaBatchNormThreads(g)));
         return success();
       })
       .Default([&](Operation *) { return failure(); });

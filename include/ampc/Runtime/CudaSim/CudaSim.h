@@ -69,6 +69,10 @@ struct CallSite {
 
 /// __syncthreads: waits for every thread of the block.
 void syncThreads(CallSite site);
+/// ampc::cuda::gridSync: waits for every thread of the grid, which must
+/// have been launched cooperatively (launchCooperative: its blocks run at
+/// once) and reach it from the same `site`.
+void gridSync(CallSite site);
 /// A warp-synchronous step: waits for every lane of `mask` (all in the
 /// caller's warp, the caller among them) and returns the 32 values the
 /// lanes brought (lanes outside the mask: unspecified). The lanes must
@@ -123,6 +127,9 @@ struct Launch {
   size_t parameterBytes;
   const void *const *pointers; // the pointer arguments, checked as device memory
   int numPointers;
+  /// Every block at once, for ampc::cuda::gridSync; the grid may not exceed
+  /// what the device holds at once (cudaErrorCooperativeLaunchTooLarge).
+  bool cooperative = false;
 };
 /// Checks the configuration and the pointer arguments and queues the
 /// kernel; the result is what cudaGetLastError returns next.
@@ -135,11 +142,13 @@ template <typename T> void collectPointer(const T &value, const void **out,
     out[count++] = static_cast<const void *>(value);
 }
 
-/// kernel<<<grid, block, shared, stream>>>(args...): the arguments are
-/// converted to the parameter types and copied, as CUDA does.
+/// kernel<<<grid, block, shared, stream>>>(args...), or with `cooperative`
+/// a cooperative launch: the arguments are converted to the parameter
+/// types and copied, as CUDA does.
 template <typename... P, typename... A>
-void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
-            size_t sharedBytes, cudaStream_t stream, A &&...args) {
+void launchAs(bool cooperative, const char *name, void (*kernel)(P...),
+              dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
+              A &&...args) {
   using Arguments = std::tuple<std::decay_t<P>...>;
   struct Closure {
     void (*kernel)(P...);
@@ -154,8 +163,9 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
         (collectPointer(value, pointers, numPointers), ...);
       },
       closure->arguments);
-  Launch l{name,  grid, block, sharedBytes, stream, (0 + ... + sizeof(P)),
-           pointers, numPointers};
+  Launch l{name,        grid,        block,
+           sharedBytes, stream,      (0 + ... + sizeof(P)),
+           pointers,    numPointers, cooperative};
   launchKernel(
       l,
       [](void *raw) {
@@ -163,6 +173,21 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
         std::apply(c->kernel, c->arguments);
       },
       closure, [](void *raw) { delete static_cast<Closure *>(raw); });
+}
+template <typename... P, typename... A>
+void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
+            size_t sharedBytes, cudaStream_t stream, A &&...args) {
+  launchAs(false, name, kernel, grid, block, sharedBytes, stream,
+           std::forward<A>(args)...);
+}
+/// A cooperative launch (cudaLaunchKernelEx with
+/// cudaLaunchAttributeCooperative).
+template <typename... P, typename... A>
+void launchCooperative(const char *name, void (*kernel)(P...), dim3 grid,
+                       dim3 block, size_t sharedBytes, cudaStream_t stream,
+                       A &&...args) {
+  launchAs(true, name, kernel, grid, block, sharedBytes, stream,
+           std::forward<A>(args)...);
 }
 
 } // namespace ampc::sim

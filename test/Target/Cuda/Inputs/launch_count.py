@@ -31,7 +31,8 @@ The totals line ends with "convolutions N" only when the step makes cuDNN
 calls, so that the pinned lines of models without convolutions keep their
 form.
 
-A kernel's name is the one ampc::cuda::launch gives it, without its
+A kernel's name is the one ampc::cuda::launch (or launchCooperative, one
+kernel however many blocks) gives it, without its
 template arguments (stridedCopy<ampc::cuda::AsF16> and stridedCopy<float>
 are both stridedCopy; the warp-per-row and block-per-row variants the CUDA
 target picks by row length, reduceByWarp, reduceByBlock, softmaxByWarp,

@@ -37,7 +37,8 @@ STILL_SERIAL = {"ampc.softmax_cross_entropy_loss",
                 "ampc.negative_log_likelihood_loss", "ampc.nll_loss_grad"}
 
 COMMENT = re.compile(r"// ampc\.parallelism: (\S+) (\d+) rows of (\d+) \((\S+)\)")
-LAUNCH = re.compile(r'ampc::cuda::launch\("([A-Za-z0-9_]+)')
+# A plain or a cooperative launch (BatchNorm's, issue 39).
+LAUNCH = re.compile(r'ampc::cuda::launch(?:Cooperative)?\("([A-Za-z0-9_]+)')
 
 
 def check(source):
