@@ -73,7 +73,11 @@ template __global__ void ampc::cuda::layerNormGrad<float, ampc::cuda::AsF16, amp
     const uint16_t *, const uint16_t *, const float *, ampc::cuda::Strided, const float *, const float *, uint16_t *, int64_t, int64_t);
 template __global__ void ampc::cuda::batchNormTrain<double, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>, ampc::cuda::As<double>>(
     const double *, double *, int64_t, int64_t, int64_t, int64_t, double *, const double *, const double *,
-    const double *, const double *, double, double, double, double *, double *, double *, double *);
+    const double *, const double *, double, double, double, double *, double *, double *, double *,
+    const double *, bool);
+template __global__ void ampc::cuda::batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, float>(
+    const uint16_t *, const uint16_t *, uint16_t *, int64_t, int64_t, int64_t, int64_t, float *, const float *,
+    const float *, const float *, bool, float *, float *, const uint16_t *, const uint16_t *, uint16_t *);
 )",
                     error))
       << error;

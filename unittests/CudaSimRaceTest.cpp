@@ -448,7 +448,7 @@ TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
   for (int64_t i = 0; i < count; ++i)
     host[i] = static_cast<float>((i * 37) % 101) / 7.0f;
   float *x = deviceAlloc<float>(count), *y = deviceAlloc<float>(count),
-        *dx = deviceAlloc<float>(count),
+        *dx = deviceAlloc<float>(count), *kept = deviceAlloc<float>(count),
         *partials = deviceAlloc<float>(2 * c * splits),
         *parameters = deviceAlloc<float>(4 * c),
         *statistics = deviceAlloc<float>(6 * c);
@@ -460,12 +460,15 @@ TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
       "batchNormTrain", ampc::cuda::batchNormTrain<float, F, F, F, F, F>,
       c * splits, kBlock, 0, nullptr, x, y, n, c, inner, splits, partials,
       parameters, parameters + c, parameters + 2 * c, parameters + 3 * c, 1e-5f,
-      0.9f, 1.0f, statistics, statistics + c, mean, invStdDev);
+      0.9f, 1.0f, statistics, statistics + c, mean, invStdDev,
+      /*residual=*/x, /*relu=*/true);
+  // The adjoint with every prologue operand (ampc-fuse-batch-norm-epilogue):
+  // the addend and the ReLU's Y read, the masked gradient kept.
   ampc::cuda::launchCooperative(
       "batchNormGrad", ampc::cuda::batchNormGrad<float, F, F, F, F, F>,
       c * splits, kBlock, 0, nullptr, y, x, dx, n, c, inner, splits, partials,
       parameters, mean, invStdDev, true, statistics + 4 * c,
-      statistics + 5 * c);
+      statistics + 5 * c, /*addend=*/x, /*reluOutput=*/y, /*kept=*/kept);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> saved(2 * c);
   cudaMemcpy(saved.data(), mean, saved.size() * 4, cudaMemcpyDeviceToHost);
@@ -481,7 +484,7 @@ TEST(CudaSimRace, BatchNormKernelsAreRaceFree) {
     EXPECT_NEAR(saved[ch], m, 1e-4) << ch;
     EXPECT_NEAR(saved[c + ch], 1 / std::sqrt(var + 1e-5), 1e-4) << ch;
   }
-  for (float *p : {x, y, dx, partials, parameters, statistics})
+  for (float *p : {x, y, dx, kept, partials, parameters, statistics})
     cudaFree(p);
 }
 
