@@ -103,12 +103,12 @@ def main():
                 state[k] = torch.from_numpy(np.array(v))
             m.load_state_dict(state)
             m = m.cuda().train()
-            if name == "resnet18":
+            if name in bm.CNNS:
                 m = m.to(memory_format=torch.channels_last)
             opt = torch.optim.AdamW(m.parameters(), fused=True, **bm.ADAMW)
             scaler = torch.amp.GradScaler("cuda")
             xd, yd = x.cuda(), label.cuda()
-            if name == "resnet18":
+            if name in bm.CNNS:
                 xd = xd.to(memory_format=torch.channels_last)
             forward = torch.compile(m, mode="reduce-overhead") if compiled else m
 

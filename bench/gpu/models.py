@@ -7,6 +7,9 @@ machine). Needs torch (and torchvision for resnet18).
   causal attention, GELU MLP 4x, pre-LayerNorm, residuals, MSE loss against
   a target of the block's shape;
 - resnet18: torchvision's, batch 64, 3x64x64, 1000 classes, cross-entropy;
+- resnet18_224, resnet50, mobilenet_v3_large: torchvision's at batch 64,
+  3x224x224, 1000 classes, cross-entropy (issue 39, item 5); resnet50 is
+  98 MB of FP32 weights: pack it with --zero-weights.
 - gpt2s: GPT-2 small's shape (issue 37, item 10): 12 of those blocks at
   d_model 768, 12 heads, sequence 1024, batch 8, one causal mask buffer
   for all of them, MSE against a target of the stack's shape (no
@@ -23,9 +26,13 @@ import os
 import torch
 
 ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-MODELS = ["mlp", "gpt", "resnet18", "gpt2s"]
-LOSS = {"mlp": "cross_entropy", "gpt": "mse", "resnet18": "cross_entropy",
-        "gpt2s": "mse"}
+CNNS = ["resnet18", "resnet18_224", "resnet50", "mobilenet_v3_large"]
+MODELS = ["mlp", "gpt", "gpt2s"] + CNNS
+LOSS = dict({"mlp": "cross_entropy", "gpt": "mse", "gpt2s": "mse"},
+            **{name: "cross_entropy" for name in CNNS})
+# The CNNs' input side (batch 64 each).
+IMAGE = {"resnet18": 64, "resnet18_224": 224, "resnet50": 224,
+         "mobilenet_v3_large": 224}
 GPT2_SMALL = dict(layers=12, d=768, heads=12, batch=8, seq=1024)
 
 
@@ -105,7 +112,7 @@ def module(name):
     if name == "gpt2s":
         return GptStack(**GPT2_SMALL)
     import torchvision
-    return torchvision.models.resnet18()
+    return getattr(torchvision.models, name.replace("_224", ""))()
 
 
 def example(name, generator=None):
@@ -118,7 +125,8 @@ def example(name, generator=None):
                  (GPT2_SMALL["batch"], GPT2_SMALL["seq"], GPT2_SMALL["d"]))
         return (torch.randn(*shape, generator=g),
                 torch.randn(*shape, generator=g))
-    return (torch.randn(64, 3, 64, 64, generator=g),
+    side = IMAGE[name]
+    return (torch.randn(64, 3, side, side, generator=g),
             torch.randint(0, 1000, (64,), generator=g))
 
 

@@ -14,6 +14,8 @@ NAME.zero-weights file tells bench.py to load PyTorch's initial weights
 
     /usr/bin/python3 bench/gpu/pack.py OUT [--models mlp gpt resnet18]
     /usr/bin/python3 bench/gpu/pack.py OUT --models gpt2s --zero-weights
+    /usr/bin/python3 bench/gpu/pack.py OUT --models resnet18_224 resnet50 \
+        mobilenet_v3_large --zero-weights
     tar -C OUT -cJf OUT.tar.xz .
     # then, on the GPU machine:  OUT/run.sh
 """
