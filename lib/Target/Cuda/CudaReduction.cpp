@@ -75,7 +75,21 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   StringRef c = g.compute;
   std::string logp = name(scores);
   Type logpType = t;
-  if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
+  if (isa<ampc::SoftmaxCrossEntropyLossOp>(op) &&
+      cudaLossReadsLogProb(op)) {
+    // log_prob holds the log-probabilities in C: one LogSoftmax, which the
+    // loss reads.
+    logp = name(logProb);
+    logpType = elementOf(logProb);
+    launchRows(op, "softmax",
+               formatv("{0}, {1}, {2}, {1}", c, codec(t), codec(logpType)).str(),
+               n * inner, classes,
+               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), nullptr, "
+                       "ampc::cuda::Strided{{}", name(scores),
+                       logp, n, classes, inner, c)
+                   .str(),
+               body);
+  } else if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
     // log-probabilities in C, in the op's scratch.
     logp = scratch(op, "logp", c);
     logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
@@ -140,7 +154,7 @@ LogicalResult CudaEmitter::emitReduction(Operation *op,
                        storageType(elementOf(l.labels)))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
+               formatv("{0}, {1}, {2}, {11}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
                        "ampc::cuda::{8}, {9}, {10}",
                        name(o.getGrad()), name(l.labels),
                        l.weights ? name(l.weights) : "nullptr", l.n, l.classes,
@@ -148,7 +162,8 @@ LogicalResult CudaEmitter::emitReduction(Operation *op,
                        l.ignoreIndex.value_or(0),
                        lossReductionName(l.reduction),
                        name(o.getOutput()),
-                       deviceError(op, "a label is out of range"))
+                       deviceError(op, "a label is out of range"),
+                       o.getLogProb() ? name(o.getLogProb()) : "nullptr")
                    .str(),
                body);
         return success();
