@@ -8,10 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Runtime/CpuBackwardKernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -291,6 +294,167 @@ TEST(CudaSim, ShufflesAndVotes) {
     EXPECT_EQ(r[lane * 6 + 5], 0);
   }
   cudaFree(out);
+}
+
+/// MaxPool's adjoint gathers on the CUDA target (each input element sums
+/// the gradients of the windows that picked it) and scatters on the CPU:
+/// the same bits, for overlapping windows with many ties (values from a
+/// small set, so neighbouring windows pick one element), padding,
+/// dilation, 1 to 3 spatial dimensions and both storage orders.
+TEST(CudaSim, MaxPoolGradGatherMatchesCpuScatter) {
+  struct Case {
+    int rank;
+    int64_t in[3], kernel[3], stride[3], pad[3], dilation[3];
+  };
+  const Case cases[] = {
+      {2, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},  // resnet's
+      {2, {7, 9}, {3, 2}, {1, 1}, {1, 0}, {1, 1}},
+      {1, {23}, {4}, {3}, {2}, {2}},
+      {3, {5, 6, 4}, {2, 3, 2}, {1, 2, 1}, {0, 1, 1}, {1, 1, 2}},
+  };
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (const Case &c : cases)
+    for (bool columnMajor : {false, true}) {
+      ampc::cpu::Window cw{};
+      cw.rank = c.rank;
+      for (int d = 0; d < c.rank; ++d) {
+        cw.in[d] = c.in[d], cw.kernel[d] = c.kernel[d];
+        cw.stride[d] = c.stride[d], cw.dilation[d] = c.dilation[d];
+        cw.padBegin[d] = cw.padEnd[d] = c.pad[d];
+        cw.out[d] = (c.in[d] + 2 * c.pad[d] -
+                     (c.kernel[d] - 1) * c.dilation[d] - 1) /
+                        c.stride[d] +
+                    1;
+      }
+      const int64_t planes = 3, inCount = planes * cw.inSize(),
+                    outCount = planes * cw.outSize();
+      std::vector<float> x(inCount), grad(outCount), cpu(inCount),
+          gathered(inCount), y(outCount), acc(inCount);
+      for (float &v : x)
+        v = static_cast<float>(next() >> 29);
+      for (float &v : grad)
+        v = static_cast<float>(static_cast<int32_t>(next() >> 8)) * 1e-3f;
+      std::vector<int64_t> indices(outCount),
+          offsets(cw.outSize() * cw.kernelSize()),
+          reported(cw.outSize() * cw.kernelSize());
+      ampc::cpu::maxPool<float, ampc::cpu::As<float>, ampc::cpu::As<float>>(
+          x.data(), y.data(), indices.data(), planes, cw, columnMajor,
+          offsets.data(), reported.data());
+      ampc::cpu::maxPoolGrad<float, ampc::cpu::As<float>, ampc::cpu::As<float>>(
+          grad.data(), indices.data(), cpu.data(), planes, cw, columnMajor,
+          acc.data());
+      ampc::cuda::Window w{};
+      static_assert(sizeof(w) == sizeof(cw), "one window layout");
+      std::memcpy(&w, &cw, sizeof(w));
+      float *dGrad = deviceAlloc<float>(outCount),
+            *dX = deviceAlloc<float>(inCount);
+      int64_t *dIndices = deviceAlloc<int64_t>(outCount);
+      ASSERT_EQ(cudaMemcpy(dGrad, grad.data(), outCount * 4,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dIndices, indices.data(), outCount * 8,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ampc::cuda::launch(
+          "maxPoolGrad",
+          ampc::cuda::maxPoolGrad<float, ampc::cuda::As<float>,
+                                  ampc::cuda::As<float>>,
+          ampc::cuda::blocks(inCount), ampc::cuda::kThreads, 0, nullptr,
+          dGrad, dIndices, dX, planes, w, columnMajor);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(gathered.data(), dX, inCount * 4,
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_EQ(std::memcmp(gathered.data(), cpu.data(), inCount * 4), 0)
+          << "rank " << c.rank << (columnMajor ? ", column-major" : "");
+      // Ties: some element collects more than one window's gradient.
+      int64_t picked = 0;
+      for (int64_t i = 0; i < outCount; ++i)
+        picked += std::count(indices.begin(), indices.end(), indices[i]) > 1;
+      EXPECT_GT(picked, 0);
+      cudaFree(dGrad);
+      cudaFree(dX);
+      cudaFree(dIndices);
+    }
+}
+
+/// nll_loss_grad with log_prob (SoftmaxCrossEntropyLoss's adjoint in one
+/// kernel) on the CUDA target against the CPU target's nllLossGrad +
+/// softmaxLossGrad, bit for bit, and against the unfused adjoint it
+/// replaces (the NLL gradient, its row sums in index order, then
+/// g − exp(logp)·sum): class weights, ignore_index, a spatial axis, each
+/// reduction, a zero upstream gradient (signed zeros).
+TEST(CudaSim, SoftmaxLossGradMatchesCpuAndTheUnfusedAdjoint) {
+  const int64_t n = 5, classes = 7, inner = 3, count = n * classes * inner;
+  uint32_t seed = 777;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  std::vector<float> logp(count), weights(classes);
+  std::vector<int64_t> labels(n * inner);
+  for (float &v : logp)
+    v = -static_cast<float>(next() >> 8) * 1e-6f;
+  for (float &v : weights)
+    v = 0.25f + static_cast<float>(next() >> 24) / 64.0f;
+  for (int64_t &t : labels)
+    t = next() % 9 < 7 ? static_cast<int64_t>(next() % classes) : -100;
+  using Reduction = ampc::cpu::LossReduction;
+  for (Reduction reduction :
+       {ampc::cpu::LossNone, ampc::cpu::LossSum, ampc::cpu::LossMean})
+    for (float upstream : {1.5f, 0.0f}) {
+      const int64_t grads = reduction == ampc::cpu::LossNone ? n * inner : 1;
+      std::vector<float> grad(grads);
+      for (int64_t i = 0; i < grads; ++i)
+        grad[i] = upstream * (1.0f + static_cast<float>(i % 4));
+      // The CPU target: the NLL gradient, then the adjoint in place.
+      std::vector<float> cpu(count);
+      ASSERT_TRUE(ampc::cpu::nllLossGrad<float>(
+          grad.data(), labels.data(), weights.data(), n, classes, inner, true,
+          -100, reduction, cpu.data()));
+      std::vector<float> unfused = cpu;
+      ampc::cpu::softmaxLossGrad<float>(cpu.data(), logp.data(), labels.data(),
+                                        n, classes, inner, true, -100);
+      // The adjoint before the fusion: row sums in index order from 0.
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t j = 0; j < inner; ++j) {
+          float sum = 0;
+          for (int64_t c = 0; c < classes; ++c)
+            sum += unfused[(b * classes + c) * inner + j];
+          for (int64_t c = 0; c < classes; ++c) {
+            float &g = unfused[(b * classes + c) * inner + j];
+            const float e = std::exp(logp[(b * classes + c) * inner + j]);
+            const float scaled = e * sum;
+            g = g - scaled;
+          }
+        }
+      EXPECT_EQ(std::memcmp(cpu.data(), unfused.data(), count * 4), 0);
+      float *dGrad = deviceAlloc<float>(grads), *dW = deviceAlloc<float>(classes),
+            *dLogp = deviceAlloc<float>(count), *dOut = deviceAlloc<float>(count);
+      int64_t *dLabels = deviceAlloc<int64_t>(n * inner);
+      int32_t *dError = deviceAlloc<int32_t>(1);
+      ASSERT_EQ(cudaMemcpy(dGrad, grad.data(), grads * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dW, weights.data(), classes * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dLogp, logp.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dLabels, labels.data(), n * inner * 8, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(dError, 0, 4), cudaSuccess);
+      using F = ampc::cuda::As<float>;
+      ampc::cuda::launch("nllLossGrad",
+                         ampc::cuda::nllLossGrad<float, F, F, F, int64_t>,
+                         ampc::cuda::blocks(count), ampc::cuda::kThreads, 0,
+                         nullptr, dGrad, dLabels, dW, dLogp, n, classes, inner,
+                         true, int64_t(-100),
+                         static_cast<ampc::cuda::LossReduction>(reduction),
+                         dOut, dError, 1);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      std::vector<float> gpu(count);
+      int32_t error = -1;
+      ASSERT_EQ(cudaMemcpy(gpu.data(), dOut, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(&error, dError, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(error, 0);
+      EXPECT_EQ(std::memcmp(gpu.data(), cpu.data(), count * 4), 0)
+          << "reduction " << reduction << ", upstream " << upstream;
+      for (void *p : std::initializer_list<void *>{dGrad, dW, dLogp, dOut, dLabels, dError})
+        cudaFree(p);
+    }
 }
 
 /// The pairwise sum the reductions use, without recursion, adds in the

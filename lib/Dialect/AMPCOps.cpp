@@ -1708,6 +1708,19 @@ LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+/// The results in the scores' type, or both in FP32 for 16-bit scores (a
+/// widening cast folded in).
+bool SoftmaxCrossEntropyLossOp::isCompatibleReturnTypes(TypeRange inferred,
+                                                        TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  return inferred.size() == actual.size() &&
+         llvm::all_of(llvm::zip(inferred, actual), [](auto pair) {
+           return ampc::isSixteenBitOfF32(std::get<1>(pair),
+                                          std::get<0>(pair));
+         });
+}
+
 LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(MLIRContext *ctx,
                                                             OptLoc loc,
                                                             Adaptor adaptor,
@@ -1777,13 +1790,9 @@ LogicalResult MaxPoolGradOp::verify() {
            << formatList(indices.getShape());
   if (grad.getElementType() != out.getElementType())
     return emitOpError("result element type differs from grad's");
-  if (grad.getRank() < 3 || out.getRank() != grad.getRank() ||
-      out.getShape().take_front(2) != grad.getShape().take_front(2))
-    return emitOpError("result shape ")
-           << formatList(out.getShape())
-           << " must be (N, C, spatial...) with grad's N, C and rank, got grad "
-           << formatList(grad.getShape());
-  return success();
+  return checkForwardType(
+      *this, inferPool<MaxPoolGradOp>(getLoc(), getOutput(), Adaptor(*this)),
+      getGrad(), "MaxPool");
 }
 
 LogicalResult AveragePoolGradOp::verify() {
@@ -1892,13 +1901,30 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
 
 LogicalResult NllLossGradOp::verify() {
   auto out = cast<RankedTensorType>(getOutput().getType());
+  // The loss's input in the computed type: the result, or log_prob (which
+  // may be wider than a result written in 16 bits).
+  Value input = getOutput();
+  if (Value logProb = getLogProb()) {
+    auto type = cast<RankedTensorType>(logProb.getType());
+    Type compute = type.getElementType(), stored = out.getElementType();
+    if (type.getShape() != out.getShape())
+      return emitOpError("log_prob shape ")
+             << formatList(type.getShape()) << " differs from the result's "
+             << formatList(out.getShape());
+    if (stored != compute &&
+        !(compute.isF32() && (stored.isF16() || stored.isBF16())))
+      return emitOpError("result element type must be log_prob's or a "
+                         "16-bit type of an f32 log_prob, got ")
+             << stored << " and " << compute;
+    input = logProb;
+  }
   if (Value w = getWeight();
       w && cast<RankedTensorType>(w.getType()).getElementType() !=
-               out.getElementType())
+               getElementTypeOrSelf(input.getType()))
     return emitOpError("weight element type differs from the result's");
   return checkForwardType(
       *this,
-      inferLoss<NllLossGradOp>(getLoc(), getOutput(), getTarget(), getWeight(),
+      inferLoss<NllLossGradOp>(getLoc(), input, getTarget(), getWeight(),
                                getReduction()),
       getGrad(), "NegativeLogLikelihoodLoss");
 }

@@ -916,9 +916,10 @@ LogicalResult ReduceProdOp::buildGradient(OpBuilder &b,
 LogicalResult MaxPoolOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool>,
                                        MutableArrayRef<Value> dOperands) {
-  dOperands[0] =
-      MaxPoolGradOp::create(b, getLoc(), getInput().getType(), dResults[0],
-                            getIndices(), getStorageOrderAttr());
+  dOperands[0] = MaxPoolGradOp::create(
+      b, getLoc(), getInput().getType(), dResults[0], getIndices(),
+      getKernelShapeAttr(), getStridesAttr(), getPadsAttr(), getDilationsAttr(),
+      getCeilModeAttr(), getStorageOrderAttr());
   return success();
 }
 
@@ -970,8 +971,17 @@ LogicalResult SoftmaxCrossEntropyLossOp::buildGradient(
   if (Value dLoss = dResults[0]) {
     Value weights = getWeights() ? ab.castTo(getWeights(), elementOf(dLoss))
                                  : Value();
+    // Only the loss is differentiated (the usual case): nll_loss_grad with
+    // log_prob is the whole adjoint, one kernel instead of the NLL
+    // gradient, its row sums and LogSoftmax's adjoint.
+    if (!dLogProb && elementOf(dLoss) == elementOf(logProb)) {
+      dOperands[0] = NllLossGradOp::create(
+          b, ab.loc, logProb.getType(), dLoss, getLabels(), weights, logProb,
+          getReductionAttr(), getIgnoreIndexAttr());
+      return success();
+    }
     Value fromLoss = NllLossGradOp::create(
-        b, ab.loc, logProb.getType(), dLoss, getLabels(), weights,
+        b, ab.loc, logProb.getType(), dLoss, getLabels(), weights, Value(),
         getReductionAttr(), getIgnoreIndexAttr());
     dLogProb = dLogProb ? ab.add(dLogProb, fromLoss) : fromLoss;
   }
@@ -993,8 +1003,8 @@ LogicalResult NegativeLogLikelihoodLossOp::buildGradient(
   Value weight =
       getWeight() ? ab.castTo(getWeight(), elementOf(dLoss)) : Value();
   dOperands[0] = NllLossGradOp::create(b, ab.loc, getInput().getType(), dLoss,
-                                       getTarget(), weight, getReductionAttr(),
-                                       getIgnoreIndexAttr());
+                                       getTarget(), weight, Value(),
+                                       getReductionAttr(), getIgnoreIndexAttr());
   return success();
 }
 

@@ -15,15 +15,17 @@
 // Both only duplicate elementwise work; every copy computes the original
 // ops on the original operands, so every target computes the same bits.
 //
-// Three casts sit where no elementwise neighbour exists: the FP32 Y of a
-// LayerNorm rounded to 16 bits for the next GEMM, a GEMM's 16-bit dY
-// widened for layer_norm_grad, and a 16-bit weight gradient (a
-// convolution's, which cuDNN writes in its operands' type) widened for the
-// loss scaler's unscale. These fold into the ops (their types allow it,
-// ampc::isSixteenBitOfF32): Y is written in the cast's type (rounded once
-// from the FP32 value the kernel computes, as the cast rounded it); dY and
-// the gradient are read in their producer's type and widened exactly on
-// load.
+// Five casts sit where no elementwise neighbour exists: the FP32 Y of a
+// LayerNorm rounded to 16 bits for the next GEMM, the FP32 gradient of the
+// scores that nll_loss_grad with log_prob (SoftmaxCrossEntropyLoss's
+// adjoint) writes, rounded likewise, a GEMM's 16-bit dY widened for
+// layer_norm_grad, a 16-bit weight gradient (a convolution's, which cuDNN
+// writes in its operands' type) widened for the loss scaler's unscale, and
+// 16-bit logits widened for the cross-entropy. These fold into the ops
+// (their types allow it, ampc::isSixteenBitOfF32): Y and the gradient are
+// written in the cast's type (rounded once from the FP32 value the kernel
+// computes, as the cast rounded it); dY, the weight gradient and the
+// logits are read in their producer's type and widened exactly on load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,25 +109,31 @@ bool copyProducer(ampc::CastOp cast) {
 }
 
 /// A LayerNorm whose FP32 Y only `cast` reads (to 16 bits) writes Y in the
-/// cast's type. Only where it computes in FP32: rounding an FP64 value to
-/// 16 bits directly would skip the FP32 rounding the cast saw. Returns
-/// true when it erased the cast.
-bool foldIntoLayerNorm(ampc::CastOp cast) {
-  auto norm = cast.getInput().getDefiningOp<ampc::LayerNormalizationOp>();
-  if (!norm || cast.getInput() != norm.getOutput() ||
-      !norm.getOutput().hasOneUse() || ampc::accumulatesInF64(norm) ||
-      !ampc::isSixteenBitOfF32(norm.getOutput().getType(),
-                               cast.getOutput().getType()))
+/// cast's type; likewise nll_loss_grad with log_prob and its result. Only
+/// where they compute in FP32: rounding an FP64 value to 16 bits directly
+/// would skip the FP32 rounding the cast saw. Returns true when it erased
+/// the cast.
+bool foldIntoWriter(ampc::CastOp cast) {
+  Value written = cast.getInput();
+  Operation *writer = written.getDefiningOp();
+  auto norm = dyn_cast_or_null<ampc::LayerNormalizationOp>(writer);
+  auto lossGrad = dyn_cast_or_null<ampc::NllLossGradOp>(writer);
+  if (!(norm && written == norm.getOutput()) &&
+      !(lossGrad && lossGrad.getLogProb()))
     return false;
-  norm.getOutput().setType(cast.getOutput().getType());
-  cast.getOutput().replaceAllUsesWith(norm.getOutput());
+  if (!written.hasOneUse() || ampc::accumulatesInF64(writer) ||
+      !ampc::isSixteenBitOfF32(written.getType(), cast.getOutput().getType()))
+    return false;
+  written.setType(cast.getOutput().getType());
+  cast.getOutput().replaceAllUsesWith(written);
   cast.erase();
   return true;
 }
 
-/// Each layer_norm_grad reading `cast`'s widened 16-bit values as dY, and
-/// each unscale reading them as a gradient, reads them unwidened. Returns
-/// true when it erased the cast (no user left).
+/// Each layer_norm_grad reading `cast`'s widened 16-bit values as dY, each
+/// unscale reading them as a gradient and each SoftmaxCrossEntropyLoss
+/// reading them as scores (its results stay FP32), reads them unwidened.
+/// Returns true when it erased the cast (no user left).
 bool foldIntoWideningReaders(ampc::CastOp cast) {
   if (!ampc::isSixteenBitOfF32(cast.getOutput().getType(),
                                cast.getInput().getType()))
@@ -133,7 +141,9 @@ bool foldIntoWideningReaders(ampc::CastOp cast) {
   for (OpOperand &use : llvm::make_early_inc_range(cast->getUses()))
     if (auto grad = dyn_cast<ampc::LayerNormGradOp>(use.getOwner());
         (grad && &use == &grad.getGradMutable()) ||
-        (isa<ampc::UnscaleOp>(use.getOwner()) && use.getOperandNumber() > 0))
+        (isa<ampc::UnscaleOp>(use.getOwner()) && use.getOperandNumber() > 0) ||
+        (isa<ampc::SoftmaxCrossEntropyLossOp>(use.getOwner()) &&
+         use.getOperandNumber() == 0))
       use.set(cast.getInput());
   if (!cast.use_empty())
     return false;
@@ -152,7 +162,7 @@ struct FoldCasts : ampc::impl::FoldCastsPassBase<FoldCasts> {
         casts.push_back(cast);
     });
     for (ampc::CastOp cast : casts)
-      if (!foldIntoLayerNorm(cast) && !foldIntoWideningReaders(cast) &&
+      if (!foldIntoWriter(cast) && !foldIntoWideningReaders(cast) &&
           !splitPerUser(cast))
         copyProducer(cast);
   }

@@ -1027,7 +1027,7 @@ func.func @conv_backward_weight_kernel(%x: tensor<1x3x8x8xf32>, %dy: tensor<1x16
 
 func.func @max_pool_grad_indices(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x5xi64>) {
   // expected-error @+1 {{'ampc.max_pool_grad' op grad shape [1, 8, 4, 4] differs from indices shape [1, 8, 4, 5]}}
-  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x5xi64>) -> tensor<1x8x8x8xf32>
+  %0 = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>, tensor<1x8x4x5xi64>) -> tensor<1x8x8x8xf32>
   return
 }
 
@@ -1035,15 +1035,25 @@ func.func @max_pool_grad_indices(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x5xi6
 
 func.func @max_pool_grad_element_type(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
   // expected-error @+1 {{'ampc.max_pool_grad' op result element type differs from grad's}}
-  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+  %0 = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
   return
 }
 
 // -----
 
 func.func @max_pool_grad_channels(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
-  // expected-error @+1 {{'ampc.max_pool_grad' op result shape [1, 4, 8, 8] must be (N, C, spatial...) with grad's N, C and rank, got grad [1, 8, 4, 4]}}
-  %0 = ampc.max_pool_grad %dy, %i : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x4x8x8xf32>
+  // expected-error @+1 {{'ampc.max_pool_grad' op grad has type 'tensor<1x8x4x4xf32>', but MaxPool on 'tensor<1x4x8x8xf32>' gives 'tensor<1x4x4x4xf32>'}}
+  %0 = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+// The window is the forward MaxPool's: a 3x3 stride-1 window over 8x8
+// gives 6x6, not the gradient's 4x4.
+func.func @max_pool_grad_window(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
+  // expected-error @+1 {{'ampc.max_pool_grad' op grad has type 'tensor<1x8x4x4xf32>', but MaxPool on 'tensor<1x8x8x8xf32>' gives 'tensor<1x8x6x6xf32>'}}
+  %0 = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 3, 3>} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf32>
   return
 }
 
@@ -1051,7 +1061,7 @@ func.func @max_pool_grad_channels(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi
 
 func.func @max_pool_grad_storage_order(%dy: tensor<1x8x4x4xf32>, %i: tensor<1x8x4x4xi64>) {
   // expected-error @+1 {{ampc.max_pool_grad: 'storage_order' must be 0 or 1, got 2}}
-  %0 = ampc.max_pool_grad %dy, %i {storage_order = 2 : i64} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf32>
+  %0 = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, storage_order = 2 : i64} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf32>
   return
 }
 
@@ -1141,6 +1151,34 @@ func.func @layer_norm_grad_scale(%dy: tensor<2x16x64xf32>, %g: tensor<32xf32>, %
   // expected-error @+2 {{ampc.layer_norm_grad: scale of shape [32] does not broadcast to the normalised shape [64]}}
   // expected-error @+1 {{'ampc.layer_norm_grad' op failed to infer returned types}}
   %0 = ampc.layer_norm_grad %dy, %dy, %g, %m, %m : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<32xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// With log_prob: log_prob has the result's shape, and the result is in
+// its type or in 16 bits of an FP32 log_prob.
+func.func @nll_loss_grad_log_prob_shape(%d: tensor<f32>, %t: tensor<4xi64>, %lp: tensor<4x9xf32>) {
+  // expected-error @+1 {{'ampc.nll_loss_grad' op log_prob shape [4, 9] differs from the result's [4, 10]}}
+  %0 = ampc.nll_loss_grad %d, %t log_prob(%lp) : (tensor<f32>, tensor<4xi64>, tensor<4x9xf32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_grad_log_prob_type(%d: tensor<f64>, %t: tensor<4xi64>, %lp: tensor<4x10xf64>) {
+  // expected-error @+1 {{'ampc.nll_loss_grad' op result element type must be log_prob's or a 16-bit type of an f32 log_prob, got 'f16' and 'f64'}}
+  %0 = ampc.nll_loss_grad %d, %t log_prob(%lp) : (tensor<f64>, tensor<4xi64>, tensor<4x10xf64>) -> tensor<4x10xf16>
+  return
+}
+
+// -----
+
+// 16-bit scores give results in their type or in FP32, not FP64.
+func.func @softmax_cross_entropy_loss_result_type(%s: tensor<4x10xf16>, %t: tensor<4xi64>) {
+  // expected-error @+2 {{'ampc.softmax_cross_entropy_loss' op inferred type(s) 'tensor<f16>', 'tensor<4x10xf16>' are incompatible with return type(s) of operation 'tensor<f64>', 'tensor<4x10xf64>'}}
+  // expected-error @+1 {{'ampc.softmax_cross_entropy_loss' op failed to infer returned types}}
+  %0:2 = ampc.softmax_cross_entropy_loss %s, %t : (tensor<4x10xf16>, tensor<4xi64>) -> (tensor<f64>, tensor<4x10xf64>)
   return
 }
 

@@ -297,8 +297,8 @@ func.func @elementwise_backward(%dy: tensor<4x8xf16>, %y: tensor<4x8xf16>) {
 // CHECK-NEXT: ampc.conv_backward_weight %[[X]], %[[DY]] {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<1x16x4x4xf16>) -> tensor<16x3x3x3xf16>
 // CHECK-NEXT: ampc.conv_backward_data %[[GY]], %[[GW]] {dilations = array<i64: 2>, group = 2 : i64} : (tensor<2x4x3xf32>, tensor<4x2x3xf32>) -> tensor<2x4x7xf32>
 // CHECK-NEXT: ampc.conv_backward_weight %[[GX]], %[[GY]] {dilations = array<i64: 2>, group = 2 : i64} : (tensor<2x4x7xf32>, tensor<2x4x3xf32>) -> tensor<4x2x3xf32>
-// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
-// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] {storage_order = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
+// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+// CHECK-NEXT: ampc.max_pool_grad %[[P]], %[[I]] {kernel_shape = array<i64: 3, 3>, storage_order = 1 : i64, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
 // CHECK-NEXT: ampc.average_pool_grad %[[P]] {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x8x8xf16>
 // CHECK-NEXT: ampc.average_pool_grad %[[P]] {ceil_mode = 1 : i64, count_include_pad = 1 : i64, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
 // CHECK-NEXT: return
@@ -310,8 +310,8 @@ func.func @conv_and_pool_backward(%x: tensor<1x3x8x8xf16>, %w: tensor<16x3x3x3xf
   %1 = ampc.conv_backward_weight %x, %dy {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<1x16x4x4xf16>) -> tensor<16x3x3x3xf16>
   %2 = ampc.conv_backward_data %gy, %gw {group = 2 : i64, dilations = array<i64: 2>} : (tensor<2x4x3xf32>, tensor<4x2x3xf32>) -> tensor<2x4x7xf32>
   %3 = ampc.conv_backward_weight %gx, %gy {group = 2 : i64, dilations = array<i64: 2>} : (tensor<2x4x7xf32>, tensor<2x4x3xf32>) -> tensor<4x2x3xf32>
-  %4 = ampc.max_pool_grad %p, %i : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
-  %5 = ampc.max_pool_grad %p, %i {storage_order = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
+  %4 = ampc.max_pool_grad %p, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+  %5 = ampc.max_pool_grad %p, %i {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, storage_order = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x9x9xf16>
   %6 = ampc.average_pool_grad %p {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>) -> tensor<1x8x8x8xf16>
   %7 = ampc.average_pool_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode = 1 : i64, count_include_pad = 1 : i64} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
   return
@@ -330,6 +330,23 @@ func.func @normalization_backward(%dy: tensor<2x16x8x8xf16>, %x: tensor<2x16x8x8
   %0:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
   %1:3 = ampc.batch_norm_grad %dy, %x, %s, %m, %v {training_mode = 0 : i64} : (tensor<2x16x8x8xf16>, tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x16x8x8xf16>, tensor<16xf32>, tensor<16xf32>)
   %2 = ampc.layer_norm_grad %lx, %lx, %g, %lm, %lr {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x1xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// SoftmaxCrossEntropyLoss's adjoint as one op (nll_loss_grad with
+// log_prob), in log_prob's type or in 16 bits; the loss on 16-bit scores
+// with FP32 results (a widening cast folded in).
+// CHECK-LABEL: func.func @softmax_loss_backward
+// CHECK-SAME: (%[[D:[^:]+]]: tensor<f32>, %[[T:[^:]+]]: tensor<4xi64>, %[[W:[^:]+]]: tensor<10xf32>, %[[LP:[^:]+]]: tensor<4x10xf32>, %[[S:[^:]+]]: tensor<4x10xf16>)
+// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]] log_prob(%[[LP]]) : (tensor<f32>, tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf32>
+// CHECK-NEXT: ampc.nll_loss_grad %[[D]], %[[T]], %[[W]] log_prob(%[[LP]]) {ignore_index = -100 : i64} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>, tensor<4x10xf32>) -> tensor<4x10xf16>
+// CHECK-NEXT: ampc.softmax_cross_entropy_loss %[[S]], %[[T]] : (tensor<4x10xf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+// CHECK-NEXT: return
+func.func @softmax_loss_backward(%d: tensor<f32>, %t: tensor<4xi64>, %w: tensor<10xf32>,
+                                 %lp: tensor<4x10xf32>, %s: tensor<4x10xf16>) {
+  %0 = ampc.nll_loss_grad %d, %t log_prob(%lp) : (tensor<f32>, tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf32>
+  %1 = ampc.nll_loss_grad %d, %t, %w log_prob(%lp) {ignore_index = -100 : i64} : (tensor<f32>, tensor<4xi64>, tensor<10xf32>, tensor<4x10xf32>) -> tensor<4x10xf16>
+  %2:2 = ampc.softmax_cross_entropy_loss %s, %t : (tensor<4x10xf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
   return
 }
 

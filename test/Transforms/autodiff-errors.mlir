@@ -36,7 +36,7 @@ ampc.parameter @w : tensor<1x2x2x2xf32> = dense<1.0> : tensor<1x2x2x2xf32>
 func.func @forward(%i: tensor<1x2x2x2xi64>) -> tensor<f32> {
   %w = ampc.load_parameter @w : tensor<1x2x2x2xf32>
   // expected-error @+1 {{ampc-autodiff: 'ampc.max_pool_grad' has no gradient rule, and the loss depends on a trainable parameter through it}}
-  %g = ampc.max_pool_grad %w, %i : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) -> tensor<1x2x4x4xf32>
+  %g = ampc.max_pool_grad %w, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) -> tensor<1x2x4x4xf32>
   %loss = ampc.reduce_sum %g {axes = array<i64>, keepdims = 0 : i64} : (tensor<1x2x4x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
@@ -47,7 +47,7 @@ func.func @forward(%i: tensor<1x2x2x2xi64>) -> tensor<f32> {
 ampc.parameter @w : tensor<f32> = dense<1.0> : tensor<f32>
 func.func @forward(%dy: tensor<1x2x2x2xf32>, %i: tensor<1x2x2x2xi64>) -> tensor<f32> {
   %w = ampc.load_parameter @w : tensor<f32>
-  %g = ampc.max_pool_grad %dy, %i : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) -> tensor<1x2x4x4xf32>
+  %g = ampc.max_pool_grad %dy, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) -> tensor<1x2x4x4xf32>
   %s = ampc.reduce_sum %g {axes = array<i64>, keepdims = 0 : i64} : (tensor<1x2x4x4xf32>) -> tensor<f32>
   %loss = ampc.mul %s, %w : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %loss : tensor<f32>

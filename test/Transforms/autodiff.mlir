@@ -7,8 +7,8 @@
 // the output. autodiff-fp16.mlir shows the same on a precision-assigned graph.
 
 // An MLP with Gemm + Relu + SoftmaxCrossEntropyLoss. The loss is seeded
-// with 1; SCE's adjoint is nll_loss_grad followed by LogSoftmax's adjoint
-// from log_prob; each Gemm gives dA = dY op(B)^T and dB = dY^T op(A) as one
+// with 1; SCE's adjoint is nll_loss_grad with log_prob (the NLL gradient
+// and LogSoftmax's adjoint in one op); each Gemm gives dA = dY op(B)^T and dB = dY^T op(A) as one
 // Gemm with transposition flags and dC = dY summed over the rows; Relu's
 // adjoint reads Relu's result. The first layer's input x reaches no
 // parameter, so no adjoint is computed for it (one Gemm less), and the
@@ -27,11 +27,7 @@
 // CHECK-NEXT: %[[LOGITS:.+]] = ampc.gemm %[[A]], %[[W2]], %[[B2]] {transB = 1 : i64}
 // CHECK-NEXT: %[[LOSS:.+]], %[[LOGP:.+]] = ampc.softmax_cross_entropy_loss %[[LOGITS]], %[[LABEL]]
 // CHECK-NEXT: %[[SEED:.+]] = ampc.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT: %[[DLOGP:.+]] = ampc.nll_loss_grad %[[SEED]], %[[LABEL]] : (tensor<f32>, tensor<2xi64>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[SUM:.+]] = ampc.reduce_sum %[[DLOGP]] {axes = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2x1xf32>
-// CHECK-NEXT: %[[P:.+]] = ampc.exp %[[LOGP]] : tensor<2x3xf32>
-// CHECK-NEXT: %[[PS:.+]] = ampc.mul %[[P]], %[[SUM]] : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[DLOGITS:.+]] = ampc.sub %[[DLOGP]], %[[PS]]
+// CHECK-NEXT: %[[DLOGITS:.+]] = ampc.nll_loss_grad %[[SEED]], %[[LABEL]] log_prob(%[[LOGP]]) : (tensor<f32>, tensor<2xi64>, tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT: %[[DA:.+]] = ampc.gemm %[[DLOGITS]], %[[W2]] : (tensor<2x3xf32>, tensor<3x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %[[DW2:.+]] = ampc.gemm %[[DLOGITS]], %[[A]] {transA = 1 : i64} : (tensor<2x3xf32>, tensor<2x8xf32>) -> tensor<3x8xf32>
 // CHECK-NEXT: %[[DB2:.+]] = ampc.reduce_sum %[[DLOGITS]] {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>
@@ -114,7 +110,7 @@ func.func @forward(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK-NEXT: %{{.+}}, %[[IDX:.+]] = ampc.max_pool %[[R]]
 // CHECK: %[[F:.+]] = ampc.flatten
 // CHECK: ampc.softmax_cross_entropy_loss
-// CHECK: %[[DLOGITS:.+]] = ampc.sub
+// CHECK: %[[DLOGITS:.+]] = ampc.nll_loss_grad {{.+}} log_prob(
 // CHECK-NEXT: %[[DF:.+]] = ampc.gemm %[[DLOGITS]], %{{.+}} : (tensor<2x2xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT: %[[DFW:.+]] = ampc.gemm %[[DLOGITS]], %[[F]] {transA = 1 : i64}
 // CHECK-NEXT: %[[DG:.+]] = ampc.reshape %[[DF]] : tensor<2x4xf32> to tensor<2x4x1x1xf32>
@@ -122,7 +118,7 @@ func.func @forward(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK-NEXT: %[[DG2:.+]] = ampc.mul %[[DG]], %[[AREA]]
 // CHECK-NEXT: %[[DQ:.+]] = ampc.expand %[[DG2]] : tensor<2x4x1x1xf32> to tensor<2x4x4x4xf32>
 // CHECK-NEXT: %[[DP:.+]] = ampc.average_pool_grad %[[DQ]] {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
-// CHECK-NEXT: %[[DR:.+]] = ampc.max_pool_grad %[[DP]], %[[IDX]] : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi64>) -> tensor<2x4x8x8xf32>
+// CHECK-NEXT: %[[DR:.+]] = ampc.max_pool_grad %[[DP]], %[[IDX]] {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi64>) -> tensor<2x4x8x8xf32>
 // CHECK-NEXT: %[[DN:.+]] = ampc.relu_grad %[[DR]], %[[R]]
 // CHECK-NEXT: %[[DC:.+]], %[[DSCALE:.+]], %[[DBIAS:.+]] = ampc.batch_norm_grad %[[DN]], %[[C]], %[[SCALE]], %[[SAVED]]#0, %[[SAVED]]#1 : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT: %[[DW:.+]] = ampc.conv_backward_weight %[[X]], %[[DC]] {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>

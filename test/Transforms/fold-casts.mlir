@@ -186,3 +186,46 @@ func.func @unscale(%s: tensor<f32>, %a: tensor<4x3xf16>, %b: tensor<3xf32>, %c: 
   %e = ampc.exp %wd : tensor<2xf32>
   return %u#0, %u#1, %u#2, %u#3, %u#4, %e : tensor<4x3xf32>, tensor<3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i1>, tensor<2xf32>
 }
+
+// -----
+
+// The cross-entropy (issue 39): 16-bit logits widened only for
+// SoftmaxCrossEntropyLoss are read as they are (its results stay FP32),
+// and the FP32 adjoint of nll_loss_grad with log_prob that only a cast to
+// f16 reads is written in f16. A logits cast another op also reads stays
+// for it; an adjoint without log_prob (a kernel that writes the NLL
+// gradient only) keeps its cast.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[S:.+]]: tensor<4x10xf16>, %[[T:.+]]: tensor<4xi64>, %[[D:.+]]: tensor<f32>)
+// CHECK-NEXT: %[[L:.+]], %[[LP:.+]] = ampc.softmax_cross_entropy_loss %[[S]], %[[T]] : (tensor<4x10xf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+// CHECK-NEXT: %[[G:.+]] = ampc.nll_loss_grad %[[D]], %[[T]] log_prob(%[[LP]]) : (tensor<f32>, tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf16>
+// CHECK-NEXT: %[[N:.+]] = ampc.nll_loss_grad %[[D]], %[[T]] : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+// CHECK-NEXT: %[[NH:.+]] = ampc.cast %[[N]] : tensor<4x10xf32> to tensor<4x10xf16>
+// CHECK-NEXT: return %[[L]], %[[G]], %[[NH]]
+// UNFOLDED-LABEL: func.func @cross_entropy
+// UNFOLDED: ampc.cast %{{.+}} : tensor<4x10xf16> to tensor<4x10xf32>
+// UNFOLDED: ampc.cast %{{.+}} : tensor<4x10xf32> to tensor<4x10xf16>
+func.func @cross_entropy(%s: tensor<4x10xf16>, %t: tensor<4xi64>, %d: tensor<f32>) -> (tensor<f32>, tensor<4x10xf16>, tensor<4x10xf16>) {
+  %w = ampc.cast %s : tensor<4x10xf16> to tensor<4x10xf32>
+  %l:2 = ampc.softmax_cross_entropy_loss %w, %t : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  %g = ampc.nll_loss_grad %d, %t log_prob(%l#1) : (tensor<f32>, tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf32>
+  %gh = ampc.cast %g : tensor<4x10xf32> to tensor<4x10xf16>
+  %n = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+  %nh = ampc.cast %n : tensor<4x10xf32> to tensor<4x10xf16>
+  return %l#0, %gh, %nh : tensor<f32>, tensor<4x10xf16>, tensor<4x10xf16>
+}
+
+// -----
+
+// A logits cast that another op also reads stays for it; the loss reads
+// the 16-bit values.
+// CHECK-LABEL: func.func @cross_entropy_left
+// CHECK-SAME: (%[[S:.+]]: tensor<4x10xf16>, %[[T:.+]]: tensor<4xi64>)
+// CHECK-NEXT: %[[W:.+]] = ampc.cast %[[S]] : tensor<4x10xf16> to tensor<4x10xf32>
+// CHECK-NEXT: %[[L:.+]], %{{.+}} = ampc.softmax_cross_entropy_loss %[[S]], %[[T]] : (tensor<4x10xf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+// CHECK-NEXT: return %[[L]], %[[W]]
+func.func @cross_entropy_left(%s: tensor<4x10xf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
+  %w = ampc.cast %s : tensor<4x10xf16> to tensor<4x10xf32>
+  %l:2 = ampc.softmax_cross_entropy_loss %w, %t : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  return %l#0, %w : tensor<f32>, tensor<4x10xf32>
+}

@@ -154,8 +154,10 @@ def AMPC_ConvBackwardWeightOp : AMPC_Op<"conv_backward_weight", [AMPC_Accumulati
 def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [AMPC_Accumulating, Pure]> {
   let summary = "adjoint of MaxPool: routes each gradient to its argmax";
   let description = [{
-    `grad` is the adjoint of a MaxPool's result Y and `indices` the
-    MaxPool's Indices result (same shape as Y): the flat index of each
+    `grad` is the adjoint of a MaxPool's result Y, `indices` the
+    MaxPool's Indices result (same shape as Y) and the window attributes
+    the MaxPool's (`kernel_shape`, `strides`, `pads`, `dilations`,
+    `ceil_mode`; the result type follows the pooling shape rule): the flat index of each
     window's maximum into the whole input, `plane · inSize + offset`, where
     plane = n·C + c, inSize the number of spatial positions of the input and
     offset the row-major spatial offset (`storage_order = 0`) or the
@@ -168,14 +170,23 @@ def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [AMPC_Accumulating, Pure]> {
         for every position p of grad:
           if indices[p] >= 0: output.flat[row-major(indices[p])] += grad[p]
 
-    Overlapping windows that chose the same input add up (in FP32). An index
-    of −1 (a window lying wholly in the padding) contributes nothing.
+    Overlapping windows that chose the same input add up (in FP32), in
+    the order of p, from 0. An index of −1 (a window lying wholly in the
+    padding) contributes nothing. Each index lies in its own window (as
+    MaxPool writes them), so the windows tell which gradients can reach an
+    input element: the CUDA target gathers them per input element, in the
+    same order, without atomics.
 
     ```mlir
-    %dx = ampc.max_pool_grad %dy, %idx : (tensor<1x64x16x16xf16>, tensor<1x64x16x16xi64>) -> tensor<1x64x32x32xf16>
+    %dx = ampc.max_pool_grad %dy, %idx {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x64x16x16xf16>, tensor<1x64x16x16xi64>) -> tensor<1x64x32x32xf16>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_I64Tensor:$indices,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
                        DefaultValuedAttr<I64Attr, "0">:$storage_order);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad `,` $indices attr-dict `:` "
@@ -383,7 +394,8 @@ def AMPC_AttentionGradOp : AMPC_Op<"attention_grad",
 // Losses
 //===----------------------------------------------------------------------===//
 
-def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [AMPC_Accumulating, Pure]> {
+def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad",
+    [AMPC_Accumulating, Pure, AttrSizedOperandSegments]> {
   let summary = "adjoint of NegativeLogLikelihoodLoss with respect to its input";
   let description = [{
     `grad` is the adjoint of the loss (shape (N, D...) for
@@ -405,17 +417,32 @@ def AMPC_NllLossGradOp : AMPC_Op<"nll_loss_grad", [AMPC_Accumulating, Pure]> {
     time, as in the forward. SoftmaxCrossEntropyLoss's rule uses this op and
     LogSoftmax's adjoint (the loss is NLL of LogSoftmax along axis 1).
 
+    With `log_prob` (a SoftmaxCrossEntropyLoss's log_prob result, the
+    result's shape in `grad`'s element type) the op is that loss's whole
+    adjoint with respect to its scores, LogSoftmax's adjoint applied to the
+    output above (g) in one kernel:
+
+        result[n, c, d...] = g[n, c, d...] − exp(log_prob[n, c, d...]) · S
+        S = Σ_c g[n, c, d...] = g[n, t, d...] + 0
+
+    (the row has one non-zero term, so the sum is exact in any order and
+    the reduction is not run). The result may then be a 16-bit type of an
+    FP32 `grad` (ampc-fold-casts), rounded once from the FP32 value.
+
     ```mlir
     %dlogp = ampc.nll_loss_grad %dloss, %t {reduction = #ampc<reduction mean>} : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
+    %ds = ampc.nll_loss_grad %dloss, %t log_prob(%lp) : (tensor<f32>, tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf16>
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$grad, AMPC_IndexTensor:$target,
                        Optional<AMPC_FloatTensor>:$weight,
+                       Optional<AMPC_FloatTensor>:$log_prob,
                        DefaultValuedAttr<AMPC_ReductionAttr,
                                          "::ampc::Reduction::Mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs AMPC_FloatTensor:$output);
-  let assemblyFormat = "$grad `,` $target (`,` $weight^)? attr-dict `:` "
+  let assemblyFormat = "$grad `,` $target (`,` $weight^)? "
+                       "(`log_prob` `(` $log_prob^ `)`)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }

@@ -1134,14 +1134,16 @@ def AMPC_GlobalAveragePoolOp : AMPC_Op<"global_average_pool",
 //===----------------------------------------------------------------------===//
 
 def AMPC_SoftmaxCrossEntropyLossOp : AMPC_Op<"softmax_cross_entropy_loss",
-    [AMPC_Accumulating, Pure, InferTypeOpAdaptor, AMPC_Deny,
+    [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Deny,
      DeclareOpInterfaceMethods<AMPC_GradientOpInterface,
                                ["isDifferentiableOperand"]>]> {
   let summary = "SoftmaxCrossEntropyLoss";
   let description = [{
     ONNX `SoftmaxCrossEntropyLoss`: scores (N, C, D...), integer labels
     (N, D...), optional class weights (C). Results: the loss (a scalar unless
-    `reduction = #ampc<reduction none>`) and the log-probabilities.
+    `reduction = #ampc<reduction none>`) and the log-probabilities, in the
+    scores' type, or both in FP32 for FP16/BF16 scores (ampc-fold-casts:
+    the cast that widened the scores is read on load, exactly).
 
     ```mlir
     %loss, %logp = ampc.softmax_cross_entropy_loss %scores, %labels {reduction = #ampc<reduction mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)

@@ -349,6 +349,27 @@ bool nllLossGrad(const C *grad, const I *target, const C *weights, int64_t n,
   return true;
 }
 
+/// nll_loss_grad with log_prob: `out` (nllLossGrad's result) becomes
+/// SoftmaxCrossEntropyLoss's adjoint with respect to the scores, per
+/// element math::softmaxLossGrad of the row's gradient at its label
+/// (`logp`, n x classes x d, in C).
+template <typename C, typename I>
+void softmaxLossGrad(C *out, const C *logp, const I *target, int64_t n,
+                     int64_t classes, int64_t d, bool hasIgnore,
+                     int64_t ignoreIndex) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t label = static_cast<int64_t>(target[b * d + j]);
+      const C atLabel = hasIgnore && label == ignoreIndex
+                            ? C(0)
+                            : out[(b * classes + label) * d + j];
+      for (int64_t c = 0; c < classes; ++c) {
+        const int64_t x = (b * classes + c) * d + j;
+        out[x] = math::softmaxLossGrad<C>(out[x], atLabel, logp[x]);
+      }
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

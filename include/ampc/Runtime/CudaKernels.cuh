@@ -2258,10 +2258,14 @@ __global__ void nllLoss(const typename LP::Storage *logp, const I *labels,
 }
 
 /// nll_loss_grad: d logp[b, t, j] = −w[t]·g (g the upstream gradient,
-/// divided by the weight sum for mean), 0 elsewhere.
+/// divided by the weight sum for mean), 0 elsewhere. With `logp` (log_prob,
+/// grad's type) SoftmaxCrossEntropyLoss's adjoint with respect to the
+/// scores: each thread also takes its row's value at the label and
+/// applies math::softmaxLossGrad, so the row sum needs no pass of its own.
 template <typename C, typename LG, typename LW, typename SO, typename I>
 __global__ void nllLossGrad(const typename LG::Storage *grad, const I *labels,
-                            const typename LW::Storage *weights, int64_t n,
+                            const typename LW::Storage *weights,
+                            const typename LG::Storage *logp, int64_t n,
                             int64_t classes, int64_t inner, bool hasIgnore,
                             int64_t ignore, LossReduction reduction,
                             typename SO::Storage *out, int32_t *error,
@@ -2280,18 +2284,23 @@ __global__ void nllLossGrad(const typename LG::Storage *grad, const I *labels,
     const int64_t j = x % inner, c = (x / inner) % classes, b = x / (inner * classes);
     const int64_t e = b * inner + j;
     const int64_t t = static_cast<int64_t>(labels[e]);
-    C v = 0;
+    C atLabel = 0;
     if (!(hasIgnore && t == ignore)) {
       if (t < 0 || t >= classes) {
         raise(error, code);
-      } else if (t == c) {
+      } else {
         const C w = weights ? static_cast<C>(LW::load(weights[t])) : C(1);
         const C g = static_cast<C>(LG::load(grad[reduction == LossNone ? e : 0]));
-        v = reduction == LossMean ? (weightSum == C(0) ? C(0) : -(w * g / weightSum))
-                                  : -(w * g);
+        atLabel = reduction == LossMean
+                      ? (weightSum == C(0) ? C(0) : -(w * g / weightSum))
+                      : -(w * g);
       }
     }
-    out[x] = SO::store(v);
+    const C v = t == c ? atLabel : C(0);
+    out[x] = SO::store(
+        logp ? math::softmaxLossGrad<C>(v, atLabel,
+                                        static_cast<C>(LG::load(logp[x])))
+             : v);
   }
 }
 
@@ -2761,28 +2770,56 @@ __global__ void maxPool(const typename L::Storage *x, typename S::Storage *y,
   }
 }
 
-/// max_pool_grad: each gradient is added, in C (an atomic add into `acc`,
-/// zeroed before), at the input element its window picked (MaxPool's flat
-/// index; column-major spatial order with `columnMajor`); `convert` then
-/// stores `acc`. Only `w.in` and `w.rank` are read.
-template <typename C, typename L>
+/// max_pool_grad as a gather: each input element sums, in C from 0, the
+/// gradients of the windows (of the forward's `w`) that contain it and whose
+/// recorded index (MaxPool's flat index, column-major spatial order with
+/// `columnMajor`) is this element, in increasing output order, and is
+/// stored once. The CPU's scatter (CpuBackwardKernels.h) adds the same
+/// terms in the same order, since MaxPool's index lies in its own window;
+/// no atomics, no scratch.
+template <typename C, typename L, typename S>
 __global__ void maxPoolGrad(const typename L::Storage *grad,
-                            const int64_t *indices, C *acc, int64_t planes,
-                            int64_t outSize, Window w, bool columnMajor) {
-  const int64_t inSize = w.inSize();
-  AMPC_FOR(e, planes * outSize) {
-    int64_t index = indices[e];
-    if (index < 0 || index >= planes * inSize)
-      continue;
-    if (columnMajor) {
-      int64_t rest = index % inSize, offset = 0, coord[8] = {0};
-      for (int d = 0; d < w.rank; ++d)
-        coord[d] = rest % w.in[d], rest /= w.in[d];
-      for (int d = 0; d < w.rank; ++d)
-        offset = offset * w.in[d] + coord[d];
-      index = index - index % inSize + offset;
+                            const int64_t *indices, typename S::Storage *dx,
+                            int64_t planes, Window w, bool columnMajor) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize();
+  AMPC_FOR(e, planes * inSize) {
+    const int64_t plane = e / inSize;
+    // The element's coordinates, the index MaxPool recorded for it, and
+    // the box of output positions whose window spans it.
+    int64_t rest = e % inSize, at[8], first[8], last[8], p[8];
+    for (int d = w.rank - 1; d >= 0; --d)
+      at[d] = rest % w.in[d], rest /= w.in[d];
+    int64_t recorded = 0;
+    for (int d = columnMajor ? w.rank - 1 : 0;
+         columnMajor ? d >= 0 : d < w.rank; d += columnMajor ? -1 : 1)
+      recorded = recorded * w.in[d] + at[d];
+    recorded += plane * inSize;
+    bool empty = false;
+    for (int d = 0; d < w.rank; ++d) {
+      // o·stride − padBegin <= at <= o·stride − padBegin + (kernel − 1)·dilation
+      const int64_t high = at[d] + w.padBegin[d],
+                    low = high - (w.kernel[d] - 1) * w.dilation[d];
+      first[d] = low <= 0 ? 0 : (low + w.stride[d] - 1) / w.stride[d];
+      last[d] = high / w.stride[d] < w.out[d] - 1 ? high / w.stride[d]
+                                                  : w.out[d] - 1;
+      empty |= first[d] > last[d];
+      p[d] = first[d];
     }
-    atomicAdd(acc + index, static_cast<C>(L::load(grad[e])));
+    C sum = 0;
+    while (!empty) {
+      int64_t o = 0;
+      for (int d = 0; d < w.rank; ++d)
+        o = o * w.out[d] + p[d];
+      if (indices[plane * outSize + o] == recorded)
+        sum += static_cast<C>(L::load(grad[plane * outSize + o]));
+      int d = w.rank - 1;
+      for (; d >= 0 && p[d] == last[d]; --d)
+        p[d] = first[d];
+      if (d < 0)
+        break;
+      ++p[d];
+    }
+    dx[e] = S::store(sum);
   }
 }
 

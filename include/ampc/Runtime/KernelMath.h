@@ -10,6 +10,7 @@
 #ifndef AMPC_RUNTIME_KERNELMATH_H
 #define AMPC_RUNTIME_KERNELMATH_H
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -301,6 +302,20 @@ AMPC_HD E batchNormGradPrologue(const typename L::Storage *grad,
   if (reluOutput && !(static_cast<E>(L::load(reluOutput[e])) > E(0)))
     g = E(0);
   return g;
+}
+
+/// SoftmaxCrossEntropyLoss's adjoint with respect to one score
+/// (ampc.nll_loss_grad with log_prob): LogSoftmax's adjoint g − exp(logp)·S
+/// of the NLL gradient g, where S, the row's sum of g, is the gradient at
+/// the row's label `atLabel` (0 when the row is ignored) plus 0: the row's
+/// other terms are zeros, so every summation order gives these bits. The
+/// operations are the ones the unfused adjoint's fused kernel ran.
+template <typename C>
+AMPC_HD C softmaxLossGrad(C g, C atLabel, C logp) {
+  const C sum = atLabel + C(0);
+  const C e = std::exp(logp);
+  const C scaled = e * sum;
+  return g - scaled;
 }
 
 } // namespace ampc::math

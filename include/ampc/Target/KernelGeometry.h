@@ -111,6 +111,11 @@ inline int64_t cudaListBlocks(int64_t n) {
 /// tensor, a partial per block (ampc::cuda::sumOfSquares), added in order
 /// by one block (sumPartials).
 int64_t cudaClipPartials(mlir::ValueRange grads);
+/// Whether the CUDA target's SoftmaxCrossEntropyLoss `op` writes its
+/// log-probabilities once, into log_prob, and reads them there for the
+/// loss: log_prob's element type is the compute type (FP32 or FP64, stored
+/// exactly). Otherwise they go to scratch in C too.
+bool cudaLossReadsLogProb(mlir::Operation *op);
 
 /// The window of a conv or pool over spatial dimensions (N, C, spatial...)
 /// of the forward op, whichever op of the family this is: begin/end pads
@@ -129,7 +134,7 @@ struct WindowGeometry {
   bool isIdentity() const;
 };
 /// Conv, ConvBackwardData, ConvBackwardWeight, MaxPool, AveragePool,
-/// MaxPoolGrad (a window of ones over its indices), AveragePoolGrad.
+/// MaxPoolGrad and AveragePoolGrad (the forward's window).
 WindowGeometry windowGeometry(mlir::Operation *op);
 
 /// A convolution or one of its adjoints in the forward Conv's terms: X (n,

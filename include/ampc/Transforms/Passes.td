@@ -632,11 +632,13 @@ def FoldCastsPass : Pass<"ampc-fold-casts", "mlir::func::FuncOp"> {
     into one kernel and the original chain is left to its other users.
     Only elementwise work is repeated, on the same operands: every target
     computes the same values. A cast to FP16/BF16 that alone reads an FP32
-    LayerNorm's Y folds into it (Y written in the cast's type, rounded once
-    from FP32 as the cast rounded it); layer_norm_grad reads a 16-bit dY,
-    and the loss scaler's unscale a 16-bit gradient (a convolution's
-    weight gradient), that a cast widened to FP32 as it is (widened
-    exactly on load).
+    LayerNorm's Y, or the FP32 result of nll_loss_grad with log_prob (the
+    cross-entropy's adjoint), folds into it (written in the cast's type,
+    rounded once from FP32 as the cast rounded it); layer_norm_grad reads a
+    16-bit dY, the loss scaler's unscale a 16-bit gradient (a
+    convolution's weight gradient) and SoftmaxCrossEntropyLoss 16-bit
+    scores (its results staying FP32), that a cast widened to FP32, as
+    they are (widened exactly on load).
     Other casts between non-elementwise ops (a softmax's or reduction's
     output, a GEMM's operand) are left.
   }];

@@ -566,6 +566,14 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
                     g.ignoreIndex.value_or(0), lossReductionName(g.reduction))
                 .str();
         body << "  " << failUnless(op, call, "a label is out of range");
+        if (o.getLogProb()) {
+          converted("logp", c, o.getLogProb());
+          body << formatv("    ampc::cpu::softmaxLossGrad<{0}>(out, logp, {1}, "
+                          "{2}LL, {3}LL, {4}LL, {5}, {6}LL);\n",
+                          c, name(g.labels), g.n,
+                          g.classes, g.inner, g.ignoreIndex.has_value(),
+                          g.ignoreIndex.value_or(0));
+        }
         storeAll("out", o.getOutput());
         body << "  }\n";
         return success();

@@ -67,7 +67,8 @@ void CudaEmitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
 
 void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   // SoftmaxCrossEntropyLoss is LogSoftmax over axis 1 into its log_prob
-  // output (or scratch) and NegativeLogLikelihoodLoss.
+  // output (and scratch when log_prob is not in C) and
+  // NegativeLogLikelihoodLoss.
   LossGeometry g = lossGeometry(op);
   Value scores = g.scores, weights = g.weights, logProb = g.logProb;
   int64_t n = g.n, classes = g.classes, inner = g.inner;
@@ -76,29 +77,33 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
   std::string logp = name(scores);
   Type logpType = t;
   if (isa<ampc::SoftmaxCrossEntropyLossOp>(op)) {
-    // log-probabilities in C, in the op's scratch.
-    logp = scratch(op, "logp", c);
-    logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
-                             : Type(Float32Type::get(op->getContext()));
-    launchRows(op, "softmax",
-               formatv("{0}, {1}, {2}, {1}", c, codec(t), codec(logpType)).str(),
-               n * inner, classes,
-               formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), nullptr, "
-                       "ampc::cuda::Strided{{}", name(scores),
-                       logp, n, classes, inner, c)
-                   .str(),
-               body);
-    if (logProb)
+    auto logSoftmax = [&](const std::string &out, Type outType) {
       launchRows(op, "softmax",
-                 formatv("{0}, {1}, {2}, {1}", c, codec(t),
-                         codec(elementOf(logProb)))
+                 formatv("{0}, {1}, {2}, {1}", c, codec(t), codec(outType))
                      .str(),
                  n * inner, classes,
-                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), nullptr, "
-                       "ampc::cuda::Strided{{}", name(scores),
-                         name(logProb), n, classes, inner, c)
+                 formatv("{0}, {1}, {2}LL, {3}LL, {4}LL, true, {5}(1), "
+                         "nullptr, ampc::cuda::Strided{{}",
+                         name(scores), out, n, classes, inner, c)
                      .str(),
                  body);
+    };
+    if (cudaLossReadsLogProb(op)) {
+      // log_prob holds the log-probabilities in C: one LogSoftmax, which
+      // the loss reads.
+      logp = name(logProb);
+      logpType = elementOf(logProb);
+      logSoftmax(logp, logpType);
+    } else {
+      // log-probabilities in C, in the op's scratch, and in log_prob's
+      // type.
+      logp = scratch(op, "logp", c);
+      logpType = c == "double" ? Type(Float64Type::get(op->getContext()))
+                               : Type(Float32Type::get(op->getContext()));
+      logSoftmax(logp, logpType);
+      if (logProb)
+        logSoftmax(name(logProb), elementOf(logProb));
+    }
   }
   Value loss = op->getResult(0);
   Type weightType = weights ? elementOf(weights) : logpType;
@@ -140,7 +145,7 @@ LogicalResult CudaEmitter::emitReduction(Operation *op,
                        storageType(elementOf(l.labels)))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
+               formatv("{0}, {1}, {2}, {11}, {3}LL, {4}LL, {5}LL, {6}, {7}LL, "
                        "ampc::cuda::{8}, {9}, {10}",
                        name(o.getGrad()), name(l.labels),
                        l.weights ? name(l.weights) : "nullptr", l.n, l.classes,
@@ -148,7 +153,8 @@ LogicalResult CudaEmitter::emitReduction(Operation *op,
                        l.ignoreIndex.value_or(0),
                        lossReductionName(l.reduction),
                        name(o.getOutput()),
-                       deviceError(op, "a label is out of range"))
+                       deviceError(op, "a label is out of range"),
+                       o.getLogProb() ? name(o.getLogProb()) : "nullptr")
                    .str(),
                body);
         return success();

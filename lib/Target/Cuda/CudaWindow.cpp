@@ -61,25 +61,18 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         return success();
       })
       .Case([&](ampc::MaxPoolGradOp o) {
+        // A gather per input element (no zeroed accumulator, no atomics,
+        // no convert).
         Type t = elementOf(o.getGrad());
-        StringRef acc = accumulation(op);
-        int64_t count = tensorOf(o.getOutput()).getNumElements();
-        std::string sum = scratch(op, "acc", acc);
-        body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, {1}ULL, "
-                        "ctx.stream), {2});\n",
-                        sum, count * (acc == "double" ? 8 : 4), where(op));
         launch(op,
-               formatv("ampc::cuda::maxPoolGrad<{0}, {1}>", acc, codec(t)).str(),
-               tensorOf(o.getGrad()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}LL, {5}, {6}",
-                       name(o.getGrad()), name(o.getIndices()), sum,
-                       pool.planes, product(pool.out), window(pool),
-                       o.getStorageOrder() != 0)
+               formatv("ampc::cuda::maxPoolGrad<{0}, {1}, {1}>",
+                       accumulation(op), codec(t))
                    .str(),
-               body);
-        launch(op,
-               formatv("ampc::cuda::convert<{0}, {1}>", acc, codec(t)).str(),
-               count, formatv("{0}, {1}, {2}LL", sum, name(o.getOutput()), count).str(),
+               tensorOf(o.getOutput()).getNumElements(),
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getGrad()),
+                       name(o.getIndices()), name(o.getOutput()), pool.planes,
+                       window(pool), o.getStorageOrder() != 0)
+                   .str(),
                body);
         return success();
       })

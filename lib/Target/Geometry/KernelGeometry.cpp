@@ -231,12 +231,8 @@ WindowGeometry windowGeometry(Operation *op) {
                                o.getKernelShape());
       })
       .Case([](ampc::MaxPoolGradOp o) {
-        // The forward's argmax indices say where each gradient goes: a
-        // window of one element.
-        ArrayRef<int64_t> x = shapeOf(o.getOutput());
-        SmallVector<int64_t> ones(x.size() - 2, 1);
-        return window(x, shapeOf(o.getGrad()), ones, std::nullopt,
-                      std::nullopt, std::nullopt);
+        return attributeWindow(o, o.getOutput(), o.getGrad(),
+                               o.getKernelShape());
       })
       .Default([](Operation *) -> WindowGeometry {
         llvm_unreachable("not a window op");
@@ -608,6 +604,8 @@ ScratchLayout cpuScratch(Operation *op) {
         if (o.getWeight())
           l.add("weights", countOf(o.getWeight()), acc);
         l.add("out", countOf(o.getOutput()), acc);
+        if (o.getLogProb())
+          l.add("logp", countOf(o.getLogProb()), acc);
       })
       .Case([&](ampc::GatherGradOp o) {
         l.add("grad", countOf(o.getGrad()), acc);
@@ -661,9 +659,6 @@ ScratchLayout cudaScratch(Operation *op) {
         l.add("buckets", 2 * g.data.size + 1, 8);
         l.add("order", g.indexCount, 8);
       })
-      .Case([&](ampc::MaxPoolGradOp o) {
-        l.add("acc", countOf(o.getOutput()), acc);
-      })
       .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
           [&](Operation *) {
             // Each block's two partials: the moments of its node of the
@@ -676,7 +671,8 @@ ScratchLayout cudaScratch(Operation *op) {
             l.add("partials", 2 * g.channels * cudaBatchNormSplits(g), acc);
           })
       .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
-        l.add("logp", countOf(o.getScores()), acc);
+        if (!cudaLossReadsLogProb(op))
+          l.add("logp", countOf(o.getScores()), acc);
       })
       .Case([&](ampc::ClipGradNormOp o) {
         // The sum of squares, and a partial sum per block of the
@@ -825,6 +821,14 @@ KernelParallelism cudaParallelism(Operation *op) {
             return KernelParallelism{Parallelism::Serial, 1, g.n * g.inner};
           })
       .Default([](Operation *) { return KernelParallelism{}; });
+}
+
+bool cudaLossReadsLogProb(Operation *op) {
+  auto loss = dyn_cast<ampc::SoftmaxCrossEntropyLossOp>(op);
+  if (!loss || !loss.getLogProb())
+    return false;
+  Type t = elementOf(loss.getLogProb());
+  return accumulation(op) == (t.isF64() ? "double" : t.isF32() ? "float" : "");
 }
 
 int64_t cudaClipPartials(ValueRange grads) {

@@ -47,3 +47,22 @@ func.func @forward(%s3: tensor<2x10x5xf32>, %l3: tensor<2x5xi32>, %d: tensor<f32
   %1 = ampc.nll_loss_grad %d, %t : (tensor<f32>, tensor<4xi64>) -> tensor<4x10xf32>
   return %0, %1 : tensor<f32>, tensor<4x10xf32>
 }
+
+// -----
+
+// SoftmaxCrossEntropyLoss's adjoint as one op (nll_loss_grad with
+// log_prob): the NLL gradient, then softmaxLossGrad in place over the
+// FP32 log-probabilities, rounded once to the f16 result. The loss reads
+// 16-bit scores through their codec.
+// CHECK-LABEL: static int32_t infer(
+// CHECK:           if (!(ampc::cpu::nllLossGrad<float>(grad, in1, weights, 2LL, 10LL, 3LL, true, -100LL, ampc::cpu::LossMean, out))) return
+// CHECK-NEXT:      float *logp = reinterpret_cast<float *>(state + {{[0-9]+}});
+// CHECK-NEXT:      ampc::cpu::convert<float, ampc::cpu::As<float>>(in3, 60LL, logp);
+// CHECK-NEXT:      ampc::cpu::softmaxLossGrad<float>(out, logp, in1, 2LL, 10LL, 3LL, true, -100LL);
+// CHECK-NEXT:      for (int64_t i = 0; i < 60LL; ++i) v{{[0-9]+}}[i] = ampc::cpu::storeF16(out[i]);
+// CHECK:           ampc::cpu::softmax<float, ampc::cpu::AsF16, ampc::cpu::As<float>>(in4, logp, 2LL, 10LL, 3LL, true);
+func.func @forward(%d: tensor<f32>, %t: tensor<2x3xi64>, %w: tensor<10xf32>, %lp: tensor<2x10x3xf32>, %s: tensor<2x10x3xf16>) -> (tensor<2x10x3xf16>, tensor<f32>, tensor<2x10x3xf32>) {
+  %0 = ampc.nll_loss_grad %d, %t, %w log_prob(%lp) {ignore_index = -100 : i64} : (tensor<f32>, tensor<2x3xi64>, tensor<10xf32>, tensor<2x10x3xf32>) -> tensor<2x10x3xf16>
+  %1:2 = ampc.softmax_cross_entropy_loss %s, %t : (tensor<2x10x3xf16>, tensor<2x3xi64>) -> (tensor<f32>, tensor<2x10x3xf32>)
+  return %0, %1#0, %1#1 : tensor<2x10x3xf16>, tensor<f32>, tensor<2x10x3xf32>
+}

@@ -40,7 +40,7 @@ func.func @forward(%img: tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[GM:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
 // CHECK-NEXT:    {
-// CHECK-NEXT:      static const ampc::cpu::Window win = {2, {8LL, 8LL}, {4LL, 4LL}, {1LL, 1LL}, {1LL, 1LL}, {0LL, 0LL}, {0LL, 0LL}, {1LL, 1LL}};
+// CHECK-NEXT:      static const ampc::cpu::Window win = {2, {8LL, 8LL}, {4LL, 4LL}, {2LL, 2LL}, {2LL, 2LL}, {0LL, 0LL}, {0LL, 0LL}, {1LL, 1LL}};
 // CHECK-NEXT:      ampc::cpu::maxPoolGrad<float, ampc::cpu::AsF16, ampc::cpu::AsF16>(in0, in1, [[GM]], 8LL, win, false, reinterpret_cast<float *>(state + 1088));
 // CHECK-NEXT:    }
 // CHECK-NEXT:    uint16_t *[[GA:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 1088);
@@ -48,7 +48,7 @@ func.func @forward(%img: tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x
 // CHECK-NEXT:      static const ampc::cpu::Window win = {2, {7LL, 7LL}, {4LL, 4LL}, {2LL, 2LL}, {2LL, 2LL}, {0LL, 0LL}, {0LL, 0LL}, {1LL, 1LL}};
 // CHECK-NEXT:      ampc::cpu::averagePoolGrad<float, ampc::cpu::AsF16, ampc::cpu::AsF16>(in0, [[GA]], 8LL, win, true, reinterpret_cast<int64_t *>(state + 1920), reinterpret_cast<int64_t *>(state + 2432), reinterpret_cast<float *>(state + 2560));
 func.func @forward(%p: tensor<1x8x4x4xf16>, %i: tensor<1x8x4x4xi64>) -> (tensor<1x8x8x8xf16>, tensor<1x8x7x7xf16>) {
-  %0 = ampc.max_pool_grad %p, %i : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
+  %0 = ampc.max_pool_grad %p, %i {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
   %1 = ampc.average_pool_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode = 1 : i64, count_include_pad = 1 : i64} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
   return %0, %1 : tensor<1x8x8x8xf16>, tensor<1x8x7x7xf16>
 }
