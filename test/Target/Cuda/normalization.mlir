@@ -32,14 +32,14 @@ func.func @forward(%x: tensor<2x16x64xf16>, %g: tensor<64xf16>, %b: tensor<64xf1
 // 1e-3) and writes the running update with momentum 0.9 and the saved mean
 // and inverse standard deviation.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, v0, 2LL, 8LL, 16LL, in1, in2, in3, in4, float(9.99999974737875164e-06), v1, v2, nullptr, nullptr);
+// CHECK:         ampc::cuda::launch("batchNorm<{{.*}}>", ampc::cuda::batchNorm<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, float>, ampc::cuda::blocks(256LL), ampc::cuda::kThreads, 0, ctx.stream, in0, v0, 2LL, 8LL, 16LL, in1, in2, in3, in4, float(9.99999974737875164e-06), v1, v2, nullptr, nullptr, nullptr, false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization");
 // CHECK-NEXT:    float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 2368);
 // CHECK-NEXT:    float *[[RM:v[0-9]+]] = reinterpret_cast<float *>(state + 3392);
 // CHECK-NEXT:    float *[[RV:v[0-9]+]] = reinterpret_cast<float *>(state + 3456);
 // CHECK-NEXT:    float *[[SM:v[0-9]+]] = reinterpret_cast<float *>(state + 3520);
 // CHECK-NEXT:    float *[[SR:v[0-9]+]] = reinterpret_cast<float *>(state + 3584);
-// CHECK-NEXT:    ampc::cuda::launchCooperative("batchNormTrain<{{.*}}>", ampc::cuda::batchNormTrain<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, in3, in4, float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]], [[SM]], [[SR]]);
+// CHECK-NEXT:    ampc::cuda::launchCooperative("batchNormTrain<{{.*}}>", ampc::cuda::batchNormTrain<float, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, float>, 8u, 32, 0, ctx.stream, in0, [[T]], 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, in3, in4, float(1.00000004749745131e-03), float(8.99999976158142090e-01), float(1.00000000000000000e+00), [[RM]], [[RV]], [[SM]], [[SR]], nullptr, false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_normalization)
 // CHECK-NOT:     ampc::cuda::launch
 func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -60,7 +60,7 @@ func.func @forward(%x: tensor<2x8x4x4xf32>, %s: tensor<8xf32>, %bias: tensor<8xf
 // CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 9984);
 // CHECK-NEXT:    float *[[DS:v[0-9]+]] = reinterpret_cast<float *>(state + 10496);
 // CHECK-NEXT:    float *[[DB:v[0-9]+]] = reinterpret_cast<float *>(state + 10560);
-// CHECK-NEXT:    ampc::cuda::launchCooperative("batchNormGrad<{{.*}}>", ampc::cuda::batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>>, 8u, 32, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in2, in3, in4, true, [[DS]], [[DB]]);
+// CHECK-NEXT:    ampc::cuda::launchCooperative("batchNormGrad<{{.*}}>", ampc::cuda::batchNormGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::As<float>, float>, 8u, 32, 0, ctx.stream, in0, in1, [[DX]], 2LL, 8LL, 16LL, 1LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in2, in3, in4, true, [[DS]], [[DB]], nullptr, nullptr, nullptr);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_norm_grad"); // ampc.parallelism: row-by-block 8 rows of 32 (ampc.batch_norm_grad)
 // CHECK:         float *[[DL:v[0-9]+]] = reinterpret_cast<float *>(state + 10624);
 // CHECK-NEXT:    ampc::cuda::launch("layerNormGradByWarp<{{.*}}>", ampc::cuda::layerNormGradByWarp<{{.*}}>, 4u, ampc::cuda::kThreads, 0, ctx.stream, in5, in5, in6, ampc::cuda::Strided{1, {64LL}, {1LL}}, in7, in8, [[DL]], 32LL, 64LL, nullptr);
@@ -78,7 +78,7 @@ func.func @forward(%dy: tensor<2x8x4x4xf16>, %x: tensor<2x8x4x4xf16>, %s: tensor
 // threads a block (the tree's nodes below each item: 16384 / (2 · 128) =
 // 64 terms each).
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cuda::launchCooperative("batchNormTrain<{{.*}}>", {{.*}}, 4u, 128, 0, ctx.stream, in0, v0, 4LL, 2LL, 4096LL, 2LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, in3, in4, float(9.99999974737875164e-06), float(8.99999976158142090e-01), float(1.00000000000000000e+00), v1, v2, nullptr, nullptr);
+// CHECK:         ampc::cuda::launchCooperative("batchNormTrain<{{.*}}>", {{.*}}, 4u, 128, 0, ctx.stream, in0, v0, 4LL, 2LL, 4096LL, 2LL, reinterpret_cast<float *>(state + {{[0-9]+}}), in1, in2, in3, in4, float(9.99999974737875164e-06), float(8.99999976158142090e-01), float(1.00000000000000000e+00), v1, v2, nullptr, nullptr, nullptr, false);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.batch_normalization"); // ampc.parallelism: split 2 rows of 16384 (ampc.batch_normalization)
 func.func @forward(%x: tensor<4x2x64x64xf32>, %s: tensor<2xf32>, %bias: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>) -> (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>) {
   %t:3 = ampc.batch_normalization %x, %s, %bias, %m, %v {training_mode = 1 : i64} : (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x64x64xf32>, tensor<2xf32>, tensor<2xf32>)
