@@ -86,6 +86,9 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--precision", nargs="+", default=["fp32", "fp16"],
                    choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--ampc-flag", action="append", default=[],
+                   help="one more flag for the ampc compile (repeatable), "
+                   "e.g. --ampc-flag=--skip-pass=ampc-fuse-batch-norm-epilogue")
     p.add_argument("--size", type=int, default=224,
                    help="resnet18's image size")
     args = p.parse_args()
@@ -141,7 +144,7 @@ def main():
         batch_flag = ["--batch", str(batch)] if sizes else []
         subprocess.run([os.path.join(build, "bin", "ampc"), onnx_path,
                         "--target=cpu", f"--precision={precision}", "-o",
-                        so] + batch_flag, check=True)
+                        so] + batch_flag + args.ampc_flag, check=True)
         library = Model(so, runtime=runtime)
         loss_np = np.zeros((), np.float32)
         step = library.bind_train_step([x_np, y_np], loss_np)

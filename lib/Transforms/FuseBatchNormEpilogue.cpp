@@ -156,6 +156,7 @@ void fuse(ampc::BatchNormGradOp grad) {
 
 struct FuseBatchNormEpilogue
     : ampc::impl::FuseBatchNormEpiloguePassBase<FuseBatchNormEpilogue> {
+  using FuseBatchNormEpiloguePassBase::FuseBatchNormEpiloguePassBase;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -170,8 +171,9 @@ struct FuseBatchNormEpilogue
     }
     for (ampc::BatchNormalizationOp norm : norms)
       fuse(norm);
-    for (ampc::BatchNormGradOp grad : grads)
-      fuse(grad);
+    if (backward)
+      for (ampc::BatchNormGradOp grad : grads)
+        fuse(grad);
   }
 };
 

@@ -179,8 +179,10 @@ const PipelineStep kPipeline[] = {
        return ampc::createFuseResidualLayerNormPass();
      }},
     {"ampc-fuse-batch-norm-epilogue", PipelinePart::Kernel, false,
-     [](const ampc::PipelineOptions &) {
-       return ampc::createFuseBatchNormEpiloguePass();
+     [](const ampc::PipelineOptions &o) {
+       // The adjoint's prologue on the CUDA target only (Passes.td).
+       return ampc::createFuseBatchNormEpiloguePass(
+           {/*backward=*/o.kernelTarget == ampc::KernelTarget::Cuda});
      }},
     {"ampc-fuse", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) { return ampc::createFusePass(); }},

@@ -207,22 +207,12 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 ///     dx = scale[c]·r·grad                                         inference
 ///
 /// `gradScale` and `gradBias` (channels values each, in `C`) may be null
-/// when not wanted. The prologue (math::batchNormGradPrologue, in E):
-/// grad is grad + addend, masked where reluOutput is not above 0 (either
-/// may be null), and written to `kept` (when not null) for other readers.
-template <typename C, typename Load, typename Store, typename E = C,
-          typename In>
+/// when not wanted.
+template <typename C, typename Load, typename Store, typename In>
 void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    int64_t channels, int64_t inner, const C *scale,
                    const C *mean, const C *invStdDev, bool training,
-                   C *gradScale, C *gradBias,
-                   const typename Load::Storage *addend = nullptr,
-                   const typename Load::Storage *reluOutput = nullptr,
-                   typename Load::Storage *kept = nullptr) {
-  auto gradAt = [&](int64_t i) {
-    return static_cast<C>(
-        math::batchNormGradPrologue<E, Load>(grad, addend, reluOutput, i));
-  };
+                   C *gradScale, C *gradBias) {
   const int64_t count = n * inner;
   for (int64_t ch = 0; ch < channels; ++ch) {
     auto at = [&](int64_t j) {
@@ -230,10 +220,11 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
     };
     const C mu = mean[ch];
     const C r = invStdDev[ch];
-    const C sumGrad =
-        pairwiseSum<C>(0, count, [&](int64_t j) { return gradAt(at(j)); });
+    const C sumGrad = pairwiseSum<C>(0, count, [&](int64_t j) {
+      return static_cast<C>(Load::load(grad[at(j)]));
+    });
     const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return gradAt(at(j)) *
+      return static_cast<C>(Load::load(grad[at(j)])) *
              ((static_cast<C>(Load::load(x[at(j)])) - mu) * r);
     });
     if (gradBias)
@@ -245,14 +236,13 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
     const C meanGradHat = sumGradHat / static_cast<C>(count);
     for (int64_t b = 0; b < n; ++b) {
       const int64_t base = (b * channels + ch) * inner;
+      if (!training) {
+        for (int64_t i = base; i < base + inner; ++i)
+          dx[i] = Store::store(factor * static_cast<C>(Load::load(grad[i])));
+        continue;
+      }
       for (int64_t i = base; i < base + inner; ++i) {
-        const C g = gradAt(i);
-        if (kept)
-          kept[i] = Load::store(g);
-        if (!training) {
-          dx[i] = Store::store(factor * g);
-          continue;
-        }
+        const C g = static_cast<C>(Load::load(grad[i]));
         const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
         dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
       }

@@ -487,7 +487,14 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
           [&](Operation *) { return emitConvolution(op, body); })
       .Case<ampc::MaxPoolGradOp, ampc::AveragePoolGradOp>(
           [&](Operation *) { return emitPool(op, body); })
-      .Case([&](ampc::BatchNormGradOp o) {
+      .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
+        // ampc-fuse-batch-norm-epilogue's backward half runs for the CUDA
+        // target only (Passes.td).
+        if (o.getAddend() || o.getReluOutput() || o.getKeptGrad())
+          return op->emitError()
+                 << "the CPU target computes a BatchNorm adjoint's ReLU "
+                    "mask and residual sum as their own ops (no addend, "
+                    "relu_output or keep_grad)";
         Value x = o.getInput();
         BatchNormGeometry g = batchNormGeometry(op);
         StringRef c = g.compute;
@@ -497,27 +504,14 @@ LogicalResult Emitter::emitGradientOp(Operation *op, llvm::raw_ostream &body) {
         converted("invStdDev", c, o.getInvStdDev());
         body << scratchArray(op, "gradScale", c)
              << scratchArray(op, "gradBias", c);
-        // The prologue (ampc-fuse-batch-norm-epilogue): the compute type
-        // the addend is added in; the addend, the ReLU's Y, the kept
-        // gradient.
-        std::string prologueType, prologue;
-        if (o.getAddend() || o.getReluOutput()) {
-          prologueType = (", " + computeType(elementOf(x))).str();
-          auto orNull = [&](Value v) {
-            return v ? name(v) : std::string("nullptr");
-          };
-          prologue = ", " + orNull(o.getAddend()) + ", " +
-                     orNull(o.getReluOutput()) + ", " + orNull(o.getKeptGrad());
-        }
         body << formatv(
-            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}{10}>({1}, {2}, {3}, "
-            "{4}LL, {5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
-            "gradBias{11});\n",
+            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}>({1}, {2}, {3}, {4}LL, "
+            "{5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
+            "gradBias);\n",
             c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
             g.channels, g.inner, codec(elementOf(x)),
             codec(elementOf(o.getGradInput())),
-            o.getTrainingMode() != 0 ? "true" : "false", prologueType,
-            prologue);
+            o.getTrainingMode() != 0 ? "true" : "false");
         storeAll("gradScale", o.getGradScale());
         storeAll("gradBias", o.getGradBias());
         body << "  }\n";
