@@ -69,8 +69,7 @@ void fuse(ampc::BatchNormalizationOp norm) {
   auto add = dyn_cast<ampc::AddOp>(user);
   if (!add || add.getType() != y.getType())
     return;
-  Value residual =
-      add.getLhs() == y ? add.getRhs() : add.getLhs();
+  Value residual = add.getLhs() == y ? add.getRhs() : add.getLhs();
   if (residual.getType() != y.getType() || !definedBefore(residual, norm) ||
       ampc::storedBetween(norm, add, add))
     return;
@@ -80,24 +79,14 @@ void fuse(ampc::BatchNormalizationOp norm) {
     last = relu.getResult();
   else
     relu = nullptr;
-  OpBuilder b(norm);
-  OperationState state(norm.getLoc(),
-                       ampc::BatchNormalizationOp::getOperationName());
-  state.addOperands(norm->getOperands());
-  state.addOperands(residual);
-  state.addTypes(norm->getResultTypes());
-  state.addAttributes(norm->getAttrs());
-  auto fused = cast<ampc::BatchNormalizationOp>(b.create(state));
+  // The op takes the residual in place: its results keep their readers.
+  norm.getResidualMutable().assign(residual);
   if (relu)
-    fused.setRelu(true);
-  last.replaceAllUsesWith(fused.getOutput());
-  for (auto [from, to] : llvm::zip(norm->getResults().drop_front(),
-                                   fused->getResults().drop_front()))
-    from.replaceAllUsesWith(to);
+    norm.setRelu(true);
+  last.replaceAllUsesWith(y);
   if (relu)
     relu->erase();
   add->erase();
-  norm->erase();
 }
 
 /// The backward half: batch_norm_grad reads a ReLU's gradient (of the

@@ -3135,12 +3135,31 @@ __global__ void batchNorm(const typename L::Storage *x, typename S::Storage *y,
   }
 }
 
+/// batch_norm_grad's prologue (ampc-fuse-batch-norm-epilogue's backward
+/// half, the CUDA target's), as the ops it replaces compute it: grad[e] (codec L); plus addend[e] in E, the
+/// elementwise compute type, rounded to L's type as ampc.add rounds (null:
+/// none); then 0 where reluOutput[e] is not above 0, as ampc.relu_grad
+/// (null: none).
+template <typename E, typename L>
+__device__ E batchNormGradPrologue(const typename L::Storage *grad,
+                                const typename L::Storage *addend,
+                                const typename L::Storage *reluOutput,
+                                int64_t e) {
+  E g = static_cast<E>(L::load(grad[e]));
+  if (addend)
+    g = static_cast<E>(
+        L::load(L::store(g + static_cast<E>(L::load(addend[e])))));
+  if (reluOutput && !(static_cast<E>(L::load(reluOutput[e])) > E(0)))
+    g = E(0);
+  return g;
+}
+
 /// batch_norm_grad in one cooperative launch (batchNormGrad), over the
 /// work items of batchNormTrain. batchNormGradPartials: each item's nodes
 /// of sum(g) and sum(g · x̂), x̂ = (x - mean) · r with the saved mean and r
 /// (bit for bit the CPU target's pairwise sums, split as channelNodeSum
 /// splits them), into partials[2b], partials[2b + 1]. The prologue
-/// (math::batchNormGradPrologue, in E): grad is grad + addend, masked
+/// (batchNormGradPrologue, in E): grad is grad + addend, masked
 /// where reluOutput is not above 0 (either may be null).
 template <typename C, typename L, typename V, typename E = C>
 __device__ void batchNormGradPartials(
@@ -3155,7 +3174,7 @@ __device__ void batchNormGradPartials(
     const C mu = static_cast<C>(V::load(mean[ch]));
     const C r = static_cast<C>(V::load(invStdDev[ch]));
     auto g = [&](int64_t j) {
-      return static_cast<C>(math::batchNormGradPrologue<E, L>(
+      return static_cast<C>(batchNormGradPrologue<E, L>(
           grad, addend, reluOutput, channelElement(j, c, ch, inner)));
     };
     const C sumGrad = channelNodeSum<C>(count, splits, b % splits, g, share);
@@ -3209,7 +3228,7 @@ __device__ void batchNormGradInput(
     for (int64_t j = jb + threadIdx.x; j < je; j += blockDim.x) {
       const int64_t e = channelElement(j, c, ch, inner);
       const C g = static_cast<C>(
-          math::batchNormGradPrologue<E, L>(grad, addend, reluOutput, e));
+          batchNormGradPrologue<E, L>(grad, addend, reluOutput, e));
       if (kept)
         kept[e] = L::store(g);
       if (training) {

@@ -285,25 +285,6 @@ batchNormEpilogue(C value, const typename Q::Storage *residual, int64_t e,
   return S::store(v);
 }
 
-/// batch_norm_grad's prologue (ampc-fuse-batch-norm-epilogue), as the ops
-/// it replaces compute it: grad[e] (codec L); plus addend[e] in E, the
-/// elementwise compute type, rounded to L's type as ampc.add rounds (null:
-/// none); then 0 where reluOutput[e] is not above 0, as ampc.relu_grad
-/// (null: none).
-template <typename E, typename L>
-AMPC_HD E batchNormGradPrologue(const typename L::Storage *grad,
-                                const typename L::Storage *addend,
-                                const typename L::Storage *reluOutput,
-                                int64_t e) {
-  E g = static_cast<E>(L::load(grad[e]));
-  if (addend)
-    g = static_cast<E>(
-        L::load(L::store(g + static_cast<E>(L::load(addend[e])))));
-  if (reluOutput && !(static_cast<E>(L::load(reluOutput[e])) > E(0)))
-    g = E(0);
-  return g;
-}
-
 /// SoftmaxCrossEntropyLoss's adjoint with respect to one score
 /// (ampc.nll_loss_grad with log_prob): LogSoftmax's adjoint g − exp(logp)·S
 /// of the NLL gradient g, where S, the row's sum of g, is the gradient at
