@@ -423,7 +423,13 @@ BatchNormGeometry batchNormGeometry(Operation *op) {
     auto grad = cast<ampc::BatchNormGradOp>(op);
     x = grad.getInput(), statistics = grad.getScale();
   }
-  AxisSplit split = splitAt(shapeOf(x), 1);
+  // Channels-last images (N, H, W, C) are N·H·W rows of C channels: a
+  // channel's terms in the same order as the NCHW form's (n, then the
+  // spatial position), so the statistics are the same bits.
+  ArrayRef<int64_t> shape = shapeOf(x);
+  AxisSplit split = op->hasAttr("channels_last")
+                        ? splitAt(shape, shape.size() - 1)
+                        : splitAt(shape, 1);
   return {split.outer, split.size, split.inner, accumulation(op)};
 }
 
