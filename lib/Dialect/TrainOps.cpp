@@ -91,12 +91,33 @@ LogicalResult UnscaleOp::verify() {
   if (getUnscaled().size() != getGrads().size())
     return emitOpError("expects one result per gradient, got ")
            << getUnscaled().size() << " for " << getGrads().size();
-  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
-    if (g.getType() != u.getType() &&
-        !isSixteenBitOfF32(u.getType(), g.getType()))
+  if (auto list = getChannelsLast())
+    for (int64_t i : *list)
+      if (i < 0 || i >= static_cast<int64_t>(getGrads().size()) ||
+          llvm::count(*list, i) != 1)
+        return emitOpError("channels_last lists gradient ")
+               << i << ", which is not one of the " << getGrads().size()
+               << " gradients or is listed twice";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getGrads(), getUnscaled()))) {
+    auto [g, u] = pair;
+    // The gradient's type as the result's layout reads it.
+    Type read = g.getType();
+    if (isChannelsLast(i)) {
+      auto t = cast<RankedTensorType>(g.getType());
+      if (t.getRank() < 3)
+        return emitOpError("a channels-last gradient has rank 3 or more, "
+                           "got ")
+               << t;
+      SmallVector<int64_t> shape = {t.getDimSize(0), t.getShape().back()};
+      llvm::append_range(shape, t.getShape().drop_front().drop_back());
+      read = RankedTensorType::get(shape, t.getElementType());
+    }
+    if (read != u.getType() && !isSixteenBitOfF32(u.getType(), read))
       return emitOpError("result type ")
              << u.getType() << " does not match gradient type " << g.getType()
+             << (isChannelsLast(i) ? " read channels-last" : "")
              << " (nor widens it from f16/bf16 to f32)";
+  }
   if (!isScalar(getFoundInf().getType()))
     return emitOpError("found_inf must be a scalar");
   return success();

@@ -7,6 +7,8 @@
 // result, is such a layout, and copying it is wasted work. The GEMM becomes
 // an ampc.batched_gemm that reads the transpose's input, or writes the
 // transpose's result, in place; the transposes left without users go.
+// Likewise a channels-last convolution's weight gradient transposed back to
+// the weight's layout for the loss scaler: the unscale reads it in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -295,8 +297,59 @@ void moveTransposesNextToGemms(func::FuncOp func) {
   }
 }
 
+/// A weight gradient (M, k..., C) of a channels-last convolution
+/// (ampc-channels-last) transposed back to the weight's layout (M, C, k...)
+/// and, perhaps widened by a cast, read only by the loss scaler's unscale:
+/// the unscale reads the gradient channels-last instead (its
+/// `channels_last`), the cast applied to it untransposed (a cast commutes
+/// with a transpose; ampc-fold-casts then folds it into the unscale).
+void foldIntoUnscale(ampc::TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 3 || !t->hasOneUse())
+    return;
+  for (int64_t d = 0; d < rank; ++d)
+    if (perm[d] != (d == 0 ? 0 : d == 1 ? rank - 1 : d - 1))
+      return;
+  OpOperand *use = &*t->use_begin();
+  auto widen = dyn_cast<ampc::CastOp>(use->getOwner());
+  if (widen) {
+    if (!widen->hasOneUse())
+      return;
+    use = &*widen->use_begin();
+  }
+  auto unscale = dyn_cast<ampc::UnscaleOp>(use->getOwner());
+  if (!unscale || use->getOperandNumber() == 0)
+    return;
+  unsigned i = use->getOperandNumber() - 1;
+  Value grad = t.getInput();
+  if (widen) {
+    OpBuilder b(widen);
+    auto cast = ampc::CastOp::create(
+        b, widen.getLoc(),
+        RankedTensorType::get(shapeOf(grad),
+                              widen.getOutput().getType().getElementType()),
+        grad);
+    cast->setDiscardableAttrs(widen->getDiscardableAttrDictionary());
+    grad = cast.getOutput();
+  }
+  use->set(grad);
+  SmallVector<int64_t> list;
+  if (auto old = unscale.getChannelsLast())
+    list.assign(old->begin(), old->end());
+  list.push_back(i);
+  unscale.setChannelsLast(list);
+  if (widen)
+    widen.erase();
+  t.erase();
+}
+
 struct FoldTransposes : ampc::impl::FoldTransposesPassBase<FoldTransposes> {
   void runOnOperation() override {
+    SmallVector<ampc::TransposeOp> transposes;
+    getOperation().walk([&](ampc::TransposeOp t) { transposes.push_back(t); });
+    for (ampc::TransposeOp t : transposes)
+      foldIntoUnscale(t);
     moveTransposesNextToGemms(getOperation());
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {

@@ -87,7 +87,8 @@ struct InsertLossScalingPass
     for (Value g : grads)
       types.push_back(g.getType());
     types.push_back(RankedTensorType::get({}, b.getI1Type()));
-    auto unscale = ampc::UnscaleOp::create(b, loc, types, scale, grads);
+    auto unscale = ampc::UnscaleOp::create(b, loc, types, scale, grads,
+                                           /*channels_last=*/nullptr);
     for (auto [k, i] : llvm::enumerate(gradientResults))
       ret.setOperand(i, unscale.getUnscaled()[k]);
     Value foundInf = unscale.getFoundInf();

@@ -85,3 +85,30 @@ func.func @packed_scalar() -> tensor<f16> {
   %0 = ampc.load_packed_state [] : tensor<f16>
   return %0 : tensor<f16>
 }
+
+// -----
+
+// ampc.unscale's channels_last: a listed gradient is read (M, k..., C)
+// under an (M, C, k...) result.
+func.func @unscale_channels_last(%s: tensor<f32>, %g: tensor<4x3x3x2xf16>) {
+  %ok:2 = ampc.unscale %s, %g {channels_last = array<i64: 0>} : (tensor<f32>, tensor<4x3x3x2xf16>) -> (tensor<4x2x3x3xf32>, tensor<i1>)
+  // expected-error @+1 {{'ampc.unscale' op result type 'tensor<4x3x3x2xf32>' does not match gradient type 'tensor<4x3x3x2xf16>' read channels-last (nor widens it from f16/bf16 to f32)}}
+  %bad:2 = ampc.unscale %s, %g {channels_last = array<i64: 0>} : (tensor<f32>, tensor<4x3x3x2xf16>) -> (tensor<4x3x3x2xf32>, tensor<i1>)
+  return
+}
+
+// -----
+
+func.func @unscale_channels_last_index(%s: tensor<f32>, %g: tensor<4x3x3x2xf16>) {
+  // expected-error @+1 {{'ampc.unscale' op channels_last lists gradient 1, which is not one of the 1 gradients or is listed twice}}
+  %bad:2 = ampc.unscale %s, %g {channels_last = array<i64: 1>} : (tensor<f32>, tensor<4x3x3x2xf16>) -> (tensor<4x2x3x3xf32>, tensor<i1>)
+  return
+}
+
+// -----
+
+func.func @unscale_channels_last_rank(%s: tensor<f32>, %g: tensor<4x2xf32>) {
+  // expected-error @+1 {{'ampc.unscale' op a channels-last gradient has rank 3 or more, got 'tensor<4x2xf32>'}}
+  %bad:2 = ampc.unscale %s, %g {channels_last = array<i64: 0>} : (tensor<f32>, tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<i1>)
+  return
+}

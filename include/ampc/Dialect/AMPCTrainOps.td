@@ -102,15 +102,28 @@ def AMPC_UnscaleOp : AMPC_Op<"unscale", [Pure]> {
     of its shape (`ampc-fold-casts` folds the widening cast of a 16-bit
     gradient, a convolution's weight gradient, into this op): it is widened
     on load, exactly as the cast widened it, so the results are the same.
+    `channels_last` lists the gradients (by position among `grads`) stored
+    channels-last, (M, k..., C) under a result (M, C, k...): a channels-last
+    convolution's weight gradient whose transpose back to the weight's
+    layout `ampc-fold-transposes` folds into this op; result element
+    (m, c, k) is gradient element (m, k, c).
 
     ```mlir
     %g0, %g1, %found_inf = ampc.unscale %scale, %d0, %d1 : (tensor<f32>, tensor<8x4xf32>, tensor<8xf32>) -> (tensor<8x4xf32>, tensor<8xf32>, tensor<i1>)
     ```
   }];
   let arguments = (ins AMPC_FloatTensor:$scale,
-                       Variadic<AMPC_FloatTensor>:$grads);
+                       Variadic<AMPC_FloatTensor>:$grads,
+                       OptionalAttr<DenseI64ArrayAttr>:$channels_last);
   let results = (outs Variadic<AMPC_FloatTensor>:$unscaled,
                       AMPC_BoolTensor:$found_inf);
+  let extraClassDeclaration = [{
+    /// Whether gradient `i` is stored channels-last (`channels_last`).
+    bool isChannelsLast(unsigned i) {
+      auto list = getChannelsLast();
+      return list && llvm::is_contained(*list, static_cast<int64_t>(i));
+    }
+  }];
   let assemblyFormat =
       "$scale `,` $grads attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

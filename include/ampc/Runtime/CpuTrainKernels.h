@@ -26,13 +26,16 @@ using math::updateScale;
 /// Unscales `count` gradient elements into `out` and reports whether any
 /// was not finite (`_amp_foreach_non_finite_check_and_unscale_`: the check
 /// reads the scaled value). The gradient is read through codec `In`: its
-/// own type T, or f16/bf16 widened exactly to T (a folded cast).
+/// own type T, or f16/bf16 widened exactly to T (a folded cast); with
+/// `channels` > 0 it is stored channels-last under the result's layout
+/// (math::weightCopyIndex: ampc.unscale's `channels_last`).
 template <typename In, typename T>
 bool unscale(const typename In::Storage *grad, T *out, int64_t count,
-             float inv) {
+             float inv, int64_t channels = 0, int64_t spatial = 0) {
   bool found = false;
   for (int64_t i = 0; i < count; ++i) {
-    const T g = static_cast<T>(In::load(grad[i]));
+    const T g = static_cast<T>(
+        In::load(grad[math::weightCopyIndex(i, channels, spatial)]));
     found |= !std::isfinite(g);
     out[i] = math::unscale(g, inv);
   }

@@ -2377,16 +2377,21 @@ template <typename T> struct TensorList {
 /// What each gradient of an unscale list holds: kListType (the list's T)
 /// or a 16-bit float that is widened to T exactly on load (a cast folded
 /// into the unscale, ampc-fold-casts).
+/// A gradient stored channels-last under its result's layout (ampc.unscale's
+/// `channels_last`) has its channels and spatial size here, else 0.
 enum GradientStorage : uint8_t { kListType = 0, kF16 = 1, kBf16 = 2 };
 struct GradientStorages {
   uint8_t of[kMaxTensors];
+  int32_t channels[kMaxTensors], spatial[kMaxTensors];
 };
 template <typename In, typename T>
 __device__ void unscaleTensor(const unsigned char *in, T *o, int32_t first,
-                              int64_t size, float inv, uint8_t *found) {
+                              int64_t size, float inv, uint8_t *found,
+                              int64_t channels, int64_t spatial) {
   const auto *g = reinterpret_cast<const typename In::Storage *>(in);
   AMPC_LIST_FOR(i, first, size) {
-    const T v = static_cast<T>(In::load(g[i]));
+    const T v = static_cast<T>(
+        In::load(g[math::weightCopyIndex(i, channels, spatial)]));
     if (!isfinite(v))
       raiseFlag(found);
     o[i] = math::unscale(v, inv);
@@ -2401,13 +2406,14 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
   const unsigned char *g = base + list.in[t];
   T *o = reinterpret_cast<T *>(base + list.out[t]);
   const int32_t first = list.firstBlock[t];
+  const int64_t c = storage.channels[t], s = storage.spatial[t];
   switch (storage.of[t]) {
   case kF16:
-    return unscaleTensor<AsF16>(g, o, first, list.size[t], inv, found);
+    return unscaleTensor<AsF16>(g, o, first, list.size[t], inv, found, c, s);
   case kBf16:
-    return unscaleTensor<AsBf16>(g, o, first, list.size[t], inv, found);
+    return unscaleTensor<AsBf16>(g, o, first, list.size[t], inv, found, c, s);
   default:
-    return unscaleTensor<As<T>>(g, o, first, list.size[t], inv, found);
+    return unscaleTensor<As<T>>(g, o, first, list.size[t], inv, found, c, s);
   }
 }
 

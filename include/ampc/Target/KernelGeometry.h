@@ -218,6 +218,11 @@ struct BatchNormGeometry {
   llvm::StringRef compute;
 };
 BatchNormGeometry batchNormGeometry(mlir::Operation *op);
+
+/// How ampc.unscale `op` reads its gradient `i`: (channels, spatial) of a
+/// channels-last gradient (M, k..., C) under the result's (M, C, k...), for
+/// math::weightCopyIndex; (0, 0) when it reads it in the result's layout.
+std::pair<int64_t, int64_t> unscaleLayout(mlir::Operation *op, unsigned i);
 /// Work items per channel of the CUDA target's batch statistics and their
 /// adjoint's sums (ampc::cuda::batchNormTrain and batchNormGrad, a block
 /// each at a time):

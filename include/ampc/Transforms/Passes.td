@@ -615,7 +615,12 @@ def FoldTransposesPass : Pass<"ampc-fold-transposes", "mlir::func::FuncOp"> {
     stride describes, a reshape that would split a transposed dimension
     across strides, a Gemm whose C is added other than as a bias, a
     result the GEMM would have to write transposed. Runs after autodiff:
-    the new op has no gradient rule.
+    the new op has no gradient rule. Also (issue 39 item 3): a channels-last
+    convolution's weight gradient (M, k..., C) transposed back to the
+    weight's layout (M, C, k...), perhaps widened, and read only by
+    `ampc.unscale` is read by the unscale in place (`channels_last` lists
+    it; the widening cast applied before the transpose, which it commutes
+    with), so no kernel transposes a weight gradient.
   }];
   let dependentDialects = ["ampc::AMPCDialect"];
 }

@@ -1029,11 +1029,15 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
         body << "  { const float inv = ampc::cpu::inverseScale("
              << load(elementOf(o.getScale()), name(o.getScale()) + "[0]")
              << "); bool found = false;\n";
-        for (auto [g, u] : llvm::zip(o.getGrads(), o.getUnscaled()))
+        for (auto [i, pair] :
+             llvm::enumerate(llvm::zip(o.getGrads(), o.getUnscaled()))) {
+          auto [g, u] = pair;
+          auto [channels, spatial] = unscaleLayout(o, i);
           body << formatv("    found |= ampc::cpu::unscale<{3}>({0}, {1}, "
-                          "{2}LL, inv);\n",
+                          "{2}LL, inv, {4}LL, {5}LL);\n",
                           name(g), name(u), tensorOf(g).getNumElements(),
-                          codec(elementOf(g)));
+                          codec(elementOf(g)), channels, spatial);
+        }
         body << "    " << name(o.getFoundInf()) << "[0] = found; }\n";
         return success();
       })

@@ -91,14 +91,20 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
              })) {
           // A 16-bit gradient under an FP32 result (a folded cast) is
           // widened on load.
-          std::string storages;
-          for (auto [g, u] : c.pairs)
+          // A channels-last gradient's channels and spatial size.
+          std::string storages, channels, spatial;
+          for (auto [g, u] : c.pairs) {
             storages += elementOf(g) == elementOf(u) ? "0, "
                         : elementOf(g).isF16()       ? "ampc::cuda::kF16, "
                                                      : "ampc::cuda::kBf16, ";
+            unsigned i = llvm::find(o.getGrads(), g) - o.getGrads().begin();
+            auto [ch, sp] = unscaleLayout(o, i);
+            channels += std::to_string(ch) + ", ";
+            spatial += std::to_string(sp) + ", ";
+          }
           body << formatv("  static const ampc::cuda::GradientStorages "
-                          "storages{0} = {{{{{1}}};\n",
-                          counter++, storages);
+                          "storages{0} = {{{{{1}}, {{{2}}, {{{3}}};\n",
+                          counter++, storages, channels, spatial);
           launch(op, formatv("ampc::cuda::unscale<{0}>", c.type).str(), 0,
                  formatv("state, {0}, storages{1}, {2}, {3}", c.list,
                          counter - 1, name(o.getScale()),

@@ -433,6 +433,15 @@ BatchNormGeometry batchNormGeometry(Operation *op) {
   return {split.outer, split.size, split.inner, accumulation(op)};
 }
 
+std::pair<int64_t, int64_t> unscaleLayout(Operation *op, unsigned i) {
+  auto unscale = cast<ampc::UnscaleOp>(op);
+  if (!unscale.isChannelsLast(i))
+    return {0, 0};
+  ArrayRef<int64_t> shape = shapeOf(unscale.getGrads()[i]);
+  int64_t channels = shape.back();
+  return {channels, product(shape) / (shape.front() * channels)};
+}
+
 LossGeometry lossGeometry(Operation *op) {
   LossGeometry g;
   std::optional<uint64_t> ignore;
