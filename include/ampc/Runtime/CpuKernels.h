@@ -652,10 +652,11 @@ void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size) {
 
 /// Conv in T (float on FP32 copies of 16-bit operands, or double): x (n, c,
 /// in...), weight (m, c / group, kernel...), optional bias (m); y (n, m,
-/// out...) gets the result. Per group and chunk of `images` images, im2col
-/// of the chunk's images side by side, then one GEMM (the per-image
+/// out...) gets the result. Per group and chunk of `images` (>= 1) images,
+/// im2col of the chunk's images side by side, then one GEMM (the per-image
 /// products of one chunk share the packing of the weight; see
-/// convImagesPerGemm in KernelGeometry.h for how many images a chunk has).
+/// cpuConvImagesPerGemm in KernelGeometry.h for how many images a chunk
+/// has).
 namespace detail {
 /// Whether a convolution window is the identity on the plane (1x1 kernel,
 /// stride 1, no padding), so that a plane is its own im2col matrix.
