@@ -306,7 +306,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 2);
     const float grad[] = {1, 2}, weight[] = {3, 4};
     float dx[3] = {-7, -7, -7};
-    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
+    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, 1, scratchValues<float>(0), scratchValues<float>(1));
     EXPECT_EQ(dx[0], 3);
     EXPECT_EQ(dx[1], 10);
     EXPECT_EQ(dx[2], 8);
@@ -317,7 +317,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 3);
     const double grad[] = {1, 2, 3}, weight[] = {1, 10, 100};
     double dx[5] = {-7, -7, -7, -7, -7};
-    convBackwardData<double>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<double>(0));
+    convBackwardData<double>(grad, weight, dx, 1, 1, 1, 1, w, 1, scratchValues<double>(0), scratchValues<double>(1));
     const double want[] = {10, 102, 20, 203, 30};
     for (int i = 0; i < 5; ++i)
       EXPECT_EQ(dx[i], want[i]) << i;
@@ -328,7 +328,7 @@ TEST(ConvBackwardDataTest, HandComputed) {
     ASSERT_EQ(w.out[0], 2);
     const float grad[] = {1, 2}, weight[] = {5, 7};
     float dx[6] = {9, 9, 9, 9, 9, 9};
-    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
+    convBackwardData<float>(grad, weight, dx, 1, 1, 1, 1, w, 1, scratchValues<float>(0), scratchValues<float>(1));
     const float want[] = {5, 7, 0, 10, 14, 0};
     for (int i = 0; i < 6; ++i)
       EXPECT_EQ(dx[i], want[i]) << i;
@@ -348,14 +348,15 @@ template <typename T> void checkConvBackwardDataRandom() {
     auto weight = randomVector<T>(rng, cc.m * cg * w.kernelSize());
     std::vector<T> dx(cc.n * cc.c * w.inSize(), T(123));
     convBackwardData<T>(grad.data(), weight.data(), dx.data(), cc.n, cc.c,
-                        cc.m, cc.group, w, scratchIndices(0), scratchValues<T>(0));
+                        cc.m, cc.group, w, 1, scratchValues<T>(0),
+                        scratchValues<T>(1));
     EXPECT_TRUE(allClose(dx, convDataReference(grad, weight, cc, w),
                          tolerance<T>()));
     // Adjoint of the forward conv: <conv(x, W), grad> = <x, dx>.
     auto x = randomVector<T>(rng, cc.n * cc.c * w.inSize());
     std::vector<T> y(grad.size());
     conv<T>(x.data(), weight.data(), nullptr, y.data(), cc.n, cc.c, cc.m,
-            cc.group, w, scratchIndices(0), scratchValues<T>(0));
+            cc.group, w, 1, scratchValues<T>(0), scratchValues<T>(1));
     EXPECT_NEAR(dot(y, grad), dot(x, dx), 100 * tolerance<T>());
   }
 }
@@ -370,7 +371,7 @@ TEST(ConvBackwardWeightTest, HandComputed) {
   const Window w = makeWindow({3}, {2});
   const float x[] = {1, 2, 3, 1, 1, 1}, grad[] = {1, 2, 1, 1};
   float dw[2] = {-9, -9};
-  convBackwardWeight<float>(x, grad, dw, 2, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
+  convBackwardWeight<float>(x, grad, dw, 2, 1, 1, 1, w, scratchValues<float>(0));
   EXPECT_EQ(dw[0], 5 + 2);
   EXPECT_EQ(dw[1], 8 + 2);
   // Padding contributes nothing: pads 1/1, kernel 3 over 2 inputs.
@@ -378,13 +379,13 @@ TEST(ConvBackwardWeightTest, HandComputed) {
   ASSERT_EQ(p.out[0], 2);
   const double xp[] = {10, 100}, gp[] = {1, 2};
   double dwp[3] = {-9, -9, -9};
-  convBackwardWeight<double>(xp, gp, dwp, 1, 1, 1, 1, p, scratchIndices(0), scratchValues<double>(0));
+  convBackwardWeight<double>(xp, gp, dwp, 1, 1, 1, 1, p, scratchValues<double>(0));
   EXPECT_EQ(dwp[0], 2 * 10);         // o=1 reads x[0] at k=0
   EXPECT_EQ(dwp[1], 10 + 2 * 100);   // k=1 reads x[o]
   EXPECT_EQ(dwp[2], 100);            // o=0 reads x[1] at k=2
   // No images: zeros.
   float none[2] = {5, 5};
-  convBackwardWeight<float>(x, grad, none, 0, 1, 1, 1, w, scratchIndices(0), scratchValues<float>(0));
+  convBackwardWeight<float>(x, grad, none, 0, 1, 1, 1, w, scratchValues<float>(0));
   EXPECT_EQ(none[0], 0);
   EXPECT_EQ(none[1], 0);
 }
@@ -401,14 +402,14 @@ template <typename T> void checkConvBackwardWeightRandom() {
     auto grad = randomVector<T>(rng, cc.n * cc.m * w.outSize());
     std::vector<T> dw(cc.m * cg * w.kernelSize(), T(55));
     convBackwardWeight<T>(x.data(), grad.data(), dw.data(), cc.n, cc.c, cc.m,
-                          cc.group, w, scratchIndices(0), scratchValues<T>(0));
+                          cc.group, w, scratchValues<T>(0));
     EXPECT_TRUE(
         allClose(dw, convWeightReference(x, grad, cc, w), tolerance<T>()));
     // Adjoint of the forward conv in W: <conv(x, W), grad> = <W, dW>.
     auto weight = randomVector<T>(rng, dw.size());
     std::vector<T> y(grad.size());
     conv<T>(x.data(), weight.data(), nullptr, y.data(), cc.n, cc.c, cc.m,
-            cc.group, w, scratchIndices(0), scratchValues<T>(0));
+            cc.group, w, 1, scratchValues<T>(0), scratchValues<T>(1));
     EXPECT_NEAR(dot(y, grad), dot(weight, dw), 100 * tolerance<T>());
   }
 }
@@ -419,6 +420,80 @@ TEST(ConvBackwardWeightTest, RandomFloat) {
 TEST(ConvBackwardWeightTest, RandomDouble) {
   checkConvBackwardWeightRandom<double>();
 }
+
+/// conv's forward by definition, in double: y[b, f, o] = bias[f] +
+/// Σ weight[f, ci, k] · x[b, g·Cg + ci, i] over the window's inside.
+template <typename T>
+std::vector<double> convReference(const std::vector<T> &x,
+                                  const std::vector<T> &weight,
+                                  const std::vector<T> &bias,
+                                  const ConvCase &cc, const Window &w) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize(),
+                kernelSize = w.kernelSize();
+  const int64_t cg = cc.c / cc.group, mg = cc.m / cc.group;
+  std::vector<double> y(static_cast<size_t>(cc.n * cc.m * outSize));
+  for (int64_t b = 0; b < cc.n; ++b)
+    for (int64_t f = 0; f < cc.m; ++f)
+      for (int64_t o = 0; o < outSize; ++o) {
+        double sum = bias[f];
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t k = 0; k < kernelSize; ++k) {
+            int64_t i;
+            if (classify(w, o, k, i) == Inside)
+              sum += double(weight[(f * cg + ci) * kernelSize + k]) *
+                     double(x[(b * cc.c + f / mg * cg + ci) * inSize + i]);
+          }
+        y[(b * cc.m + f) * outSize + o] = sum;
+      }
+  return y;
+}
+
+// conv and conv_backward_data with 1, 2 and 3 images per GEMM (the last
+// chunk short where n is not a multiple; cpuConvImagesPerGemm picks the
+// count in a library): the row-by-row im2col and col2im against the
+// definitions, the chunk's columns, product and grad side by side, direct
+// windows copied when more than one image shares a GEMM. One image and a
+// chunk give the same bits: a chunk only widens the GEMM's N, each output
+// element's reduction is unchanged.
+template <typename T> void checkConvChunksOfImages() {
+  std::mt19937 rng(4321);
+  for (const ConvCase &cc : convCases()) {
+    SCOPED_TRACE(testing::Message() << "case with n=" << cc.n << " c=" << cc.c
+                                    << " m=" << cc.m << " group=" << cc.group
+                                    << " rank=" << cc.in.size());
+    const Window w = convWindow(cc);
+    const int64_t cg = cc.c / cc.group;
+    auto x = randomVector<T>(rng, cc.n * cc.c * w.inSize());
+    auto weight = randomVector<T>(rng, cc.m * cg * w.kernelSize());
+    auto bias = randomVector<T>(rng, cc.m);
+    auto grad = randomVector<T>(rng, cc.n * cc.m * w.outSize());
+    const std::vector<double> wantY = convReference(x, weight, bias, cc, w);
+    const std::vector<double> wantDx = convDataReference(grad, weight, cc, w);
+    std::vector<T> firstY, firstDx;
+    for (int64_t images : {1, 2, 3}) {
+      SCOPED_TRACE(testing::Message() << images << " images per GEMM");
+      std::vector<T> y(cc.n * cc.m * w.outSize(), T(77));
+      std::vector<T> dx(cc.n * cc.c * w.inSize(), T(123));
+      conv<T>(x.data(), weight.data(), bias.data(), y.data(), cc.n, cc.c,
+              cc.m, cc.group, w, images, scratchValues<T>(0),
+              scratchValues<T>(1));
+      convBackwardData<T>(grad.data(), weight.data(), dx.data(), cc.n, cc.c,
+                          cc.m, cc.group, w, images, scratchValues<T>(0),
+                          scratchValues<T>(1));
+      EXPECT_TRUE(allClose(y, wantY, tolerance<T>()));
+      EXPECT_TRUE(allClose(dx, wantDx, tolerance<T>()));
+      if (images == 1) {
+        firstY = y, firstDx = dx;
+        continue;
+      }
+      EXPECT_EQ(y, firstY);
+      EXPECT_EQ(dx, firstDx);
+    }
+  }
+}
+
+TEST(ConvTest, ChunksOfImagesFloat) { checkConvChunksOfImages<float>(); }
+TEST(ConvTest, ChunksOfImagesDouble) { checkConvChunksOfImages<double>(); }
 
 //===----------------------------------------------------------------------===//
 // Pooling
@@ -870,6 +945,39 @@ template <typename T> void checkBatchNormGradRandom() {
 
 TEST(BatchNormGradTest, RandomFloat) { checkBatchNormGradRandom<float>(); }
 TEST(BatchNormGradTest, RandomDouble) { checkBatchNormGradRandom<double>(); }
+
+// gradBias and gradScale are pairwiseSum over each channel's elements in
+// index order, bit for bit, whatever the leaves' split over the planes
+// (leaves of 64 terms crossing planes of 7, 50 and 130).
+TEST(BatchNormGradTest, SumsArePairwiseSumsInIndexOrder) {
+  std::mt19937 rng(61);
+  struct Shape { int64_t n, c, inner; };
+  for (Shape s : {Shape{5, 1, 7}, Shape{3, 2, 50}, Shape{2, 3, 130},
+                  Shape{40, 2, 7}}) {
+    auto x = randomVector<float>(rng, s.n * s.c * s.inner, -2, 3);
+    auto grad = randomVector<float>(rng, x.size());
+    auto scale = randomVector<float>(rng, s.c, 0.5, 2);
+    auto mean = randomVector<float>(rng, s.c, -0.5, 0.5);
+    auto inv = randomVector<float>(rng, s.c, 0.5, 2);
+    std::vector<float> dx(x.size()), gs(s.c), gb(s.c);
+    batchNormGrad<float, As<float>, As<float>>(
+        grad.data(), x.data(), dx.data(), s.n, s.c, s.inner, scale.data(),
+        mean.data(), inv.data(), true, gs.data(), gb.data());
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      auto at = [&](int64_t j) {
+        return ((j / s.inner) * s.c + ch) * s.inner + j % s.inner;
+      };
+      const float wantBias = ampc::math::pairwiseSum<float>(
+          0, s.n * s.inner, [&](int64_t j) { return grad[at(j)]; });
+      const float wantScale =
+          ampc::math::pairwiseSum<float>(0, s.n * s.inner, [&](int64_t j) {
+            return grad[at(j)] * ((x[at(j)] - mean[ch]) * inv[ch]);
+          });
+      EXPECT_EQ(gb[ch], wantBias) << s.n << "x" << s.inner << " channel " << ch;
+      EXPECT_EQ(gs[ch], wantScale) << s.n << "x" << s.inner << " channel " << ch;
+    }
+  }
+}
 
 TEST(BatchNormGradTest, MatchesCentralDifferencesOfTheForward) {
   // L = Σ g·y with y the forward (batch statistics, channelStatistics +

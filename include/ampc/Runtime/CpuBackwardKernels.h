@@ -41,40 +41,45 @@ namespace ampc::cpu {
 ///
 /// (Cg = c / group, Mg = m / group); input positions no window reads get 0.
 /// `w` is the forward Conv's window (w.in: X's spatial dims, w.out: Y's).
-/// Per image and group, one GEMM (Wᵀ · grad, into a (Cg·kernel) x out
-/// column buffer), then col2im adds each column back at the input position
-/// it was read from. Scratch as conv's.
+/// Per group and chunk of `images` images (conv's), one GEMM (Wᵀ · the
+/// chunk's grad side by side, into a (Cg·kernel) x (images · out) column
+/// buffer), then col2im adds each column back at the input position it was
+/// read from, image by image. Scratch as conv's (`staging`: the chunk's
+/// grad).
 template <typename T>
 void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
                       int64_t c, int64_t m, int64_t group, const Window &w,
-                      int64_t *offsets, T *columns) {
+                      int64_t images, T *columns, T *staging) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   const bool direct = detail::isDirectWindow(w);
-  if (!direct) {
+  if (!direct)
     std::fill(dx, dx + n * c * inSize, T(0));
-    windowOffsets(w, false, offsets);
-  }
-  for (int64_t b = 0; b < n; ++b)
+  for (int64_t b = 0; b < n; b += images) {
+    const int64_t count = std::min(images, n - b), width = count * outSize;
     for (int64_t g = 0; g < group; ++g) {
-      const T *dy = grad + (b * m + g * mg) * outSize;
-      T *plane = dx + (b * c + g * cg) * inSize;
-      // (Cg·kernel x Mg) weightᵀ times (Mg x out) grad.
-      gemm<T>(true, false, depth, outSize, mg, T(1), weight + g * mg * depth,
-              dy, T(0), direct ? plane : columns);
-      if (direct)
+      const T *dy =
+          detail::gatherImages(grad, b, count, g, m, mg, outSize, staging);
+      T *first = dx + (b * c + g * cg) * inSize;
+      // (Cg·kernel x Mg) weightᵀ times (Mg x images·out) grad.
+      const bool inPlace = direct && count == 1;
+      gemm<T>(true, false, depth, width, mg, T(1), weight + g * mg * depth,
+              dy, T(0), inPlace ? first : columns);
+      if (inPlace)
         continue;
-      for (int64_t ci = 0; ci < cg; ++ci)
-        for (int64_t k = 0; k < kernelSize; ++k) {
-          const T *row = columns + (ci * kernelSize + k) * outSize;
-          const int64_t *at = offsets + k * outSize;
-          T *dst = plane + ci * inSize;
-          for (int64_t p = 0; p < outSize; ++p)
-            if (at[p] >= 0)
-              dst[at[p]] += row[p];
-        }
+      for (int64_t j = 0; j < count; ++j) {
+        const T *cols = columns + j * outSize;
+        T *plane = first + j * c * inSize;
+        if (direct)
+          for (int64_t ci = 0; ci < cg; ++ci)
+            std::copy(cols + ci * width, cols + ci * width + outSize,
+                      plane + ci * inSize);
+        else
+          detail::col2im(cols, width, cg, w, plane);
+      }
     }
+  }
 }
 
 /// conv_backward_weight in T (float on FP32 copies of 16-bit operands, or
@@ -86,23 +91,23 @@ void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
 ///
 /// `w` is the forward Conv's window. Per image and group: im2col of x, then
 /// one GEMM grad_g (Mg x out) · colsᵀ accumulated over the images (beta 1
-/// after the first). No images give zeros. Scratch as conv's.
+/// after the first). No images give zeros. Scratch: `columns` as conv's
+/// for one image. (One GEMM over a chunk of images, the sum over images
+/// inside its reduction, measured no faster: docs/design.md, "CPU
+/// convolutions".)
 template <typename T>
 void convBackwardWeight(const T *x, const T *grad, T *dw, int64_t n,
                         int64_t c, int64_t m, int64_t group, const Window &w,
-                        int64_t *offsets, T *columns) {
-  const int64_t inSize = w.inSize(), outSize = w.outSize(),
-                kernelSize = w.kernelSize();
+                        T *columns) {
+  const int64_t outSize = w.outSize(), kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   if (n == 0)
     std::fill(dw, dw + m * depth, T(0));
   const bool direct = detail::isDirectWindow(w);
-  if (!direct)
-    windowOffsets(w, false, offsets);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
-      const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
-                                     direct, offsets, columns);
+      const T *cols =
+          detail::im2colImages(x, b, 1, g, c, cg, w, direct, columns);
       // (Mg x out) grad times (out x Cg·kernel) colsᵀ.
       gemm<T>(false, true, mg, depth, outSize, T(1),
               grad + (b * m + g * mg) * outSize, cols, b == 0 ? T(0) : T(1),
@@ -214,19 +219,37 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    const C *mean, const C *invStdDev, bool training,
                    C *gradScale, C *gradBias) {
   const int64_t count = n * inner;
+  struct Sums {
+    C grad, gradHat;
+  };
   for (int64_t ch = 0; ch < channels; ++ch) {
-    auto at = [&](int64_t j) {
-      return ((j / inner) * channels + ch) * inner + j % inner;
-    };
     const C mu = mean[ch];
     const C r = invStdDev[ch];
-    const C sumGrad = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return static_cast<C>(Load::load(grad[at(j)]));
-    });
-    const C sumGradHat = pairwiseSum<C>(0, count, [&](int64_t j) {
-      return static_cast<C>(Load::load(grad[at(j)])) *
-             ((static_cast<C>(Load::load(x[at(j)])) - mu) * r);
-    });
+    // Both sums in one walk of pairwiseSum's tree over the channel's
+    // elements in index order (pairwiseSum's arithmetic, leaf by leaf and
+    // node by node), a leaf walking the planes without a division per
+    // term.
+    auto leaf = [&](int64_t b, int64_t e) {
+      Sums sums = {0, 0};
+      int64_t plane = b / inner, i = b % inner;
+      for (int64_t j = b; j < e;) {
+        const int64_t base = (plane * channels + ch) * inner,
+                      end = std::min(inner, i + (e - j));
+        for (; i < end; ++i, ++j) {
+          const C g = static_cast<C>(Load::load(grad[base + i]));
+          sums.grad += g;
+          sums.gradHat +=
+              g * ((static_cast<C>(Load::load(x[base + i])) - mu) * r);
+        }
+        i = 0, ++plane;
+      }
+      return sums;
+    };
+    const Sums sums = math::pairwiseTree<Sums>(
+        0, count, leaf, [](const Sums &l, const Sums &r) {
+          return Sums{l.grad + r.grad, l.gradHat + r.gradHat};
+        });
+    const C sumGrad = sums.grad, sumGradHat = sums.gradHat;
     if (gradBias)
       gradBias[ch] = sumGrad;
     if (gradScale)

@@ -652,7 +652,11 @@ void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size) {
 
 /// Conv in T (float on FP32 copies of 16-bit operands, or double): x (n, c,
 /// in...), weight (m, c / group, kernel...), optional bias (m); y (n, m,
-/// out...) gets the result. im2col per image and group, then one GEMM.
+/// out...) gets the result. Per group and chunk of `images` (>= 1) images,
+/// im2col of the chunk's images side by side, then one GEMM (the per-image
+/// products of one chunk share the packing of the weight; see
+/// cpuConvImagesPerGemm in KernelGeometry.h for how many images a chunk
+/// has).
 namespace detail {
 /// Whether a convolution window is the identity on the plane (1x1 kernel,
 /// stride 1, no padding), so that a plane is its own im2col matrix.
@@ -665,51 +669,190 @@ inline bool isDirectWindow(const Window &w) {
   return true;
 }
 
+/// One output row of a window (the positions along the last spatial
+/// dimension that share the others) at one kernel position: the input
+/// offset of output position `ow` of the row is base + start + ow·stride,
+/// inside the input for lo <= ow < hi (nowhere when !valid).
+struct WindowRow {
+  bool valid;
+  int64_t base, start, stride, lo, hi;
+};
+
+/// Calls `body(ki, r, row)` for every kernel position ki (row-major over
+/// the kernel) and output row r (row-major over the output's leading
+/// dimensions) in that order: the row-by-row form of windowOffsets, so that
+/// im2col and col2im copy runs of a row instead of looking up every
+/// element's offset.
+template <typename Body>
+void forEachWindowRow(const Window &w, Body body) {
+  const int last = w.rank - 1;
+  const int64_t kernelSize = w.kernelSize(), outLast = w.out[last],
+                inLast = w.in[last], rows = w.outSize() / outLast;
+  int64_t inStride[8], stride = 1;
+  for (int d = last; d >= 0; --d) {
+    inStride[d] = stride;
+    stride *= w.in[d];
+  }
+  int64_t k[8] = {0};
+  for (int64_t ki = 0; ki < kernelSize; ++ki) {
+    WindowRow row;
+    row.stride = w.stride[last];
+    row.start = k[last] * w.dilation[last] - w.padBegin[last];
+    // ow·stride + start in [0, inLast).
+    row.lo = row.start >= 0 ? 0 : (-row.start + row.stride - 1) / row.stride;
+    row.hi = inLast - row.start <= 0
+                 ? 0
+                 : (inLast - row.start + row.stride - 1) / row.stride;
+    row.lo = std::min(row.lo, outLast);
+    row.hi = std::max(row.lo, std::min(row.hi, outLast));
+    int64_t o[8] = {0};
+    for (int64_t r = 0; r < rows; ++r) {
+      row.valid = true, row.base = 0;
+      for (int d = 0; d < last; ++d) {
+        const int64_t pos =
+            o[d] * w.stride[d] - w.padBegin[d] + k[d] * w.dilation[d];
+        row.valid = row.valid && pos >= 0 && pos < w.in[d];
+        row.base += pos * inStride[d];
+      }
+      body(ki, r, row);
+      for (int d = last - 1; d >= 0 && ++o[d] == w.out[d]; --d)
+        o[d] = 0;
+    }
+    for (int d = last; d >= 0 && ++k[d] == w.kernel[d]; --d)
+      k[d] = 0;
+  }
+}
+
 /// The im2col matrix ((`channels` · kernel) x out) of `channels` planes at
-/// `plane`, written to `columns` with the window's `offsets` (0 in the
-/// padding); the planes themselves for a direct window.
+/// `plane`, written to `columns` with rows `ld` apart (0 in the padding); a
+/// copy of the planes for a direct window.
 template <typename T>
-const T *im2col(const T *plane, int64_t channels, const Window &w,
-                bool direct, const int64_t *offsets, T *columns) {
-  if (direct)
-    return plane;
+void im2col(const T *plane, int64_t channels, const Window &w, bool direct,
+            T *columns, int64_t ld) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
-  for (int64_t ci = 0; ci < channels; ++ci)
-    for (int64_t k = 0; k < kernelSize; ++k) {
-      T *row = columns + (ci * kernelSize + k) * outSize;
-      const int64_t *at = offsets + k * outSize;
-      const T *src = plane + ci * inSize;
-      for (int64_t p = 0; p < outSize; ++p)
-        row[p] = at[p] >= 0 ? src[at[p]] : T(0);
+  for (int64_t ci = 0; ci < channels; ++ci) {
+    const T *src = plane + ci * inSize;
+    T *rows = columns + ci * kernelSize * ld;
+    if (direct) {
+      std::copy(src, src + outSize, rows);
+      continue;
     }
+    const int64_t outLast = w.out[w.rank - 1];
+    forEachWindowRow(w, [&](int64_t ki, int64_t r, const WindowRow &row) {
+      T *dst = rows + ki * ld + r * outLast;
+      if (!row.valid) {
+        std::fill(dst, dst + outLast, T(0));
+        return;
+      }
+      std::fill(dst, dst + row.lo, T(0));
+      const T *at = src + row.base;
+      if (row.stride == 1)
+        std::copy(at + row.start + row.lo, at + row.start + row.hi,
+                  dst + row.lo);
+      else
+        for (int64_t ow = row.lo; ow < row.hi; ++ow)
+          dst[ow] = at[row.start + ow * row.stride];
+      std::fill(dst + row.hi, dst + outLast, T(0));
+    });
+  }
+}
+
+/// col2im: adds each element of the (`channels` · kernel) x out columns
+/// (rows `ld` apart) to the plane position im2col read it from, kernel
+/// position by kernel position and in output order (padding dropped).
+template <typename T>
+void col2im(const T *columns, int64_t ld, int64_t channels, const Window &w,
+            T *plane) {
+  const int64_t inSize = w.inSize(), kernelSize = w.kernelSize(),
+                outLast = w.out[w.rank - 1];
+  for (int64_t ci = 0; ci < channels; ++ci) {
+    T *dst = plane + ci * inSize;
+    const T *rows = columns + ci * kernelSize * ld;
+    forEachWindowRow(w, [&](int64_t ki, int64_t r, const WindowRow &row) {
+      if (!row.valid)
+        return;
+      const T *src = rows + ki * ld + r * outLast;
+      const int64_t origin = row.base + row.start;
+      if (row.stride == 1)
+        for (int64_t ow = row.lo; ow < row.hi; ++ow)
+          dst[origin + ow] += src[ow];
+      else
+        for (int64_t ow = row.lo; ow < row.hi; ++ow)
+          dst[origin + ow * row.stride] += src[ow];
+    });
+  }
+}
+
+/// The im2col matrix of group `g` of images [b, b + count) of x (n, c,
+/// in...): each image's columns side by side, (Cg · kernel) x (count ·
+/// out). The planes themselves, without a copy, for one image and a direct
+/// window.
+template <typename T>
+const T *im2colImages(const T *x, int64_t b, int64_t count, int64_t g,
+                      int64_t c, int64_t cg, const Window &w, bool direct,
+                      T *columns) {
+  const int64_t inSize = w.inSize(), outSize = w.outSize();
+  const T *first = x + (b * c + g * cg) * inSize;
+  if (count == 1 && direct)
+    return first;
+  for (int64_t j = 0; j < count; ++j)
+    im2col(first + j * c * inSize, cg, w, direct, columns + j * outSize,
+           count * outSize);
   return columns;
+}
+
+/// Rows [g·Mg, (g+1)·Mg) of images [b, b + count) of a (n, m, out...)
+/// tensor as one Mg x (count · out) matrix, each image's row side by side:
+/// `t` itself for one image, else a copy in `staging`.
+template <typename T>
+const T *gatherImages(const T *t, int64_t b, int64_t count, int64_t g,
+                      int64_t m, int64_t mg, int64_t outSize, T *staging) {
+  const T *first = t + (b * m + g * mg) * outSize;
+  if (count == 1)
+    return first;
+  for (int64_t f = 0; f < mg; ++f)
+    for (int64_t j = 0; j < count; ++j) {
+      const T *src = first + (j * m + f) * outSize;
+      std::copy(src, src + outSize, staging + (f * count + j) * outSize);
+    }
+  return staging;
 }
 } // namespace detail
 
-/// Scratch, unused (null) for a direct window: `offsets` (windowOffsets)
-/// and `columns` ((c / group) · kernel x out).
+/// Scratch: `columns` ((c / group) · kernel x images · out; null for a
+/// direct window and one image) and `staging` (m / group x images · out,
+/// the product before it is scattered to the images; null for one image).
 template <typename T>
 void conv(const T *x, const T *weight, const T *bias, T *y, int64_t n,
           int64_t c, int64_t m, int64_t group, const Window &w,
-          int64_t *offsets, T *columns) {
-  const int64_t inSize = w.inSize(), outSize = w.outSize(),
-                kernelSize = w.kernelSize();
+          int64_t images, T *columns, T *staging) {
+  const int64_t outSize = w.outSize(), kernelSize = w.kernelSize();
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   const bool direct = detail::isDirectWindow(w);
-  if (!direct)
-    windowOffsets(w, false, offsets);
-  for (int64_t b = 0; b < n; ++b)
+  for (int64_t b = 0; b < n; b += images) {
+    const int64_t count = std::min(images, n - b), width = count * outSize;
     for (int64_t g = 0; g < group; ++g) {
-      const T *cols = detail::im2col(x + (b * c + g * cg) * inSize, cg, w,
-                                     direct, offsets, columns);
-      T *out = y + (b * m + g * mg) * outSize;
+      const T *cols =
+          detail::im2colImages(x, b, count, g, c, cg, w, direct, columns);
+      T *out = count == 1 ? y + (b * m + g * mg) * outSize : staging;
+      // The bias first and the product added to it (beta 1), as for one
+      // image.
       if (bias)
         for (int64_t f = 0; f < mg; ++f)
-          std::fill(out + f * outSize, out + (f + 1) * outSize, bias[g * mg + f]);
-      gemm<T>(false, false, mg, outSize, depth, T(1), weight + g * mg * depth,
+          std::fill(out + f * width, out + (f + 1) * width, bias[g * mg + f]);
+      gemm<T>(false, false, mg, width, depth, T(1), weight + g * mg * depth,
               cols, bias ? T(1) : T(0), out);
+      if (count == 1)
+        continue;
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t f = 0; f < mg; ++f) {
+          const T *src = staging + (f * count + j) * outSize;
+          std::copy(src, src + outSize,
+                    y + ((b + j) * m + g * mg + f) * outSize);
+        }
     }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -153,6 +153,16 @@ ConvGeometry convGeometry(mlir::Operation *op);
 /// for f64 data) and every tensor non-empty and under 2^31 elements
 /// (cuDNN's positive int dimensions). The rest keeps im2col + cuBLASLt, col2im.
 bool cudnnConvolves(mlir::Operation *op);
+/// How many images the CPU target's conv and conv_backward_data put side
+/// by side in one GEMM (CpuKernels.h, conv): 1 where an image's output
+/// plane has at least kCpuConvNarrowPlane positions (a wide enough GEMM;
+/// more images only grow the columns past the caches), else about
+/// kCpuConvChunkColumns columns' worth, spread evenly over the batch.
+/// conv_backward_weight always takes one (docs/design.md, "CPU
+/// convolutions").
+inline constexpr int64_t kCpuConvNarrowPlane = 128;
+inline constexpr int64_t kCpuConvChunkColumns = 512;
+int64_t cpuConvImagesPerGemm(mlir::Operation *op);
 
 /// Concat: each input is a block of `block` elements per outer index, at
 /// `offset` within the output's row of `row` elements.

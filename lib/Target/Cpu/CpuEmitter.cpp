@@ -396,8 +396,9 @@ LogicalResult Emitter::emitConvolution(Operation *op,
                                        llvm::raw_ostream &body) {
   if (failed(refuseChannelsLast(op)))
     return failure();
-  // im2col + GEMM: 16-bit operands widened to FP32, FP32 accumulation, one
-  // rounding when storing; f64 in double.
+  // im2col + GEMM (a chunk of images per GEMM: cpuConvImagesPerGemm):
+  // 16-bit operands widened to FP32, FP32 accumulation, one rounding when
+  // storing; f64 in double.
   ConvGeometry g = convGeometry(op);
   // The kernel's two operands, in its argument order, and Conv's bias.
   Value lhs = g.input, rhs = g.weight, bias;
@@ -422,18 +423,23 @@ LogicalResult Emitter::emitConvolution(Operation *op,
   StringRef c = accumulation(op);
   if (!direct)
     body << scratchArray(op, "acc", "float");
-  // im2col's window offsets and columns; none for an identity window.
-  std::string im2col = "nullptr, nullptr";
-  if (!g.window.isIdentity())
-    im2col = scratch(op, "offsets", "int64_t") + ", " +
-             scratch(op, "columns", c);
+  // The images per GEMM (conv and the data gradient), im2col's columns
+  // (none for an identity window and one image) and the staging of a chunk
+  // of images (none for one).
+  int64_t images = cpuConvImagesPerGemm(op);
+  std::string scratchArgs =
+      !g.window.isIdentity() || images > 1 ? scratch(op, "columns", c)
+                                           : "nullptr";
+  if (kernel != "convBackwardWeight")
+    scratchArgs = std::to_string(images) + "LL, " + scratchArgs + ", " +
+                  (images > 1 ? scratch(op, "staging", c) : "nullptr");
   body << formatv("    ampc::cpu::{0}<{1}>(w_{2}, w_{3}, {4}{5}, {6}LL, {7}LL, "
                   "{8}LL, {9}LL, win, {10});\n",
                   kernel, c, name(lhs), name(rhs),
                   kernel == "conv" ? (bias ? "w_" + name(bias) : "nullptr") + ", "
                                    : "",
                   direct ? name(out) : "acc", g.n, g.channels,
-                  g.filters, g.group, im2col);
+                  g.filters, g.group, scratchArgs);
   if (!direct)
     body << "    for (int64_t i = 0; i < " << count << "LL; ++i) " << name(out)
          << "[i] = " << store(outType, "acc[i]") << ";\n";

@@ -259,6 +259,17 @@ ConvGeometry convGeometry(Operation *op) {
   return g;
 }
 
+int64_t cpuConvImagesPerGemm(Operation *op) {
+  ConvGeometry g = convGeometry(op);
+  int64_t outSize = g.window.outSize();
+  if (isa<ampc::ConvBackwardWeightOp>(op) || g.n <= 1 || outSize <= 0 ||
+      outSize >= kCpuConvNarrowPlane)
+    return 1;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  int64_t images = std::min(g.n, ceilDiv(kCpuConvChunkColumns, outSize));
+  return ceilDiv(g.n, ceilDiv(g.n, images));
+}
+
 bool cudnnConvolves(Operation *op) {
   ConvGeometry g = convGeometry(op);
   const WindowGeometry &w = g.window;
@@ -526,14 +537,18 @@ ScratchLayout cpuScratch(Operation *op) {
         Type out = elementOf(op->getResult(0));
         if (!out.isF32() && !out.isF64())
           l.add("acc", countOf(op->getResult(0)), 4);
-        // im2col: where each window position reads, and the columns.
+        // im2col's columns of a chunk of images (none for an identity
+        // window and one image) and the chunk's product or grad side by
+        // side.
         ConvGeometry g = convGeometry(op);
         const WindowGeometry &w = g.window;
-        if (!w.isIdentity()) {
-          int64_t depth = g.channels / g.group * w.kernelSize();
-          l.add("offsets", w.outSize() * w.kernelSize(), 8);
-          l.add("columns", depth * w.outSize(), acc);
-        }
+        int64_t images = cpuConvImagesPerGemm(op);
+        int64_t width = images * w.outSize();
+        if (!w.isIdentity() || images > 1)
+          l.add("columns", g.channels / g.group * w.kernelSize() * width,
+                acc);
+        if (images > 1)
+          l.add("staging", g.filters / g.group * width, acc);
       })
       .Case([&](ampc::MaxPoolOp o) {
         WindowGeometry w = windowGeometry(op);
