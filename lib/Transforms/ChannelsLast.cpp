@@ -218,6 +218,11 @@ struct ChannelsLast : ampc::impl::ChannelsLastPassBase<ChannelsLast> {
         if (last.contains(operand.get()))
           operand.set(channelsFirstOf(operand.get(), &op));
     }
+    // An op nested in a region (a loop's body) reads the NCHW form.
+    for (Value v : llvm::to_vector(last))
+      for (OpOperand &use : llvm::make_early_inc_range(v.getUses()))
+        if (use.getOwner()->getBlock() != &block)
+          use.set(channelsFirstOf(v, use.getOwner()));
   }
 };
 
