@@ -122,22 +122,6 @@ TEST_F(ImporterTest, EmptyBufferHasNoGraph) {
   EXPECT_EQ(r.messages[0], "error: empty.onnx: not an ONNX model: it has no graph");
 }
 
-TEST(ShapeBinding, ParsesAndRejects) {
-  ampc::ImportOptions options;
-  std::string error;
-  EXPECT_TRUE(ampc::parseShapeBinding("input=32x3x224x224", options, error));
-  EXPECT_EQ(options.shapes["input"],
-            (llvm::SmallVector<int64_t>{32, 3, 224, 224}));
-  EXPECT_TRUE(ampc::parseShapeBinding("scalar=", options, error));
-  EXPECT_TRUE(options.shapes["scalar"].empty());
-  EXPECT_FALSE(ampc::parseShapeBinding("input", options, error));
-  EXPECT_NE(error.find("NAME=DxDx"), std::string::npos);
-  EXPECT_FALSE(ampc::parseShapeBinding("x=3xy", options, error));
-  EXPECT_NE(error.find("'y' is not a dimension"), std::string::npos);
-  EXPECT_FALSE(ampc::parseShapeBinding("x=-3", options, error));
-  EXPECT_FALSE(ampc::parseShapeBinding("=3", options, error));
-}
-
 TEST(SupportedOps, CoversTheFoundationSet) {
   llvm::SmallVector<llvm::StringRef> ops = ampc::supportedOnnxOps();
   EXPECT_TRUE(llvm::is_sorted(ops));

@@ -1,9 +1,10 @@
 //===- ImportRules.h - what an ONNX import rule sees ------------*- C++ -*-===//
 //
-// The node context every import rule gets, and the helpers that build the
-// ampc ops of ops imported as compositions: shared by OnnxImporter.cpp (the
-// rule table, kRules, and most rules) and the families of rules kept in
-// files of their own (Recurrent.cpp).
+// The node context every import rule gets, the importer state rules share,
+// and the helpers that build the ampc ops of ops imported as compositions:
+// shared by OnnxImporter.cpp (reading, the signature, the rule table kRules
+// and the dispatch) and the families of rules in Rules/ (docs/design.md,
+// "The importer by op family", says which file a new op's rule goes to).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 
@@ -24,11 +26,33 @@
 
 namespace ampc::detail {
 
-class Importer;
+/// What import rules see of the importer: the limits of this import and
+/// the state that links nodes (a fake-quantization pair). The importer
+/// (OnnxImporter.cpp) is one.
+class ImportContext {
+public:
+  virtual ~ImportContext() = default;
+
+  /// --max-tensor-bytes: the largest tensor a node may make.
+  virtual int64_t maxTensorBytes() const = 0;
+
+  /// Marks the parameter `v` loads (if it loads one) frozen: it keeps its
+  /// value and gets no gradient (a quantization scale, which torch's
+  /// observers set, not its optimizer).
+  virtual void freezeParameter(mlir::Value v) = 0;
+
+  /// A QuantizeLinear result and what a following DequantizeLinear needs
+  /// for the straight-through estimator: the float input, where it was in
+  /// the 8-bit range before saturation, and the scale and zero point.
+  struct Quantized {
+    mlir::Value input, inRange, scale, zeroPoint;
+  };
+  llvm::DenseMap<mlir::Value, Quantized> quantized;
+};
 
 /// What an import rule sees of one ONNX node.
 struct NodeContext {
-  Importer &importer;
+  ImportContext &importer;
   const onnx::NodeProto &node;
   mlir::Location loc;
   int64_t opset;
@@ -102,12 +126,30 @@ struct NodeContext {
     return out;
   }
 
-  /// Builds `opName`, inferring result types unless `resultTypes` is given,
+  /// Builds an OpTy, inferring result types unless `resultTypes` is given,
   /// verifies it and folds it when its operands are constant.
+  template <typename OpTy>
   mlir::FailureOr<llvm::SmallVector<mlir::Value>>
-  build(llvm::StringRef opName, mlir::ValueRange operands,
+  build(mlir::ValueRange operands,
         llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
-        unsigned numResults = 1, mlir::TypeRange resultTypes = {});
+        unsigned numResults = 1, mlir::TypeRange resultTypes = {}) {
+    // Created with placeholder result types and asked for the real ones
+    // (finish): ODS's inferring builders abort when inference fails, and a
+    // model's bad node must be an error at the node.
+    bool infer = resultTypes.empty();
+    llvm::SmallVector<mlir::Type> types =
+        infer ? llvm::SmallVector<mlir::Type>(
+                    numResults, mlir::NoneType::get(b.getContext()))
+              : llvm::SmallVector<mlir::Type>(resultTypes);
+    mlir::TypeRange typeRange(types);
+    OpTy op = OpTy::create(b, loc, typeRange, operands, attrs);
+    return finish(op.getOperation(), infer);
+  }
+
+  /// Infers the result types of the just-created `op` (when `infer`),
+  /// verifies it, checks its size and folds it; erases it on failure.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> finish(mlir::Operation *op,
+                                                         bool infer);
 
   mlir::NamedAttribute i64(llvm::StringRef name, int64_t v) const {
     return b.getNamedAttr(name, b.getI64IntegerAttr(v));
@@ -169,15 +211,50 @@ mlir::LogicalResult checkComputedConstant(NodeContext &nc,
 //===----------------------------------------------------------------------===//
 
 /// ampc.gemm's operand segments (A, B, the optional C when `operands` is
-/// 3, no ReLU mask): the attribute an ampc.gemm built by name needs.
+/// 3, no ReLU mask): the attribute an ampc.gemm built from a list of
+/// operands needs.
 mlir::NamedAttribute gemmSegments(NodeContext &nc, size_t operands);
 
-/// The single result of `opName` on `operands`, its type inferred unless
+/// An OpTy on the node's present inputs, in order.
+template <typename OpTy>
+mlir::FailureOr<Outputs>
+buildSame(NodeContext &nc, llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
+          unsigned numResults = 1) {
+  llvm::SmallVector<mlir::Value> operands;
+  for (mlir::Value v : nc.inputs)
+    if (v)
+      operands.push_back(v);
+  return nc.build<OpTy>(operands, attrs, numResults);
+}
+
+/// The rule of an ONNX op that is one ampc op on the same operands.
+template <typename OpTy>
+mlir::FailureOr<Outputs> simple(NodeContext &nc) {
+  return buildSame<OpTy>(nc);
+}
+
+/// The single result of an OpTy on `operands`, its type inferred unless
 /// `resultType` is given.
-mlir::Value part(NodeContext &nc, llvm::StringRef opName,
-                 mlir::ValueRange operands,
+template <typename OpTy>
+mlir::Value part(NodeContext &nc, mlir::ValueRange operands,
                  llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
-                 mlir::Type resultType = {});
+                 mlir::Type resultType = {}) {
+  if (llvm::any_of(operands, [](mlir::Value v) { return !v; }))
+    return mlir::Value();
+  mlir::FailureOr<Outputs> r =
+      resultType ? nc.build<OpTy>(operands, attrs, 1, resultType)
+                 : nc.build<OpTy>(operands, attrs);
+  return mlir::failed(r) ? mlir::Value() : (*r)[0];
+}
+
+/// An op class as a value, for a helper lambda that builds the op it is
+/// given (a C++17 lambda takes no template parameters):
+/// `[&](auto op, Value v) { return part<OpOf<decltype(op)>>(nc, v); }`.
+template <typename OpTy> struct OpClass {
+  using type = OpTy;
+};
+template <typename OpTy> constexpr OpClass<OpTy> opClass{};
+template <typename C> using OpOf = typename C::type;
 
 /// A zero-dimensional constant `value` of `element`.
 mlir::Value scalarOf(NodeContext &nc, mlir::Type element, double value);
@@ -190,11 +267,145 @@ mlir::Value reshaped(NodeContext &nc, mlir::Value v,
 mlir::Value transposed(NodeContext &nc, mlir::Value v,
                        llvm::ArrayRef<int64_t> perm);
 
+/// A constant of `element` and `shape` holding 0, step, 2 * step, ... (n
+/// values).
+mlir::Value indexVector(NodeContext &nc, int64_t n,
+                        llvm::ArrayRef<int64_t> shape, mlir::Type element,
+                        int64_t step = 1);
+
+/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
+/// given): a vector along `axis` that broadcasts against a tensor of rank
+/// `rank`.
+llvm::SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
+                                     int64_t axis2 = -1);
+
+/// An int64 constant of `shape` holding `values`.
+mlir::Value indexConstant(NodeContext &nc, llvm::ArrayRef<int64_t> values,
+                          llvm::ArrayRef<int64_t> shape);
+
+/// `v` gathered along `axis` at the constant `indices` (none when they
+/// read the axis as it is).
+mlir::Value gatherAlong(NodeContext &nc, mlir::Value v, int64_t axis,
+                        llvm::ArrayRef<int64_t> indices);
+
+/// The largest output (or padded) size along one axis that Resize,
+/// Upsample and ConvTranspose accept: their index and weight vectors are
+/// constants of that many elements built at import.
+constexpr int64_t kMaxComposedAxis = kMaxComputedElements;
+
+/// Shape.cpp: the axes of a Squeeze, Unsqueeze or reduction, an attribute
+/// before opset `inputSince` and input 1 from it.
+mlir::FailureOr<llvm::SmallVector<int64_t>> axesOf(NodeContext &nc,
+                                                   int64_t inputSince);
+
+/// Constants.cpp: column - row for a rows x cols matrix (int64).
+mlir::Value diagonalOffsets(NodeContext &nc, int64_t rows, int64_t cols);
+
 //===----------------------------------------------------------------------===//
-// Rules defined in files of their own
+// The rules, by family (Rules/<Family>.cpp); kRules in OnnxImporter.cpp
+// lists them
 //===----------------------------------------------------------------------===//
 
-/// Recurrent.cpp: LSTM, GRU and RNN unrolled over the sequence.
+// Elementwise.cpp
+mlir::FailureOr<Outputs> importLeakyRelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importGelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importElu(NodeContext &nc);
+mlir::FailureOr<Outputs> importCelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importSelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importHardSigmoid(NodeContext &nc);
+mlir::FailureOr<Outputs> importThresholdedRelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importShrink(NodeContext &nc);
+mlir::FailureOr<Outputs> importBitShift(NodeContext &nc);
+mlir::FailureOr<Outputs> importIsInf(NodeContext &nc);
+mlir::FailureOr<Outputs> importMod(NodeContext &nc);
+mlir::FailureOr<Outputs> importPRelu(NodeContext &nc);
+mlir::FailureOr<Outputs> importMax(NodeContext &nc);
+mlir::FailureOr<Outputs> importMin(NodeContext &nc);
+mlir::FailureOr<Outputs> importSum(NodeContext &nc);
+mlir::FailureOr<Outputs> importMean(NodeContext &nc);
+mlir::FailureOr<Outputs> importClip(NodeContext &nc);
+mlir::FailureOr<Outputs> importCastLike(NodeContext &nc);
+mlir::FailureOr<Outputs> importCast(NodeContext &nc);
+// Convolution.cpp
+mlir::FailureOr<Outputs> importGemm(NodeContext &nc);
+mlir::FailureOr<Outputs> importConv(NodeContext &nc);
+mlir::FailureOr<Outputs> importMaxPool(NodeContext &nc);
+mlir::FailureOr<Outputs> importAveragePool(NodeContext &nc);
+mlir::FailureOr<Outputs> importConvTranspose(NodeContext &nc);
+mlir::FailureOr<Outputs> importMaxUnpool(NodeContext &nc);
+mlir::FailureOr<Outputs> importGlobalMaxPool(NodeContext &nc);
+// Normalization.cpp
+mlir::FailureOr<Outputs> importSoftmax(NodeContext &nc);
+mlir::FailureOr<Outputs> importLogSoftmax(NodeContext &nc);
+mlir::FailureOr<Outputs> importLayerNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importBatchNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importDropout(NodeContext &nc);
+mlir::FailureOr<Outputs> importInstanceNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importGroupNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importMeanVarianceNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importLpNormalization(NodeContext &nc);
+mlir::FailureOr<Outputs> importLRN(NodeContext &nc);
+mlir::FailureOr<Outputs> importSoftmaxCrossEntropyLoss(NodeContext &nc);
+mlir::FailureOr<Outputs> importNegativeLogLikelihoodLoss(NodeContext &nc);
+// Shape.cpp
+mlir::FailureOr<Outputs> importReshape(NodeContext &nc);
+mlir::FailureOr<Outputs> importExpand(NodeContext &nc);
+mlir::FailureOr<Outputs> importTranspose(NodeContext &nc);
+mlir::FailureOr<Outputs> importFlatten(NodeContext &nc);
+mlir::FailureOr<Outputs> importSqueeze(NodeContext &nc);
+mlir::FailureOr<Outputs> importUnsqueeze(NodeContext &nc);
+mlir::FailureOr<Outputs> importConcat(NodeContext &nc);
+mlir::FailureOr<Outputs> importSlice(NodeContext &nc);
+mlir::FailureOr<Outputs> importSize(NodeContext &nc);
+mlir::FailureOr<Outputs> importSplit(NodeContext &nc);
+mlir::FailureOr<Outputs> importTile(NodeContext &nc);
+mlir::FailureOr<Outputs> importDepthToSpace(NodeContext &nc);
+mlir::FailureOr<Outputs> importSpaceToDepth(NodeContext &nc);
+mlir::FailureOr<Outputs> importPad(NodeContext &nc);
+mlir::FailureOr<Outputs> importShape(NodeContext &nc);
+// Indexing.cpp
+mlir::FailureOr<Outputs> importGather(NodeContext &nc);
+mlir::FailureOr<Outputs> importOneHot(NodeContext &nc);
+mlir::FailureOr<Outputs> importGatherElements(NodeContext &nc);
+mlir::FailureOr<Outputs> importReverseSequence(NodeContext &nc);
+mlir::FailureOr<Outputs> importScatterElements(NodeContext &nc);
+mlir::FailureOr<Outputs> importGatherND(NodeContext &nc);
+mlir::FailureOr<Outputs> importScatterND(NodeContext &nc);
+mlir::FailureOr<Outputs> importTopK(NodeContext &nc);
+// Reduction.cpp
+mlir::FailureOr<Outputs> importReduceMean(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceMax(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceSum(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceL1(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceL2(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceSumSquare(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceLogSum(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceLogSumExp(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceMin(NodeContext &nc);
+mlir::FailureOr<Outputs> importCumSum(NodeContext &nc);
+mlir::FailureOr<Outputs> importArgMax(NodeContext &nc);
+mlir::FailureOr<Outputs> importArgMin(NodeContext &nc);
+mlir::FailureOr<Outputs> importHardmax(NodeContext &nc);
+mlir::FailureOr<Outputs> importReduceProd(NodeContext &nc);
+// Constants.cpp
+mlir::FailureOr<Outputs> importTrilu(NodeContext &nc);
+mlir::FailureOr<Outputs> importEyeLike(NodeContext &nc);
+mlir::FailureOr<Outputs> importHannWindow(NodeContext &nc);
+mlir::FailureOr<Outputs> importHammingWindow(NodeContext &nc);
+mlir::FailureOr<Outputs> importBlackmanWindow(NodeContext &nc);
+mlir::FailureOr<Outputs> importConstantOfShape(NodeContext &nc);
+mlir::FailureOr<Outputs> importRange(NodeContext &nc);
+mlir::FailureOr<Outputs> importConstant(NodeContext &nc);
+// Quantization.cpp
+mlir::FailureOr<Outputs> importQuantizeLinear(NodeContext &nc);
+mlir::FailureOr<Outputs> importDequantizeLinear(NodeContext &nc);
+mlir::FailureOr<Outputs> importDynamicQuantizeLinear(NodeContext &nc);
+// Resize.cpp
+mlir::FailureOr<Outputs> importResizeOp(NodeContext &nc);
+mlir::FailureOr<Outputs> importUpsample(NodeContext &nc);
+// Einsum.cpp
+mlir::FailureOr<Outputs> importEinsum(NodeContext &nc);
+// Recurrent.cpp: LSTM, GRU and RNN unrolled over the sequence.
 mlir::FailureOr<Outputs> importLSTM(NodeContext &nc);
 mlir::FailureOr<Outputs> importGRU(NodeContext &nc);
 mlir::FailureOr<Outputs> importRNN(NodeContext &nc);

@@ -11,7 +11,7 @@
 #ifndef AMPC_IMPORT_ONNXIMPORTER_H
 #define AMPC_IMPORT_ONNXIMPORTER_H
 
-#include "ampc/Dialect/TensorSize.h"
+#include "ampc/Import/ImportOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -24,37 +24,6 @@
 #include <string>
 
 namespace ampc {
-
-/// How symbolic input dimensions are bound (`--shape`, `--batch`).
-struct ImportOptions {
-  /// Full shapes of named graph inputs.
-  llvm::StringMap<llvm::SmallVector<int64_t>> shapes;
-  /// Binds a symbolic leading dimension of every graph input.
-  std::optional<int64_t> batch;
-  /// Graph inputs replaced by constants read from serialized TensorProto
-  /// files (`--bind-input NAME=FILE.pb`): a static-shape compiler needs the
-  /// values of inputs that feed a shape, axes or Range operand.
-  llvm::StringMap<std::string> constantInputs;
-  /// Initializers an EVAL-mode torch export merged (MergedInitializers.h).
-  /// AsExported imports the graph as it is (for inference equal values are
-  /// equal). For training, Untie gives each its own parameter with a note,
-  /// KeepTied trains them as one with a warning; both also note the
-  /// convolutions a BatchNormalization was folded into.
-  enum class MergedInitializers { AsExported, Untie, KeepTied };
-  MergedInitializers mergedInitializers = MergedInitializers::AsExported;
-  /// The largest tensor (bytes) a node, input or initializer may make
-  /// (`--max-tensor-bytes`); larger is an error naming the node.
-  int64_t maxTensorBytes = kDefaultMaxTensorBytes;
-};
-
-/// Parses one `--shape` value, "NAME=2x3x4" (a scalar is "NAME="), into
-/// `options`. On failure returns false and sets `error`.
-bool parseShapeBinding(llvm::StringRef spec, ImportOptions &options,
-                       std::string &error);
-
-/// Parses one `--bind-input` value, "NAME=FILE.pb", into `options`.
-bool parseInputBinding(llvm::StringRef spec, ImportOptions &options,
-                       std::string &error);
 
 /// Imports the model at `path`: binary protobuf, or ONNX textual syntax when
 /// the name ends in ".onnxtext" or the contents start with '<'.

@@ -28,30 +28,31 @@ namespace {
 // Activations
 //===----------------------------------------------------------------------===//
 
-/// A function the `activations` attribute may name: the ampc op computing
-/// it (null for Affine and ScaledTanh, composed of Mul, Add and Tanh) and
-/// whether it reads alpha and beta, with the defaults of the ONNX op of the
-/// name. activation_alpha and activation_beta are consumed in order by the
+/// A function the `activations` attribute may name: the part that builds
+/// the ampc op computing it (null for Affine and ScaledTanh, composed of
+/// Mul, Add and Tanh) and whether it reads alpha and beta, with the
+/// defaults of the ONNX op of the name. activation_alpha and activation_beta are consumed in order by the
 /// activations that read a value, as ONNX Runtime does.
 struct ActivationKind {
   const char *name;
-  const char *op;
+  mlir::Value (*op)(NodeContext &, mlir::ValueRange,
+                    llvm::ArrayRef<mlir::NamedAttribute>, mlir::Type);
   bool readsAlpha, readsBeta;
   float alpha, beta;
 };
 
 constexpr ActivationKind kActivations[] = {
     {"Affine", nullptr, true, true, 1.0f, 0.0f}, // alpha x + beta
-    {"Elu", "ampc.elu", true, false, 1.0f, 0.0f},
-    {"HardSigmoid", "ampc.hard_sigmoid", true, true, 0.2f, 0.5f},
-    {"LeakyRelu", "ampc.leaky_relu", true, false, 0.01f, 0.0f},
-    {"Relu", "ampc.relu", false, false, 0.0f, 0.0f},
+    {"Elu", part<ampc::EluOp>, true, false, 1.0f, 0.0f},
+    {"HardSigmoid", part<ampc::HardSigmoidOp>, true, true, 0.2f, 0.5f},
+    {"LeakyRelu", part<ampc::LeakyReluOp>, true, false, 0.01f, 0.0f},
+    {"Relu", part<ampc::ReluOp>, false, false, 0.0f, 0.0f},
     {"ScaledTanh", nullptr, true, true, 1.0f, 1.0f}, // alpha Tanh(beta x)
-    {"Sigmoid", "ampc.sigmoid", false, false, 0.0f, 0.0f},
-    {"Softplus", "ampc.softplus", false, false, 0.0f, 0.0f},
-    {"Softsign", "ampc.softsign", false, false, 0.0f, 0.0f},
-    {"Tanh", "ampc.tanh", false, false, 0.0f, 0.0f},
-    {"ThresholdedRelu", "ampc.thresholded_relu", true, false, 1.0f, 0.0f},
+    {"Sigmoid", part<ampc::SigmoidOp>, false, false, 0.0f, 0.0f},
+    {"Softplus", part<ampc::SoftplusOp>, false, false, 0.0f, 0.0f},
+    {"Softsign", part<ampc::SoftsignOp>, false, false, 0.0f, 0.0f},
+    {"Tanh", part<ampc::TanhOp>, false, false, 0.0f, 0.0f},
+    {"ThresholdedRelu", part<ampc::ThresholdedReluOp>, true, false, 1.0f, 0.0f},
 };
 
 struct Activation {
@@ -65,20 +66,20 @@ Value activate(NodeContext &nc, const Activation &a, Value x) {
   Type element = cast<RankedTensorType>(x.getType()).getElementType();
   StringRef name = a.kind->name;
   if (name == "Affine")
-    return part(nc, "ampc.add",
-                {part(nc, "ampc.mul", {x, scalarOf(nc, element, a.alpha)}),
-                 scalarOf(nc, element, a.beta)});
+    return part<ampc::AddOp>(
+        nc, {part<ampc::MulOp>(nc, {x, scalarOf(nc, element, a.alpha)}),
+             scalarOf(nc, element, a.beta)});
   if (name == "ScaledTanh")
-    return part(nc, "ampc.mul",
-                {part(nc, "ampc.tanh",
-                      part(nc, "ampc.mul", {x, scalarOf(nc, element, a.beta)})),
-                 scalarOf(nc, element, a.alpha)});
+    return part<ampc::MulOp>(
+        nc, {part<ampc::TanhOp>(
+                 nc, part<ampc::MulOp>(nc, {x, scalarOf(nc, element, a.beta)})),
+             scalarOf(nc, element, a.alpha)});
   SmallVector<NamedAttribute> attrs;
   if (a.kind->readsAlpha)
     attrs.push_back(nc.f32("alpha", a.alpha));
   if (a.kind->readsBeta)
     attrs.push_back(nc.f32("beta", a.beta));
-  return part(nc, a.kind->op, x, attrs);
+  return a.kind->op(nc, x, attrs, Type());
 }
 
 /// The node's activations with their alphas and betas, those of each
@@ -151,9 +152,10 @@ Value sliced(NodeContext &nc, Value v, int64_t axis, int64_t begin, int64_t end,
   if (begin == 0 && step == 1 &&
       end == cast<RankedTensorType>(v.getType()).getDimSize(axis))
     return v;
-  return part(nc, "ampc.slice", v,
-              {nc.ints("starts", {begin}), nc.ints("ends", {end}),
-               nc.ints("axes", {axis}), nc.ints("steps", {step})});
+  return part<ampc::SliceOp>(nc, v,
+                             {nc.ints("starts", {begin}),
+                              nc.ints("ends", {end}), nc.ints("axes", {axis}),
+                              nc.ints("steps", {step})});
 }
 
 /// Gate `k` (columns [k H, (k + 1) H)) of a (batch, gates x H) value, or the
@@ -171,22 +173,22 @@ Value linear(NodeContext &nc, Value x, Value w, Value bias) {
   SmallVector<Value> operands = {x, w};
   if (bias)
     operands.push_back(bias);
-  return part(nc, "ampc.gemm", operands,
-              {nc.i64("transB", 1), gemmSegments(nc, operands.size())});
+  return part<ampc::GemmOp>(
+      nc, operands, {nc.i64("transB", 1), gemmSegments(nc, operands.size())});
 }
 
 Value add(NodeContext &nc, Value a, Value b) {
-  return part(nc, "ampc.add", {a, b});
+  return part<ampc::AddOp>(nc, {a, b});
 }
 Value mul(NodeContext &nc, Value a, Value b) {
-  return part(nc, "ampc.mul", {a, b});
+  return part<ampc::MulOp>(nc, {a, b});
 }
 
 /// `values` concatenated along `axis` (the value itself when there is one).
 Value concatenated(NodeContext &nc, ArrayRef<Value> values, int64_t axis) {
   if (values.size() == 1)
     return values[0];
-  return part(nc, "ampc.concat", values, {nc.i64("axis", axis)});
+  return part<ampc::ConcatOp>(nc, values, {nc.i64("axis", axis)});
 }
 
 //===----------------------------------------------------------------------===//
@@ -237,9 +239,8 @@ struct State {
 Value clipped(NodeContext &nc, const Recurrence &rec, Value v) {
   if (!rec.clip || !v)
     return v;
-  return part(nc, "ampc.clip",
-              {v, scalarOf(nc, rec.element, -*rec.clip),
-               scalarOf(nc, rec.element, *rec.clip)});
+  return part<ampc::ClipOp>(nc, {v, scalarOf(nc, rec.element, -*rec.clip),
+                                 scalarOf(nc, rec.element, *rec.clip)});
 }
 
 /// 1 - `value`, where `value` = `a`(`in`): Sigmoid(-in) for a Sigmoid,
@@ -248,8 +249,8 @@ Value clipped(NodeContext &nc, const Recurrence &rec, Value v) {
 Value complement(NodeContext &nc, const Recurrence &rec, const Activation &a,
                  Value in, Value value) {
   if (StringRef(a.kind->name) == "Sigmoid")
-    return activate(nc, a, part(nc, "ampc.neg", in));
-  return part(nc, "ampc.sub", {scalarOf(nc, rec.element, 1.0), value});
+    return activate(nc, a, part<ampc::NegOp>(nc, in));
+  return part<ampc::SubOp>(nc, {scalarOf(nc, rec.element, 1.0), value});
 }
 
 /// it = f(Xt Wi + Ht-1 Ri + Pi ⊙ Ct-1 + Wbi + Rbi), ft likewise (1 - it
@@ -547,12 +548,12 @@ FailureOr<Outputs> importRecurrent(NodeContext &nc, const CellSpec &spec) {
                         : sliced(nc, projected, 0, t * batch, (t + 1) * batch);
       State next = cell(nc, rec, dir, xStep, state);
       if (lens) {
-        Value valid = part(nc, "ampc.less",
-                           {scalarOf(nc, getElementTypeOrSelf(lens), t), lens});
-        outputs[t] = part(nc, "ampc.where", {valid, next.h, zero});
-        next.h = part(nc, "ampc.where", {valid, next.h, state.h});
+        Value valid = part<ampc::LessOp>(
+            nc, {scalarOf(nc, getElementTypeOrSelf(lens), t), lens});
+        outputs[t] = part<ampc::WhereOp>(nc, {valid, next.h, zero});
+        next.h = part<ampc::WhereOp>(nc, {valid, next.h, state.h});
         if (lstm)
-          next.c = part(nc, "ampc.where", {valid, next.c, state.c});
+          next.c = part<ampc::WhereOp>(nc, {valid, next.c, state.c});
       } else {
         outputs[t] = next.h;
       }
