@@ -212,18 +212,20 @@ void CudaEmitter::emitCudnnConvolution(Operation *op,
                             ", ") +
            "}";
   };
+  // Channels-last (NHWC tensors, KRSC filter): set with the IR's layout.
+  bool channelsLast = false;
   StringRef direction = isa<ampc::ConvOp>(op) ? "kConvolutionForward"
                         : isa<ampc::ConvBackwardDataOp>(op)
                             ? "kConvolutionBackwardData"
                             : "kConvolutionBackwardFilter";
   std::string spec =
       formatv("{{ampc::cuda::{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-              "{9}, {10}, {11}, {12}, {13:e9}f}",
+              "{9}, {10}, {11}, {12}, {13:e9}f, {14}}",
               direction, cudnnDataType(elementOf(geometry.input)),
               w.rank() + lead, geometry.n, geometry.channels, geometry.filters,
               geometry.group, dims(w.in, 1), dims(w.out, 1), dims(w.kernel, 1),
               dims(w.padBegin, 0), dims(w.strides, 1), dims(w.dilations, 1),
-              beta)
+              beta, channelsLast ? "true" : "false")
           .str();
   // One plan per distinct convolution (the forward in infer and in the
   // step share theirs).

@@ -29,6 +29,8 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
   WindowGeometry pool;
   if (!isa<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(op))
     pool = windowGeometry(op);
+  // The pools' layout (the kernels' `channels`): 0 NCHW, else C of NHWC.
+  int64_t channels = 0;
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::MaxPoolOp o) {
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
@@ -37,11 +39,11 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getInput()),
-                       name(o.getOutput()),
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}, {6}LL",
+                       name(o.getInput()), name(o.getOutput()),
                        o.getIndices() ? name(o.getIndices()) : "nullptr",
-                       pool.planes, window(pool),
-                       o.getStorageOrder() != 0)
+                       pool.planes, window(pool), o.getStorageOrder() != 0,
+                       channels)
                    .str(),
                body);
         return success();
@@ -53,9 +55,9 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getInput()),
+               formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL", name(o.getInput()),
                        name(o.getOutput()), pool.planes, window(pool),
-                       o.getCountIncludePad() != 0)
+                       o.getCountIncludePad() != 0, channels)
                    .str(),
                body);
         return success();
@@ -69,9 +71,10 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getGrad()),
-                       name(o.getIndices()), name(o.getOutput()), pool.planes,
-                       window(pool), o.getStorageOrder() != 0)
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}, {6}LL",
+                       name(o.getGrad()), name(o.getIndices()),
+                       name(o.getOutput()), pool.planes, window(pool),
+                       o.getStorageOrder() != 0, channels)
                    .str(),
                body);
         return success();
@@ -83,9 +86,9 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getGrad()),
+               formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL", name(o.getGrad()),
                        name(o.getOutput()), pool.planes, window(pool),
-                       o.getCountIncludePad() != 0)
+                       o.getCountIncludePad() != 0, channels)
                    .str(),
                body);
         return success();
