@@ -212,8 +212,8 @@ void CudaEmitter::emitCudnnConvolution(Operation *op,
                             ", ") +
            "}";
   };
-  // Channels-last (NHWC tensors, KRSC filter): set with the IR's layout.
-  bool channelsLast = false;
+  // channels_last: NHWC tensors and a KRSC (OHWI) filter.
+  bool channelsLast = geometry.window.channels != 0;
   StringRef direction = isa<ampc::ConvOp>(op) ? "kConvolutionForward"
                         : isa<ampc::ConvBackwardDataOp>(op)
                             ? "kConvolutionBackwardData"
@@ -286,6 +286,14 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   if (n == 0)
     return success();
   bool cudnn = ampc::emit::cudnnConvolves(op);
+  // channels_last: cuDNN's NHWC descriptors; im2col, col2im and the GEMMs
+  // below take NCHW only.
+  bool channelsLast = shape.channels != 0;
+  if (channelsLast && !cudnn)
+    return op->emitError()
+           << "the CUDA target runs a channels_last convolution on cuDNN "
+              "only (pads equal at both ends, at most 3 spatial dimensions, "
+              "the accumulation FP32, FP64 for f64)";
   if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
     float beta = 0.0f;
     if (Value b = conv.getBias()) {
@@ -294,7 +302,7 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
                                   "output's type";
       // Y starts as the bias broadcast; the GEMMs add to it (one rounding).
       SmallVector<int64_t> biasStrides(ys.size(), 0);
-      biasStrides[1] = 1;
+      biasStrides[channelsLast ? ys.size() - 1 : 1] = 1;
       emitStrided(op, b, y, biasStrides, 0, body);
       beta = 1.0f;
     }

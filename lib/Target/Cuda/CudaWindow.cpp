@@ -29,10 +29,20 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
   WindowGeometry pool;
   if (!isa<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(op))
     pool = windowGeometry(op);
-  // The pools' layout (the kernels' `channels`): 0 NCHW, else C of NHWC.
-  int64_t channels = 0;
+  // The pools' layout (the kernels' `channels`): 0 NCHW, C for
+  // channels_last (NHWC; MaxPool's Indices then NHWC flat indices, row-major
+  // only).
+  int64_t channels = pool.channels;
+  auto rowMajor = [&](int64_t storageOrder) -> LogicalResult {
+    if (channels && storageOrder != 0)
+      return op->emitError() << "a channels_last max pool takes no "
+                                "column-major storage_order";
+    return success();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ampc::MaxPoolOp o) {
+      .Case([&](ampc::MaxPoolOp o) -> LogicalResult {
+        if (failed(rowMajor(o.getStorageOrder())))
+          return failure();
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
                formatv("ampc::cuda::maxPool<{0}, {1}, {2}>",
@@ -62,7 +72,9 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                body);
         return success();
       })
-      .Case([&](ampc::MaxPoolGradOp o) {
+      .Case([&](ampc::MaxPoolGradOp o) -> LogicalResult {
+        if (failed(rowMajor(o.getStorageOrder())))
+          return failure();
         // A gather per input element (no zeroed accumulator, no atomics,
         // no convert).
         Type t = elementOf(o.getGrad());
