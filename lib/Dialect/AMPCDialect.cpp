@@ -147,6 +147,14 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "ampc.gemm or ampc.batched_gemm");
     return success();
   }
+  if (name == kLayoutAttr) {
+    if (!isa<StringAttr>(value) ||
+        !isa<TransposeOp, ReshapeOp, ReduceMeanOp>(op))
+      return op->emitOpError("'ampc.layout' must be a string on an "
+                             "ampc.transpose, ampc.reshape or "
+                             "ampc.reduce_mean");
+    return success();
+  }
   if (name == kPaddingAttr) {
     if (!isa<UnitAttr>(value) || !isa<ConcatOp, SliceOp>(op))
       return op->emitOpError("'ampc.padding' must be a unit attribute on an "

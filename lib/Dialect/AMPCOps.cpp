@@ -754,17 +754,58 @@ LogicalResult BatchedGemmOp::verify() {
   return success();
 }
 
+/// A channels-last tensor (N, spatial..., C) seen as channels-first
+/// (N, C, spatial...), and back: the shape rules of the ops with
+/// `channels_last` are the channels-first ones on these views. A weight
+/// (M, k..., C/group) is viewed the same way.
+static RankedTensorType channelsFirstView(RankedTensorType t) {
+  SmallVector<int64_t> shape = {t.getDimSize(0), t.getShape().back()};
+  llvm::append_range(shape, t.getShape().drop_front().drop_back());
+  return RankedTensorType::get(shape, t.getElementType());
+}
+static RankedTensorType channelsLastView(RankedTensorType t) {
+  SmallVector<int64_t> shape = {t.getDimSize(0)};
+  llvm::append_range(shape, t.getShape().drop_front(2));
+  shape.push_back(t.getDimSize(1));
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// `x` (named `name`) as channels-first: itself, or with `channelsLast`
+/// its view, which needs the rank of a 2-D image (the layout the CUDA
+/// target's kernels and cuDNN take).
+template <typename OpTy>
+static FailureOr<RankedTensorType> channelsFirst(OptLoc loc,
+                                                 FailureOr<RankedTensorType> x,
+                                                 bool channelsLast,
+                                                 StringRef name,
+                                                 StringRef layout = "N, H, W, C") {
+  if (failed(x) || !channelsLast)
+    return x;
+  if (x->getRank() != 4)
+    return fail<OpTy>(loc, "channels_last needs a rank-4 " + name + " (" +
+                               layout + "), got shape " +
+                               formatList(x->getShape()));
+  return channelsFirstView(*x);
+}
+
 /// The Conv shape rule, shared with the backward convolutions (which check
-/// their written result type with it). Messages name `OpTy`.
+/// their written result type with it). Messages name `OpTy`. With
+/// `channelsLast`, X is (N, H, W, C), W (M, kH, kW, C/group) and the
+/// result (N, oH, oW, M).
 template <typename OpTy>
 static FailureOr<RankedTensorType>
 inferConvType(OptLoc loc, Value input, Value weight, Value bias,
               std::optional<ArrayRef<int64_t>> strides,
               std::optional<ArrayRef<int64_t>> pads,
-              std::optional<ArrayRef<int64_t>> dilations, int64_t group) {
-  auto x = rankedType<OpTy>(loc, input, "X");
-  auto w = rankedType<OpTy>(loc, weight, "W");
-  if (failed(x) || failed(w))
+              std::optional<ArrayRef<int64_t>> dilations, int64_t group,
+              bool channelsLast) {
+  auto x = channelsFirst<OpTy>(loc, rankedType<OpTy>(loc, input, "X"),
+                               channelsLast, "X");
+  if (failed(x))
+    return failure();
+  auto w = channelsFirst<OpTy>(loc, rankedType<OpTy>(loc, weight, "W"),
+                               channelsLast, "W", "M, kH, kW, C/group");
+  if (failed(w))
     return failure();
   if (x->getRank() < 3)
     return fail<OpTy>(loc, "X must be (N, C, spatial...), got shape " +
@@ -798,7 +839,8 @@ inferConvType(OptLoc loc, Value input, Value weight, Value bias,
     return failure();
   SmallVector<int64_t> shape = {x->getDimSize(0), filters};
   shape.append(*spatial);
-  return RankedTensorType::get(shape, x->getElementType());
+  auto y = RankedTensorType::get(shape, x->getElementType());
+  return channelsLast ? channelsLastView(y) : y;
 }
 
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
@@ -807,7 +849,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   FailureOr<RankedTensorType> y = inferConvType<ConvOp>(
       loc, adaptor.getInput(), adaptor.getWeight(), adaptor.getBias(),
       adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
-      adaptor.getGroup());
+      adaptor.getGroup(), adaptor.getChannelsLast());
   if (failed(y))
     return failure();
   types.push_back(*y);
@@ -1031,14 +1073,19 @@ static Type batchNormStatisticsType(RankedTensorType x) {
   return e.isF64() ? e : Float32Type::get(x.getContext());
 }
 
+/// BatchNorm's channel count: X's dimension 1, or its last with
+/// `channels_last`.
+static int64_t batchNormChannels(RankedTensorType x, bool channelsLast) {
+  return channelsLast ? x.getShape().back() : x.getDimSize(1);
+}
+
 double BatchNormalizationOp::runningVarianceFactor() {
   if (!getUnbiasedRunningVar())
     return 1.0;
-  ArrayRef<int64_t> shape =
-      cast<RankedTensorType>(getInput().getType()).getShape();
-  int64_t count = shape[0];
-  for (int64_t d : shape.drop_front(2))
-    count *= d;
+  auto x = cast<RankedTensorType>(getInput().getType());
+  // The elements of a channel.
+  int64_t count =
+      x.getNumElements() / batchNormChannels(x, getChannelsLast());
   return count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1)
                    : 1.0;
 }
@@ -1058,7 +1105,9 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(MLIRContext *ctx,
   if (x->getRank() < 2)
     return fail<Op>(loc, "X must be (N, C, ...), got shape " +
                              formatList(x->getShape()));
-  int64_t channels = x->getDimSize(1);
+  if (failed(channelsFirst<Op>(loc, x, adaptor.getChannelsLast(), "X")))
+    return failure();
+  int64_t channels = batchNormChannels(*x, adaptor.getChannelsLast());
   StringRef names[] = {"scale", "B", "input_mean", "input_var"};
   Value values[] = {adaptor.getScale(), adaptor.getBias(),
                     adaptor.getInputMean(), adaptor.getInputVar()};
@@ -1592,7 +1641,9 @@ bool ReduceSumOp::isCompatibleReturnTypes(TypeRange inferred,
 template <typename OpTy>
 static FailureOr<RankedTensorType>
 inferPool(OptLoc loc, Value input, typename OpTy::Adaptor adaptor) {
-  auto x = rankedType<OpTy>(loc, input, "X");
+  bool channelsLast = adaptor.getChannelsLast();
+  auto x = channelsFirst<OpTy>(loc, rankedType<OpTy>(loc, input, "X"),
+                               channelsLast, "X");
   if (failed(x) ||
       failed(checkBinaryFlag<OpTy>(loc, "ceil_mode", adaptor.getCeilMode())))
     return failure();
@@ -1607,7 +1658,8 @@ inferPool(OptLoc loc, Value input, typename OpTy::Adaptor adaptor) {
     return failure();
   SmallVector<int64_t> shape(x->getShape().take_front(2));
   shape.append(*spatial);
-  return RankedTensorType::get(shape, x->getElementType());
+  auto y = RankedTensorType::get(shape, x->getElementType());
+  return channelsLast ? channelsLastView(y) : y;
 }
 
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
@@ -1616,6 +1668,9 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   if (failed(checkBinaryFlag<MaxPoolOp>(loc, "storage_order",
                                         adaptor.getStorageOrder())))
     return failure();
+  // A channels-last MaxPool's Indices are flat indices into its NHWC input.
+  if (adaptor.getChannelsLast() && adaptor.getStorageOrder())
+    return fail<MaxPoolOp>(loc, "channels_last takes no storage_order");
   FailureOr<RankedTensorType> y =
       inferPool<MaxPoolOp>(loc, adaptor.getInput(), adaptor);
   if (failed(y))
@@ -1764,7 +1819,8 @@ LogicalResult ConvBackwardDataOp::verify() {
       *this,
       inferConvType<ConvBackwardDataOp>(getLoc(), getOutput(), getWeight(),
                                         Value(), getStrides(), getPads(),
-                                        getDilations(), getGroup()),
+                                        getDilations(), getGroup(),
+                                        getChannelsLast()),
       getGrad(), "a Conv by the weight");
 }
 
@@ -1773,7 +1829,8 @@ LogicalResult ConvBackwardWeightOp::verify() {
       *this,
       inferConvType<ConvBackwardWeightOp>(getLoc(), getInput(), getOutput(),
                                           Value(), getStrides(), getPads(),
-                                          getDilations(), getGroup()),
+                                          getDilations(), getGroup(),
+                                          getChannelsLast()),
       getGrad(), "a Conv of the input");
 }
 
@@ -1781,6 +1838,8 @@ LogicalResult MaxPoolGradOp::verify() {
   if (failed(checkBinaryFlag<MaxPoolGradOp>(getLoc(), "storage_order",
                                             getStorageOrder())))
     return failure();
+  if (getChannelsLast() && getStorageOrder())
+    return emitOpError("channels_last takes no storage_order");
   auto grad = cast<RankedTensorType>(getGrad().getType());
   auto indices = cast<RankedTensorType>(getIndices().getType());
   auto out = cast<RankedTensorType>(getOutput().getType());
@@ -1819,7 +1878,9 @@ LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
   if (x->getRank() < 2)
     return fail<Op>(loc, "input must be (N, C, ...), got shape " +
                              formatList(x->getShape()));
-  int64_t channels = x->getDimSize(1);
+  if (failed(channelsFirst<Op>(loc, x, adaptor.getChannelsLast(), "input")))
+    return failure();
+  int64_t channels = batchNormChannels(*x, adaptor.getChannelsLast());
   if (scale->getShape() != ArrayRef<int64_t>{channels})
     return fail<Op>(loc, "scale must have shape [" + Twine(channels) +
                              "], got " + formatList(scale->getShape()));

@@ -463,15 +463,21 @@ LogicalResult ConvOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   if (wanted[0])
     dOperands[0] = ConvBackwardDataOp::create(
         b, ab.loc, getInput().getType(), dy, getWeight(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupAttr());
+        getPadsAttr(), getDilationsAttr(), getGroupAttr(),
+        getChannelsLastAttr());
   if (wanted[1])
     dOperands[1] = ConvBackwardWeightOp::create(
         b, ab.loc, getWeight().getType(), getInput(), dy, getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupAttr());
+        getPadsAttr(), getDilationsAttr(), getGroupAttr(),
+        getChannelsLastAttr());
   if (getBias() && wanted[2]) {
-    SmallVector<int64_t> axes = {0};
-    for (int64_t d = 2; d < tensorType(dy).getRank(); ++d)
-      axes.push_back(d);
+    // Every axis but the channels' (1, or the last with channels_last).
+    int64_t rank = tensorType(dy).getRank();
+    int64_t channelAxis = getChannelsLast() ? rank - 1 : 1;
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != channelAxis)
+        axes.push_back(d);
     dOperands[2] = ab.castTo(ab.reduceSum(dy, axes, /*keepDims=*/false),
                              elementOf(getBias()));
   }
@@ -595,7 +601,8 @@ LogicalResult BatchNormalizationOp::buildGradient(
   auto grad = BatchNormGradOp::create(
       b, ab.loc, dResults[0], getInput(), getScale(), forward.getSavedMean(),
       forward.getSavedInvStdDev(), /*addend=*/Value(), /*relu_output=*/Value(),
-      b.getI64IntegerAttr(getTrainingMode()), /*keep_grad=*/UnitAttr());
+      b.getI64IntegerAttr(getTrainingMode()), /*keep_grad=*/UnitAttr(),
+      getChannelsLastAttr());
   if (wanted[0])
     dOperands[0] = grad.getGradInput();
   if (wanted[1])
@@ -919,7 +926,7 @@ LogicalResult MaxPoolOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
   dOperands[0] = MaxPoolGradOp::create(
       b, getLoc(), getInput().getType(), dResults[0], getIndices(),
       getKernelShapeAttr(), getStridesAttr(), getPadsAttr(), getDilationsAttr(),
-      getCeilModeAttr(), getStorageOrderAttr());
+      getCeilModeAttr(), getStorageOrderAttr(), getChannelsLastAttr());
   return success();
 }
 
@@ -931,7 +938,7 @@ LogicalResult AveragePoolOp::buildGradient(OpBuilder &b,
   dOperands[0] = AveragePoolGradOp::create(
       b, getLoc(), getInput().getType(), dResults[0], getKernelShapeAttr(),
       getStridesAttr(), getPadsAttr(), getDilationsAttr(), getCeilModeAttr(),
-      getCountIncludePadAttr());
+      getCountIncludePadAttr(), getChannelsLastAttr());
   return success();
 }
 

@@ -29,6 +29,10 @@ LogicalResult StateOp::verify() {
   if (getInitialValue().getType() != getType())
     return emitOpError("initial value has type ")
            << getInitialValue().getType() << ", expected " << getType();
+  if (getChannelsLast() &&
+      (!getDerivedFrom() || cast<RankedTensorType>(getType()).getRank() < 3))
+    return emitOpError("channels_last is for the copy of a weight of rank 3 "
+                       "or more (derived_from)");
   return success();
 }
 

@@ -32,6 +32,43 @@ namespace {
 /// The suffix of the low-precision copy of a weight read in `t`.
 StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
 
+/// (M, C, k...) -> (M, k..., C) for a tensor of `rank`: the layout
+/// ampc-channels-last gives a convolution's weight.
+SmallVector<int64_t> channelsLastPerm(int64_t rank) {
+  SmallVector<int64_t> perm = {0};
+  for (int64_t d = 2; d < rank; ++d)
+    perm.push_back(d);
+  perm.push_back(1);
+  return perm;
+}
+
+/// The transpose to channels-last that is the only reader of a weight's
+/// cast `c`, when only channels-last ops read it (ampc-channels-last's
+/// weight layout); null otherwise.
+ampc::TransposeOp channelsLastReader(ampc::CastOp c) {
+  if (!c->hasOneUse())
+    return {};
+  auto t = dyn_cast<ampc::TransposeOp>(*c->getUsers().begin());
+  if (!t || t.getPerm() != ArrayRef<int64_t>(channelsLastPerm(
+                               c.getOutput().getType().getRank())))
+    return {};
+  if (!llvm::all_of(t->getUsers(), [](Operation *user) {
+        return user->hasAttr("channels_last");
+      }))
+    return {};
+  return t;
+}
+
+/// A low-precision copy the step keeps: its type, and whether it is
+/// channels-last (then its type is the transposed one).
+struct CopyKind {
+  Type type;
+  bool channelsLast;
+  bool operator==(const CopyKind &o) const {
+    return type == o.type && channelsLast == o.channelsLast;
+  }
+};
+
 /// One of torch's param_groups: the parameters a glob matches, with their
 /// own learning rate, weight decay, betas, eps, momentum and dampening where
 /// given.
@@ -215,8 +252,13 @@ struct AttachOptimizerPass
     // Weights the forward reads in f16/bf16 read a copy the step keeps,
     // also through transposes (a Linear's W^T: the copy is the master's
     // layout, transposed as the master was; a cast commutes with a
-    // transpose, so the values are the cast's bit for bit).
-    llvm::DenseMap<StringAttr, SmallVector<Type>> lowPrecision;
+    // transpose, so the values are the cast's bit for bit). A cast that
+    // only channels-last ops read through ampc-channels-last's transpose
+    // (a convolution's weight) reads a copy kept in that layout, written
+    // by the optimizer's step, so the step transposes no weight; unless
+    // the same parameter is also read in the master's layout in that type
+    // (one copy per type).
+    llvm::DenseMap<StringAttr, SmallVector<CopyKind>> lowPrecision;
     llvm::DenseSet<StringAttr> trained;
     for (FlatSymbolRefAttr p : params)
       trained.insert(p.getAttr());
@@ -238,20 +280,38 @@ struct AttachOptimizerPass
           trained.contains(load.getParameterAttr().getAttr()))
         weightCasts.push_back(c);
     });
+    // The (parameter, type) pairs some cast reads in the master's layout.
+    llvm::DenseSet<std::pair<StringAttr, Type>> plainCopies;
     for (ampc::CastOp c : weightCasts) {
       SmallVector<ampc::TransposeOp> via;
       auto load = loadOf(c, via);
-      auto type = RankedTensorType::get(
-          cast<RankedTensorType>(load.getType()).getShape(),
-          c.getOutput().getType().getElementType());
+      if (!via.empty() || !channelsLastReader(c))
+        plainCopies.insert({load.getParameterAttr().getAttr(),
+                            c.getOutput().getType().getElementType()});
+    }
+    for (ampc::CastOp c : weightCasts) {
+      SmallVector<ampc::TransposeOp> via;
+      auto load = loadOf(c, via);
+      Type element = c.getOutput().getType().getElementType();
       StringAttr param = load.getParameterAttr().getAttr();
-      std::string name =
-          (param.getValue() + lowPrecisionSuffix(type.getElementType())).str();
+      ampc::TransposeOp layout =
+          via.empty() && !plainCopies.contains({param, element})
+              ? channelsLastReader(c)
+              : ampc::TransposeOp();
+      auto type = RankedTensorType::get(
+          layout ? layout.getOutput().getType().getShape()
+                 : cast<RankedTensorType>(load.getType()).getShape(),
+          element);
+      std::string name = (param.getValue() + lowPrecisionSuffix(element)).str();
       Value copy = ampc::declareState(
           symbols, step, name,
-          DenseElementsAttr::get(type,
-                                 FloatAttr::get(type.getElementType(), 0.0)),
+          DenseElementsAttr::get(type, FloatAttr::get(element, 0.0)),
           FlatSymbolRefAttr::get(param));
+      if (layout) {
+        symbols.lookup<ampc::StateOp>(name).setChannelsLast(true);
+        layout.getOutput().replaceAllUsesWith(copy);
+        layout.erase();
+      }
       if (!via.empty()) {
         OpBuilder tb(c);
         for (ampc::TransposeOp t : llvm::reverse(via))
@@ -263,9 +323,10 @@ struct AttachOptimizerPass
       for (ampc::TransposeOp t : via)
         if (t->use_empty())
           t.erase();
-      SmallVector<Type> &types = lowPrecision[param];
-      if (!llvm::is_contained(types, type))
-        types.push_back(type);
+      SmallVector<CopyKind> &kinds = lowPrecision[param];
+      CopyKind kind{element, static_cast<bool>(layout)};
+      if (!llvm::is_contained(kinds, kind))
+        kinds.push_back(kind);
     }
 
     b.setInsertionPoint(ret);
@@ -341,12 +402,17 @@ struct AttachOptimizerPass
         ampc::StoreOp::create(b, loc,
                               (param.getValue() + momentNames[m]).str(),
                               update.getNewMoments()[m]);
-      for (Type copyType : lowPrecision.lookup(param.getAttr())) {
-        auto t = cast<RankedTensorType>(copyType);
-        Value copy = ampc::CastOp::create(b, loc, t, update.getNewParam());
+      for (CopyKind kind : lowPrecision.lookup(param.getAttr())) {
+        auto master = cast<RankedTensorType>(update.getNewParam().getType());
+        Value copy = ampc::CastOp::create(
+            b, loc, RankedTensorType::get(master.getShape(), kind.type),
+            update.getNewParam());
+        if (kind.channelsLast)
+          copy = ampc::TransposeOp::create(
+              b, loc, copy,
+              b.getDenseI64ArrayAttr(channelsLastPerm(master.getRank())));
         ampc::StoreOp::create(
-            b, loc,
-            (param.getValue() + lowPrecisionSuffix(t.getElementType())).str(),
+            b, loc, (param.getValue() + lowPrecisionSuffix(kind.type)).str(),
             copy);
       }
     }

@@ -131,7 +131,8 @@ void fuse(ampc::BatchNormGradOp grad) {
   auto fused = ampc::BatchNormGradOp::create(
       b, grad.getLoc(), types, g, grad.getInput(), grad.getScale(),
       grad.getMean(), grad.getInvStdDev(), addend, reluGrad->getOperand(1),
-      grad.getTrainingModeAttr(), keep ? b.getUnitAttr() : UnitAttr());
+      grad.getTrainingModeAttr(), keep ? b.getUnitAttr() : UnitAttr(),
+      grad.getChannelsLastAttr());
   fused->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
   for (auto [from, to] : llvm::zip(grad->getResults(), fused->getResults()))
     from.replaceAllUsesWith(to);

@@ -278,6 +278,22 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
   forward.walk([&](Operation *op) {
     if (auto shape = op->getAttrOfType<StringAttr>(ampc::kGemmShapeAttr))
       r.gemmShapes.push_back(shape.str());
+    if (auto layout = op->getAttrOfType<StringAttr>(ampc::kLayoutAttr))
+      r.layout.push_back(layout.str());
+    if (auto conv = dyn_cast<ampc::ConvOp>(op); conv && conv.getChannelsLast()) {
+      // (N, H, W, C) by (M, kH, kW, C/group).
+      int64_t c = cast<RankedTensorType>(conv.getInput().getType())
+                      .getShape()
+                      .back(),
+              m = cast<RankedTensorType>(conv.getWeight().getType())
+                      .getDimSize(0);
+      std::string line = llvm::formatv("{0}: channels-last, C {1}, M {2}",
+                                       ampc::nodeDescription(op), c, m);
+      if (c % 8 || m % 8)
+        line += " (not multiples of 8: not padded; cuDNN picks a kernel "
+                "for them)";
+      r.layout.push_back(line);
+    }
     std::string node = onnxNodeName(op);
     if (auto a = dyn_cast<ampc::AttentionOp>(op)) {
       auto shape = [](Value v, ArrayRef<int64_t> perm) {
@@ -336,6 +352,8 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
         n.rule);
   for (const std::string &shape : r.gemmShapes)
     os << "gemm " << shape << "\n";
+  for (const std::string &line : r.layout)
+    os << "layout " << line << "\n";
   for (const std::string &line : r.attention)
     os << line << "\n";
   for (const PrecisionReport::InputPrecision &input : r.inputPrecision)
@@ -375,6 +393,7 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       {"casts_before_optimisation", r.castsBefore},
       {"summary", r.summary()},
       {"gemm_shapes", strings(r.gemmShapes)},
+      {"layout", strings(r.layout)},
       // Each attention found, fused or not and why (the text report's
       // lines; issue 38, item 4).
       {"attention", strings(r.attention)},

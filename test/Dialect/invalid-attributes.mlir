@@ -335,3 +335,12 @@ func.func @attention_saves_negative(%q: tensor<1x1x2x16xf16>) -> tensor<1x1x2x16
   %o, %lse = ampc.attention %q, %q, %q {ampc.attention_saves = -1 : i64, scale = 2.500000e-01 : f32} : (tensor<1x1x2x16xf16>, tensor<1x1x2x16xf16>, tensor<1x1x2x16xf16>) -> (tensor<1x1x2x16xf16>, tensor<1x1x2xf32>)
   return %o : tensor<1x1x2x16xf16>
 }
+
+// -----
+
+// Channels-last images (issue 39 item 3): ampc-channels-last's marks.
+func.func @layout_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.layout' must be a string on an ampc.transpose, ampc.reshape or ampc.reduce_mean}}
+  %0 = ampc.relu %x {ampc.layout = "X to channels-last"} : tensor<4xf32>
+  return
+}

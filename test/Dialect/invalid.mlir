@@ -1690,3 +1690,61 @@ func.func @add_layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<3xf32>) {
   %s, %y, %m, %r = ampc.add_layer_norm %x, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<3xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   return
 }
+
+// -----
+
+// channels_last (ampc-channels-last) is for 2-D images (N, H, W, C).
+func.func @conv_channels_last_rank(%x: tensor<1x8x3xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+2 {{ampc.conv: channels_last needs a rank-4 X (N, H, W, C), got shape [1, 8, 3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = ampc.conv %x, %w {channels_last} : (tensor<1x8x3xf32>, tensor<4x3x3xf32>) -> tensor<1x6x4xf32>
+  return
+}
+
+// -----
+
+// A channels-last weight is (M, kH, kW, C/group): an OIHW weight does not
+// match the image's 3 channels.
+func.func @conv_channels_last_weight(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %v: tensor<4x3x3x5xf32>) {
+  %ok = ampc.conv %x, %w {channels_last} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x6x6x4xf32>
+  // expected-error @+2 {{ampc.conv: W of shape [4, 5, 3, 3] does not match 3 input channels in 1 group(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %bad = ampc.conv %x, %v {channels_last} : (tensor<1x8x8x3xf32>, tensor<4x3x3x5xf32>) -> tensor<1x6x6x4xf32>
+  return
+}
+
+// -----
+
+// A channels-last BatchNorm's channels are X's last dimension.
+func.func @batch_norm_channels_last(%x: tensor<2x4x4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+2 {{ampc.batch_normalization: scale must have shape [8], got [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y:3 = ampc.batch_normalization %x, %s, %s, %s, %s {channels_last} : (tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// A channels-last MaxPool's indices are flat NHWC indices: no storage_order.
+func.func @max_pool_channels_last_order(%x: tensor<1x4x4x2xf32>) {
+  // expected-error @+2 {{ampc.max_pool: channels_last takes no storage_order}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %i = ampc.max_pool %x {channels_last, kernel_shape = array<i64: 2, 2>, storage_order = 1 : i64} : (tensor<1x4x4x2xf32>) -> (tensor<1x3x3x2xf32>, tensor<1x3x3x2xi64>)
+  return
+}
+
+// -----
+
+// The backward convolution checks its written result with the same rule.
+func.func @conv_backward_data_channels_last(%dy: tensor<1x4x4x16xf16>, %w: tensor<16x3x3x3xf16>) {
+  %ok = ampc.conv_backward_data %dy, %w {channels_last, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x4x16xf16>, tensor<16x3x3x3xf16>) -> tensor<1x8x8x3xf16>
+  // expected-error @+1 {{'ampc.conv_backward_data' op grad has type 'tensor<1x4x4x16xf16>', but a Conv by the weight on 'tensor<1x3x8x8xf16>' gives 'tensor<1x16x4x4xf16>'}}
+  %bad = ampc.conv_backward_data %dy, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x4x16xf16>, tensor<16x3x3x3xf16>) -> tensor<1x3x8x8xf16>
+  return
+}
+
+// -----
+
+// A channels-last weight copy is some weight's copy.
+ampc.state @w.f16 {channels_last} : tensor<4x3x3x2xf16> = dense<0.0> : tensor<4x3x3x2xf16>
+// expected-error @-1 {{'ampc.state' op channels_last is for the copy of a weight of rank 3 or more (derived_from)}}

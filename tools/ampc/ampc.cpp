@@ -307,6 +307,14 @@ cl::opt<std::string> padGemms(
              "for Tensor Cores, results unchanged: on, off or auto (default: "
              "on for --target=cuda and cuda-sim; never in --emit=onnx)"),
     cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
+cl::opt<std::string> channelsLast(
+    "channels-last",
+    cl::desc("store a CNN's images channels-last (N, H, W, C), transposed "
+             "only at the model's inputs and outputs, results unchanged: on, "
+             "off or auto (default: on for --target=cuda and cuda-sim, whose "
+             "kernels and cuDNN take it; the CPU target refuses it; never in "
+             "--emit=onnx)"),
+    cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
 cl::opt<std::string> inputPrecision(
     "input-precision",
     cl::desc("the type of the library's float inputs: fp32 (default: as the "
@@ -823,6 +831,8 @@ int main(int argc, char **argv) {
   flags.target = cuda ? "cuda" : "cpu";
   // The exported ONNX is the user's model, unpadded.
   flags.padGemms = emit == Emit::Onnx ? "off" : padGemms.getValue();
+  // The exported model is the user's, NCHW.
+  flags.channelsLast = emit == Emit::Onnx ? "off" : channelsLast.getValue();
   // The exported model keeps the inputs the original declares.
   flags.inputPrecision =
       emit == Emit::Onnx ? "fp32" : inputPrecision.getValue();

@@ -99,6 +99,11 @@ constexpr llvm::StringLiteral kHyperparametersAttr = "ampc.hyperparameters";
 /// `ampc.alignment`, ampc-gemm-alignment's dictionary {m, n, k: array<i64:
 /// dim, alignment>, needs: i64} on an ampc.gemm, batched_gemm or matmul.
 constexpr llvm::StringLiteral kGemmShapeAttr = "ampc.gemm_shape";
+/// Channels-last images (issue 39, item 3): `ampc.layout`, a string on the
+/// ampc.transpose / ampc.reshape / ampc.reduce_mean ampc-channels-last
+/// makes, saying which image crosses the layout and why (`--report` lists
+/// them).
+constexpr llvm::StringLiteral kLayoutAttr = "ampc.layout";
 constexpr llvm::StringLiteral kPaddingAttr = "ampc.padding";
 constexpr llvm::StringLiteral kAlignmentAttr = "ampc.alignment";
 /// Function argument and result attribute: the ONNX name of an input or

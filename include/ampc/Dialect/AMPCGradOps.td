@@ -107,7 +107,8 @@ def AMPC_ConvBackwardDataOp : AMPC_Op<"conv_backward_data", [AMPC_Accumulating, 
                        OptionalAttr<DenseI64ArrayAttr>:$strides,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad `,` $weight attr-dict `:` "
                        "functional-type(operands, results)";
@@ -140,7 +141,8 @@ def AMPC_ConvBackwardWeightOp : AMPC_Op<"conv_backward_weight", [AMPC_Accumulati
                        OptionalAttr<DenseI64ArrayAttr>:$strides,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$input `,` $grad attr-dict `:` "
                        "functional-type(operands, results)";
@@ -187,7 +189,8 @@ def AMPC_MaxPoolGradOp : AMPC_Op<"max_pool_grad", [AMPC_Accumulating, Pure]> {
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                       DefaultValuedAttr<I64Attr, "0">:$storage_order);
+                       DefaultValuedAttr<I64Attr, "0">:$storage_order,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad `,` $indices attr-dict `:` "
                        "functional-type(operands, results)";
@@ -224,7 +227,8 @@ def AMPC_AveragePoolGradOp : AMPC_Op<"average_pool_grad", [AMPC_Accumulating, Pu
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -276,7 +280,8 @@ def AMPC_BatchNormGradOp : AMPC_Op<"batch_norm_grad",
                        Optional<AMPC_FloatTensor>:$addend,
                        Optional<AMPC_FloatTensor>:$relu_output,
                        DefaultValuedAttr<I64Attr, "1">:$training_mode,
-                       UnitAttr:$keep_grad);
+                       UnitAttr:$keep_grad,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$grad_input,
                       AMPC_FloatTensor:$grad_scale,
                       AMPC_FloatTensor:$grad_bias,

@@ -553,6 +553,14 @@ def AMPC_ConvOp : AMPC_Op<"conv",
     ONNX `Conv` in NCHW layout (any number of spatial dimensions). `auto_pad`
     is resolved to explicit `pads` (begins then ends) at import.
 
+    With `channels_last` (set by ampc-channels-last, never by the import;
+    two spatial dimensions) the tensors are stored channels-last: X is
+    (N, H, W, C), W (M, kH, kW, C/group) and Y (N, oH, oW, M); the values
+    are those of the NCHW op on the transposed tensors. The same attribute
+    on conv_backward_data/weight, batch_normalization, batch_norm_grad,
+    max_pool(_grad) and average_pool(_grad) means the same: their image
+    tensors are (N, H, W, C), per-channel operands unchanged.
+
     ```mlir
     %y = ampc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x4x4xf32>
     ```
@@ -562,7 +570,8 @@ def AMPC_ConvOp : AMPC_Op<"conv",
                        OptionalAttr<DenseI64ArrayAttr>:$strides,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -759,7 +768,8 @@ def AMPC_BatchNormalizationOp : AMPC_Op<"batch_normalization",
                        DefaultValuedAttr<I64Attr, "0">:$training_mode,
                        UnitAttr:$unbiased_running_var,
                        UnitAttr:$saved_statistics,
-                       UnitAttr:$relu);
+                       UnitAttr:$relu,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output,
                       AMPC_FloatTensor:$running_mean,
                       AMPC_FloatTensor:$running_var,
@@ -1079,7 +1089,10 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
   let summary = "MaxPool";
   let description = [{
     ONNX `MaxPool`; `auto_pad` resolved to `pads` at import. Results: the
-    pooled values and the flat argmax indices (ONNX `Indices`).
+    pooled values and the flat argmax indices (ONNX `Indices`). With
+    `channels_last` (see ampc.conv) X, Y and Indices are (N, H, W, C) and an
+    index is the flat index of the argmax in that layout,
+    ((n·H + h)·W + w)·C + c; `storage_order` must then be 0.
 
     ```mlir
     %y, %idx = ampc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x64x32x32xf32>) -> (tensor<1x64x16x16xf32>, tensor<1x64x16x16xi64>)
@@ -1090,7 +1103,8 @@ def AMPC_MaxPoolOp : AMPC_Op<"max_pool",
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                       DefaultValuedAttr<I64Attr, "0">:$storage_order);
+                       DefaultValuedAttr<I64Attr, "0">:$storage_order,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_Tensor:$output, AMPC_I64Tensor:$indices);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
@@ -1111,7 +1125,8 @@ def AMPC_AveragePoolOp : AMPC_Op<"average_pool",
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad,
+                       UnitAttr:$channels_last);
   let results = (outs AMPC_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }

@@ -19,7 +19,10 @@ def AMPC_StateOp : AMPC_Op<"state", [Symbol]> {
     optimizer moments, the learning rate, the loss scaler's state, step
     counters, and low-precision copies of weights. `derived_from` names the
     parameter whose low-precision copy this is (it is recomputed whenever
-    that parameter is written from outside and is not checkpointed).
+    that parameter is written from outside and is not checkpointed). With
+    `channels_last` the copy is the parameter (M, C, k...) laid out
+    channels-last, (M, k..., C): a channels-last convolution's weight
+    (ampc-channels-last, ampc-attach-optimizer).
 
     ```mlir
     ampc.state @"fc1.weight.exp_avg" : tensor<512x784xf32> = dense<0.0> : tensor<512x784xf32>
@@ -29,7 +32,8 @@ def AMPC_StateOp : AMPC_Op<"state", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<AMPC_Tensor>:$type,
                        ElementsAttr:$initial_value,
-                       OptionalAttr<FlatSymbolRefAttr>:$derived_from);
+                       OptionalAttr<FlatSymbolRefAttr>:$derived_from,
+                       UnitAttr:$channels_last);
   let assemblyFormat = "$sym_name attr-dict `:` $type `=` $initial_value";
   let hasVerifier = 1;
 }

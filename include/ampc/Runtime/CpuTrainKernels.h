@@ -83,8 +83,9 @@ inline void refreshCopies(unsigned char *state, const WeightCopy *copies,
     const float *src = reinterpret_cast<const float *>(state + w.source);
     uint16_t *dst = reinterpret_cast<uint16_t *>(state + w.copy);
     for (int64_t i = 0; i < w.count; ++i)
-      dst[i] = w.bf16 ? numeric::f32ToBf16Bits(src[i])
-                      : numeric::f32ToF16Bits(src[i]);
+      dst[math::weightCopyIndex(i, w.channels, w.spatial)] =
+          w.bf16 ? numeric::f32ToBf16Bits(src[i])
+                 : numeric::f32ToF16Bits(src[i]);
   }
 }
 

@@ -2513,7 +2513,8 @@ __global__ void adamStep(const T *param, const T *grad, const T *expAvg,
 /// with momentum: the buffer in moment1), its FP16 and BF16 weight copies
 /// and its learning rate (an f32 scalar), kNoTensor where it has none; its
 /// element count and its group's weight decay, momentum, dampening, betas
-/// and eps (parameter groups set them per tensor).
+/// and eps (parameter groups set them per tensor); for channels-last copies
+/// the channels and spatial size (WeightCopy's), else 0.
 constexpr int kMaxOptimizerTensors = 128;
 constexpr uint64_t kNoTensor = ~uint64_t(0);
 template <typename T> struct OptimizerList {
@@ -2526,6 +2527,7 @@ template <typename T> struct OptimizerList {
       dampening[kMaxOptimizerTensors], beta1[kMaxOptimizerTensors],
       beta2[kMaxOptimizerTensors], eps[kMaxOptimizerTensors];
   int64_t size[kMaxOptimizerTensors];
+  int64_t copyChannels[kMaxOptimizerTensors], copySpatial[kMaxOptimizerTensors];
   int32_t firstBlock[kMaxOptimizerTensors + 1]; // as TensorList's
 };
 /// The kind every tensor of the step shares.
@@ -2577,10 +2579,12 @@ __global__ void optimizerStep(unsigned char *base, OptimizerList<T> list,
                        m1 ? m1 + i : nullptr, rate, taken, list.momentum[t],
                        list.dampening[t], h.nesterov, decay);
     p[i] = updated;
+    const int64_t at =
+        math::weightCopyIndex(i, list.copyChannels[t], list.copySpatial[t]);
     if (f16)
-      f16[i] = storeF16(static_cast<float>(updated));
+      f16[at] = storeF16(static_cast<float>(updated));
     if (bf16)
-      bf16[i] = storeBf16(static_cast<float>(updated));
+      bf16[at] = storeBf16(static_cast<float>(updated));
   }
 }
 
@@ -2595,8 +2599,11 @@ __global__ inline void updateScale(const float *scale, const int32_t *tracker,
 }
 
 __global__ inline void weightCopy(const float *src, uint16_t *dst,
-                                  int64_t count, bool bf16) {
-  AMPC_FOR(i, count) dst[i] = bf16 ? storeBf16(src[i]) : storeF16(src[i]);
+                                  int64_t count, bool bf16, int64_t channels,
+                                  int64_t spatial) {
+  AMPC_FOR(i, count)
+  dst[math::weightCopyIndex(i, channels, spatial)] =
+      bf16 ? storeBf16(src[i]) : storeF16(src[i]);
 }
 
 template <typename W>
@@ -2644,7 +2651,8 @@ inline int32_t refreshCopies(Context &ctx, const WeightCopy *copies,
       continue;
     launch("weightCopy", weightCopy, blocks(w.count), kThreads, 0, ctx.stream,
         reinterpret_cast<const float *>(ctx.device + w.source),
-        reinterpret_cast<uint16_t *>(ctx.device + w.copy), w.count, w.bf16);
+        reinterpret_cast<uint16_t *>(ctx.device + w.copy), w.count, w.bf16,
+        w.channels, w.spatial);
     AMPC_LAUNCHED(ctx, "a weight copy");
   }
   return synchronize(ctx);

@@ -19,15 +19,30 @@ namespace ampc {
 
 /// One low-precision weight copy the step keeps: parameter index, byte
 /// offsets in the state of the FP32 master weights and of the copy, element
-/// count, and whether the copy is bf16 (else f16).
+/// count, whether the copy is bf16 (else f16), and for a channels-last copy
+/// (a convolution weight (M, C, k...) kept as (M, k..., C)) C and the
+/// product of k..., else 0 and 0.
 struct WeightCopy {
   int32_t parameter;
   uint64_t source, copy;
   int64_t count;
   bool bf16;
+  int64_t channels, spatial;
 };
 
 namespace math {
+
+/// Where master element i lies in a weight copy: at i, or in a
+/// channels-last copy (`channels` C > 0) of a master (M, C, S) at its place
+/// in (M, S, C).
+AMPC_HD inline int64_t weightCopyIndex(int64_t i, int64_t channels,
+                                       int64_t spatial) {
+  if (channels == 0)
+    return i;
+  const int64_t s = i % spatial, c = (i / spatial) % channels,
+                m = i / (spatial * channels);
+  return (m * spatial + s) * channels + c;
+}
 
 /// GradScaler's inverse scale: the reciprocal computed in double and
 /// rounded to float, as `_unscale_grads_` does.

@@ -57,6 +57,9 @@ struct PipelineOptions {
   bool padGemms = false;
   /// ampc-pad-gemms's min-n: 0 for `--pad-gemms=on`, 128 for auto.
   int64_t padGemmsMinN = 0;
+  /// ampc-channels-last runs (issue 39 item 3): `--channels-last`, on by
+  /// default for the CUDA targets.
+  bool channelsLast = false;
   /// ampc-input-precision runs (`--input-precision=auto`): an f32 input
   /// that every use casts to FP16/BF16 is taken in that type.
   bool narrowInputs = false;

@@ -228,6 +228,32 @@ def PadGemmsPass : Pass<"ampc-pad-gemms", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def ChannelsLastPass : Pass<"ampc-channels-last", "mlir::func::FuncOp"> {
+  let summary = "store a CNN's images channels-last (N, H, W, C)";
+  let description = [{
+    Issue 39, item 3 (docs/design.md, "Channels-last images"). After
+    precision assignment, before autodiff, in a function with a 2-D
+    convolution: every 2-D `ampc.conv`, `ampc.batch_normalization`,
+    `ampc.max_pool` (whose Indices nothing reads) and `ampc.average_pool`
+    takes `channels_last` (images (N, H, W, C), a convolution's weight
+    (M, kH, kW, C/group)); a GlobalAveragePool of a channels-last image
+    becomes `ampc.reduce_mean` over axes 1 and 2 with keepdims; an
+    elementwise op whose image operands include a channels-last one
+    computes on channels-last images (its other image operands
+    transposed). Transposes, marked `ampc.layout` with what crosses and
+    why, are inserted only where an image enters the region (a model
+    input, a convolution's weight) or leaves it for an op without a
+    channels-last form (a reshape instead where only unit dimensions
+    move). The function's arguments and results keep their types.
+    Autodiff then derives channels-last adjoints; ampc-attach-optimizer
+    keeps a transposed weight's low-precision copy in the transposed
+    layout. On for the CUDA target (`--channels-last=auto`), whose
+    kernels and cuDNN calls take the layout; the CPU target's emitter
+    refuses channels-last ops.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def GemmAlignmentPass : Pass<"ampc-gemm-alignment", "mlir::func::FuncOp"> {
   let summary = "record every GEMM's M, N, K alignment";
   let description = [{

@@ -71,6 +71,9 @@ struct PipelineFlags {
   /// `--pad-gemms`: on, off or auto (on for the CUDA targets), issue 37
   /// item 11 (ampc-pad-gemms).
   std::string padGemms = "auto";
+  /// `--channels-last`: on, off or auto (on for the CUDA targets), issue
+  /// 39 item 3 (ampc-channels-last).
+  std::string channelsLast = "auto";
   /// `--input-precision`: fp32 (every float input as the model declares
   /// it) or auto (FP16/BF16 where every use casts the input there,
   /// ampc-input-precision; issue 37, item 2).

@@ -60,6 +60,9 @@ struct PrecisionReport {
   /// ampc-pad-gemms's decision for each GEMM of the forward (issue 37 item
   /// 11): M, N, K, what was padded and why a dimension was not.
   std::vector<std::string> gemmShapes;
+  /// ampc-channels-last's decisions (issue 39 item 3): each image crossing
+  /// the layout and why, each channels-last convolution's channel counts.
+  std::vector<std::string> layout;
   /// ampc-input-precision's decision for each f32 input it looked at
   /// (`--input-precision=auto`; issue 37, item 2): the type the library
   /// takes the input in and why.

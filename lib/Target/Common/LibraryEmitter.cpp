@@ -796,17 +796,24 @@ void LibraryEmitter::emitCopyTable() {
     if (!from)
       continue;
     auto t = cast<RankedTensorType>(s.getType());
-    entries += formatv("  {{{0}, {1}ULL, {2}ULL, {3}LL, {4}},\n",
+    // A channels-last copy (M, k..., C) of a master (M, C, k...).
+    int64_t channels = 0, spatial = 0;
+    if (s.getChannelsLast()) {
+      channels = t.getShape().back();
+      spatial = t.getNumElements() / (t.getDimSize(0) * channels);
+    }
+    entries += formatv("  {{{0}, {1}ULL, {2}ULL, {3}LL, {4}, {5}LL, {6}LL},\n",
                        parameterIndex.lookup(from.getValue()),
                        parameterOffsets.lookup(from.getValue()),
                        parameterOffsets.lookup(s.getSymName()),
-                       t.getNumElements(), t.getElementType().isBF16())
+                       t.getNumElements(), t.getElementType().isBF16(),
+                       channels, spatial)
                    .str();
   }
   os << "// The low-precision weight copies: parameter, FP32 source and copy "
-        "offsets, count, bf16.\n"
+        "offsets, count, bf16, channels-last channels and spatial size.\n"
         "static const ampc::WeightCopy kCopies[] = {\n"
-     << entries << "  {-1, 0, 0, 0, false},\n};\n"
+     << entries << "  {-1, 0, 0, 0, false, 0, 0},\n};\n"
      << "static const int32_t kNumCopies = "
      << std::to_string(std::count(entries.begin(), entries.end(), '\n'))
      << ";\n\n";

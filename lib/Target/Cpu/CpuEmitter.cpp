@@ -382,8 +382,20 @@ LogicalResult Emitter::emitWindow(Operation *op, const WindowGeometry &g,
   return success();
 }
 
+/// The CPU target's convolutions and pools take NCHW images; BatchNorm
+/// takes either layout (batchNormGeometry).
+static LogicalResult refuseChannelsLast(Operation *op) {
+  if (!op->hasAttr("channels_last"))
+    return success();
+  return op->emitError()
+         << "the CPU target takes NCHW images: channels_last is the CUDA "
+            "target's layout (--channels-last=off)";
+}
+
 LogicalResult Emitter::emitConvolution(Operation *op,
                                        llvm::raw_ostream &body) {
+  if (failed(refuseChannelsLast(op)))
+    return failure();
   // im2col + GEMM: 16-bit operands widened to FP32, FP32 accumulation, one
   // rounding when storing; f64 in double.
   ConvGeometry g = convGeometry(op);
@@ -430,6 +442,8 @@ LogicalResult Emitter::emitConvolution(Operation *op,
 }
 
 LogicalResult Emitter::emitPool(Operation *op, llvm::raw_ostream &body) {
+  if (failed(refuseChannelsLast(op)))
+    return failure();
   // The kernel, the buffers before the plane count, the flag after the
   // window, the types it loads and stores.
   StringRef kernel;

@@ -54,6 +54,23 @@ Operation *weightCopyCast(Operation *user) {
     return nullptr;
   return user;
 }
+
+/// The transpose of a weight copy to a channels-last copy's layout (M, C,
+/// k...) -> (M, k..., C) (ampc-attach-optimizer), the copy's one reader;
+/// null otherwise.
+ampc::TransposeOp channelsLastCopy(Value copy) {
+  if (!copy.hasOneUse())
+    return {};
+  auto t = dyn_cast<ampc::TransposeOp>(*copy.getUsers().begin());
+  if (!t)
+    return {};
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t rank = perm.size();
+  for (int64_t d = 0; d < rank; ++d)
+    if (perm[d] != (d == 0 ? 0 : d == rank - 1 ? 1 : d + 1))
+      return {};
+  return rank >= 3 ? t : ampc::TransposeOp();
+}
 } // namespace
 
 void CudaEmitter::planInPlace(func::FuncOp f) {
@@ -165,6 +182,12 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
         if (!castOp)
           return false;
         Value copy = castOp->getResult(0);
+        // A channels-last copy: the kernel writes each element at its
+        // transposed place (math::weightCopyIndex).
+        if (ampc::TransposeOp t = channelsLastCopy(copy)) {
+          members.insert(t);
+          copy = t.getOutput();
+        }
         StringAttr symbol = storedOnce(copy);
         if (!symbol || !llvm::all_of(copy.getUsers(), [](Operation *c) {
               return isa<ampc::StoreOp>(c);
@@ -172,7 +195,9 @@ void CudaEmitter::planInPlace(func::FuncOp f) {
           return false;
         Type t = cast<ShapedType>(copy.getType()).getElementType();
         if (llvm::any_of(copies, [&](Value c) {
-              return cast<ShapedType>(c.getType()).getElementType() == t;
+              return cast<ShapedType>(c.getType()).getElementType() == t ||
+                     static_cast<bool>(c.getDefiningOp<ampc::TransposeOp>()) !=
+                         static_cast<bool>(copy.getDefiningOp<ampc::TransposeOp>());
             }))
           return false;
         slots[copy] = offsetOf(symbol);
@@ -318,7 +343,7 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
                           : "nullptr";
   for (size_t begin = 0; begin < fusedUpdates.size(); begin += 128) {
     size_t end = std::min(fusedUpdates.size(), begin + 128);
-    constexpr int kFields = 14;
+    constexpr int kFields = 16;
     std::string fields[kFields];
     SmallVector<int64_t> sizes;
     for (size_t k = begin; k < end; ++k) {
@@ -331,6 +356,12 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
       };
       int64_t count = tensorOf(u.getParam()).getNumElements();
       sizes.push_back(count);
+      // The copies' layout (one for both, planInPlace checks).
+      int64_t channels = 0, spatial = 0;
+      if (Value c = f16 ? f16 : bf16; c && c.getDefiningOp<ampc::TransposeOp>()) {
+        channels = tensorOf(u.getParam()).getDimSize(1);
+        spatial = count / (tensorOf(u.getParam()).getDimSize(0) * channels);
+      }
       // In OptimizerList's order.
       std::string row[kFields] = {offset(u.getNewParam()),
                                   offset(u.getGrad()),
@@ -345,7 +376,9 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
                                   literal(u.getBeta1()),
                                   literal(u.getBeta2()),
                                   literal(u.getEps()),
-                                  std::to_string(count) + "LL"};
+                                  std::to_string(count) + "LL",
+                                  std::to_string(channels) + "LL",
+                                  std::to_string(spatial) + "LL"};
       for (int f = 0; f < kFields; ++f)
         fields[f] += row[f] + ", ";
     }
