@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -171,6 +172,32 @@ struct Fixture {
     EXPECT_EQ(cudnnSetConvolutionGroupCount(conv, s.group), CUDNN_STATUS_SUCCESS);
     EXPECT_EQ(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), CUDNN_STATUS_SUCCESS);
   }
+  /// Sets X and Y packed channels-last or NCHW, and W's format, as given.
+  void layout(const Shape &s, cudnnDataType_t t, bool xNhwc, bool yNhwc,
+              cudnnTensorFormat_t wFormat) {
+    const int dims = s.rank + 2;
+    int xd[5] = {s.n, s.c}, yd[5] = {s.n, s.m}, wd[5] = {s.m, s.c / s.group};
+    for (int d = 0; d < s.rank; ++d)
+      xd[2 + d] = s.in[d], yd[2 + d] = s.out(d), wd[2 + d] = s.kernel[d];
+    auto strides = [&](const int *shape, bool nhwc, int *st) {
+      // Outermost first: N, C, spatial... or N, spatial..., C.
+      int order[5] = {0, 1, 2, 3, 4};
+      if (nhwc) {
+        for (int d = 1; d < dims - 1; ++d)
+          order[d] = d + 1;
+        order[dims - 1] = 1;
+      }
+      int stride = 1;
+      for (int i = dims - 1; i >= 0; --i)
+        st[order[i]] = stride, stride *= shape[order[i]];
+    };
+    int xs[5], ys[5];
+    strides(xd, xNhwc, xs);
+    strides(yd, yNhwc, ys);
+    EXPECT_EQ(cudnnSetTensorNdDescriptor(x, t, dims, xd, xs), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetTensorNdDescriptor(y, t, dims, yd, ys), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetFilterNdDescriptor(w, t, wFormat, dims, wd), CUDNN_STATUS_SUCCESS);
+  }
   ~Fixture() {
     cudnnDestroyTensorDescriptor(x);
     cudnnDestroyTensorDescriptor(y);
@@ -193,14 +220,48 @@ std::vector<unsigned char> host(const void *p, size_t bytes) {
   return out;
 }
 
+/// `v`, an NCHW tensor of `outer` x `channels` x `size`, channels-last
+/// (NHWC: outer x size x channels), or back with `back`.
+std::vector<double> permute(const std::vector<double> &v, int64_t outer,
+                            int64_t channels, int64_t size, bool back = false) {
+  std::vector<double> out(v.size());
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t ch = 0; ch < channels; ++ch)
+      for (int64_t i = 0; i < size; ++i) {
+        const int64_t nchw = (b * channels + ch) * size + i,
+                      nhwc = (b * size + i) * channels + ch;
+        if (back)
+          out[nchw] = v[nhwc];
+        else
+          out[nhwc] = v[nchw];
+      }
+  return out;
+}
+
+/// The three directions' results (NCHW order whatever the layout).
+struct Results {
+  std::vector<double> y, dx, dw;
+};
+
 /// Runs the three directions with the heuristic's first deterministic
-/// algorithm and its workspace, and compares with the reference.
-void check(const Shape &s, cudnnDataType_t t) {
+/// algorithm and its workspace on NCHW `x`, `w`, `dy`, in NCHW or with the
+/// operands permuted to channels-last (NHWC tensors, KRSC filters).
+Results run(const Shape &s, cudnnDataType_t t, bool nhwc,
+            std::vector<double> x, std::vector<double> w,
+            std::vector<double> dy) {
   Fixture f(s, t);
-  std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
-                      w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
-                      dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
-  reference(s, x, w, y, dx, dy, dw);
+  const int cg = s.c / s.group;
+  if (nhwc) {
+    f.layout(s, t, true, true, CUDNN_TENSOR_NHWC);
+    x = permute(x, s.n, s.c, s.inSize());
+    w = permute(w, s.m, cg, s.kernelSize());
+    dy = permute(dy, s.n, s.m, s.outSize());
+  }
+  Results r;
+  r.y.resize(dy.size());
+  r.dx.resize(x.size());
+  r.dw.resize(w.size());
+  std::vector<double> &y = r.y, &dx = r.dx, &dw = r.dw;
   void *xp = device(encode(x, t)), *wp = device(encode(w, t)),
        *dyp = device(encode(dy, t)), *yp = device(encode(y, t)),
        *dxp = device(encode(dx, t)), *dwp = device(encode(dw, t));
@@ -212,35 +273,53 @@ void check(const Shape &s, cudnnDataType_t t) {
   const void *alpha = t == CUDNN_DATA_DOUBLE ? static_cast<const void *>(&one64) : &one;
   const void *beta = t == CUDNN_DATA_DOUBLE ? static_cast<const void *>(&zero64) : &zero;
   void *workspace = nullptr;
-  ASSERT_EQ(cudaMalloc(&workspace, 1 << 20), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&workspace, 1 << 20), cudaSuccess);
   int returned = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[4];
-  ASSERT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(f.handle, f.x, f.w, f.conv, f.y, 4, &returned, fwd), CUDNN_STATUS_SUCCESS);
-  ASSERT_GT(returned, 0);
-  ASSERT_EQ(cudnnConvolutionForward(f.handle, alpha, f.x, xp, f.w, wp, f.conv, fwd[0].algo, workspace, 1 << 20, beta, f.y, yp), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(f.handle, f.x, f.w, f.conv, f.y, 4, &returned, fwd), CUDNN_STATUS_SUCCESS);
+  EXPECT_GT(returned, 0);
+  EXPECT_EQ(cudnnConvolutionForward(f.handle, alpha, f.x, xp, f.w, wp, f.conv, fwd[0].algo, workspace, 1 << 20, beta, f.y, yp), CUDNN_STATUS_SUCCESS);
   cudnnConvolutionBwdDataAlgoPerf_t data[4];
-  ASSERT_EQ(cudnnGetConvolutionBackwardDataAlgorithm_v7(f.handle, f.w, f.y, f.conv, f.x, 4, &returned, data), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetConvolutionBackwardDataAlgorithm_v7(f.handle, f.w, f.y, f.conv, f.x, 4, &returned, data), CUDNN_STATUS_SUCCESS);
   int pick = 0;
   while (pick < returned && data[pick].determinism != CUDNN_DETERMINISTIC)
     ++pick;
-  ASSERT_LT(pick, returned);
+  EXPECT_LT(pick, returned);
   size_t need = 0;
-  ASSERT_EQ(cudnnGetConvolutionBackwardDataWorkspaceSize(f.handle, f.w, f.y, f.conv, f.x, data[pick].algo, &need), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetConvolutionBackwardDataWorkspaceSize(f.handle, f.w, f.y, f.conv, f.x, data[pick].algo, &need), CUDNN_STATUS_SUCCESS);
   EXPECT_EQ(need, data[pick].memory);
-  ASSERT_EQ(cudnnConvolutionBackwardData(f.handle, alpha, f.w, wp, f.y, dyp, f.conv, data[pick].algo, workspace, 1 << 20, beta, f.x, dxp), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnConvolutionBackwardData(f.handle, alpha, f.w, wp, f.y, dyp, f.conv, data[pick].algo, workspace, 1 << 20, beta, f.x, dxp), CUDNN_STATUS_SUCCESS);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[4];
-  ASSERT_EQ(cudnnGetConvolutionBackwardFilterAlgorithm_v7(f.handle, f.x, f.y, f.conv, f.w, 4, &returned, filter), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetConvolutionBackwardFilterAlgorithm_v7(f.handle, f.x, f.y, f.conv, f.w, 4, &returned, filter), CUDNN_STATUS_SUCCESS);
   pick = 0;
   while (pick < returned && filter[pick].determinism != CUDNN_DETERMINISTIC)
     ++pick;
-  ASSERT_LT(pick, returned);
-  ASSERT_EQ(cudnnConvolutionBackwardFilter(f.handle, alpha, f.x, xp, f.y, dyp, f.conv, filter[pick].algo, workspace, 1 << 20, beta, f.w, dwp), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(decode(host(yp, y.size() * sizeOf(t)), t), y);
-  EXPECT_EQ(decode(host(dxp, dx.size() * sizeOf(t)), t), dx);
-  EXPECT_EQ(decode(host(dwp, dw.size() * sizeOf(t)), t), dw);
+  EXPECT_LT(pick, returned);
+  EXPECT_EQ(cudnnConvolutionBackwardFilter(f.handle, alpha, f.x, xp, f.y, dyp, f.conv, filter[pick].algo, workspace, 1 << 20, beta, f.w, dwp), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  y = decode(host(yp, y.size() * sizeOf(t)), t);
+  dx = decode(host(dxp, dx.size() * sizeOf(t)), t);
+  dw = decode(host(dwp, dw.size() * sizeOf(t)), t);
   for (void *p : {xp, wp, dyp, yp, dxp, dwp, workspace})
     cudaFree(p);
+  if (nhwc) {
+    y = permute(y, s.n, s.m, s.outSize(), true);
+    dx = permute(dx, s.n, s.c, s.inSize(), true);
+    dw = permute(dw, s.m, cg, s.kernelSize(), true);
+  }
+  return r;
+}
+
+/// run() in the layout against the reference.
+void check(const Shape &s, cudnnDataType_t t, bool nhwc = false) {
+  std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
+                      w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
+                      dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
+  reference(s, x, w, y, dx, dy, dw);
+  Results r = run(s, t, nhwc, x, w, dy);
+  EXPECT_EQ(r.y, y);
+  EXPECT_EQ(r.dx, dx);
+  EXPECT_EQ(r.dw, dw);
 }
 
 TEST(CudaSimCudnn, GroupedPaddedStrided2d) {
@@ -257,6 +336,40 @@ TEST(CudaSimCudnn, Dilated1dAs2dBf16) {
 
 TEST(CudaSimCudnn, Strided3dDouble) {
   check({1, 2, 2, 1, 3, {4, 5, 3}, {2, 3, 2}, {1, 0, 1}, {2, 1, 1}, {1, 1, 1}}, CUDNN_DATA_DOUBLE);
+}
+
+// Channels-last (NHWC tensors, KRSC filters): the same results, all three
+// directions, padded, strided, grouped, depthwise, dilated.
+TEST(CudaSimCudnn, ChannelsLastGroupedPaddedStrided) {
+  check({2, 4, 6, 2, 2, {7, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}}, CUDNN_DATA_FLOAT, true);
+  check({2, 4, 4, 4, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, CUDNN_DATA_HALF, true);
+  check({2, 3, 4, 1, 2, {1, 9}, {1, 3}, {0, 2}, {1, 1}, {1, 2}}, CUDNN_DATA_BFLOAT16, true);
+  check({1, 2, 2, 1, 3, {4, 5, 3}, {2, 3, 2}, {1, 0, 1}, {2, 1, 1}, {1, 1, 1}}, CUDNN_DATA_DOUBLE, true);
+}
+
+TEST(CudaSimCudnn, ChannelsLastIsNchwBitForBit) {
+  // Operands that round (not small integers): the NHWC call gives the NCHW
+  // call's bits, each result from the same terms in the same order.
+  const Shape s = {3, 6, 4, 2, 2, {9, 7}, {3, 2}, {1, 0}, {2, 1}, {1, 2}};
+  auto noisy = [](size_t n, int seed) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(std::sin(0.37 * double(i) + seed) * 3.1);
+    return v;
+  };
+  const std::vector<double> x = noisy(s.n * s.c * s.inSize(), 1),
+                            w = noisy(s.m * (s.c / s.group) * s.kernelSize(), 2),
+                            dy = noisy(s.n * s.m * s.outSize(), 3);
+  for (cudnnDataType_t t : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
+    Results nchw = run(s, t, false, x, w, dy), nhwc = run(s, t, true, x, w, dy);
+    EXPECT_EQ(nhwc.y, nchw.y);
+    EXPECT_EQ(nhwc.dx, nchw.dx);
+    EXPECT_EQ(nhwc.dw, nchw.dw);
+    // Not trivially: the sums round.
+    std::vector<double> y, dx, dw;
+    reference(s, x, w, y, dx, dy, dw);
+    EXPECT_NE(nchw.y, y);
+  }
 }
 
 /// A forward call of `f` on fresh buffers, with the given workspace.
@@ -318,6 +431,34 @@ TEST(CudaSimCudnn, RejectsDescriptorsThatDisagree) {
   EXPECT_EQ(cudnnSetConvolutionNdDescriptor(h.conv, 2, negative, stride, dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), CUDNN_STATUS_BAD_PARAM);
 }
 
+TEST(CudaSimCudnn, RejectsLayoutsThatDisagree) {
+  auto refused = [](bool xNhwc, bool yNhwc, cudnnTensorFormat_t wFormat,
+                    const char *says) {
+    Fixture f(kSmall, CUDNN_DATA_FLOAT);
+    f.layout(kSmall, CUDNN_DATA_FLOAT, xNhwc, yNhwc, wFormat);
+    EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_NOT_SUPPORTED) << says;
+    EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_NOT_SUPPORTED)).find(says), std::string::npos) << cudnnGetErrorString(CUDNN_STATUS_NOT_SUPPORTED);
+  };
+  // NHWC tensors with a KCRS filter, NCHW ones with a KRSC filter.
+  refused(true, true, CUDNN_TENSOR_NCHW, "the filter is NCHW but x and y are packed NHWC");
+  refused(false, false, CUDNN_TENSOR_NHWC, "the filter is NHWC but x and y are packed NCHW");
+  // X and Y in different layouts.
+  refused(true, false, CUDNN_TENSOR_NHWC, "x is packed NHWC and y NCHW");
+  refused(false, true, CUDNN_TENSOR_NCHW, "x is packed NCHW and y NHWC");
+  // A filter format the simulation does not take.
+  refused(false, false, CUDNN_TENSOR_NCHW_VECT_C, "only NCHW and NHWC filters");
+  // Strides of neither packed layout.
+  Fixture f(kSmall, CUDNN_DATA_FLOAT);
+  const int dims[4] = {1, 4, 5, 5}, strides[4] = {200, 50, 10, 2};
+  ASSERT_EQ(cudnnSetTensorNdDescriptor(f.x, CUDNN_DATA_FLOAT, 4, dims, strides), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(std::string(cudnnGetErrorString(CUDNN_STATUS_NOT_SUPPORTED)).find("x's strides are [200, 50, 10, 2]"), std::string::npos);
+  // The matching NHWC call runs.
+  Fixture g(kSmall, CUDNN_DATA_FLOAT);
+  g.layout(kSmall, CUDNN_DATA_FLOAT, true, true, CUDNN_TENSOR_NHWC);
+  EXPECT_EQ(forward(g, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0), CUDNN_STATUS_SUCCESS);
+}
+
 TEST(CudaSimCudnn, RejectsHostPointers) {
   Fixture f(kSmall, CUDNN_DATA_FLOAT);
   EXPECT_EQ(forward(f, kSmall, CUDNN_DATA_FLOAT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, true), CUDNN_STATUS_BAD_PARAM);
@@ -371,13 +512,16 @@ struct Library {
   ampc::cuda::Context &ctx() { return ampc::cuda::context(raw); }
 };
 
-TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
+/// The runtime's plans of one convolution's three directions, NCHW or
+/// channels-last (`nhwc`: the operands permuted, the results permuted
+/// back), against the reference.
+void planAndRun(bool nhwc) {
   // 2 groups, pads 1, strides 2, f32: X 1x4x6x6, W 6x2x3x3, Y 1x6x3x3.
   const Shape s = {1, 4, 6, 2, 2, {6, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}};
   ampc::cuda::Convolution table[3];
   for (int d = 0; d < 3; ++d)
     table[d] = {d, CUDNN_DATA_FLOAT, 2, 1, 4, 6, 2, {6, 6}, {3, 3}, {3, 3},
-                {1, 1}, {2, 2}, {1, 1}, 0.0f};
+                {1, 1}, {2, 2}, {1, 1}, 0.0f, nhwc};
   const char *const nodes[] = {"conv", "conv data", "conv weight"};
   Library lib(4096);
   ampc::cuda::Context &ctx = lib.ctx();
@@ -393,6 +537,12 @@ TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
                       w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
                       dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
   reference(s, x, w, y, dx, dy, dw);
+  const int cg = s.c / s.group;
+  if (nhwc) {
+    x = permute(x, s.n, s.c, s.inSize());
+    w = permute(w, s.m, cg, s.kernelSize());
+    dy = permute(dy, s.n, s.m, s.outSize());
+  }
   // After the error code (offset 0).
   float *xp = reinterpret_cast<float *>(ctx.device + 64),
         *wp = xp + x.size(), *dyp = wp + w.size(), *yp = dyp + dy.size(),
@@ -415,16 +565,28 @@ TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
   ASSERT_EQ(ampc::cuda::convolution(ctx, "conv data", 1, dyp, wp, dxp), 0) << ctx.message;
   ASSERT_EQ(ampc::cuda::convolution(ctx, "conv weight", 2, xp, dyp, dwp), 0) << ctx.message;
   ASSERT_EQ(ampc::cuda::synchronize(ctx), 0) << ctx.message;
-  EXPECT_EQ(get(yp, y.size()), y);
-  EXPECT_EQ(get(dxp, dx.size()), dx);
-  EXPECT_EQ(get(dwp, dw.size()), dw);
+  auto back = [&](std::vector<double> v, int64_t outer, int64_t channels,
+                  int64_t size) {
+    return nhwc ? permute(v, outer, channels, size, true) : v;
+  };
+  EXPECT_EQ(back(get(yp, y.size()), s.n, s.m, s.outSize()), y);
+  EXPECT_EQ(back(get(dxp, dx.size()), s.n, s.c, s.inSize()), dx);
+  EXPECT_EQ(back(get(dwp, dw.size()), s.m, cg, s.kernelSize()), dw);
+}
+
+TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
+  planAndRun(false);
+}
+
+TEST(CudaSimCudnnRuntime, ChannelsLastPlansNhwcDescriptors) {
+  planAndRun(true);
 }
 
 TEST(CudaSimCudnnRuntime, CudnnFailuresAreTheLibrarysErrors) {
   // 3 groups of 4 channels: the heuristic refuses the descriptors.
   ampc::cuda::Convolution bad = {ampc::cuda::kConvolutionForward,
                                  CUDNN_DATA_FLOAT, 2, 1, 4, 6, 3, {6, 6},
-                                 {3, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.0f};
+                                 {3, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.0f, false};
   const char *const nodes[] = {"the bad conv"};
   Library lib(4096);
   ampc::cuda::Context &ctx = lib.ctx();

@@ -296,6 +296,123 @@ TEST(CudaSim, ShufflesAndVotes) {
   cudaFree(out);
 }
 
+/// The pools channels-last (`channels` C: NHWC tensors, MaxPool's index
+/// the NHWC flat index ((n·H + h)·W + w)·C + c) against NCHW on permuted
+/// data: the same bits (each element from the same terms in the same
+/// order), the indices mapped, for padded, strided, dilated and ceil-mode
+/// windows with many ties (MaxPool's adjoint then sums several windows).
+TEST(CudaSim, ChannelsLastPoolsAreNchwPermuted) {
+  struct Case {
+    int64_t in[2], out[2], kernel[2], stride[2], padBegin[2], padEnd[2],
+        dilation[2];
+  };
+  const Case cases[] = {
+      {{8, 7}, {4, 4}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {{7, 9}, {7, 4}, {3, 2}, {1, 2}, {1, 0}, {1, 1}, {1, 2}},
+      {{5, 5}, {3, 3}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, {1, 1}}, // ceil mode
+  };
+  const int64_t n = 2, c = 3, planes = n * c;
+  int64_t shared = 0;
+  uint32_t seed = 777;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  // NCHW <-> NHWC of planes x size.
+  auto toNhwc = [&](const auto &v, int64_t size) {
+    auto out = v;
+    for (int64_t q = 0; q < planes; ++q)
+      for (int64_t i = 0; i < size; ++i)
+        out[ampc::cuda::planeElement(q, i, size, c)] = v[q * size + i];
+    return out;
+  };
+  for (const Case &k : cases) {
+    ampc::cuda::Window w{};
+    w.rank = 2;
+    for (int d = 0; d < 2; ++d) {
+      w.in[d] = k.in[d], w.out[d] = k.out[d], w.kernel[d] = k.kernel[d];
+      w.stride[d] = k.stride[d], w.padBegin[d] = k.padBegin[d];
+      w.padEnd[d] = k.padEnd[d], w.dilation[d] = k.dilation[d];
+    }
+    const int64_t inCount = planes * w.inSize(), outCount = planes * w.outSize();
+    std::vector<float> x(inCount), grad(outCount);
+    for (float &v : x)
+      v = static_cast<float>(next() >> 29) * 0.3f;
+    for (float &v : grad)
+      v = static_cast<float>(static_cast<int32_t>(next() >> 8)) * 1e-3f;
+    float *dX = deviceAlloc<float>(inCount), *dY = deviceAlloc<float>(outCount),
+          *dGrad = deviceAlloc<float>(outCount),
+          *dDx = deviceAlloc<float>(inCount);
+    int64_t *dIndices = deviceAlloc<int64_t>(outCount);
+    // Every pool in one layout (`channels` 0 or C), from NCHW `x`, `grad`;
+    // the results in that layout.
+    struct Results {
+      std::vector<float> maxY, maxDx, avgY, avgDx;
+      std::vector<int64_t> indices;
+    };
+    auto run = [&](int64_t channels, bool includePad) {
+      const std::vector<float> xs = channels ? toNhwc(x, w.inSize()) : x,
+                               gs = channels ? toNhwc(grad, w.outSize()) : grad;
+      Results r{std::vector<float>(outCount), std::vector<float>(inCount),
+                std::vector<float>(outCount), std::vector<float>(inCount),
+                std::vector<int64_t>(outCount)};
+      cudaMemcpy(dX, xs.data(), inCount * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dGrad, gs.data(), outCount * 4, cudaMemcpyHostToDevice);
+      using F = ampc::cuda::As<float>;
+      ampc::cuda::launch("maxPool", ampc::cuda::maxPool<float, F, F>,
+                         ampc::cuda::blocks(outCount), ampc::cuda::kThreads, 0,
+                         nullptr, dX, dY, dIndices, planes, w, false, channels);
+      cudaMemcpy(r.maxY.data(), dY, outCount * 4, cudaMemcpyDeviceToHost);
+      cudaMemcpy(r.indices.data(), dIndices, outCount * 8, cudaMemcpyDeviceToHost);
+      ampc::cuda::launch("maxPoolGrad", ampc::cuda::maxPoolGrad<float, F, F>,
+                         ampc::cuda::blocks(inCount), ampc::cuda::kThreads, 0,
+                         nullptr, dGrad, dIndices, dDx, planes, w, false,
+                         channels);
+      cudaMemcpy(r.maxDx.data(), dDx, inCount * 4, cudaMemcpyDeviceToHost);
+      ampc::cuda::launch("averagePool", ampc::cuda::averagePool<float, F, F>,
+                         ampc::cuda::blocks(outCount), ampc::cuda::kThreads, 0,
+                         nullptr, dX, dY, planes, w, includePad, channels);
+      cudaMemcpy(r.avgY.data(), dY, outCount * 4, cudaMemcpyDeviceToHost);
+      ampc::cuda::launch("averagePoolGrad",
+                         ampc::cuda::averagePoolGrad<float, F, F>,
+                         ampc::cuda::blocks(inCount), ampc::cuda::kThreads, 0,
+                         nullptr, dGrad, dDx, planes, w, includePad, channels);
+      cudaMemcpy(r.avgDx.data(), dDx, inCount * 4, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+      return r;
+    };
+    for (bool includePad : {false, true}) {
+      const Results nchw = run(0, includePad), nhwc = run(c, includePad);
+      EXPECT_EQ(nhwc.maxY, toNhwc(nchw.maxY, w.outSize()));
+      EXPECT_EQ(nhwc.maxDx, toNhwc(nchw.maxDx, w.inSize()));
+      EXPECT_EQ(nhwc.avgY, toNhwc(nchw.avgY, w.outSize()));
+      EXPECT_EQ(nhwc.avgDx, toNhwc(nchw.avgDx, w.inSize()));
+      // NCHW's index q·inSize + s is NHWC's planeElement(q, s): with
+      // q = n·C + ch and s = h·W + w, ((n·H + h)·W + w)·C + ch.
+      std::vector<int64_t> mapped(outCount);
+      for (int64_t i = 0; i < outCount; ++i) {
+        const int64_t at = nchw.indices[i];
+        mapped[i] = at < 0 ? -1
+                           : ampc::cuda::planeElement(at / w.inSize(),
+                                                      at % w.inSize(),
+                                                      w.inSize(), c);
+      }
+      EXPECT_EQ(nhwc.indices, toNhwc(mapped, w.outSize()));
+      // The index is the argmax's place in the NHWC input.
+      const std::vector<float> xs = toNhwc(x, w.inSize());
+      for (int64_t e = 0; e < outCount; ++e)
+        if (nhwc.indices[e] >= 0)
+          EXPECT_EQ(xs[nhwc.indices[e]], nhwc.maxY[e]);
+      for (int64_t i = 0; i < outCount; ++i)
+        shared += std::count(nchw.indices.begin(), nchw.indices.end(),
+                             nchw.indices[i]) > 1;
+    }
+    for (void *p : {static_cast<void *>(dX), static_cast<void *>(dY),
+                    static_cast<void *>(dGrad), static_cast<void *>(dDx),
+                    static_cast<void *>(dIndices)})
+      cudaFree(p);
+  }
+  // Not vacuous: ties send several windows' gradients to one element.
+  EXPECT_GT(shared, 0);
+}
+
 /// MaxPool's adjoint gathers on the CUDA target (each input element sums
 /// the gradients of the windows that picked it) and scatters on the CPU:
 /// the same bits, for overlapping windows with many ties (values from a
@@ -361,7 +478,7 @@ TEST(CudaSim, MaxPoolGradGatherMatchesCpuScatter) {
           ampc::cuda::maxPoolGrad<float, ampc::cuda::As<float>,
                                   ampc::cuda::As<float>>,
           ampc::cuda::blocks(inCount), ampc::cuda::kThreads, 0, nullptr,
-          dGrad, dIndices, dX, planes, w, columnMajor);
+          dGrad, dIndices, dX, planes, w, columnMajor, int64_t(0));
       ASSERT_EQ(cudaGetLastError(), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(gathered.data(), dX, inCount * 4,
                            cudaMemcpyDeviceToHost),

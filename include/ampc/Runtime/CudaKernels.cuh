@@ -1062,7 +1062,10 @@ enum ConvolutionDirection : int {
 /// c/group, kernel...), Y (n, m, out...) of one type. A 1-D convolution
 /// is a 2-D one with H = 1 (rank 2). `beta`: the forward's Y is
 /// alpha·conv + beta·Y (1 where Y holds the bias already); the adjoints
-/// write their result (beta 0).
+/// write their result (beta 0). `channelsLast` (ops with `channels_last`):
+/// the same sizes, the tensors packed NHWC (NDHWC: X (n, in..., c), Y (n,
+/// out..., m)) and W KRSC (m, kernel..., c/group), as cuDNN takes NHWC
+/// tensors (its filter then in CUDNN_TENSOR_NHWC).
 struct Convolution {
   int direction;
   cudnnDataType_t type;
@@ -1070,6 +1073,7 @@ struct Convolution {
   int n, c, m, group;
   int in[3], out[3], kernel[3], pad[3], stride[3], dilation[3];
   float beta;
+  bool channelsLast;
 };
 
 /// A convolution's descriptors and the algorithm initConvolutions chose
@@ -1150,11 +1154,21 @@ inline int32_t planConvolution(Context &ctx, const Convolution &spec,
     yDims[2 + d] = spec.out[d];
     wDims[2 + d] = spec.kernel[d];
   }
-  // Packed NCHW strides.
+  // Packed strides of the dims (logical N, C, spatial... order, as cuDNN
+  // takes them in either layout): NCHW, or channels-last (C innermost, then
+  // the spatial dims, N outermost).
   auto packed = [&](const int *shape, int *strides) {
-    strides[dims - 1] = 1;
-    for (int d = dims - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * shape[d + 1];
+    int order[5] = {0, 1, 2, 3, 4}; // outermost first
+    if (spec.channelsLast) {
+      for (int d = 1; d < dims - 1; ++d)
+        order[d] = d + 1;
+      order[dims - 1] = 1;
+    }
+    int stride = 1;
+    for (int i = dims - 1; i >= 0; --i) {
+      strides[order[i]] = stride;
+      stride *= shape[order[i]];
+    }
   };
   int xStrides[5], yStrides[5];
   packed(xDims, xStrides);
@@ -1165,7 +1179,7 @@ inline int32_t planConvolution(Context &ctx, const Convolution &spec,
   AMPC_CUDNN(ctx, cudnnCreateConvolutionDescriptor(&p.conv), where);
   AMPC_CUDNN(ctx, cudnnSetTensorNdDescriptor(p.x, spec.type, dims, xDims, xStrides), where);
   AMPC_CUDNN(ctx, cudnnSetTensorNdDescriptor(p.y, spec.type, dims, yDims, yStrides), where);
-  AMPC_CUDNN(ctx, cudnnSetFilterNdDescriptor(p.w, spec.type, CUDNN_TENSOR_NCHW, dims, wDims), where);
+  AMPC_CUDNN(ctx, cudnnSetFilterNdDescriptor(p.w, spec.type, spec.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, dims, wDims), where);
   // FP32 accumulation (FP64 for f64), whatever the data type.
   const bool f64 = spec.type == CUDNN_DATA_DOUBLE;
   AMPC_CUDNN(ctx, cudnnSetConvolutionNdDescriptor(p.conv, spec.rank, spec.pad, spec.stride, spec.dilation, CUDNN_CROSS_CORRELATION, f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT), where);
@@ -2758,21 +2772,48 @@ __global__ void convert(const C *in, typename S::Storage *out, int64_t count) {
   AMPC_FOR(i, count) out[i] = S::store(in[i]);
 }
 
+/// The pools' layouts: a pooled tensor is `planes` planes q = (n, c) of
+/// `size` spatial positions. NCHW (`channels` 0): plane q's position s is
+/// element q·size + s. Channels-last (`channels` C > 0, NHWC): q = n·C + c
+/// and the element is (n·size + s)·C + c.
+AMPC_HD inline int64_t planeElement(int64_t q, int64_t s, int64_t size,
+                                    int64_t channels) {
+  return channels ? ((q / channels) * size + s) * channels + q % channels
+                  : q * size + s;
+}
+/// The inverse: element `e`'s plane `q` and position `s`.
+AMPC_HD inline void elementPlane(int64_t e, int64_t size, int64_t channels,
+                                 int64_t &q, int64_t &s) {
+  if (!channels) {
+    q = e / size, s = e % size;
+    return;
+  }
+  const int64_t rest = e / channels;
+  s = rest % size;
+  q = (rest / size) * channels + e % channels;
+}
+
+/// MaxPool: y[e] is the max of its window (NaN wins; -inf when the window
+/// is all padding), `indices` (if any) the flat index of the first max in
+/// X: NCHW's q·inSize + the spatial index (column-major with
+/// `columnMajor`), channels-last's planeElement (row-major only). Each
+/// thread one output element, in Y's order whatever the layout.
 template <typename C, typename L, typename S>
 __global__ void maxPool(const typename L::Storage *x, typename S::Storage *y,
                         int64_t *indices, int64_t planes, Window w,
-                        bool columnMajor) {
+                        bool columnMajor, int64_t channels) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   AMPC_FOR(e, planes * outSize) {
-    const int64_t q = e / outSize, p = e % outSize;
+    int64_t q, p;
+    elementPlane(e, outSize, channels, q, p);
     C best = 0;
     int64_t where = -1;
     for (int64_t k = 0; k < kernelSize; ++k) {
       const int64_t at = w.offset(k, p);
       if (at < 0)
         continue;
-      const C v = static_cast<C>(L::load(x[q * inSize + at]));
+      const C v = static_cast<C>(L::load(x[planeElement(q, at, inSize, channels)]));
       if (where < 0 || v > best || (v != v && best == best)) {
         best = v;
         where = columnMajor ? w.offset(k, p, true) : at;
@@ -2780,34 +2821,40 @@ __global__ void maxPool(const typename L::Storage *x, typename S::Storage *y,
     }
     y[e] = S::store(where < 0 ? -INFINITY : best);
     if (indices)
-      indices[e] = where < 0 ? -1 : q * inSize + where;
+      indices[e] = where < 0       ? -1
+                   : columnMajor ? q * inSize + where
+                                 : planeElement(q, where, inSize, channels);
   }
 }
 
 /// max_pool_grad as a gather: each input element sums, in C from 0, the
 /// gradients of the windows (of the forward's `w`) that contain it and whose
 /// recorded index (MaxPool's flat index, column-major spatial order with
-/// `columnMajor`) is this element, in increasing output order, and is
-/// stored once. The CPU's scatter (CpuBackwardKernels.h) adds the same
-/// terms in the same order, since MaxPool's index lies in its own window;
-/// no atomics, no scratch.
+/// `columnMajor`, channels-last with `channels` as maxPool records it) is
+/// this element, in increasing output order, and is stored once. The
+/// CPU's scatter (CpuBackwardKernels.h) adds the same terms in the same
+/// order, since MaxPool's index lies in its own window; no atomics, no
+/// scratch.
 template <typename C, typename L, typename S>
 __global__ void maxPoolGrad(const typename L::Storage *grad,
                             const int64_t *indices, typename S::Storage *dx,
-                            int64_t planes, Window w, bool columnMajor) {
+                            int64_t planes, Window w, bool columnMajor,
+                            int64_t channels) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   AMPC_FOR(e, planes * inSize) {
-    const int64_t plane = e / inSize;
+    int64_t plane, i;
+    elementPlane(e, inSize, channels, plane, i);
     // The element's coordinates, the index MaxPool recorded for it, and
     // the box of output positions whose window spans it.
-    int64_t rest = e % inSize, at[8], first[8], last[8], p[8];
+    int64_t rest = i, at[8], first[8], last[8], p[8];
     for (int d = w.rank - 1; d >= 0; --d)
       at[d] = rest % w.in[d], rest /= w.in[d];
     int64_t recorded = 0;
     for (int d = columnMajor ? w.rank - 1 : 0;
          columnMajor ? d >= 0 : d < w.rank; d += columnMajor ? -1 : 1)
       recorded = recorded * w.in[d] + at[d];
-    recorded += plane * inSize;
+    recorded = columnMajor ? recorded + plane * inSize
+                           : planeElement(plane, recorded, inSize, channels);
     bool empty = false;
     for (int d = 0; d < w.rank; ++d) {
       // o·stride − padBegin <= at <= o·stride − padBegin + (kernel − 1)·dilation
@@ -2824,8 +2871,9 @@ __global__ void maxPoolGrad(const typename L::Storage *grad,
       int64_t o = 0;
       for (int d = 0; d < w.rank; ++d)
         o = o * w.out[d] + p[d];
-      if (indices[plane * outSize + o] == recorded)
-        sum += static_cast<C>(L::load(grad[plane * outSize + o]));
+      const int64_t y = planeElement(plane, o, outSize, channels);
+      if (indices[y] == recorded)
+        sum += static_cast<C>(L::load(grad[y]));
       int d = w.rank - 1;
       for (; d >= 0 && p[d] == last[d]; --d)
         p[d] = first[d];
@@ -2848,19 +2896,22 @@ AMPC_HD inline int64_t poolCount(const Window &w, int64_t p,
   return count;
 }
 
+/// AveragePool and its adjoint (a gather per input element), NCHW or
+/// channels-last (`channels`; see planeElement).
 template <typename C, typename L, typename S>
 __global__ void averagePool(const typename L::Storage *x,
                             typename S::Storage *y, int64_t planes, Window w,
-                            bool countIncludePad) {
+                            bool countIncludePad, int64_t channels) {
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   AMPC_FOR(e, planes * outSize) {
-    const int64_t q = e / outSize, p = e % outSize;
+    int64_t q, p;
+    elementPlane(e, outSize, channels, q, p);
     C sum = 0;
     for (int64_t k = 0; k < kernelSize; ++k) {
       const int64_t at = w.offset(k, p);
       if (at >= 0)
-        sum += static_cast<C>(L::load(x[q * inSize + at]));
+        sum += static_cast<C>(L::load(x[planeElement(q, at, inSize, channels)]));
     }
     y[e] = S::store(sum / static_cast<C>(poolCount(w, p, countIncludePad)));
   }
@@ -2869,15 +2920,17 @@ __global__ void averagePool(const typename L::Storage *x,
 template <typename C, typename L, typename S>
 __global__ void averagePoolGrad(const typename L::Storage *grad,
                                 typename S::Storage *dx, int64_t planes,
-                                Window w, bool countIncludePad) {
+                                Window w, bool countIncludePad,
+                                int64_t channels) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   AMPC_FOR(e, planes * inSize) {
-    const int64_t q = e / inSize, i = e % inSize;
+    int64_t q, i;
+    elementPlane(e, inSize, channels, q, i);
     C sum = 0;
     w.readersOf(i, [&](int64_t, int64_t p) {
       const int64_t count = poolCount(w, p, countIncludePad);
       if (count)
-        sum += static_cast<C>(L::load(grad[q * outSize + p])) /
+        sum += static_cast<C>(L::load(grad[planeElement(q, p, outSize, channels)])) /
                static_cast<C>(count);
     });
     dx[e] = S::store(sum);

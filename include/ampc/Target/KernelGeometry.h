@@ -45,6 +45,9 @@ llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape,
 llvm::StringRef accumulation(mlir::Operation *op);
 /// Bytes of one element of accumulation(op).
 int64_t accumulationBytes(mlir::Operation *op);
+/// Whether `op` (a conv, pool, BatchNormalization or an adjoint of one)
+/// has `channels_last`: its data tensors NHWC, a conv's weight OHWI.
+bool isChannelsLast(mlir::Operation *op);
 
 
 /// A shape seen as outer x size x inner around one axis.
@@ -117,14 +120,17 @@ int64_t cudaClipPartials(mlir::ValueRange grads);
 /// exactly). Otherwise they go to scratch in C too.
 bool cudaLossReadsLogProb(mlir::Operation *op);
 
-/// The window of a conv or pool over spatial dimensions (N, C, spatial...)
-/// of the forward op, whichever op of the family this is: begin/end pads
-/// and strides/dilations defaulted to 0 and 1. `planes` is N * C of the
-/// forward input.
+/// The window of a conv or pool over spatial dimensions (N, C, spatial...,
+/// or N, spatial..., C with `channels_last`) of the forward op, whichever
+/// op of the family this is: begin/end pads and strides/dilations
+/// defaulted to 0 and 1. `planes` is N * C of the forward input;
+/// `channels` 0 for NCHW, C for channels-last (the CUDA pool kernels'
+/// `channels`).
 struct WindowGeometry {
   llvm::SmallVector<int64_t> in, out, kernel, strides, padBegin, padEnd,
       dilations;
   int64_t planes = 0;
+  int64_t channels = 0;
   size_t rank() const { return in.size(); }
   int64_t inSize() const;
   int64_t outSize() const;
@@ -139,7 +145,8 @@ WindowGeometry windowGeometry(mlir::Operation *op);
 
 /// A convolution or one of its adjoints in the forward Conv's terms: X (n,
 /// c, in...), W (m, c/group, kernel...), Y (n, m, out...), whichever of
-/// them the op reads or writes.
+/// them the op reads or writes; with `channels_last` (window.channels
+/// non-zero) X (n, in..., c), W (m, kernel..., c/group), Y (n, out..., m).
 struct ConvGeometry {
   mlir::Value input, weight, output;
   int64_t n, channels, filters, group;
@@ -222,7 +229,8 @@ struct LayerNormGeometry {
 LayerNormGeometry layerNormGeometry(mlir::Operation *op);
 
 /// BatchNormalization and BatchNormGrad: (n, channels, inner) data and the
-/// type the statistics are computed in.
+/// type the statistics are computed in; with `channels_last` the channel
+/// is the last axis: (N · spatial, C, 1).
 struct BatchNormGeometry {
   int64_t n, channels, inner;
   llvm::StringRef compute;

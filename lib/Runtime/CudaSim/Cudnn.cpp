@@ -17,8 +17,16 @@
 //   cudnnGetConvolutionNdForwardOutputDim gives (CUDNN_STATUS_BAD_PARAM).
 // - Types (cuDNN's "Supported Configurations" of the legacy calls): HALF,
 //   BFLOAT16 and FLOAT data with FLOAT compute, DOUBLE with DOUBLE;
-//   anything else is CUDNN_STATUS_NOT_SUPPORTED. Only packed NCHW tensors
-//   are simulated (NOT_SUPPORTED, saying so, otherwise).
+//   anything else is CUDNN_STATUS_NOT_SUPPORTED.
+// - Layouts: packed tensors only, NCHW (NCDHW) or channels-last NHWC
+//   (NDHWC: the strides of dims [N, C, H, W] are [HWC, 1, WC, C]); the
+//   filter's dims are K, C/group, R, S whatever its format, CUDNN_TENSOR_NCHW
+//   (KCRS in memory) or CUDNN_TENSOR_NHWC (KRSC). X and Y are in one layout
+//   and the filter is NHWC exactly when they are (cuDNN wants the filter in
+//   NHWC with NHWC tensors); anything else is NOT_SUPPORTED, saying so. A
+//   channels-last call reads and writes its operands at their NHWC places
+//   and computes each result from the same terms in the same order as the
+//   NCHW call on the permuted operands (the same bits).
 // - Memory: X, W, Y and the workspace live device memory, aligned to the
 //   element, Y not overlapping X or W; an algorithm whose workspace size is
 //   not zero needs a workspace pointer and at least that many bytes
@@ -119,6 +127,48 @@ struct Convolution {
   int groups = 1;
 };
 
+/// Whether `t` is packed in the layout whose dims go, outermost first, in
+/// `order` (of its rank).
+bool packedIn(const Tensor &t, const int *order) {
+  int64_t stride = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    if (t.strides[order[i]] != stride)
+      return false;
+    stride *= t.dims[order[i]];
+  }
+  return true;
+}
+
+/// The packed layouts `t` is in: bit 0 NCHW, bit 1 channels-last (both
+/// where they coincide, e.g. one channel and a 1x1 image).
+enum : int { kNchw = 1, kNhwc = 2 };
+int layoutsOf(const Tensor &t) {
+  int nchw[8], nhwc[8];
+  for (int d = 0; d < t.rank; ++d)
+    nchw[d] = d;
+  nhwc[0] = 0;
+  for (int d = 2; d < t.rank; ++d)
+    nhwc[d - 1] = d;
+  nhwc[t.rank - 1] = 1;
+  return (packedIn(t, nchw) ? kNchw : 0) | (packedIn(t, nhwc) ? kNhwc : 0);
+}
+
+std::string stridesText(const Tensor &t) {
+  std::string text = "[";
+  for (int d = 0; d < t.rank; ++d)
+    text += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return text + "]";
+}
+
+/// The element offset of outer index `b` (image or filter), channel `ch`
+/// of `channels` and spatial position `s` of `size` in a packed tensor:
+/// NCHW's (b·C + ch)·size + s or channels-last's (b·size + s)·C + ch. The
+/// filter is such a tensor: its filters outer, C/group channels.
+int64_t element(bool nhwc, int64_t b, int64_t ch, int64_t channels, int64_t s,
+                int64_t size) {
+  return nhwc ? (b * size + s) * channels + ch : (b * channels + ch) * size + s;
+}
+
 template <typename T>
 T *lookup(std::unordered_set<const void *> &set, const void *object) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -195,6 +245,8 @@ struct Problem {
   /// run it on Tensor Cores in TF32 (CUDNN_DEFAULT_MATH permits it from
   /// Ampere on), so the operands are rounded to TF32 as such a GPU would.
   bool tf32;
+  /// X, Y NHWC (NDHWC) and W KRSC; else NCHW and KCRS.
+  bool nhwc;
   int spatial;
   int64_t n, c, m, groups;
   int in[6], out[6], kernel[6], pad[6], stride[6], dilation[6];
@@ -251,22 +303,31 @@ cudnnStatus_t describe(const char *call, const void *handle, const void *xd,
   if (conv->mode != CUDNN_CROSS_CORRELATION)
     return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
                    prefix + "CUDNN_CONVOLUTION mode is not simulated");
-  if (w->format != CUDNN_TENSOR_NCHW)
+  if (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC)
     return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
-                   prefix + "only NCHW filters are simulated");
-  for (Tensor *t : {x, y}) {
-    int64_t stride = 1;
-    for (int d = t->rank - 1; d >= 0; --d) {
-      if (t->strides[d] != stride)
-        return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
-                       prefix + "only packed NCHW tensors are simulated (" +
-                           (t == x ? "x" : "y") + "'s stride " +
-                           std::to_string(d) + " is " +
-                           std::to_string(t->strides[d]) + ", not " +
-                           std::to_string(stride) + ")");
-      stride *= t->dims[d];
-    }
-  }
+                   prefix + "only NCHW and NHWC filters are simulated (format " +
+                       std::to_string(static_cast<int>(w->format)) + ")");
+  const int xLayouts = layoutsOf(*x), yLayouts = layoutsOf(*y);
+  for (Tensor *t : {x, y})
+    if (!(t == x ? xLayouts : yLayouts))
+      return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
+                     prefix + "only packed NCHW and NHWC tensors are "
+                              "simulated (" + (t == x ? "x" : "y") +
+                         "'s strides are " + stridesText(*t) + ")");
+  if (!(xLayouts & yLayouts))
+    return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
+                   prefix + "x is packed " +
+                       (xLayouts & kNchw ? "NCHW" : "NHWC") + " and y " +
+                       (yLayouts & kNchw ? "NCHW" : "NHWC") +
+                       ": the simulation takes both in one layout");
+  const int wLayout = w->format == CUDNN_TENSOR_NHWC ? kNhwc : kNchw;
+  if (!(xLayouts & yLayouts & wLayout))
+    return failDnn(CUDNN_STATUS_NOT_SUPPORTED,
+                   prefix + "the filter is " +
+                       (wLayout == kNhwc ? "NHWC" : "NCHW") + " but x and y "
+                       "are packed " + (wLayout == kNhwc ? "NCHW" : "NHWC") +
+                       ": the filter's format must be the tensors' layout");
+  p.nhwc = wLayout == kNhwc;
   p.type = x->type;
   p.f64 = f64;
   p.tf32 = x->type == CUDNN_DATA_FLOAT && conv->math != CUDNN_FMA_MATH;
@@ -539,23 +600,44 @@ template <typename C> void execute(const Call &call) {
     C v = load<C>(base, i, p.type);
     return p.tf32 ? static_cast<C>(toTf32(static_cast<float>(v))) : v;
   };
-  auto widen = [&](const void *base, int64_t begin, int64_t n) {
-    std::vector<C> v(n);
-    for (int64_t i = 0; i < n; ++i)
-      v[i] = operand(base, begin + i);
+  // Where the operands' elements are (NCHW or NHWC; see element): X's of
+  // image b, channel ch, spatial s; Y's of image b, filter f, spatial s;
+  // W's of filter f, channel ci of its group, kernel position k.
+  auto xAt = [&](int64_t b, int64_t ch, int64_t s) {
+    return element(p.nhwc, b, ch, p.c, s, inSize);
+  };
+  auto yAt = [&](int64_t b, int64_t f, int64_t s) {
+    return element(p.nhwc, b, f, p.m, s, outSize);
+  };
+  auto wAt = [&](int64_t f, int64_t ci, int64_t k) {
+    return element(p.nhwc, f, ci, cg, k, kernelSize);
+  };
+  // Group g's filters as the (mg x depth) matrix of the multiplier.
+  auto filters = [&](const void *w, int64_t g) {
+    std::vector<C> v(mg * depth);
+    for (int64_t f = 0; f < mg; ++f)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t k = 0; k < kernelSize; ++k)
+          v[(f * cg + ci) * kernelSize + k] = operand(w, wAt(g * mg + f, ci, k));
+    return v;
+  };
+  // Image b and group g of dY as the (mg x outSize) matrix.
+  auto gradients = [&](const void *dy, int64_t b, int64_t g) {
+    std::vector<C> v(mg * outSize);
+    for (int64_t f = 0; f < mg; ++f)
+      for (int64_t q = 0; q < outSize; ++q)
+        v[f * outSize + q] = operand(dy, yAt(b, g * mg + f, q));
     return v;
   };
   // im2col of image b, group g of x into cols.
   auto im2col = [&](const void *x, int64_t b, int64_t g) {
-    for (int64_t ci = 0; ci < cg; ++ci) {
-      const int64_t plane = (b * p.c + g * cg + ci) * inSize;
+    for (int64_t ci = 0; ci < cg; ++ci)
       for (int64_t k = 0; k < kernelSize; ++k)
         for (int64_t q = 0; q < outSize; ++q) {
           const int64_t at = offsets[k * outSize + q];
           cols[(ci * kernelSize + k) * outSize + q] =
-              at < 0 ? C(0) : operand(x, plane + at);
+              at < 0 ? C(0) : operand(x, xAt(b, g * cg + ci, at));
         }
-    }
   };
   const C alpha = static_cast<C>(call.alpha), beta = static_cast<C>(call.beta);
   auto finish = [&](int64_t at, C value) {
@@ -567,13 +649,13 @@ template <typename C> void execute(const Call &call) {
   if (call.direction == Forward) {
     std::vector<C> acc(mg * outSize);
     for (int64_t g = 0; g < p.groups; ++g) {
-      std::vector<C> w = widen(call.b, g * mg * depth, mg * depth);
+      std::vector<C> w = filters(call.b, g);
       for (int64_t b = 0; b < p.n; ++b) {
         im2col(call.a, b, g);
         gemm(false, false, mg, outSize, depth, w.data(), cols, C(0), acc.data());
-        const int64_t base = (b * p.m + g * mg) * outSize;
-        for (int64_t i = 0; i < mg * outSize; ++i)
-          finish(base + i, acc[i]);
+        for (int64_t f = 0; f < mg; ++f)
+          for (int64_t q = 0; q < outSize; ++q)
+            finish(yAt(b, g * mg + f, q), acc[f * outSize + q]);
       }
     }
     return;
@@ -581,9 +663,9 @@ template <typename C> void execute(const Call &call) {
   if (call.direction == BackwardData) {
     std::vector<C> acc(cg * inSize);
     for (int64_t g = 0; g < p.groups; ++g) {
-      std::vector<C> w = widen(call.b, g * mg * depth, mg * depth);
+      std::vector<C> w = filters(call.b, g);
       for (int64_t b = 0; b < p.n; ++b) {
-        std::vector<C> dy = widen(call.a, (b * p.m + g * mg) * outSize, mg * outSize);
+        std::vector<C> dy = gradients(call.a, b, g);
         gemm(true, false, depth, outSize, mg, w.data(), dy.data(), C(0), cols);
         // Each input element sums the column entries that read it, in
         // kernel order.
@@ -595,9 +677,9 @@ template <typename C> void execute(const Call &call) {
               if (at >= 0)
                 acc[ci * inSize + at] += cols[(ci * kernelSize + k) * outSize + q];
             }
-        const int64_t base = (b * p.c + g * cg) * inSize;
-        for (int64_t i = 0; i < cg * inSize; ++i)
-          finish(base + i, acc[i]);
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t i = 0; i < inSize; ++i)
+            finish(xAt(b, g * cg + ci, i), acc[ci * inSize + i]);
       }
     }
     return;
@@ -607,14 +689,16 @@ template <typename C> void execute(const Call &call) {
   for (int64_t g = 0; g < p.groups; ++g) {
     for (int64_t b = 0; b < p.n; ++b) {
       im2col(call.a, b, g);
-      std::vector<C> dy = widen(call.b, (b * p.m + g * mg) * outSize, mg * outSize);
+      std::vector<C> dy = gradients(call.b, b, g);
       gemm(false, true, mg, depth, outSize, dy.data(), cols, b ? C(1) : C(0),
            sum.data());
     }
     if (p.n == 0)
       std::fill(sum.begin(), sum.end(), C(0));
-    for (int64_t i = 0; i < mg * depth; ++i)
-      finish(g * mg * depth + i, sum[i]);
+    for (int64_t f = 0; f < mg; ++f)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t k = 0; k < kernelSize; ++k)
+          finish(wAt(g * mg + f, ci, k), sum[(f * cg + ci) * kernelSize + k]);
   }
 }
 

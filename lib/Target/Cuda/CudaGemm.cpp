@@ -212,18 +212,20 @@ void CudaEmitter::emitCudnnConvolution(Operation *op,
                             ", ") +
            "}";
   };
+  // channels_last: NHWC tensors and a KRSC (OHWI) filter.
+  bool channelsLast = geometry.window.channels != 0;
   StringRef direction = isa<ampc::ConvOp>(op) ? "kConvolutionForward"
                         : isa<ampc::ConvBackwardDataOp>(op)
                             ? "kConvolutionBackwardData"
                             : "kConvolutionBackwardFilter";
   std::string spec =
       formatv("{{ampc::cuda::{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-              "{9}, {10}, {11}, {12}, {13:e9}f}",
+              "{9}, {10}, {11}, {12}, {13:e9}f, {14}}",
               direction, cudnnDataType(elementOf(geometry.input)),
               w.rank() + lead, geometry.n, geometry.channels, geometry.filters,
               geometry.group, dims(w.in, 1), dims(w.out, 1), dims(w.kernel, 1),
               dims(w.padBegin, 0), dims(w.strides, 1), dims(w.dilations, 1),
-              beta)
+              beta, channelsLast ? "true" : "false")
           .str();
   // One plan per distinct convolution (the forward in infer and in the
   // step share theirs).
@@ -284,6 +286,14 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   if (n == 0)
     return success();
   bool cudnn = ampc::emit::cudnnConvolves(op);
+  // channels_last: cuDNN's NHWC descriptors; im2col, col2im and the GEMMs
+  // below take NCHW only.
+  bool channelsLast = shape.channels != 0;
+  if (channelsLast && !cudnn)
+    return op->emitError()
+           << "the CUDA target runs a channels_last convolution on cuDNN "
+              "only (pads equal at both ends, at most 3 spatial dimensions, "
+              "the accumulation FP32, FP64 for f64)";
   if (auto conv = dyn_cast<ampc::ConvOp>(op)) {
     float beta = 0.0f;
     if (Value b = conv.getBias()) {
@@ -292,7 +302,7 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
                                   "output's type";
       // Y starts as the bias broadcast; the GEMMs add to it (one rounding).
       SmallVector<int64_t> biasStrides(ys.size(), 0);
-      biasStrides[1] = 1;
+      biasStrides[channelsLast ? ys.size() - 1 : 1] = 1;
       emitStrided(op, b, y, biasStrides, 0, body);
       beta = 1.0f;
     }

@@ -29,19 +29,31 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
   WindowGeometry pool;
   if (!isa<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(op))
     pool = windowGeometry(op);
+  // The pools' layout (the kernels' `channels`): 0 NCHW, C for
+  // channels_last (NHWC; MaxPool's Indices then NHWC flat indices, row-major
+  // only).
+  int64_t channels = pool.channels;
+  auto rowMajor = [&](int64_t storageOrder) -> LogicalResult {
+    if (channels && storageOrder != 0)
+      return op->emitError() << "a channels_last max pool takes no "
+                                "column-major storage_order";
+    return success();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ampc::MaxPoolOp o) {
+      .Case([&](ampc::MaxPoolOp o) -> LogicalResult {
+        if (failed(rowMajor(o.getStorageOrder())))
+          return failure();
         Type ti = elementOf(o.getInput()), to = elementOf(o.getOutput());
         launch(op,
                formatv("ampc::cuda::maxPool<{0}, {1}, {2}>",
                        accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getInput()),
-                       name(o.getOutput()),
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}, {6}LL",
+                       name(o.getInput()), name(o.getOutput()),
                        o.getIndices() ? name(o.getIndices()) : "nullptr",
-                       pool.planes, window(pool),
-                       o.getStorageOrder() != 0)
+                       pool.planes, window(pool), o.getStorageOrder() != 0,
+                       channels)
                    .str(),
                body);
         return success();
@@ -53,14 +65,16 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(ti), codec(to))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getInput()),
+               formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL", name(o.getInput()),
                        name(o.getOutput()), pool.planes, window(pool),
-                       o.getCountIncludePad() != 0)
+                       o.getCountIncludePad() != 0, channels)
                    .str(),
                body);
         return success();
       })
-      .Case([&](ampc::MaxPoolGradOp o) {
+      .Case([&](ampc::MaxPoolGradOp o) -> LogicalResult {
+        if (failed(rowMajor(o.getStorageOrder())))
+          return failure();
         // A gather per input element (no zeroed accumulator, no atomics,
         // no convert).
         Type t = elementOf(o.getGrad());
@@ -69,9 +83,10 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}", name(o.getGrad()),
-                       name(o.getIndices()), name(o.getOutput()), pool.planes,
-                       window(pool), o.getStorageOrder() != 0)
+               formatv("{0}, {1}, {2}, {3}LL, {4}, {5}, {6}LL",
+                       name(o.getGrad()), name(o.getIndices()),
+                       name(o.getOutput()), pool.planes, window(pool),
+                       o.getStorageOrder() != 0, channels)
                    .str(),
                body);
         return success();
@@ -83,9 +98,9 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                        accumulation(op), codec(t))
                    .str(),
                tensorOf(o.getOutput()).getNumElements(),
-               formatv("{0}, {1}, {2}LL, {3}, {4}", name(o.getGrad()),
+               formatv("{0}, {1}, {2}LL, {3}, {4}, {5}LL", name(o.getGrad()),
                        name(o.getOutput()), pool.planes, window(pool),
-                       o.getCountIncludePad() != 0)
+                       o.getCountIncludePad() != 0, channels)
                    .str(),
                body);
         return success();

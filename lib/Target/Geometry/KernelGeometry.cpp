@@ -60,6 +60,12 @@ StringRef accumulation(Operation *op) {
   return type && type.getValue().isF64() ? "double" : "float";
 }
 
+bool isChannelsLast(Operation *op) {
+  // The unit attribute of ampc.conv, its adjoints, the pools and
+  // BatchNormalization (ampc-channels-last sets it).
+  return op->hasAttr("channels_last");
+}
+
 int64_t accumulationBytes(Operation *op) {
   return accumulation(op) == "float" ? 4 : 8;
 }
@@ -109,13 +115,21 @@ StridedView sliceOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> viewDims,
   return view;
 }
 
+/// The spatial dims of a shape: after N and C, or between N and C when
+/// `channelsLast`.
+ArrayRef<int64_t> spatialOf(ArrayRef<int64_t> shape, bool channelsLast) {
+  return channelsLast ? shape.slice(1, shape.size() - 2) : shape.drop_front(2);
+}
+
 WindowGeometry window(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape,
                       ArrayRef<int64_t> kernel,
                       std::optional<ArrayRef<int64_t>> strides,
                       std::optional<ArrayRef<int64_t>> pads,
-                      std::optional<ArrayRef<int64_t>> dilations) {
+                      std::optional<ArrayRef<int64_t>> dilations,
+                      bool channelsLast) {
   WindowGeometry g;
-  ArrayRef<int64_t> in = inShape.drop_front(2), out = outShape.drop_front(2);
+  ArrayRef<int64_t> in = spatialOf(inShape, channelsLast),
+                    out = spatialOf(outShape, channelsLast);
   size_t n = in.size();
   g.in.assign(in.begin(), in.end());
   g.out.assign(out.begin(), out.end());
@@ -132,7 +146,9 @@ WindowGeometry window(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape,
     g.padBegin.assign(pads->begin(), pads->begin() + n);
     g.padEnd.assign(pads->begin() + n, pads->end());
   }
-  g.planes = inShape[0] * inShape[1];
+  const int64_t c = channelsLast ? inShape.back() : inShape[1];
+  g.planes = inShape[0] * c;
+  g.channels = channelsLast ? c : 0;
   return g;
 }
 
@@ -142,7 +158,7 @@ template <typename Op>
 WindowGeometry attributeWindow(Op op, Value in, Value out,
                                ArrayRef<int64_t> kernel) {
   return window(shapeOf(in), shapeOf(out), kernel, op.getStrides(),
-                op.getPads(), op.getDilations());
+                op.getPads(), op.getDilations(), isChannelsLast(op));
 }
 
 } // namespace
@@ -244,7 +260,9 @@ ConvGeometry convGeometry(Operation *op) {
   auto fill = [&](auto o, Value x, Value w, Value y) {
     g.input = x, g.weight = w, g.output = y;
     g.group = o.getGroup();
-    g.window = attributeWindow(o, x, y, shapeOf(w).drop_front(2));
+    // W is (m, c/group, kernel...), or (m, kernel..., c/group) (OHWI).
+    g.window = attributeWindow(o, x, y,
+                               spatialOf(shapeOf(w), isChannelsLast(o)));
   };
   if (auto o = dyn_cast<ampc::ConvOp>(op))
     fill(o, o.getInput(), o.getWeight(), o.getOutput());
@@ -255,7 +273,8 @@ ConvGeometry convGeometry(Operation *op) {
     fill(b, b.getInput(), b.getOutput(), b.getGrad());
   }
   ArrayRef<int64_t> xs = shapeOf(g.input);
-  g.n = xs[0], g.channels = xs[1], g.filters = shapeOf(g.weight)[0];
+  g.n = xs[0], g.channels = g.window.channels ? xs.back() : xs[1];
+  g.filters = shapeOf(g.weight)[0];
   return g;
 }
 
@@ -434,13 +453,11 @@ BatchNormGeometry batchNormGeometry(Operation *op) {
     auto grad = cast<ampc::BatchNormGradOp>(op);
     x = grad.getInput(), statistics = grad.getScale();
   }
-  // Channels-last images (N, H, W, C) are N·H·W rows of C channels: a
-  // channel's terms in the same order as the NCHW form's (n, then the
-  // spatial position), so the statistics are the same bits.
+  // Channels-last: the channel is the last axis, so n is N·spatial and
+  // inner 1 (a channel's elements in the same order as NCHW's).
   ArrayRef<int64_t> shape = shapeOf(x);
-  AxisSplit split = op->hasAttr("channels_last")
-                        ? splitAt(shape, shape.size() - 1)
-                        : splitAt(shape, 1);
+  AxisSplit split =
+      splitAt(shape, isChannelsLast(op) ? shape.size() - 1 : 1);
   return {split.outer, split.size, split.inner, accumulation(op)};
 }
 

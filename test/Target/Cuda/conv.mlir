@@ -5,14 +5,14 @@
 // direction (ampc::cuda::convolution), its plan made at init from the
 // library's table kConvolutions: {direction, data type, spatial rank, N, C,
 // M, group, input size, output size, kernel, pads, strides, dilations,
-// beta}; a 1-D convolution is a 2-D one with H = 1. No scratch, no im2col:
-// the only device work of a convolution is the cuDNN call (and the bias
-// broadcast into Y before it).
+// beta, channels-last}; a 1-D convolution is a 2-D one with H = 1. No
+// scratch, no im2col: the only device work of a convolution is the cuDNN
+// call (and the bias broadcast into Y before it).
 
 // f32 with bias, pads 1 and strides 2: the bias broadcast per channel into
 // the output first (strides {0, 1, 0, 0}), then the forward with beta 1.
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_FLOAT, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1.000000000e+00f},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_FLOAT, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1.000000000e+00f, false},
 // CHECK-NEXT:  };
 // CHECK-NEXT:  static const char *const kConvolutionNodes[] = {
 // CHECK-NEXT:    "ampc.conv",
@@ -33,7 +33,7 @@ func.func @forward(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor
 // 1-D, group 2, dilation 2, f16 without bias: a 2-D convolution with H = 1
 // (input 1x7, kernel 1x3, dilations {1, 2}) of 2 groups, beta 0.
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_HALF, 2, 2, 4, 4, 2, {1, 7}, {1, 3}, {1, 3}, {0, 0}, {1, 1}, {1, 2}, 0.000000000e+00f},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_HALF, 2, 2, 4, 4, 2, {1, 7}, {1, 3}, {1, 3}, {0, 0}, {1, 1}, {1, 2}, 0.000000000e+00f, false},
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 256);
 // CHECK-NEXT:    if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv", 0, in0, in1, [[Y]])) return code;
@@ -48,8 +48,8 @@ func.func @forward(%x: tensor<2x4x7xf16>, %w: tensor<4x2x3xf16>) -> tensor<2x4x3
 // dy -> dW), each one call with beta 0 (cuDNN accumulates in FP32 and
 // rounds once into dx's and dW's type).
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardData, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f},
-// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardFilter, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardData, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, false},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardFilter, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 8}, {4, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, false},
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[DX:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 1856);
 // CHECK-NEXT:    if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv_backward_data", 0, in2, in1, [[DX]])) return code;
@@ -78,7 +78,7 @@ func.func @forward(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>) -> tensor<
 
 // 3-D (5-D tensors), f64: FP64 accumulation, CUDNN_DATA_DOUBLE.
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_DOUBLE, 3, 1, 2, 4, 1, {4, 4, 4}, {2, 2, 2}, {3, 3, 3}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, 0.000000000e+00f},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_DOUBLE, 3, 1, 2, 4, 1, {4, 4, 4}, {2, 2, 2}, {3, 3, 3}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, 0.000000000e+00f, false},
 func.func @forward(%x: tensor<1x2x4x4x4xf64>, %w: tensor<4x2x3x3x3xf64>) -> tensor<1x4x2x2x2xf64> {
   %0 = ampc.conv %x, %w : (tensor<1x2x4x4x4xf64>, tensor<4x2x3x3x3xf64>) -> tensor<1x4x2x2x2xf64>
   return %0 : tensor<1x4x2x2x2xf64>

@@ -14,10 +14,10 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[M:v[0-9]+]] = reinterpret_cast<float *>(state + 1088);
 // CHECK-NEXT:    int64_t *[[I:v[0-9]+]] = reinterpret_cast<int64_t *>(state + 1344);
-// CHECK-NEXT:    ampc::cuda::launch("maxPool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::maxPool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(64LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[M]], [[I]], 4LL, ampc::cuda::Window{2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}}, false);
+// CHECK-NEXT:    ampc::cuda::launch("maxPool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::maxPool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(64LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[M]], [[I]], 4LL, ampc::cuda::Window{2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}}, false, 0LL);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.max_pool");
 // CHECK-NEXT:    float *[[A:v[0-9]+]] = reinterpret_cast<float *>(state + 1856);
-// CHECK-NEXT:    ampc::cuda::launch("averagePool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::averagePool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(196LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[A]], 4LL, ampc::cuda::Window{2, {8LL, 8LL}, {7LL, 7LL}, {3LL, 3LL}, {1LL, 1LL}, {1LL, 0LL}, {0LL, 1LL}, {1LL, 1LL}}, true);
+// CHECK-NEXT:    ampc::cuda::launch("averagePool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::averagePool<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(196LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[A]], 4LL, ampc::cuda::Window{2, {8LL, 8LL}, {7LL, 7LL}, {3LL, 3LL}, {1LL, 1LL}, {1LL, 0LL}, {0LL, 1LL}, {1LL, 1LL}}, true, 0LL);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.average_pool");
 // CHECK-NEXT:    float *[[G:v[0-9]+]] = reinterpret_cast<float *>(state + 2688);
 // CHECK-NEXT:    ampc::cuda::launch("reduce<float, ampc::cuda::As<float>, ampc::cuda::As<float>>", ampc::cuda::reduce<float, ampc::cuda::As<float>, ampc::cuda::As<float>>, ampc::cuda::blocks(4LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[G]], 4LL, ampc::cuda::Strided{2, {1LL, 4LL}, {256LL, 64LL}}, ampc::cuda::Strided{2, {8LL, 8LL}, {8LL, 1LL}}, 64LL, ampc::cuda::ReduceMean);
@@ -38,10 +38,10 @@ func.func @forward(%img: tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x
 // is gathered per input element.
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         uint16_t *[[GM:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 1344);
-// CHECK-NEXT:    ampc::cuda::launch("maxPoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>", ampc::cuda::maxPoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>, ampc::cuda::blocks(512LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[GM]], 8LL, ampc::cuda::Window{2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}}, false);
+// CHECK-NEXT:    ampc::cuda::launch("maxPoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>", ampc::cuda::maxPoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>, ampc::cuda::blocks(512LL), ampc::cuda::kThreads, 0, ctx.stream, in0, in1, [[GM]], 8LL, ampc::cuda::Window{2, {8LL, 8LL}, {4LL, 4LL}, {3LL, 3LL}, {2LL, 2LL}, {1LL, 1LL}, {1LL, 1LL}, {1LL, 1LL}}, false, 0LL);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.max_pool_grad");
 // CHECK-NEXT:    uint16_t *[[GA:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 320);
-// CHECK-NEXT:    ampc::cuda::launch("averagePoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>", ampc::cuda::averagePoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>, ampc::cuda::blocks(392LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[GA]], 8LL, ampc::cuda::Window{2, {7LL, 7LL}, {4LL, 4LL}, {2LL, 2LL}, {2LL, 2LL}, {0LL, 0LL}, {0LL, 0LL}, {1LL, 1LL}}, true);
+// CHECK-NEXT:    ampc::cuda::launch("averagePoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>", ampc::cuda::averagePoolGrad<float, ampc::cuda::AsF16, ampc::cuda::AsF16>, ampc::cuda::blocks(392LL), ampc::cuda::kThreads, 0, ctx.stream, in0, [[GA]], 8LL, ampc::cuda::Window{2, {7LL, 7LL}, {4LL, 4LL}, {2LL, 2LL}, {2LL, 2LL}, {0LL, 0LL}, {0LL, 0LL}, {1LL, 1LL}}, true, 0LL);
 func.func @forward(%p: tensor<1x8x4x4xf16>, %i: tensor<1x8x4x4xi64>) -> (tensor<1x8x8x8xf16>, tensor<1x8x7x7xf16>) {
   %0 = ampc.max_pool_grad %p, %i {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf16>, tensor<1x8x4x4xi64>) -> tensor<1x8x8x8xf16>
   %1 = ampc.average_pool_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode = 1 : i64, count_include_pad = 1 : i64} : (tensor<1x8x4x4xf16>) -> tensor<1x8x7x7xf16>
