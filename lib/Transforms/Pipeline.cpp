@@ -25,11 +25,6 @@
 using namespace mlir;
 
 namespace {
-/// Whether `--channels-last=auto` turns the layout on for the CUDA targets:
-/// not until the CUDA emitter takes every channels-last op (issue 39 item
-/// 3, in progress).
-constexpr bool kChannelsLastByDefault = false;
-
 struct PipelineStep {
   llvm::StringRef name;
   ampc::PipelinePart part;
@@ -378,8 +373,7 @@ bool ampc::pipelineOptionsFromFlags(const PipelineFlags &flags,
                 "must be on, off or auto, got '" + flags.channelsLast + "'");
   options.channelsLast =
       flags.channelsLast == "on" ||
-      (flags.channelsLast == "auto" && kChannelsLastByDefault &&
-       *kernels == KernelTarget::Cuda);
+      (flags.channelsLast == "auto" && *kernels == KernelTarget::Cuda);
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(flags.precision)
           .Case("fp16", LowPrecisionType::F16)

@@ -41,6 +41,10 @@ LogicalResult CudaEmitter::emitDataMovement(Operation *op,
                                             llvm::raw_ostream &body) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ampc::TransposeOp, ampc::SliceOp>([&](Operation *) {
+        // A channels-last weight copy the fused optimizer writes
+        // transposed (CudaOptimizer.cpp).
+        if (folded.contains(op))
+          return success();
         StridedView view = stridedView(op);
         emitStrided(op, op->getOperand(0), op->getResult(0), view.strides,
                     view.offset, body);
