@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Target/KernelGeometry.h"
 #include "ampc/Transforms/Fusible.h"
 #include "ampc/Transforms/Passes.h"
 
@@ -83,14 +84,17 @@ bool isImage(Value v) {
 }
 
 /// Whether `op` has a channels-last form this pass gives it: 2-D images
-/// only, a MaxPool whose Indices nothing reads (the library never returns
-/// indices in another layout than ONNX's).
+/// only, a convolution the CUDA target runs on cuDNN (its im2col path is
+/// NCHW only: uneven pads, an f64 model), a MaxPool whose Indices nothing
+/// reads (the library never returns indices in another layout than
+/// ONNX's).
 bool hasChannelsLastForm(Operation *op) {
   if (op->hasAttr("channels_last") || op->getNumOperands() == 0 ||
       !isImage(op->getOperand(0)))
     return false;
+  // Decided before any rewrite (the geometry reads the op's types).
   if (auto conv = dyn_cast<ampc::ConvOp>(op))
-    return isImage(conv.getWeight());
+    return isImage(conv.getWeight()) && ampc::emit::cudnnConvolves(conv);
   if (auto bn = dyn_cast<ampc::BatchNormalizationOp>(op))
     return !bn.getResidual();
   if (auto pool = dyn_cast<ampc::MaxPoolOp>(op))
@@ -172,17 +176,22 @@ struct ChannelsLast : ampc::impl::ChannelsLastPassBase<ChannelsLast> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    // Only a function with a 2-D convolution: the layout is for them.
-    bool any = false;
-    func.walk([&](ampc::ConvOp c) { any |= hasChannelsLastForm(c); });
-    if (!any)
+    // What takes the layout, decided on the NCHW function; only a
+    // function with such a 2-D convolution changes.
+    llvm::DenseSet<Operation *> eligible;
+    func.walk([&](Operation *op) {
+      if (hasChannelsLastForm(op))
+        eligible.insert(op);
+    });
+    if (!llvm::any_of(eligible,
+                      [](Operation *op) { return isa<ampc::ConvOp>(op); }))
       return;
     last.clear();
     toLast.clear();
     toFirst.clear();
     Block &block = func.getBody().front();
     for (Operation &op : llvm::make_early_inc_range(block)) {
-      if (hasChannelsLastForm(&op)) {
+      if (eligible.contains(&op)) {
         convert(&op);
         continue;
       }

@@ -56,3 +56,14 @@ func.func @no_conv(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
   %p = ampc.average_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
   return %p : tensor<1x2x2x2xf32>
 }
+
+// A convolution the CUDA target cannot run on cuDNN (pads uneven at the
+// two ends: its im2col path is NCHW only) keeps NCHW.
+// CHECK-LABEL: func.func @uneven
+// CHECK-NOT: channels_last
+// CHECK-NOT: ampc.transpose
+// CHECK: return
+func.func @uneven(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
+  %y = ampc.conv %x, %w {pads = array<i64: 0, 0, 1, 1>} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+  return %y : tensor<1x3x3x3xf32>
+}

@@ -1038,11 +1038,15 @@ LogicalResult Emitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
         for (auto [i, pair] :
              llvm::enumerate(llvm::zip(o.getGrads(), o.getUnscaled()))) {
           auto [g, u] = pair;
+          // A channels-last gradient's channels and spatial size.
           auto [channels, spatial] = unscaleLayout(o, i);
+          std::string layout =
+              channels ? formatv(", {0}LL, {1}LL", channels, spatial).str()
+                       : "";
           body << formatv("    found |= ampc::cpu::unscale<{3}>({0}, {1}, "
-                          "{2}LL, inv, {4}LL, {5}LL);\n",
+                          "{2}LL, inv{4});\n",
                           name(g), name(u), tensorOf(g).getNumElements(),
-                          codec(elementOf(g)), channels, spatial);
+                          codec(elementOf(g)), layout);
         }
         body << "    " << name(o.getFoundInf()) << "[0] = found; }\n";
         return success();

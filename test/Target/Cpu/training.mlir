@@ -13,8 +13,8 @@
 // learning rate (128, 192): 256 bytes. The f16 copy of w (at 384) is
 // refreshed from w (at 0), 12 elements, f16.
 // CHECK:       static const ampc::WeightCopy kCopies[] = {
-// CHECK-NEXT:    {0, 0ULL, 384ULL, 12LL, false},
-// CHECK-NEXT:    {-1, 0, 0, 0, false},
+// CHECK-NEXT:    {0, 0ULL, 384ULL, 12LL, false, 0LL, 0LL},
+// CHECK-NEXT:    {-1, 0, 0, 0, false, 0, 0},
 // CHECK:       std::memcpy(raw, ampc_parameter_blob, 256ULL);
 
 // CHECK-LABEL: static int32_t trainStepBody(

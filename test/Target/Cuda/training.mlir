@@ -17,7 +17,7 @@
 // CHECK:       __global__ void __launch_bounds__(ampc::cuda::kThreads) k2(const float *__restrict__ a0, uint16_t *__restrict__ out) {
 // The f16 copy of w (at 384) is refreshed from w (at 0) on the device.
 // CHECK:       static const ampc::WeightCopy kCopies[] = {
-// CHECK-NEXT:    {0, 0ULL, 384ULL, 12LL, false},
+// CHECK-NEXT:    {0, 0ULL, 384ULL, 12LL, false, 0LL, 0LL},
 
 // CHECK-LABEL: static int32_t trainStepKernels(
 // CHECK:         float *[[W:p[0-9]+]] = reinterpret_cast<float *>(state + 0);
@@ -44,7 +44,7 @@
 // CHECK-NEXT:    uint8_t *[[FOUND:v[0-9]+]] = reinterpret_cast<uint8_t *>(state + 1088);
 // CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemsetAsync([[FOUND]], 0, 1, ctx.stream), "ampc.unscale");
 // CHECK-NEXT:    static const ampc::cuda::TensorList<float> [[LIST:list[0-9]+]] = {2, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[GB]]) - state), }, {static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UW]]) - state), static_cast<uint64_t>(reinterpret_cast<unsigned char *>([[UB]]) - state), }, {12LL, 3LL, }, {0, 1, 2}};
-// CHECK-NEXT:    static const ampc::cuda::GradientStorages [[STORAGES:storages[0-9]+]] = {{[{][{]}}0, 0, }};
+// CHECK-NEXT:    static const ampc::cuda::GradientStorages [[STORAGES:storages[0-9]+]] = {{[{][{]}}0, 0, }, {0, 0, }, {0, 0, }};
 // CHECK-NEXT:    ampc::cuda::launch("unscale<float>", ampc::cuda::unscale<float>, 2, ampc::cuda::kThreads, 0, ctx.stream, state, [[LIST]], [[STORAGES]], [[SCALE]], [[FOUND]]);
 // CHECK-NEXT:    AMPC_LAUNCHED(ctx, "ampc.unscale");
 // Clipping: the sum of squares of both, deterministic (issue 37): a
