@@ -18,14 +18,18 @@ failures `ampc.AmpcError` (both RuntimeErrors) with the runtime's message.
 docs/python.md has a PyTorch AMP loop and the same loop with ampc side by
 side.
 """
+from __future__ import annotations
+
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .runtime import AMPC_OK, AmpcError, Model, TensorInfo, load_runtime  # noqa: F401
+from .runtime import (AMPC_OK, AmpcError, Model, PathLike,  # noqa: F401
+                      TensorInfo, load_runtime)
 
 __all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
            "AmpcWarning", "find_compiler", "frozen_names"]
@@ -42,7 +46,7 @@ class AmpcWarning(UserWarning):
     frozen because no gradient reaches it)."""
 
 
-def find_compiler():
+def find_compiler() -> str:
     """The `ampc` executable: $AMPC, `ampc` on PATH, or bin/ampc beside the
     runtime named by $AMPC_RUNTIME."""
     if os.environ.get("AMPC"):
@@ -60,7 +64,7 @@ def find_compiler():
                             "AMPC_RUNTIME to an installed prefix's runtime")
 
 
-def _module_state(module):
+def _module_state(module: Any) -> Tuple[Dict[str, Any], Dict[str, bool]]:
     """What torch.onnx.export may change in `module`: every parameter's and
     buffer's value, and each submodule's `training` flag."""
     tensors = {name: t.detach().clone()
@@ -69,7 +73,9 @@ def _module_state(module):
     return tensors, flags
 
 
-def _restore_module_state(module, saved):
+def _restore_module_state(module: Any,
+                          saved: Tuple[Dict[str, Any], Dict[str, bool]]
+                          ) -> None:
     import torch
     tensors, flags = saved
     with torch.no_grad():
@@ -81,8 +87,10 @@ def _restore_module_state(module, saved):
             m.training = flags[name]
 
 
-def export(module, example_inputs, path, input_names=None,
-           output_names=None, opset=17, dynamic_batch=False):
+def export(module: Any, example_inputs: Any, path: PathLike,
+           input_names: Optional[Sequence[str]] = None,
+           output_names: Optional[Sequence[str]] = None, opset: int = 17,
+           dynamic_batch: bool = False) -> PathLike:
     """Exports a torch module with torch.onnx.export as ampc reads it for
     training: training mode (Dropout and BatchNorm as in training), no
     constant folding, so parameters keep their state_dict names. The module
@@ -111,7 +119,7 @@ def export(module, example_inputs, path, input_names=None,
     return path
 
 
-def frozen_names(module):
+def frozen_names(module: Any) -> List[str]:
     """The state_dict names of `module` that torch's optimizers do not
     train: parameters with requires_grad=False and every buffer (BatchNorm's
     running statistics are buffers too; ampc updates those as torch does)."""
@@ -119,19 +127,19 @@ def frozen_names(module):
     return names + [n for n, _ in module.named_buffers()]
 
 
-def _glob_escape(name):
+def _glob_escape(name: str) -> str:
     # --freeze takes globs; a state_dict name is matched as it is.
     return re.sub(r"([*?\[\]\\{}])", r"\\\1", name)
 
 
-def _initializer_names(path):
+def _initializer_names(path: PathLike) -> set[str]:
     import onnx
     return {t.name for t in onnx.load(os.fspath(path),
                                       load_external_data=False)
             .graph.initializer}
 
 
-def _flag(name, value):
+def _flag(name: str, value: Any) -> List[str]:
     name = "--" + name.replace("_", "-")
     if value is True:
         return [name]
@@ -142,13 +150,13 @@ def _flag(name, value):
     return [name + "=" + str(value)]
 
 
-def _param_group_flags(groups):
+def _param_group_flags(groups: Sequence[Dict[str, Any]]) -> List[str]:
     """torch-style param_groups ([{"params": [names or globs], "lr": X,
     "weight_decay": Y, "betas": (B1, B2), "eps": E, "momentum": M,
     "dampening": D}, ...], each setting optional) as ampc's --param-group
     flags, one per name, in order (the first group that names a parameter
     wins)."""
-    flags = []
+    flags: List[str] = []
     scalars = ("lr", "weight_decay", "eps", "momentum", "dampening")
     for group in groups:
         unknown = set(group) - {"params", "betas"} - set(scalars)
@@ -175,8 +183,10 @@ def _param_group_flags(groups):
     return flags
 
 
-def compile(model, example_inputs=None, output=None, *, target=None,
-            mode="train", **options):
+def compile(model: Any, example_inputs: Any = None,
+            output: Optional[PathLike] = None, *,
+            target: Optional[str] = None, mode: str = "train",
+            **options: Any) -> Model:
     """Compiles `model` (a path to an .onnx/.onnxtext file, or a torch
     module exported first with `export` on `example_inputs`, the model's
     inputs only) with ampc and loads the library. `options` are ampc's
@@ -204,7 +214,9 @@ def compile(model, example_inputs=None, output=None, *, target=None,
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _compile(model, example_inputs, output, folder, target, mode, options):
+def _compile(model: Any, example_inputs: Any, output: Optional[PathLike],
+             folder: str, target: Optional[str], mode: str,
+             options: Dict[str, Any]) -> Model:
     # Without `output`, the library (whose name the runtime's messages use)
     # is named after the module's class or the model's file.
     stem = (type(model).__name__ if not isinstance(model, (str, os.PathLike))
