@@ -28,10 +28,11 @@ import tempfile
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .runtime import (AMPC_OK, AmpcError, Model, PathLike,  # noqa: F401
-                      TensorInfo, load_runtime)
+from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
+                      PathLike, Status, TensorInfo, load_runtime)
 
 __all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
+           "Status", "Dtype",
            "AmpcWarning", "find_compiler", "frozen_names"]
 
 
@@ -256,7 +257,7 @@ def _compile(model: Any, example_inputs: Any, output: Optional[PathLike],
                 for l in p.stderr.splitlines() if l.strip()]
     if p.returncode != 0:
         errors = [l for l in messages if l.startswith("error")]
-        raise CompileError(1, "\n".join(errors) if errors else
+        raise CompileError(Status.ERROR_INVALID_ARGUMENT, "\n".join(errors) if errors else
                            "\n".join(messages) or
                            "ampc exited with status %d" % p.returncode)
     for line in messages:

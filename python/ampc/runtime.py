@@ -27,6 +27,7 @@ build tree's layout).
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 import shutil
 from typing import (Any, Callable, Dict, Iterable, List, NamedTuple,
@@ -42,32 +43,64 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 ArrayLike = Any
 Array = npt.NDArray[Any]
 
-AMPC_OK = 0
-AMPC_ERROR_INVALID_ARGUMENT = 1
-AMPC_ERROR_SHAPE_MISMATCH = 4
-AMPC_ERROR_DTYPE_MISMATCH = 5
-AMPC_ERROR_UNSUPPORTED = 6
+class Status(enum.IntEnum):
+    """ampc_status (include/ampc/Runtime/ampc.h): AMPC_<name>."""
+    OK = 0
+    ERROR_INVALID_ARGUMENT = 1
+    ERROR_NOT_FOUND = 2
+    ERROR_ABI_MISMATCH = 3
+    ERROR_SHAPE_MISMATCH = 4
+    ERROR_DTYPE_MISMATCH = 5
+    ERROR_UNSUPPORTED = 6
+    ERROR_EXECUTION = 7
+    ERROR_IO = 8
+    ERROR_CORRUPT = 9
 
-# ampc_dtype values (ONNX TensorProto codes) and the numpy dtypes that hold
-# their elements.
-_NUMPY_OF_DTYPE = {
-    1: np.dtype(np.float32),
-    2: np.dtype(np.uint8),
-    3: np.dtype(np.int8),
-    4: np.dtype(np.uint16),
-    5: np.dtype(np.int16),
-    6: np.dtype(np.int32),
-    7: np.dtype(np.int64),
-    9: np.dtype(np.bool_),
-    10: np.dtype(np.float16),
-    11: np.dtype(np.float64),
-    12: np.dtype(np.uint32),
-    13: np.dtype(np.uint64),
-    16: np.dtype(np.uint16),  # bf16 bits
+
+class Dtype(enum.IntEnum):
+    """ampc_dtype (include/ampc/Runtime/ampc.h): AMPC_DTYPE_<name>, the
+    ONNX TensorProto codes."""
+    F32 = 1
+    U8 = 2
+    I8 = 3
+    U16 = 4
+    I16 = 5
+    I32 = 6
+    I64 = 7
+    BOOL = 9
+    F16 = 10
+    F64 = 11
+    U32 = 12
+    U64 = 13
+    BF16 = 16
+
+
+# The C names, for callers that used them (the values are Status's).
+AMPC_OK = Status.OK
+AMPC_ERROR_INVALID_ARGUMENT = Status.ERROR_INVALID_ARGUMENT
+AMPC_ERROR_SHAPE_MISMATCH = Status.ERROR_SHAPE_MISMATCH
+AMPC_ERROR_DTYPE_MISMATCH = Status.ERROR_DTYPE_MISMATCH
+AMPC_ERROR_UNSUPPORTED = Status.ERROR_UNSUPPORTED
+
+# The numpy dtype that holds the elements of each ampc_dtype.
+_NUMPY_OF_DTYPE: Dict[int, "np.dtype[Any]"] = {
+    Dtype.F32: np.dtype(np.float32),
+    Dtype.U8: np.dtype(np.uint8),
+    Dtype.I8: np.dtype(np.int8),
+    Dtype.U16: np.dtype(np.uint16),
+    Dtype.I16: np.dtype(np.int16),
+    Dtype.I32: np.dtype(np.int32),
+    Dtype.I64: np.dtype(np.int64),
+    Dtype.BOOL: np.dtype(np.bool_),
+    Dtype.F16: np.dtype(np.float16),
+    Dtype.F64: np.dtype(np.float64),
+    Dtype.U32: np.dtype(np.uint32),
+    Dtype.U64: np.dtype(np.uint64),
+    Dtype.BF16: np.dtype(np.uint16),  # bf16 bits
 }
 # A uint16 array is u16 unless the tensor it is for is bf16 (_TensorArray).
-_DTYPE_OF_NUMPY = {v: k for k, v in sorted(_NUMPY_OF_DTYPE.items(),
-                                           reverse=True)}
+_DTYPE_OF_NUMPY = {v: Dtype(k) for k, v in sorted(_NUMPY_OF_DTYPE.items(),
+                                                  reverse=True)}
 
 
 class IncompatibleKeys(NamedTuple):
@@ -92,7 +125,13 @@ class AmpcError(RuntimeError):
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
+        # A Status (an IntEnum: compares equal to the C value); an int the
+        # runtime returned that ampc.h does not name stays an int.
         self.status: int = status
+        try:
+            self.status = Status(status)
+        except ValueError:
+            pass
 
 
 class _ModelOptions(ctypes.Structure):
@@ -286,12 +325,12 @@ def _check_array(a: ArrayLike, info: TensorInfo, label: str) -> None:
     never copies."""
     shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
     if tuple(shape) != tuple(info.shape):
-        raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+        raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
             "%s has shape %s, the model expects %s (shape mismatch)" %
             (label, _shape_text(shape), _shape_text(info.shape))))
     dtype = getattr(a, "dtype", None)
     if isinstance(dtype, np.dtype) and dtype != info.dtype:
-        raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+        raise AmpcError(Status.ERROR_DTYPE_MISMATCH, (
             "%s has dtype %s, the model expects %s (dtype mismatch)" %
             (label, dtype, info.dtype)))
 
@@ -314,7 +353,7 @@ def _converted(value: ArrayLike, info: TensorInfo, label: str,
         lost = np.isfinite(source) & ~np.isfinite(converted)
         if lost.any():
             where = tuple(int(i) for i in np.argwhere(lost)[0])
-            raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+            raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                 "%s: element %s (%r) does not fit %s (it would be %s)" %
                 (label, list(where), float(source[where]), info.dtype,
                  float(converted[where]))))
@@ -383,23 +422,23 @@ class _DeviceTensorArray:
         for i, (a, info) in enumerate(zip(self.arrays, infos)):
             label = "%s %d ('%s')" % (kind, i, info.name)
             if not _on_device(a):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "%s is not a device array (no __cuda_array_interface__); "
                     "pass every tensor of the call on the device, or none"
                     % label))
             face = a.__cuda_array_interface__
             shape = tuple(face["shape"])
             if shape != tuple(info.shape):
-                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
                     "%s has shape %s, the model expects %s (shape mismatch)"
                     % (label, _shape_text(shape), _shape_text(info.shape))))
             dtype = np.dtype(face["typestr"])
             # torch gives no typestr for bfloat16: a bf16 device tensor
             # comes as its bits, t.view(torch.int16).
-            if info.ampc_dtype == 16 and dtype == np.dtype(np.int16):
+            if info.ampc_dtype == Dtype.BF16 and dtype == np.dtype(np.int16):
                 dtype = info.dtype
             if dtype != info.dtype:
-                raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_DTYPE_MISMATCH, (
                     "%s has dtype %s, the model expects %s (dtype mismatch)"
                     % (label, dtype, info.dtype)))
             # Row-major strides; a dimension of one element may have any.
@@ -409,7 +448,7 @@ class _DeviceTensorArray:
                 dense[k] = dense[k + 1] * shape[k + 1]
             if strides is not None and any(
                     s != d for s, d, n in zip(strides, dense, shape) if n > 1):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "%s is not C-contiguous (strides %s); make it "
                     "contiguous on the device first" % (label, tuple(strides))))
             stream = face.get("stream")
@@ -505,7 +544,7 @@ class Model:
     # --- description ------------------------------------------------------
 
     def _check(self, status: int) -> None:
-        if status != AMPC_OK:
+        if status != Status.OK:
             name = self._lib.ampc_status_string(status).decode()
             raise AmpcError(status, "%s (%s)" % (
                 self._lib.ampc_last_error().decode(), name))
@@ -525,7 +564,7 @@ class Model:
         count = ctypes.c_int32()
         status = self._lib.ampc_model_num_gradients(self._handle,
                                                     ctypes.byref(count))
-        if status == AMPC_ERROR_UNSUPPORTED:
+        if status == Status.ERROR_UNSUPPORTED:
             # No gradients entry: an inference library, or one compiled
             # with an optimizer. The runtime's message says which.
             self._no_gradients = self._lib.ampc_last_error().decode() \
@@ -591,7 +630,7 @@ class Model:
         rows = self._partial_batch(inputs)
         if rows is not None:
             if labels and not model_only:
-                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
                     "infer: a partial batch of %d rows with labels: the loss "
                     "would count the padding; pass the inputs without labels "
                     "for the outputs" % rows))
@@ -714,9 +753,9 @@ class Model:
         gradient}), the dict in the library's gradient order. The parameters
         are left unchanged."""
         if self.gradient_parameters is None:
-            raise AmpcError(AMPC_ERROR_UNSUPPORTED, "%s (%s)" % (
+            raise AmpcError(Status.ERROR_UNSUPPORTED, "%s (%s)" % (
                 self._no_gradients,
-                self._lib.ampc_status_string(AMPC_ERROR_UNSUPPORTED).decode()))
+                self._lib.ampc_status_string(Status.ERROR_UNSUPPORTED).decode()))
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         loss = _TensorArray([self._empty(self.outputs[0])], self.outputs,
                             "output")
@@ -888,7 +927,7 @@ class Model:
             if not isinstance(value, (int, np.integer)) or \
                     isinstance(value, bool) or \
                     not -2 ** (bits - 1) <= int(value) < 2 ** (bits - 1):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "set_scaler_state: %s is %r, expected an int%d "
                     "(invalid argument)" % (name, value, bits)))
         state = _ScalerState(scale, growth_tracker, steps, skipped_steps)
