@@ -26,13 +26,14 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
                       PathLike, Status, TensorInfo, load_runtime)
 
 __all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
-           "Status", "Dtype",
+           "Status", "Dtype", "compiler_version",
            "AmpcWarning", "find_compiler", "frozen_names"]
 
 
@@ -63,6 +64,48 @@ def find_compiler() -> str:
             return candidate
     raise FileNotFoundError("no ampc: set AMPC, put ampc on PATH or set "
                             "AMPC_RUNTIME to an installed prefix's runtime")
+
+
+class CompilerVersion(NamedTuple):
+    """What `ampc --version` says: the version ("0.3.0", CMakeLists.txt's
+    project version) and the git revision it was built from."""
+    version: str
+    revision: str
+
+
+_versions: Dict[str, CompilerVersion] = {}
+
+
+def compiler_version(compiler: Optional[str] = None) -> CompilerVersion:
+    """The version of `compiler` (default: `find_compiler()`, the ampc
+    `compile` runs), read from its --version once per executable."""
+    path = compiler or find_compiler()
+    if path not in _versions:
+        p = subprocess.run([path, "--version"], capture_output=True,
+                           text=True)
+        m = re.match(r"ampc (\S+) \(git (\S+)\)", p.stdout)
+        if p.returncode != 0 or m is None:
+            raise RuntimeError("%s --version printed no ampc version: %r" %
+                               (path, (p.stdout + p.stderr)[:200]))
+        _versions[path] = CompilerVersion(m.group(1), m.group(2))
+    return _versions[path]
+
+
+# ampc.__version__: the version of the ampc this module compiles with
+# (compiler_version()), asked when first read, not at import: importing
+# ampc runs nothing. Without a compiler there is no __version__
+# (AttributeError saying why).
+__version__: str
+
+if not TYPE_CHECKING:
+    def __getattr__(name):
+        if name == "__version__":
+            try:
+                return compiler_version().version
+            except (OSError, RuntimeError) as e:
+                raise AttributeError("ampc.__version__ is the ampc "
+                                     "compiler's, and %s" % e) from e
+        raise AttributeError("module 'ampc' has no attribute %r" % name)
 
 
 def _module_state(module: Any) -> Tuple[Dict[str, Any], Dict[str, bool]]:
