@@ -20,6 +20,7 @@ side.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
@@ -32,8 +33,8 @@ from typing import (TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional,
 from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
                       PathLike, Status, TensorInfo, load_runtime)
 
-__all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
-           "Status", "Dtype", "compiler_version",
+__all__ = ["compile", "compile_model", "export", "Model", "AmpcError", "CompileError",
+           "Status", "Dtype", "compiler_version", "compiler_options",
            "AmpcWarning", "find_compiler", "frozen_names"]
 
 
@@ -227,10 +228,59 @@ def _param_group_flags(groups: Sequence[Dict[str, Any]]) -> List[str]:
     return flags
 
 
-def compile(model: Any, example_inputs: Any = None,
-            output: Optional[PathLike] = None, *,
-            target: Optional[str] = None, mode: str = "train",
-            **options: Any) -> Model:
+# The keywords compile() takes besides ampc's flags, and the flags it
+# passes itself (the output, --mode, --target).
+_OWN_OPTIONS = frozenset({"param_groups"})
+_SET_OPTIONS = frozenset({"mode", "target", "help", "help_hidden",
+                          "help_list", "help_list_hidden", "version"})
+_known_options: Dict[str, frozenset[str]] = {}
+
+
+def compiler_options(compiler: Optional[str] = None) -> frozenset[str]:
+    """The options `compiler` (default: `find_compiler()`) takes, as
+    compile()'s keywords ("keep_fp32" for --keep-fp32): what its
+    --help-hidden lists (--help and the few generic options it hides), read
+    once per executable."""
+    path = compiler or find_compiler()
+    if path not in _known_options:
+        p = subprocess.run([path, "--help-hidden"], capture_output=True,
+                           text=True)
+        names = re.findall(r"^  --([A-Za-z0-9][A-Za-z0-9_-]*)", p.stdout,
+                           re.M)
+        if p.returncode != 0 or not names:
+            raise RuntimeError("%s --help-hidden listed no options: %r" %
+                               (path, (p.stdout + p.stderr)[:200]))
+        _known_options[path] = frozenset(n.replace("-", "_") for n in names)
+    return _known_options[path]
+
+
+def _check_options(options: Dict[str, Any], compiler: str) -> None:
+    """Raises TypeError, as Python does for an unexpected keyword, naming
+    each keyword of `options` that is not an option of `compiler` (nor one
+    compile() takes itself) and the close matches, before anything runs:
+    a misspelled option never reaches the command line."""
+    known = (compiler_options(compiler) | _OWN_OPTIONS) - _SET_OPTIONS
+    # The IR printer's --mlir-* options, which ampc --help says it accepts
+    # without listing them.
+    unknown = sorted(n for n in options
+                     if n not in known and not n.startswith("mlir_"))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=3)
+        parts.append("'%s'%s" % (name, " (did you mean %s?)" % ", ".join(
+            "'%s'" % c for c in close) if close else ""))
+    raise TypeError("compile() got %s: %s; the keywords are ampc's options "
+                    "with '_' for '-' (ampc --help)" % (
+                        "an unexpected keyword argument" if len(unknown) == 1
+                        else "unexpected keyword arguments", ", ".join(parts)))
+
+
+def compile_model(model: Any, example_inputs: Any = None,
+                  output: Optional[PathLike] = None, *,
+                  target: Optional[str] = None, mode: str = "train",
+                  **options: Any) -> Model:
     """Compiles `model` (a path to an .onnx/.onnxtext file, or a torch
     module exported first with `export` on `example_inputs`, the model's
     inputs only) with ampc and loads the library. `options` are ampc's
@@ -246,7 +296,10 @@ def compile(model: Any, example_inputs: Any = None,
     unchanged. `output` is the library's path (default: a temporary file,
     removed once loaded). Returns a `Model`. The compiler's warnings and
     notes are issued as AmpcWarning; a compile error raises CompileError
-    with ampc's message."""
+    with ampc's message. A keyword that is not an ampc option
+    (`compiler_options()`) raises TypeError naming it and the close
+    matches, before anything runs. `ampc.compile` is this function."""
+    _check_options(options, find_compiler())
     if output is not None and b"\0" in os.fsencode(output):
         raise ValueError("compile: the output path %r holds a NUL byte" %
                          (output,))
@@ -256,6 +309,11 @@ def compile(model: Any, example_inputs: Any = None,
                         options)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ampc.compile: the name the module has always had (it shadows the builtin
+# compile() in `from ampc import *` code; compile_model does not).
+compile = compile_model
 
 
 def _compile(model: Any, example_inputs: Any, output: Optional[PathLike],

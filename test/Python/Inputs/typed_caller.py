@@ -2,5 +2,5 @@
 # annotations (typed.test): a checkpoint path is a path, not an int.
 import ampc
 
-model: ampc.Model = ampc.compile("model.onnx")
+model: ampc.Model = ampc.compile_model("model.onnx")
 model.save_checkpoint(3)
