@@ -30,18 +30,21 @@ import ctypes
 import enum
 import os
 import shutil
-from typing import (Any, Callable, Dict, Iterable, List, NamedTuple,
-                    Optional, Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List,
+                    NamedTuple, Optional, Sequence, Tuple, Union)
 
 import numpy as np
-import numpy.typing as npt
 
 # A path as the calls take it.
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # An array the calls read: a numpy array, a torch tensor (CPU, or CUDA for
 # the *_device calls), a nested list.
 ArrayLike = Any
-Array = npt.NDArray[Any]
+# A numpy array. Only for the type checker: this file also runs alone, as
+# the GPU packs' ampc_ctypes.py, beside numpy versions without numpy.typing.
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    Array = npt.NDArray[Any]
 
 class Status(enum.IntEnum):
     """ampc_status (include/ampc/Runtime/ampc.h): AMPC_<name>."""
