@@ -33,9 +33,10 @@ from typing import (TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional,
 from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
                       PathLike, Status, TensorInfo, load_runtime)
 
-__all__ = ["compile", "compile_model", "export", "Model", "AmpcError", "CompileError",
-           "Status", "Dtype", "compiler_version", "compiler_options",
-           "AmpcWarning", "find_compiler", "frozen_names"]
+__all__ = ["compile", "compile_model", "export", "Model", "AmpcError",
+           "CompileError", "Status", "Dtype", "compiler_version",
+           "compiler_options", "AmpcWarning", "find_compiler",
+           "frozen_names"]
 
 
 class CompileError(AmpcError):
@@ -254,12 +255,15 @@ def compiler_options(compiler: Optional[str] = None) -> frozenset[str]:
     return _known_options[path]
 
 
-def _check_options(options: Dict[str, Any], compiler: str) -> None:
+def _check_options(options: Dict[str, Any]) -> None:
     """Raises TypeError, as Python does for an unexpected keyword, naming
     each keyword of `options` that is not an option of `compiler` (nor one
     compile() takes itself) and the close matches, before anything runs:
-    a misspelled option never reaches the command line."""
-    known = (compiler_options(compiler) | _OWN_OPTIONS) - _SET_OPTIONS
+    a misspelled option never reaches the command line. Without
+    options, nothing runs."""
+    if not options:
+        return
+    known = (compiler_options() | _OWN_OPTIONS) - _SET_OPTIONS
     # The IR printer's --mlir-* options, which ampc --help says it accepts
     # without listing them.
     unknown = sorted(n for n in options
@@ -299,7 +303,7 @@ def compile_model(model: Any, example_inputs: Any = None,
     with ampc's message. A keyword that is not an ampc option
     (`compiler_options()`) raises TypeError naming it and the close
     matches, before anything runs. `ampc.compile` is this function."""
-    _check_options(options, find_compiler())
+    _check_options(options)
     if output is not None and b"\0" in os.fsencode(output):
         raise ValueError("compile: the output path %r holds a NUL byte" %
                          (output,))
@@ -358,7 +362,8 @@ def _compile(model: Any, example_inputs: Any, output: Optional[PathLike],
                 for l in p.stderr.splitlines() if l.strip()]
     if p.returncode != 0:
         errors = [l for l in messages if l.startswith("error")]
-        raise CompileError(Status.ERROR_INVALID_ARGUMENT, "\n".join(errors) if errors else
+        raise CompileError(Status.ERROR_INVALID_ARGUMENT,
+                           "\n".join(errors) if errors else
                            "\n".join(messages) or
                            "ampc exited with status %d" % p.returncode)
     for line in messages:

@@ -756,9 +756,10 @@ class Model:
         gradient}), the dict in the library's gradient order. The parameters
         are left unchanged."""
         if self.gradient_parameters is None:
-            raise AmpcError(Status.ERROR_UNSUPPORTED, "%s (%s)" % (
+            unsupported = Status.ERROR_UNSUPPORTED
+            raise AmpcError(unsupported, "%s (%s)" % (
                 self._no_gradients,
-                self._lib.ampc_status_string(Status.ERROR_UNSUPPORTED).decode()))
+                self._lib.ampc_status_string(unsupported).decode()))
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         loss = _TensorArray([self._empty(self.outputs[0])], self.outputs,
                             "output")
