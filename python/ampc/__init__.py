@@ -18,17 +18,25 @@ failures `ampc.AmpcError` (both RuntimeErrors) with the runtime's message.
 docs/python.md has a PyTorch AMP loop and the same loop with ampc side by
 side.
 """
+from __future__ import annotations
+
+import difflib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import warnings
+from typing import (TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
-from .runtime import AMPC_OK, AmpcError, Model, TensorInfo, load_runtime  # noqa: F401
+from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
+                      PathLike, Status, TensorInfo, load_runtime)
 
-__all__ = ["compile", "export", "Model", "AmpcError", "CompileError",
-           "AmpcWarning", "find_compiler", "frozen_names"]
+__all__ = ["compile", "compile_model", "export", "Model", "AmpcError",
+           "CompileError", "Status", "Dtype", "compiler_version",
+           "compiler_options", "AmpcWarning", "find_compiler",
+           "frozen_names"]
 
 
 class CompileError(AmpcError):
@@ -42,7 +50,7 @@ class AmpcWarning(UserWarning):
     frozen because no gradient reaches it)."""
 
 
-def find_compiler():
+def find_compiler() -> str:
     """The `ampc` executable: $AMPC, `ampc` on PATH, or bin/ampc beside the
     runtime named by $AMPC_RUNTIME."""
     if os.environ.get("AMPC"):
@@ -60,7 +68,49 @@ def find_compiler():
                             "AMPC_RUNTIME to an installed prefix's runtime")
 
 
-def _module_state(module):
+class CompilerVersion(NamedTuple):
+    """What `ampc --version` says: the version ("0.3.0", CMakeLists.txt's
+    project version) and the git revision it was built from."""
+    version: str
+    revision: str
+
+
+_versions: Dict[str, CompilerVersion] = {}
+
+
+def compiler_version(compiler: Optional[str] = None) -> CompilerVersion:
+    """The version of `compiler` (default: `find_compiler()`, the ampc
+    `compile` runs), read from its --version once per executable."""
+    path = compiler or find_compiler()
+    if path not in _versions:
+        p = subprocess.run([path, "--version"], capture_output=True,
+                           text=True)
+        m = re.match(r"ampc (\S+) \(git (\S+)\)", p.stdout)
+        if p.returncode != 0 or m is None:
+            raise RuntimeError("%s --version printed no ampc version: %r" %
+                               (path, (p.stdout + p.stderr)[:200]))
+        _versions[path] = CompilerVersion(m.group(1), m.group(2))
+    return _versions[path]
+
+
+# ampc.__version__: the version of the ampc this module compiles with
+# (compiler_version()), asked when first read, not at import: importing
+# ampc runs nothing. Without a compiler there is no __version__
+# (AttributeError saying why).
+__version__: str
+
+if not TYPE_CHECKING:
+    def __getattr__(name):
+        if name == "__version__":
+            try:
+                return compiler_version().version
+            except (OSError, RuntimeError) as e:
+                raise AttributeError("ampc.__version__ is the ampc "
+                                     "compiler's, and %s" % e) from e
+        raise AttributeError("module 'ampc' has no attribute %r" % name)
+
+
+def _module_state(module: Any) -> Tuple[Dict[str, Any], Dict[str, bool]]:
     """What torch.onnx.export may change in `module`: every parameter's and
     buffer's value, and each submodule's `training` flag."""
     tensors = {name: t.detach().clone()
@@ -69,7 +119,9 @@ def _module_state(module):
     return tensors, flags
 
 
-def _restore_module_state(module, saved):
+def _restore_module_state(module: Any,
+                          saved: Tuple[Dict[str, Any], Dict[str, bool]]
+                          ) -> None:
     import torch
     tensors, flags = saved
     with torch.no_grad():
@@ -81,8 +133,10 @@ def _restore_module_state(module, saved):
             m.training = flags[name]
 
 
-def export(module, example_inputs, path, input_names=None,
-           output_names=None, opset=17, dynamic_batch=False):
+def export(module: Any, example_inputs: Any, path: PathLike,
+           input_names: Optional[Sequence[str]] = None,
+           output_names: Optional[Sequence[str]] = None, opset: int = 17,
+           dynamic_batch: bool = False) -> PathLike:
     """Exports a torch module with torch.onnx.export as ampc reads it for
     training: training mode (Dropout and BatchNorm as in training), no
     constant folding, so parameters keep their state_dict names. The module
@@ -111,7 +165,7 @@ def export(module, example_inputs, path, input_names=None,
     return path
 
 
-def frozen_names(module):
+def frozen_names(module: Any) -> List[str]:
     """The state_dict names of `module` that torch's optimizers do not
     train: parameters with requires_grad=False and every buffer (BatchNorm's
     running statistics are buffers too; ampc updates those as torch does)."""
@@ -119,19 +173,19 @@ def frozen_names(module):
     return names + [n for n, _ in module.named_buffers()]
 
 
-def _glob_escape(name):
+def _glob_escape(name: str) -> str:
     # --freeze takes globs; a state_dict name is matched as it is.
     return re.sub(r"([*?\[\]\\{}])", r"\\\1", name)
 
 
-def _initializer_names(path):
+def _initializer_names(path: PathLike) -> set[str]:
     import onnx
     return {t.name for t in onnx.load(os.fspath(path),
                                       load_external_data=False)
             .graph.initializer}
 
 
-def _flag(name, value):
+def _flag(name: str, value: Any) -> List[str]:
     name = "--" + name.replace("_", "-")
     if value is True:
         return [name]
@@ -142,13 +196,13 @@ def _flag(name, value):
     return [name + "=" + str(value)]
 
 
-def _param_group_flags(groups):
+def _param_group_flags(groups: Sequence[Dict[str, Any]]) -> List[str]:
     """torch-style param_groups ([{"params": [names or globs], "lr": X,
     "weight_decay": Y, "betas": (B1, B2), "eps": E, "momentum": M,
     "dampening": D}, ...], each setting optional) as ampc's --param-group
     flags, one per name, in order (the first group that names a parameter
     wins)."""
-    flags = []
+    flags: List[str] = []
     scalars = ("lr", "weight_decay", "eps", "momentum", "dampening")
     for group in groups:
         unknown = set(group) - {"params", "betas"} - set(scalars)
@@ -175,8 +229,62 @@ def _param_group_flags(groups):
     return flags
 
 
-def compile(model, example_inputs=None, output=None, *, target=None,
-            mode="train", **options):
+# The keywords compile() takes besides ampc's flags, and the flags it
+# passes itself (the output, --mode, --target).
+_OWN_OPTIONS = frozenset({"param_groups"})
+_SET_OPTIONS = frozenset({"mode", "target", "help", "help_hidden",
+                          "help_list", "help_list_hidden", "version"})
+_known_options: Dict[str, frozenset[str]] = {}
+
+
+def compiler_options(compiler: Optional[str] = None) -> frozenset[str]:
+    """The options `compiler` (default: `find_compiler()`) takes, as
+    compile()'s keywords ("keep_fp32" for --keep-fp32): what its
+    --help-hidden lists (--help and the few generic options it hides), read
+    once per executable."""
+    path = compiler or find_compiler()
+    if path not in _known_options:
+        p = subprocess.run([path, "--help-hidden"], capture_output=True,
+                           text=True)
+        names = re.findall(r"^  --([A-Za-z0-9][A-Za-z0-9_-]*)", p.stdout,
+                           re.M)
+        if p.returncode != 0 or not names:
+            raise RuntimeError("%s --help-hidden listed no options: %r" %
+                               (path, (p.stdout + p.stderr)[:200]))
+        _known_options[path] = frozenset(n.replace("-", "_") for n in names)
+    return _known_options[path]
+
+
+def _check_options(options: Dict[str, Any]) -> None:
+    """Raises TypeError, as Python does for an unexpected keyword, naming
+    each keyword of `options` that is not an option of `compiler` (nor one
+    compile() takes itself) and the close matches, before anything runs:
+    a misspelled option never reaches the command line. Without
+    options, nothing runs."""
+    if not options:
+        return
+    known = (compiler_options() | _OWN_OPTIONS) - _SET_OPTIONS
+    # The IR printer's --mlir-* options, which ampc --help says it accepts
+    # without listing them.
+    unknown = sorted(n for n in options
+                     if n not in known and not n.startswith("mlir_"))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=3)
+        parts.append("'%s'%s" % (name, " (did you mean %s?)" % ", ".join(
+            "'%s'" % c for c in close) if close else ""))
+    raise TypeError("compile() got %s: %s; the keywords are ampc's options "
+                    "with '_' for '-' (ampc --help)" % (
+                        "an unexpected keyword argument" if len(unknown) == 1
+                        else "unexpected keyword arguments", ", ".join(parts)))
+
+
+def compile_model(model: Any, example_inputs: Any = None,
+                  output: Optional[PathLike] = None, *,
+                  target: Optional[str] = None, mode: str = "train",
+                  **options: Any) -> Model:
     """Compiles `model` (a path to an .onnx/.onnxtext file, or a torch
     module exported first with `export` on `example_inputs`, the model's
     inputs only) with ampc and loads the library. `options` are ampc's
@@ -192,7 +300,10 @@ def compile(model, example_inputs=None, output=None, *, target=None,
     unchanged. `output` is the library's path (default: a temporary file,
     removed once loaded). Returns a `Model`. The compiler's warnings and
     notes are issued as AmpcWarning; a compile error raises CompileError
-    with ampc's message."""
+    with ampc's message. A keyword that is not an ampc option
+    (`compiler_options()`) raises TypeError naming it and the close
+    matches, before anything runs. `ampc.compile` is this function."""
+    _check_options(options)
     if output is not None and b"\0" in os.fsencode(output):
         raise ValueError("compile: the output path %r holds a NUL byte" %
                          (output,))
@@ -204,7 +315,14 @@ def compile(model, example_inputs=None, output=None, *, target=None,
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _compile(model, example_inputs, output, folder, target, mode, options):
+# ampc.compile: the name the module has always had (it shadows the builtin
+# compile() in `from ampc import *` code; compile_model does not).
+compile = compile_model
+
+
+def _compile(model: Any, example_inputs: Any, output: Optional[PathLike],
+             folder: str, target: Optional[str], mode: str,
+             options: Dict[str, Any]) -> Model:
     # Without `output`, the library (whose name the runtime's messages use)
     # is named after the module's class or the model's file.
     stem = (type(model).__name__ if not isinstance(model, (str, os.PathLike))
@@ -244,7 +362,8 @@ def _compile(model, example_inputs, output, folder, target, mode, options):
                 for l in p.stderr.splitlines() if l.strip()]
     if p.returncode != 0:
         errors = [l for l in messages if l.startswith("error")]
-        raise CompileError(1, "\n".join(errors) if errors else
+        raise CompileError(Status.ERROR_INVALID_ARGUMENT,
+                           "\n".join(errors) if errors else
                            "\n".join(messages) or
                            "ampc exited with status %d" % p.returncode)
     for line in messages:

@@ -24,46 +24,95 @@ The runtime library is, in order: the `runtime` argument, $AMPC_RUNTIME, or
 lib/libampc_runtime.so beside the bin/ folder of the `ampc` on PATH (the
 build tree's layout).
 """
+from __future__ import annotations
+
 import ctypes
+import enum
 import os
 import shutil
-from collections import namedtuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List,
+                    NamedTuple, Optional, Sequence, Tuple, Union)
 
 import numpy as np
 
-AMPC_OK = 0
-AMPC_ERROR_INVALID_ARGUMENT = 1
-AMPC_ERROR_SHAPE_MISMATCH = 4
-AMPC_ERROR_DTYPE_MISMATCH = 5
-AMPC_ERROR_UNSUPPORTED = 6
+# A path as the calls take it.
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+# An array the calls read: a numpy array, a torch tensor (CPU, or CUDA for
+# the *_device calls), a nested list.
+ArrayLike = Any
+# A numpy array. Only for the type checker: this file also runs alone, as
+# the GPU packs' ampc_ctypes.py, beside numpy versions without numpy.typing.
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    Array = npt.NDArray[Any]
 
-# ampc_dtype values (ONNX TensorProto codes) and the numpy dtypes that hold
-# their elements.
-_NUMPY_OF_DTYPE = {
-    1: np.dtype(np.float32),
-    2: np.dtype(np.uint8),
-    3: np.dtype(np.int8),
-    4: np.dtype(np.uint16),
-    5: np.dtype(np.int16),
-    6: np.dtype(np.int32),
-    7: np.dtype(np.int64),
-    9: np.dtype(np.bool_),
-    10: np.dtype(np.float16),
-    11: np.dtype(np.float64),
-    12: np.dtype(np.uint32),
-    13: np.dtype(np.uint64),
-    16: np.dtype(np.uint16),  # bf16 bits
+class Status(enum.IntEnum):
+    """ampc_status (include/ampc/Runtime/ampc.h): AMPC_<name>."""
+    OK = 0
+    ERROR_INVALID_ARGUMENT = 1
+    ERROR_NOT_FOUND = 2
+    ERROR_ABI_MISMATCH = 3
+    ERROR_SHAPE_MISMATCH = 4
+    ERROR_DTYPE_MISMATCH = 5
+    ERROR_UNSUPPORTED = 6
+    ERROR_EXECUTION = 7
+    ERROR_IO = 8
+    ERROR_CORRUPT = 9
+
+
+class Dtype(enum.IntEnum):
+    """ampc_dtype (include/ampc/Runtime/ampc.h): AMPC_DTYPE_<name>, the
+    ONNX TensorProto codes."""
+    F32 = 1
+    U8 = 2
+    I8 = 3
+    U16 = 4
+    I16 = 5
+    I32 = 6
+    I64 = 7
+    BOOL = 9
+    F16 = 10
+    F64 = 11
+    U32 = 12
+    U64 = 13
+    BF16 = 16
+
+
+# The C names, for callers that used them (the values are Status's).
+AMPC_OK = Status.OK
+AMPC_ERROR_INVALID_ARGUMENT = Status.ERROR_INVALID_ARGUMENT
+AMPC_ERROR_SHAPE_MISMATCH = Status.ERROR_SHAPE_MISMATCH
+AMPC_ERROR_DTYPE_MISMATCH = Status.ERROR_DTYPE_MISMATCH
+AMPC_ERROR_UNSUPPORTED = Status.ERROR_UNSUPPORTED
+
+# The numpy dtype that holds the elements of each ampc_dtype.
+_NUMPY_OF_DTYPE: Dict[int, "np.dtype[Any]"] = {
+    Dtype.F32: np.dtype(np.float32),
+    Dtype.U8: np.dtype(np.uint8),
+    Dtype.I8: np.dtype(np.int8),
+    Dtype.U16: np.dtype(np.uint16),
+    Dtype.I16: np.dtype(np.int16),
+    Dtype.I32: np.dtype(np.int32),
+    Dtype.I64: np.dtype(np.int64),
+    Dtype.BOOL: np.dtype(np.bool_),
+    Dtype.F16: np.dtype(np.float16),
+    Dtype.F64: np.dtype(np.float64),
+    Dtype.U32: np.dtype(np.uint32),
+    Dtype.U64: np.dtype(np.uint64),
+    Dtype.BF16: np.dtype(np.uint16),  # bf16 bits
 }
 # A uint16 array is u16 unless the tensor it is for is bf16 (_TensorArray).
-_DTYPE_OF_NUMPY = {v: k for k, v in sorted(_NUMPY_OF_DTYPE.items(),
-                                           reverse=True)}
+_DTYPE_OF_NUMPY = {v: Dtype(k) for k, v in sorted(_NUMPY_OF_DTYPE.items(),
+                                                  reverse=True)}
 
 
-IncompatibleKeys = namedtuple("IncompatibleKeys",
-                              ["missing_keys", "unexpected_keys"])
+class IncompatibleKeys(NamedTuple):
+    """What `Model.load_state_dict(strict=False)` could not match."""
+    missing_keys: List[str]
+    unexpected_keys: List[str]
 
 
-def _c_path(path, call):
+def _c_path(path: PathLike, call: str) -> bytes:
     """`path` as the bytes the C API takes. A NUL byte would end the C
     string early and name another file (ctypes passes "a\\0b" as "a"), so
     it is refused here, before ctypes sees it."""
@@ -77,9 +126,15 @@ class AmpcError(RuntimeError):
     """A runtime call failed; `status` is its ampc_status, the message is
     ampc_last_error()."""
 
-    def __init__(self, status, message):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
-        self.status = status
+        # A Status (an IntEnum: compares equal to the C value); an int the
+        # runtime returned that ampc.h does not name stays an int.
+        self.status: int = status
+        try:
+            self.status = Status(status)
+        except ValueError:
+            pass
 
 
 class _ModelOptions(ctypes.Structure):
@@ -115,8 +170,19 @@ class _Tensor(ctypes.Structure):
 
 # What a model says about one input, output or parameter. `dtype` is the
 # numpy dtype that holds its elements, `ampc_dtype` the runtime's code.
-TensorInfo = namedtuple("TensorInfo", "name dtype ampc_dtype shape")
-ModelInfo = namedtuple("ModelInfo", "name target precision mode")
+class TensorInfo(NamedTuple):
+    name: str
+    # None for an ampc_dtype numpy has no type for.
+    dtype: Any  # np.dtype
+    ampc_dtype: int
+    shape: Tuple[int, ...]
+
+
+class ModelInfo(NamedTuple):
+    name: str
+    target: str
+    precision: str
+    mode: str
 
 
 class _TrainingInfo(ctypes.Structure):
@@ -133,7 +199,7 @@ class _ScalerState(ctypes.Structure):
                 ("skipped_steps", ctypes.c_int64)]
 
 
-def _find_runtime():
+def _find_runtime() -> str:
     if os.environ.get("AMPC_RUNTIME"):
         return os.environ["AMPC_RUNTIME"]
     ampc = shutil.which("ampc")
@@ -145,19 +211,19 @@ def _find_runtime():
                         "libampc_runtime.so")
 
 
-_runtimes = {}
+_runtimes: Dict[str, ctypes.CDLL] = {}
 
 
-def load_runtime(path=None):
+def load_runtime(path: Optional[PathLike] = None) -> ctypes.CDLL:
     """The runtime library at `path` (see the module's docstring), loaded
     once, with the signatures of the calls this binding makes."""
-    path = os.path.realpath(path or _find_runtime())
-    if path in _runtimes:
-        return _runtimes[path]
-    lib = ctypes.CDLL(path)
+    where = os.path.realpath(os.fsdecode(path or _find_runtime()))
+    if where in _runtimes:
+        return _runtimes[where]
+    lib = ctypes.CDLL(where)
     status = ctypes.c_int32
     model_p = ctypes.c_void_p
-    signatures = {
+    signatures: Dict[str, Tuple[Any, List[Any]]] = {
         "ampc_status_string": (ctypes.c_char_p, [status]),
         "ampc_last_error": (ctypes.c_char_p, []),
         "ampc_runtime_abi_version": (ctypes.c_uint32, []),
@@ -235,11 +301,11 @@ def load_runtime(path=None):
         function = getattr(lib, name)
         function.restype = restype
         function.argtypes = argtypes
-    _runtimes[path] = lib
+    _runtimes[where] = lib
     return lib
 
 
-def _host_numpy(a):
+def _host_numpy(a: ArrayLike) -> ArrayLike:
     """A torch CPU/CUDA tensor as a numpy array on the host (other values as
     they are). numpy has no bfloat16: a torch.bfloat16 tensor becomes its
     raw bits as uint16, the form the module takes bf16 in."""
@@ -252,27 +318,28 @@ def _host_numpy(a):
     return a.numpy()
 
 
-def _shape_text(shape):
+def _shape_text(shape: Sequence[int]) -> str:
     return "[%s]" % ", ".join(str(d) for d in shape)
 
 
-def _check_array(a, info, label):
+def _check_array(a: ArrayLike, info: TensorInfo, label: str) -> None:
     """Raises AmpcError as the runtime would when `a` (an array or a nested
     list) cannot be the tensor `info`; looks at the shape and dtype only,
     never copies."""
     shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
     if tuple(shape) != tuple(info.shape):
-        raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+        raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
             "%s has shape %s, the model expects %s (shape mismatch)" %
             (label, _shape_text(shape), _shape_text(info.shape))))
     dtype = getattr(a, "dtype", None)
     if isinstance(dtype, np.dtype) and dtype != info.dtype:
-        raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+        raise AmpcError(Status.ERROR_DTYPE_MISMATCH, (
             "%s has dtype %s, the model expects %s (dtype mismatch)" %
             (label, dtype, info.dtype)))
 
 
-def _converted(value, info, label, any_dtype=False):
+def _converted(value: ArrayLike, info: TensorInfo, label: str,
+               any_dtype: bool = False) -> Array:
     """`value` as an array of the tensor's dtype: a float array of another
     float dtype is converted (any dtype with `any_dtype`), others are left
     for the runtime to check. A finite value that the tensor's dtype cannot
@@ -289,7 +356,7 @@ def _converted(value, info, label, any_dtype=False):
         lost = np.isfinite(source) & ~np.isfinite(converted)
         if lost.any():
             where = tuple(int(i) for i in np.argwhere(lost)[0])
-            raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+            raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                 "%s: element %s (%r) does not fit %s (it would be %s)" %
                 (label, list(where), float(source[where]), info.dtype,
                  float(converted[where]))))
@@ -300,7 +367,9 @@ class _TensorArray:
     """ampc_tensor views of numpy arrays, kept alive with the arrays and
     shapes they point into."""
 
-    def __init__(self, arrays, infos=(), kind="tensor"):
+    def __init__(self, arrays: Iterable[ArrayLike],
+                 infos: Iterable[TensorInfo] = (),
+                 kind: str = "tensor") -> None:
         """`infos`: the TensorInfo of each array's tensor, where known; an
         array whose numpy dtype stores the tensor's dtype (uint16 for bf16)
         takes the tensor's dtype. An array with a known tensor is checked
@@ -329,13 +398,13 @@ class _TensorArray:
             t.data = a.ctypes.data
             t.size_bytes = a.nbytes
 
-    def pointer(self, index=0):
+    def pointer(self, index: int = 0) -> Any:
         if not self.arrays:
             return None
         return ctypes.pointer(self.tensors[index])
 
 
-def _on_device(x):
+def _on_device(x: Any) -> bool:
     """Whether `x` is a device array (a torch CUDA tensor, CuPy, Numba:
     anything with __cuda_array_interface__)."""
     return hasattr(x, "__cuda_array_interface__")
@@ -347,30 +416,32 @@ class _DeviceTensorArray:
     model's shape and dtype. `streams`: the producers' streams the
     interface names (version 3), which the model's stream must wait for."""
 
-    def __init__(self, arrays, infos, kind):
+    def __init__(self, arrays: Iterable[Any], infos: Sequence[TensorInfo],
+                 kind: str) -> None:
         self.arrays = list(arrays)  # kept alive until the call is done
-        self.shapes, self.streams = [], []
+        self.shapes: List[Any] = []
+        self.streams: List[int] = []
         self.tensors = (_Tensor * max(len(self.arrays), 1))()
         for i, (a, info) in enumerate(zip(self.arrays, infos)):
             label = "%s %d ('%s')" % (kind, i, info.name)
             if not _on_device(a):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "%s is not a device array (no __cuda_array_interface__); "
                     "pass every tensor of the call on the device, or none"
                     % label))
             face = a.__cuda_array_interface__
             shape = tuple(face["shape"])
             if shape != tuple(info.shape):
-                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
                     "%s has shape %s, the model expects %s (shape mismatch)"
                     % (label, _shape_text(shape), _shape_text(info.shape))))
             dtype = np.dtype(face["typestr"])
             # torch gives no typestr for bfloat16: a bf16 device tensor
             # comes as its bits, t.view(torch.int16).
-            if info.ampc_dtype == 16 and dtype == np.dtype(np.int16):
+            if info.ampc_dtype == Dtype.BF16 and dtype == np.dtype(np.int16):
                 dtype = info.dtype
             if dtype != info.dtype:
-                raise AmpcError(AMPC_ERROR_DTYPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_DTYPE_MISMATCH, (
                     "%s has dtype %s, the model expects %s (dtype mismatch)"
                     % (label, dtype, info.dtype)))
             # Row-major strides; a dimension of one element may have any.
@@ -380,7 +451,7 @@ class _DeviceTensorArray:
                 dense[k] = dense[k + 1] * shape[k + 1]
             if strides is not None and any(
                     s != d for s, d, n in zip(strides, dense, shape) if n > 1):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "%s is not C-contiguous (strides %s); make it "
                     "contiguous on the device first" % (label, tuple(strides))))
             stream = face.get("stream")
@@ -395,13 +466,13 @@ class _DeviceTensorArray:
             t.data = face["data"][0]
             t.size_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
 
-    def pointer(self, index=0):
+    def pointer(self, index: int = 0) -> Any:
         if not self.arrays:
             return None
         return ctypes.pointer(self.tensors[index])
 
 
-def _device_empty(like, info):
+def _device_empty(like: Any, info: TensorInfo) -> Any:
     """A device array for `info` beside the device array `like`: a torch
     tensor on its device when `like` is one; None otherwise (the caller
     gives the buffer)."""
@@ -415,11 +486,12 @@ def _device_empty(like, info):
 class Model:
     """One loaded model library (one handle: its own parameters and state)."""
 
-    def __init__(self, path, runtime=None, num_threads=0, cuda_stream=None,
-                 entry=None):
+    def __init__(self, path: PathLike, runtime: Optional[PathLike] = None,
+                 num_threads: int = 0, cuda_stream: Optional[int] = None,
+                 entry: Optional[str] = None) -> None:
         self._lib = load_runtime(runtime)
-        self._handle = None
-        self._pending = []  # queued steps, their buffers kept alive
+        self._handle: Optional[ctypes.c_void_p] = None
+        self._pending: List[Any] = []  # queued steps, their buffers kept alive
         options = _ModelOptions()
         self._lib.ampc_model_options_init(ctypes.byref(options))
         options.num_threads = num_threads
@@ -457,31 +529,31 @@ class Model:
 
     # --- lifetime ---------------------------------------------------------
 
-    def close(self):
+    def close(self) -> None:
         if self._handle is not None:
             self._lib.ampc_model_release(self._handle)
             self._handle = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_lib", None) is not None:
             self.close()
 
     # --- description ------------------------------------------------------
 
-    def _check(self, status):
-        if status != AMPC_OK:
+    def _check(self, status: int) -> None:
+        if status != Status.OK:
             name = self._lib.ampc_status_string(status).decode()
             raise AmpcError(status, "%s (%s)" % (
                 self._lib.ampc_last_error().decode(), name))
 
-    def _describe(self, call, count):
-        result = []
+    def _describe(self, call: Any, count: int) -> List[TensorInfo]:
+        result: List[TensorInfo] = []
         for i in range(count):
             info = _TensorInfo()
             self._check(call(self._handle, i, ctypes.byref(info)))
@@ -491,11 +563,11 @@ class Model:
                                      info.dtype, shape))
         return result
 
-    def _gradient_parameters(self):
+    def _gradient_parameters(self) -> Optional[List[int]]:
         count = ctypes.c_int32()
         status = self._lib.ampc_model_num_gradients(self._handle,
                                                     ctypes.byref(count))
-        if status == AMPC_ERROR_UNSUPPORTED:
+        if status == Status.ERROR_UNSUPPORTED:
             # No gradients entry: an inference library, or one compiled
             # with an optimizer. The runtime's message says which.
             self._no_gradients = self._lib.ampc_last_error().decode() \
@@ -511,7 +583,8 @@ class Model:
         return result
 
     @staticmethod
-    def _index_in(infos, key, kind):
+    def _index_in(infos: Sequence[TensorInfo], key: Union[int, str],
+                  kind: str) -> int:
         """The index of a tensor of `infos` given by index or by name."""
         if isinstance(key, int):
             return key
@@ -520,11 +593,11 @@ class Model:
                 return i
         raise KeyError("the model has no %s '%s'" % (kind, key))
 
-    def parameter_index(self, parameter):
+    def parameter_index(self, parameter: Union[int, str]) -> int:
         """The index of a parameter given by index or by name."""
         return self._index_in(self.parameters, parameter, "parameter")
 
-    def _input_list(self, inputs):
+    def _input_list(self, inputs: Any) -> List[ArrayLike]:
         """Inputs as a list in the model's order, from a list or a dict keyed
         by input name, or (from a call's arguments) a tuple of arrays or one
         list or dict. NumPy arrays and torch CPU tensors are passed without
@@ -540,18 +613,18 @@ class Model:
         return list(inputs)
 
     @staticmethod
-    def _empty(info):
+    def _empty(info: TensorInfo) -> Array:
         return np.empty(info.shape, info.dtype)
 
     # --- running ----------------------------------------------------------
 
-    def infer(self, *inputs):
+    def infer(self, *arrays: Any) -> List[Any]:
         """The model's outputs on `inputs` (arrays in input order, a list of
         them, or a dict by name), as a list of numpy arrays, in eval mode. A
         training library given its data inputs only (no labels) returns the
         model's outputs without the loss (its labels are zeros). Device
         arrays (torch CUDA tensors) take `infer_device`."""
-        inputs = self._input_list(inputs)
+        inputs = self._input_list(arrays)
         if inputs and _on_device(inputs[0]) and \
                 len(inputs) == len(self.inputs):
             return self.infer_device(inputs)
@@ -560,7 +633,7 @@ class Model:
         rows = self._partial_batch(inputs)
         if rows is not None:
             if labels and not model_only:
-                raise AmpcError(AMPC_ERROR_SHAPE_MISMATCH, (
+                raise AmpcError(Status.ERROR_SHAPE_MISMATCH, (
                     "infer: a partial batch of %d rows with labels: the loss "
                     "would count the padding; pass the inputs without labels "
                     "for the outputs" % rows))
@@ -578,7 +651,7 @@ class Model:
                        for o in outputs]
         return outputs
 
-    def _partial_batch(self, inputs):
+    def _partial_batch(self, inputs: Sequence[ArrayLike]) -> Optional[int]:
         """The rows of a partial last batch: every given input has fewer
         rows than the model's batch (the leading dimension all inputs
         share) and otherwise the model's shape; None otherwise."""
@@ -598,7 +671,8 @@ class Model:
         return n if 0 < n < batch else None
 
     @staticmethod
-    def _pad(x, info, copy_first=False):
+    def _pad(x: ArrayLike, info: TensorInfo, copy_first: bool = False
+             ) -> Array:
         """`x` with rows appended up to the model's batch, zeros or (with
         `copy_first`, for training) copies of its first row; each output
         row depends on its own input row in eval mode (BatchNorm on its
@@ -609,7 +683,7 @@ class Model:
             np.zeros((count,) + x.shape[1:], x.dtype)
         return np.ascontiguousarray(np.concatenate([x, pad]))
 
-    def num_labels(self):
+    def num_labels(self) -> int:
         """The label inputs of a training library (the last inputs); 0 for
         an inference library."""
         if self.info.mode != "train":
@@ -619,68 +693,73 @@ class Model:
         except AmpcError:
             return 0
 
-    def bind_infer(self, inputs, outputs):
+    def bind_infer(self, inputs: Any, outputs: Sequence[Array]
+                   ) -> Callable[[], None]:
         """ampc_model_infer on fixed arrays, as a function of no arguments
         that writes `outputs` (C-contiguous arrays, one per model output) in
         place: the runtime call alone, for a benchmark's timing loop."""
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         outs = _TensorArray(self._in_place(outputs), self.outputs, "output")
 
-        def run():
+        def run() -> None:
             self._check(self._lib.ampc_model_infer(
                 self._handle, ins.pointer(), len(ins.arrays), outs.pointer(),
                 len(outs.arrays)))
         return run
 
     @staticmethod
-    def _in_place(arrays):
+    def _in_place(arrays: Sequence[Array]) -> Sequence[Array]:
         for a in arrays:
             if not a.flags.c_contiguous:
                 raise ValueError("an array the runtime writes must be "
                                  "C-contiguous")
         return arrays
 
-    def _read(self, call, infos, index):
+    def _read(self, call: Any, infos: Sequence[TensorInfo], index: int
+              ) -> Array:
         out = _TensorArray([self._empty(infos[index])], [infos[index]])
         self._check(call(self._handle, index, out.pointer()))
         return out.arrays[0]
 
-    def _write(self, call, infos, index, value, kind):
+    def _write(self, call: Any, infos: Sequence[TensorInfo], index: int,
+               value: ArrayLike, kind: str) -> None:
         label = "%s %d ('%s')" % (kind, index, infos[index].name)
         value = _TensorArray([_converted(value, infos[index], label)],
                              [infos[index]], kind)
         self._check(call(self._handle, index, value.pointer()))
 
-    def get_parameter(self, parameter):
+    def get_parameter(self, parameter: Union[int, str]) -> Array:
         """The current value of a parameter (index or name)."""
         return self._read(self._lib.ampc_model_get_parameter, self.parameters,
                           self.parameter_index(parameter))
 
-    def set_parameter(self, parameter, value):
+    def set_parameter(self, parameter: Union[int, str], value: ArrayLike
+                      ) -> None:
         """Replaces a parameter's (index or name) value with `value`."""
         self._write(self._lib.ampc_model_set_parameter, self.parameters,
                     self.parameter_index(parameter), value, "parameter")
 
-    def get_buffer(self, buffer):
+    def get_buffer(self, buffer: Union[int, str]) -> Array:
         """The current value of a buffer (index or name): BatchNorm's
         running statistics and batch counters, which the steps update."""
         return self._read(self._lib.ampc_model_get_buffer, self.buffers,
                           self._index_in(self.buffers, buffer, "buffer"))
 
-    def set_buffer(self, buffer, value):
+    def set_buffer(self, buffer: Union[int, str], value: ArrayLike) -> None:
         """Replaces a buffer's (index or name) value with `value`."""
         self._write(self._lib.ampc_model_set_buffer, self.buffers,
                     self._index_in(self.buffers, buffer, "buffer"), value,
                     "buffer")
 
-    def gradients(self, inputs):
+    def gradients(self, inputs: Any) -> Tuple[Array, Dict[str, Array]]:
         """Forward and backward on `inputs`: (loss, {parameter name:
         gradient}), the dict in the library's gradient order. The parameters
         are left unchanged."""
         if self.gradient_parameters is None:
-            raise AmpcError(AMPC_ERROR_UNSUPPORTED, "%s (%s)" % (
+            unsupported = Status.ERROR_UNSUPPORTED
+            raise AmpcError(unsupported, "%s (%s)" % (
                 self._no_gradients,
-                self._lib.ampc_status_string(AMPC_ERROR_UNSUPPORTED).decode()))
+                self._lib.ampc_status_string(unsupported).decode()))
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         loss = _TensorArray([self._empty(self.outputs[0])], self.outputs,
                             "output")
@@ -696,14 +775,14 @@ class Model:
 
     # --- training ---------------------------------------------------------
 
-    def train_step(self, *inputs, wait=True):
+    def train_step(self, *arrays: Any, wait: bool = True) -> Any:
         """One training step on `inputs` (arrays in input order, labels
         last, a list of them, or a dict by name); the loss, a 0-d array.
         With wait=False on a CUDA model the step is only queued: the
         returned array holds the loss after `synchronize()`. Device arrays
         (torch CUDA tensors) take `train_step_device`, without a copy
         through the host; the loss is then a device array too."""
-        inputs = self._input_list(inputs)
+        inputs = self._input_list(arrays)
         if inputs and _on_device(inputs[0]):
             return self.train_step_device(inputs, wait=wait)
         loss = self._empty(self.outputs[0])
@@ -724,7 +803,8 @@ class Model:
             self._pending.append(step)
         return loss
 
-    def bind_train_step(self, inputs, loss, rows=None):
+    def bind_train_step(self, inputs: Any, loss: Array,
+                        rows: Optional[int] = None) -> Callable[[], None]:
         """ampc_model_train_step on fixed arrays, as a function of no
         arguments that writes the loss into `loss` (a C-contiguous array of
         the loss's shape) and does not wait for a CUDA model's stream: the
@@ -734,7 +814,7 @@ class Model:
         ins = _TensorArray(self._input_list(inputs), self.inputs, "input")
         out = _TensorArray(self._in_place([loss]), self.outputs, "output")
 
-        def run():
+        def run() -> None:
             if rows is None:
                 self._check(self._lib.ampc_model_train_step(
                     self._handle, ins.pointer(), len(ins.arrays),
@@ -745,7 +825,9 @@ class Model:
                     out.pointer(), rows))
         return run
 
-    def train_step_device(self, inputs, loss=None, wait=True, rows=None):
+    def train_step_device(self, inputs: Any, loss: Any = None,
+                          wait: bool = True, rows: Optional[int] = None
+                          ) -> Any:
         """One training step on a batch on the model's device
         (ampc_model_train_step_device): `inputs` are device arrays
         (__cuda_array_interface__: torch CUDA tensors, CuPy), read without
@@ -777,7 +859,8 @@ class Model:
             self._pending.append((ins, out))
         return loss
 
-    def infer_device(self, inputs, outputs=None):
+    def infer_device(self, inputs: Any, outputs: Optional[List[Any]] = None
+                     ) -> List[Any]:
         """The model's outputs on device arrays (ampc_model_infer_device),
         written into `outputs` (device arrays) or, beside torch inputs,
         into new torch tensors on their device; returns the outputs."""
@@ -797,7 +880,7 @@ class Model:
             len(outs.arrays)))
         return list(outputs)
 
-    def wait_streams(self, streams):
+    def wait_streams(self, streams: Iterable[int]) -> None:
         """Makes the model's stream wait, on the device, for the work
         queued so far on each cudaStream_t in `streams` (integers, as
         __cuda_array_interface__ gives them; ampc_model_wait_stream)."""
@@ -805,12 +888,12 @@ class Model:
             self._check(self._lib.ampc_model_wait_stream(
                 self._handle, ctypes.c_void_p(stream)))
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for the model's queued work (ampc_model_synchronize)."""
         self._check(self._lib.ampc_model_synchronize(self._handle))
         self._pending = []
 
-    def training_info(self):
+    def training_info(self) -> Tuple[str, str, str, int]:
         """(optimizer, hyperparameters, loss_scaling, num_labels)."""
         info = _TrainingInfo()
         self._check(self._lib.ampc_model_training_info(self._handle,
@@ -819,25 +902,26 @@ class Model:
                 info.loss_scaling.decode(), info.num_labels)
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         value = ctypes.c_float()
         self._check(self._lib.ampc_model_get_learning_rate(
             self._handle, ctypes.byref(value)))
         return value.value
 
     @learning_rate.setter
-    def learning_rate(self, value):
+    def learning_rate(self, value: float) -> None:
         self._check(self._lib.ampc_model_set_learning_rate(self._handle,
                                                            value))
 
-    def scaler_state(self):
+    def scaler_state(self) -> Dict[str, Union[int, float]]:
         """dict(scale, growth_tracker, steps, skipped_steps)."""
         state = _ScalerState()
         self._check(self._lib.ampc_model_get_scaler_state(
             self._handle, ctypes.byref(state)))
         return {name: getattr(state, name) for name, _ in state._fields_}
 
-    def set_scaler_state(self, scale, growth_tracker, steps, skipped_steps):
+    def set_scaler_state(self, scale: float, growth_tracker: int, steps: int,
+                         skipped_steps: int) -> None:
         # ctypes keeps the low bits of an int too large for its field
         # (2**64 + 1 became 1): out of its C type, a value is refused here;
         # in it, the runtime checks the ranges.
@@ -847,22 +931,22 @@ class Model:
             if not isinstance(value, (int, np.integer)) or \
                     isinstance(value, bool) or \
                     not -2 ** (bits - 1) <= int(value) < 2 ** (bits - 1):
-                raise AmpcError(AMPC_ERROR_INVALID_ARGUMENT, (
+                raise AmpcError(Status.ERROR_INVALID_ARGUMENT, (
                     "set_scaler_state: %s is %r, expected an int%d "
                     "(invalid argument)" % (name, value, bits)))
         state = _ScalerState(scale, growth_tracker, steps, skipped_steps)
         self._check(self._lib.ampc_model_set_scaler_state(
             self._handle, ctypes.byref(state)))
 
-    def save_checkpoint(self, path):
+    def save_checkpoint(self, path: PathLike) -> None:
         self._check(self._lib.ampc_model_save_checkpoint(
             self._handle, _c_path(path, "ampc_model_save_checkpoint")))
 
-    def load_checkpoint(self, path):
+    def load_checkpoint(self, path: PathLike) -> None:
         self._check(self._lib.ampc_model_load_checkpoint(
             self._handle, _c_path(path, "ampc_model_load_checkpoint")))
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Array]:
         """{name: numpy array}: every parameter (trained or frozen) and
         buffer (BatchNorm's running_mean, running_var, num_batches_tracked)
         by the names the ONNX model gave them: a torch module's state_dict
@@ -873,14 +957,16 @@ class Model:
                       for i, b in enumerate(self.buffers)})
         return state
 
-    def load_state_dict(self, state, strict=True):
+    def load_state_dict(self, state: Dict[str, Any], strict: bool = True
+                        ) -> IncompatibleKeys:
         """Sets parameters and buffers from {name: array or torch tensor},
         e.g. a torch module's state_dict(). As torch's: with strict, a
         missing or unexpected name raises RuntimeError (nothing is loaded);
         otherwise returns (missing_keys, unexpected_keys). A library without
         batch counters (compiled for inference, or without an optimizer)
         ignores torch's `num_batches_tracked` entries."""
-        targets = {p.name: (self.set_parameter, p) for p in self.parameters}
+        targets: Dict[str, Tuple[Callable[[Any, Any], None], TensorInfo]] = {
+            p.name: (self.set_parameter, p) for p in self.parameters}
         targets.update({b.name: (self.set_buffer, b) for b in self.buffers})
         missing = [n for n in targets if n not in state]
         unexpected = [n for n in state if n not in targets and
@@ -906,6 +992,6 @@ class Model:
                                     any_dtype=True))
         return IncompatibleKeys(missing, unexpected)
 
-    def export_onnx(self, path):
+    def export_onnx(self, path: PathLike) -> None:
         self._check(self._lib.ampc_model_export_onnx(
             self._handle, _c_path(path, "ampc_model_export_onnx")))
