@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -759,15 +760,14 @@ LogicalResult BatchedGemmOp::verify() {
 /// `channels_last` are the channels-first ones on these views. A weight
 /// (M, k..., C/group) is viewed the same way.
 static RankedTensorType channelsFirstView(RankedTensorType t) {
-  SmallVector<int64_t> shape = {t.getDimSize(0), t.getShape().back()};
-  llvm::append_range(shape, t.getShape().drop_front().drop_back());
-  return RankedTensorType::get(shape, t.getElementType());
+  return RankedTensorType::get(
+      permuteShape(t.getShape(), channelsFirstPerm(t.getRank())),
+      t.getElementType());
 }
 static RankedTensorType channelsLastView(RankedTensorType t) {
-  SmallVector<int64_t> shape = {t.getDimSize(0)};
-  llvm::append_range(shape, t.getShape().drop_front(2));
-  shape.push_back(t.getDimSize(1));
-  return RankedTensorType::get(shape, t.getElementType());
+  return RankedTensorType::get(
+      permuteShape(t.getShape(), channelsLastPerm(t.getRank())),
+      t.getElementType());
 }
 
 /// `x` (named `name`) as channels-first: itself, or with `channelsLast`

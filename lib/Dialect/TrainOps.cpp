@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 
 using namespace mlir;
 using namespace ampc;
@@ -108,9 +109,9 @@ LogicalResult UnscaleOp::verify() {
         return emitOpError("a channels-last gradient has rank 3 or more, "
                            "got ")
                << t;
-      SmallVector<int64_t> shape = {t.getDimSize(0), t.getShape().back()};
-      llvm::append_range(shape, t.getShape().drop_front().drop_back());
-      read = RankedTensorType::get(shape, t.getElementType());
+      read = RankedTensorType::get(
+          permuteShape(t.getShape(), channelsFirstPerm(t.getRank())),
+          t.getElementType());
     }
     if (read != u.getType() && !isSixteenBitOfF32(u.getType(), read))
       return emitOpError("result type ")

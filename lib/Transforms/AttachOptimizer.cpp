@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Training.h"
 
@@ -32,16 +33,6 @@ namespace {
 /// The suffix of the low-precision copy of a weight read in `t`.
 StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
 
-/// (M, C, k...) -> (M, k..., C) for a tensor of `rank`: the layout
-/// ampc-channels-last gives a convolution's weight.
-SmallVector<int64_t> channelsLastPerm(int64_t rank) {
-  SmallVector<int64_t> perm = {0};
-  for (int64_t d = 2; d < rank; ++d)
-    perm.push_back(d);
-  perm.push_back(1);
-  return perm;
-}
-
 /// The transpose to channels-last that is the only reader of a weight's
 /// cast `c`, when only channels-last ops read it (ampc-channels-last's
 /// weight layout); null otherwise.
@@ -49,7 +40,7 @@ ampc::TransposeOp channelsLastReader(ampc::CastOp c) {
   if (!c->hasOneUse())
     return {};
   auto t = dyn_cast<ampc::TransposeOp>(*c->getUsers().begin());
-  if (!t || t.getPerm() != ArrayRef<int64_t>(channelsLastPerm(
+  if (!t || t.getPerm() != ArrayRef<int64_t>(ampc::channelsLastPerm(
                                c.getOutput().getType().getRank())))
     return {};
   if (!llvm::all_of(t->getUsers(), [](Operation *user) {
@@ -410,7 +401,7 @@ struct AttachOptimizerPass
         if (kind.channelsLast)
           copy = ampc::TransposeOp::create(
               b, loc, copy,
-              b.getDenseI64ArrayAttr(channelsLastPerm(master.getRank())));
+              b.getDenseI64ArrayAttr(ampc::channelsLastPerm(master.getRank())));
         ampc::StoreOp::create(
             b, loc, (param.getValue() + lowPrecisionSuffix(kind.type)).str(),
             copy);

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Target/KernelGeometry.h"
 #include "ampc/Transforms/Fusible.h"
 #include "ampc/Transforms/Passes.h"
@@ -38,17 +39,14 @@ using namespace mlir;
 
 namespace {
 
-/// (N, C, H, W) -> (N, H, W, C), and back: ampc.transpose's `perm`
-/// (result dimension i is input dimension perm[i]).
-constexpr int64_t kToLast[] = {0, 2, 3, 1};
-constexpr int64_t kToFirst[] = {0, 3, 1, 2};
+/// (N, C, H, W) -> (N, H, W, C), and back: ampc.transpose's `perm`.
+const SmallVector<int64_t> kToLast = ampc::channelsLastPerm(4);
+const SmallVector<int64_t> kToFirst = ampc::channelsFirstPerm(4);
 
 RankedTensorType permuted(Type type, ArrayRef<int64_t> perm) {
   auto t = cast<RankedTensorType>(type);
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(t.getDimSize(p));
-  return RankedTensorType::get(shape, t.getElementType());
+  return RankedTensorType::get(ampc::permuteShape(t.getShape(), perm),
+                               t.getElementType());
 }
 
 /// Whether transposing `type` by `perm` moves only unit dimensions: the

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -304,13 +305,10 @@ void moveTransposesNextToGemms(func::FuncOp func) {
 /// `channels_last`), the cast applied to it untransposed (a cast commutes
 /// with a transpose; ampc-fold-casts then folds it into the unscale).
 void foldIntoUnscale(ampc::TransposeOp t) {
-  ArrayRef<int64_t> perm = t.getPerm();
-  int64_t rank = perm.size();
-  if (rank < 3 || !t->hasOneUse())
+  int64_t rank = t.getPerm().size();
+  if (rank < 3 || !t->hasOneUse() ||
+      t.getPerm() != ArrayRef<int64_t>(ampc::channelsFirstPerm(rank)))
     return;
-  for (int64_t d = 0; d < rank; ++d)
-    if (perm[d] != (d == 0 ? 0 : d == 1 ? rank - 1 : d - 1))
-      return;
   OpOperand *use = &*t->use_begin();
   auto widen = dyn_cast<ampc::CastOp>(use->getOwner());
   if (widen) {

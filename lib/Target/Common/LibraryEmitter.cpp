@@ -7,6 +7,7 @@
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
@@ -798,10 +799,8 @@ void LibraryEmitter::emitCopyTable() {
     auto t = cast<RankedTensorType>(s.getType());
     // A channels-last copy (M, k..., C) of a master (M, C, k...).
     int64_t channels = 0, spatial = 0;
-    if (s.getChannelsLast()) {
-      channels = t.getShape().back();
-      spatial = t.getNumElements() / (t.getDimSize(0) * channels);
-    }
+    if (s.getChannelsLast())
+      std::tie(channels, spatial) = ampc::channelsLastLayout(t.getShape());
     entries += formatv("  {{{0}, {1}ULL, {2}ULL, {3}LL, {4}, {5}LL, {6}LL},\n",
                        parameterIndex.lookup(from.getValue()),
                        parameterOffsets.lookup(from.getValue()),

@@ -23,6 +23,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Transforms/MemoryPlan.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -64,12 +65,11 @@ ampc::TransposeOp channelsLastCopy(Value copy) {
   auto t = dyn_cast<ampc::TransposeOp>(*copy.getUsers().begin());
   if (!t)
     return {};
-  ArrayRef<int64_t> perm = t.getPerm();
-  int64_t rank = perm.size();
-  for (int64_t d = 0; d < rank; ++d)
-    if (perm[d] != (d == 0 ? 0 : d == rank - 1 ? 1 : d + 1))
-      return {};
-  return rank >= 3 ? t : ampc::TransposeOp();
+  int64_t rank = t.getPerm().size();
+  return rank >= 3 && t.getPerm() == ArrayRef<int64_t>(
+                                         ampc::channelsLastPerm(rank))
+             ? t
+             : ampc::TransposeOp();
 }
 } // namespace
 
@@ -358,10 +358,9 @@ LogicalResult CudaEmitter::emitFusedOptimizer(Operation *op,
       sizes.push_back(count);
       // The copies' layout (one for both, planInPlace checks).
       int64_t channels = 0, spatial = 0;
-      if (Value c = f16 ? f16 : bf16; c && c.getDefiningOp<ampc::TransposeOp>()) {
-        channels = tensorOf(u.getParam()).getDimSize(1);
-        spatial = count / (tensorOf(u.getParam()).getDimSize(0) * channels);
-      }
+      if (Value c = f16 ? f16 : bf16; c && c.getDefiningOp<ampc::TransposeOp>())
+        std::tie(channels, spatial) =
+            ampc::channelsLastLayout(tensorOf(c).getShape());
       // In OptimizerList's order.
       std::string row[kFields] = {offset(u.getNewParam()),
                                   offset(u.getGrad()),

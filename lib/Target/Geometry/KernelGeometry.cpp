@@ -8,6 +8,7 @@
 #include "ampc/Target/KernelGeometry.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Runtime/KernelMath.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -465,9 +466,7 @@ std::pair<int64_t, int64_t> unscaleLayout(Operation *op, unsigned i) {
   auto unscale = cast<ampc::UnscaleOp>(op);
   if (!unscale.isChannelsLast(i))
     return {0, 0};
-  ArrayRef<int64_t> shape = shapeOf(unscale.getGrads()[i]);
-  int64_t channels = shape.back();
-  return {channels, product(shape) / (shape.front() * channels)};
+  return ampc::channelsLastLayout(shapeOf(unscale.getGrads()[i]));
 }
 
 LossGeometry lossGeometry(Operation *op) {
