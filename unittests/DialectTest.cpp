@@ -1,6 +1,7 @@
 //===- DialectTest.cpp - unit tests of the ampc dialect's C++ API ---------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/Optimizers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -14,6 +15,38 @@
 using namespace mlir;
 
 namespace {
+
+// The optimizer facts (include/ampc/Dialect/Optimizers.h): every kind but
+// `none` has them, and what the pass, the verifiers and the messages read
+// from them is torch.optim's.
+TEST(Optimizers, FactsOfEveryKind) {
+  for (uint32_t v = 0; v <= ampc::getMaxEnumValForOptimizerKind(); ++v) {
+    std::optional<ampc::OptimizerKind> kind = ampc::symbolizeOptimizerKind(v);
+    ASSERT_TRUE(kind);
+    EXPECT_EQ(ampc::optimizerFacts(*kind) == nullptr,
+              *kind == ampc::OptimizerKind::None)
+        << ampc::stringifyOptimizerKind(*kind).str();
+  }
+  EXPECT_EQ(ampc::optimizerKindList(), "sgd, adam or adamw");
+  EXPECT_EQ(ampc::foreignOptimizerSettings(ampc::OptimizerKind::Sgd),
+            "beta1, beta2 or eps");
+  EXPECT_EQ(ampc::foreignOptimizerSettings(ampc::OptimizerKind::Adamw),
+            "momentum or dampening");
+  EXPECT_EQ(ampc::momentCount(ampc::OptimizerKind::Sgd, 0), 0u);
+  EXPECT_EQ(ampc::momentCount(ampc::OptimizerKind::Sgd, 0.9), 1u);
+  EXPECT_EQ(ampc::momentCount(ampc::OptimizerKind::Adam, 0), 2u);
+  EXPECT_EQ(ampc::momentCount(ampc::OptimizerKind::None, 0.9), 0u);
+  const ampc::OptimizerFacts &adamw =
+      *ampc::optimizerFacts(ampc::OptimizerKind::Adamw);
+  ASSERT_EQ(adamw.moments.size(), 2u);
+  EXPECT_EQ(adamw.moments[0], ".exp_avg");
+  EXPECT_EQ(adamw.moments[1], ".exp_avg_sq");
+  EXPECT_EQ(adamw.defaultWeightDecay, 0.01);
+  EXPECT_EQ(ampc::optimizerFacts(ampc::OptimizerKind::Adam)->defaultWeightDecay,
+            0.0);
+  EXPECT_EQ(ampc::optimizerFacts(ampc::OptimizerKind::Sgd)->moments[0],
+            ".momentum_buffer");
+}
 
 TEST(Broadcast, NumpyRules) {
   using V = llvm::SmallVector<int64_t>;

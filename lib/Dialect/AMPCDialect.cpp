@@ -1,6 +1,7 @@
 //===- AMPCDialect.cpp - the ampc dialect ---------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/Optimizers.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -252,10 +253,10 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kOptimizerAttr) {
     auto kind = dyn_cast<OptimizerKindAttr>(value);
-    if (!isModule || !kind || kind.getValue() == OptimizerKind::None)
-      return op->emitOpError("'ampc.optimizer' must be sgd, adam or adamw "
-                             "(#ampc<optimizer ...>) on the module, got ")
-             << value;
+    if (!isModule || !kind || !optimizerFacts(kind.getValue()))
+      return op->emitOpError("'ampc.optimizer' must be ")
+             << optimizerKindList()
+             << " (#ampc<optimizer ...>) on the module, got " << value;
     return success();
   }
   if (name == kHyperparametersAttr) {

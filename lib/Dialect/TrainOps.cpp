@@ -7,6 +7,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/ChannelsLast.h"
+#include "ampc/Dialect/Optimizers.h"
 
 using namespace mlir;
 using namespace ampc;
@@ -139,20 +140,12 @@ LogicalResult ClipGradNormOp::verify() {
 LogicalResult OptimizerUpdateOp::verify() {
   OptimizerKind kind = getKind();
   size_t moments = getMoments().size();
-  size_t expected = 0;
-  switch (kind) {
-  case OptimizerKind::Sgd:
-    expected = getMomentum().isZero() ? 0 : 1;
-    break;
-  case OptimizerKind::Adam:
-  case OptimizerKind::Adamw:
-    expected = 2;
-    break;
-  case OptimizerKind::None:
-    // `none` means no optimizer to ampc-attach-optimizer; no update has it.
-    return emitOpError("'kind' must be sgd, adam or adamw, got '")
-           << stringifyOptimizerKind(kind) << "'";
-  }
+  // `none` means no optimizer to ampc-attach-optimizer; no update has it.
+  if (!optimizerFacts(kind))
+    return emitOpError("'kind' must be ")
+           << optimizerKindList() << ", got '" << stringifyOptimizerKind(kind)
+           << "'";
+  size_t expected = momentCount(kind, getMomentum().convertToFloat());
   if (moments != expected)
     return emitOpError("'") << stringifyOptimizerKind(kind) << "' keeps "
                             << expected << " moment(s), got " << moments;

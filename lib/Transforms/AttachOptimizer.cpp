@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/ChannelsLast.h"
+#include "ampc/Dialect/Optimizers.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Training.h"
 
@@ -71,6 +72,20 @@ struct ParamGroup {
   bool used = false;
   /// `ampc.lr` times lr / the default lr, built once.
   Value learningRate;
+
+  /// The optimizer settings (ampc::OptimizerFacts::settings) it gives.
+  SmallVector<StringRef> givenSettings() const {
+    SmallVector<StringRef> given;
+    for (auto [name, value] :
+         {std::pair<StringRef, const std::optional<double> *>{"beta1", &beta1},
+          {"beta2", &beta2},
+          {"eps", &eps},
+          {"momentum", &momentum},
+          {"dampening", &dampening}})
+      if (value->has_value())
+        given.push_back(name);
+    return given;
+  }
 };
 
 /// Parses "GLOB:KEY=X;KEY=Y..." (lr, weight_decay, beta1, beta2, eps,
@@ -133,16 +148,27 @@ struct AttachOptimizerPass
     : ampc::impl::AttachOptimizerPassBase<AttachOptimizerPass> {
   using Base::Base;
 
+  /// The pass option of an ampc::OptimizerFacts setting or flag.
+  double settingValue(StringRef setting) const {
+    return llvm::StringSwitch<double>(setting)
+        .Case("momentum", momentum)
+        .Case("dampening", dampening)
+        .Case("beta1", beta1)
+        .Case("beta2", beta2)
+        .Case("eps", eps);
+  }
+  bool flagValue(StringRef flag) const {
+    return llvm::StringSwitch<bool>(flag).Case("nesterov", nesterov);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(ampc::checkEnumOption(kind, module.getLoc(), getArgument())))
       return signalPassFailure();
     if (kind == ampc::OptimizerKind::None)
       return;
-    bool sgd = kind == ampc::OptimizerKind::Sgd;
-    double decay = weightDecay >= 0                      ? weightDecay
-                   : kind == ampc::OptimizerKind::Adamw ? 0.01
-                                                         : 0;
+    const ampc::OptimizerFacts &facts = *ampc::optimizerFacts(kind);
+    double decay = weightDecay >= 0 ? weightDecay : facts.defaultWeightDecay;
     // `!(x >= 0)` also refuses NaN; infinities are refused by name.
     auto finiteNonNegative = [](double x) {
       return x >= 0 && std::isfinite(x);
@@ -168,14 +194,13 @@ struct AttachOptimizerPass
       }
       // Settings of another optimizer are a mistake, not something to
       // ignore: the user expects them to act.
-      bool sgdSetting = group.momentum || group.dampening;
-      bool adamSetting = group.beta1 || group.beta2 || group.eps;
-      if ((sgd && adamSetting) || (!sgd && sgdSetting)) {
+      if (llvm::any_of(group.givenSettings(), [&](StringRef setting) {
+            return !llvm::is_contained(facts.settings, setting);
+          })) {
         module.emitError()
             << "ampc-attach-optimizer: parameter group '" << spec << "' sets "
-            << (sgd ? "beta1, beta2 or eps" : "momentum or dampening")
-            << ", which --optimizer=" << ampc::stringifyEnum(kind)
-            << " does not have";
+            << ampc::foreignOptimizerSettings(kind) << ", which --optimizer="
+            << ampc::stringifyEnum(kind) << " does not have";
         return signalPassFailure();
       }
       if (nesterov && (group.momentum.value_or(momentum) <= 0 ||
@@ -330,9 +355,7 @@ struct AttachOptimizerPass
       grads.assign(clip.getClipped().begin(), clip.getClipped().end());
     }
 
-    SmallVector<StringRef> momentNames =
-        sgd ? SmallVector<StringRef>{".momentum_buffer"}
-            : SmallVector<StringRef>{".exp_avg", ".exp_avg_sq"};
+    ArrayRef<StringLiteral> momentNames = facts.moments;
     for (auto [param, grad] : llvm::zip(params, grads)) {
       auto type = cast<RankedTensorType>(grad.getType());
       auto zero = DenseElementsAttr::get(
@@ -374,7 +397,7 @@ struct AttachOptimizerPass
       Value master = ampc::LoadParameterOp::create(b, loc, type, param);
       // SGD keeps a momentum buffer where the parameter's momentum is
       // not 0.
-      unsigned numMoments = sgd ? (paramMomentum > 0 ? 1 : 0) : 2;
+      unsigned numMoments = ampc::momentCount(kind, paramMomentum);
       SmallVector<Value> moments;
       for (unsigned m = 0; m < numMoments; ++m)
         moments.push_back(ampc::declareState(
@@ -429,15 +452,16 @@ struct AttachOptimizerPass
       return signalPassFailure();
     }
 
-    std::string hyper =
-        sgd ? llvm::formatv("lr={0} momentum={1} dampening={2} nesterov={3} "
-                            "weight_decay={4}",
-                            lr, momentum, dampening, nesterov ? 1 : 0, decay)
-                  .str()
-            : llvm::formatv("lr={0} beta1={1} beta2={2} eps={3} "
-                            "weight_decay={4}",
-                            lr, beta1, beta2, eps, decay)
-                  .str();
+    // "lr=X", the kind's settings and flags, "weight_decay=X" (the options
+    // as raw_ostream prints a double, the decay as formatv does).
+    std::string hyper;
+    llvm::raw_string_ostream os(hyper);
+    os << "lr=" << double(lr);
+    for (StringRef setting : facts.settings)
+      os << " " << setting << "=" << settingValue(setting);
+    for (StringRef flag : facts.flags)
+      os << " " << flag << "=" << (flagValue(flag) ? 1 : 0);
+    os << llvm::formatv(" weight_decay={0}", decay);
     if (clipGradNorm > 0)
       hyper += llvm::formatv(" clip_grad_norm={0}", clipGradNorm).str();
     for (const ParamGroup &group : groups) {
