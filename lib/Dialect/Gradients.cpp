@@ -632,41 +632,41 @@ LogicalResult DropoutOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
 // Data movement
 //===----------------------------------------------------------------------===//
 
-// keeps: nothing; dx = dy reshaped to x's shape.
+namespace {
+/// The adjoint of an op that only changes its input's shape (Reshape,
+/// Flatten, Squeeze, Unsqueeze): dy reshaped to x's shape. Keeps nothing.
+template <typename Op>
+LogicalResult reshapeGradient(Op op, OpBuilder &b, ArrayRef<Value> dResults,
+                              MutableArrayRef<Value> dOperands) {
+  dOperands[0] = AdjointBuilder(b, op).reshape(
+      dResults[0], tensorType(op.getInput()).getShape());
+  return success();
+}
+} // namespace
+
 LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool>,
                                        MutableArrayRef<Value> dOperands) {
-  dOperands[0] = AdjointBuilder(b, *this).reshape(
-      dResults[0], tensorType(getInput()).getShape());
-  return success();
+  return reshapeGradient(*this, b, dResults, dOperands);
 }
 
-// keeps: nothing; dx = dy reshaped to x's shape.
 LogicalResult FlattenOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool>,
                                        MutableArrayRef<Value> dOperands) {
-  dOperands[0] = AdjointBuilder(b, *this).reshape(
-      dResults[0], tensorType(getInput()).getShape());
-  return success();
+  return reshapeGradient(*this, b, dResults, dOperands);
 }
 
-// keeps: nothing; dx = dy reshaped to x's shape.
 LogicalResult SqueezeOp::buildGradient(OpBuilder &b, ArrayRef<Value> dResults,
                                        ArrayRef<bool>,
                                        MutableArrayRef<Value> dOperands) {
-  dOperands[0] = AdjointBuilder(b, *this).reshape(
-      dResults[0], tensorType(getInput()).getShape());
-  return success();
+  return reshapeGradient(*this, b, dResults, dOperands);
 }
 
-// keeps: nothing; dx = dy reshaped to x's shape.
 LogicalResult UnsqueezeOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> dResults,
                                          ArrayRef<bool>,
                                          MutableArrayRef<Value> dOperands) {
-  dOperands[0] = AdjointBuilder(b, *this).reshape(
-      dResults[0], tensorType(getInput()).getShape());
-  return success();
+  return reshapeGradient(*this, b, dResults, dOperands);
 }
 
 // keeps: nothing; dx = dy summed over the expanded dimensions.
