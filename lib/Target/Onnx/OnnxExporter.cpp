@@ -23,7 +23,7 @@
 
 #include "Checkpoint.h"
 #include "ampc/Import/OnnxModel.h"
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
