@@ -14,7 +14,9 @@ install(TARGETS ${AMPC_INSTALLED_TOOLS} RUNTIME DESTINATION bin)
 install(TARGETS ampc_runtime EXPORT ampcTargets
   LIBRARY DESTINATION lib
   INCLUDES DESTINATION include)
-install(TARGETS ampc_cudasim LIBRARY DESTINATION lib)
+if(AMPC_HAVE_CUDA)
+  install(TARGETS ampc_cudasim LIBRARY DESTINATION lib)
+endif()
 # The C API and model ABI (Runtime), the kernel headers generated sources
 # include (Kernels) and the CUDA execution's headers cuda-sim sources include
 # (CudaSim).

@@ -31,6 +31,16 @@ mlir::LogicalResult emitCudaSource(mlir::ModuleOp module,
                                    llvm::raw_ostream &source,
                                    std::string &blob);
 
+/// Whether this build has the CUDA target: CUDA's headers were found when
+/// it was configured (docs/testing.md, A CPU-only build). Without it the
+/// CUDA source is still written, and compiling it fails with
+/// kCudaTargetUnavailable.
+bool cudaTargetBuilt();
+
+/// What --target=cuda and --target=cuda-sim say in a build without the CUDA
+/// target.
+extern const char kCudaTargetUnavailable[];
+
 /// Where nvcc is: $NVCC, nvcc on PATH, or /usr/local/cuda/bin/nvcc; empty
 /// when none is found.
 std::string findNvcc();
