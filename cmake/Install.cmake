@@ -14,8 +14,14 @@ install(TARGETS ${AMPC_INSTALLED_TOOLS} RUNTIME DESTINATION bin)
 install(TARGETS ampc_runtime EXPORT ampcTargets
   LIBRARY DESTINATION lib
   INCLUDES DESTINATION include)
-install(TARGETS ampc_cudasim LIBRARY DESTINATION lib)
-install(DIRECTORY include/ampc/Runtime DESTINATION include/ampc
+if(AMPC_HAVE_CUDA)
+  install(TARGETS ampc_cudasim LIBRARY DESTINATION lib)
+endif()
+# The C API and model ABI (Runtime), the kernel headers generated sources
+# include (Kernels) and the CUDA execution's headers cuda-sim sources include
+# (CudaSim).
+install(DIRECTORY include/ampc/Runtime include/ampc/Kernels include/ampc/CudaSim
+  DESTINATION include/ampc
   FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh")
 
 install(EXPORT ampcTargets NAMESPACE ampc:: DESTINATION lib/cmake/ampc)

@@ -535,8 +535,7 @@ namespace {
 /// Writes a one-byte checkpoint-like file to `path` atomically.
 bool writeOneByte(const std::string &path, std::string &error) {
   const char byte = 'x';
-  return ampc::runtime::writeFileAtomically(path, {{&byte, 1}}, "the file",
-                                            error);
+  return ampc::writeFileAtomically(path, {{&byte, 1}}, "the file", error);
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 //===- CpuBackwardKernelsTest.cpp - backward CPU kernels vs naive loops ---===//
 //
-// Each kernel of include/ampc/Runtime/CpuBackwardKernels.h against a
+// Each kernel of include/ampc/Kernels/Cpu/CpuBackwardKernels.h against a
 // hand-computed tiny case and against a naive loop reference written here
 // in double (straight from the op definitions in AMPCGradOps.td) on small
 // random shapes and attribute combinations. The adjoint kernels are also
@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CpuBackwardKernels.h"
+#include "ampc/Kernels/Cpu/CpuBackwardKernels.h"
 
 #include <gtest/gtest.h>
 

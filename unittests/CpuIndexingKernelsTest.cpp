@@ -1,14 +1,14 @@
 //===- CpuIndexingKernelsTest.cpp - scatter, topK, ReduceProd on the CPU --===//
 //
 // The CPU kernels of ampc.scatter, ampc.top_k and ReduceProd
-// (include/ampc/Runtime/CpuKernels.h) on hand-computed cases: each
+// (include/ampc/Kernels/Cpu/CpuKernels.h) on hand-computed cases: each
 // reduction of a scatter with repeated, negative and out-of-range
 // indices, in place and in f16; TopK's order with ties and NaN, largest
 // and smallest, along a middle axis.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CpuKernels.h"
+#include "ampc/Kernels/Cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

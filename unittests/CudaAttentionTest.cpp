@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include <gtest/gtest.h>
 

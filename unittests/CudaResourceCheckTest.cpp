@@ -66,7 +66,7 @@ __global__ void bigFrame(float *out, int k) {
 TEST(CudaResourceCheck, AcceptsThePairwiseReductions) {
   std::string error;
   EXPECT_TRUE(check(R"(
-#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
 template __global__ void ampc::cuda::reduce<double, ampc::cuda::As<double>, ampc::cuda::As<double>>(
     const double *, double *, int64_t, ampc::cuda::Strided, ampc::cuda::Strided, int64_t, ampc::cuda::Reduction);
 template __global__ void ampc::cuda::layerNormGrad<float, ampc::cuda::AsF16, ampc::cuda::As<float>, ampc::cuda::As<float>, ampc::cuda::AsF16, ampc::cuda::AsF16>(

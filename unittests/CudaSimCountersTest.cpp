@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
-#include "ampc/Runtime/CudaSim/Counters.h"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
+#include "ampc/CudaSim/Counters.h"
 
 #include <cublasLt.h>
 #include <gtest/gtest.h>

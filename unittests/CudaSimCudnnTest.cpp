@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
-#include "ampc/Runtime/CudaSim/Counters.h"
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
+#include "ampc/CudaSim/Counters.h"
+#include "ampc/Kernels/Common/Float16.h"
 
 #include <cudnn.h>
 #include <cuda_runtime_api.h>

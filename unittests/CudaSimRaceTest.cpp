@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
-#include "ampc/Runtime/CpuBackwardKernels.h"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
+#include "ampc/Kernels/Cpu/CpuBackwardKernels.h"
 
 #include <gtest/gtest.h>
 

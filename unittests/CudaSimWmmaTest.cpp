@@ -1,7 +1,7 @@
 //===- CudaSimWmmaTest.cpp - warp matrix operations in the CUDA execution --===//
 //
 // nvcuda::wmma as the CUDA execution on the CPU implements it
-// (ampc/Runtime/CudaSim/Wmma.h): an exact 16x16x16 product (FP16 and BF16,
+// (ampc/CudaSim/Wmma.h): an exact 16x16x16 product (FP16 and BF16,
 // FP32 sums in k order), accumulation, column-major operands and stores,
 // elementwise use of a fragment, a divergent call refused, and the loads
 // and stores seen by the race check. Compiled with the race check's
@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- Float16Test.cpp - FP16/BF16 conversions against references --------===//
 
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 
 #include <gtest/gtest.h>
 

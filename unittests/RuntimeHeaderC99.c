@@ -7,7 +7,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "ampc/Runtime/CudaSim/Counters.h"
+#include "ampc/CudaSim/Counters.h"
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/ampc.h"
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CpuTrainKernels.h"
+#include "ampc/Kernels/Cpu/CpuTrainKernels.h"
 
 #include <gtest/gtest.h>
 

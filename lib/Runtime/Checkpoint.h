@@ -9,7 +9,7 @@
 #ifndef AMPC_LIB_RUNTIME_CHECKPOINT_H
 #define AMPC_LIB_RUNTIME_CHECKPOINT_H
 
-#include "ampc/Support/OutputFile.h"
+#include "ampc/Support/AtomicWrite.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -48,24 +48,6 @@ bool writeCheckpoint(const std::string &path, const std::string &modelName,
                      const std::vector<StateTensor> &tensors,
                      const std::vector<const void *> &data,
                      std::string &error);
-
-/// Writes `pieces` one after the other to `path` by the output rules of
-/// ampc/Support/OutputFile.h (a temporary file in the same folder, fsync,
-/// rename over `path`; no link, read-only file or non-regular file
-/// replaced), never over the program or a library this process has loaded
-/// (dl_iterate_phdr: a model's own library); `error` says what failed
-/// ("PATH: cannot write WHAT: ...").
-bool writeFileAtomically(
-    const std::string &path,
-    const std::vector<std::pair<const void *, size_t>> &pieces,
-    const std::string &what, std::string &error);
-
-/// The model library files whose code the process runs that
-/// dl_iterate_phdr cannot name: the runtime loads each model from a private
-/// copy (ampc_model_load), so it sets this to list the files its live
-/// models were loaded from; writeFileAtomically never replaces them.
-/// Null: none.
-extern std::vector<ProtectedFile> (*loadedModelFiles)();
 
 /// Reads the checkpoint at `path` and checks all of it before returning: the
 /// magic, the format version, the size (truncation), the checksum, and that

@@ -16,6 +16,7 @@
 #include "ampc/Runtime/ampc.h"
 
 #include "Checkpoint.h"
+#include "ampc/Support/AtomicWrite.h"
 #include "ampc/Support/RegularFile.h"
 #include "OnnxRewrite.h"
 
@@ -202,8 +203,8 @@ void *openPrivateCopy(const std::string &path, int &number,
         {identity.st_dev, identity.st_ino},
         "a library in use ('" + path + "')"};
     number = copy;
-    // Outputs never replace it (Checkpoint.cpp, writeFileAtomically).
-    ampc::runtime::loadedModelFiles = [] {
+    // Outputs never replace it (ampc/Support/AtomicWrite.h).
+    ampc::loadedModelFiles = [] {
       CopyNames &names = copyNames();
       std::lock_guard<std::mutex> lock(names.mutex);
       std::vector<ampc::ProtectedFile> files;
@@ -1951,8 +1952,8 @@ ampc_status ampc_model_export_onnx(const ampc_model *handle, const char *path) {
           reinterpret_cast<const unsigned char *>(trained.data()),
           trained.size(), bytes, error))
     return fail(AMPC_ERROR_CORRUPT, kExport, error);
-  if (!ampc::runtime::writeFileAtomically(path, {{bytes.data(), bytes.size()}},
-                                          "the ONNX model", error))
+  if (!ampc::writeFileAtomically(path, {{bytes.data(), bytes.size()}},
+                                 "the ONNX model", error))
     return fail(AMPC_ERROR_IO, kExport, error);
   return AMPC_OK;
 }

@@ -22,7 +22,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/ChannelsLast.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Transforms/Fusible.h"
 #include "ampc/Transforms/Passes.h"
 

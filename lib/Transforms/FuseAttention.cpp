@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

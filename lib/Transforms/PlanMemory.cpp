@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/MemoryPlan.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -17,7 +17,7 @@
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Runtime/ampc.h"
 #include "ampc/Target/CpuTarget.h"
 #include "ampc/Transforms/Passes.h"

@@ -10,7 +10,7 @@
 #include "Npy.h"
 
 
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Support/OutputFile.h"
 #include "ampc/Support/RegularFile.h"
 

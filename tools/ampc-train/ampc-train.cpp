@@ -10,7 +10,7 @@
 #include "Plot.h"
 #include "Schedule.h"
 
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Runtime/ampc.h"
 #include "ampc/Support/OutputFile.h"
 

@@ -25,7 +25,7 @@ import numpy as np
 def round_bf16(x):
     """`x` as float32, rounded to the nearest bfloat16 (ties to even), as a
     float32 array of x's shape: the runtime's f32ToBf16Bits
-    (include/ampc/Runtime/Float16.h), NaN included (its sign and the kept
+    (include/ampc/Kernels/Common/Float16.h), NaN included (its sign and the kept
     half of its payload stay, the quiet bit is set)."""
     f = np.atleast_1d(np.asarray(x, np.float32))
     bits = f.view(np.uint32).astype(np.uint64)

@@ -2,7 +2,7 @@
 //
 // The CPU target writes a model as C++ that implements the model ABI
 // (include/ampc/Runtime/ModelAbi.h) on top of the kernels in
-// include/ampc/Runtime/CpuKernels.h, then compiles it with the host C++
+// include/ampc/Kernels/Cpu/CpuKernels.h, then compiles it with the host C++
 // compiler into a shared library that libampc_runtime loads.
 //
 //===----------------------------------------------------------------------===//

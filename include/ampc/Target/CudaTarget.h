@@ -2,7 +2,7 @@
 //
 // The CUDA target writes a model as CUDA C++ implementing the model ABI
 // (include/ampc/Runtime/ModelAbi.h) on top of cuBLASLt and the kernels of
-// include/ampc/Runtime/CudaKernels.cuh, then compiles it with nvcc into a
+// include/ampc/Kernels/Cuda/CudaKernels.cuh, then compiles it with nvcc into a
 // shared library that libampc_runtime loads. The library links cudart and
 // cuBLASLt only.
 //
@@ -21,7 +21,7 @@ namespace ampc {
 /// The runtime header every generated CUDA source includes (the
 /// precompiled header of the cuda-sim compile holds it too).
 inline constexpr const char kCudaKernelsHeader[] =
-    "ampc/Runtime/CudaKernels.cuh";
+    "ampc/Kernels/Cuda/CudaKernels.cuh";
 
 /// Writes the CUDA source of the module's library (after the pipeline) to
 /// `source` and the initial state (parameters, training state, constants)
@@ -30,6 +30,16 @@ mlir::LogicalResult emitCudaSource(mlir::ModuleOp module,
                                    const LibraryOptions &options,
                                    llvm::raw_ostream &source,
                                    std::string &blob);
+
+/// Whether this build has the CUDA target: CUDA's headers were found when
+/// it was configured (docs/testing.md, A CPU-only build). Without it the
+/// CUDA source is still written, and compiling it fails with
+/// kCudaTargetUnavailable.
+bool cudaTargetBuilt();
+
+/// What --target=cuda and --target=cuda-sim say in a build without the CUDA
+/// target.
+extern const char kCudaTargetUnavailable[];
 
 /// Where nvcc is: $NVCC, nvcc on PATH, or /usr/local/cuda/bin/nvcc; empty
 /// when none is found.

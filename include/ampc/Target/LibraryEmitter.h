@@ -18,7 +18,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/AMPCEnums.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -78,7 +78,7 @@
 
 #include "Sim.h"
 
-#include "ampc/Runtime/KernelMath.h"
+#include "ampc/Kernels/Common/KernelMath.h"
 
 #include <cblas.h>
 #include <cublasLt.h>

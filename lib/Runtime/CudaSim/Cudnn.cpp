@@ -1,6 +1,6 @@
 //===- Cudnn.cpp - cuDNN's legacy convolutions on the CPU -----------------===//
 //
-// The part of cuDNN the CUDA target calls (include/ampc/Runtime/
+// The part of cuDNN the CUDA target calls (include/ampc/Kernels/Cuda/
 // CudaKernels.cuh: initConvolutions, convolution): the handle and its
 // stream, tensor, filter and convolution descriptors, the algorithm
 // heuristics (cudnnGet*Algorithm_v7) and workspace sizes, and
@@ -54,7 +54,7 @@
 
 #include "Sim.h"
 
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
 
 #include <cblas.h>
 #include <cudnn.h>

@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaSim/CudaSim.h"
+#include "ampc/CudaSim/CudaSim.h"
 
 #include "RaceCheck.h"
 #include "Sim.h"

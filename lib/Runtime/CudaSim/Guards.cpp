@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaSim/CudaSim.h"
+#include "ampc/CudaSim/CudaSim.h"
 
 #include "Sim.h"
 

@@ -34,7 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 // First, as in Execution.cpp: CUDA's headers keep its definitions.
-#include "ampc/Runtime/CudaSim/CudaSim.h"
+#include "ampc/CudaSim/CudaSim.h"
 
 #include "RaceCheck.h"
 #include "Sim.h"

@@ -47,7 +47,7 @@
 
 #include "Sim.h"
 
-#include "ampc/Runtime/CudaSim/Counters.h"
+#include "ampc/CudaSim/Counters.h"
 
 #include <cuda_runtime_api.h>
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Runtime/CudaSim/CudaSim.h"
+#include "ampc/CudaSim/CudaSim.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -2,7 +2,7 @@
 //
 // Walks @forward in its kernel-level form (after ampc-fuse and
 // ampc-plan-memory) and writes, for each op, a call to the kernels of
-// include/ampc/Runtime/CpuKernels.h or one loop nest (an ampc.fusion or a
+// include/ampc/Kernels/Cpu/CpuKernels.h or one loop nest (an ampc.fusion or a
 // lone elementwise op). The instance state holds the parameters, which
 // `init` copies from a blob the library embeds, then the arena of the
 // memory plan, where every intermediate lives at its planned offset; views
@@ -12,7 +12,7 @@
 
 #include "ampc/Target/CpuTarget.h"
 
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
@@ -38,8 +38,8 @@ using namespace ampc::emit;
 
 /// The runtime headers every generated source includes, in order (the
 /// precompiled header holds them too).
-static const StringRef kIncludes[] = {"ampc/Runtime/CpuBackwardKernels.h",
-                                      "ampc/Runtime/CpuTrainKernels.h",
+static const StringRef kIncludes[] = {"ampc/Kernels/Cpu/CpuBackwardKernels.h",
+                                      "ampc/Kernels/Cpu/CpuTrainKernels.h",
                                       "ampc/Runtime/ModelAbi.h"};
 
 namespace {

@@ -3,7 +3,7 @@
 // Fused attention (issue 38): the forward kernel (O and the rows'
 // logsumexp), then for the adjoint the pre-pass (delta = rowsum(dO ∘ O))
 // and the one backward launch (dQ, dK, dV), from
-// include/ampc/Runtime/CudaAttention.cuh; dropout on P draws its masks in
+// include/ampc/Kernels/Cuda/CudaAttention.cuh; dropout on P draws its masks in
 // the kernels (no mask buffer). Q, K, V, O and their gradients
 // are read and written through their logical [b, h, s, d] strides, so the
 // per-head layouts the exporter wrote (the op's perms) need no transpose.
@@ -13,7 +13,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

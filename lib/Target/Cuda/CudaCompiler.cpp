@@ -39,7 +39,15 @@ static std::string cudaRoot(StringRef nvcc) {
   return llvm::sys::path::parent_path(llvm::sys::path::parent_path(nvcc)).str();
 }
 
+bool ampc::cudaTargetBuilt() { return AMPC_HAVE_CUDA; }
+
+const char ampc::kCudaTargetUnavailable[] =
+    "the CUDA target is unavailable in this build (configured without "
+    "CUDA's headers); use --target=cpu";
+
 bool ampc::cudaToolchainAvailable() {
+  if (!cudaTargetBuilt())
+    return false;
   std::string nvcc = findNvcc();
   if (nvcc.empty())
     return false;
@@ -201,6 +209,10 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
 bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
                               const std::vector<std::string> &gpuArchs,
                               std::string &error) {
+  if (!cudaTargetBuilt()) {
+    error = kCudaTargetUnavailable;
+    return false;
+  }
   std::string nvcc = findNvcc();
   if (nvcc.empty()) {
     error = "no nvcc found (set NVCC, put nvcc on PATH, or install CUDA in "
@@ -268,6 +280,10 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
 
 bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
                                  bool checkResources, std::string &error) {
+  if (!cudaTargetBuilt()) {
+    error = kCudaTargetUnavailable;
+    return false;
+  }
   std::optional<std::string> program = emit::hostCompiler(error);
   if (!program)
     return false;

@@ -9,7 +9,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"

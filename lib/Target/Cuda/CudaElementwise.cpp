@@ -10,7 +10,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Transforms/Training.h"
 
 #include "llvm/ADT/TypeSwitch.h"

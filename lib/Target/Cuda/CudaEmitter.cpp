@@ -26,7 +26,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Transforms/MemoryPlan.h"
 #include "ampc/Transforms/Training.h"
 

@@ -11,7 +11,7 @@
 #ifndef AMPC_LIB_TARGET_CUDA_CUDAEMITTER_H
 #define AMPC_LIB_TARGET_CUDA_CUDAEMITTER_H
 
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -11,7 +11,7 @@
 #include "CudaEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -21,9 +21,9 @@
 
 #include "ampc/Target/OnnxExport.h"
 
-#include "Checkpoint.h"
 #include "ampc/Import/OnnxModel.h"
-#include "ampc/Runtime/Float16.h"
+#include "ampc/Kernels/Common/Float16.h"
+#include "ampc/Support/AtomicWrite.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
@@ -869,9 +869,8 @@ bool ampc::writeOnnxModel(const onnx::ModelProto &model, StringRef path,
   // Atomically, as the runtime writes checkpoints and exports: only over a
   // regular file, through a temporary in the same folder.
   std::string why;
-  if (!ampc::runtime::writeFileAtomically(path.str(),
-                                          {{bytes.data(), bytes.size()}},
-                                          "the ONNX model", why)) {
+  if (!ampc::writeFileAtomically(path.str(), {{bytes.data(), bytes.size()}},
+                                 "the ONNX model", why)) {
     // The caller names the path; the message starts with it.
     std::string prefix = path.str() + ": ";
     error = why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;

@@ -1,10 +1,10 @@
-// Fused attention's CUDA kernels (include/ampc/Runtime/CudaAttention.cuh)
+// Fused attention's CUDA kernels (include/ampc/Kernels/Cuda/CudaAttention.cuh)
 // instantiated for FP16 and BF16 at the ends and the middle of the head
 // dimensions they take (16, 64 and 128: forward, pre-pass, backward; 256:
 // the forward), so that nvcc compiles their WMMA for real GPUs
 // (attention-nvcc.test). -DAMPC_ALL_HEAD_DIMS adds every other multiple of
 // 16 up to 128 (about 40 s here, too long for the suite).
-#include "ampc/Runtime/CudaKernels.cuh"
+#include "ampc/Kernels/Cuda/CudaKernels.cuh"
 
 namespace att = ampc::cuda::attention;
 

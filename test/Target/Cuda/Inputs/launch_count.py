@@ -1,7 +1,7 @@
 """What one training step of a --target=cuda-sim library runs on the device:
 kernel launches, cuBLASLt GEMMs, copies, memsets and host functions, as the
-CUDA execution on the CPU counts them when they run (include/ampc/Runtime/
-CudaSim/Counters.h).
+CUDA execution on the CPU counts them when they run (include/ampc/CudaSim/
+Counters.h).
 
 usage:
   launch_count.py count LIBRARY [--check-prefix=P] [--full-names]

@@ -10,8 +10,8 @@
 #ifndef AMPC_RUNTIME_CPUTRAINKERNELS_H
 #define AMPC_RUNTIME_CPUTRAINKERNELS_H
 
-#include "ampc/Runtime/Float16.h"
-#include "ampc/Runtime/TrainMath.h"
+#include "ampc/Kernels/Common/Float16.h"
+#include "ampc/Kernels/Common/TrainMath.h"
 
 #include <cmath>
 #include <cstdint>

@@ -10,7 +10,7 @@
 #ifndef AMPC_RUNTIME_TRAINMATH_H
 #define AMPC_RUNTIME_TRAINMATH_H
 
-#include "ampc/Runtime/KernelMath.h"
+#include "ampc/Kernels/Common/KernelMath.h"
 
 #include <cmath>
 #include <cstdint>

@@ -25,7 +25,7 @@
 // --target=cuda-sim: the same source, compiled by the host compiler against
 // the CUDA execution on the CPU (lib/Runtime/CudaSim).
 #if defined(AMPC_CUDA_SIM)
-#include "ampc/Runtime/CudaSim/CudaSim.h"
+#include "ampc/CudaSim/CudaSim.h"
 #else
 // Shared memory, declared so that cuda-sim can give each block its own
 // (CudaSim.h): `type` is an array type (`float[256]`).
@@ -38,7 +38,7 @@ template <typename T> using SharedType = T;
 #endif
 
 #include "ampc/Runtime/ModelAbi.h"
-#include "ampc/Runtime/TrainMath.h"
+#include "ampc/Kernels/Common/TrainMath.h"
 
 #include <cublasLt.h>
 #include <cudnn.h>
@@ -3336,6 +3336,6 @@ batchNormGrad(const typename L::Storage *grad, const typename L::Storage *x,
 } // namespace ampc::cuda
 
 // Fused attention (issue 38): FlashAttention-2 on WMMA.
-#include "ampc/Runtime/CudaAttention.cuh"
+#include "ampc/Kernels/Cuda/CudaAttention.cuh"
 
 #endif // AMPC_RUNTIME_CUDAKERNELS_CUH

@@ -1,15 +1,15 @@
 //===- KernelGeometry.cpp - op geometry both targets' kernels take -------===//
 //
-// See include/ampc/Target/KernelGeometry.h. A library of its own (on the
+// See include/ampc/Analysis/KernelGeometry.h. A library of its own (on the
 // dialect alone): the memory plan uses it as well as the emitters.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Target/KernelGeometry.h"
+#include "ampc/Analysis/KernelGeometry.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/ChannelsLast.h"
-#include "ampc/Runtime/KernelMath.h"
+#include "ampc/Kernels/Common/KernelMath.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -18,9 +18,9 @@
 #ifndef AMPC_RUNTIME_CPUKERNELS_H
 #define AMPC_RUNTIME_CPUKERNELS_H
 
-#include "ampc/Runtime/Float16.h"
-#include "ampc/Runtime/KernelMath.h"
-#include "ampc/Runtime/TrainMath.h"
+#include "ampc/Kernels/Common/Float16.h"
+#include "ampc/Kernels/Common/KernelMath.h"
+#include "ampc/Kernels/Common/TrainMath.h"
 
 #include <cblas.h>
 

@@ -29,7 +29,7 @@
 #define __host__
 #define __shared__                                                             \
   static_assert(false, "cuda-sim: declare shared memory with AMPC_SHARED or "  \
-                       "AMPC_DYNAMIC_SHARED (ampc/Runtime/CudaSim/CudaSim.h)");
+                       "AMPC_DYNAMIC_SHARED (ampc/CudaSim/CudaSim.h)");
 #define __launch_bounds__(...)
 
 #include <cuda_bf16.h>
@@ -324,6 +324,6 @@ AMPC_SIM_NO_RACE_CHECK inline T atomicCAS(T *address, T compare, T value) {
   return old;
 }
 
-#include "ampc/Runtime/CudaSim/Wmma.h"
+#include "ampc/CudaSim/Wmma.h"
 
 #endif // AMPC_RUNTIME_CUDASIM_CUDASIM_H

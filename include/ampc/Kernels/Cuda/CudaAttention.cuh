@@ -3,7 +3,7 @@
 // Included by CudaKernels.cuh. FlashAttention-2's algorithm on Tensor Cores
 // through WMMA (nvcuda::wmma, 16x16x16, FP16/BF16 operands, FP32
 // accumulators); under --target=cuda-sim the CUDA execution implements the
-// same calls (ampc/Runtime/CudaSim/Wmma.h). The contract, shared with the
+// same calls (ampc/CudaSim/Wmma.h). The contract, shared with the
 // CPU kernel (the reference), is docs/design.md's "Fused attention (issue
 // 38)" and ATTN-SPEC: logical Q [B,H,Sq,D], K [B,H,Sk,D], V [B,H,Sk,D],
 // O [B,H,Sq,D], LSE [B,H,Sq] fp32 contiguous; every operand addressed by
@@ -46,7 +46,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "ampc/Runtime/TrainMath.h"
+#include "ampc/Kernels/Common/TrainMath.h"
 
 #include <cmath>
 #include <cstdint>

@@ -18,7 +18,7 @@
 #ifndef AMPC_RUNTIME_CPUBACKWARDKERNELS_H
 #define AMPC_RUNTIME_CPUBACKWARDKERNELS_H
 
-#include "ampc/Runtime/CpuKernels.h"
+#include "ampc/Kernels/Cpu/CpuKernels.h"
 
 #include <algorithm>
 #include <cmath>
