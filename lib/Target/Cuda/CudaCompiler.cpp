@@ -198,7 +198,8 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
   return analyzeResources((*ptxText)->getBuffer(), usage, sourcePath, error);
 }
 
-bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
+bool ampc::compileCudaLibrary(const Artifact &source, StringRef sourcePath,
+                              StringRef output,
                               const std::vector<std::string> &gpuArchs,
                               std::string &error) {
   std::string nvcc = findNvcc();
@@ -263,10 +264,11 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
     return true;
   };
   how.checkAfter = checkPtx;
-  return emit::compileLibrary(how, sourcePath, output, error);
+  return emit::compileLibrary(how, source, sourcePath, output, error);
 }
 
-bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
+bool ampc::compileCudaSimLibrary(const Artifact &source, StringRef sourcePath,
+                                 StringRef output,
                                  bool checkResources, std::string &error) {
   std::optional<std::string> program = emit::hostCompiler(error);
   if (!program)
@@ -304,5 +306,5 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
     return !checkResources || checkCudaResources(sourcePath, error);
   };
   how.checkBefore = check;
-  return emit::compileLibrary(how, sourcePath, output, error);
+  return emit::compileLibrary(how, source, sourcePath, output, error);
 }
