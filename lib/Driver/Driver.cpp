@@ -16,6 +16,7 @@
 #include "ampc/Transforms/Precision.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -144,14 +145,9 @@ bool ampc::writeArtifactFiles(const Artifact &artifact, StringRef sourcePath,
   return sourcePath.empty() || write(sourcePath, artifact.text(), error);
 }
 
-bool ampc::readSource(StringRef path, Artifact &artifact, std::string &error) {
-  std::string text, reason;
-  if (!readRegularFile(path.str(), text, UINT64_MAX, reason)) {
-    error = "cannot open: " + reason;
-    return false;
-  }
-  artifact = Artifact::parse(text);
-  return true;
+ampc::Artifact ampc::readSource(StringRef path) {
+  auto text = MemoryBuffer::getFile(path);
+  return text ? Artifact::parse((*text)->getBuffer()) : Artifact{};
 }
 
 bool ampc::compileArtifact(const Artifact &artifact, StringRef sourcePath,

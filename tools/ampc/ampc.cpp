@@ -505,11 +505,8 @@ bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
                      bool resourceCheck,
                      const std::vector<std::string> &archs,
                      std::string &error) {
-  ampc::Artifact artifact;
-  if (!ampc::readSource(source, artifact, error))
-    return false;
-  return compileToOutput(artifact, source, output, cuda, sim, resourceCheck,
-                         archs, error);
+  return compileToOutput(ampc::readSource(source), source, output, cuda, sim,
+                         resourceCheck, archs, error);
 }
 
 /// --emit=onnx: the original model with the decisions of `module` applied.

@@ -108,8 +108,9 @@ using WriteFile = llvm::function_ref<bool(llvm::StringRef path,
 /// write whose error is "cannot write PATH: REASON").
 bool writeArtifactFiles(const Artifact &artifact, llvm::StringRef sourcePath,
                         std::string &error, WriteFile write = nullptr);
-/// Reads a source's text form back (`ampc SOURCE.cpp`; Artifact::parse).
-bool readSource(llvm::StringRef path, Artifact &artifact, std::string &error);
+/// A source's text form read back (`ampc SOURCE.cpp`; Artifact::parse);
+/// one that cannot be read is code alone, which its compile then reports.
+Artifact readSource(llvm::StringRef path);
 
 /// How compileArtifact builds a library.
 struct CompileOptions {
