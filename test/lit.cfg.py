@@ -118,6 +118,9 @@ if (not os.access(nvcc, os.X_OK) and
         "no nvcc ($NVCC, PATH, /usr/local/cuda/bin/nvcc): the CUDA target's "
         "tests (Target/Cuda, gpu/pack.test) will fail; install CUDA or set "
         "NVCC")
+# strace: tests that count the files a run opens (Driver/model-read-once).
+if shutil.which("strace"):
+    config.available_features.add("strace")
 # A CUDA driver: CUDA libraries can run here (given a device). The same
 # test as ampc's default target: libcuda.so.1 loads.
 import ctypes

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Driver/Driver.h"
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Import/OnnxModel.h"
@@ -239,9 +240,12 @@ private:
 Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
   SmallString<256> modelPath(folder);
   sys::path::append(modelPath, "model.onnx");
+  // The file read once: its graph looked at here, then imported.
+  ampc::Model file;
   onnx::ModelProto model;
   std::string error;
-  if (!ampc::readOnnxModel(modelPath, model, error))
+  if (!ampc::readModel(modelPath, file, error) ||
+      !ampc::parseModel(file, model, error))
     return fail(folder, error);
 
   // In scope: every op imported, every graph tensor of a supported type.
@@ -310,11 +314,9 @@ Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
       firstError = ampc::formatDiagnostic(d);
     return mlir::success();
   });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      ampc::importOnnxFile(context, modelPath, options);
-  if (!module)
+  if (!ampc::importModel(context, file, options))
     return fail(folder, "import: " + firstError);
-  mlir::PassManager pm(&context);
+  mlir::ModuleOp module = *file.module;
   ampc::PipelineOptions pipeline;
   // The node tests check the op as written, training mode included.
   pipeline.evalForward = false;
@@ -323,14 +325,14 @@ Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
           .Case("fp16", ampc::LowPrecisionType::F16)
           .Case("bf16", ampc::LowPrecisionType::BF16)
           .Default(ampc::LowPrecisionType::F32);
-  if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error) ||
-      failed(pm.run(*module)))
+  if (failed(ampc::runPipeline(module, pipeline, ampc::PipelinePart::All,
+                               error)))
     return fail(folder, "pipeline: " + firstError + error);
 
   // Dropout in training mode draws its mask from ampc's own generator; the
   // test's expected outputs come from numpy's, which nothing reproduces.
   bool randomMask = false;
-  module->walk([&](ampc::DropoutOp d) {
+  module.walk([&](ampc::DropoutOp d) {
     randomMask |= d.getTrainingMode() != 0 && !d.getRatio().isZero();
   });
   if (randomMask)
@@ -346,9 +348,9 @@ Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
   cpu.precision = precision;
   cpu.parameterFile = work + "/t" + index + ".params.bin";
   cpu.symbolSuffix = "_t" + index;
-  std::string parameters;
-  raw_string_ostream os(test.source);
-  if (failed(ampc::emitCpuSource(*module, cpu, os, parameters))) {
+  std::optional<ampc::Artifact> artifact =
+      ampc::emitArtifact(module, ampc::Target::Cpu, cpu);
+  if (!artifact) {
     // An op that imports but the CPU target cannot compile yet.
     StringRef reason(firstError);
     size_t at = reason.find("the CPU target cannot compile '");
@@ -357,12 +359,10 @@ Outcome Runner::prepare(StringRef folder, std::vector<Prepared> &prepared) {
                               reason.substr(at + 31).split('\'').first.str());
     return fail(folder, "codegen: " + firstError);
   }
-  {
-    raw_fd_ostream p(cpu.parameterFile, ec);
-    p << parameters;
-    if (ec)
-      return fail(folder, "cannot write " + cpu.parameterFile);
-  }
+  // The source is combined with others' (compileBatch): its text form.
+  test.source = artifact->text();
+  if (!ampc::writeArtifactFiles(*artifact, "", error))
+    return fail(folder, error);
   test.folder = folder.str();
   test.dataSets.assign(dataSets.begin(), dataSets.end());
   test.inputNames = std::move(inputNames);
@@ -520,7 +520,10 @@ bool compileBatch(const Batch &batch, std::string &error) {
       return false;
     }
   }
-  return ampc::compileCpuLibrary(sourcePath, batch.library, error);
+  // The combined text read back as a source (one translation unit when it
+  // holds several tests' data).
+  return ampc::compileArtifact(ampc::Artifact::parse(includes + "\n" + bodies),
+                               sourcePath, batch.library, {}, error);
 }
 
 /// Compiles the prepared tests into libraries of up to `perLibrary` tests

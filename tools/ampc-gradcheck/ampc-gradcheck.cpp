@@ -8,8 +8,8 @@
 //                [--print-ops]
 // ampc-gradcheck --list-rules
 //
-// Compiles MODEL for training at fp64 for the CPU target, in process (import,
-// the pipeline with autodiff, emitCpuSource, compileCpuLibrary), loads the
+// Compiles MODEL for training at fp64 for the CPU target, in process (the
+// driver's import, pipeline with autodiff, emit and compile), loads the
 // library through the runtime C API and compares every gradient it computes
 // (ampc_model_gradients) with central finite differences of its loss
 // (output 0 of ampc_model_infer), the method and tolerances of
@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Driver/Driver.h"
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
 #include "ampc/Kernels/Common/Float16.h"
@@ -377,26 +378,31 @@ bool compileModel(mlir::MLIRContext &context, StringRef folder,
   // ops that ONNX import never leaves behind can be checked too.
   bool isMlir = modelPath.getValue().size() > 5 &&
                 StringRef(modelPath).ends_with(".mlir");
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      isMlir ? mlir::parseSourceFile<mlir::ModuleOp>(modelPath.getValue(),
-                                                     &context)
-             : ampc::importOnnxFile(context, modelPath, options);
-  if (!module)
+  ampc::Model model;
+  if (isMlir)
+    model.module =
+        mlir::parseSourceFile<mlir::ModuleOp>(modelPath.getValue(), &context);
+  else
+    ampc::loadModel(context, modelPath, options, model);
+  if (!model.module)
     return failWith("", isMlir ? "cannot parse the module"
                                : "cannot import the model");
+  mlir::ModuleOp module = *model.module;
 
-  mlir::PassManager pm(&context);
   std::string error;
   ampc::PipelineOptions pipeline = trainingPipeline();
   pipeline.foldShapes = !isMlir;
-  if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::All, error))
-    return modelError(error), false;
   std::set<std::string> exercised;
-  if (printOps || printOpsOnly)
-    pm.addInstrumentation(std::make_unique<ExercisedRules>(exercised));
-  if (failed(pm.run(*module)))
-    return failWith("", "the pipeline failed");
-  if (!module->lookupSymbol<mlir::func::FuncOp>("train_step"))
+  if (failed(ampc::runPipeline(
+          module, pipeline, ampc::PipelinePart::All, error,
+          [&](mlir::PassManager &pm) {
+            if (printOps || printOpsOnly)
+              pm.addInstrumentation(
+                  std::make_unique<ExercisedRules>(exercised));
+          })))
+    return error.empty() ? failWith("", "the pipeline failed")
+                         : (modelError(error), false);
+  if (!module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     return modelError("the pipeline built no @train_step, so there are no "
                       "gradients to check"),
            false;
@@ -413,27 +419,15 @@ bool compileModel(mlir::MLIRContext &context, StringRef folder,
   cpu.modelName = sys::path::stem(modelPath).str();
   cpu.precision = "fp64";
   cpu.parameterFile = (folder + "/model.params.bin").str();
-  std::string source, parameters;
-  raw_string_ostream os(source);
-  if (failed(ampc::emitCpuSource(*module, cpu, os, parameters)))
+  std::optional<ampc::Artifact> artifact =
+      ampc::emitArtifact(module, ampc::Target::Cpu, cpu);
+  if (!artifact)
     return failWith("CPU target: ", "cannot generate the library's source");
   std::string sourcePath = (folder + "/model.cpp").str();
-  for (auto [path, contents] :
-       {std::pair<StringRef, StringRef>(sourcePath, source),
-        std::pair<StringRef, StringRef>(cpu.parameterFile, parameters)}) {
-    std::error_code ec;
-    raw_fd_ostream file(path, ec);
-    if (!ec) {
-      file << contents;
-      file.close();
-      ec = file.error();
-      file.clear_error(); // reported below, not by the stream's destructor
-    }
-    if (ec)
-      return modelError("cannot write " + path + ": " + ec.message()), false;
-  }
+  if (!ampc::writeArtifactFiles(*artifact, sourcePath, error))
+    return modelError(error), false;
   libraryPath = (folder + "/model.so").str();
-  if (!ampc::compileCpuLibrary(sourcePath, libraryPath, error))
+  if (!ampc::compileArtifact(*artifact, sourcePath, libraryPath, {}, error))
     return modelError(error), false;
   if (verbose)
     outs() << "compiled " << modelPath << " into " << libraryPath << "\n";

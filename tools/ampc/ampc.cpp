@@ -11,11 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Driver/Driver.h"
 #include "ampc/Import/Diagnostics.h"
-#include "ampc/Import/MergedInitializers.h"
 #include "ampc/Import/OnnxImporter.h"
-#include "ampc/Import/OnnxModel.h"
-#include "ampc/Target/CpuTarget.h"
 #include "ampc/Target/CudaTarget.h"
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
@@ -467,10 +465,17 @@ std::string sideFile(StringRef base, StringRef extension) {
   return path.str().str();
 }
 
-/// Compiles `source` into the library `output` through a temporary beside
-/// it, renamed into place when whole (the compiler's own -o would write
-/// over a link or a read-only file).
-bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
+/// The target of a library for the CUDA choice and --target=cuda-sim.
+ampc::Target libraryTarget(bool cuda, bool sim) {
+  return sim ? ampc::Target::CudaSim : cuda ? ampc::Target::Cuda
+                                            : ampc::Target::Cpu;
+}
+
+/// Compiles `artifact` (its text form at `source`) into the library
+/// `output` through a temporary beside it, renamed into place when whole
+/// (the compiler's own -o would write over a link or a read-only file).
+bool compileToOutput(const ampc::Artifact &artifact, StringRef source,
+                     StringRef output, bool cuda, bool sim,
                      bool resourceCheck,
                      const std::vector<std::string> &archs,
                      std::string &error) {
@@ -480,11 +485,12 @@ bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
     error = output.str() + ": cannot write: " + why;
     return false;
   }
-  const std::string &temporary = library.temporaryPath();
-  if (sim    ? !ampc::compileCudaSimLibrary(source, temporary, resourceCheck,
-                                            error)
-      : cuda ? !ampc::compileCudaLibrary(source, temporary, archs, error)
-             : !ampc::compileCpuLibrary(source, temporary, error))
+  ampc::CompileOptions how;
+  how.target = libraryTarget(cuda, sim);
+  how.gpuArchs = archs;
+  how.resourceCheck = resourceCheck;
+  if (!ampc::compileArtifact(artifact, source, library.temporaryPath(), how,
+                             error))
     return false;
   if (!library.commit(why)) {
     error = output.str() + ": cannot write: " + why;
@@ -493,25 +499,22 @@ bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
   return true;
 }
 
+/// Compiles the source file `source` (generated, edited, or several
+/// combined) as compileToOutput does.
+bool compileToOutput(StringRef source, StringRef output, bool cuda, bool sim,
+                     bool resourceCheck,
+                     const std::vector<std::string> &archs,
+                     std::string &error) {
+  return compileToOutput(ampc::readSource(source), source, output, cuda, sim,
+                         resourceCheck, archs, error);
+}
+
 /// --emit=onnx: the original model with the decisions of `module` applied.
-bool exportOnnx(mlir::ModuleOp module) {
-  ampc::NodePrecisions decisions;
-  module.walk([&](mlir::Operation *op) {
-    std::optional<ampc::PrecisionDecision> d = ampc::getPrecisionDecision(op);
-    if (!d)
-      return;
-    int type = d->compute.isF16()    ? onnx::TensorProto::FLOAT16
-               : d->compute.isBF16() ? onnx::TensorProto::BFLOAT16
-                                     : onnx::TensorProto::FLOAT;
-    // A node the importer built from several ops takes its first decision.
-    decisions.try_emplace(ampc::onnxNodeName(op), type);
-  });
-  onnx::ModelProto model, exported;
+bool exportOnnx(const ampc::Model &model, mlir::ModuleOp module) {
+  onnx::ModelProto exported;
   std::string error;
   std::vector<std::string> warnings;
-  if (!ampc::readOnnxModel(inputPath, model, error) ||
-      !ampc::exportMixedPrecisionOnnx(model, decisions, exported, error,
-                                      &warnings)) {
+  if (!ampc::exportModel(model, module, exported, error, warnings)) {
     userError(inputPath + ": " + error);
     return false;
   }
@@ -526,7 +529,7 @@ bool exportOnnx(mlir::ModuleOp module) {
 
 /// The source (--emit=cpp or --emit=cuda) or the compiled library of the
 /// chosen target.
-bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
+bool emitLibrary(const ampc::Model &model, bool cuda, bool sim,
                  const std::vector<std::string> &archs) {
   ampc::LibraryOptions options;
   options.modelName = sys::path::stem(inputPath).str();
@@ -560,21 +563,14 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
   // model) as arrays: there is no folder to put files beside it.
   const bool toStdout =
       emit != Emit::So && (outputPath.empty() || outputPath == "-");
-  std::string parameterFile = sideFile(base, "params.bin");
   if (!toStdout)
-    options.parameterFile = parameterFile;
+    options.parameterFile = sideFile(base, "params.bin");
   // A training library carries its ONNX model, so the runtime can export
   // the trained weights into it (ampc_model_export_onnx).
   std::string onnxBytes;
   if (mode == Mode::Train && embedModel) {
-    onnx::ModelProto proto;
-    if (!ampc::readOnnxModel(inputPath, proto, error))
+    if (!ampc::embeddedModel(model, tieInitializers, onnxBytes, error))
       return userError(error), false;
-    // The model as imported: the export writes each untied parameter.
-    if (!tieInitializers)
-      ampc::untieMergedInitializers(proto);
-    if (!proto.SerializeToString(&onnxBytes))
-      return userError("cannot serialize the model"), false;
     if (toStdout)
       options.onnxData = onnxBytes;
     else
@@ -582,27 +578,25 @@ bool emitLibrary(mlir::ModuleOp module, bool cuda, bool sim,
     options.onnxSize = onnxBytes.size();
   }
 
-  std::string source, parameters;
-  llvm::raw_string_ostream os(source);
-  if (failed(cuda ? ampc::emitCudaSource(module, options, os, parameters)
-                  : ampc::emitCpuSource(module, options, os, parameters)))
+  std::optional<ampc::Artifact> artifact =
+      ampc::emitArtifact(*model.module, libraryTarget(cuda, sim), options,
+                         std::move(onnxBytes));
+  if (!artifact)
     return false;
-  if (!toStdout && !parameters.empty() &&
-      !writeOutput(parameterFile, parameters))
-    return false;
-  if (!options.onnxFile.empty() && !writeOutput(options.onnxFile, onnxBytes))
-    return false;
-  if (emit != Emit::So) {
-    if (outputPath.empty() || outputPath == "-") {
-      outs() << source;
-      return true;
-    }
-    return writeOutput(outputPath, source);
+  if (toStdout) {
+    outs() << artifact->text();
+    return true;
   }
-  if (!writeOutput(base, source))
+  // The side files, then the source (-o, or the temporary folder's).
+  auto write = [](StringRef path, StringRef bytes, std::string &) {
+    return writeOutput(path, bytes);
+  };
+  if (!ampc::writeArtifactFiles(*artifact, base, error, write))
     return false;
-  if (!compileToOutput(base, outputPath, cuda, sim, cudaResourceCheck, archs,
-                       error))
+  if (emit != Emit::So)
+    return true;
+  if (!compileToOutput(*artifact, base, outputPath, cuda, sim,
+                       cudaResourceCheck, archs, error))
     return userError(inputPath + ": " + error), false;
   return true;
 }
@@ -869,27 +863,34 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   ampc::OnnxDiagnosticHandler diagnostics(&context);
 
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      ampc::importOnnxFile(context, inputPath, options);
-  if (!module)
+  ampc::Model model;
+  if (!ampc::loadModel(context, inputPath, options, model))
     return 1;
+  mlir::ModuleOp module = *model.module;
+  // Runs `part` of the pipeline; false when it cannot (reported).
+  auto runPart = [&](ampc::PipelinePart part,
+                     function_ref<void(mlir::PassManager &)> instrument) {
+    std::string error;
+    if (succeeded(
+            ampc::runPipeline(module, pipeline, part, error, instrument)))
+      return true;
+    if (!error.empty())
+      userError(error);
+    return false;
+  };
 
   // The report compares the casts right after assignment with the end.
   unsigned castsBefore = 0;
-  if (emitAfter != "import") {
-    mlir::PassManager pm(&context);
-    std::string error;
-    if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Graph, error))
-      return userError(error);
-    pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
-    if (failed(pm.run(*module)))
-      return 1;
-  }
+  if (emitAfter != "import" &&
+      !runPart(ampc::PipelinePart::Graph, [&](mlir::PassManager &pm) {
+        pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
+      }))
+    return 1;
 
   if (explain || !reportPath.empty()) {
     StringRef lowp = ampc::stringifyEnum(pipeline.precision.dtype);
     ampc::PrecisionReport report =
-        ampc::buildPrecisionReport(*module, inputPath, lowp, castsBefore);
+        ampc::buildPrecisionReport(module, inputPath, lowp, castsBefore);
     if (explain)
       ampc::printPrecisionTable(report, outs());
     if (reportPath.empty()) {
@@ -913,21 +914,16 @@ int main(int argc, char **argv) {
   if (explain || reportOnly)
     return 0;
   if (emit == Emit::Onnx)
-    return exportOnnx(*module) ? 0 : 1;
+    return exportOnnx(model, module) ? 0 : 1;
 
   // The kernel-level form, for code generation and for --emit=mlir unless
   // --emit-after stopped earlier.
   if (emitAfter != "import" &&
-      !ampc::pipelineStopsBefore(ampc::PipelinePart::Kernel, pipeline)) {
-    mlir::PassManager pm(&context);
-    std::string error;
-    if (!ampc::buildPipeline(pm, pipeline, ampc::PipelinePart::Kernel, error))
-      return userError(error);
-    if (failed(pm.run(*module)))
-      return 1;
-  }
+      !ampc::pipelineStopsBefore(ampc::PipelinePart::Kernel, pipeline) &&
+      !runPart(ampc::PipelinePart::Kernel, nullptr))
+    return 1;
   if (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda)
-    return emitLibrary(*module, cuda, sim, archs) ? 0 : 1;
+    return emitLibrary(model, cuda, sim, archs) ? 0 : 1;
 
   if (outputPath.empty() || outputPath == "-") {
     module->print(outs(), mlir::OpPrintingFlags());
@@ -942,6 +938,6 @@ int main(int argc, char **argv) {
       return 1;
   }
   if (summary)
-    errs() << summarize(inputPath, *module) << "\n";
+    errs() << summarize(inputPath, module) << "\n";
   return 0;
 }

@@ -5,7 +5,7 @@
 // and weight_decay, its default weight decay. ampc-attach-optimizer, the
 // verifiers of ampc.optimizer_update and of the module's `ampc.optimizer`,
 // and every message that lists the kinds read them. The update itself,
-// step for step torch.optim's, is in include/ampc/Runtime/TrainMath.h
+// step for step torch.optim's, is in include/ampc/Kernels/Common/TrainMath.h
 // (both targets' kernels); docs/contributing.md, "Adding an optimizer".
 //
 //===----------------------------------------------------------------------===//

@@ -21,20 +21,27 @@ namespace ampc {
 /// The CPU target needs nothing beyond what every target does.
 using CpuLibraryOptions = LibraryOptions;
 
-/// Writes the C++ source of an inference library for the module's @forward
-/// (after the pipeline) to `source`, and the parameters' initial values, in
-/// their storage format, to `parameters`. Fails with a diagnostic at the op
-/// the target cannot compile.
+/// Writes the C++ library of the module (after the pipeline) into
+/// `artifact`: its code, its data and the parameters' initial values in
+/// their storage format. Fails with a diagnostic at the op the target
+/// cannot compile.
+mlir::LogicalResult emitCpuArtifact(mlir::ModuleOp module,
+                                    const CpuLibraryOptions &options,
+                                    Artifact &artifact);
+/// emitCpuArtifact's library as its text form (Artifact::text) on
+/// `source`, the parameters in `parameters`.
 mlir::LogicalResult emitCpuSource(mlir::ModuleOp module,
                                   const CpuLibraryOptions &options,
                                   llvm::raw_ostream &source,
                                   std::string &parameters);
 
-/// Compiles a source written by emitCpuSource into the shared library
-/// `output` with the host C++ compiler ($CXX or c++) and OpenBLAS. On failure
-/// sets `error` to one line (the compiler's first error).
-bool compileCpuLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
-                       std::string &error);
+/// Compiles the library `source` (emitCpuArtifact's, or a source's text
+/// read back), whose text form is at `sourcePath`, into the shared library
+/// `output` with the host C++ compiler ($CXX or c++) and OpenBLAS
+/// (emit::compileLibrary). On failure sets `error` to one line (the
+/// compiler's first error).
+bool compileCpuLibrary(const Artifact &source, llvm::StringRef sourcePath,
+                       llvm::StringRef output, std::string &error);
 
 } // namespace ampc
 

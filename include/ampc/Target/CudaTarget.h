@@ -23,9 +23,15 @@ namespace ampc {
 inline constexpr const char kCudaKernelsHeader[] =
     "ampc/Kernels/Cuda/CudaKernels.cuh";
 
-/// Writes the CUDA source of the module's library (after the pipeline) to
-/// `source` and the initial state (parameters, training state, constants)
-/// to `blob`. Fails with a diagnostic at the op the target cannot compile.
+/// Writes the CUDA library of the module (after the pipeline) into
+/// `artifact`: its code, its data and the initial state (parameters,
+/// training state, constants). Fails with a diagnostic at the op the target
+/// cannot compile.
+mlir::LogicalResult emitCudaArtifact(mlir::ModuleOp module,
+                                     const LibraryOptions &options,
+                                     Artifact &artifact);
+/// emitCudaArtifact's library as its text form (Artifact::text) on
+/// `source`, the initial state in `blob`.
 mlir::LogicalResult emitCudaSource(mlir::ModuleOp module,
                                    const LibraryOptions &options,
                                    llvm::raw_ostream &source,
@@ -53,23 +59,27 @@ bool cudaToolchainAvailable();
 /// CUDA libraries built here can run here.
 bool cudaDriverAvailable();
 
-/// Compiles a source written by emitCudaSource into the shared library
+/// Compiles the library `source` (emitCudaArtifact's, or a source's text
+/// read back), whose text form is at `sourcePath`, into the shared library
 /// `output` for each architecture of `gpuArchs` (e.g. "sm_80", "sm_90a"),
 /// plus PTX of the newest for later GPUs, and refuses the result as
 /// checkCudaResources does (from this build's own PTX and ptxas report).
 /// On failure sets `error` to one line (nvcc's first error).
-bool compileCudaLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
+bool compileCudaLibrary(const Artifact &source, llvm::StringRef sourcePath,
+                        llvm::StringRef output,
                         const std::vector<std::string> &gpuArchs,
                         std::string &error);
 
-/// Compiles a source written by emitCudaSource with the host C++ compiler
+/// Compiles the library `source` (text form at `sourcePath`, as for
+/// compileCudaLibrary) with the host C++ compiler
 /// against the CUDA execution on the CPU (libampc_cudasim: CUDA's runtime
 /// and cuBLASLt on the CPU, strict where a GPU is; --target=cuda-sim). When
 /// nvcc is found, the source's kernels are first checked as the GPU build
 /// would compile them (checkCudaResources), unless `checkResources` is
 /// false. On failure sets `error`.
-bool compileCudaSimLibrary(llvm::StringRef sourcePath, llvm::StringRef output,
-                           bool checkResources, std::string &error);
+bool compileCudaSimLibrary(const Artifact &source, llvm::StringRef sourcePath,
+                           llvm::StringRef output, bool checkResources,
+                           std::string &error);
 
 /// Compiles the source's device code for sm_90a with nvcc and ptxas and
 /// refuses what the library could not run on a GPU although it compiles:

@@ -19,6 +19,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/AMPCEnums.h"
 #include "ampc/Analysis/KernelGeometry.h"
+#include "ampc/Target/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -62,23 +63,6 @@ namespace emit {
 
 constexpr int64_t kAlign = 64;
 
-/// The line before which a generated source holds its code and after which
-/// its data (the `.incbin`s of the parameter and ONNX files, the
-/// hyperparameter text, the ONNX size): the compile builds the two apart
-/// and keeps the code's object in the compile cache, so a change of data
-/// alone (a learning rate, an initial scale, new weights) compiles no code.
-/// A source written with its data as arrays (to standard output) has none.
-constexpr llvm::StringLiteral kDataMarker =
-    "// ---- ampc: data below, compiled apart from the code above ----";
-/// Lines that cut a generated source's code into pieces that compile apart,
-/// at once (compileJobs) and each kept in the compile cache on its own:
-/// the code before the first marker is shared (every piece's translation
-/// unit starts with it); each piece runs to the next marker, the last one
-/// to kDataMarker. A source without one is one piece. Compiled as one
-/// translation unit (a source of several models combined) the markers are
-/// comments.
-constexpr llvm::StringLiteral kPieceMarker =
-    "// ---- ampc: piece, compiled apart after the shared lines above ----";
 inline int64_t alignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 /// ONNX TensorProto data type code of `t`, as the model ABI uses them; 0 for
@@ -182,19 +166,24 @@ struct LibraryCompile {
       checkAfter = nullptr;
 };
 
-/// Compiles the generated source `sourcePath` into the shared library
-/// `output` as `how` says. A source with one kDataMarker is built as two
-/// objects, the code's from (and into) the compile cache, keyed on the
-/// compiler's identity (its bytes' checksum and its `--version`), the
-/// flags, the code's text and the precompiled header's inputs, and used
-/// only while its size and checksum and the contents of every header it
-/// read are those its manifest records; a host compiler reads the runtime
+/// Compiles the generated library `source` into the shared library
+/// `output` as `how` says. With its data apart (Artifact::data) it is
+/// built as the objects of its pieces and of its data, each piece's from
+/// (and into) the compile cache, keyed on the compiler's identity (its
+/// bytes' checksum and its `--version`), the flags, the piece's text (and
+/// the shared code's) and the precompiled header's inputs, and used only
+/// while its size and checksum and the contents of every header it read
+/// are those its manifest records; a host compiler reads the runtime
 /// headers from a precompiled header. The cache keeps only code that
 /// passed both checks, so a cache hit runs neither. A cache folder or
 /// entry that another user owns or others can write is refused with a
-/// warning, and the compile goes on without it.
-bool compileLibrary(const LibraryCompile &how, llvm::StringRef sourcePath,
-                    llvm::StringRef output, std::string &error);
+/// warning, and the compile goes on without it. Without its data apart,
+/// the source's text form at `sourcePath` is compiled as one translation
+/// unit. `sourcePath` names the source in errors; the data's files must
+/// be written (the driver's writeArtifactFiles).
+bool compileLibrary(const LibraryCompile &how, const Artifact &source,
+                    llvm::StringRef sourcePath, llvm::StringRef output,
+                    std::string &error);
 /// The arguments (`-include PATH`) that make the host compiler `program`,
 /// run with `compileFlags` (every flag of the compile but the source, the
 /// output, -shared and the link flags), read the runtime `headers` (as the
@@ -217,13 +206,16 @@ precompiledHeader(llvm::StringRef program,
 
 class LibraryEmitter {
 public:
+  /// Writes the library into `artifact`.
   LibraryEmitter(mlir::ModuleOp module, const LibraryOptions &options,
-                 llvm::raw_ostream &os, std::string &blob)
-      : module(module), options(options), os(os), blob(blob) {}
+                 Artifact &artifact)
+      : module(module), options(options), artifact(artifact), os(code),
+        blob(artifact.parameters) {}
   virtual ~LibraryEmitter() = default;
 
   /// Lays out the state, emits @forward and @train_step through `emitOp`,
-  /// then the library through `emitLibrary`.
+  /// then the library through `emitLibrary`, into the artifact: its code
+  /// cut where `startPiece` was called, its data (dataSection) apart.
   mlir::LogicalResult run();
 
 protected:
@@ -359,9 +351,23 @@ protected:
 
   mlir::ModuleOp module;
   const LibraryOptions &options;
-  llvm::raw_ostream &os;
+  Artifact &artifact;
+
+private:
+  /// The code as emitLibrary writes it, and where each piece starts.
+  std::string code;
+  std::vector<size_t> pieceStarts;
+
+protected:
+  /// Where emitLibrary writes the code.
+  llvm::raw_string_ostream os;
+  /// The parameter blob (the artifact's).
   std::string &blob;
-  /// What goes after kDataMarker (emitDescriptor writes it last).
+  /// Ends the code shared by every piece (the first call) or the piece
+  /// before, and starts a piece: the code from here on compiles apart
+  /// (Artifact::pieces; the CPU target's pieced bodies).
+  void startPiece() { pieceStarts.push_back(code.size()); }
+  /// The artifact's data (emitDescriptor writes it last).
   std::string dataSection;
   llvm::DenseMap<mlir::Value, std::string> names;
   /// The layout of the body emitFunction is writing.

@@ -4,8 +4,9 @@
 // a rebuild redoes little (docs/design.md, "Faster rebuilds"): the runtime
 // headers come from GCC's precompiled header, built once per compiler and
 // flags into ampc's cache folder; the code is compiled apart from the data
-// (kDataMarker), in pieces compiled at once (kPieceMarker), each piece's
-// object kept in the cache.
+// (Artifact::data), in pieces compiled at once (Artifact::pieces), each
+// piece's object kept in the cache. The emitter hands the pieces over as
+// they are: nothing here reads them out of a text.
 //
 // The cache keys on contents, never on time stamps (docs/design.md, "A
 // compile cache that cannot be poisoned"): an entry's name is the BLAKE3
@@ -607,15 +608,6 @@ ampc::emit::precompiledHeader(StringRef program,
 
 namespace {
 
-/// The code and the data of a generated source with one kDataMarker line.
-std::optional<std::pair<StringRef, StringRef>> splitAtData(StringRef text) {
-  size_t at = text.find(ampc::emit::kDataMarker);
-  if (at == StringRef::npos || (at > 0 && text[at - 1] != '\n') ||
-      text.find(ampc::emit::kDataMarker, at + 1) != StringRef::npos)
-    return std::nullopt;
-  return std::make_pair(text.take_front(at), text.drop_front(at));
-}
-
 bool writeText(StringRef path, StringRef text) {
   std::error_code ec;
   raw_fd_ostream out(path, ec);
@@ -667,8 +659,8 @@ void trimObjects(StringRef dir, ArrayRef<std::string> keep) {
 } // namespace
 
 bool ampc::emit::compileLibrary(const LibraryCompile &how,
-                                StringRef sourcePath, StringRef output,
-                                std::string &error) {
+                                const Artifact &source, StringRef sourcePath,
+                                StringRef output, std::string &error) {
   // The cache folder first: a refused one is reported before any compile.
   std::string root = cacheRoot();
   // The precompiled header: its manifest and inputs checked now (its
@@ -720,11 +712,7 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
       return false;
     return !how.checkAfter || how.checkAfter(log, error);
   };
-  auto text = MemoryBuffer::getFile(sourcePath);
-  std::optional<std::pair<StringRef, StringRef>> parts;
-  if (text)
-    parts = splitAtData((*text)->getBuffer());
-  if (!parts) {
+  if (!source.data) {
     if (how.checkBefore && !how.checkBefore(error))
       return false;
     ensurePch();
@@ -754,16 +742,8 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
 
   // The code's objects, one per piece: from the cache, else compiled
   // (into the cache), the misses at once.
-  SmallVector<StringRef> pieceText;
-  StringRef shared;
-  {
-    SmallVector<StringRef> cut;
-    parts->first.split(cut, (Twine(kPieceMarker) + "\n").str());
-    if (cut.size() > 1)
-      shared = cut.front();
-    pieceText.assign(cut.size() > 1 ? cut.begin() + 1 : cut.begin(),
-                     cut.end());
-  }
+  ArrayRef<std::string> pieceText = source.pieces;
+  const std::string &shared = source.shared;
   SmallString<256> objects(root);
   sys::path::append(objects, "objects");
   std::optional<std::string> key;
@@ -789,8 +769,8 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
       // dependency file does not name the headers GCC read from it.
       piece.name =
           entryName(*key + std::string(1, '\0') + "pch " + pchIdentity +
-                    std::string(1, '\0') + shared.str() +
-                    std::string(1, '\0') + text.str());
+                    std::string(1, '\0') + shared +
+                    std::string(1, '\0') + text);
       piece.object = (objects + "/" + piece.name + ".o").str();
       piece.manifest = (objects + "/" + piece.name + ".manifest").str();
       piece.hit = verified(piece.object, piece.manifest, piece.name, nullptr);
@@ -813,7 +793,7 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
     ensurePch();
   for (size_t i : compiled) {
     std::string code = inWork("code" + std::to_string(i) + ".cpp");
-    if (!writeText(code, (shared + pieceText[i]).str())) {
+    if (!writeText(code, shared + pieceText[i])) {
       error = "cannot write " + code;
       return false;
     }
@@ -867,7 +847,7 @@ bool ampc::emit::compileLibrary(const LibraryCompile &how,
 
   // The data's object (host C++ whatever the compiler), then the library.
   std::string data = inWork("data.cpp"), dataObject = inWork("data.o");
-  if (!writeText(data, parts->second)) {
+  if (!writeText(data, (kDataMarker + *source.data).str())) {
     error = "cannot write " + data;
     return false;
   }

@@ -959,8 +959,9 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 symbol("ampc_model_entry"),
                 training ? "kNumBuffers, kBufferStates" : "0, nullptr",
                 partialRefusal, deviceFunctions(training));
+  // The data after an empty line (the text form's kDataMarker follows it).
   if (!dataSection.empty())
-    os << "\n" << kDataMarker << "\n" << dataSection;
+    os << "\n";
 }
 
 LogicalResult LibraryEmitter::run() {
@@ -1105,7 +1106,22 @@ LogicalResult LibraryEmitter::run() {
     if (failed(emitFunction(trainStep, stepBody, stepLayout)))
       return failure();
   }
-  return emitLibrary(forward, trainStep, inferText, stepText);
+  if (failed(emitLibrary(forward, trainStep, inferText, stepText)))
+    return failure();
+  // The code cut where emitLibrary started pieces, the data apart.
+  StringRef all(code);
+  size_t begin = 0;
+  for (auto [i, start] : llvm::enumerate(pieceStarts)) {
+    (i == 0 ? artifact.shared : artifact.pieces.emplace_back()) =
+        all.slice(begin, start).str();
+    begin = start;
+  }
+  artifact.pieces.push_back(all.drop_front(begin).str());
+  if (!dataSection.empty())
+    artifact.data = "\n" + dataSection;
+  artifact.parameterFile = options.parameterFile;
+  artifact.onnxFile = options.onnxFile;
+  return success();
 }
 
 } // namespace ampc

@@ -1152,7 +1152,7 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
     os << "#include \"" << header << "\"\n";
   os << "\n" << constants;
   // A large body is cut into pieces (functions of their own, which the
-  // compile builds apart and at once; kPieceMarker), the function
+  // compile builds apart and at once; startPiece), the function
   // calling them in order and returning the first error.
   bool training = isTraining(trainStep);
   struct Body {
@@ -1182,13 +1182,15 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
       for (size_t i = 0; i < body.pieces.size(); ++i)
         os << signature(pieceName(body, i)) << ";\n";
     for (const Body &body : bodies)
-      for (size_t i = 0; i < body.pieces.size(); ++i)
-        os << "\n"
-           << kPieceMarker << "\n"
-           << signature(pieceName(body, i))
+      for (size_t i = 0; i < body.pieces.size(); ++i) {
+        os << "\n";
+        startPiece();
+        os << signature(pieceName(body, i))
            << " {\n  (void)state; (void)inputs; (void)outputs;\n"
            << body.pieces[i] << "  return 0;\n}\n";
-    os << "\n" << kPieceMarker << "\n";
+      }
+    os << "\n";
+    startPiece();
   }
   emitParameterBlob(
       "The parameters' initial values, laid out as in the state.");
@@ -1244,15 +1246,26 @@ LogicalResult Emitter::emitLibrary(func::FuncOp forward, func::FuncOp trainStep,
 
 } // namespace
 
+LogicalResult ampc::emitCpuArtifact(ModuleOp module,
+                                    const CpuLibraryOptions &options,
+                                    Artifact &artifact) {
+  return Emitter(module, options, artifact).run();
+}
+
 LogicalResult ampc::emitCpuSource(ModuleOp module,
                                   const CpuLibraryOptions &options,
                                   llvm::raw_ostream &source,
                                   std::string &parameters) {
-  return Emitter(module, options, source, parameters).run();
+  Artifact artifact;
+  if (failed(emitCpuArtifact(module, options, artifact)))
+    return failure();
+  source << artifact.text();
+  parameters = std::move(artifact.parameters);
+  return success();
 }
 
-bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
-                             std::string &error) {
+bool ampc::compileCpuLibrary(const Artifact &source, StringRef sourcePath,
+                             StringRef output, std::string &error) {
   std::optional<std::string> program = emit::hostCompiler(error);
   if (!program)
     return false;
@@ -1272,5 +1285,5 @@ bool ampc::compileCpuLibrary(StringRef sourcePath, StringRef output,
   how.linkFlags = link;
   how.headers = kIncludes;
   how.what = "the C++ compiler";
-  return emit::compileLibrary(how, sourcePath, output, error);
+  return emit::compileLibrary(how, source, sourcePath, output, error);
 }

@@ -206,7 +206,8 @@ bool ampc::checkCudaResources(StringRef sourcePath, std::string &error) {
   return analyzeResources((*ptxText)->getBuffer(), usage, sourcePath, error);
 }
 
-bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
+bool ampc::compileCudaLibrary(const Artifact &source, StringRef sourcePath,
+                              StringRef output,
                               const std::vector<std::string> &gpuArchs,
                               std::string &error) {
   if (!cudaTargetBuilt()) {
@@ -275,10 +276,11 @@ bool ampc::compileCudaLibrary(StringRef sourcePath, StringRef output,
     return true;
   };
   how.checkAfter = checkPtx;
-  return emit::compileLibrary(how, sourcePath, output, error);
+  return emit::compileLibrary(how, source, sourcePath, output, error);
 }
 
-bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
+bool ampc::compileCudaSimLibrary(const Artifact &source, StringRef sourcePath,
+                                 StringRef output,
                                  bool checkResources, std::string &error) {
   if (!cudaTargetBuilt()) {
     error = kCudaTargetUnavailable;
@@ -320,5 +322,5 @@ bool ampc::compileCudaSimLibrary(StringRef sourcePath, StringRef output,
     return !checkResources || checkCudaResources(sourcePath, error);
   };
   how.checkBefore = check;
-  return emit::compileLibrary(how, sourcePath, output, error);
+  return emit::compileLibrary(how, source, sourcePath, output, error);
 }

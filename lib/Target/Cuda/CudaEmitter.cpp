@@ -378,9 +378,20 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
   return success();
 }
 
+LogicalResult ampc::emitCudaArtifact(ModuleOp module,
+                                     const LibraryOptions &options,
+                                     Artifact &artifact) {
+  return CudaEmitter(module, options, artifact).run();
+}
+
 LogicalResult ampc::emitCudaSource(ModuleOp module,
                                    const LibraryOptions &options,
                                    llvm::raw_ostream &source,
                                    std::string &blob) {
-  return CudaEmitter(module, options, source, blob).run();
+  Artifact artifact;
+  if (failed(emitCudaArtifact(module, options, artifact)))
+    return failure();
+  source << artifact.text();
+  blob = std::move(artifact.parameters);
+  return success();
 }
