@@ -15,11 +15,6 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 
 using namespace mlir;
 
