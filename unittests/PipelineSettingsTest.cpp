@@ -104,6 +104,28 @@ TEST(PipelineSettings, RefusesWordsOutsideTheDeclaration) {
   EXPECT_FALSE(options.fuseAttention);
 }
 
+// Every float option the declaration lists is checked against f32's
+// range (the library keeps it in f32), lists and set optionals too.
+TEST(PipelineSettings, FloatOptionsFitF32) {
+  ampc::PipelineOptions options;
+  std::string error;
+  ampc::PipelineSettings settings;
+  settings.growthFactor = 1e39;
+  EXPECT_FALSE(settings.toPipelineOptions(options, "--", error));
+  EXPECT_EQ(error, "--growth-factor value 1e+39 is beyond f32, the type the "
+                   "library keeps it in (largest 3.4028235e38)");
+  settings = {};
+  settings.classWeights = {1.0, 1e-50};
+  EXPECT_FALSE(settings.toPipelineOptions(options, "", error));
+  EXPECT_EQ(error, "class-weights value 1e-50 rounds to 0 in f32, the type "
+                   "the library keeps it in (smallest 1.4e-45)");
+  settings = {};
+  settings.huberDelta = -1e40;
+  EXPECT_FALSE(settings.toPipelineOptions(options, "--", error));
+  EXPECT_EQ(error.rfind("--huber-delta value -1e+40 is beyond f32", 0), 0u)
+      << error;
+}
+
 // Passes.td keeps options for running one pass alone in ampc-opt; their
 // defaults are the pipeline's (docs/design.md, Options). A default changed
 // on one side only fails here.

@@ -289,36 +289,17 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
                             "keeps it in (smallest 1.4e-45)");
     return true;
   };
-  for (auto [flag, value] : std::initializer_list<std::pair<const char *, double>>{
-           {"lr", lr},
-           {"momentum", momentum},
-           {"dampening", dampening},
-           {"weight-decay", weightDecay.value_or(0)},
-           {"beta1", beta1},
-           {"beta2", beta2},
-           {"eps", eps},
-           {"clip-grad-norm", clipGradNorm},
-           {"init-scale", initScale},
-           {"growth-factor", growthFactor},
-           {"backoff-factor", backoffFactor},
-           {"min-scale", minScale},
-           {"max-scale", maxScale},
-           {"label-smoothing", labelSmoothing.value_or(0)},
-           {"huber-delta", huberDelta.value_or(1)},
-           {"smooth-l1-beta", smoothL1Beta.value_or(1)}})
-    if (!fitsF32(flag, value))
-      return false;
-  for (double w : classWeights)
-    if (!fitsF32("class-weights", w))
-      return false;
-  for (double w : posWeight)
-    if (!fitsF32("pos-weight", w))
-      return false;
-  // The words each option takes, as bindOptions declares them.
+  // Each float option (as bindOptions declares them) in f32's range, then
+  // the words of each option that takes a few.
   {
     PipelineSettings declared = *this;
     OptionsBinder binder = OptionsBinder::describe();
     declared.bindOptions(binder);
+    for (const OptionInfo &info : binder.options())
+      if (info.floatValues)
+        for (double value : info.floatValues())
+          if (!fitsF32(info.name.c_str(), value))
+            return false;
     if (!binder.checkChoices(flagPrefix, error))
       return false;
   }

@@ -107,6 +107,8 @@ struct OptionInfo {
   OptionSpec spec;
   /// The field's current value, for a string option.
   std::function<std::string()> stringValue;
+  /// The field's current values (none when unset), for a float option.
+  std::function<std::vector<double>()> floatValues;
 };
 
 class OptionsBinder {
@@ -138,6 +140,10 @@ public:
   void opt(llvm::StringRef name, T &field, OptionSpec spec) {
     record<T>(name, spec, /*list=*/false, /*optional=*/false,
               jsonOf(field), stringGetter(field));
+    if constexpr (std::is_floating_point_v<T>)
+      infos.back().floatValues = [&field] {
+        return std::vector<double>{double(field)};
+      };
     if (kind == Kind::CommandLine && spec.onCommandLine) {
       auto *o = own(new llvm::cl::opt<T>(keep(name), llvm::cl::init(field),
                                          llvm::cl::cat(*cat(spec))));
@@ -155,6 +161,11 @@ public:
   template <typename T>
   void opt(llvm::StringRef name, std::optional<T> &field, OptionSpec spec) {
     record<T>(name, spec, /*list=*/false, /*optional=*/true, "null", {});
+    if constexpr (std::is_floating_point_v<T>)
+      infos.back().floatValues = [&field] {
+        return field ? std::vector<double>{double(*field)}
+                     : std::vector<double>{};
+      };
     if (kind == Kind::CommandLine && spec.onCommandLine) {
       auto *o = own(new llvm::cl::opt<T>(keep(name),
                                          llvm::cl::cat(*cat(spec))));
@@ -178,6 +189,10 @@ public:
   template <typename T>
   void list(llvm::StringRef name, std::vector<T> &field, OptionSpec spec) {
     record<T>(name, spec, /*list=*/true, /*optional=*/false, "[]", {});
+    if constexpr (std::is_floating_point_v<T>)
+      infos.back().floatValues = [&field] {
+        return std::vector<double>(field.begin(), field.end());
+      };
     if (kind == Kind::CommandLine && spec.onCommandLine) {
       auto *o = own(new llvm::cl::list<T>(keep(name),
                                           llvm::cl::cat(*cat(spec))));
@@ -321,7 +336,8 @@ private:
               bool optional, std::string defaultJson,
               std::function<std::string()> stringValue) {
     infos.push_back({name.str(), typeName<T>(), list, optional,
-                     std::move(defaultJson), spec, std::move(stringValue)});
+                     std::move(defaultJson), spec, std::move(stringValue),
+                     {}});
   }
 
   /// The binder owns the strings an llvm::cl::Option refers to.
