@@ -42,7 +42,7 @@
 #include "ampc/Target/CpuTarget.h"
 #include "ampc/Target/CudaTarget.h"
 #include "ampc/Transforms/Passes.h"
-#include "ampc/Transforms/PipelineFlags.h"
+#include "ampc/Transforms/PipelineSettings.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -217,8 +217,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                         "bce_with_logits", "l1", "smooth_l1",
                                         "huber"};
   static const char *const kOptimizers[] = {"sgd", "adam", "adamw"};
-  ampc::PipelineFlags flags;
-  flags.training = true;
+  ampc::PipelineSettings flags;
+  flags.mode = "train";
   flags.precision = kPrecisions[take(bits, 3)];
   flags.loss = kLosses[take(bits, 8)];
   flags.optimizer = kOptimizers[take(bits, 3)];
@@ -233,7 +233,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   flags.maxTensorBytes = int64_t(1) << 24;
   ampc::PipelineOptions options;
   std::string error;
-  if (!ampc::pipelineOptionsFromFlags(flags, options, "--", error)) {
+  if (!flags.toPipelineOptions(options, "--", error)) {
     std::fprintf(stderr, "bad settings: %s\n", error.c_str());
     std::abort();
   }

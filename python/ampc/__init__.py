@@ -21,6 +21,7 @@ side.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -35,8 +36,8 @@ from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
 
 __all__ = ["compile", "compile_model", "export", "Model", "AmpcError",
            "CompileError", "Status", "Dtype", "compiler_version",
-           "compiler_options", "AmpcWarning", "find_compiler",
-           "frozen_names"]
+           "compiler_options", "compiler_option_table", "AmpcWarning",
+           "find_compiler", "frozen_names"]
 
 
 class CompileError(AmpcError):
@@ -233,25 +234,42 @@ def _param_group_flags(groups: Sequence[Dict[str, Any]]) -> List[str]:
 # passes itself (the output, --mode, --target).
 _OWN_OPTIONS = frozenset({"param_groups"})
 _SET_OPTIONS = frozenset({"mode", "target", "help", "help_hidden",
-                          "help_list", "help_list_hidden", "version"})
+                          "help_list", "help_list_hidden", "version",
+                          "list_options"})
+_option_tables: Dict[str, List[Dict[str, Any]]] = {}
 _known_options: Dict[str, frozenset[str]] = {}
+
+
+def compiler_option_table(compiler: Optional[str] = None
+                          ) -> List[Dict[str, Any]]:
+    """The options `compiler` (default: `find_compiler()`) takes, as its
+    `--list-options=json` prints them: one dict per option with "name"
+    ("keep-fp32"), "pipeline" (declared once in the compiler's
+    PipelineSettings, with "type", "list", "default" and "choices") and
+    "help"; read once per executable."""
+    path = compiler or find_compiler()
+    if path not in _option_tables:
+        p = subprocess.run([path, "--list-options=json"],
+                           capture_output=True, text=True)
+        try:
+            table = json.loads(p.stdout) if p.returncode == 0 else None
+        except ValueError:
+            table = None
+        if not table:
+            raise RuntimeError("%s --list-options=json listed no options: "
+                               "%r" % (path, (p.stdout + p.stderr)[:200]))
+        _option_tables[path] = table
+    return _option_tables[path]
 
 
 def compiler_options(compiler: Optional[str] = None) -> frozenset[str]:
     """The options `compiler` (default: `find_compiler()`) takes, as
-    compile()'s keywords ("keep_fp32" for --keep-fp32): what its
-    --help-hidden lists (--help and the few generic options it hides), read
-    once per executable."""
+    compile()'s keywords ("keep_fp32" for --keep-fp32): the names of
+    compiler_option_table(), read once per executable."""
     path = compiler or find_compiler()
     if path not in _known_options:
-        p = subprocess.run([path, "--help-hidden"], capture_output=True,
-                           text=True)
-        names = re.findall(r"^  --([A-Za-z0-9][A-Za-z0-9_-]*)", p.stdout,
-                           re.M)
-        if p.returncode != 0 or not names:
-            raise RuntimeError("%s --help-hidden listed no options: %r" %
-                               (path, (p.stdout + p.stderr)[:200]))
-        _known_options[path] = frozenset(n.replace("-", "_") for n in names)
+        _known_options[path] = frozenset(
+            o["name"].replace("-", "_") for o in compiler_option_table(path))
     return _known_options[path]
 
 

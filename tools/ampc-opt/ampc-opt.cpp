@@ -1,7 +1,7 @@
 //===- ampc-opt.cpp - MlirOptMain with the ampc dialect and passes --------===//
 
 #include "ampc/Transforms/Passes.h"
-#include "ampc/Transforms/PipelineFlags.h"
+#include "ampc/Transforms/PipelineSettings.h"
 #include "ampc/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -17,7 +17,7 @@
 #include "ampc/Target/CudaTarget.h"
 #include "ampc/Target/OnnxExport.h"
 #include "ampc/Transforms/Passes.h"
-#include "ampc/Transforms/PipelineFlags.h"
+#include "ampc/Transforms/PipelineSettings.h"
 #include "ampc/Transforms/Precision.h"
 #include "ampc/Transforms/PrecisionReport.h"
 #include "ampc/Support/OutputFile.h"
@@ -32,9 +32,11 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <map>
 
 using namespace llvm;
@@ -60,11 +62,6 @@ cl::opt<Emit>
              clEnumValN(Emit::Cpp, "cpp", "generated C++ source (CPU target)"),
              clEnumValN(Emit::So, "so", "a compiled train.so / infer.so")),
          cl::cat(ampcCategory));
-cl::opt<std::string> emitAfter(
-    "emit-after",
-    cl::desc("with --emit=mlir: stop after this pass ('import' stops before "
-             "the first)"),
-    cl::value_desc("pass"), cl::cat(ampcCategory));
 cl::list<std::string> shapes("shape",
                              cl::desc("bind an input's shape, e.g. x=32x784"),
                              cl::value_desc("NAME=DxD..."),
@@ -82,12 +79,6 @@ cl::opt<bool> summary("summary",
                       cl::desc("print a one-line summary of the module to "
                                "standard error"),
                       cl::cat(ampcCategory));
-enum class Mode { Train, Infer };
-cl::opt<Mode> mode(
-    "mode", cl::desc("what the output computes"), cl::init(Mode::Train),
-    cl::values(clEnumValN(Mode::Train, "train", "the training step (default)"),
-               clEnumValN(Mode::Infer, "infer", "the forward pass only")),
-    cl::cat(ampcCategory));
 enum class Target { Default, Cpu, Cuda, CudaSim };
 cl::opt<Target> target(
     "target",
@@ -129,206 +120,17 @@ cl::opt<unsigned> compilePieceKb(
              "at a time, default one per hardware thread) and kept in the "
              "compile cache one by one; 0: one piece (default 64)"),
     cl::init(64), cl::value_desc("KIB"), cl::cat(ampcCategory));
-cl::opt<std::string> loss(
-    "loss",
-    cl::desc("training loss attached to the first output unless the model "
-             "ends in one, as PyTorch's functional (mean reduction): "
-             "cross_entropy (default; int64 class-id labels), "
-             "bce_with_logits, mse, l1, smooth_l1, huber (float labels of "
-             "the output's shape), or none"),
-    cl::init("cross_entropy"),
-    cl::value_desc("cross_entropy|bce_with_logits|mse|l1|smooth_l1|huber|none"),
-    cl::cat(ampcCategory));
 cl::OptionCategory lossCategory("Loss options (PyTorch's, for --loss)");
-cl::opt<int64_t> ignoreIndex(
-    "ignore-index",
-    cl::desc("cross_entropy: labels equal to N count for nothing (PyTorch's "
-             "ignore_index; its default -100 is not implied)"),
-    cl::value_desc("N"), cl::cat(lossCategory));
-cl::opt<double> labelSmoothing(
-    "label-smoothing",
-    cl::desc("cross_entropy: PyTorch's label_smoothing, in [0, 1] "
-             "(default 0)"),
-    cl::value_desc("EPS"), cl::cat(lossCategory));
-cl::list<double> classWeights(
-    "class-weights",
-    cl::desc("cross_entropy: one weight per class (PyTorch's weight)"),
-    cl::value_desc("W0,W1,..."), cl::CommaSeparated, cl::cat(lossCategory));
-cl::opt<bool> softTargets(
-    "soft-targets",
-    cl::desc("cross_entropy: the label is class probabilities of the "
-             "scores' shape (float), not class ids"),
-    cl::cat(lossCategory));
-cl::list<double> posWeight(
-    "pos-weight",
-    cl::desc("bce_with_logits: the positives' weight, one value or one per "
-             "class of the output's last axis (PyTorch's pos_weight)"),
-    cl::value_desc("W|W0,W1,..."), cl::CommaSeparated, cl::cat(lossCategory));
-cl::opt<double> huberDelta("huber-delta",
-                           cl::desc("huber: PyTorch's delta (default 1)"),
-                           cl::value_desc("D"), cl::cat(lossCategory));
-cl::opt<double> smoothL1Beta("smooth-l1-beta",
-                             cl::desc("smooth_l1: PyTorch's beta (default 1; "
-                                      "0 is l1)"),
-                             cl::value_desc("B"), cl::cat(lossCategory));
 cl::OptionCategory trainingCategory("Training step (--mode=train)");
-cl::opt<std::string> optimizer(
-    "optimizer",
-    cl::desc("optimizer on the FP32 master weights: adamw (default), adam, "
-             "sgd, or none (the library computes gradients only)"),
-    cl::init("adamw"), cl::value_desc("sgd|adam|adamw|none"),
-    cl::cat(trainingCategory));
-cl::opt<double> learningRate("lr",
-                             cl::desc("initial learning rate (default "
-                                      "1e-3; runtime state)"),
-                             cl::init(1e-3), cl::cat(trainingCategory));
-cl::opt<double> momentum("momentum", cl::desc("sgd momentum (default 0)"),
-                         cl::init(0.0), cl::cat(trainingCategory));
-cl::opt<double> dampening("dampening", cl::desc("sgd dampening (default 0)"),
-                          cl::init(0.0), cl::cat(trainingCategory));
 cl::opt<bool> embedModel(
     "embed-model",
     cl::desc("carry the ONNX model in a training library, for "
              "ampc_model_export_onnx (default true; =false halves the size of "
              "a library with large weights)"),
     cl::init(true), cl::cat(trainingCategory));
-cl::opt<bool> nesterov("nesterov", cl::desc("sgd with Nesterov momentum"),
-                       cl::cat(trainingCategory));
-cl::opt<double> weightDecay("weight-decay",
-                            cl::desc("weight decay (default: 0.01 for adamw, "
-                                     "0 otherwise)"),
-                            cl::init(-1.0), cl::cat(trainingCategory));
-cl::opt<double> beta1("beta1", cl::desc("adam/adamw beta1 (default 0.9)"),
-                      cl::init(0.9), cl::cat(trainingCategory));
-cl::opt<double> beta2("beta2", cl::desc("adam/adamw beta2 (default 0.999)"),
-                      cl::init(0.999), cl::cat(trainingCategory));
-cl::opt<double> epsilon("eps", cl::desc("adam/adamw eps (default 1e-8)"),
-                        cl::init(1e-8), cl::cat(trainingCategory));
-cl::opt<int64_t> accumulateMicroBatches(
-    "accumulate",
-    cl::desc("gradient accumulation: N calls of the training step (N "
-             "micro-batches) per optimizer step, as a PyTorch loop that "
-             "divides the loss by N and steps its GradScaler every N "
-             "batches (default 1)"),
-    cl::init(1), cl::value_desc("N"), cl::cat(trainingCategory));
-cl::opt<double> clipGradNorm("clip-grad-norm",
-                             cl::desc("clip the unscaled gradients to this "
-                                      "global L2 norm (default: no clipping)"),
-                             cl::init(0.0), cl::cat(trainingCategory));
-cl::opt<std::string> lossScale(
-    "loss-scale",
-    cl::desc("loss scaling: dynamic (default for fp16), none (default for "
-             "bf16, fp32, fp64), or a fixed scale VALUE"),
-    cl::init(""), cl::value_desc("dynamic|none|VALUE"),
-    cl::cat(trainingCategory));
-cl::opt<double>
-    initScale("init-scale",
-              cl::desc("initial dynamic loss scale (default 65536)"),
-              cl::init(65536.0), cl::cat(trainingCategory));
-cl::opt<double> growthFactor("growth-factor",
-                             cl::desc("scale growth factor (default 2)"),
-                             cl::init(2.0), cl::cat(trainingCategory));
-cl::opt<double> backoffFactor("backoff-factor",
-                              cl::desc("scale backoff factor (default 0.5)"),
-                              cl::init(0.5), cl::cat(trainingCategory));
-cl::opt<int64_t> growthInterval("growth-interval",
-                                cl::desc("finite steps before the scale grows "
-                                         "(default 2000)"),
-                                cl::init(2000), cl::cat(trainingCategory));
-cl::opt<double> minScale("min-scale",
-                         cl::desc("lower bound of the dynamic scale (default: "
-                                  "none)"),
-                         cl::init(0.0), cl::cat(trainingCategory));
-cl::opt<double> maxScale("max-scale",
-                         cl::desc("upper bound of the dynamic scale (default: "
-                                  "none)"),
-                         cl::init(0.0), cl::cat(trainingCategory));
-cl::opt<std::string> label("label",
-                           cl::desc("name of the label input that --loss "
-                                    "adds (default: label)"),
-                           cl::init("label"), cl::value_desc("NAME"),
-                           cl::cat(ampcCategory));
-cl::opt<std::string>
-    precision("precision",
-              cl::desc("low-precision dtype: fp16 (default), bf16, or fp32 "
-                       "(no mixed precision); fp64 makes every FP32 "
-                       "tensor FP64 (for gradient checks)"),
-              cl::init("fp16"), cl::value_desc("fp16|bf16|fp32|fp64"),
-              cl::cat(ampcCategory));
-cl::opt<std::string> propagation(
-    "propagation",
-    cl::desc("autocast: PyTorch autocast op by op (default); paint: "
-             "TensorFlow-style cast-minimising colouring"),
-    cl::init("autocast"), cl::value_desc("autocast|paint"),
-    cl::cat(ampcCategory));
-cl::list<std::string>
-    keepFp32("keep-fp32",
-             cl::desc("keep these ops in FP32, e.g. op:Softmax,node:/x/MatMul"),
-             cl::value_desc("RULE,..."), cl::CommaSeparated,
-             cl::cat(ampcCategory));
-cl::list<std::string>
-    forceLowp("force-lowp",
-              cl::desc("compute these ops in low precision (op:TYPE or "
-                       "node:NAME)"),
-              cl::value_desc("RULE,..."), cl::CommaSeparated,
-              cl::cat(ampcCategory));
-cl::list<std::string>
-    freeze("freeze",
-           cl::desc("initializers that do not train (globs over their "
-                    "names, e.g. 'backbone.*'): no gradient, no optimizer "
-                    "state, kept bit for bit"),
-           cl::value_desc("GLOB,..."), cl::CommaSeparated,
-           cl::cat(trainingCategory));
-cl::list<std::string> trainable(
-    "trainable",
-    cl::desc("train only the initializers these globs match (--freeze "
-             "still applies to them)"),
-    cl::value_desc("GLOB,..."), cl::CommaSeparated, cl::cat(trainingCategory));
-cl::list<std::string> paramGroups(
-    "param-group",
-    cl::desc("a parameter group as torch's param_groups, repeatable, the "
-             "first that matches a parameter wins: GLOB:lr=X,weight_decay=Y "
-             "(each key optional; also beta1, beta2, eps for adam/adamw, "
-             "momentum, dampening for sgd)"),
-    cl::value_desc("GLOB:lr=X,weight_decay=Y"), cl::cat(trainingCategory));
-cl::opt<std::string>
-    ampRules("amp-rules",
-             cl::desc("JSON file changing categories and overriding nodes "
-                      "(docs/precision.md)"),
-             cl::value_desc("rules.json"), cl::cat(ampcCategory));
 cl::opt<std::string>
     reportPath("report", cl::desc("write the per-node precision decisions"),
                cl::value_desc("FILE.json|FILE.html"), cl::cat(ampcCategory));
-cl::opt<std::string> padGemms(
-    "pad-gemms",
-    cl::desc("pad a Linear's output features (classes) to multiples of 8 "
-             "for Tensor Cores, results unchanged: on, off or auto (default: "
-             "on for --target=cuda and cuda-sim; never in --emit=onnx)"),
-    cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
-cl::opt<std::string> channelsLast(
-    "channels-last",
-    cl::desc("store a CNN's images channels-last (N, H, W, C), transposed "
-             "only at the model's inputs and outputs, results unchanged: on, "
-             "off or auto (default: on for --target=cuda and cuda-sim, whose "
-             "kernels and cuDNN take it; the CPU target refuses it; never in "
-             "--emit=onnx)"),
-    cl::value_desc("on|off|auto"), cl::init("auto"), cl::cat(ampcCategory));
-cl::opt<std::string> inputPrecision(
-    "input-precision",
-    cl::desc("the type of the library's float inputs: fp32 (default: as the "
-             "model declares them) or auto (FP16/BF16 where every use of the "
-             "input casts it there, as a Linear's input under autocast: the "
-             "caller passes 16-bit data, rounded to nearest even, and the "
-             "step computes the same bits; labels never change; --report "
-             "says why an input stays fp32; not in --emit=onnx)"),
-    cl::value_desc("fp32|auto"), cl::init("fp32"), cl::cat(ampcCategory));
-cl::opt<int64_t> maxTensorBytes(
-    "max-tensor-bytes",
-    cl::desc("the largest tensor, and the largest memory arena of the "
-             "library, in bytes (default 2^36 = 64 GiB; at most 2^48); a "
-             "model past it is an error naming the node"),
-    cl::init(ampc::kDefaultMaxTensorBytes), cl::cat(ampcCategory));
-
 cl::opt<bool> tieInitializers(
     "tie-initializers",
     cl::desc("train initializers that an EVAL-mode torch export merged "
@@ -336,26 +138,19 @@ cl::opt<bool> tieInitializers(
              "as exported, instead of one parameter each as written"),
     cl::cat(trainingCategory));
 
-cl::opt<std::string> fuseAttention(
-    "fuse-attention",
-    cl::desc("recognise softmax attention (MatMul, scale, mask, Softmax, "
-             "MatMul) and compute it as one fused op: on (default: what the "
-             "target's kernels take), off (the graph as exported), or cuda "
-             "(only what the CUDA target's kernels take, on either target)"),
-    cl::value_desc("on|off|cuda"), cl::init("on"), cl::cat(ampcCategory));
+/// The pipeline's options (--precision, --loss, --lr, ...), declared once
+/// in PipelineSettings::bindOptions; registered in main before parsing.
+ampc::PipelineSettings settings;
+ampc::OptionsBinder pipelineFlags = ampc::OptionsBinder::commandLine(
+    {&ampcCategory, &lossCategory, &trainingCategory});
 
-cl::list<std::string> skipPasses(
-    "skip-pass",
-    cl::desc("leave out a kernel-level rewrite, to compare a step with and "
-             "without it or to debug; repeatable"),
-    cl::value_desc("pass"), cl::cat(ampcCategory));
-
-cl::opt<bool> inferTrainingMode(
-    "infer-training-mode",
-    cl::desc("infer runs Dropout and BatchNormalization as the model says "
-             "(training mode, when exported so) instead of in eval mode as "
-             "PyTorch's model.eval(); for checking ops, not for deployment"),
-    cl::cat(ampcCategory));
+cl::opt<std::string> listOptions(
+    "list-options", cl::ValueOptional,
+    cl::desc("print ampc's options as JSON and exit: name, pipeline (an "
+             "option of ampc-opt's --ampc-pipeline too), and for those "
+             "type, list, default and the words it takes (the Python "
+             "module checks its keywords against it)"),
+    cl::value_desc("json"), cl::cat(ampcCategory));
 
 cl::opt<std::string>
     listOps("list-ops", cl::ValueOptional,
@@ -364,6 +159,53 @@ cl::opt<std::string>
                      "ampc op, opset, precision category, derivative and "
                      "targets (docs/ops.md)"),
             cl::value_desc("table"), cl::cat(ampcCategory));
+
+/// --list-options: every option of ampc as JSON, the pipeline's as
+/// PipelineSettings::bindOptions declares them, sorted by name.
+void printOptionsJson(llvm::raw_ostream &os) {
+  std::map<std::string, std::function<void(json::OStream &)>> entries;
+  for (const ampc::OptionInfo &info : pipelineFlags.options()) {
+    if (!info.spec.onCommandLine)
+      continue;
+    entries[info.name] = [&info](json::OStream &out) {
+      out.attribute("pipeline", true);
+      out.attribute("type", info.type);
+      out.attribute("list", info.list);
+      out.attributeBegin("default");
+      out.rawValue(info.defaultJson);
+      out.attributeEnd();
+      if (!info.spec.choices.empty())
+        out.attributeArray("choices", [&] {
+          for (const std::string &word : info.spec.choices)
+            out.value(word);
+        });
+      out.attribute("help", info.spec.help);
+    };
+  }
+  // The driver's own options, as registered in its categories.
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    if (entries.count(entry.first.str()) ||
+        llvm::none_of(option->Categories, [](cl::OptionCategory *c) {
+          return c == &ampcCategory || c == &lossCategory ||
+                 c == &trainingCategory;
+        }))
+      continue;
+    entries[entry.first.str()] = [option](json::OStream &out) {
+      out.attribute("pipeline", false);
+      out.attribute("help", option->HelpStr);
+    };
+  }
+  json::OStream out(os, 2);
+  out.array([&] {
+    for (auto &[name, write] : entries)
+      out.object([&, &name = name, &write = write] {
+        out.attribute("name", name);
+        write(out);
+      });
+  });
+  os << "\n";
+}
 
 /// The Markdown table of --list-ops=table: per ONNX op type, the ampc op
 /// that computes it and that op's facts, read from the dialect.
@@ -533,7 +375,7 @@ bool emitLibrary(const ampc::Model &model, bool cuda, bool sim,
                  const std::vector<std::string> &archs) {
   ampc::LibraryOptions options;
   options.modelName = sys::path::stem(inputPath).str();
-  options.precision = precision;
+  options.precision = settings.precision;
   options.symbolSuffix = symbolSuffix;
   options.pieceBytes = size_t(compilePieceKb) * 1024;
   std::string error;
@@ -568,7 +410,7 @@ bool emitLibrary(const ampc::Model &model, bool cuda, bool sim,
   // A training library carries its ONNX model, so the runtime can export
   // the trained weights into it (ampc_model_export_onnx).
   std::string onnxBytes;
-  if (mode == Mode::Train && embedModel) {
+  if (settings.mode == "train" && embedModel) {
     if (!ampc::embeddedModel(model, tieInitializers, onnxBytes, error))
       return userError(error), false;
     if (toStdout)
@@ -624,11 +466,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&ampcCategory, &lossCategory, &trainingCategory});
   llvm::cl::SetVersionPrinter(ampc::printVersion);
-  // The passes --skip-pass takes, named where the pipeline defines them.
-  static const std::string skipHelp =
-      skipPasses.HelpStr.str() + " (" +
-      llvm::join(ampc::pipelineSkippable(), ", ") + ")";
-  skipPasses.setDescription(skipHelp);
+  settings.bindOptions(pipelineFlags);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ampc: ahead-of-time mixed-precision training compiler\n\n"
@@ -652,7 +490,15 @@ int main(int argc, char **argv) {
       "it). Entries are keyed and checked on contents; a\nfolder that "
       "another user owns or others can write is refused with a warning\n"
       "and the compile goes on without it.\n");
+  pipelineFlags.apply();
 
+  if (listOptions.getNumOccurrences()) {
+    if (!listOptions.empty() && listOptions != "json")
+      return userError("--list-options takes no value or 'json', got '" +
+                       listOptions + "'");
+    printOptionsJson(outs());
+    return 0;
+  }
   if (listOps.getNumOccurrences()) {
     if (listOps == "table") {
       printOpTable(outs());
@@ -721,10 +567,10 @@ int main(int argc, char **argv) {
                           outputPath.empty() && !emit.getNumOccurrences();
   if (!explain && !reportOnly && emit == Emit::So && outputPath.empty())
     return userError("--emit=so needs -o FILE.so");
-  if (!emitAfter.empty() && (explain || emit != Emit::Mlir))
+  if (!settings.stopAfter.empty() && (explain || emit != Emit::Mlir))
     return userError("--emit-after needs --emit=mlir");
   if (!explain && emit == Emit::Onnx) {
-    if (mode != Mode::Infer)
+    if (settings.mode != "infer")
       return userError(
           "--emit=onnx writes the forward graph: add --mode=infer");
     if (outputPath.empty())
@@ -738,9 +584,9 @@ int main(int argc, char **argv) {
   // files): none replaces an input of the run nor another output.
   ampc::protectFile(runInputs, inputPath,
                     "the input model ('" + inputPath + "')");
-  if (!ampRules.empty())
-    ampc::protectFile(runInputs, ampRules,
-                      "the --amp-rules file ('" + ampRules + "')");
+  if (!settings.ampRules.empty())
+    ampc::protectFile(runInputs, settings.ampRules,
+                      "the --amp-rules file ('" + settings.ampRules + "')");
   for (const std::string &spec : boundInputs)
     if (size_t eq = spec.find('='); eq != std::string::npos)
       ampc::protectFile(runInputs, spec.substr(eq + 1),
@@ -754,7 +600,7 @@ int main(int argc, char **argv) {
       if (emit == Emit::Cpp || emit == Emit::Cuda) {
         outputs.push_back({"the parameter file",
                            sideFile(outputPath, "params.bin")});
-        if (mode == Mode::Train && embedModel)
+        if (settings.mode == "train" && embedModel)
           outputs.push_back({"the model file",
                              sideFile(outputPath, "model.onnx")});
       }
@@ -774,65 +620,17 @@ int main(int argc, char **argv) {
 
   // The pipeline's options are checked and defaulted where ampc-opt's
   // --ampc-pipeline checks them, so the two run the same passes.
-  ampc::PipelineFlags flags;
-  flags.stopAfter = emitAfter;
-  flags.skipPasses.assign(skipPasses.begin(), skipPasses.end());
-  flags.precision = precision;
-  flags.propagation = propagation;
-  flags.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-  flags.forceLowp.assign(forceLowp.begin(), forceLowp.end());
-  flags.ampRules = ampRules;
-  flags.freeze.assign(freeze.begin(), freeze.end());
-  flags.trainable.assign(trainable.begin(), trainable.end());
-  flags.paramGroups.assign(paramGroups.begin(), paramGroups.end());
-  flags.training = mode == Mode::Train;
-  flags.inferTrainingMode = inferTrainingMode;
-  // An exported ONNX model keeps ONNX's own ops: no ampc.attention in it.
-  flags.fuseAttention = emit == Emit::Onnx ? "off" : fuseAttention.getValue();
-  flags.loss = loss;
-  flags.label = label;
-  if (ignoreIndex.getNumOccurrences())
-    flags.ignoreIndex = ignoreIndex;
-  if (labelSmoothing.getNumOccurrences())
-    flags.labelSmoothing = labelSmoothing;
-  flags.classWeights.assign(classWeights.begin(), classWeights.end());
-  flags.softTargets = softTargets;
-  flags.posWeight.assign(posWeight.begin(), posWeight.end());
-  if (huberDelta.getNumOccurrences())
-    flags.huberDelta = huberDelta;
-  if (smoothL1Beta.getNumOccurrences())
-    flags.smoothL1Beta = smoothL1Beta;
-  flags.optimizer = optimizer;
-  flags.lr = learningRate;
-  flags.momentum = momentum;
-  flags.dampening = dampening;
-  flags.nesterov = nesterov;
-  if (weightDecay.getNumOccurrences())
-    flags.weightDecay = weightDecay;
-  flags.beta1 = beta1;
-  flags.beta2 = beta2;
-  flags.eps = epsilon;
-  flags.clipGradNorm = clipGradNorm;
-  flags.accumulate = accumulateMicroBatches;
-  flags.lossScale = lossScale;
-  flags.initScale = initScale;
-  flags.growthFactor = growthFactor;
-  flags.backoffFactor = backoffFactor;
-  flags.growthInterval = growthInterval;
-  flags.minScale = minScale;
-  flags.maxScale = maxScale;
-  flags.maxTensorBytes = maxTensorBytes;
-  flags.target = cuda ? "cuda" : "cpu";
-  // The exported ONNX is the user's model, unpadded.
-  flags.padGemms = emit == Emit::Onnx ? "off" : padGemms.getValue();
-  // The exported model is the user's, NCHW.
-  flags.channelsLast = emit == Emit::Onnx ? "off" : channelsLast.getValue();
-  // The exported model keeps the inputs the original declares.
-  flags.inputPrecision =
-      emit == Emit::Onnx ? "fp32" : inputPrecision.getValue();
+  settings.target = cuda ? "cuda" : "cpu";
+  if (emit == Emit::Onnx) {
+    // The exported ONNX is the user's model: ONNX's own ops (no
+    // ampc.attention), unpadded, NCHW, with the inputs it declares.
+    settings.fuseAttention = "off";
+    settings.padGemms = "off";
+    settings.channelsLast = "off";
+    settings.inputPrecision = "fp32";
+  }
   ampc::PipelineOptions pipeline;
-  if (std::string error;
-      !ampc::pipelineOptionsFromFlags(flags, pipeline, "--", error))
+  if (std::string error; !settings.toPipelineOptions(pipeline, "--", error))
     return userError(error);
 
   ampc::ImportOptions options;
@@ -847,7 +645,7 @@ int main(int argc, char **argv) {
       return userError(error);
   }
   options.maxTensorBytes = pipeline.maxTensorBytes;
-  if (mode == Mode::Train)
+  if (settings.mode == "train")
     options.mergedInitializers =
         tieInitializers ? ampc::ImportOptions::MergedInitializers::KeepTied
                         : ampc::ImportOptions::MergedInitializers::Untie;
@@ -881,7 +679,7 @@ int main(int argc, char **argv) {
 
   // The report compares the casts right after assignment with the end.
   unsigned castsBefore = 0;
-  if (emitAfter != "import" &&
+  if (settings.stopAfter != "import" &&
       !runPart(ampc::PipelinePart::Graph, [&](mlir::PassManager &pm) {
         pm.addInstrumentation(std::make_unique<CastCounter>(castsBefore));
       }))
@@ -918,7 +716,7 @@ int main(int argc, char **argv) {
 
   // The kernel-level form, for code generation and for --emit=mlir unless
   // --emit-after stopped earlier.
-  if (emitAfter != "import" &&
+  if (settings.stopAfter != "import" &&
       !ampc::pipelineStopsBefore(ampc::PipelinePart::Kernel, pipeline) &&
       !runPart(ampc::PipelinePart::Kernel, nullptr))
     return 1;
