@@ -10,6 +10,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/ChannelsLast.h"
+#include "ampc/Dialect/Einsum.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -453,6 +454,34 @@ LogicalResult CastOp::verify() {
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  if (adaptor.getInputs().empty())
+    return fail<EinsumOp>(loc, "needs at least one operand");
+  SmallVector<RankedTensorType> operands;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : adaptor.getInputs()) {
+    auto t = rankedType<EinsumOp>(loc, v, "an operand");
+    if (failed(t))
+      return failure();
+    if (!operands.empty() &&
+        t->getElementType() != operands.front().getElementType())
+      return fail<EinsumOp>(loc, "operand element types differ: " +
+                                     formatType(operands.front().getElementType()) +
+                                     " vs " + formatType(t->getElementType()));
+    operands.push_back(*t);
+    shapes.push_back(operands.back().getShape());
+  }
+  std::string error;
+  FailureOr<EinsumEquation> eq =
+      readEinsum(adaptor.getEquation(), shapes, error);
+  if (failed(eq))
+    return fail<EinsumOp>(loc, error);
+  types.push_back(RankedTensorType::get(eq->outputShape(),
+                                        operands.front().getElementType()));
+  return success();
+}
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                          Adaptor adaptor, Types &types) {

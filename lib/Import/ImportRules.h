@@ -12,6 +12,7 @@
 #define AMPC_LIB_IMPORT_IMPORTRULES_H
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/Compose.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -50,15 +51,14 @@ public:
   llvm::DenseMap<mlir::Value, Quantized> quantized;
 };
 
-/// What an import rule sees of one ONNX node.
-struct NodeContext {
+/// What an import rule sees of one ONNX node: a Composer (Compose.h) at
+/// the node's location, which builds, verifies and folds the ops.
+struct NodeContext : ampc::Composer {
   ImportContext &importer;
   const onnx::NodeProto &node;
-  mlir::Location loc;
   int64_t opset;
   llvm::SmallVector<mlir::Value>
       inputs; // null where an optional input is absent
-  mlir::OpBuilder &b;
 
   mlir::Value input(size_t i) const {
     return i < inputs.size() ? inputs[i] : mlir::Value();
@@ -94,12 +94,6 @@ struct NodeContext {
     return llvm::SmallVector<int64_t>(a->ints().begin(), a->ints().end());
   }
 
-  /// Reports an error at this node and returns failure.
-  mlir::LogicalResult error(const llvm::Twine &message) const {
-    mlir::emitError(loc) << message;
-    return mlir::failure();
-  }
-
   /// The constant value of input `i`, which must be known at import.
   mlir::FailureOr<mlir::DenseElementsAttr>
   constantInput(size_t i, llvm::StringRef what) const {
@@ -126,41 +120,6 @@ struct NodeContext {
     return out;
   }
 
-  /// Builds an OpTy, inferring result types unless `resultTypes` is given,
-  /// verifies it and folds it when its operands are constant.
-  template <typename OpTy>
-  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
-  build(mlir::ValueRange operands,
-        llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
-        unsigned numResults = 1, mlir::TypeRange resultTypes = {}) {
-    // Created with placeholder result types and asked for the real ones
-    // (finish): ODS's inferring builders abort when inference fails, and a
-    // model's bad node must be an error at the node.
-    bool infer = resultTypes.empty();
-    llvm::SmallVector<mlir::Type> types =
-        infer ? llvm::SmallVector<mlir::Type>(
-                    numResults, mlir::NoneType::get(b.getContext()))
-              : llvm::SmallVector<mlir::Type>(resultTypes);
-    mlir::TypeRange typeRange(types);
-    OpTy op = OpTy::create(b, loc, typeRange, operands, attrs);
-    return finish(op.getOperation(), infer);
-  }
-
-  /// Infers the result types of the just-created `op` (when `infer`),
-  /// verifies it, checks its size and folds it; erases it on failure.
-  mlir::FailureOr<llvm::SmallVector<mlir::Value>> finish(mlir::Operation *op,
-                                                         bool infer);
-
-  mlir::NamedAttribute i64(llvm::StringRef name, int64_t v) const {
-    return b.getNamedAttr(name, b.getI64IntegerAttr(v));
-  }
-  mlir::NamedAttribute f32(llvm::StringRef name, float v) const {
-    return b.getNamedAttr(name, b.getF32FloatAttr(v));
-  }
-  mlir::NamedAttribute ints(llvm::StringRef name,
-                            llvm::ArrayRef<int64_t> v) const {
-    return b.getNamedAttr(name, b.getDenseI64ArrayAttr(v));
-  }
   /// String attribute `name` (default `dflt`) as the enum attribute AttrT of
   /// the case of E it spells (ONNX and AMPCOps.td spell them alike); any
   /// other word is an error at the node.
@@ -178,8 +137,7 @@ struct NodeContext {
 
 using Outputs = llvm::SmallVector<mlir::Value>;
 
-/// "[2, 3, 4]", for messages.
-std::string formatDims(llvm::ArrayRef<int64_t> dims);
+using ampc::formatDims;
 /// `v` as printf's %g writes it, for messages.
 std::string formatNumber(double v);
 
@@ -233,19 +191,7 @@ mlir::FailureOr<Outputs> simple(NodeContext &nc) {
   return buildSame<OpTy>(nc);
 }
 
-/// The single result of an OpTy on `operands`, its type inferred unless
-/// `resultType` is given.
-template <typename OpTy>
-mlir::Value part(NodeContext &nc, mlir::ValueRange operands,
-                 llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
-                 mlir::Type resultType = {}) {
-  if (llvm::any_of(operands, [](mlir::Value v) { return !v; }))
-    return mlir::Value();
-  mlir::FailureOr<Outputs> r =
-      resultType ? nc.build<OpTy>(operands, attrs, 1, resultType)
-                 : nc.build<OpTy>(operands, attrs);
-  return mlir::failed(r) ? mlir::Value() : (*r)[0];
-}
+using ampc::part;
 
 /// An op class as a value, for a helper lambda that builds the op it is
 /// given (a C++17 lambda takes no template parameters):
@@ -259,13 +205,8 @@ template <typename C> using OpOf = typename C::type;
 /// A zero-dimensional constant `value` of `element`.
 mlir::Value scalarOf(NodeContext &nc, mlir::Type element, double value);
 
-/// `v` reshaped to `shape`.
-mlir::Value reshaped(NodeContext &nc, mlir::Value v,
-                     llvm::ArrayRef<int64_t> shape);
-
-/// `v` transposed by `perm` (itself when `perm` is the identity).
-mlir::Value transposed(NodeContext &nc, mlir::Value v,
-                       llvm::ArrayRef<int64_t> perm);
+using ampc::reshaped;
+using ampc::transposed;
 
 /// A constant of `element` and `shape` holding 0, step, 2 * step, ... (n
 /// values).

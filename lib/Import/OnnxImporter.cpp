@@ -167,66 +167,6 @@ private:
   }
 };
 
-FailureOr<SmallVector<Value>> NodeContext::finish(Operation *op, bool infer) {
-  MLIRContext *ctx = b.getContext();
-  if (infer) {
-    auto iface = cast<InferTypeOpInterface>(op);
-    SmallVector<Type> types;
-    if (failed(iface.inferReturnTypes(ctx, loc, op->getOperands(),
-                                      op->getRawDictionaryAttrs(),
-                                      op->getPropertiesStorage(),
-                                      op->getRegions(), types))) {
-      op->erase();
-      return failure();
-    }
-    for (auto [result, type] : llvm::zip(op->getResults(), types))
-      result.setType(type);
-  }
-  // Verified here, before folding can replace it, so an invalid node is
-  // reported at its own location; the module is verified once more at the
-  // end for what spans nodes (the return, symbol uses).
-  if (failed(mlir::verify(op))) {
-    op->erase();
-    return failure();
-  }
-  for (Type t : op->getResultTypes())
-    if (std::string problem =
-            ampc::checkTensorSize(t, importer.maxTensorBytes());
-        !problem.empty()) {
-      op->erase();
-      return emitError(loc) << "the result " << problem
-                            << " (--max-tensor-bytes)";
-    }
-  // Fold at once when every operand is constant: shape computations become
-  // constants before the ops that need their values are reached.
-  SmallVector<Attribute> constants;
-  for (Value v : op->getOperands()) {
-    Attribute c;
-    matchPattern(v, m_Constant(&c));
-    constants.push_back(c);
-  }
-  SmallVector<OpFoldResult> folded;
-  SmallVector<Value> results(op->getResults());
-  if (!op->hasTrait<OpTrait::ConstantLike>() &&
-      succeeded(op->fold(constants, folded)) && !folded.empty()) {
-    SmallVector<Value> replacements;
-    for (auto [ofr, result] : llvm::zip(folded, op->getResults())) {
-      if (auto v = dyn_cast<Value>(ofr)) {
-        replacements.push_back(v);
-        continue;
-      }
-      Operation *c = op->getDialect()->materializeConstant(
-          b, cast<Attribute>(ofr), result.getType(), loc);
-      if (!c)
-        return results; // keep the unfolded op
-      replacements.push_back(c->getResult(0));
-    }
-    op->erase();
-    return replacements;
-  }
-  return results;
-}
-
 /// Why ONNX's own `Attention` op (opset 23) is not imported (issue 38;
 /// docs/design.md): the ONNX library ampc is built with, which reads and
 /// checks every model (shape inference, version conversion), predates it.
@@ -676,7 +616,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
                     onnx::AttributeProto::AttributeType_Name(a.type()));
   }
 
-  NodeContext nc{*this, node, loc, opset, {}, b};
+  NodeContext nc{{b, loc, maxTensorBytes()}, *this, node, opset, {}};
   for (const std::string &in : node.input()) {
     if (in.empty()) {
       nc.inputs.push_back({});

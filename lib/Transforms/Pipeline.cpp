@@ -31,6 +31,13 @@ struct PipelineStep {
 using ampc::PipelinePart;
 
 const PipelineStep kPipeline[] = {
+    // First: the compositions the importer imports 1:1 (ampc.einsum) become
+    // the ops the rest of the pipeline sees (docs/design.md, "Compositions
+    // imported 1:1").
+    {"ampc-decompose-einsum", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createDecomposeEinsumPass({o.maxTensorBytes});
+     }},
     {"ampc-fold-shapes", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.foldShapes)

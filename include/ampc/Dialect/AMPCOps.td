@@ -450,6 +450,27 @@ def AMPC_MatMulOp : AMPC_Op<"matmul",
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+def AMPC_EinsumOp : AMPC_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Einsum, imported 1:1 and lowered by ampc-decompose-einsum";
+  let description = [{
+    ONNX `Einsum`: `equation` (numpy.einsum's, white space ignored) over the
+    operands, read by `readEinsum` (include/ampc/Dialect/Einsum.h); the
+    result has the output labels' sizes and the operands' element type. It
+    exists between the importer and `ampc-decompose-einsum`, the first pass
+    of the pipeline, which lowers it to transposes, reshapes, slices (a
+    diagonal), reductions and batched `ampc.matmul`s; no later pass, no
+    gradient rule and no emitter sees it.
+
+    ```mlir
+    %y = ampc.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AMPC_Tensor>:$inputs, StrAttr:$equation);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
 def AMPC_GemmOp : AMPC_Op<"gemm",
     [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Allow,
      AMPC_Gradient, AttrSizedOperandSegments]> {

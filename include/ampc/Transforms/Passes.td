@@ -14,6 +14,29 @@ include "mlir/Pass/PassBase.td"
 // AMPCOps.td (ampc::OptimizerKind, ...): the enum's spellings are the
 // option's values (EnumOption.h).
 
+def DecomposeEinsumPass : Pass<"ampc-decompose-einsum", "mlir::func::FuncOp"> {
+  let summary = "lower ampc.einsum to transposes, reductions and matmuls";
+  let description = [{
+    The importer imports ONNX `Einsum` 1:1 as `ampc.einsum`; this pass, the
+    first of the pipeline, lowers each to what the rest of the pipeline
+    knows: a repeated label's diagonal (transpose, reshape, strided slice),
+    broadcast size-1 dimensions dropped, labels that appear once summed
+    (`ampc.reduce_sum`), pairwise contractions from the left as one batched
+    `ampc.matmul` each (operands transposed and reshaped to 3-D), and the
+    rest summed and transposed to the output's order. The ops are built as
+    the importer builds ops (`ampc::Composer`): inferred, verified and
+    folded at once when their operands are constants. A contraction whose
+    result would pass 2^63 elements, or an op past `max-tensor-bytes`, is an
+    error at the einsum.
+  }];
+  let options = [
+    Option<"maxTensorBytes", "max-tensor-bytes", "int64_t",
+           /*default=*/"ampc::kDefaultMaxTensorBytes",
+           "the largest tensor the lowering may make">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{

@@ -26,13 +26,6 @@ using namespace mlir;
 
 namespace ampc::detail {
 
-std::string formatDims(ArrayRef<int64_t> dims) {
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(dims))
-    s += (i ? ", " : "") + std::to_string(d);
-  return s + "]";
-}
-
 std::string formatNumber(double v) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%g", v);
@@ -55,19 +48,6 @@ Value scalarOf(NodeContext &nc, Type element, double value) {
                              element, static_cast<int64_t>(value)));
   FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, attr));
   return failed(c) ? Value() : (*c)[0];
-}
-
-Value reshaped(NodeContext &nc, Value v, ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getShape() == shape)
-    return v;
-  return part<ampc::ReshapeOp>(nc, v, {}, type.clone(shape));
-}
-
-Value transposed(NodeContext &nc, Value v, ArrayRef<int64_t> perm) {
-  if (!v || llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-    return v;
-  return part<ampc::TransposeOp>(nc, v, {nc.ints("perm", perm)});
 }
 
 FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {

@@ -35,7 +35,7 @@ namespace {
 /// activations that read a value, as ONNX Runtime does.
 struct ActivationKind {
   const char *name;
-  mlir::Value (*op)(NodeContext &, mlir::ValueRange,
+  mlir::Value (*op)(ampc::Composer &, mlir::ValueRange,
                     llvm::ArrayRef<mlir::NamedAttribute>, mlir::Type);
   bool readsAlpha, readsBeta;
   float alpha, beta;
