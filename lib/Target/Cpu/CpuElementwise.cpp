@@ -62,15 +62,6 @@ LogicalResult CpuEmitter::emitDropout(Operation *op, llvm::raw_ostream &body) {
   auto o = cast<ampc::DropoutOp>(op);
   RankedTensorType t = tensorOf(o.getOutput());
   double ratio = o.getRatio().convertToDouble();
-  if (!o.getTrainingMode() || ratio == 0.0) {
-    // The identity with an all-true mask.
-    body << "  std::memcpy(" << name(o.getOutput()) << ", "
-         << name(o.getInput()) << ", "
-         << t.getNumElements() * storageSize(t.getElementType())
-         << "ULL);\n  std::memset(" << name(o.getMask()) << ", 1, "
-         << t.getNumElements() << "ULL);\n";
-    return success();
-  }
   // A random mask per training step (ampc.step, 0 in a library without
   // an optimizer), distinct per Dropout (its seed, else its name);
   // kept values scaled by 1 / (1 - ratio).

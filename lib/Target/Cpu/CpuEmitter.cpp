@@ -96,7 +96,7 @@ LogicalResult CpuEmitter::emitKernelOp(Operation *op,
   // Each op family in its own file; this is the one place that says which
   // family an op belongs to.
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
+      .Case<ampc::GemmOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
       .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
             ampc::ConvBackwardWeightOp>(

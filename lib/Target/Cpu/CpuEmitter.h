@@ -112,7 +112,7 @@ private:
   std::string failUnless(Operation *op, const std::string &condition,
                          StringRef what);
   // The op families, one file each (emitKernelOp dispatches).
-  /// Gemm, MatMul and ampc.batched_gemm (CpuGemm.cpp).
+  /// Gemm and ampc.batched_gemm (every MatMul: ampc-lower-matmul) (CpuGemm.cpp).
   LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
   /// Conv and its adjoints (CpuGemm.cpp).
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);

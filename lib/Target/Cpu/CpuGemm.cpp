@@ -1,8 +1,9 @@
 //===- CpuGemm.cpp - GEMMs and convolutions ---------------------------------===//
 //
-// Gemm, MatMul and ampc.batched_gemm as cblas calls on FP32 (f64: double)
-// copies of their operands, accumulated in `acc` and rounded once when
-// stored; the convolutions and their adjoints as im2col + GEMM.
+// Gemm and ampc.batched_gemm (every MatMul: ampc-lower-matmul) as cblas
+// calls on FP32 (f64: double) copies of their operands, accumulated in
+// `acc` and rounded once when stored; the convolutions and their adjoints
+// as im2col + GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +23,10 @@ using llvm::formatv;
 using llvm::StringRef;
 
 LogicalResult CpuEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
-  // Gemm: alpha * op(A) op(B) + beta * C; MatMul: batched A B with numpy
-  // broadcasting of the batch dimensions. Both widen 16-bit inputs to FP32,
-  // multiply with FP32 accumulation, and round once when storing.
+  // Gemm: alpha * op(A) op(B) + beta * C; ampc.batched_gemm: its batch of
+  // GEMMs through the op's matrix layouts (every MatMul is one:
+  // ampc-lower-matmul). Both widen 16-bit inputs to FP32, multiply with FP32
+  // accumulation, and round once when storing.
   Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
   Type outType = elementOf(out);
   if (!isa<FloatType>(outType))
@@ -69,7 +71,8 @@ LogicalResult CpuEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
                     ta, tb, m, n, k,
                     llvm::formatv("{0:e9}", gemm.getAlpha().convertToFloat()),
                     name(a), name(b), gemm.getC() ? "1" : "0", t);
-  } else if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {
+  } else {
+    auto bg = cast<ampc::BatchedGemmOp>(op);
     // acc is laid out as the result, which D's layout covers exactly once
     // (the op's verifier): the bias goes in first, as for a Gemm's C.
     int64_t strideD = bg.getStrideD(), ldd = bg.getLdd();
@@ -90,35 +93,6 @@ LogicalResult CpuEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
         llvm::formatv("{0:e9}", bg.getAlpha().convertToFloat()), name(a),
         bg.getStrideA(), bg.getLda(), name(b), bg.getStrideB(), bg.getLdb(),
         bg.getBias() ? "1" : "0", strideD, ldd);
-  } else {
-    // Promote 1-D operands to matrices, then loop over the broadcast batch.
-    SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
-    if (as.size() == 1)
-      as.insert(as.begin(), 1);
-    if (bs.size() == 1)
-      bs.push_back(1);
-    int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-    ArrayRef<int64_t> aBatch = ArrayRef(as).drop_back(2),
-                      bBatch = ArrayRef(bs).drop_back(2);
-    SmallVector<int64_t> batch =
-        *ampc::broadcastShapes({aBatch, bBatch});
-    SmallVector<int64_t> aStrides = broadcastStrides(aBatch, batch),
-                         bStrides = broadcastStrides(bBatch, batch);
-    for (int64_t &s : aStrides)
-      s *= m * k;
-    for (int64_t &s : bStrides)
-      s *= k * n;
-    body << formatv("    static const int64_t dims[] = {0}; static const int64_t "
-                    "sa[] = {1}; static const int64_t sb[] = {2};\n"
-                    "    const int64_t *strides[] = {{sa, sb};\n"
-                    "    ampc::cpu::forEach<2>({3}, dims, strides, [&](int64_t o, "
-                    "int64_t ia, int64_t ib) {{\n"
-                    "      ampc::cpu::gemm<{10}>(false, false, {4}LL, {5}LL, {6}LL, "
-                    "{10}(1), w_{7} + ia, w_{8} + ib, {10}(0), acc + o * "
-                    "{9}LL);\n"
-                    "    });\n",
-                    list(batch), list(aStrides), list(bStrides), batch.size(), m,
-                    n, k, name(a), name(b), m * n, t);
   }
   // The epilogue's Relu (ampc-fuse-epilogues) clamps before the one
   // rounding; rounding commutes with it.
