@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -1184,6 +1185,17 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
     return failure();
   types.push_back(*x);
   types.push_back(RankedTensorType::get(x->getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult DropoutOp::canonicalize(DropoutOp op,
+                                      PatternRewriter &rewriter) {
+  if (!op.isIdentity())
+    return failure();
+  auto mask = ConstantOp::create(
+      rewriter, op.getLoc(),
+      DenseElementsAttr::get(cast<ShapedType>(op.getMask().getType()), true));
+  rewriter.replaceOp(op, {op.getInput(), mask.getResult()});
   return success();
 }
 

@@ -203,6 +203,12 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createAssignAccumulationPass();
      }},
+    // MatMul's batches and 1-D operands as a batched_gemm's layout, so the
+    // emitters print GEMMs only.
+    {"ampc-lower-matmul", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &) {
+       return ampc::createLowerMatMulPass();
+     }},
     // Every GEMM as the kernels run it, forward and backward.
     {"ampc-gemm-alignment", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {

@@ -14,6 +14,10 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir {
+class PatternRewriter; // Dropout's canonicalize (lib/Dialect/AMPCOps.cpp)
+} // namespace mlir
+
 #include "ampc/Dialect/AMPCTraits.h"
 #include "ampc/Dialect/AMPCOpsDialect.h.inc"
 #include "ampc/Dialect/AMPCEnums.h"

@@ -820,7 +820,9 @@ def AMPC_DropoutOp : AMPC_Op<"dropout",
   let description = [{
     ONNX `Dropout` with the ratio and training mode as attributes (they must
     be constants at import). Results: the output and the boolean keep-mask.
-    Outside training mode it is the identity and the mask is all true.
+    Outside training mode it is the identity and the mask is all true;
+    canonicalization then replaces it by its input and a constant mask, as
+    it does in training mode with a ratio of 0.
 
     ```mlir
     %y, %mask = ampc.dropout %x {ratio = 1.000000e-01 : f32, training_mode = 1 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
@@ -838,7 +840,13 @@ def AMPC_DropoutOp : AMPC_Op<"dropout",
     /// @train_step, on every target, and for an ampc.attention that fuses
     /// it, which carries it as `dropout_seed`).
     uint64_t maskSeed();
+    /// Outside training mode, or with a ratio of 0: the identity with an
+    /// all-true mask, which canonicalization folds.
+    bool isIdentity() { return !getTrainingMode() || getRatio().isZero(); }
   }];
+  // Outside training mode, or with a ratio of 0, the identity and an
+  // all-true mask (the targets never see such a Dropout).
+  let hasCanonicalizeMethod = 1;
 }
 
 //===----------------------------------------------------------------------===//

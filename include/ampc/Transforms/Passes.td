@@ -291,6 +291,26 @@ def GemmAlignmentPass : Pass<"ampc-gemm-alignment", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def LowerMatMulPass : Pass<"ampc-lower-matmul", "mlir::func::FuncOp"> {
+  let summary = "every ampc.matmul as an ampc.batched_gemm";
+  let description = [{
+    Issue 40, item 4. At the kernel level, after the passes that rewrite
+    MatMuls (ampc-fuse-epilogues, ampc-fold-transposes, ampc-fold-casts,
+    ampc-assign-accumulation) and before ampc-gemm-alignment and
+    ampc-plan-memory: each remaining `ampc.matmul`, forward and backward,
+    becomes an `ampc.batched_gemm` with numpy.matmul's layout written out:
+    a 1-D A is one row and a 1-D B one column; m, n, k the matrices'; the
+    batch the broadcast batch dimensions' product, each operand's batch
+    stride its matrix size or 0 where every batch element shares it; packed
+    rows (lda = k, ldb = n, ldd = n, strideD = m * n). An operand whose
+    broadcast batch no single stride describes (A [2, 1, m, k] times B
+    [3, k, n]) is first expanded (`ampc.expand`) to the whole batch. The
+    MatMul's attributes (precision, accumulation) move to the GEMM. The
+    emitters then print GEMMs only.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AutodiffPass : Pass<"ampc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode autodiff: @train_step from @forward and its loss";
   let description = [{

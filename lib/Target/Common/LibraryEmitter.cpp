@@ -467,6 +467,14 @@ LogicalResult LibraryEmitter::checkPlan(func::FuncOp f) {
       op->emitError() << "has no accumulation type (ampc-assign-accumulation)";
       return WalkResult::interrupt();
     }
+    auto dropout = dyn_cast<ampc::DropoutOp>(op);
+    if (isa<ampc::MatMulOp>(op) || (dropout && dropout.isIdentity())) {
+      op->emitError() << (dropout ? "is the identity, which the kernel level "
+                                    "folds (canonicalize)"
+                                  : "is lowered at the kernel level "
+                                    "(ampc-lower-matmul)");
+      return WalkResult::interrupt();
+    }
     int64_t need = emit::scratchLayout(op, kernelTarget()).bytes();
     auto block = op->getAttrOfType<DenseI64ArrayAttr>(ampc::kScratchAttr);
     if (need > 0 && (!block || block[1] < need)) {

@@ -116,16 +116,6 @@ LogicalResult CudaEmitter::emitDropout(Operation *op,
       .Case([&](ampc::DropoutOp o) {
         RankedTensorType t = tensorOf(o.getOutput());
         double ratio = o.getRatio().convertToDouble();
-        int64_t bytes = t.getNumElements() * storageSize(t.getElementType());
-        if (!o.getTrainingMode() || ratio == 0.0) {
-          body << formatv("  AMPC_CUDA(ctx, cudaMemcpyAsync({0}, {1}, {2}ULL, "
-                          "cudaMemcpyDeviceToDevice, ctx.stream), {4});\n"
-                          "  AMPC_CUDA(ctx, cudaMemsetAsync({3}, 1, {5}ULL, "
-                          "ctx.stream), {4});\n",
-                          name(o.getOutput()), name(o.getInput()), bytes,
-                          name(o.getMask()), where(op), t.getNumElements());
-          return success();
-        }
         // The CPU target's masks: the same seed, step and index.
         uint64_t seed = o.maskSeed();
         std::string step = trainingStep();

@@ -7,9 +7,9 @@
 // library around the functions. The state is laid out as on the CPU target (see
 // LibraryEmitter), but in one device arena the library allocates at init;
 // the host state block holds only the context (CudaKernels.cuh). Per op:
-//  - MatMul and Gemm: cuBLASLt, FP16/BF16 operands with FP32 compute, the
-//    epilogue ampc-fuse-epilogues chose for a Gemm, strided batches for
-//    MatMul;
+//  - Gemm and batched_gemm (every MatMul: ampc-lower-matmul): cuBLASLt,
+//    FP16/BF16 operands with FP32 compute, the epilogue
+//    ampc-fuse-epilogues chose, strided batches;
 //  - elementwise ops and ampc.fusion: one generated __global__ kernel each,
 //    from the same scalar expressions as the CPU target;
 //  - the rest: the templated kernels of CudaKernels.cuh;
@@ -193,7 +193,7 @@ LogicalResult CudaEmitter::emitKernelOp(Operation *op,
   // Each op family in its own file; this is the one place that says which
   // family an op belongs to.
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ampc::GemmOp, ampc::MatMulOp, ampc::BatchedGemmOp>(
+      .Case<ampc::GemmOp, ampc::BatchedGemmOp>(
           [&](Operation *) { return emitMatmul(op, body); })
       .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
             ampc::ConvBackwardWeightOp>(

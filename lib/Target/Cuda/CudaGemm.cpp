@@ -1,8 +1,8 @@
 //===- CudaGemm.cpp - GEMMs and convolutions --------------------------------===//
 //
-// MatMul, Gemm and ampc.batched_gemm as cuBLASLt calls (FP16/BF16 operands
-// with FP32 compute, the epilogue ampc-fuse-epilogues chose, strided
-// batches), and the convolutions and their adjoints: one cuDNN call per
+// Gemm and ampc.batched_gemm (every MatMul is one: ampc-lower-matmul) as
+// cuBLASLt calls (FP16/BF16 operands with FP32 compute, the epilogue
+// ampc-fuse-epilogues chose, strided batches), and the convolutions and their adjoints: one cuDNN call per
 // convolution and direction (im2col + cuBLASLt, col2im where cuDNN's legacy
 // API cannot take the window: cudnnConvolves).
 //
@@ -121,63 +121,15 @@ LogicalResult CudaEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
              {0, 0, 0}, mask);
     return success();
   }
-  if (auto bg = dyn_cast<ampc::BatchedGemmOp>(op)) {
-    // The layouts are the op's (ampc-fold-transposes); D is written whole.
-    emitGemm(op, bg.getTransA(), bg.getTransB(), bg.getM(), bg.getN(),
-             bg.getK(), bg.getBatch(), bg.getStrideA(), bg.getStrideB(),
-             bg.getStrideD(), ab, d, bg.getAlpha().convertToFloat(), 0.0f,
-             cublasEpilogue(bg.getEpilogue()), name(a), name(b), name(out),
-             bg.getBias() ? name(bg.getBias()) : "", body,
-             {static_cast<int64_t>(bg.getLda()), static_cast<int64_t>(bg.getLdb()),
-              static_cast<int64_t>(bg.getLdd())});
-    return success();
-  }
-  // MatMul: promote 1-D operands, then broadcast the batch dimensions.
-  SmallVector<int64_t> as(tensorOf(a).getShape()), bs(tensorOf(b).getShape());
-  if (as.size() == 1)
-    as.insert(as.begin(), 1);
-  if (bs.size() == 1)
-    bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  ArrayRef<int64_t> aBatch = ArrayRef(as).drop_back(2),
-                    bBatch = ArrayRef(bs).drop_back(2);
-  SmallVector<int64_t> batch = *ampc::broadcastShapes({aBatch, bBatch});
-  int64_t count = product(batch);
-  SmallVector<int64_t> aStrides = broadcastStrides(aBatch, batch),
-                       bStrides = broadcastStrides(bBatch, batch);
-  // Each operand's offset for each batch element.
-  auto offsets = [&](ArrayRef<int64_t> strides, int64_t matrix) {
-    SmallVector<int64_t> at;
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t r = i, off = 0;
-      for (int64_t dIndex = batch.size() - 1; dIndex >= 0; --dIndex) {
-        off += (r % batch[dIndex]) * strides[dIndex] * matrix;
-        r /= batch[dIndex];
-      }
-      at.push_back(off);
-    }
-    return at;
-  };
-  SmallVector<int64_t> aAt = offsets(aStrides, m * k), bAt = offsets(bStrides, k * n);
-  auto uniform = [](ArrayRef<int64_t> at) {
-    for (size_t i = 2; i < at.size(); ++i)
-      if (at[i] - at[i - 1] != at[1] - at[0])
-        return false;
-    return true;
-  };
-  if (uniform(aAt) && uniform(bAt)) {
-    int64_t sa = count > 1 ? aAt[1] - aAt[0] : 0;
-    int64_t sb = count > 1 ? bAt[1] - bAt[0] : 0;
-    emitGemm(op, false, false, m, n, k, count, sa, sb, m * n, ab, d, 1.0f,
-             0.0f, "DEFAULT", name(a), name(b), name(out), "", body);
-    return success();
-  }
-  // Batch broadcasting that is not a constant stride: one GEMM per batch.
-  for (int64_t i = 0; i < count; ++i)
-    emitGemm(op, false, false, m, n, k, 1, 0, 0, 0, ab, d, 1.0f, 0.0f,
-             "DEFAULT", formatv("{0} + {1}", name(a), aAt[i]).str(),
-             formatv("{0} + {1}", name(b), bAt[i]).str(),
-             formatv("{0} + {1}", name(out), i * m * n).str(), "", body);
+  auto bg = cast<ampc::BatchedGemmOp>(op);
+  // The layouts are the op's (ampc-fold-transposes); D is written whole.
+  emitGemm(op, bg.getTransA(), bg.getTransB(), bg.getM(), bg.getN(),
+           bg.getK(), bg.getBatch(), bg.getStrideA(), bg.getStrideB(),
+           bg.getStrideD(), ab, d, bg.getAlpha().convertToFloat(), 0.0f,
+           cublasEpilogue(bg.getEpilogue()), name(a), name(b), name(out),
+           bg.getBias() ? name(bg.getBias()) : "", body,
+           {static_cast<int64_t>(bg.getLda()), static_cast<int64_t>(bg.getLdb()),
+            static_cast<int64_t>(bg.getLdd())});
   return success();
 }
 std::string CudaEmitter::window(const WindowGeometry &g) {

@@ -1,7 +1,8 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
-// Gemm and MatMul on the CPU target: 16-bit operands are widened to FP32
+// Gemm and MatMul (an ampc.batched_gemm: ampc-lower-matmul) on the CPU
+// target: 16-bit operands are widened to FP32
 // (ampc::cpu::widen with their codec) into the op's scratch block, the
 // product accumulates in FP32 in `acc`, also scratch (ampc::cpu::gemm:
 // transA, transB, M, N, K, alpha, A, B, beta, C), and the result is
@@ -53,15 +54,12 @@ func.func @forward(%a: tensor<5x3xf32>, %b: tensor<5x4xf32>, %c: tensor<3x1xf32>
 
 // -----
 
-// Batched MatMul in f16: one 3x6x5 GEMM per batch, A stepping 15 and B 30
-// elements, each writing 18 elements of `acc`; no C (beta 0).
+// Batched MatMul in f16 (an ampc.batched_gemm: ampc-lower-matmul): one
+// 3x6x5 GEMM per batch, A stepping 15 and B 30 elements, each writing 18
+// elements of `acc`; no C (beta 0).
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *acc = reinterpret_cast<float *>(state + 1024);
-// CHECK-NEXT:    static const int64_t dims[] = {4LL}; static const int64_t sa[] = {15LL}; static const int64_t sb[] = {30LL};
-// CHECK-NEXT:    const int64_t *strides[] = {sa, sb};
-// CHECK-NEXT:    ampc::cpu::forEach<2>(1, dims, strides, [&](int64_t o, int64_t ia, int64_t ib) {
-// CHECK-NEXT:      ampc::cpu::gemm<float>(false, false, 3LL, 6LL, 5LL, float(1), w_in0 + ia, w_in1 + ib, float(0), acc + o * 18LL);
-// CHECK-NEXT:    });
+// CHECK-NEXT:    for (int64_t p = 0; p < 4LL; ++p) ampc::cpu::gemm<float>(false, false, 3LL, 6LL, 5LL, float(1.000000000e+00), w_in0 + p * 15LL, 5LL, w_in1 + p * 30LL, 6LL, float(0), acc + p * 18LL, 6LL);
 // CHECK-NEXT:    for (int64_t i = 0; i < 72LL; ++i) v0[i] = ampc::cpu::storeF16(acc[i]);
 func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6xf16> {
   %0 = ampc.matmul %x, %y : (tensor<4x3x5xf16>, tensor<4x5x6xf16>) -> tensor<4x3x6xf16>
@@ -70,12 +68,13 @@ func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6
 
 // -----
 
-// Batch dimensions broadcast (2x1 against 4): a 2x4 batch loop in which A
-// does not move along the second dimension and B not along the first.
+// Batch dimensions broadcast (2x1 against 4): no one stride per operand
+// describes them, so ampc-lower-matmul expands both to the 2x4 batch (two
+// copies) and the GEMMs step 15 and 30 elements.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         float *acc = reinterpret_cast<float *>(state + 640);
-// CHECK-NEXT:    static const int64_t dims[] = {2LL, 4LL}; static const int64_t sa[] = {15LL, 0LL}; static const int64_t sb[] = {0LL, 30LL};
-// CHECK:         ampc::cpu::gemm<float>(false, false, 3LL, 6LL, 5LL, float(1), w_in0 + ia, w_in1 + ib, float(0), acc + o * 18LL);
+// CHECK:         ampc::cpu::forEach<1>(4, dims, strides
+// CHECK:         ampc::cpu::forEach<1>(4, dims, strides
+// CHECK:         for (int64_t p = 0; p < 8LL; ++p) ampc::cpu::gemm<float>(false, false, 3LL, 6LL, 5LL, float(1.000000000e+00), w_v0 + p * 15LL, 5LL, w_v1 + p * 30LL, 6LL, float(0), acc + p * 18LL, 6LL);
 func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32> {
   %0 = ampc.matmul %x, %y : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32>
   return %0 : tensor<2x4x3x6xf32>
@@ -88,7 +87,7 @@ func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *w_in0 = reinterpret_cast<float *>(state + 128); ampc::cpu::widen<ampc::cpu::AsBf16>(in0, 15LL, w_in0);
 // CHECK-NEXT:    float *w_in1 = reinterpret_cast<float *>(state + 192); ampc::cpu::widen<ampc::cpu::AsBf16>(in1, 5LL, w_in1);
-// CHECK:         ampc::cpu::gemm<float>(false, false, 3LL, 1LL, 5LL, float(1), w_in0 + ia, w_in1 + ib, float(0), acc + o * 3LL);
+// CHECK:         for (int64_t p = 0; p < 1LL; ++p) ampc::cpu::gemm<float>(false, false, 3LL, 1LL, 5LL, float(1.000000000e+00), w_in0 + p * 0LL, 5LL, w_in1 + p * 0LL, 1LL, float(0), acc + p * 3LL, 1LL);
 // CHECK:         for (int64_t i = 0; i < 3LL; ++i) v0[i] = ampc::cpu::storeBf16(acc[i]);
 func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
   %0 = ampc.matmul %x, %v : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3xbf16>

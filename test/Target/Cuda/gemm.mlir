@@ -1,9 +1,10 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
-// Gemm and MatMul on the CUDA target: one cuBLASLt matmul per
-// ampc::cuda::Gemm = {transA, transB, M, N, K, batch, strideA, strideB,
-// strideD, operand type, result type, alpha, beta, epilogue}, FP32
+// Gemm and MatMul (an ampc.batched_gemm: ampc-lower-matmul) on the CUDA
+// target: one cuBLASLt matmul per ampc::cuda::Gemm = {transA, transB, M,
+// N, K, batch, strideA, strideB, strideD, operand type, result type,
+// alpha, beta, epilogue[, lda, ldb, ldd]}, FP32
 // compute, called with (A, B, D, bias).
 
 // A Gemm with a bias row whose only user is a Relu: ampc-fuse-epilogues
@@ -44,8 +45,8 @@ func.func @forward(%a: tensor<5x3xf32>, %b: tensor<5x4xf32>, %c: tensor<3x1xf32>
 // A batched MatMul whose batches are evenly spaced is one strided-batch
 // call: 4 batches, A, B and D stepping 15, 30 and 18 elements.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 4LL, 15LL, 30LL, 18LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0, in1, v0, nullptr)) return code; }
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 4LL, 15LL, 30LL, 18LL, CUDA_R_16F, CUDA_R_16F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT, 5LL, 6LL, 6LL};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.batched_gemm", g, in0, in1, v0, nullptr)) return code; }
 // CHECK-NOT:     ampc::cuda::gemm(
 // CHECK:         return ampc::cuda::synchronize(ctx);
 func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6xf16> {
@@ -55,27 +56,15 @@ func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6
 
 // -----
 
-// Broadcast batch dimensions (2x1 against 4) are not evenly spaced: one
-// call per batch, in order, A moving by 15 elements every fourth call, B by
-// 30 each call, D by 18.
+// Broadcast batch dimensions (2x1 against 4) are not evenly spaced:
+// ampc-lower-matmul expands both operands to the 2x4 batch (a kernel
+// each; one call per batch before), then one strided-batch call of 8.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 0, v0 + 0, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 30, v0 + 18, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 60, v0 + 36, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 0, in1 + 90, v0 + 54, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 0, v0 + 72, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 30, v0 + 90, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 60, v0 + 108, nullptr)) return code; }
-// CHECK-NEXT:    { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 1LL, 0LL, 0LL, 0LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
-// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.matmul", g, in0 + 15, in1 + 90, v0 + 126, nullptr)) return code; }
-// CHECK-NEXT:    AMPC_CUDA(ctx, cudaMemcpyAsync(outputs[0], v0, 576ULL,
+// CHECK:         AMPC_LAUNCHED(ctx, "ampc.expand");
+// CHECK:         AMPC_LAUNCHED(ctx, "ampc.expand");
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 6LL, 5LL, 8LL, 15LL, 30LL, 18LL, CUDA_R_32F, CUDA_R_32F, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT, 5LL, 6LL, 6LL};
+// CHECK-NEXT:      if (int32_t code = ampc::cuda::gemm(ctx, "ampc.batched_gemm", g, v0, v1, v2, nullptr)) return code; }
+// CHECK-NOT:     ampc::cuda::gemm(
 func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32> {
   %0 = ampc.matmul %x, %y : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32>
   return %0 : tensor<2x4x3x6xf32>
@@ -85,7 +74,7 @@ func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4
 
 // A 1-D right operand in bf16: a 3x1x5 product, BF16 operands and result.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 1LL, 5LL, 1LL, 0LL, 0LL, 3LL, CUDA_R_16BF, CUDA_R_16BF, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT};
+// CHECK:         { static const ampc::cuda::Gemm g = {false, false, 3LL, 1LL, 5LL, 1LL, 0LL, 0LL, 3LL, CUDA_R_16BF, CUDA_R_16BF, 1.000000000e+00f, 0.000000000e+00f, CUBLASLT_EPILOGUE_DEFAULT, 5LL, 1LL, 1LL};
 func.func @forward(%x: tensor<3x5xbf16>, %v: tensor<5xbf16>) -> tensor<3xbf16> {
   %0 = ampc.matmul %x, %v : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3xbf16>
   return %0 : tensor<3xbf16>
