@@ -250,9 +250,31 @@ protected:
       llvm::ArrayRef<mlir::Operation *> ops, mlir::ValueRange inputs,
       mlir::ValueRange arguments, mlir::ValueRange yielded,
       mlir::ValueRange outputs, llvm::raw_ostream &body) = 0;
-  /// Every other op, its results bound.
-  virtual mlir::LogicalResult emitKernelOp(mlir::Operation *op,
+  /// Every other op, its results bound: the op's family (this is the one
+  /// place that says which family an op belongs to) and the target's
+  /// emitter of that family, one file each in lib/Target/{Cpu,Cuda}.
+  mlir::LogicalResult emitKernelOp(mlir::Operation *op,
+                                   llvm::raw_ostream &body);
+  /// The op families emitKernelOp dispatches to.
+  virtual mlir::LogicalResult emitMatmul(mlir::Operation *op,
+                                         llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitConvolution(mlir::Operation *op,
+                                              llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitDataMovement(mlir::Operation *op,
+                                               llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitNormalization(mlir::Operation *op,
+                                                llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitReduction(mlir::Operation *op,
+                                            llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitDropout(mlir::Operation *op,
+                                          llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitWindowOp(mlir::Operation *op,
                                            llvm::raw_ostream &body) = 0;
+  virtual mlir::LogicalResult emitAttention(mlir::Operation *op,
+                                            llvm::raw_ostream &body) = 0;
+  /// What the message for an op the target cannot compile adds ("" or
+  /// " (use --target=cpu)").
+  virtual llvm::StringRef unsupportedOpHint() const { return ""; }
   /// Called before the body of each function is written.
   virtual void beginFunction(mlir::func::FuncOp f) {}
   /// The state offset a result is written to in place (the slot its one

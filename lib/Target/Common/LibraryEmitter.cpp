@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -604,6 +605,40 @@ LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
                            fusion.getOutputs(), body);
   }
   return emitKernelOp(op, body);
+}
+
+LogicalResult LibraryEmitter::emitKernelOp(Operation *op,
+                                           llvm::raw_ostream &body) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ampc::GemmOp, ampc::BatchedGemmOp>(
+          [&](Operation *) { return emitMatmul(op, body); })
+      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
+            ampc::ConvBackwardWeightOp>(
+          [&](Operation *) { return emitConvolution(op, body); })
+      .Case<ampc::TransposeOp, ampc::SliceOp, ampc::SliceGradOp,
+            ampc::ConcatOp, ampc::GatherOp, ampc::GatherGradOp, ampc::ShapeOp,
+            ampc::ScatterOp, ampc::TopKOp>(
+          [&](Operation *) { return emitDataMovement(op, body); })
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp, ampc::LayerNormalizationOp,
+            ampc::AddLayerNormOp, ampc::LayerNormGradOp>(
+          [&](Operation *) { return emitNormalization(op, body); })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp,
+            ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
+          [&](Operation *) { return emitReduction(op, body); })
+      .Case<ampc::DropoutOp>([&](Operation *) { return emitDropout(op, body); })
+      .Case<ampc::MaxPoolOp, ampc::AveragePoolOp, ampc::MaxPoolGradOp,
+            ampc::AveragePoolGradOp, ampc::BatchNormalizationOp,
+            ampc::BatchNormGradOp>(
+          [&](Operation *) { return emitWindowOp(op, body); })
+      .Case<ampc::AttentionOp, ampc::AttentionGradOp>(
+          [&](Operation *) { return emitAttention(op, body); })
+      .Default([&](Operation *) -> LogicalResult {
+        return op->emitError()
+               << "the " << targetName().upper() << " target cannot compile '"
+               << op->getName() << "' yet" << unsupportedOpHint();
+      });
 }
 
 void LibraryEmitter::layOut(StringRef symbol, RankedTensorType t,

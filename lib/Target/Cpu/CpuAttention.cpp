@@ -19,7 +19,8 @@ using namespace ampc::cpugen;
 using llvm::formatv;
 using llvm::StringRef;
 
-void CpuEmitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
+LogicalResult CpuEmitter::emitAttention(Operation *op,
+                                        llvm::raw_ostream &body) {
   AttentionGeometry g = attentionGeometry(op);
   StringRef c = accumulation(op);
   auto strides = [](ArrayRef<int64_t> s) {
@@ -68,7 +69,7 @@ void CpuEmitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
                               .str();
     emitCall("attention", a.getQ(), bias, lse, scale, causal, buffers,
              scratch(op, "scores", c) + ", " + scratch(op, "acc", c));
-    return;
+    return success();
   }
   auto a = cast<ampc::AttentionGradOp>(op);
   auto [bias, scale, causal, lse] = attrs(a);
@@ -84,4 +85,5 @@ void CpuEmitter::emitAttention(Operation *op, llvm::raw_ostream &body) {
   emitCall("attentionGrad", a.getQ(), bias, lse, scale, causal, buffers,
            scratch(op, "dq", c) + ", " + scratch(op, "dk", c) + ", " +
                scratch(op, "dv", c));
+  return success();
 }

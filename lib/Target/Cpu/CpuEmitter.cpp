@@ -8,7 +8,7 @@
 // memory plan, where every intermediate lives at its planned offset; views
 // share their operand's buffer. This file holds what every op shares
 // (arguments, results, constants), the dispatch of each op to its family's
-// file (emitKernelOp; CpuEmitter.h lists the files) and the library around
+// file (LibraryEmitter::emitKernelOp; CpuEmitter.h lists the files) and the library around
 // the functions.
 //
 //===----------------------------------------------------------------------===//
@@ -89,44 +89,6 @@ void CpuEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
   body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
        << ", " << name(store.getValue()) << ", "
        << t.getNumElements() * storageSize(t.getElementType()) << "ULL);\n";
-}
-
-LogicalResult CpuEmitter::emitKernelOp(Operation *op,
-                                       llvm::raw_ostream &body) {
-  // Each op family in its own file; this is the one place that says which
-  // family an op belongs to.
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ampc::GemmOp, ampc::BatchedGemmOp>(
-          [&](Operation *) { return emitMatmul(op, body); })
-      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
-            ampc::ConvBackwardWeightOp>(
-          [&](Operation *) { return emitConvolution(op, body); })
-      .Case<ampc::TransposeOp, ampc::SliceOp, ampc::SliceGradOp,
-            ampc::ConcatOp, ampc::GatherOp, ampc::GatherGradOp, ampc::ShapeOp,
-            ampc::ScatterOp, ampc::TopKOp>(
-          [&](Operation *) { return emitDataMovement(op, body); })
-      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp, ampc::LayerNormalizationOp,
-            ampc::AddLayerNormOp, ampc::LayerNormGradOp>(
-          [&](Operation *) { return emitNormalization(op, body); })
-      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp,
-            ampc::SoftmaxCrossEntropyLossOp,
-            ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
-          [&](Operation *) { return emitReduction(op, body); })
-      .Case<ampc::DropoutOp>([&](Operation *) { return emitDropout(op, body); })
-      .Case<ampc::MaxPoolOp, ampc::AveragePoolOp, ampc::MaxPoolGradOp,
-            ampc::AveragePoolGradOp, ampc::BatchNormalizationOp,
-            ampc::BatchNormGradOp>(
-          [&](Operation *) { return emitWindowOp(op, body); })
-      .Case<ampc::AttentionOp, ampc::AttentionGradOp>([&](Operation *) {
-        emitAttention(op, body);
-        return success();
-      })
-      .Default([&](Operation *) {
-        return op->emitError()
-               << "the CPU target cannot compile '" << op->getName()
-               << "' yet";
-      });
 }
 
 void CpuEmitter::emitArgument(unsigned index, BlockArgument arg,

@@ -70,7 +70,6 @@ private:
     return cpugen::store(t, e);
   }
   void emitStore(Operation *op, llvm::raw_ostream &body) override;
-  LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
   void emitArgument(unsigned index, BlockArgument arg,
                     llvm::raw_ostream &body) override;
   void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
@@ -111,29 +110,30 @@ private:
   /// `if (!(condition)) return <failure naming the node>;`
   std::string failUnless(Operation *op, const std::string &condition,
                          StringRef what);
-  // The op families, one file each (emitKernelOp dispatches).
+  // The op families, one file each (LibraryEmitter::emitKernelOp
+  // dispatches).
   /// Gemm and ampc.batched_gemm (every MatMul: ampc-lower-matmul) (CpuGemm.cpp).
-  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body) override;
   /// Conv and its adjoints (CpuGemm.cpp).
-  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body) override;
   /// Transpose, Slice, SliceGrad, Concat, Gather, GatherGrad, Shape,
   /// Scatter and TopK (CpuDataMovement.cpp).
-  LogicalResult emitDataMovement(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitDataMovement(Operation *op, llvm::raw_ostream &body) override;
   /// Softmax, LogSoftmax, LayerNormalization, AddLayerNorm and
   /// LayerNorm's adjoint (CpuNormalization.cpp).
-  LogicalResult emitNormalization(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitNormalization(Operation *op, llvm::raw_ostream &body) override;
   /// ampc.layer_normalization and ampc.add_layer_norm.
   template <typename Op> void emitLayerNorm(Op op, llvm::raw_ostream &body);
   /// The reductions, GlobalAveragePool, the losses and their adjoint
   /// (CpuReduction.cpp).
-  LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body) override;
   void emitReduce(Operation *op, llvm::raw_ostream &body);
   /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
   void emitLoss(Operation *op, llvm::raw_ostream &body);
   /// Dropout (CpuElementwise.cpp).
-  LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body) override;
   /// Pooling, batch normalisation and their adjoints (CpuWindow.cpp).
-  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body) override;
   /// `g` as a `static const ampc::cpu::Window win`.
   LogicalResult emitWindow(Operation *op, const WindowGeometry &g,
                            llvm::raw_ostream &body);
@@ -142,7 +142,7 @@ private:
   void emitBatchNorm(ampc::BatchNormalizationOp op, llvm::raw_ostream &body);
   /// ampc.attention and ampc.attention_grad (CpuKernels.h, attention;
   /// CpuAttention.cpp).
-  void emitAttention(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitAttention(Operation *op, llvm::raw_ostream &body) override;
   /// The training ops (CpuTraining.cpp).
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;

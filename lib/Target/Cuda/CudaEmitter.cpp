@@ -3,7 +3,7 @@
 // Walks the kernel-level module (after ampc-fuse and ampc-plan-memory) and
 // writes CUDA C++ for nvcc. This file holds what every op shares (launches,
 // device error codes, arguments and results), the dispatch of each op to
-// its family's file (emitKernelOp; CudaEmitter.h lists the files) and the
+// its family's file (LibraryEmitter::emitKernelOp; CudaEmitter.h lists the files) and the
 // library around the functions. The state is laid out as on the CPU target (see
 // LibraryEmitter), but in one device arena the library allocates at init;
 // the host state block holds only the context (CudaKernels.cuh). Per op:
@@ -188,41 +188,6 @@ void CudaEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
                   t.getNumElements() * storageSize(t.getElementType()),
                   where(op));
 }
-LogicalResult CudaEmitter::emitKernelOp(Operation *op,
-                                        llvm::raw_ostream &body) {
-  // Each op family in its own file; this is the one place that says which
-  // family an op belongs to.
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ampc::GemmOp, ampc::BatchedGemmOp>(
-          [&](Operation *) { return emitMatmul(op, body); })
-      .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
-            ampc::ConvBackwardWeightOp>(
-          [&](Operation *) { return emitConvolution(op, body); })
-      .Case<ampc::TransposeOp, ampc::SliceOp, ampc::SliceGradOp,
-            ampc::ConcatOp, ampc::GatherOp, ampc::GatherGradOp, ampc::ShapeOp,
-            ampc::ScatterOp, ampc::TopKOp>(
-          [&](Operation *) { return emitDataMovement(op, body); })
-      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp, ampc::LayerNormalizationOp,
-            ampc::AddLayerNormOp, ampc::LayerNormGradOp>(
-          [&](Operation *) { return emitNormalization(op, body); })
-      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp,
-            ampc::SoftmaxCrossEntropyLossOp,
-            ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
-          [&](Operation *) { return emitReduction(op, body); })
-      .Case<ampc::DropoutOp>([&](Operation *) { return emitDropout(op, body); })
-      .Case<ampc::MaxPoolOp, ampc::AveragePoolOp, ampc::MaxPoolGradOp,
-            ampc::AveragePoolGradOp, ampc::BatchNormalizationOp,
-            ampc::BatchNormGradOp>(
-          [&](Operation *) { return emitWindowOp(op, body); })
-      .Case<ampc::AttentionOp, ampc::AttentionGradOp>(
-          [&](Operation *) { return emitAttention(op, body); })
-      .Default([&](Operation *op) -> LogicalResult {
-        return op->emitError() << "the CUDA target cannot compile '"
-                               << op->getName() << "' yet (use --target=cpu)";
-      });
-}
-
 LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                                        func::FuncOp trainStep,
                                        StringRef inferBody,

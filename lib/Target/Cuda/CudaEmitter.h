@@ -81,6 +81,9 @@ public:
 
 private:
   StringRef targetName() const override { return "cuda"; }
+  StringRef unsupportedOpHint() const override {
+    return " (use --target=cpu)";
+  }
   ampc::KernelTarget kernelTarget() const override {
     return ampc::KernelTarget::Cuda;
   }
@@ -116,7 +119,6 @@ private:
     return std::nullopt;
   }
   void emitStore(Operation *op, llvm::raw_ostream &body) override;
-  LogicalResult emitKernelOp(Operation *op, llvm::raw_ostream &body) override;
   void emitArgument(unsigned index, BlockArgument arg,
                     llvm::raw_ostream &body) override;
   void emitReturn(unsigned index, Value v, llvm::raw_ostream &body) override;
@@ -162,7 +164,7 @@ private:
                                 ValueRange arguments, ValueRange yielded,
                                 ValueRange outputs,
                                 llvm::raw_ostream &body) override;
-  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitMatmul(Operation *op, llvm::raw_ostream &body) override;
   /// Leading dimensions of row-major A, B and D as stored
   /// (ampc.batched_gemm); 0: packed rows.
   struct LeadingDims {
@@ -185,17 +187,18 @@ private:
   void emitStrided(Operation *op, Value input, Value output,
                    ArrayRef<int64_t> strides, int64_t base,
                    llvm::raw_ostream &body);
-  // The op families, one file each (emitKernelOp dispatches).
+  // The op families, one file each (LibraryEmitter::emitKernelOp
+  // dispatches).
   /// Transpose, Slice, SliceGrad, Concat, Gather, GatherGrad, Shape,
   /// Scatter and TopK (CudaDataMovement.cpp).
-  LogicalResult emitDataMovement(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitDataMovement(Operation *op, llvm::raw_ostream &body) override;
   /// Softmax, LogSoftmax, LayerNormalization and its adjoint
   /// (CudaNormalization.cpp).
-  LogicalResult emitNormalization(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitNormalization(Operation *op, llvm::raw_ostream &body) override;
   /// The reductions, GlobalAveragePool and the losses (CudaReduction.cpp).
-  LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitReduction(Operation *op, llvm::raw_ostream &body) override;
   /// Dropout (CudaElementwise.cpp).
-  LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitDropout(Operation *op, llvm::raw_ostream &body) override;
   /// A `const int64_t *` to the training step Dropout's masks are drawn
   /// for (ampc.step in the device state), or `nullptr` (step 0) in a
   /// library without an optimizer.
@@ -208,7 +211,7 @@ private:
                                llvm::raw_ostream &body) override;
   /// Convolutions and their adjoints: one cuDNN call each, or im2col +
   /// cuBLASLt, col2im where cuDNN cannot take them (cudnnConvolves).
-  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body) override;
   /// The cuDNN call of `op` (its plan in the library's table of
   /// convolutions, made at init); `beta` 1: Y holds the bias.
   void emitCudnnConvolution(Operation *op, const ConvGeometry &geometry,
@@ -217,9 +220,9 @@ private:
   /// the node it is first called for (ampc::cuda::initConvolutions).
   SmallVector<std::pair<std::string, std::string>> convolutions;
   /// Pooling, batch normalisation and their adjoints.
-  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitWindowOp(Operation *op, llvm::raw_ostream &body) override;
   /// Fused attention and its adjoint (CudaAttention.cpp).
-  LogicalResult emitAttention(Operation *op, llvm::raw_ostream &body);
+  LogicalResult emitAttention(Operation *op, llvm::raw_ostream &body) override;
   /// `g` as a `ampc::cuda::Window` literal.
   std::string window(const WindowGeometry &g);
 
