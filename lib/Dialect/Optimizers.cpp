@@ -32,25 +32,14 @@ const ampc::OptimizerFacts kAdamw{kAdamMoments, kAdamSettings, {},
                                   /*defaultWeightDecay=*/0.01,
                                   /*momentsNeedMomentum=*/false};
 
-/// "a, b or c".
-std::string joinOr(llvm::ArrayRef<llvm::StringRef> words) {
-  std::string out;
-  for (auto [i, w] : llvm::enumerate(words)) {
-    if (i)
-      out += i + 1 == words.size() ? " or " : ", ";
-    out += w.str();
-  }
-  return out;
-}
-
 /// Every kind with an update, in the enum's order.
 llvm::SmallVector<ampc::OptimizerKind> updatingKinds() {
   llvm::SmallVector<ampc::OptimizerKind> kinds;
-  for (uint32_t v = 0; v <= ampc::getMaxEnumValForOptimizerKind(); ++v)
-    if (std::optional<ampc::OptimizerKind> kind =
-            ampc::symbolizeOptimizerKind(v))
-      if (ampc::optimizerFacts(*kind))
-        kinds.push_back(*kind);
+  for (llvm::StringRef word : ampc::enumSpellings<ampc::OptimizerKind>()) {
+    ampc::OptimizerKind kind = *ampc::symbolizeOptimizerKind(word);
+    if (ampc::optimizerFacts(kind))
+      kinds.push_back(kind);
+  }
   return kinds;
 }
 } // namespace
@@ -80,7 +69,7 @@ std::string ampc::optimizerKindList() {
   llvm::SmallVector<llvm::StringRef> names;
   for (OptimizerKind kind : updatingKinds())
     names.push_back(stringifyOptimizerKind(kind));
-  return joinOr(names);
+  return joinChoices(names);
 }
 
 std::string ampc::foreignOptimizerSettings(OptimizerKind kind) {
@@ -91,5 +80,5 @@ std::string ampc::foreignOptimizerSettings(OptimizerKind kind) {
       if (!(own && llvm::is_contained(own->settings, setting)) &&
           !llvm::is_contained(foreign, setting))
         foreign.push_back(setting);
-  return joinOr(foreign);
+  return joinChoices(foreign);
 }

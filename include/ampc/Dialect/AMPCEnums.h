@@ -11,6 +11,8 @@
 #ifndef AMPC_DIALECT_AMPCENUMS_H
 #define AMPC_DIALECT_AMPCENUMS_H
 
+#include "ampc/Support/Choices.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/DenseMapInfo.h"
 #include "llvm/ADT/SmallVector.h"
@@ -41,14 +43,7 @@ llvm::SmallVector<llvm::StringRef> enumSpellings() {
 /// "a, b or c": the cases of `E`, for messages that say what was expected.
 template <typename E>
 std::string enumChoices() {
-  llvm::SmallVector<llvm::StringRef> spellings = enumSpellings<E>();
-  std::string text;
-  for (size_t i = 0; i < spellings.size(); ++i) {
-    if (i > 0)
-      text += i + 1 == spellings.size() ? " or " : ", ";
-    text += spellings[i].str();
-  }
-  return text;
+  return joinChoices(enumSpellings<E>());
 }
 
 } // namespace ampc

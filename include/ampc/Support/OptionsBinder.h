@@ -19,6 +19,8 @@
 #ifndef AMPC_SUPPORT_OPTIONSBINDER_H
 #define AMPC_SUPPORT_OPTIONSBINDER_H
 
+#include "ampc/Support/Choices.h"
+
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -266,14 +268,8 @@ public:
       if (llvm::is_contained(info.spec.choices, value) ||
           llvm::is_contained(info.spec.aliases, value))
         continue;
-      std::string words;
-      for (size_t i = 0; i < info.spec.choices.size(); ++i) {
-        if (i > 0)
-          words += i + 1 == info.spec.choices.size() ? " or " : ", ";
-        words += info.spec.choices[i];
-      }
-      error = (prefix + info.name + " must be " + words + ", got '" + value +
-               "'")
+      error = (prefix + info.name + " must be " +
+               joinChoices(info.spec.choices) + ", got '" + value + "'")
                   .str();
       return false;
     }
