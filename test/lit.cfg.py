@@ -118,6 +118,16 @@ if (not os.access(nvcc, os.X_OK) and
         "no nvcc ($NVCC, PATH, /usr/local/cuda/bin/nvcc): the CUDA target's "
         "tests (Target/Cuda, gpu/pack.test) will fail; install CUDA or set "
         "NVCC")
+# `mpi`: the build has the MPI communicator (libampc_comm_mpi.so, issue 41)
+# and mpirun runs here; %mpirun allows root (CI's containers run as root)
+# and more ranks than cores.
+if (getattr(config, "ampc_have_mpi", "").upper() in ("ON", "1", "TRUE",
+                                                     "YES") and
+        shutil.which("mpirun")):
+    config.available_features.add("mpi")
+config.substitutions.append((
+    "%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun"))
 # strace: tests that count the files a run opens (Driver/model-read-once).
 if shutil.which("strace"):
     config.available_features.add("strace")

@@ -1784,3 +1784,19 @@ TEST(RuntimeTraining, GradientsOfAnOptimizerLibraryNameTheOptimizer) {
       << ampc_last_error();
   EXPECT_FALSE(lastErrorHas("inference")) << ampc_last_error();
 }
+
+// Data parallel (issue 41): a library without all-reduces runs alone (rank
+// 0 of 1, nothing sent); a null handle is refused.
+TEST_F(GradientsModel, DataParallelAloneAndNullHandle) {
+  int32_t rank = -1, size = -1;
+  uint64_t bytes = 7;
+  ASSERT_EQ(ampc_model_data_parallel(model, &rank, &size, &bytes), AMPC_OK);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(size, 1);
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(ampc_model_data_parallel(model, nullptr, nullptr, nullptr),
+            AMPC_OK);
+  EXPECT_EQ(ampc_model_data_parallel(nullptr, &rank, &size, &bytes),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "ampc_model_data_parallel: model is NULL");
+}

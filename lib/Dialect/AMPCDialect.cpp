@@ -205,6 +205,15 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kOverlapAttr) {
+    auto count = dyn_cast<IntegerAttr>(value);
+    if (!isa<AllReduceStartOp>(op) || !count ||
+        !count.getType().isInteger(64) || count.getInt() < 0)
+      return op->emitOpError("'ampc.overlap' must be a non-negative i64 on "
+                             "an ampc.all_reduce_start, got ")
+             << value;
+    return success();
+  }
   if (name == kErrorSlotAttr) {
     auto offset = dyn_cast<IntegerAttr>(value);
     if (!isa<func::FuncOp>(op) || !offset || !offset.getType().isInteger(64) ||

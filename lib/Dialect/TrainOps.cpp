@@ -164,3 +164,43 @@ LogicalResult OptimizerUpdateOp::verify() {
     return emitOpError("lr, step and found_inf must be scalars");
   return success();
 }
+
+/// The element count of every tensor in `values`.
+static int64_t elementCount(ValueRange values) {
+  int64_t count = 0;
+  for (Value v : values)
+    count += cast<RankedTensorType>(v.getType()).getNumElements();
+  return count;
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  auto packed = cast<RankedTensorType>(getPacked().getType());
+  if (packed.getRank() != 1 || packed.getNumElements() != elementCount(getGrads()))
+    return emitOpError("packs ")
+           << elementCount(getGrads())
+           << " gradient elements, so its result is 1-D of that size, got "
+           << packed;
+  if (getBucketAttr().getInt() < 0)
+    return emitOpError("bucket is ")
+           << getBucketAttr().getInt() << ", expected >= 0";
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  if (!getPacked().getDefiningOp<AllReduceStartOp>())
+    return emitOpError("waits for a value ampc.all_reduce_start produced");
+  auto start = getPacked().getDefiningOp<AllReduceStartOp>();
+  if (start.getGrads() != getGrads())
+    return emitOpError("takes the gradients of its ampc.all_reduce_start, "
+                       "in its order");
+  if (getMeans().size() != getGrads().size())
+    return emitOpError("expects one result per gradient, got ")
+           << getMeans().size() << " for " << getGrads().size();
+  for (auto [g, m] : llvm::zip(getGrads(), getMeans()))
+    if (g.getType() != m.getType())
+      return emitOpError("result type ")
+             << m.getType() << " differs from its gradient's " << g.getType();
+  return success();
+}

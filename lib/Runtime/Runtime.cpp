@@ -245,6 +245,22 @@ struct TensorDesc {
   }
 };
 
+/// Data parallel (issue 41): a communicator of libampc_comm_mpi.so, the
+/// plugin that keeps MPI out of the runtime (MpiComm.cpp).
+struct Communicator {
+  const ampc_abi_comm *comm = nullptr;
+  uint64_t (*bytes)(const ampc_abi_comm *) = nullptr;
+  void (*release)(const ampc_abi_comm *) = nullptr;
+
+  Communicator() = default;
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+  ~Communicator() {
+    if (comm)
+      release(comm);
+  }
+};
+
 struct Model {
   void *library = nullptr;
   /// The descriptor number of the name `library` was opened by.
@@ -292,6 +308,11 @@ struct Model {
   int32_t (*inferDevice)(void *, const void *const *, void *const *) = nullptr;
   int32_t (*memoryOf)(void *, const void *) = nullptr;
   int32_t (*waitStream)(void *, void *) = nullptr;
+  /// Data parallel: the step's all-reduce requests (0: the library runs
+  /// alone) and the ranks' communicator (null on one rank). Destroyed
+  /// after the library's `release`.
+  int32_t allReduceBuckets = 0;
+  std::unique_ptr<Communicator> communicator;
 
   /// Serializes calls that run the model; the library may assume one call
   /// per state at a time (ModelAbi.h). Guards the pointer arrays below.
@@ -706,6 +727,13 @@ ampc_status readDescriptor(Model &model) {
                 format("'%s': device entry points without memory_of or "
                        "wait_stream",
                        path));
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(num_all_reduce_buckets)) {
+    if (abi->num_all_reduce_buckets < 0)
+      return fail(AMPC_ERROR_CORRUPT, kLoad,
+                  format("'%s': num_all_reduce_buckets is %d", path,
+                         abi->num_all_reduce_buckets));
+    model.allReduceBuckets = abi->num_all_reduce_buckets;
+  }
   return readTrainingFields(model);
 }
 
@@ -722,6 +750,72 @@ ampc_status checkOptions(const ampc_model_options *options) {
                 format("options->num_threads is %d, expected 0 (the "
                        "library decides) or more",
                        options->num_threads));
+  return AMPC_OK;
+}
+
+/// The number of ranks the job's launcher announces (mpirun's
+/// OMPI_COMM_WORLD_SIZE, or PMI_SIZE); 1 outside a job or when unreadable.
+int launcherWorldSize() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char *value = std::getenv(name)) {
+      char *end = nullptr;
+      long size = std::strtol(value, &end, 10);
+      if (end != value && *end == '\0' && size >= 1 && size <= 1 << 20)
+        return static_cast<int>(size);
+    }
+  return 1;
+}
+
+/// Data parallel: a library with all-reduces, loaded in a job of several
+/// ranks, gets a communicator over them from libampc_comm_mpi.so (beside
+/// this runtime, or AMPC_COMM_LIBRARY). Alone it gets none and trains as
+/// one process.
+ampc_status openCommunicator(Model &model) {
+  if (model.allReduceBuckets == 0 || launcherWorldSize() == 1)
+    return AMPC_OK;
+  std::string plugin;
+  if (const char *path = std::getenv("AMPC_COMM_LIBRARY")) {
+    plugin = path;
+  } else {
+    Dl_info self;
+    if (!dladdr(reinterpret_cast<void *>(&launcherWorldSize), &self) ||
+        !self.dli_fname)
+      return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
+                  "cannot find the runtime's own directory for "
+                  "libampc_comm_mpi.so (set AMPC_COMM_LIBRARY)");
+    plugin = self.dli_fname;
+    size_t slash = plugin.rfind('/');
+    plugin = (slash == std::string::npos ? std::string(".")
+                                         : plugin.substr(0, slash)) +
+             "/libampc_comm_mpi.so";
+  }
+  // Never unloaded: MPI's finalization at exit is in it.
+  void *library = dlopen(plugin.c_str(), RTLD_NOW | RTLD_NODELETE);
+  if (!library)
+    return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
+                format("'%s' is data-parallel and runs in a job of %d ranks, "
+                       "but the MPI communicator cannot be loaded: %s "
+                       "(build ampc with MPI: libopenmpi-dev)",
+                       model.path.c_str(), launcherWorldSize(), dlerror()));
+  using Create = const ampc_abi_comm *(*)(char *, size_t);
+  auto create = reinterpret_cast<Create>(dlsym(library, "ampc_comm_mpi_create"));
+  auto communicator = std::make_unique<Communicator>();
+  communicator->bytes = reinterpret_cast<uint64_t (*)(const ampc_abi_comm *)>(
+      dlsym(library, "ampc_comm_mpi_bytes"));
+  communicator->release = reinterpret_cast<void (*)(const ampc_abi_comm *)>(
+      dlsym(library, "ampc_comm_mpi_release"));
+  if (!create || !communicator->bytes || !communicator->release)
+    return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
+                format("'%s' is not an ampc communicator (no "
+                       "ampc_comm_mpi_create)",
+                       plugin.c_str()));
+  char error[512] = "";
+  communicator->comm = create(error, sizeof(error));
+  if (!communicator->comm)
+    return fail(AMPC_ERROR_EXECUTION, kLoad,
+                format("'%s': the MPI communicator failed: %s",
+                       model.path.c_str(), error));
+  model.communicator = std::move(communicator);
   return AMPC_OK;
 }
 
@@ -744,11 +838,14 @@ ampc_status createState(Model &model, const ampc_model_options *options) {
     model.initialized = true;
     return AMPC_OK;
   }
+  if (ampc_status status = openCommunicator(model))
+    return status;
   ampc_abi_config config;
   std::memset(&config, 0, sizeof(config));
   config.struct_size = sizeof(config);
   config.num_threads = options ? options->num_threads : 0;
   config.cuda_stream = options ? options->cuda_stream : nullptr;
+  config.comm = model.communicator ? model.communicator->comm : nullptr;
   int32_t code = model.abi->init(model.state, &config);
   if (code != 0)
     return fail(AMPC_ERROR_EXECUTION, kLoad,
@@ -1360,6 +1457,25 @@ ampc_status ampc_model_get_buffer(const ampc_model *handle, int32_t index,
 ampc_status ampc_model_set_buffer(ampc_model *handle, int32_t index,
                                   const ampc_tensor *in) {
   return accessBuffer(kSetBuffer, handle, index, in, /*write=*/true);
+}
+
+ampc_status ampc_model_data_parallel(const ampc_model *handle, int32_t *rank,
+                                     int32_t *world_size,
+                                     uint64_t *bytes_all_reduced) {
+  constexpr const char *kDataParallel = "ampc_model_data_parallel";
+  std::shared_ptr<Model> model = lookup(handle, kDataParallel);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  std::lock_guard<std::mutex> lock(model->runMutex);
+  const ampc_abi_comm *comm =
+      model->communicator ? model->communicator->comm : nullptr;
+  if (rank)
+    *rank = comm ? comm->rank : 0;
+  if (world_size)
+    *world_size = comm ? comm->size : 1;
+  if (bytes_all_reduced)
+    *bytes_all_reduced = comm ? model->communicator->bytes(comm) : 0;
+  return AMPC_OK;
 }
 
 ampc_status ampc_model_num_gradients(const ampc_model *handle, int32_t *out) {

@@ -210,6 +210,14 @@ const PipelineStep kPipeline[] = {
        return ampc::createLowerMatMulPass();
      }},
     // Every GEMM as the kernels run it, forward and backward.
+    // Data parallel (issue 41): after the fusions, so each bucket's start
+    // follows the kernel that computes its last gradient.
+    {"ampc-insert-all-reduce", PipelinePart::Kernel, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.dataParallel)
+         return nullptr;
+       return ampc::createInsertAllReducePass(o.allReduce);
+     }},
     {"ampc-gemm-alignment", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createGemmAlignmentPass();

@@ -206,6 +206,25 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
                         "GradScaler every N batches (default 1)")
                  .valueName("N")
                  .in(trainingGroup));
+  binder.opt("data-parallel", dataParallel,
+             OptionSpec("average the gradients over the ranks of an MPI job "
+                        "(mpirun) before the optimizer reads them; run alone, "
+                        "the library trains exactly as without it "
+                        "(docs/distributed.md)")
+                 .in(trainingGroup));
+  binder.opt("allreduce-dtype", allreduceDtype,
+             OptionSpec("with --data-parallel, the type gradients travel in: "
+                        "auto (default: the 16-bit type of --precision, fp32 "
+                        "at fp32), fp16, bf16 or fp32")
+                 .valueName("auto|fp16|bf16|fp32")
+                 .oneOf({"auto", "fp16", "bf16", "fp32"})
+                 .in(trainingGroup));
+  binder.opt("bucket-mb", bucketMb,
+             OptionSpec("with --data-parallel, the size of a bucket of "
+                        "gradients all-reduced together, in MiB of the "
+                        "communicated type (default 25, as DDP)")
+                 .valueName("MB")
+                 .in(trainingGroup));
   binder.opt("clip-grad-norm", clipGradNorm,
              OptionSpec("clip the unscaled gradients to this global L2 norm "
                         "(default: no clipping)")
@@ -403,6 +422,23 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
                               "for its own optimizer step), got "
                               "--optimizer=none");
   options.accumulation.microBatches = accumulate;
+  if (dataParallel && kind == OptimizerKind::None)
+    return fail("data-parallel", "needs an optimizer (the ranks average the "
+                                 "gradients it reads), got --optimizer=none");
+  if (dataParallel && accumulate > 1)
+    return fail("data-parallel",
+                "with --accumulate is not supported yet (docs/distributed.md)");
+  if (!(bucketMb > 0) || !std::isfinite(bucketMb) || bucketMb > 1e6)
+    return fail("bucket-mb", "must be a positive number of MiB up to 1e6, "
+                             "got " + std::to_string(bucketMb));
+  if (dataParallel && target != "cpu")
+    return fail("data-parallel",
+                "is not supported by the CUDA target yet (NCCL, issue 41); "
+                "use --target=cpu");
+  options.dataParallel = dataParallel;
+  options.allReduce.dtype = allreduceDtype;
+  options.allReduce.bucketBytes =
+      std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1024 * 1024));
   // GradScaler's defaults; fp16 needs scaling, bf16 and wider do not.
   LossScalingMode scaling = precision == "fp16" ? LossScalingMode::Dynamic
                                                       : LossScalingMode::None;

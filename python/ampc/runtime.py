@@ -260,6 +260,9 @@ def load_runtime(path: Optional[PathLike] = None) -> ctypes.CDLL:
                                               ctypes.POINTER(_Tensor)]),
         "ampc_model_num_gradients": (status, [model_p,
                                               ctypes.POINTER(ctypes.c_int32)]),
+        "ampc_model_data_parallel": (status, [
+            model_p, ctypes.POINTER(ctypes.c_int32),
+            ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint64)]),
         "ampc_model_gradient_info": (status, [model_p, ctypes.c_int32,
                                               ctypes.POINTER(ctypes.c_int32)]),
         "ampc_model_gradients": (status, [model_p, ctypes.POINTER(_Tensor),
@@ -912,6 +915,18 @@ class Model:
     def learning_rate(self, value: float) -> None:
         self._check(self._lib.ampc_model_set_learning_rate(self._handle,
                                                            value))
+
+    def data_parallel(self) -> Dict[str, int]:
+        """dict(rank, world_size, bytes_all_reduced): this instance's rank
+        in the MPI job its library averages gradients over (0 of 1 alone)
+        and the bytes its all-reduces have contributed so far."""
+        rank, size = ctypes.c_int32(), ctypes.c_int32()
+        sent = ctypes.c_uint64()
+        self._check(self._lib.ampc_model_data_parallel(
+            self._handle, ctypes.byref(rank), ctypes.byref(size),
+            ctypes.byref(sent)))
+        return {"rank": rank.value, "world_size": size.value,
+                "bytes_all_reduced": sent.value}
 
     def scaler_state(self) -> Dict[str, Union[int, float]]:
         """dict(scale, growth_tracker, steps, skipped_steps)."""

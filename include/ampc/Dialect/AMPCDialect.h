@@ -76,6 +76,10 @@ constexpr llvm::StringLiteral kScratchAttr = "ampc.scratch";
 /// of range) leaves its error. The same offset in every function, reserved
 /// before any buffer, so no function's buffers overwrite it.
 constexpr llvm::StringLiteral kErrorSlotAttr = "ampc.error_slot";
+/// On an ampc.all_reduce_start (ampc-insert-all-reduce): the number of ops
+/// of the step between it and the waits, the work its communication
+/// overlaps (a non-negative i64).
+constexpr llvm::StringLiteral kOverlapAttr = "ampc.overlap";
 /// Function attribute (ampc-plan-memory with stage-inputs, the CUDA
 /// target): `array<i64>`, the arena offset of each argument's staging
 /// buffer (the device copy of the host input).

@@ -227,4 +227,54 @@ def AMPC_UpdateScaleOp : AMPC_Op<"update_scale",
                        "type($found_inf)";
 }
 
+def AMPC_AllReduceStartOp : AMPC_Op<"all_reduce_start",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start the data-parallel mean of a bucket of gradients";
+  let description = [{
+    Data-parallel training (ampc-insert-all-reduce, docs/design.md "Data
+    parallel"): the gradients `grads` of one bucket, each divided by the
+    world size W in FP32 (FP64 for f64) and rounded to the element type of
+    `packed`, laid end to end in operand order (each in its stored layout)
+    as the 1-D `packed`; then a sum all-reduce of `packed` across the ranks
+    starts and runs while the rest of the step does (the communicator's
+    non-blocking all-reduce). `packed` holds the sum after the matching
+    `ampc.all_reduce_wait`. Dividing before the sum is what keeps a 16-bit
+    sum from overflowing where the mean would not. When the step runs on
+    one rank (no communicator, or W = 1) nothing is packed or sent. The op
+    has effects (the communication), so nothing moves it or removes it.
+
+    ```mlir
+    %b = ampc.all_reduce_start %g0, %g1 : (tensor<8x4xf32>, tensor<8xf32>) -> tensor<40xf16>
+    ```
+  }];
+  let arguments = (ins Variadic<AMPC_FloatTensor>:$grads,
+                       I64Attr:$bucket);
+  let results = (outs AMPC_FloatTensor:$packed);
+  let assemblyFormat =
+      "$grads attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def AMPC_AllReduceWaitOp : AMPC_Op<"all_reduce_wait",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "finish a bucket's all-reduce and unpack the mean gradients";
+  let description = [{
+    Waits for the all-reduce `ampc.all_reduce_start` began on `packed` and
+    writes each result, of its gradient's type, from its slice of the sum
+    (widened or rounded to the gradient's element type). On one rank each
+    result is its gradient, bit for bit: a library compiled for data
+    parallelism trains exactly as one compiled without it when run alone.
+
+    ```mlir
+    %m0, %m1 = ampc.all_reduce_wait %b, %g0, %g1 : (tensor<40xf16>, tensor<8x4xf32>, tensor<8xf32>) -> (tensor<8x4xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$packed,
+                       Variadic<AMPC_FloatTensor>:$grads);
+  let results = (outs Variadic<AMPC_FloatTensor>:$means);
+  let assemblyFormat =
+      "$packed `,` $grads attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // AMPC_TRAIN_OPS_TD

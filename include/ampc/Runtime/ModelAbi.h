@@ -74,7 +74,35 @@ typedef struct ampc_abi_config {
   int32_t num_threads;
   /// The host's cudaStream_t, or NULL: the library creates its own.
   void *cuda_stream;
+  /// Data parallel (appended; issue 41): the ranks' communicator, or NULL
+  /// when the instance runs alone. Read by a library with all-reduce
+  /// buckets; it must outlive the instance.
+  const struct ampc_abi_comm *comm;
 } ampc_abi_config;
+
+/// A communicator the runtime gives a data-parallel library (issue 41,
+/// docs/distributed.md): the ranks of one job, each with an instance of the
+/// same library. Requests are numbered by the library (its buckets); at most
+/// one is outstanding per number.
+typedef struct ampc_abi_comm {
+  /// sizeof(ampc_abi_comm) as the runtime knows it.
+  size_t struct_size;
+  /// This process's rank and the number of ranks, 0 <= rank < size.
+  int32_t rank;
+  int32_t size;
+  /// Passed back to every function.
+  void *handle;
+  /// Starts summing `count` elements of `dtype` (AMPC_DTYPE_F32,
+  /// AMPC_DTYPE_F16, AMPC_DTYPE_BF16 or AMPC_DTYPE_F64) at
+  /// `buffer` over the ranks, in place, as request `request`; every rank
+  /// gets the same bits. 0 on success.
+  int32_t (*start)(void *handle, int32_t request, void *buffer,
+                   uint64_t count, int32_t dtype);
+  /// Waits until request `request` has finished. 0 on success.
+  int32_t (*wait)(void *handle, int32_t request);
+  /// The message after a non-zero return (one line, naming the rank).
+  const char *(*last_error)(void *handle);
+} ampc_abi_comm;
 
 /// The descriptor `ampc_model_entry` returns. It and everything it points to
 /// must stay valid and unchanged while the library is loaded.
@@ -222,6 +250,13 @@ typedef struct ampc_model_abi {
   /// so far on `stream` (a cudaStream_t of the library's device: where the
   /// caller produced a batch). NULL for a host library.
   int32_t (*wait_stream)(void *state, void *stream);
+
+  /* Data parallel (appended; issue 41). */
+
+  /// The all-reduce requests a step makes: > 0 when the library was
+  /// compiled with `--data-parallel` and averages its gradients over the
+  /// ranks of `ampc_abi_config.comm` (alone without one).
+  int32_t num_all_reduce_buckets;
 } ampc_model_abi;
 
 /// `memory_of`'s answers.

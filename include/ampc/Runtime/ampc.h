@@ -339,6 +339,18 @@ AMPC_API ampc_status ampc_model_get_buffer(const ampc_model *model,
 AMPC_API ampc_status ampc_model_set_buffer(ampc_model *model, int32_t index,
                                            const ampc_tensor *in);
 
+/// Data parallel (issue 41, docs/distributed.md): a library compiled with
+/// `--data-parallel` and loaded by each process of an MPI job (`mpirun -np
+/// N`) averages its gradients over the N processes every step; loaded
+/// alone, it trains as one compiled without the flag. Writes this
+/// instance's rank and the number of ranks (0 and 1 when it runs alone)
+/// and the bytes its all-reduces have contributed so far (0 alone); any
+/// out pointer may be NULL. Errors: AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_data_parallel(const ampc_model *model,
+                                              int32_t *rank,
+                                              int32_t *world_size,
+                                              uint64_t *bytes_all_reduced);
+
 /// Writes to `*out` how many gradients `ampc_model_gradients` computes: one
 /// per trainable parameter (frozen ones, such as integer parameters or those
 /// that do not reach the loss, have none). May be 0.

@@ -423,6 +423,10 @@ protected:
   int64_t blobBytes = 0;
   /// Offset in the state of the memory plan's arena.
   int64_t arenaBase = 0;
+  /// Data parallel (issue 41): the state offset of the communicator
+  /// pointer `init` stores (-1: none) and the step's all-reduce buckets.
+  int64_t commSlot = -1;
+  int64_t allReduceBuckets = 0;
   unsigned counter = 0;
   int32_t numGradients = 0;
 

@@ -80,6 +80,10 @@ struct PipelineOptions {
   AttachOptimizerPassOptions optimizer;
   /// ampc-accumulate-gradients: micro-batches per optimizer step.
   AccumulateGradientsPassOptions accumulation;
+  /// ampc-insert-all-reduce runs (`--data-parallel`, issue 41): the
+  /// gradients are averaged over the ranks, in `allReduce.dtype`.
+  bool dataParallel = false;
+  InsertAllReducePassOptions allReduce;
 };
 
 /// The argument names of the pipeline's passes, in order.

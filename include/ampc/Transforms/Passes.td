@@ -827,6 +827,32 @@ def FuseHorizontalPass : Pass<"ampc-fuse-horizontal", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def InsertAllReducePass : Pass<"ampc-insert-all-reduce", "mlir::func::FuncOp"> {
+  let summary = "average the gradients over the ranks of a data-parallel job";
+  let description = [{
+    Issue 41 (docs/design.md, "Data parallel"). In a function with an
+    optimizer, the gradients the first of `ampc.unscale`,
+    `ampc.clip_grad_norm` or `ampc.optimizer_update` reads are grouped into
+    buckets of about `bucket-bytes` (in the communicated type), in the
+    order the backward computes them (DDP's reverse order of the forward).
+    Each bucket gets an `ampc.all_reduce_start` right after its last
+    gradient, so its all-reduce runs while the backward goes on, and an
+    `ampc.all_reduce_wait` just before the first reader, which then reads
+    the means. `dtype` is the type gradients travel in: fp16, bf16, fp32,
+    or auto (the step's 16-bit type where it has one, else the gradients'
+    own). Each start records in `ampc.overlap` the number of ops between it
+    and the waits. Gradient accumulation is refused (not supported yet).
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"auto\"",
+           "the type gradients are communicated in: auto, fp16, bf16, fp32">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"25 * 1024 * 1024",
+           "close a bucket once it holds this many bytes">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "give every intermediate tensor an offset in one arena";
   let description = [{

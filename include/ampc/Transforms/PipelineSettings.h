@@ -53,6 +53,10 @@ struct PipelineSettings {
   std::optional<double> weightDecay;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clipGradNorm = 0;
   int64_t accumulate = 1;
+  /// Data parallel (issue 41): the all-reduce, its type and bucket size.
+  bool dataParallel = false;
+  std::string allreduceDtype = "auto";
+  double bucketMb = 25;
   /// dynamic, none or a fixed positive scale; empty: dynamic at fp16, none
   /// at the other precisions (GradScaler's use).
   std::string lossScale;

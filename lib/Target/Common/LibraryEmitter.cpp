@@ -588,7 +588,8 @@ LogicalResult LibraryEmitter::emitOp(Operation *op, llvm::raw_ostream &body) {
     if (failed(bind(r, body)))
       return failure();
   if (isa<ampc::UnscaleOp, ampc::ClipGradNormOp, ampc::OptimizerUpdateOp,
-          ampc::UpdateScaleOp>(op))
+          ampc::UpdateScaleOp, ampc::AllReduceStartOp, ampc::AllReduceWaitOp>(
+          op))
     return emitTrainingOp(op, body);
   if (ampc::isViewResult(op, 0))
     return success(); // same elements, same order, same buffer
@@ -980,7 +981,7 @@ static const ampc_model_abi kModel = {
   {12},
   {14},
   {15},
-  {16},
+  {16},{17}
 };
 
 extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
@@ -1001,7 +1002,12 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 hasRelease ? "release" : "nullptr", synchronizeFunction(),
                 symbol("ampc_model_entry"),
                 training ? "kNumBuffers, kBufferStates" : "0, nullptr",
-                partialRefusal, deviceFunctions(training));
+                partialRefusal, deviceFunctions(training),
+                // Appended only where set: the descriptors of libraries
+                // without data parallelism read as before.
+                allReduceBuckets
+                    ? formatv("\n  {0},", allReduceBuckets).str()
+                    : std::string());
   // The data after an empty line (the text form's kDataMarker follows it).
   if (!dataSection.empty())
     os << "\n";
@@ -1121,6 +1127,12 @@ LogicalResult LibraryEmitter::run() {
       return f.emitError() << "has no memory plan (ampc-plan-memory)";
     arenaBytes = std::max<int64_t>(arenaBytes, arena.getInt());
   }
+  // Data parallel: the communicator `init` is given, for the step's
+  // all-reduces (ModelAbi.h, ampc_abi_comm).
+  if (trainStep)
+    trainStep.walk([&](ampc::AllReduceStartOp) { ++allReduceBuckets; });
+  if (allReduceBuckets)
+    commSlot = reserve(8);
   arenaBase = reserve(arenaBytes);
   // The error slot is at one offset of the arena in every function: a
   // target reads it after any of them.

@@ -171,7 +171,11 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
         "uint64_t bytes) {\n"
         "  std::memcpy(static_cast<unsigned char *>(raw) + offset, in, bytes);\n"
         "  return 0;\n}\n\n";
-  os << "static int32_t init(void *raw, const ampc_abi_config *) {\n";
+  os << "static int32_t init(void *raw, const ampc_abi_config *"
+     << (commSlot >= 0 ? "config" : "") << ") {\n";
+  if (commSlot >= 0)
+    os << "  ampc::cpu::setCommunicator(static_cast<unsigned char *>(raw) + "
+       << commSlot << ", config);\n";
   if (blobBytes)
     os << "  std::memcpy(raw, " << symbol("ampc_parameter_blob") << ", "
        << blobBytes << "ULL);\n";

@@ -22,7 +22,67 @@ using llvm::StringRef;
 LogicalResult CpuEmitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body) {
   // T: what the step computes in, float or double (f64 models).
   auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
+  // Data parallel: the communicator (null alone) and the error slot.
+  auto ranks = [&] {
+    return formatv("ampc::cpu::ranks(state + {0})", commSlot).str();
+  };
+  auto failWith = [&](StringRef comm) {
+    canFail = true;
+    return formatv("return ampc::cpu::fail(state + {0}, {1}->last_error({1}->"
+                   "handle));",
+                   errorSlot(), comm)
+        .str();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::AllReduceStartOp o) {
+        // Each gradient divided by the world size into its slice of the
+        // packed buffer, then the sum over the ranks starts.
+        Type packed = elementOf(o.getPacked());
+        StringRef t = computeType(packed);
+        body << "  if (const ampc_abi_comm *comm = " << ranks() << ") {\n"
+             << formatv("    const {0} inv = {0}(1) / {0}(comm->size);\n", t);
+        int64_t offset = 0;
+        for (Value g : o.getGrads()) {
+          int64_t count = tensorOf(g).getNumElements();
+          body << formatv("    ampc::cpu::packGradient<{0}, {1}>({2}, {3} + "
+                          "{4}, {5}LL, inv);\n",
+                          codec(elementOf(g)), codec(packed), name(g),
+                          name(o.getPacked()), offset, count);
+          offset += count;
+        }
+        body << formatv("    if (comm->start(comm->handle, {0}, {1}, {2}ULL, "
+                        "{3}) != 0)\n      {4}\n  }\n",
+                        o.getBucket(), name(o.getPacked()), offset,
+                        onnxDtype(packed), failWith("comm"));
+        return success();
+      })
+      .Case([&](ampc::AllReduceWaitOp o) {
+        // The sum unpacked into each gradient's type; alone, the gradients
+        // themselves.
+        auto start = o.getPacked().getDefiningOp<ampc::AllReduceStartOp>();
+        Type packed = elementOf(o.getPacked());
+        body << "  if (const ampc_abi_comm *comm = " << ranks() << ") {\n"
+             << formatv("    if (comm->wait(comm->handle, {0}) != 0)\n"
+                        "      {1}\n",
+                        start.getBucket(), failWith("comm"));
+        int64_t offset = 0;
+        for (auto [g, m] : llvm::zip(o.getGrads(), o.getMeans())) {
+          int64_t count = tensorOf(g).getNumElements();
+          body << formatv("    ampc::cpu::unpackGradient<{0}, {1}>({2} + {3}, "
+                          "{4}, {5}LL);\n",
+                          codec(packed), codec(elementOf(m)),
+                          name(o.getPacked()), offset, name(m), count);
+          offset += count;
+        }
+        body << "  } else {\n";
+        for (auto [g, m] : llvm::zip(o.getGrads(), o.getMeans()))
+          body << formatv("    std::memmove({0}, {1}, {2}ULL);\n", name(m),
+                          name(g),
+                          tensorOf(g).getNumElements() *
+                              storageSize(elementOf(g)));
+        body << "  }\n";
+        return success();
+      })
       .Case([&](ampc::UnscaleOp o) {
         body << "  { const float inv = ampc::cpu::inverseScale("
              << load(elementOf(o.getScale()), name(o.getScale()) + "[0]")

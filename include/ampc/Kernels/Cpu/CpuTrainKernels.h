@@ -12,6 +12,7 @@
 
 #include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Kernels/Common/TrainMath.h"
+#include "ampc/Runtime/ModelAbi.h"
 
 #include <cmath>
 #include <cstdint>
@@ -90,6 +91,42 @@ inline void refreshCopies(unsigned char *state, const WeightCopy *copies,
           w.bf16 ? numeric::f32ToBf16Bits(src[i])
                  : numeric::f32ToF16Bits(src[i]);
   }
+}
+
+/// Data parallel (ampc.all_reduce_start/wait): stores the communicator of
+/// `config` (NULL for a host that predates it) at `slot` of the state.
+inline void setCommunicator(unsigned char *slot,
+                            const ampc_abi_config *config) {
+  const ampc_abi_comm *comm = nullptr;
+  if (config->struct_size >=
+      offsetof(ampc_abi_config, comm) + sizeof(config->comm))
+    comm = config->comm;
+  std::memcpy(slot, &comm, sizeof(comm));
+}
+
+/// The communicator at `slot` when the step runs on several ranks; null
+/// when it runs alone.
+inline const ampc_abi_comm *ranks(const unsigned char *slot) {
+  const ampc_abi_comm *comm;
+  std::memcpy(&comm, slot, sizeof(comm));
+  return comm && comm->size > 1 ? comm : nullptr;
+}
+
+/// `count` gradient elements divided by the world size (times `inv`, in
+/// T) into `packed`, rounded to its codec `Out`.
+template <typename In, typename Out, typename T>
+void packGradient(const typename In::Storage *grad,
+                  typename Out::Storage *packed, int64_t count, T inv) {
+  for (int64_t i = 0; i < count; ++i)
+    packed[i] = Out::store(static_cast<T>(In::load(grad[i])) * inv);
+}
+
+/// `count` summed elements of `packed` into a gradient's type.
+template <typename In, typename Out>
+void unpackGradient(const typename In::Storage *packed,
+                    typename Out::Storage *mean, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    mean[i] = Out::store(In::load(packed[i]));
 }
 
 } // namespace ampc::cpu
