@@ -11,6 +11,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Dialect/Einsum.h"
+#include "ampc/Dialect/Resize.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -481,6 +482,37 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, OptLoc loc,
     return fail<EinsumOp>(loc, error);
   types.push_back(RankedTensorType::get(eq->outputShape(),
                                         operands.front().getElementType()));
+  return success();
+}
+
+LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  auto input = rankedType<ResizeOp>(loc, adaptor.getInput(), "input");
+  if (failed(input))
+    return failure();
+  if (adaptor.getMode() != ResizeMode::Nearest &&
+      !isa<FloatType>(input->getElementType()))
+    return fail<ResizeOp>(loc, "'" + stringifyEnum(adaptor.getMode()) +
+                                   "' mode needs float data, got " +
+                                   formatType(input->getElementType()));
+  SmallVector<double> scales, roi;
+  for (Attribute a : adaptor.getScales())
+    scales.push_back(cast<FloatAttr>(a).getValueAsDouble());
+  for (Attribute a : adaptor.getRoi())
+    roi.push_back(cast<FloatAttr>(a).getValueAsDouble());
+  std::string error;
+  FailureOr<SmallVector<ResizeAxis>> plan = readResize(
+      input->getShape(), adaptor.getAxes(), adaptor.getSizes(), scales, roi,
+      adaptor.getRoiF32(),
+      adaptor.getCoordinateTransformationMode() ==
+          ResizeCoordinates::TfCropAndResize,
+      error);
+  if (failed(plan))
+    return fail<ResizeOp>(loc, error);
+  SmallVector<int64_t> shape(input->getShape());
+  for (const ResizeAxis &a : *plan)
+    shape[a.axis] = a.out;
+  types.push_back(input->clone(shape));
   return success();
 }
 

@@ -38,6 +38,11 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createDecomposeEinsumPass({o.maxTensorBytes});
      }},
+    // ampc.resize (Resize, Upsample): gathers and weighted sums per axis.
+    {"ampc-decompose-resize", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createDecomposeResizePass({o.maxTensorBytes});
+     }},
     {"ampc-fold-shapes", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.foldShapes)

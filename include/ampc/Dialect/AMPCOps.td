@@ -471,6 +471,83 @@ def AMPC_EinsumOp : AMPC_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
       "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
+// ONNX Resize's choices (ampc.resize): how source positions are combined
+// (`mode`), how an output position maps to a source coordinate
+// (`coordinate_transformation_mode`) and how nearest rounds a fractional
+// one (`nearest_mode`), spelled as ONNX spells them.
+def AMPC_ResizeMode : I32EnumAttr<"ResizeMode", "a Resize mode", [
+    I32EnumAttrCase<"Nearest", 0, "nearest">,
+    I32EnumAttrCase<"Linear", 1, "linear">,
+    I32EnumAttrCase<"Cubic", 2, "cubic">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_ResizeModeAttr : AMPC_EnumAttr<AMPC_ResizeMode, "resize_mode">;
+def AMPC_ResizeCoordinates : I32EnumAttr<"ResizeCoordinates",
+    "a Resize coordinate transformation", [
+    I32EnumAttrCase<"HalfPixel", 0, "half_pixel">,
+    I32EnumAttrCase<"HalfPixelSymmetric", 1, "half_pixel_symmetric">,
+    I32EnumAttrCase<"PytorchHalfPixel", 2, "pytorch_half_pixel">,
+    I32EnumAttrCase<"AlignCorners", 3, "align_corners">,
+    I32EnumAttrCase<"Asymmetric", 4, "asymmetric">,
+    I32EnumAttrCase<"TfHalfPixelForNn", 5, "tf_half_pixel_for_nn">,
+    I32EnumAttrCase<"TfCropAndResize", 6, "tf_crop_and_resize">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_ResizeCoordinatesAttr : AMPC_EnumAttr<AMPC_ResizeCoordinates,
+                                               "coordinates">;
+def AMPC_ResizeNearest : I32EnumAttr<"ResizeNearest",
+    "a Resize nearest rounding", [
+    I32EnumAttrCase<"RoundPreferFloor", 0, "round_prefer_floor">,
+    I32EnumAttrCase<"RoundPreferCeil", 1, "round_prefer_ceil">,
+    I32EnumAttrCase<"Floor", 2, "floor">,
+    I32EnumAttrCase<"Ceil", 3, "ceil">]> {
+  let cppNamespace = "::ampc";
+  let genSpecializedAttr = 0;
+}
+def AMPC_ResizeNearestAttr : AMPC_EnumAttr<AMPC_ResizeNearest, "nearest">;
+
+def AMPC_ResizeOp : AMPC_Op<"resize", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Resize and Upsample, imported 1:1 and lowered by "
+                "ampc-decompose-resize";
+  let description = [{
+    ONNX `Resize` (and `Upsample`, as Resize with `asymmetric` coordinates
+    and `floor` rounding) with everything the node computes at import
+    resolved: each of `axes` (distinct dimensions of the input) is resized
+    to `sizes` (its output size; 0 for an empty dimension, which stays
+    empty) with `scales` (output / input, as ONNX's reference maps
+    coordinates with it: the node's scale, or size / input, or the common
+    scale of `keep_aspect_ratio_policy`). `roi` (starts, then ends, as
+    fractions of the input) is the crop of `tf_crop_and_resize` and empty
+    otherwise; `roi_f32` says it was given as float32, whose reference
+    computes part of the coordinates in float32. `cubic_coeff_a`,
+    `exclude_outside` and `extrapolation_value` are the node's. The rules
+    are `ampc::readResize`'s (include/ampc/Dialect/Resize.h). It exists
+    between the importer and `ampc-decompose-resize`, which lowers it to
+    gathers and weighted sums along each axis; no later pass, no gradient
+    rule and no emitter sees it.
+
+    ```mlir
+    %y = ampc.resize %x {mode = #ampc<resize_mode linear>, coordinate_transformation_mode = #ampc<coordinates half_pixel>, nearest_mode = #ampc<nearest round_prefer_floor>, axes = array<i64: 0, 1, 2, 3>, sizes = array<i64: 1, 1, 4, 6>, scales = [1.0, 1.0, 2.0, 2.0]} : (tensor<1x1x2x3xf32>) -> tensor<1x1x4x6xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input,
+                       AMPC_ResizeModeAttr:$mode,
+                       AMPC_ResizeCoordinatesAttr:$coordinate_transformation_mode,
+                       AMPC_ResizeNearestAttr:$nearest_mode,
+                       DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$sizes,
+                       F64ArrayAttr:$scales,
+                       DefaultValuedAttr<F64ArrayAttr, "{}">:$roi,
+                       UnitAttr:$roi_f32,
+                       DefaultValuedAttr<F32Attr, "-0.75">:$cubic_coeff_a,
+                       UnitAttr:$exclude_outside,
+                       DefaultValuedAttr<F32Attr, "0.0">:$extrapolation_value);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def AMPC_GemmOp : AMPC_Op<"gemm",
     [AMPC_Accumulating, Pure, InferTypeOpAdaptorWithIsCompatible, AMPC_Allow,
      AMPC_Gradient, AttrSizedOperandSegments]> {

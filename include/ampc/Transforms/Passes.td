@@ -37,6 +37,30 @@ def DecomposeEinsumPass : Pass<"ampc-decompose-einsum", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def DecomposeResizePass : Pass<"ampc-decompose-resize", "mlir::func::FuncOp"> {
+  let summary = "lower ampc.resize to gathers and weighted sums per axis";
+  let description = [{
+    The importer imports ONNX `Resize` and `Upsample` 1:1 as `ampc.resize`
+    (per-axis output sizes and scales resolved at import); this pass, right
+    after ampc-decompose-einsum, lowers each to one step per resized axis,
+    innermost first: nearest is an `ampc.gather` of the source positions,
+    linear and cubic the sum over their 2 or 4 taps of a gather times a
+    constant weight vector along the axis, plus `extrapolation_value`
+    where tf_crop_and_resize reads outside its crop. Positions and weights
+    follow ONNX's reference (coordinate transformation, edge-padded taps,
+    nearest rounding, cubic coefficient, exclude_outside). The ops are built
+    as the importer builds ops (`ampc::Composer`): inferred, verified and
+    folded at once when their operands are constants. An op past
+    `max-tensor-bytes` is an error at the resize.
+  }];
+  let options = [
+    Option<"maxTensorBytes", "max-tensor-bytes", "int64_t",
+           /*default=*/"ampc::kDefaultMaxTensorBytes",
+           "the largest tensor the lowering may make">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{
