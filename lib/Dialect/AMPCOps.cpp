@@ -12,6 +12,7 @@
 #include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Dialect/Einsum.h"
 #include "ampc/Dialect/Resize.h"
+#include "ampc/Dialect/Quantization.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -450,6 +451,101 @@ LogicalResult CastOp::verify() {
     return emitOpError("result shape ")
            << formatList(out.getShape()) << " differs from operand shape "
            << formatList(in.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization (ampc-decompose-quantization lowers these)
+//===----------------------------------------------------------------------===//
+
+/// The scale (a float tensor, its type returned in `scale`) and the zero
+/// point (where given) of a (de)quantization of `x`: each a scalar or 1-D
+/// along `axis` (quantizationParameterShape).
+template <typename OpTy>
+static LogicalResult checkQuantizationParameters(OptLoc loc, RankedTensorType x,
+                                                 Value scaleValue,
+                                                 Value zeroPoint, int64_t axis,
+                                                 RankedTensorType &scale) {
+  auto s = rankedType<OpTy>(loc, scaleValue, "the scale");
+  if (failed(s))
+    return failure();
+  if (!isa<FloatType>(s->getElementType()))
+    return fail<OpTy>(loc, "the scale must be a float tensor, got " +
+                               formatType(s->getElementType()));
+  std::string error;
+  if (failed(quantizationParameterShape(x.getShape(), s->getShape(), axis,
+                                        "the scale", error)))
+    return fail<OpTy>(loc, error);
+  if (zeroPoint) {
+    auto z = rankedType<OpTy>(loc, zeroPoint, "the zero point");
+    if (failed(z))
+      return failure();
+    if (failed(quantizationParameterShape(x.getShape(), z->getShape(), axis,
+                                          "the zero point", error)))
+      return fail<OpTy>(loc, error);
+  }
+  scale = *s;
+  return success();
+}
+
+LogicalResult QuantizeLinearOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                                 Adaptor adaptor,
+                                                 Types &types) {
+  auto x = rankedType<QuantizeLinearOp>(loc, adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  RankedTensorType scale;
+  if (failed(checkQuantizationParameters<QuantizeLinearOp>(
+          loc, *x, adaptor.getScale(), adaptor.getZeroPoint(),
+          adaptor.getAxis(), scale)))
+    return failure();
+  Type element = x->getElementType();
+  if (!isa<IntegerType>(element) && element != scale.getElementType())
+    return fail<QuantizeLinearOp>(
+        loc, "x must be an integer tensor or of the scale's element type " +
+                 formatType(scale.getElementType()) + ", got " +
+                 formatType(element));
+  Type zeroPoint;
+  if (Value z = adaptor.getZeroPoint())
+    zeroPoint = cast<RankedTensorType>(z.getType()).getElementType();
+  std::string error;
+  FailureOr<IntegerType> q = quantizedElementType(ctx, zeroPoint, error);
+  if (failed(q))
+    return fail<QuantizeLinearOp>(loc, error);
+  types.push_back(x->clone(*q));
+  types.push_back(x->clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult DequantizeLinearOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                                   Adaptor adaptor,
+                                                   Types &types) {
+  auto x = rankedType<DequantizeLinearOp>(loc, adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  RankedTensorType scale;
+  if (failed(checkQuantizationParameters<DequantizeLinearOp>(
+          loc, *x, adaptor.getScale(), adaptor.getZeroPoint(),
+          adaptor.getAxis(), scale)))
+    return failure();
+  types.push_back(x->clone(scale.getElementType()));
+  return success();
+}
+
+LogicalResult DynamicQuantizeLinearOp::inferReturnTypes(MLIRContext *ctx,
+                                                        OptLoc loc,
+                                                        Adaptor adaptor,
+                                                        Types &types) {
+  auto x = rankedType<DynamicQuantizeLinearOp>(loc, adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  Type f = x->getElementType();
+  if (std::string error = checkDynamicQuantizeInput(f); !error.empty())
+    return fail<DynamicQuantizeLinearOp>(loc, error);
+  auto u8 = IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  types.push_back(x->clone(u8));
+  types.push_back(RankedTensorType::get({}, f));
+  types.push_back(RankedTensorType::get({}, u8));
   return success();
 }
 

@@ -27,28 +27,14 @@
 
 namespace ampc::detail {
 
-/// What import rules see of the importer: the limits of this import and
-/// the state that links nodes (a fake-quantization pair). The importer
-/// (OnnxImporter.cpp) is one.
+/// What import rules see of the importer: the limits of this import. The
+/// importer (OnnxImporter.cpp) is one.
 class ImportContext {
 public:
   virtual ~ImportContext() = default;
 
   /// --max-tensor-bytes: the largest tensor a node may make.
   virtual int64_t maxTensorBytes() const = 0;
-
-  /// Marks the parameter `v` loads (if it loads one) frozen: it keeps its
-  /// value and gets no gradient (a quantization scale, which torch's
-  /// observers set, not its optimizer).
-  virtual void freezeParameter(mlir::Value v) = 0;
-
-  /// A QuantizeLinear result and what a following DequantizeLinear needs
-  /// for the straight-through estimator: the float input, where it was in
-  /// the 8-bit range before saturation, and the scale and zero point.
-  struct Quantized {
-    mlir::Value input, inRange, scale, zeroPoint;
-  };
-  llvm::DenseMap<mlir::Value, Quantized> quantized;
 };
 
 /// What an import rule sees of one ONNX node: a Composer (Compose.h) at
@@ -202,10 +188,8 @@ template <typename OpTy> struct OpClass {
 template <typename OpTy> constexpr OpClass<OpTy> opClass{};
 template <typename C> using OpOf = typename C::type;
 
-/// A zero-dimensional constant `value` of `element`.
-mlir::Value scalarOf(NodeContext &nc, mlir::Type element, double value);
-
 using ampc::reshaped;
+using ampc::scalarOf;
 using ampc::transposed;
 
 /// A constant of `element` and `shape` holding 0, step, 2 * step, ... (n

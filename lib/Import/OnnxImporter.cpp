@@ -109,13 +109,6 @@ public:
   OpBuilder b;
   int64_t maxTensorBytes() const override { return options.maxTensorBytes; }
 
-  void freezeParameter(Value v) override {
-    if (auto load = v ? v.getDefiningOp<ampc::LoadParameterOp>() : nullptr)
-      if (auto param = parameters.lookup(load.getParameter()))
-        param->setAttr(ampc::kFrozenAttr,
-                      b.getStringAttr("a quantization scale"));
-  }
-
 private:
   LogicalResult error(const Twine &message) {
     emitError(fileLoc) << message;

@@ -43,6 +43,10 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createDecomposeResizePass({o.maxTensorBytes});
      }},
+    {"ampc-decompose-quantization", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createDecomposeQuantizationPass({o.maxTensorBytes});
+     }},
     {"ampc-fold-shapes", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.foldShapes)

@@ -430,6 +430,83 @@ def AMPC_CastOp : AMPC_Op<"cast", [Pure, AMPC_Elementwise, AMPC_Gradient]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Quantization, imported 1:1 and lowered by ampc-decompose-quantization
+//===----------------------------------------------------------------------===//
+
+def AMPC_QuantizeLinearOp : AMPC_Op<"quantize_linear",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "QuantizeLinear, imported 1:1 and lowered by "
+                "ampc-decompose-quantization";
+  let description = [{
+    ONNX `QuantizeLinear`: `y` = saturate(round(x / scale) + zero point),
+    halves to even, as the zero point's 8-bit type (uint8 without one). A
+    scale or zero point is a scalar, or 1-D along `axis` (read only then;
+    ampc::quantizationParameterShape, include/ampc/Dialect/Quantization.h).
+    x is a float tensor of the scale's type or an integer one (int32 data,
+    quantized as the scale's type). `in_range` is where round(x / scale) +
+    zero point was in the 8-bit range before saturation: what the straight-
+    through gradient of fake quantization (a `dequantize_linear` of this
+    result with the same scale and zero point) passes. The op exists
+    between the importer and `ampc-decompose-quantization`, which lowers it
+    to div, round, add, clip and cast; no later pass, no gradient rule and
+    no emitter sees it.
+
+    ```mlir
+    %y, %in = ampc.quantize_linear %x, %s, %z : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> (tensor<4x8xi8>, tensor<4x8xi1>)
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$x, AMPC_FloatTensor:$scale,
+                       Optional<AMPC_Tensor>:$zero_point,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AMPC_Tensor:$y, AMPC_BoolTensor:$in_range);
+  let assemblyFormat =
+      "$x `,` $scale (`,` $zero_point^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_DequantizeLinearOp : AMPC_Op<"dequantize_linear",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "DequantizeLinear, imported 1:1 and lowered by "
+                "ampc-decompose-quantization";
+  let description = [{
+    ONNX `DequantizeLinear`: (x - zero point) * scale as the scale's float
+    type, the scale and zero point as for `quantize_linear`.
+    `ampc-decompose-quantization` lowers it to cast, sub and mul; one that
+    takes a `quantize_linear`'s result back with the same scale and zero
+    point is fake quantization, which gets the straight-through gradient.
+
+    ```mlir
+    %x = ampc.dequantize_linear %q, %s, %z {axis = 0 : i64} : (tensor<4x8xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$x, AMPC_FloatTensor:$scale,
+                       Optional<AMPC_Tensor>:$zero_point,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AMPC_FloatTensor:$y);
+  let assemblyFormat =
+      "$x `,` $scale (`,` $zero_point^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_DynamicQuantizeLinearOp : AMPC_Op<"dynamic_quantize_linear",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "DynamicQuantizeLinear, imported 1:1 and lowered by "
+                "ampc-decompose-quantization";
+  let description = [{
+    ONNX `DynamicQuantizeLinear`: x (float) as uint8 with the scale and
+    zero point of x's range widened to hold 0, which are results too.
+    `ampc-decompose-quantization` lowers it to reductions and the
+    composition of `quantize_linear`.
+
+    ```mlir
+    %y, %s, %z = ampc.dynamic_quantize_linear %x : (tensor<4x8xf32>) -> (tensor<4x8xui8>, tensor<f32>, tensor<ui8>)
+    ```
+  }];
+  let arguments = (ins AMPC_FloatTensor:$x);
+  let results = (outs AMPC_Tensor:$y, AMPC_FloatTensor:$y_scale,
+                      AMPC_Tensor:$y_zero_point);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
 

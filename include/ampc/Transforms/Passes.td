@@ -61,6 +61,37 @@ def DecomposeResizePass : Pass<"ampc-decompose-resize", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def DecomposeQuantizationPass
+    : Pass<"ampc-decompose-quantization", "mlir::ModuleOp"> {
+  let summary = "lower ampc.quantize_linear and its kin; detect fake "
+                "quantization";
+  let description = [{
+    The importer imports ONNX `QuantizeLinear`, `DequantizeLinear` and
+    `DynamicQuantizeLinear` 1:1; this pass, after ampc-decompose-einsum
+    and ampc-decompose-resize, lowers them to what the rest of the pipeline
+    knows. First, a `dequantize_linear` of a `quantize_linear`'s result with
+    the same scale and zero point is fake quantization (what torch exports
+    for quantization-aware training): the dequantized value plus
+    Where(in range, x - stop_gradient(x), 0), torch's straight-through
+    gradient, and the scale's parameter is frozen (torch's observers set
+    it, not its optimizer); a module pass, for that. Then each op is
+    lowered: quantize_linear to div, round, add of the zero point, clip to
+    the 8-bit range and cast (and where it was in range: greater_or_equal,
+    less_or_equal, and), dequantize_linear to cast, sub and mul,
+    dynamic_quantize_linear to reductions of x and -x and the same
+    quantization. Per-axis scales and zero points are reshaped to
+    broadcast along their axis. The ops are built as the importer builds
+    ops (`ampc::Composer`), folded at once when their operands are
+    constants.
+  }];
+  let options = [
+    Option<"maxTensorBytes", "max-tensor-bytes", "int64_t",
+           /*default=*/"ampc::kDefaultMaxTensorBytes",
+           "the largest tensor the lowering may make">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{

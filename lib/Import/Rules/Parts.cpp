@@ -40,16 +40,6 @@ NamedAttribute gemmSegments(NodeContext &nc, size_t operands) {
       nc.b.getDenseI32ArrayAttr({1, 1, operands > 2 ? 1 : 0, 0}));
 }
 
-Value scalarOf(NodeContext &nc, Type element, double value) {
-  auto type = RankedTensorType::get({}, element);
-  Attribute attr = isa<FloatType>(element)
-                       ? Attribute(nc.b.getFloatAttr(element, value))
-                       : Attribute(nc.b.getIntegerAttr(
-                             element, static_cast<int64_t>(value)));
-  FailureOr<Outputs> c = constant(nc, DenseElementsAttr::get(type, attr));
-  return failed(c) ? Value() : (*c)[0];
-}
-
 FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
   return nc.build<ampc::ConstantOp>({}, {nc.b.getNamedAttr("value", value)});
 }
