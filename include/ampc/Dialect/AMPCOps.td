@@ -1016,7 +1016,8 @@ def AMPC_ScatterOp : AMPC_Op<"scatter",
   let summary = "Scatter: Gather's inverse, writing updates into a copy of data";
   let description = [{
     The data-dependent write that ScatterElements and ScatterND are
-    imported as (their index arithmetic is composed in front of it).
+    lowered to by ampc-decompose-indexing (their index arithmetic is
+    composed in front of it).
     `updates` has the shape a Gather of `data` at `indices` along `axis`
     gives, data.shape[:axis] + indices.shape + data.shape[axis+1:]:
 
@@ -1050,9 +1051,10 @@ def AMPC_TopKOp : AMPC_Op<"top_k",
   let description = [{
     The int64 positions along `axis` of the `k` largest elements (`largest`
     = 1) or smallest (0), best first; of equal elements the lower position
-    first, NaN larger than every number (torch.topk). ONNX `TopK` is
-    imported as this op and a gather of the values at these indices, so
-    the values' gradient is the gather's.
+    first, NaN larger than every number (torch.topk). ONNX `TopK`
+    (imported 1:1 as `ampc.top_k_values`) is lowered to this op and a
+    gather of the values at these indices, so the values' gradient is the
+    gather's.
 
     ```mlir
     %i = ampc.top_k %x {axis = 1 : i64, k = 3 : i64, largest = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x3xi64>
