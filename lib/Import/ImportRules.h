@@ -186,6 +186,9 @@ template <typename C> using OpOf = typename C::type;
 
 using ampc::reshaped;
 using ampc::transposed;
+// scalarOf, indexVector, alongAxes, checkComputedConstant and
+// kMaxComputedElements are in ampc/Dialect/Compose.h (the ampc-decompose-*
+// passes build with them too).
 
 /// An int64 constant of `shape` holding `values`.
 mlir::Value indexConstant(NodeContext &nc, llvm::ArrayRef<int64_t> values,
