@@ -13,6 +13,7 @@
 #include "ampc/Dialect/Einsum.h"
 #include "ampc/Dialect/Resize.h"
 #include "ampc/Dialect/Quantization.h"
+#include "ampc/Dialect/Indexing.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -1693,7 +1694,7 @@ LogicalResult ScatterOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                     " (a Gather of data at the indices), got " +
                                     formatType(*updates));
   StringRef reduction = adaptor.getReduction();
-  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+  if (!isScatterReduction(reduction))
     return fail<ScatterOp>(loc, "'reduction' must be none, add, mul, max or "
                                 "min, got '" +
                                     reduction + "'");
@@ -1720,6 +1721,171 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
                                  Twine(n) + ", got " + Twine(k));
   SmallVector<int64_t> shape(x->getShape());
   shape[*axis] = k;
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The indexing ops imported 1:1 (ampc-decompose-indexing lowers them): the
+// operands read by Indexing.h, as the import rules read the nodes.
+//===----------------------------------------------------------------------===//
+
+/// The ranked types of `values` (named `names` in messages), or failure.
+template <typename OpTy>
+static FailureOr<SmallVector<RankedTensorType>>
+rankedTypes(OptLoc loc, ValueRange values, ArrayRef<StringRef> names) {
+  SmallVector<RankedTensorType> types;
+  for (auto [v, name] : llvm::zip(values, names)) {
+    FailureOr<RankedTensorType> t = rankedType<OpTy>(loc, v, name);
+    if (failed(t))
+      return failure();
+    types.push_back(*t);
+  }
+  return types;
+}
+
+/// The reduction of a scatter_elements or scatter_nd.
+template <typename OpTy>
+static LogicalResult checkReduction(OptLoc loc, StringRef reduction) {
+  if (!isScatterReduction(reduction))
+    return fail<OpTy>(loc, "'reduction' must be none, add, mul, max or min, "
+                           "got '" +
+                               reduction + "'");
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                                 Adaptor adaptor,
+                                                 Types &types) {
+  adaptor = withDefaults<GatherElementsOp>(ctx, adaptor);
+  auto t = rankedTypes<GatherElementsOp>(
+      loc, {adaptor.getData(), adaptor.getIndices()}, {"data", "indices"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  if (failed(readElementIndices((*t)[0], (*t)[1], adaptor.getAxis(), error)))
+    return fail<GatherElementsOp>(loc, error);
+  types.push_back((*t)[1].clone((*t)[0].getElementType()));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *ctx,
+                                                  OptLoc loc, Adaptor adaptor,
+                                                  Types &types) {
+  adaptor = withDefaults<ScatterElementsOp>(ctx, adaptor);
+  auto t = rankedTypes<ScatterElementsOp>(
+      loc, {adaptor.getData(), adaptor.getIndices(), adaptor.getUpdates()},
+      {"data", "indices", "updates"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  if (failed(readElementIndices((*t)[0], (*t)[1], adaptor.getAxis(), error)) ||
+      failed(checkElementUpdates((*t)[1], (*t)[2], error)))
+    return fail<ScatterElementsOp>(loc, error);
+  if ((*t)[2].getElementType() != (*t)[0].getElementType())
+    return fail<ScatterElementsOp>(
+        loc, "updates must have data's element type " +
+                 formatType((*t)[0].getElementType()) + ", got " +
+                 formatType((*t)[2].getElementType()));
+  if (failed(checkReduction<ScatterElementsOp>(loc, adaptor.getReduction())))
+    return failure();
+  types.push_back((*t)[0]);
+  return success();
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                           Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<GatherNDOp>(ctx, adaptor);
+  auto t = rankedTypes<GatherNDOp>(
+      loc, {adaptor.getData(), adaptor.getIndices()}, {"data", "indices"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  int64_t batch = adaptor.getBatchDims();
+  FailureOr<int64_t> k = readTupleIndices((*t)[0], (*t)[1], batch, error);
+  if (failed(k))
+    return fail<GatherNDOp>(loc, error);
+  types.push_back(RankedTensorType::get(
+      gatherNDShape((*t)[0], (*t)[1], batch, *k), (*t)[0].getElementType()));
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                            Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<ScatterNDOp>(ctx, adaptor);
+  auto t = rankedTypes<ScatterNDOp>(
+      loc, {adaptor.getData(), adaptor.getIndices(), adaptor.getUpdates()},
+      {"data", "indices", "updates"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  FailureOr<int64_t> k = readTupleIndices((*t)[0], (*t)[1], 0, error);
+  if (failed(k) || failed(checkTupleUpdates((*t)[0], (*t)[1], (*t)[2], *k,
+                                            error)))
+    return fail<ScatterNDOp>(loc, error);
+  if ((*t)[2].getElementType() != (*t)[0].getElementType())
+    return fail<ScatterNDOp>(loc, "updates must have data's element type " +
+                                      formatType((*t)[0].getElementType()) +
+                                      ", got " +
+                                      formatType((*t)[2].getElementType()));
+  if (failed(checkReduction<ScatterNDOp>(loc, adaptor.getReduction())))
+    return failure();
+  types.push_back((*t)[0]);
+  return success();
+}
+
+LogicalResult ReverseSequenceOp::inferReturnTypes(MLIRContext *ctx,
+                                                  OptLoc loc, Adaptor adaptor,
+                                                  Types &types) {
+  adaptor = withDefaults<ReverseSequenceOp>(ctx, adaptor);
+  auto t = rankedTypes<ReverseSequenceOp>(
+      loc, {adaptor.getInput(), adaptor.getSequenceLens()},
+      {"input", "sequence_lens"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  if (failed(checkReverseSequence((*t)[0], (*t)[1], adaptor.getTimeAxis(),
+                                  adaptor.getBatchAxis(), error)))
+    return fail<ReverseSequenceOp>(loc, error);
+  types.push_back((*t)[0]);
+  return success();
+}
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                         Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<OneHotOp>(ctx, adaptor);
+  auto t = rankedTypes<OneHotOp>(
+      loc, {adaptor.getIndices(), adaptor.getValues()}, {"indices", "values"});
+  if (failed(t))
+    return failure();
+  std::string error;
+  FailureOr<int64_t> axis =
+      readOneHot((*t)[0], (*t)[1], adaptor.getAxis(), error);
+  if (failed(axis))
+    return fail<OneHotOp>(loc, error);
+  int64_t depth = adaptor.getDepth();
+  if (depth < 1)
+    return fail<OneHotOp>(loc, "depth " + Twine(depth) + " must be at least 1");
+  SmallVector<int64_t> shape((*t)[0].getShape());
+  shape.insert(shape.begin() + *axis, depth);
+  types.push_back(RankedTensorType::get(shape, (*t)[1].getElementType()));
+  return success();
+}
+
+LogicalResult TopKValuesOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                             Adaptor adaptor, Types &types) {
+  adaptor = withDefaults<TopKValuesOp>(ctx, adaptor);
+  auto x = rankedType<TopKValuesOp>(loc, adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  std::string error;
+  FailureOr<int64_t> axis = readTopK(*x, adaptor.getAxis(), adaptor.getK(),
+                                     adaptor.getLargest(), error);
+  if (failed(axis))
+    return fail<TopKValuesOp>(loc, error);
+  SmallVector<int64_t> shape(x->getShape());
+  shape[*axis] = adaptor.getK();
+  types.push_back(x->clone(shape));
   types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
   return success();
 }

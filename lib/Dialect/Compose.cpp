@@ -8,6 +8,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -107,6 +108,84 @@ std::string formatDims(ArrayRef<int64_t> dims) {
   for (auto [i, d] : llvm::enumerate(dims))
     s += (i ? ", " : "") + std::to_string(d);
   return s + "]";
+}
+
+/// A constant op holding `value`; null after an error.
+static Value constantOf(Composer &c, DenseElementsAttr value) {
+  FailureOr<SmallVector<Value>> r =
+      c.build<ConstantOp>({}, {c.b.getNamedAttr("value", value)});
+  return failed(r) ? Value() : (*r)[0];
+}
+
+Value scalarOf(Composer &c, Type element, double value) {
+  auto type = RankedTensorType::get({}, element);
+  Attribute attr = isa<FloatType>(element)
+                       ? Attribute(c.b.getFloatAttr(element, value))
+                       : Attribute(c.b.getIntegerAttr(
+                             element, static_cast<int64_t>(value)));
+  return constantOf(c, DenseElementsAttr::get(type, attr));
+}
+
+LogicalResult checkComputedConstant(Composer &c, ArrayRef<int64_t> shape,
+                                    Type element, const Twine &what) {
+  std::optional<int64_t> count = ampc::checkedProduct(shape);
+  if (!count)
+    return c.error(what + ": a constant of shape " + formatDims(shape) +
+                   ", more than 2^63 elements");
+  if (*count > kMaxComputedElements)
+    return c.error(what + ": a constant of " + Twine(*count) +
+                   " elements, more than the 2^24 (" +
+                   Twine(kMaxComputedElements) +
+                   ") that ampc computes at import");
+  if (std::string problem = ampc::checkTensorSize(
+          RankedTensorType::get(shape, element), c.maxTensorBytes);
+      !problem.empty())
+    return c.error(what + ": the constant " + problem +
+                   " (--max-tensor-bytes)");
+  return success();
+}
+
+/// The int64 (or, for a float `element`, f64) constant 0, step, 2 step, ...
+/// of `n` elements, shaped `shape` (n elements in all).
+Value indexVector(Composer &c, int64_t n, ArrayRef<int64_t> shape,
+                  Type element, int64_t step) {
+  if (failed(checkComputedConstant(c, shape, element,
+                                   "an index vector of " + Twine(n) +
+                                       " elements")))
+    return Value();
+  // The last value must fit too (a step of 2^62 over 4 elements wraps).
+  int64_t last;
+  if (n > 0 && llvm::MulOverflow(n - 1, step, last)) {
+    (void)c.error("an index vector of " + Twine(n) + " elements in steps of " +
+                  Twine(step) + " goes past 2^63");
+    return Value();
+  }
+  auto type = RankedTensorType::get(shape, element);
+  DenseElementsAttr value;
+  if (isa<FloatType>(element)) {
+    SmallVector<double> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = static_cast<double>(i * step);
+    value = DenseElementsAttr::get(type, ArrayRef<double>(values));
+  } else {
+    SmallVector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = i * step;
+    value = DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
+  }
+  return constantOf(c, value);
+}
+
+/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
+/// given): a vector along `axis` that broadcasts against a tensor of rank
+/// `rank`.
+SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
+                               int64_t axis2) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = n;
+  if (axis2 >= 0)
+    shape[axis2] = n;
+  return shape;
 }
 
 } // namespace ampc

@@ -131,24 +131,6 @@ std::string formatNumber(double v);
 mlir::FailureOr<Outputs> constant(NodeContext &nc,
                                   mlir::DenseElementsAttr value);
 
-/// The most elements of a constant the importer computes from a model's
-/// numbers rather than reads from it: index vectors along an axis (OneHot's
-/// depth, ArgMax's axis), gather positions and weights (Pad, Resize,
-/// ConvTranspose), Range's values, a window. They are made element by
-/// element at import and stored in the library, so a model of a few
-/// hundred bytes asking for 2^32 of them is refused before any is made:
-/// 2^24 elements (128 MiB of int64), besides --max-tensor-bytes.
-constexpr int64_t kMaxComputedElements = int64_t(1) << 24;
-
-/// Success when a constant of `shape` and `element` that the importer is
-/// about to compute has at most kMaxComputedElements elements and
-/// --max-tensor-bytes bytes; otherwise an error at the node that starts
-/// with `what` (which names the model's number) and returns failure.
-mlir::LogicalResult checkComputedConstant(NodeContext &nc,
-                                          llvm::ArrayRef<int64_t> shape,
-                                          mlir::Type element,
-                                          const llvm::Twine &what);
-
 //===----------------------------------------------------------------------===//
 // Parts of compositions: each returns null after an error at the node
 // (already reported), and takes a null operand for such an error.
@@ -191,18 +173,9 @@ template <typename C> using OpOf = typename C::type;
 using ampc::reshaped;
 using ampc::scalarOf;
 using ampc::transposed;
-
-/// A constant of `element` and `shape` holding 0, step, 2 * step, ... (n
-/// values).
-mlir::Value indexVector(NodeContext &nc, int64_t n,
-                        llvm::ArrayRef<int64_t> shape, mlir::Type element,
-                        int64_t step = 1);
-
-/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
-/// given): a vector along `axis` that broadcasts against a tensor of rank
-/// `rank`.
-llvm::SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
-                                     int64_t axis2 = -1);
+// scalarOf, indexVector, alongAxes, checkComputedConstant and
+// kMaxComputedElements are in ampc/Dialect/Compose.h (the ampc-decompose-*
+// passes build with them too).
 
 /// An int64 constant of `shape` holding `values`.
 mlir::Value indexConstant(NodeContext &nc, llvm::ArrayRef<int64_t> values,

@@ -47,6 +47,11 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createDecomposeQuantizationPass({o.maxTensorBytes});
      }},
+    // The indexing ops imported 1:1 (ampc.gather_elements, ...).
+    {"ampc-decompose-indexing", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       return ampc::createDecomposeIndexingPass({o.maxTensorBytes});
+     }},
     {"ampc-fold-shapes", PipelinePart::Graph, false,
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        if (!o.foldShapes)

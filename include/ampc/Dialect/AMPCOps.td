@@ -1170,7 +1170,8 @@ def AMPC_ScatterOp : AMPC_Op<"scatter",
   let summary = "Scatter: Gather's inverse, writing updates into a copy of data";
   let description = [{
     The data-dependent write that ScatterElements and ScatterND are
-    imported as (their index arithmetic is composed in front of it).
+    lowered to by ampc-decompose-indexing (their index arithmetic is
+    composed in front of it).
     `updates` has the shape a Gather of `data` at `indices` along `axis`
     gives, data.shape[:axis] + indices.shape + data.shape[axis+1:]:
 
@@ -1204,9 +1205,10 @@ def AMPC_TopKOp : AMPC_Op<"top_k",
   let description = [{
     The int64 positions along `axis` of the `k` largest elements (`largest`
     = 1) or smallest (0), best first; of equal elements the lower position
-    first, NaN larger than every number (torch.topk). ONNX `TopK` is
-    imported as this op and a gather of the values at these indices, so
-    the values' gradient is the gather's.
+    first, NaN larger than every number (torch.topk). ONNX `TopK`
+    (imported 1:1 as `ampc.top_k_values`) is lowered to this op and a
+    gather of the values at these indices, so the values' gradient is the
+    gather's.
 
     ```mlir
     %i = ampc.top_k %x {axis = 1 : i64, k = 3 : i64, largest = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x3xi64>
@@ -1216,6 +1218,152 @@ def AMPC_TopKOp : AMPC_Op<"top_k",
                        DefaultValuedAttr<I64Attr, "-1">:$axis,
                        DefaultValuedAttr<I64Attr, "1">:$largest);
   let results = (outs AMPC_I64Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// The indexing ops imported 1:1 and lowered by ampc-decompose-indexing
+// (lib/Transforms/DecomposeIndexing.cpp) to ampc.gather / ampc.scatter of
+// flat positions computed by int64 elementwise ops (ampc.top_k and a gather
+// for TopK, comparisons and a where for OneHot). Their shape rules read the
+// operands with include/ampc/Dialect/Indexing.h, as the import rules do;
+// no later pass, gradient rule or emitter sees them.
+//===----------------------------------------------------------------------===//
+
+def AMPC_GatherElementsOp : AMPC_Op<"gather_elements",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "GatherElements, imported 1:1";
+  let description = [{
+    ONNX `GatherElements`: `output[i] = data[i with i[axis] replaced by
+    indices[i]]`, a negative index counting from the end; the result has
+    indices' shape. An index out of range is an error at run time.
+
+    ```mlir
+    %y = ampc.gather_elements %data, %idx {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_Tensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_ScatterElementsOp : AMPC_Op<"scatter_elements",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "ScatterElements (and Scatter), imported 1:1";
+  let description = [{
+    ONNX `ScatterElements`: data with `updates[i]` written (or reduced by
+    `reduction`: none, add, mul, max, min) at i with i[axis] replaced by
+    indices[i]; the result has data's type.
+
+    ```mlir
+    %y = ampc.scatter_elements %data, %idx, %upd {axis = 0 : i64, reduction = "add"} : (tensor<3x4xf32>, tensor<2x4xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_Tensor:$indices,
+                       AMPC_Tensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_GatherNDOp : AMPC_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "GatherND, imported 1:1";
+  let description = [{
+    ONNX `GatherND`: for each index tuple (the last dimension of indices),
+    after `batch_dims` dimensions shared with data, the slice of data it
+    names; the result is indices' shape but the last, then data's after the
+    first batch_dims + tuple length.
+
+    ```mlir
+    %y = ampc.gather_nd %data, %idx {batch_dims = 0 : i64} : (tensor<4x5x6xf32>, tensor<3x2xi64>) -> tensor<3x6xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_Tensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat =
+      "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def AMPC_ScatterNDOp : AMPC_Op<"scatter_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ScatterND, imported 1:1";
+  let description = [{
+    ONNX `ScatterND`: data with the slices that the index tuples of indices
+    name written (or reduced by `reduction`) from updates; the result has
+    data's type.
+
+    ```mlir
+    %y = ampc.scatter_nd %data, %idx, %upd {reduction = "none"} : (tensor<4x5xf32>, tensor<3x1xi64>, tensor<3x5xf32>) -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$data, AMPC_Tensor:$indices,
+                       AMPC_Tensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_ReverseSequenceOp : AMPC_Op<"reverse_sequence",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "ReverseSequence, imported 1:1";
+  let description = [{
+    ONNX `ReverseSequence`: along `time_axis`, the first
+    `sequence_lens[b]` steps of batch entry b (along `batch_axis`)
+    reversed, the others as they are; the result has the input's type.
+
+    ```mlir
+    %y = ampc.reverse_sequence %x, %lens {batch_axis = 1 : i64, time_axis = 0 : i64} : (tensor<4x2x3xf32>, tensor<2xi64>) -> tensor<4x2x3xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, AMPC_Tensor:$sequence_lens,
+                       DefaultValuedAttr<I64Attr, "0">:$time_axis,
+                       DefaultValuedAttr<I64Attr, "1">:$batch_axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$input `,` $sequence_lens attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_OneHotOp : AMPC_Op<"one_hot", [Pure, InferTypeOpAdaptor]> {
+  let summary = "OneHot, imported 1:1 (depth, a constant input, read at import)";
+  let description = [{
+    ONNX `OneHot`: `values[1]` (on) where the index along the new `axis`
+    (of `depth`, the node's constant input 1, truncated) equals indices'
+    element (a negative one counting from depth), `values[0]` (off)
+    elsewhere.
+
+    ```mlir
+    %y = ampc.one_hot %idx, %values {axis = -1 : i64, depth = 5 : i64} : (tensor<3xi64>, tensor<2xf32>) -> tensor<3x5xf32>
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$indices, AMPC_Tensor:$values,
+                       I64Attr:$depth, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AMPC_Tensor:$output);
+  let assemblyFormat = "$indices `,` $values attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def AMPC_TopKValuesOp : AMPC_Op<"top_k_values", [Pure, InferTypeOpAdaptor]> {
+  let summary = "TopK (values and indices), imported 1:1";
+  let description = [{
+    ONNX `TopK`: the `k` largest (`largest` = 1) or smallest elements along
+    `axis` and their int64 positions. Named so because `ampc.top_k` is the
+    lowered form's indices op: ampc-decompose-indexing makes an
+    `ampc.top_k` and a gather of the values at its indices (so the values'
+    gradient is the gather's).
+
+    ```mlir
+    %v, %i = ampc.top_k_values %x {axis = -1 : i64, k = 3 : i64, largest = 1 : i64} : (tensor<4x10xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
+    ```
+  }];
+  let arguments = (ins AMPC_Tensor:$input, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<I64Attr, "1">:$largest);
+  let results = (outs AMPC_Tensor:$values, AMPC_I64Tensor:$indices);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 

@@ -112,6 +112,43 @@ mlir::Value scalarOf(Composer &c, mlir::Type element, double value);
 /// "[2, 3, 4]", for messages.
 std::string formatDims(llvm::ArrayRef<int64_t> dims);
 
+//===----------------------------------------------------------------------===//
+// Constants a composition computes (the importer's rules and the
+// ampc-decompose-* passes alike).
+//===----------------------------------------------------------------------===//
+
+/// The most elements of a constant the importer computes from a model's
+/// numbers rather than reads from it: index vectors along an axis (OneHot's
+/// depth, ArgMax's axis), gather positions and weights (Pad, Resize,
+/// ConvTranspose), Range's values, a window. They are made element by
+/// element at import and stored in the library, so a model of a few
+/// hundred bytes asking for 2^32 of them is refused before any is made:
+/// 2^24 elements (128 MiB of int64), besides --max-tensor-bytes.
+constexpr int64_t kMaxComputedElements = int64_t(1) << 24;
+
+/// Success when a constant of `shape` and `element` about to be computed
+/// has at most kMaxComputedElements elements and the composer's
+/// --max-tensor-bytes bytes; otherwise an error at the composer's location
+/// that starts with `what` (which names the model's number) and failure.
+mlir::LogicalResult checkComputedConstant(Composer &c,
+                                          llvm::ArrayRef<int64_t> shape,
+                                          mlir::Type element,
+                                          const llvm::Twine &what);
+
+/// A zero-dimensional constant `value` of `element`.
+mlir::Value scalarOf(Composer &c, mlir::Type element, double value);
+
+/// A constant of `element` and `shape` holding 0, step, 2 * step, ... (n
+/// values).
+mlir::Value indexVector(Composer &c, int64_t n, llvm::ArrayRef<int64_t> shape,
+                        mlir::Type element, int64_t step = 1);
+
+/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
+/// given): a vector along `axis` that broadcasts against a tensor of rank
+/// `rank`.
+llvm::SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
+                                     int64_t axis2 = -1);
+
 } // namespace ampc
 
 #endif // AMPC_DIALECT_COMPOSE_H

@@ -92,6 +92,34 @@ def DecomposeQuantizationPass
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def DecomposeIndexingPass
+    : Pass<"ampc-decompose-indexing", "mlir::func::FuncOp"> {
+  let summary = "lower the indexing ops imported 1:1 to gathers and scatters";
+  let description = [{
+    The importer imports ONNX `GatherElements`, `ScatterElements` (and
+    `Scatter`), `GatherND`, `ScatterND`, `ReverseSequence`, `OneHot` and
+    `TopK` 1:1 (`ampc.gather_elements`, `ampc.scatter_elements`,
+    `ampc.gather_nd`, `ampc.scatter_nd`, `ampc.reverse_sequence`,
+    `ampc.one_hot`, `ampc.top_k_values`); this pass, right after
+    ampc-decompose-einsum, lowers each by a pattern of its own to what the
+    rest of the pipeline knows: an `ampc.gather` or `ampc.scatter` of flat
+    positions into the data viewed as rows, the positions computed by int64
+    elementwise ops from the indices (negative ones wrapped, those out of
+    range made positions that Gather and Scatter refuse at run time);
+    `ampc.top_k` and a gather of the values for TopK; comparisons with an
+    index vector and an `ampc.where` for OneHot. The ops are built as the
+    importer builds ops (`ampc::Composer`): inferred, verified and folded
+    at once when their operands are constants. An op past
+    `max-tensor-bytes` is an error at the op.
+  }];
+  let options = [
+    Option<"maxTensorBytes", "max-tensor-bytes", "int64_t",
+           /*default=*/"ampc::kDefaultMaxTensorBytes",
+           "the largest tensor the lowering may make">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def FoldShapesPass : Pass<"ampc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "fold shape-computing subgraphs to constants";
   let description = [{

@@ -44,69 +44,6 @@ FailureOr<Outputs> constant(NodeContext &nc, DenseElementsAttr value) {
   return nc.build<ampc::ConstantOp>({}, {nc.b.getNamedAttr("value", value)});
 }
 
-LogicalResult checkComputedConstant(NodeContext &nc, ArrayRef<int64_t> shape,
-                                    Type element, const Twine &what) {
-  std::optional<int64_t> count = ampc::checkedProduct(shape);
-  if (!count)
-    return nc.error(what + ": a constant of shape " + formatDims(shape) +
-                    ", more than 2^63 elements");
-  if (*count > kMaxComputedElements)
-    return nc.error(what + ": a constant of " + Twine(*count) +
-                    " elements, more than the 2^24 (" +
-                    Twine(kMaxComputedElements) +
-                    ") that ampc computes at import");
-  if (std::string problem = ampc::checkTensorSize(
-          RankedTensorType::get(shape, element), nc.importer.maxTensorBytes());
-      !problem.empty())
-    return nc.error(what + ": the constant " + problem +
-                    " (--max-tensor-bytes)");
-  return success();
-}
-
-/// The int64 (or, for a float `element`, f64) constant 0, step, 2 step, ...
-/// of `n` elements, shaped `shape` (n elements in all).
-Value indexVector(NodeContext &nc, int64_t n, ArrayRef<int64_t> shape,
-                  Type element, int64_t step) {
-  if (failed(checkComputedConstant(nc, shape, element,
-                                   "an index vector of " + Twine(n) +
-                                       " elements")))
-    return Value();
-  // The last value must fit too (a step of 2^62 over 4 elements wraps).
-  int64_t last;
-  if (n > 0 && llvm::MulOverflow(n - 1, step, last)) {
-    (void)nc.error("an index vector of " + Twine(n) + " elements in steps of " +
-                   Twine(step) + " goes past 2^63");
-    return Value();
-  }
-  auto type = RankedTensorType::get(shape, element);
-  DenseElementsAttr value;
-  if (isa<FloatType>(element)) {
-    SmallVector<double> values(n);
-    for (int64_t i = 0; i < n; ++i)
-      values[i] = static_cast<double>(i * step);
-    value = DenseElementsAttr::get(type, ArrayRef<double>(values));
-  } else {
-    SmallVector<int64_t> values(n);
-    for (int64_t i = 0; i < n; ++i)
-      values[i] = i * step;
-    value = DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
-  }
-  FailureOr<Outputs> c = constant(nc, value);
-  return failed(c) ? Value() : (*c)[0];
-}
-
-/// `shape` with ones everywhere but `n` at `axis` (and at `axis2` when
-/// given): a vector along `axis` that broadcasts against a tensor of rank
-/// `rank`.
-SmallVector<int64_t> alongAxes(int64_t rank, int64_t n, int64_t axis,
-                               int64_t axis2) {
-  SmallVector<int64_t> shape(rank, 1);
-  shape[axis] = n;
-  if (axis2 >= 0)
-    shape[axis2] = n;
-  return shape;
-}
-
 /// An int64 constant of `shape` holding `values`.
 Value indexConstant(NodeContext &nc, ArrayRef<int64_t> values,
                     ArrayRef<int64_t> shape) {
