@@ -845,54 +845,60 @@ KernelParallelism cudaParallelRows(Operation *op) {
       .Default([](Operation *) { return KernelParallelism{}; });
 }
 
+namespace {
+/// How cudaParallelism spreads `op`'s kernels over its rows `p`.
+Parallelism parallelismOf(Operation *op, const KernelParallelism &p) {
+  return llvm::TypeSwitch<Operation *, Parallelism>(op)
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>(
+          [&](Operation *) { return cudaRowParallelism(p.length); })
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp,
+            ampc::LayerNormGradOp>([&](Operation *) {
+        Parallelism kind = cudaRowParallelism(p.length);
+        auto grad = dyn_cast<ampc::LayerNormGradOp>(op);
+        if (grad && grad.getParamGrads() > 0 &&
+            kind == Parallelism::RowByThread)
+          return Parallelism::RowByWarp;
+        return kind;
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
+        if (cudaReduceSplits(p.rows, p.length) > 1)
+          return Parallelism::Split;
+        return cudaRowParallelism(p.length, /*exactSum=*/true);
+      })
+      // The batch statistics and their adjoint's sums: a block per
+      // channel, or split over blocks (cudaBatchNormSplits); the rest of
+      // both ops a thread per element. Eval-mode BatchNormalization is
+      // elementwise.
+      .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
+          [&](Operation *) {
+            auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
+            if (bn && bn.getTrainingMode() == 0)
+              return Parallelism::Element;
+            return cudaBatchNormSplits(batchNormGeometry(op)) > 1
+                       ? Parallelism::Split
+                       : Parallelism::RowByBlock;
+          })
+      // Still a thread looping over the whole batch (docs/design.md,
+      // "Row-parallel normalisation"): the losses' reduction over the
+      // batch (one thread, in index order as on the CPU) and the mean's
+      // weight sum in their adjoint.
+      .Case<ampc::SoftmaxCrossEntropyLossOp,
+            ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
+          [&](Operation *) {
+            LossGeometry g = lossGeometry(op);
+            if (g.reduction == ampc::Reduction::None &&
+                !isa<ampc::NllLossGradOp>(op))
+              return cudaRowParallelism(p.length);
+            return Parallelism::Serial;
+          })
+      .Default([](Operation *) { return Parallelism::Element; });
+}
+} // namespace
+
 KernelParallelism cudaParallelism(Operation *op) {
   KernelParallelism p = cudaParallelRows(op);
-  p.kind = llvm::TypeSwitch<Operation *, Parallelism>(op)
-               .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>(
-                   [&](Operation *) { return cudaRowParallelism(p.length); })
-               .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp,
-                     ampc::LayerNormGradOp>([&](Operation *) {
-                 Parallelism kind = cudaRowParallelism(p.length);
-                 auto grad = dyn_cast<ampc::LayerNormGradOp>(op);
-                 if (grad && grad.getParamGrads() > 0 &&
-                     kind == Parallelism::RowByThread)
-                   return Parallelism::RowByWarp;
-                 return kind;
-               })
-               .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
-                     ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>(
-                   [&](Operation *) {
-                     if (cudaReduceSplits(p.rows, p.length) > 1)
-                       return Parallelism::Split;
-                     return cudaRowParallelism(p.length, /*exactSum=*/true);
-                   })
-               // The batch statistics and their adjoint's sums: a block per
-               // channel, or split over blocks (cudaBatchNormSplits); the rest
-               // of both ops a thread per element. Eval-mode BatchNormalization
-               // is elementwise.
-               .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
-                   [&](Operation *) {
-                     auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
-                     if (bn && bn.getTrainingMode() == 0)
-                       return Parallelism::Element;
-                     return cudaBatchNormSplits(batchNormGeometry(op)) > 1
-                                ? Parallelism::Split
-                                : Parallelism::RowByBlock;
-                   })
-               // Still a thread looping over the whole batch (docs/design.md,
-               // "Row-parallel normalisation"): the losses' reduction over the
-               // batch (one thread, in index order as on the CPU) and the
-               // mean's weight sum in their adjoint.
-               .Case<ampc::SoftmaxCrossEntropyLossOp,
-                     ampc::NegativeLogLikelihoodLossOp, ampc::NllLossGradOp>(
-                   [&](Operation *) {
-                     LossGeometry g = lossGeometry(op);
-                     if (g.reduction == ampc::Reduction::None &&
-                         !isa<ampc::NllLossGradOp>(op))
-                       return cudaRowParallelism(p.length);
-                     return Parallelism::Serial;
-                   })
-               .Default([](Operation *) { return Parallelism::Element; });
+  p.kind = parallelismOf(op, p);
   return p;
 }
 

@@ -257,15 +257,18 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
       static constexpr llvm::StringLiteral counts[] = {
           "splits", "threads", "groups", "partials", "images_per_gemm"};
       auto count = dyn_cast<IntegerAttr>(v);
+      // A clipping of no gradients has no partial sums.
       return llvm::is_contained(counts, key) && count &&
-             count.getType().isInteger(64) && count.getInt() >= 1;
+             count.getType().isInteger(64) &&
+             count.getInt() >= (key == "partials" ? 0 : 1);
     };
     if (isa<func::FuncOp, ModuleOp>(op) || !launch ||
         !llvm::all_of(launch, valid))
       return op->emitOpError("'ampc.launch' must be a dictionary of launch "
                              "decisions (parallelism: a string; cudnn, "
                              "log_prob: bools; splits, threads, groups, "
-                             "partials, images_per_gemm: positive i64), got ")
+                             "images_per_gemm: positive i64; partials: a "
+                             "non-negative i64), got ")
              << value;
     return success();
   }

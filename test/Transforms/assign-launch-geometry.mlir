@@ -11,7 +11,7 @@
 // MISSING-CPU: error: has no launch geometry 'images_per_gemm' for the cpu target (ampc-assign-launch-geometry target=cpu)
 // The dialect checks each key's type.
 // RUN: sed -e 's/%0 = ampc.conv %x, %w :/%0 = ampc.conv %x, %w {ampc.launch = {cudnn = 1 : i64}} :/' %s | not ampc-opt --split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
-// MALFORMED: error: 'ampc.conv' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, partials, images_per_gemm: positive i64), got {cudnn = 1 : i64}
+// MALFORMED: error: 'ampc.conv' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {cudnn = 1 : i64}
 
 // ampc-assign-launch-geometry records the decisions of KernelGeometry.h
 // on each op that takes some, as `ampc.launch`, for the plan and the

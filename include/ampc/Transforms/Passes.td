@@ -879,7 +879,9 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
     `stage-inputs` (the CUDA target, which copies each host input to the
     device) every argument gets a buffer from the start of the function
     to its last use (`ampc.input_offsets`). The accumulation types
-    (ampc-assign-accumulation) size the scratch. With `guard-bytes` (the
+    (ampc-assign-accumulation) and the launch decisions
+    (ampc-assign-launch-geometry, `ampc.launch`, for the same target) size
+    the scratch; an op that takes a decision and lacks it is an error. With `guard-bytes` (the
     CUDA target) every result's buffer is followed by at least that many
     bytes no other live buffer uses (`ampc.guard_bytes` on the function):
     the CUDA emitter declares them to the CUDA execution on the CPU, which
