@@ -323,9 +323,9 @@ KernelParallelism cudaParallelRows(mlir::Operation *op);
 
 /// The launch decisions above, recorded on each op by
 /// ampc-assign-launch-geometry as the dictionary `ampc.launch`
-/// (ampc::kLaunchAttr; docs/design.md, "Launch geometry in the IR"), so the memory plan's
-/// scratchLayout and both emitters read one decision instead of each
-/// making it; only that pass calls the decision functions (and
+/// (ampc::kLaunchAttr; docs/design.md, "Launch geometry in the IR"), so
+/// the memory plan's scratchLayout and both emitters read one decision
+/// instead of each making it; only that pass calls the decision functions (and
 /// ampc-channels-last cudnnConvolves, a graph-level choice). Its keys, by
 /// op, on the CUDA target: `parallelism` (parallelismName of
 /// cudaParallelism) on softmax, normalisation, reduction and loss ops;
@@ -344,7 +344,7 @@ llvm::SmallVector<llvm::StringRef, 3> launchKeys(mlir::Operation *op,
                                                  ampc::KernelTarget target);
 /// Fails with one error at `op` (hand-written IR that skipped the pass, or
 /// ran it for the other target) where its `ampc.launch` lacks a key
-/// launchKeys names or holds it in the wrong type.
+/// launchKeys names or names no parallelism (parallelismName).
 mlir::LogicalResult checkLaunchGeometry(mlir::Operation *op,
                                         ampc::KernelTarget target);
 /// The recorded decisions (checkLaunchGeometry saw them): an integer key,
