@@ -558,7 +558,7 @@ ScratchLayout cpuScratch(Operation *op) {
         // side.
         ConvGeometry g = convGeometry(op);
         const WindowGeometry &w = g.window;
-        int64_t images = cpuConvImagesPerGemm(op);
+        int64_t images = launchInt(op, "images_per_gemm");
         int64_t width = images * w.outSize();
         if (!w.isIdentity() || images > 1)
           l.add("columns", g.channels / g.group * w.kernelSize() * width,
@@ -671,7 +671,7 @@ ScratchLayout cudaScratch(Operation *op) {
         // the data gradient the GEMM's products in the accumulation type,
         // which col2im sums), and the weight gradient's sum over the
         // images.
-        if (cudnnConvolves(op))
+        if (launchFlag(op, "cudnn"))
           return;
         ConvGeometry g = convGeometry(op);
         const WindowGeometry &w = g.window;
@@ -694,8 +694,7 @@ ScratchLayout cudaScratch(Operation *op) {
         // The row groups' shares of the Scale and B adjoints.
         if (o.getParamGrads() > 0) {
           LayerNormGeometry g = layerNormGeometry(op);
-          l.add("partials",
-                2 * g.size * cudaLayerNormGradGroups(g.outer, g.size), acc);
+          l.add("partials", 2 * g.size * launchInt(op, "groups"), acc);
         }
       })
       .Case([&](ampc::GatherGradOp) {
@@ -714,24 +713,23 @@ ScratchLayout cudaScratch(Operation *op) {
             if (bn && bn.getTrainingMode() == 0)
               return;
             BatchNormGeometry g = batchNormGeometry(op);
-            l.add("partials", 2 * g.channels * cudaBatchNormSplits(g), acc);
+            l.add("partials", 2 * g.channels * launchInt(op, "splits"), acc);
           })
       .Case([&](ampc::SoftmaxCrossEntropyLossOp o) {
-        if (!cudaLossReadsLogProb(op))
+        if (!launchFlag(op, "log_prob"))
           l.add("logp", countOf(o.getScores()), acc);
       })
-      .Case([&](ampc::ClipGradNormOp o) {
+      .Case([&](ampc::ClipGradNormOp) {
         // The sum of squares, and a partial sum per block of the
         // multi-tensor pass (cudaClipPartials) that one block adds in order.
         l.add("sum", 1, 8);
-        l.add("partials", cudaClipPartials(o.getGrads()), acc);
+        l.add("partials", launchInt(op, "partials"), acc);
       })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
             ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
         // Each output's shares when the reduction is split over blocks.
         int64_t outputs = countOf(op->getResult(0));
-        int64_t splits =
-            cudaReduceSplits(outputs, reduceGeometry(op).reducedCount());
+        int64_t splits = launchInt(op, "splits");
         if (splits > 1)
           l.add("partials", outputs * splits, acc);
       });
@@ -809,9 +807,9 @@ int64_t cudaLayerNormGradGroups(int64_t rows, int64_t length) {
   return (leaves + kWarps - 1) / kWarps * kWarps;
 }
 
-KernelParallelism cudaParallelism(Operation *op) {
+KernelParallelism cudaParallelRows(Operation *op) {
   auto rows = [](int64_t count, int64_t length) {
-    return KernelParallelism{cudaRowParallelism(length), count, length};
+    return KernelParallelism{Parallelism::Element, count, length};
   };
   return llvm::TypeSwitch<Operation *, KernelParallelism>(op)
       .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>([&](Operation *) {
@@ -819,24 +817,54 @@ KernelParallelism cudaParallelism(Operation *op) {
         return rows(g.outer * g.inner, g.size);
       })
       .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp,
-            ampc::LayerNormGradOp>(
-          [&](Operation *) {
-            LayerNormGeometry g = layerNormGeometry(op);
-            KernelParallelism p = rows(g.outer, g.size);
-            auto grad = dyn_cast<ampc::LayerNormGradOp>(op);
-            if (grad && grad.getParamGrads() > 0 &&
-                p.kind == Parallelism::RowByThread)
-              p.kind = Parallelism::RowByWarp;
-            return p;
-          })
+            ampc::LayerNormGradOp>([&](Operation *) {
+        LayerNormGeometry g = layerNormGeometry(op);
+        return rows(g.outer, g.size);
+      })
       .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
             ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
         ReduceGeometry g = reduceGeometry(op);
-        int64_t outputs = g.keptCount(), count = g.reducedCount();
-        if (cudaReduceSplits(outputs, count) > 1)
-          return KernelParallelism{Parallelism::Split, outputs, count};
-        return KernelParallelism{cudaRowParallelism(count, /*exactSum=*/true),
-                                 outputs, count};
+        return rows(g.keptCount(), g.reducedCount());
+      })
+      .Case<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(
+          [&](Operation *) {
+            auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
+            if (bn && bn.getTrainingMode() == 0)
+              return KernelParallelism{};
+            BatchNormGeometry g = batchNormGeometry(op);
+            return rows(g.channels, g.n * g.inner);
+          })
+      .Case<ampc::SoftmaxCrossEntropyLossOp, ampc::NegativeLogLikelihoodLossOp,
+            ampc::NllLossGradOp>([&](Operation *) {
+        LossGeometry g = lossGeometry(op);
+        if (g.reduction == ampc::Reduction::None &&
+            !isa<ampc::NllLossGradOp>(op))
+          return rows(g.n * g.inner, g.classes);
+        return rows(1, g.n * g.inner);
+      })
+      .Default([](Operation *) { return KernelParallelism{}; });
+}
+
+namespace {
+/// How cudaParallelism spreads `op`'s kernels over its rows `p`.
+Parallelism parallelismOf(Operation *op, const KernelParallelism &p) {
+  return llvm::TypeSwitch<Operation *, Parallelism>(op)
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp>(
+          [&](Operation *) { return cudaRowParallelism(p.length); })
+      .Case<ampc::LayerNormalizationOp, ampc::AddLayerNormOp,
+            ampc::LayerNormGradOp>([&](Operation *) {
+        Parallelism kind = cudaRowParallelism(p.length);
+        auto grad = dyn_cast<ampc::LayerNormGradOp>(op);
+        if (grad && grad.getParamGrads() > 0 &&
+            kind == Parallelism::RowByThread)
+          return Parallelism::RowByWarp;
+        return kind;
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([&](Operation *) {
+        if (cudaReduceSplits(p.rows, p.length) > 1)
+          return Parallelism::Split;
+        return cudaRowParallelism(p.length, /*exactSum=*/true);
       })
       // The batch statistics and their adjoint's sums: a block per
       // channel, or split over blocks (cudaBatchNormSplits); the rest of
@@ -846,12 +874,10 @@ KernelParallelism cudaParallelism(Operation *op) {
           [&](Operation *) {
             auto bn = dyn_cast<ampc::BatchNormalizationOp>(op);
             if (bn && bn.getTrainingMode() == 0)
-              return KernelParallelism{};
-            BatchNormGeometry g = batchNormGeometry(op);
-            return KernelParallelism{cudaBatchNormSplits(g) > 1
-                                         ? Parallelism::Split
-                                         : Parallelism::RowByBlock,
-                                     g.channels, g.n * g.inner};
+              return Parallelism::Element;
+            return cudaBatchNormSplits(batchNormGeometry(op)) > 1
+                       ? Parallelism::Split
+                       : Parallelism::RowByBlock;
           })
       // Still a thread looping over the whole batch (docs/design.md,
       // "Row-parallel normalisation"): the losses' reduction over the
@@ -863,10 +889,17 @@ KernelParallelism cudaParallelism(Operation *op) {
             LossGeometry g = lossGeometry(op);
             if (g.reduction == ampc::Reduction::None &&
                 !isa<ampc::NllLossGradOp>(op))
-              return rows(g.n * g.inner, g.classes);
-            return KernelParallelism{Parallelism::Serial, 1, g.n * g.inner};
+              return cudaRowParallelism(p.length);
+            return Parallelism::Serial;
           })
-      .Default([](Operation *) { return KernelParallelism{}; });
+      .Default([](Operation *) { return Parallelism::Element; });
+}
+} // namespace
+
+KernelParallelism cudaParallelism(Operation *op) {
+  KernelParallelism p = cudaParallelRows(op);
+  p.kind = parallelismOf(op, p);
+  return p;
 }
 
 bool cudaLossReadsLogProb(Operation *op) {
@@ -882,6 +915,101 @@ int64_t cudaClipPartials(ValueRange grads) {
   for (Value g : grads)
     partials += cudaListBlocks(countOf(g));
   return partials;
+}
+
+SmallVector<StringRef, 3> launchKeys(Operation *op, ampc::KernelTarget target) {
+  using Keys = SmallVector<StringRef, 3>;
+  bool conv =
+      isa<ampc::ConvOp, ampc::ConvBackwardDataOp, ampc::ConvBackwardWeightOp>(
+          op);
+  if (target == ampc::KernelTarget::Cpu)
+    return conv ? Keys{"images_per_gemm"} : Keys{};
+  if (conv)
+    return {"cudnn"};
+  if (isa<ampc::ClipGradNormOp>(op))
+    return {"partials"};
+  if (auto bn = dyn_cast<ampc::BatchNormalizationOp>(op))
+    return bn.getTrainingMode() == 0 ? Keys{}
+                                     : Keys{"parallelism", "splits", "threads"};
+  return llvm::TypeSwitch<Operation *, Keys>(op)
+      .Case<ampc::SoftmaxOp, ampc::LogSoftmaxOp, ampc::LayerNormalizationOp,
+            ampc::AddLayerNormOp, ampc::NegativeLogLikelihoodLossOp,
+            ampc::NllLossGradOp>(
+          [](Operation *) { return Keys{"parallelism"}; })
+      .Case([](ampc::LayerNormGradOp o) {
+        return o.getParamGrads() > 0 ? Keys{"parallelism", "groups"}
+                                     : Keys{"parallelism"};
+      })
+      .Case<ampc::ReduceSumOp, ampc::ReduceMeanOp, ampc::ReduceMaxOp,
+            ampc::ReduceProdOp, ampc::GlobalAveragePoolOp>([](Operation *) {
+        return Keys{"parallelism", "splits"};
+      })
+      .Case([](ampc::BatchNormGradOp) {
+        return Keys{"parallelism", "splits", "threads"};
+      })
+      .Case([](ampc::SoftmaxCrossEntropyLossOp) {
+        return Keys{"parallelism", "log_prob"};
+      })
+      .Default([](Operation *) { return Keys{}; });
+}
+
+namespace {
+std::optional<Parallelism> parseParallelism(StringRef name) {
+  for (Parallelism p :
+       {Parallelism::Element, Parallelism::RowByThread, Parallelism::RowByWarp,
+        Parallelism::RowByBlock, Parallelism::Split, Parallelism::Serial})
+    if (parallelismName(p) == name)
+      return p;
+  return std::nullopt;
+}
+
+Attribute launchEntry(Operation *op, StringRef key) {
+  auto launch = op->getAttrOfType<DictionaryAttr>(ampc::kLaunchAttr);
+  return launch ? launch.get(key) : Attribute();
+}
+} // namespace
+
+LogicalResult checkLaunchGeometry(Operation *op, ampc::KernelTarget target) {
+  // The dialect verifies each key's type; a parallelism's name is this
+  // file's.
+  for (StringRef key : launchKeys(op, target)) {
+    Attribute value = launchEntry(op, key);
+    auto name = dyn_cast_or_null<StringAttr>(value);
+    if (!value || (key == "parallelism" &&
+                   (!name || !parseParallelism(name.getValue())))) {
+      StringRef t = target == ampc::KernelTarget::Cpu ? "cpu" : "cuda";
+      return op->emitError() << "has no launch geometry '" << key
+                             << "' for the " << t
+                             << " target (ampc-assign-launch-geometry target="
+                             << t << ")";
+    }
+  }
+  return success();
+}
+
+int64_t launchInt(Operation *op, StringRef key) {
+  auto value = dyn_cast_or_null<IntegerAttr>(launchEntry(op, key));
+  if (!value)
+    llvm::report_fatal_error(
+        ("launch geometry '" + key + "' read unchecked").str().c_str());
+  return value.getInt();
+}
+
+bool launchFlag(Operation *op, StringRef key) {
+  auto value = dyn_cast_or_null<BoolAttr>(launchEntry(op, key));
+  if (!value)
+    llvm::report_fatal_error(
+        ("launch geometry '" + key + "' read unchecked").str().c_str());
+  return value.getValue();
+}
+
+KernelParallelism launchParallelism(Operation *op) {
+  auto name = dyn_cast_or_null<StringAttr>(launchEntry(op, "parallelism"));
+  if (!name)
+    return KernelParallelism{};
+  KernelParallelism p = cudaParallelRows(op);
+  p.kind = parseParallelism(name.getValue()).value_or(Parallelism::Element);
+  return p;
 }
 
 ScratchLayout scratchLayout(Operation *op, ampc::KernelTarget target) {

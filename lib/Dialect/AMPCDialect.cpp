@@ -252,6 +252,35 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kLaunchAttr) {
+    // The keys and their types; which keys an op takes on a target is
+    // ampc::emit::launchKeys' (KernelGeometry.h), checked before use.
+    auto launch = dyn_cast<DictionaryAttr>(value);
+    auto valid = [](NamedAttribute entry) {
+      StringRef key = entry.getName().getValue();
+      Attribute v = entry.getValue();
+      if (key == "parallelism")
+        return isa<StringAttr>(v);
+      if (key == "cudnn" || key == "log_prob")
+        return isa<BoolAttr>(v);
+      static constexpr llvm::StringLiteral counts[] = {
+          "splits", "threads", "groups", "partials", "images_per_gemm"};
+      auto count = dyn_cast<IntegerAttr>(v);
+      // A clipping of no gradients has no partial sums.
+      return llvm::is_contained(counts, key) && count &&
+             count.getType().isInteger(64) &&
+             count.getInt() >= (key == "partials" ? 0 : 1);
+    };
+    if (isa<func::FuncOp, ModuleOp>(op) || !launch ||
+        !llvm::all_of(launch, valid))
+      return op->emitOpError("'ampc.launch' must be a dictionary of launch "
+                             "decisions (parallelism: a string; cudnn, "
+                             "log_prob: bools; splits, threads, groups, "
+                             "images_per_gemm: positive i64; partials: a "
+                             "non-negative i64), got ")
+             << value;
+    return success();
+  }
   if (name == kLossScalingAttr) {
     if (!isModule || !isa<LossScalingModeAttr>(value))
       return op->emitOpError("'ampc.loss_scaling' must be a loss-scaling "

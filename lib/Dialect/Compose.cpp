@@ -92,17 +92,6 @@ Value transposed(Composer &c, Value v, ArrayRef<int64_t> perm) {
   return part<TransposeOp>(c, v, {c.ints("perm", perm)});
 }
 
-Value scalarOf(Composer &c, Type element, double value) {
-  auto type = RankedTensorType::get({}, element);
-  Attribute attr = isa<FloatType>(element)
-                       ? Attribute(c.b.getFloatAttr(element, value))
-                       : Attribute(c.b.getIntegerAttr(
-                             element, static_cast<int64_t>(value)));
-  FailureOr<SmallVector<Value>> r = c.build<ConstantOp>(
-      {}, {c.b.getNamedAttr("value", DenseElementsAttr::get(type, attr))});
-  return failed(r) ? Value() : (*r)[0];
-}
-
 std::string formatDims(ArrayRef<int64_t> dims) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(dims))

@@ -236,6 +236,12 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &) {
        return ampc::createGemmAlignmentPass();
      }},
+    // After the accumulation types (cuDNN's choice reads them), before the
+    // plan, which sizes scratch from the decisions.
+    {"ampc-assign-launch-geometry", PipelinePart::Kernel, false,
+     [](const ampc::PipelineOptions &o) {
+       return ampc::createAssignLaunchGeometryPass({o.kernelTarget});
+     }},
     {"ampc-plan-memory", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &o) {
        bool cuda = o.kernelTarget == ampc::KernelTarget::Cuda;

@@ -289,7 +289,10 @@ LogicalResult planFunction(func::FuncOp func, const PlanOptions &options) {
       op.setAttr(ampc::kOffsetsAttr,
                  DenseI64ArrayAttr::get(op.getContext(), offsets));
     // Scratch after the results, so it overlaps neither them nor the
-    // operands (still live), and free again once the op has run.
+    // operands (still live), and free again once the op has run; sized by
+    // the launch decisions (ampc-assign-launch-geometry).
+    if (failed(ampc::emit::checkLaunchGeometry(&op, options.target)))
+      return failure();
     int64_t scratchBytes =
         ampc::emit::scratchLayout(&op, options.target).bytes();
     if (scratchBytes > 0) {

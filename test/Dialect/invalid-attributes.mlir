@@ -258,6 +258,23 @@ func.func @scratch_without_bytes(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 
 // -----
 
+// ampc.launch (ampc-assign-launch-geometry): known keys of their types.
+func.func @launch_splits_zero(%x: tensor<4x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'ampc.reduce_sum' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {parallelism = "split", splits = 0 : i64}}}
+  %0 = ampc.reduce_sum %x {axes = array<i64: 1>, keepdims = 0 : i64, ampc.launch = {parallelism = "split", splits = 0 : i64}} : (tensor<4x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @launch_unknown_key(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'ampc.softmax' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {blocks = 4 : i64}}}
+  %0 = ampc.softmax %x {ampc.launch = {blocks = 4 : i64}} : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op 'ampc.input_offsets' must be an array<i64> with one entry per argument of a function, got array<i64: 0, 64>}}
 func.func @input_offsets_too_many(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ampc.input_offsets = array<i64: 0, 64>} {
   return %x : tensor<4xf32>

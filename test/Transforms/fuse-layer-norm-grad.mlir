@@ -1,5 +1,5 @@
 // RUN: ampc-opt %s --split-input-file --ampc-fuse-layer-norm-grad | FileCheck %s
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-layer-norm-grad --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-layer-norm-grad --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // LayerNorm's Scale and B adjoints as autodiff writes them (ReduceSums over

@@ -1,5 +1,5 @@
-// RUN: ampc-opt %s --split-input-file --ampc-assign-accumulation --ampc-plan-memory | FileCheck %s --check-prefix=CPU
-// RUN: ampc-opt %s --split-input-file --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" | FileCheck %s --check-prefix=CUDA
+// RUN: ampc-opt %s --split-input-file --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory | FileCheck %s --check-prefix=CPU
+// RUN: ampc-opt %s --split-input-file --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" | FileCheck %s --check-prefix=CUDA
 // RUN: not ampc-opt %s --split-input-file --ampc-plan-memory="target=tpu" 2>&1 | FileCheck %s --check-prefix=TARGET
 // TARGET: ampc-plan-memory: target must be cpu or cuda, got 'tpu'
 

@@ -8,8 +8,9 @@
 // can be tested from hand-written MLIR (test/Target/{Cpu,Cuda}/*.mlir)
 // instead of only from an ONNX model through the `ampc` driver. The input is
 // a kernel-level module: the output of `ampc-opt --ampc-fuse
-// --ampc-assign-accumulation --ampc-plan-memory` (with
-// `target=cuda stage-inputs=1` for --ampc-to-cuda), or `ampc MODEL
+// --ampc-assign-accumulation --ampc-assign-launch-geometry
+// --ampc-plan-memory` (both with `target=cuda`, the plan also with
+// `stage-inputs=1`, for --ampc-to-cuda), or `ampc MODEL
 // --emit=mlir`. A module without a memory plan, or with one for the other
 // target's kernels, is refused with one line. The initial state the library embeds
 // (parameters, training state, large constants) is written only when
@@ -135,7 +136,8 @@ LogicalResult translateModule(ModuleOp module, llvm::raw_ostream &output,
       return f.emitError() << "@" << name
                            << " is not kernel-level: it has no memory plan "
                               "(run ampc-opt --ampc-fuse "
-                              "--ampc-assign-accumulation --ampc-plan-memory "
+                              "--ampc-assign-accumulation "
+                              "--ampc-assign-launch-geometry --ampc-plan-memory "
                               "first)";
   }
 

@@ -22,6 +22,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -315,12 +316,50 @@ KernelParallelism cudaParallelism(mlir::Operation *op);
 /// The count: the leaves, for warps rounded up to whole blocks.
 int64_t cudaLayerNormGradGroups(int64_t rows, int64_t length);
 
+/// The rows an op's kernels spread over on the CUDA target, however they
+/// are spread (the rows and length of cudaParallelism; 0 where the op has
+/// none): the op's geometry, which the emitters compute rather than read.
+KernelParallelism cudaParallelRows(mlir::Operation *op);
+
+/// The launch decisions above, recorded on each op by
+/// ampc-assign-launch-geometry as the dictionary `ampc.launch`
+/// (ampc::kLaunchAttr; docs/design.md, "Launch geometry in the IR"), so
+/// the memory plan's scratchLayout and both emitters read one decision
+/// instead of each making it; only that pass calls the decision functions (and
+/// ampc-channels-last cudnnConvolves, a graph-level choice). Its keys, by
+/// op, on the CUDA target: `parallelism` (parallelismName of
+/// cudaParallelism) on softmax, normalisation, reduction and loss ops;
+/// `splits` (i64) on reductions (cudaReduceSplits) and training-mode
+/// batch norm and its adjoint (cudaBatchNormSplits), which also take
+/// `threads` (cudaBatchNormThreads); `groups` (cudaLayerNormGradGroups) on
+/// layer_norm_grad with param_grads; `log_prob` (bool,
+/// cudaLossReadsLogProb) on SoftmaxCrossEntropyLoss; `partials`
+/// (cudaClipPartials) on clip_grad_norm; `cudnn` (bool, cudnnConvolves) on
+/// convolutions and their adjoints. On the CPU target: `images_per_gemm`
+/// (cpuConvImagesPerGemm) on convolutions and their adjoints. The dialect
+/// verifies the keys' types (ampc::kLaunchAttr).
+/// The keys `op` takes on `target`, in the order above; none: the op has
+/// no `ampc.launch`.
+llvm::SmallVector<llvm::StringRef, 3> launchKeys(mlir::Operation *op,
+                                                 ampc::KernelTarget target);
+/// Fails with one error at `op` (hand-written IR that skipped the pass, or
+/// ran it for the other target) where its `ampc.launch` lacks a key
+/// launchKeys names or names no parallelism (parallelismName).
+mlir::LogicalResult checkLaunchGeometry(mlir::Operation *op,
+                                        ampc::KernelTarget target);
+/// The recorded decisions (checkLaunchGeometry saw them): an integer key,
+/// a boolean key, and the op's parallelism with its rows
+/// (cudaParallelRows), Element where the op records none.
+int64_t launchInt(mlir::Operation *op, llvm::StringRef key);
+bool launchFlag(mlir::Operation *op, llvm::StringRef key);
+KernelParallelism launchParallelism(mlir::Operation *op);
+
 /// The scratch memory an op's kernels use while it runs: named slots, each
 /// at a multiple of 64 bytes from the block's start. The memory plan gives
 /// the block an arena offset (`ampc.scratch`) live only during the op, so
 /// no kernel allocates inside a step; the emitters address the slots by
 /// name. Which slots an op takes on each target is written once, in
-/// scratchLayout.
+/// scratchLayout, sized by the op's recorded decisions (`ampc.launch`).
 class ScratchLayout {
 public:
   /// Adds a slot of `count` elements of `elementBytes` each.

@@ -87,6 +87,10 @@ constexpr llvm::StringLiteral kInputOffsetsAttr = "ampc.input_offsets";
 /// Op attribute (ampc-assign-accumulation) on every Accumulating op: the
 /// type it sums or compares in, f32 or f64 (a TypeAttr).
 constexpr llvm::StringLiteral kAccumulateAttr = "ampc.accumulate";
+/// Op attribute (ampc-assign-launch-geometry): a dictionary, the target's
+/// launch decisions for the op (ampc::emit::launchKeys in
+/// KernelGeometry.h lists them), which the plan and the emitters read.
+constexpr llvm::StringLiteral kLaunchAttr = "ampc.launch";
 /// Buffers of the memory plan start at multiples of this many bytes.
 constexpr int64_t kBufferAlignment = 64;
 /// Function attribute (ampc-plan-memory with guard-bytes, the CUDA

@@ -106,9 +106,6 @@ mlir::Value reshaped(Composer &c, mlir::Value v, llvm::ArrayRef<int64_t> shape);
 mlir::Value transposed(Composer &c, mlir::Value v,
                        llvm::ArrayRef<int64_t> perm);
 
-/// A zero-dimensional constant `value` of `element`.
-mlir::Value scalarOf(Composer &c, mlir::Type element, double value);
-
 /// "[2, 3, 4]", for messages.
 std::string formatDims(llvm::ArrayRef<int64_t> dims);
 

@@ -936,6 +936,33 @@ def InsertAllReducePass : Pass<"ampc-insert-all-reduce", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def AssignLaunchGeometryPass
+    : Pass<"ampc-assign-launch-geometry", "mlir::func::FuncOp"> {
+  let summary = "decide how the target's kernels launch, for each op";
+  let description = [{
+    Records on every op whose kernels on `target` take a launch decision
+    the decisions, as the dictionary `ampc.launch` (KernelGeometry.h,
+    kLaunchAttr, lists its keys): on the CUDA target a reduction's blocks
+    per output (`splits`), the batch statistics' work items and threads
+    per block (`splits`, `threads`), layer_norm_grad's row groups
+    (`groups`), clipping's partial sums (`partials`), whether
+    SoftmaxCrossEntropyLoss reads its log_prob output (`log_prob`),
+    whether cuDNN runs a convolution (`cudnn`) and how a row op spreads
+    over threads (`parallelism`); on the CPU target the images a
+    convolution puts in one GEMM (`images_per_gemm`). The memory plan
+    sizes the ops' scratch from them and the emitters print them: both
+    refuse an op that needs one and lacks it. Runs after
+    ampc-assign-accumulation (cuDNN takes FP32 or FP64 accumulation only)
+    and before ampc-plan-memory, for the target the plan is for.
+  }];
+  let options = [
+    Option<"target", "target", "ampc::KernelTarget",
+           /*default=*/"ampc::KernelTarget::Cpu",
+           "the kernels whose launches the pass decides">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "give every intermediate tensor an offset in one arena";
   let description = [{
@@ -961,7 +988,9 @@ def PlanMemoryPass : Pass<"ampc-plan-memory", "mlir::func::FuncOp"> {
     `stage-inputs` (the CUDA target, which copies each host input to the
     device) every argument gets a buffer from the start of the function
     to its last use (`ampc.input_offsets`). The accumulation types
-    (ampc-assign-accumulation) size the scratch. With `guard-bytes` (the
+    (ampc-assign-accumulation) and the launch decisions
+    (ampc-assign-launch-geometry, `ampc.launch`, for the same target) size
+    the scratch; an op that takes a decision and lacks it is an error. With `guard-bytes` (the
     CUDA target) every result's buffer is followed by at least that many
     bytes no other live buffer uses (`ampc.guard_bytes` on the function):
     the CUDA emitter declares them to the CUDA execution on the CPU, which

@@ -476,6 +476,8 @@ LogicalResult LibraryEmitter::checkPlan(func::FuncOp f) {
                                     "(ampc-lower-matmul)");
       return WalkResult::interrupt();
     }
+    if (failed(emit::checkLaunchGeometry(op, kernelTarget())))
+      return WalkResult::interrupt();
     int64_t need = emit::scratchLayout(op, kernelTarget()).bytes();
     auto block = op->getAttrOfType<DenseI64ArrayAttr>(ampc::kScratchAttr);
     if (need > 0 && (!block || block[1] < need)) {

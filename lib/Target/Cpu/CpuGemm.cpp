@@ -137,9 +137,9 @@ LogicalResult CpuEmitter::emitConvolution(Operation *op,
                                        llvm::raw_ostream &body) {
   if (failed(refuseChannelsLast(op)))
     return failure();
-  // im2col + GEMM (a chunk of images per GEMM: cpuConvImagesPerGemm):
-  // 16-bit operands widened to FP32, FP32 accumulation, one rounding when
-  // storing; f64 in double.
+  // im2col + GEMM (a chunk of images per GEMM: cpuConvImagesPerGemm,
+  // recorded as `images_per_gemm`): 16-bit operands widened to FP32, FP32
+  // accumulation, one rounding when storing; f64 in double.
   ConvGeometry g = convGeometry(op);
   // The kernel's two operands, in its argument order, and Conv's bias.
   Value lhs = g.input, rhs = g.weight, bias;
@@ -167,7 +167,7 @@ LogicalResult CpuEmitter::emitConvolution(Operation *op,
   // The images per GEMM (conv and the data gradient), im2col's columns
   // (none for an identity window and one image) and the staging of a chunk
   // of images (none for one).
-  int64_t images = cpuConvImagesPerGemm(op);
+  int64_t images = launchInt(op, "images_per_gemm");
   std::string scratchArgs =
       !g.window.isIdentity() || images > 1 ? scratch(op, "columns", c)
                                            : "nullptr";

@@ -79,7 +79,7 @@ void CudaEmitter::emitLaunch(Operation *op, StringRef launcher,
   // How the op's kernels spread over threads (KernelGeometry.h), for the
   // check that no kernel leaves a whole row to one thread
   // (test/Target/Cuda/Inputs/parallelism_check.py).
-  KernelParallelism p = cudaParallelism(op);
+  KernelParallelism p = launchParallelism(op);
   if (p.kind != Parallelism::Element)
     body << formatv(" // ampc.parallelism: {0} {1} rows of {2} ({3})",
                     parallelismName(p.kind), p.rows, p.length,
@@ -112,7 +112,7 @@ std::string CudaEmitter::launchRows(Operation *op, StringRef kernel,
                                     StringRef templateArgs, int64_t rows,
                                     int64_t length, const std::string &args,
                                     llvm::raw_ostream &body) {
-  Parallelism p = cudaParallelism(op).kind;
+  Parallelism p = launchParallelism(op).kind;
   if (p == Parallelism::Serial || p == Parallelism::Element)
     p = cudaRowParallelism(length); // a loss's softmax rows
   StringRef suffix = p == Parallelism::RowByBlock  ? "ByBlock"

@@ -130,9 +130,9 @@ private:
     return "\"" + cString(nodeDescription(op)) + "\"";
   }
   /// `kernel` (ampc::cuda::kernel<templateArgs>) over `rows` rows of
-  /// `length` elements as cudaParallelism(op) says: a thread per row
-  /// (kernel), a warp per row (kernelByWarp) or a block per row
-  /// (kernelByBlock). Returns the grid ("" for a thread per row).
+  /// `length` elements as the op's recorded parallelism says (its
+  /// `ampc.launch`): a thread per row (kernel), a warp per row
+  /// (kernelByWarp) or a block per row (kernelByBlock). Returns the grid ("" for a thread per row).
   std::string launchRows(Operation *op, StringRef kernel,
                          StringRef templateArgs, int64_t rows, int64_t length,
                          const std::string &args, llvm::raw_ostream &body);
@@ -210,7 +210,8 @@ private:
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
   /// Convolutions and their adjoints: one cuDNN call each, or im2col +
-  /// cuBLASLt, col2im where cuDNN cannot take them (cudnnConvolves).
+  /// cuBLASLt, col2im where cuDNN cannot take them (cudnnConvolves,
+  /// recorded as `cudnn`).
   LogicalResult emitConvolution(Operation *op, llvm::raw_ostream &body) override;
   /// The cuDNN call of `op` (its plan in the library's table of
   /// convolutions, made at init); `beta` 1: Y holds the bias.

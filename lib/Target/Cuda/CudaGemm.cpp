@@ -4,7 +4,7 @@
 // cuBLASLt calls (FP16/BF16 operands with FP32 compute, the epilogue
 // ampc-fuse-epilogues chose, strided batches), and the convolutions and their adjoints: one cuDNN call per
 // convolution and direction (im2col + cuBLASLt, col2im where cuDNN's legacy
-// API cannot take the window: cudnnConvolves).
+// API cannot take the window: cudnnConvolves, recorded as `cudnn`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -237,7 +237,7 @@ LogicalResult CudaEmitter::emitConvolution(Operation *op,
   };
   if (n == 0)
     return success();
-  bool cudnn = ampc::emit::cudnnConvolves(op);
+  bool cudnn = ampc::emit::launchFlag(op, "cudnn");
   // channels_last: cuDNN's NHWC descriptors; im2col, col2im and the GEMMs
   // below take NCHW only.
   bool channelsLast = shape.channels != 0;

@@ -99,7 +99,7 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
                     g.outer,
                     g.size)
                 .str();
-        Parallelism p = cudaParallelism(op).kind;
+        Parallelism p = launchParallelism(op).kind;
         if (o.getParamGrads() == 0) {
           if (p != Parallelism::RowByThread)
             args += ", nullptr";
@@ -109,8 +109,8 @@ LogicalResult CudaEmitter::emitNormalization(Operation *op,
         // dX and each row group's shares of the Scale and B adjoints in one
         // kernel (ampc-fuse-layer-norm-grad), a group per leaf of the CPU's
         // pairwise sum over the rows, then the leaves added as the CPU adds
-        // them (cudaLayerNormGradGroups).
-        int64_t groups = cudaLayerNormGradGroups(g.outer, g.size);
+        // them (cudaLayerNormGradGroups, recorded as `groups`).
+        int64_t groups = launchInt(op, "groups");
         bool byBlock = p == Parallelism::RowByBlock;
         std::string partials = scratch(op, "partials", g.compute);
         launch(op,

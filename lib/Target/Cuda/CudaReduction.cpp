@@ -30,7 +30,7 @@ void CudaEmitter::emitReduce(Operation *op, llvm::raw_ostream &body) {
   Type ti = elementOf(in), to = elementOf(out);
   std::string kept = strided(g.keptDims, g.keptStrides),
               reduced = strided(g.reducedDims, g.reducedStrides);
-  int64_t splits = cudaReduceSplits(outCount, g.reducedCount());
+  int64_t splits = launchInt(op, "splits");
   if (splits > 1) {
     // Few outputs of many elements: shares over `splits` blocks each into
     // the op's partials, then each output's shares combined.
@@ -88,7 +88,7 @@ void CudaEmitter::emitLoss(Operation *op, llvm::raw_ostream &body) {
                      .str(),
                  body);
     };
-    if (cudaLossReadsLogProb(op)) {
+    if (launchFlag(op, "log_prob")) {
       // log_prob holds the log-probabilities in C: one LogSoftmax, which
       // the loss reads.
       logp = name(logProb);

@@ -127,7 +127,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
         SmallVector<Chunk> chunks = tensorLists(
             o.getGrads(), o.getClipped(), [&](Value) { return t.str(); });
         // Deterministic: a partial per block, added in order by one block
-        // (cudaClipPartials gives the scratch its size).
+        // (the recorded `partials` give the scratch its size).
         std::string sumPtr = scratch(op, "sum", t);
         std::string partials = scratch(op, "partials", t);
         int64_t first = 0;
@@ -138,7 +138,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
                  body, grid(c));
           first += c.blocks;
         }
-        if (first != cudaClipPartials(o.getGrads()))
+        if (first != launchInt(op, "partials"))
           return op->emitError() << "clipping's partial sums do not match "
                                     "its scratch";
         launch(op, formatv("ampc::cuda::sumPartials<{0}>", t).str(), 0,

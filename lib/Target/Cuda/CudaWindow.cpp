@@ -155,7 +155,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         // Training mode: each work item's node of the channel's moments, a
         // grid barrier, then the apply, in one cooperative launch
         // (CudaKernels.cuh, batchNormTrain).
-        int64_t splits = cudaBatchNormSplits(g);
+        int64_t splits = launchInt(op, "splits");
         launchCooperative(
             op, "ampc::cuda::batchNormTrain<" + types + ">",
             g.channels * splits,
@@ -167,7 +167,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                     o.runningVarianceFactor(), name(o.getRunningMean()),
                     name(o.getRunningVar()), saved, epilogue)
                 .str(),
-            body, std::to_string(cudaBatchNormThreads(g)));
+            body, std::to_string(launchInt(op, "threads")));
         return success();
       })
       .Case([&](ampc::BatchNormGradOp o) -> LogicalResult {
@@ -177,7 +177,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
         StringRef acc = g.compute;
         // The work items' sums, a grid barrier, then the input gradient, in
         // one cooperative launch (CudaKernels.cuh, batchNormGrad).
-        int64_t splits = cudaBatchNormSplits(g);
+        int64_t splits = launchInt(op, "splits");
         // The prologue (ampc-fuse-batch-norm-epilogue): the addend, the
         // ReLU's Y and the kept gradient (or nullptr), added in X's
         // elementwise compute type.
@@ -205,7 +205,7 @@ LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                     orNull(o.getAddend()), orNull(o.getReluOutput()),
                     orNull(o.getKeptGrad()))
                 .str(),
-            body, std::to_string(cudaBatchNormThreads(g)));
+            body, std::to_string(launchInt(op, "threads")));
         return success();
       })
       .Default([&](Operation *) { return failure(); });

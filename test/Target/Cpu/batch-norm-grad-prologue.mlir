@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s
+// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s
 
 // ampc-fuse-batch-norm-epilogue's backward half is the CUDA target's: the
 // CPU target computes the ReLU mask and the residual sum of a BatchNorm's

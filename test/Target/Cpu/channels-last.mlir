@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s
+// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s
 
 // The CPU target's convolutions and pools take NCHW images: a channels-last
 // one (ampc-channels-last, the CUDA target's layout) is refused by name.

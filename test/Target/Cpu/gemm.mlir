@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-plan-memory \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-assign-launch-geometry --ampc-plan-memory \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // Gemm and MatMul (an ampc.batched_gemm: ampc-lower-matmul) on the CPU

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
+// RUN: ampc-opt %s --ampc-fuse-epilogues --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory \
 // RUN:   | ampc-translate --ampc-to-cpp | FileCheck %s
 
 // The training ops on the CPU target, in a hand-written @train_step: the

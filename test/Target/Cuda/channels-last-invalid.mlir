@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | not ampc-translate --ampc-to-cuda 2>&1 | FileCheck %s
 
 // A channels-last convolution cuDNN cannot take (pads that differ at the

@@ -1,6 +1,6 @@
-// RUN: ampc-opt %s --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --ampc-to-cuda | FileCheck %s
-// RUN: sed 's/^ *\/\/ LATE://' %s | ampc-opt --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: sed 's/^ *\/\/ LATE://' %s | ampc-opt --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --ampc-to-cuda | FileCheck %s --check-prefix=HAZARD
 
 // The optimizer step in place (issue 37, item 5): every AdamW update of the

@@ -1,6 +1,6 @@
-// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --ampc-to-cuda | FileCheck %s
-// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
+// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory \
 // RUN:   | ampc-translate --ampc-to-cpp | FileCheck %s --check-prefix=CPU
 
 // A Linear's backward (issue 37, item 3): one cuBLASLt GEMM, FP16

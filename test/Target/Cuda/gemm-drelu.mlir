@@ -1,6 +1,6 @@
-// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --ampc-to-cuda | FileCheck %s
-// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-plan-memory \
+// RUN: ampc-opt %s --ampc-fuse-epilogues="backward=1 fp32-weight-gradients=1" --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory \
 // RUN:   | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s --check-prefix=CPU
 
 // A Linear + ReLU, the next layer's input gradient and the ReLU's backward

@@ -1,4 +1,4 @@
-// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-plan-memory="target=cuda stage-inputs=1" \
+// RUN: ampc-opt %s --split-input-file --ampc-fuse-epilogues --ampc-fold-transposes --ampc-fuse --ampc-assign-accumulation --ampc-lower-matmul --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" \
 // RUN:   | ampc-translate --split-input-file --ampc-to-cuda | FileCheck %s
 
 // Gemm and MatMul (an ampc.batched_gemm: ampc-lower-matmul) on the CUDA

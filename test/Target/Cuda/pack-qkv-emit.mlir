@@ -1,6 +1,6 @@
-// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-plan-memory="target=cuda stage-inputs=1" | ampc-translate --ampc-to-cuda | FileCheck %s
-// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-plan-memory | ampc-translate --ampc-to-cpp | FileCheck %s --check-prefix=CPU
-// RUN: sed -e 's/@v.b : tensor<16xf16> = dense<0.0>/@v.b : tensor<16xf16> = dense<1.0>/' %s | ampc-opt --ampc-assign-accumulation --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s --check-prefix=NONZERO
+// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-assign-launch-geometry=target=cuda --ampc-plan-memory="target=cuda stage-inputs=1" | ampc-translate --ampc-to-cuda | FileCheck %s
+// RUN: ampc-opt %s --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory | ampc-translate --ampc-to-cpp | FileCheck %s --check-prefix=CPU
+// RUN: sed -e 's/@v.b : tensor<16xf16> = dense<0.0>/@v.b : tensor<16xf16> = dense<1.0>/' %s | ampc-opt --ampc-assign-accumulation --ampc-assign-launch-geometry --ampc-plan-memory | not ampc-translate --ampc-to-cpp 2>&1 | FileCheck %s --check-prefix=NONZERO
 
 // What ampc-pack-qkv leaves, emitted (issue 37, item 3). The states of a
 // packing are laid out one after the other with no padding, so the packed

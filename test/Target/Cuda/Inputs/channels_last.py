@@ -89,6 +89,7 @@ def build(work, name, text):
     ir = subprocess.run(
         ["ampc-opt", source, "--ampc-fuse-epilogues", "--ampc-fuse",
          "--ampc-assign-accumulation",
+         "--ampc-assign-launch-geometry=target=cuda",
          "--ampc-plan-memory=target=cuda stage-inputs=1"],
         check=True, capture_output=True, text=True).stdout
     cuda = subprocess.run(["ampc-translate", "--ampc-to-cuda"], input=ir,
