@@ -14,10 +14,9 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Compose.h"
 #include "ampc/Dialect/Einsum.h"
+#include "ampc/Transforms/Decompose.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <set>
@@ -209,39 +208,20 @@ Value decompose(Composer &c, ampc::EinsumOp op) {
   return r;
 }
 
-struct DecomposeEinsum : OpRewritePattern<ampc::EinsumOp> {
-  DecomposeEinsum(MLIRContext *ctx, int64_t maxTensorBytes, bool &failed)
-      : OpRewritePattern(ctx), maxTensorBytes(maxTensorBytes), failed(failed) {}
-
-  LogicalResult matchAndRewrite(ampc::EinsumOp op,
-                                PatternRewriter &rewriter) const override {
-    Composer c{rewriter, op.getLoc(), maxTensorBytes, &rewriter};
-    Value r = decompose(c, op);
-    if (!r) {
-      failed = true;
-      return failure();
-    }
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-
-  int64_t maxTensorBytes;
-  /// Set when an einsum could not be lowered (an error at it).
-  bool &failed;
-};
+/// The einsum's one result, as a replacement.
+ampc::Replacement lower(Composer &c, ampc::EinsumOp op) {
+  Value r = decompose(c, op);
+  return r ? ampc::Replacement{r} : ampc::Replacement{};
+}
 
 struct DecomposeEinsumPass
     : ampc::impl::DecomposeEinsumPassBase<DecomposeEinsumPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    bool failed = false;
-    RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeEinsum>(&getContext(), maxTensorBytes, failed);
-    // The walk driver applies the pattern once per op, in order, and folds
-    // nothing else: the IR around the einsums stays as imported.
-    walkAndApplyPatterns(getOperation(), std::move(patterns));
-    if (failed)
+    if (failed(ampc::decomposeEach<
+               ampc::DecomposePattern<ampc::EinsumOp, lower>>(
+            getOperation(), maxTensorBytes)))
       signalPassFailure();
   }
 };

@@ -18,10 +18,9 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Compose.h"
 #include "ampc/Dialect/Indexing.h"
+#include "ampc/Transforms/Decompose.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace ampc {
@@ -176,7 +175,7 @@ Value asRows(Composer &c, Value data, int64_t lead) {
 // the op (already reported).
 //===----------------------------------------------------------------------===//
 
-using Results = SmallVector<Value>;
+using Results = ampc::Replacement;
 
 /// A result list of `v`, empty when `v` is null.
 Results resultsOf(Value v) { return v ? Results{v} : Results{}; }
@@ -347,50 +346,21 @@ Results lowerTopK(Composer &c, ampc::TopKValuesOp op) {
 // The patterns and the pass
 //===----------------------------------------------------------------------===//
 
-/// The pattern of one op: `Lower` builds its replacement.
-template <typename OpTy, Results (*Lower)(Composer &, OpTy)>
-struct Decompose : OpRewritePattern<OpTy> {
-  Decompose(MLIRContext *ctx, int64_t maxTensorBytes, bool &failed)
-      : OpRewritePattern<OpTy>(ctx), maxTensorBytes(maxTensorBytes),
-        failed(failed) {}
-
-  LogicalResult matchAndRewrite(OpTy op,
-                                PatternRewriter &rewriter) const override {
-    Composer c{rewriter, op.getLoc(), maxTensorBytes, &rewriter};
-    Results r = Lower(c, op);
-    if (r.empty()) {
-      failed = true;
-      return failure();
-    }
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-
-  int64_t maxTensorBytes;
-  /// Set when an op could not be lowered (an error at it).
-  bool &failed;
-};
-
 struct DecomposeIndexingPass
     : ampc::impl::DecomposeIndexingPassBase<DecomposeIndexingPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    bool failed = false;
-    MLIRContext *ctx = &getContext();
-    RewritePatternSet patterns(ctx);
-    patterns.add<Decompose<ampc::GatherElementsOp, lowerGatherElements>,
-                 Decompose<ampc::ScatterElementsOp, lowerScatterElements>,
-                 Decompose<ampc::GatherNDOp, lowerGatherND>,
-                 Decompose<ampc::ScatterNDOp, lowerScatterND>,
-                 Decompose<ampc::ReverseSequenceOp, lowerReverseSequence>,
-                 Decompose<ampc::OneHotOp, lowerOneHot>,
-                 Decompose<ampc::TopKValuesOp, lowerTopK>>(ctx, maxTensorBytes,
-                                                           failed);
-    // The walk driver applies the patterns once per op, in order, and
-    // folds nothing else: the IR around the ops stays as imported.
-    walkAndApplyPatterns(getOperation(), std::move(patterns));
-    if (failed)
+    using ampc::DecomposePattern;
+    if (failed(ampc::decomposeEach<
+               DecomposePattern<ampc::GatherElementsOp, lowerGatherElements>,
+               DecomposePattern<ampc::ScatterElementsOp, lowerScatterElements>,
+               DecomposePattern<ampc::GatherNDOp, lowerGatherND>,
+               DecomposePattern<ampc::ScatterNDOp, lowerScatterND>,
+               DecomposePattern<ampc::ReverseSequenceOp, lowerReverseSequence>,
+               DecomposePattern<ampc::OneHotOp, lowerOneHot>,
+               DecomposePattern<ampc::TopKValuesOp, lowerTopK>>(
+            getOperation(), maxTensorBytes)))
       signalPassFailure();
   }
 };

@@ -15,10 +15,9 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Compose.h"
 #include "ampc/Dialect/Resize.h"
+#include "ampc/Transforms/Decompose.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -300,39 +299,20 @@ Value decompose(Composer &c, ampc::ResizeOp op) {
   return v;
 }
 
-struct DecomposeResize : OpRewritePattern<ampc::ResizeOp> {
-  DecomposeResize(MLIRContext *ctx, int64_t maxTensorBytes, bool &failed)
-      : OpRewritePattern(ctx), maxTensorBytes(maxTensorBytes), failed(failed) {}
-
-  LogicalResult matchAndRewrite(ampc::ResizeOp op,
-                                PatternRewriter &rewriter) const override {
-    Composer c{rewriter, op.getLoc(), maxTensorBytes, &rewriter};
-    Value r = decompose(c, op);
-    if (!r) {
-      failed = true;
-      return failure();
-    }
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-
-  int64_t maxTensorBytes;
-  /// Set when a resize could not be lowered (an error at it).
-  bool &failed;
-};
+/// The resize's one result, as a replacement.
+ampc::Replacement lower(Composer &c, ampc::ResizeOp op) {
+  Value r = decompose(c, op);
+  return r ? ampc::Replacement{r} : ampc::Replacement{};
+}
 
 struct DecomposeResizePass
     : ampc::impl::DecomposeResizePassBase<DecomposeResizePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    bool failed = false;
-    RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeResize>(&getContext(), maxTensorBytes, failed);
-    // The walk driver applies the pattern once per op, in order, and folds
-    // nothing else: the IR around the resizes stays as imported.
-    walkAndApplyPatterns(getOperation(), std::move(patterns));
-    if (failed)
+    if (failed(ampc::decomposeEach<
+               ampc::DecomposePattern<ampc::ResizeOp, lower>>(
+            getOperation(), maxTensorBytes)))
       signalPassFailure();
   }
 };
