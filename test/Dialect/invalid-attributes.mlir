@@ -361,3 +361,20 @@ func.func @layout_on_a_relu(%x: tensor<4xf32>) {
   %0 = ampc.relu %x {ampc.layout = "X to channels-last"} : tensor<4xf32>
   return
 }
+
+// -----
+
+// Data parallel (issue 41): ampc-insert-all-reduce's overlap count.
+func.func @overlap_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.overlap' must be a non-negative i64 on an ampc.all_reduce_start, got 3 : i64}}
+  %0 = ampc.relu %x {ampc.overlap = 3 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @negative_overlap(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.all_reduce_start' op 'ampc.overlap' must be a non-negative i64 on an ampc.all_reduce_start, got -1 : i64}}
+  %p = ampc.all_reduce_start %g {ampc.overlap = -1 : i64, bucket = 0 : i64} : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
