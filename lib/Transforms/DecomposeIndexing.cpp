@@ -15,6 +15,8 @@
 
 #include "ampc/Transforms/Passes.h"
 
+#include "ampc/Analysis/KernelGeometry.h"
+
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Compose.h"
 #include "ampc/Dialect/Indexing.h"
@@ -29,6 +31,7 @@ namespace ampc {
 } // namespace ampc
 
 using namespace mlir;
+using ampc::emit::rowMajorStrides;
 using ampc::alongAxes;
 using ampc::Composer;
 using ampc::indexVector;
@@ -41,14 +44,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 // Positions
 //===----------------------------------------------------------------------===//
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 /// The int64 position `index` (an integer tensor) names along a dimension
 /// of `size` elements, a negative index counting from the end, and

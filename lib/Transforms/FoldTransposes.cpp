@@ -15,6 +15,8 @@
 #include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Transforms/Passes.h"
 
+#include "ampc/Analysis/KernelGeometry.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -24,15 +26,9 @@ namespace ampc {
 } // namespace ampc
 
 using namespace mlir;
+using ampc::emit::rowMajorStrides;
 
 namespace {
-
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
