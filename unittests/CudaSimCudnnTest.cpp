@@ -514,25 +514,35 @@ struct Library {
 
 /// The runtime's plans of one convolution's three directions, NCHW or
 /// channels-last (`nhwc`: the operands permuted, the results permuted
-/// back), against the reference.
-void planAndRun(bool nhwc) {
+/// back), against the reference. `slotBytes`: the workspace slot the
+/// memory plan gives each call (in the arena after the operands); the
+/// algorithms' workspaces fit one of `kFits` bytes, then no overflow
+/// workspace is allocated.
+constexpr size_t kFits = 18u * 9u * 4u;
+void planAndRun(bool nhwc, size_t slotBytes = 0) {
   // 2 groups, pads 1, strides 2, f32: X 1x4x6x6, W 6x2x3x3, Y 1x6x3x3.
   const Shape s = {1, 4, 6, 2, 2, {6, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}};
   ampc::cuda::Convolution table[3];
   for (int d = 0; d < 3; ++d)
     table[d] = {d, CUDNN_DATA_FLOAT, 2, 1, 4, 6, 2, {6, 6}, {3, 3}, {3, 3},
-                {1, 1}, {2, 2}, {1, 1}, 0.0f, nhwc};
+                {1, 1}, {2, 2}, {1, 1}, 0.0f, nhwc, slotBytes};
   const char *const nodes[] = {"conv", "conv data", "conv weight"};
-  Library lib(4096);
+  Library lib(8192);
   ampc::cuda::Context &ctx = lib.ctx();
   ASSERT_EQ(ampc::cuda::initConvolutions(ctx, table, 3, nodes), 0)
       << ctx.message;
   // The backward calls' non-deterministic ALGO_0 was passed over, and the
-  // one workspace is the largest the chosen algorithms take (the
-  // simulation's columns of one image and group: 18 x 9 floats).
+  // overflow workspace is the largest the chosen algorithms take (the
+  // simulation's columns of one image and group: 18 x 9 floats) when the
+  // slots are smaller, none when the workspaces fit the slots.
   EXPECT_EQ(ctx.convolutions[1].algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
   EXPECT_EQ(ctx.convolutions[2].algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
-  EXPECT_EQ(ctx.convolutionWorkspaceBytes, 18u * 9u * 4u);
+  const bool fits = slotBytes >= kFits;
+  EXPECT_EQ(ctx.convolutionWorkspaceBytes, fits ? 0u : kFits);
+  EXPECT_EQ(ctx.convolutionWorkspace == nullptr, fits);
+  for (int d = 0; d < 3; ++d)
+    EXPECT_EQ(ctx.convolutions[d].inSlot,
+              fits || ctx.convolutions[d].workspace == 0);
   std::vector<double> x = values(s.n * s.c * s.inSize(), 1),
                       w = values(s.m * (s.c / s.group) * s.kernelSize(), 2),
                       dy = values(s.n * s.m * s.outSize(), 3), y, dx, dw;
@@ -547,6 +557,14 @@ void planAndRun(bool nhwc) {
   float *xp = reinterpret_cast<float *>(ctx.device + 64),
         *wp = xp + x.size(), *dyp = wp + w.size(), *yp = dyp + dy.size(),
         *dxp = yp + y.size(), *dwp = dxp + dx.size();
+  // The slot, 256-byte aligned as the plan's are; null without one (a
+  // call whose plan is in its slot then fails: the workspace is checked).
+  unsigned char *slot = nullptr;
+  if (slotBytes) {
+    size_t at = (reinterpret_cast<unsigned char *>(dwp + dw.size()) -
+                 ctx.device + 255) / 256 * 256;
+    slot = ctx.device + at;
+  }
   // On the model's stream (the legacy stream's copies are unordered with
   // it), as the library's own copies are.
   auto put = [&](float *at, const std::vector<double> &v) {
@@ -561,9 +579,9 @@ void planAndRun(bool nhwc) {
   put(xp, x);
   put(wp, w);
   put(dyp, dy);
-  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv", 0, xp, wp, yp), 0) << ctx.message;
-  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv data", 1, dyp, wp, dxp), 0) << ctx.message;
-  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv weight", 2, xp, dyp, dwp), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv", 0, xp, wp, yp, slot), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv data", 1, dyp, wp, dxp, slot), 0) << ctx.message;
+  ASSERT_EQ(ampc::cuda::convolution(ctx, "conv weight", 2, xp, dyp, dwp, slot), 0) << ctx.message;
   ASSERT_EQ(ampc::cuda::synchronize(ctx), 0) << ctx.message;
   auto back = [&](std::vector<double> v, int64_t outer, int64_t channels,
                   int64_t size) {
@@ -580,6 +598,15 @@ TEST(CudaSimCudnnRuntime, PlansAtInitThenOneCallPerDirection) {
 
 TEST(CudaSimCudnnRuntime, ChannelsLastPlansNhwcDescriptors) {
   planAndRun(true);
+}
+
+// The memory plan's workspace slots (issue 39): a workspace that fits
+// runs in the call's slot and nothing is allocated beside the arena; one
+// byte short, the overflow workspace again.
+TEST(CudaSimCudnnRuntime, WorkspaceInThePlansSlot) {
+  planAndRun(false, kFits);
+  planAndRun(true, kFits);
+  planAndRun(false, kFits - 1);
 }
 
 TEST(CudaSimCudnnRuntime, CudnnFailuresAreTheLibrarysErrors) {

@@ -290,6 +290,17 @@ int64_t cpuConvImagesPerGemm(Operation *op) {
   return ceilDiv(g.n, ceilDiv(g.n, images));
 }
 
+int64_t cudnnWorkspaceBudget(Operation *op) {
+  ConvGeometry g = convGeometry(op);
+  int64_t largest = 0;
+  for (Value v : {g.input, g.weight, g.output})
+    largest = std::max(largest, tensorOf(v).getNumElements() *
+                                    static_cast<int64_t>(
+                                    (elementOf(v).getIntOrFloatBitWidth() + 7) /
+                                    8));
+  return std::clamp(largest, kCudnnWorkspaceFloor, kCudnnWorkspaceCeiling);
+}
+
 bool cudnnConvolves(Operation *op) {
   ConvGeometry g = convGeometry(op);
   const WindowGeometry &w = g.window;
@@ -666,13 +677,14 @@ ScratchLayout cudaScratch(Operation *op) {
   llvm::TypeSwitch<Operation *>(op)
       .Case<ampc::ConvOp, ampc::ConvBackwardDataOp,
             ampc::ConvBackwardWeightOp>([&](auto) {
-        // cuDNN's calls need none (their workspace is the library's).
-        // Otherwise im2col columns of every image (in the data type; for
-        // the data gradient the GEMM's products in the accumulation type,
-        // which col2im sums), and the weight gradient's sum over the
-        // images.
-        if (launchFlag(op, "cudnn"))
+        // A cuDNN call: its workspace (cudnnWorkspaceBudget). Otherwise
+        // im2col columns of every image (in the data type; for the data
+        // gradient the GEMM's products in the accumulation type, which
+        // col2im sums), and the weight gradient's sum over the images.
+        if (launchFlag(op, "cudnn")) {
+          l.add("workspace", launchInt(op, "workspace"), 1);
           return;
+        }
         ConvGeometry g = convGeometry(op);
         const WindowGeometry &w = g.window;
         int64_t columns = g.n * g.channels * w.kernelSize() * w.outSize();
@@ -925,7 +937,7 @@ SmallVector<StringRef, 3> launchKeys(Operation *op, ampc::KernelTarget target) {
   if (target == ampc::KernelTarget::Cpu)
     return conv ? Keys{"images_per_gemm"} : Keys{};
   if (conv)
-    return {"cudnn"};
+    return {"cudnn", "workspace"};
   if (isa<ampc::ClipGradNormOp>(op))
     return {"partials"};
   if (auto bn = dyn_cast<ampc::BatchNormalizationOp>(op))

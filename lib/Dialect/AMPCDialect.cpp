@@ -141,11 +141,12 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kGemmShapeAttr) {
-    // On the Gemm ampc-pad-gemms decided for, and on the batched_gemm
-    // ampc-fold-transposes makes of it (kernel level).
-    if (!isa<StringAttr>(value) || !isa<GemmOp, BatchedGemmOp>(op))
+    // On the Gemm ampc-pad-gemms decided for, the batched_gemm
+    // ampc-fold-transposes makes of it (kernel level), and the
+    // convolution ampc-pad-channels decided for.
+    if (!isa<StringAttr>(value) || !isa<GemmOp, BatchedGemmOp, ConvOp>(op))
       return op->emitOpError("'ampc.gemm_shape' must be a string on an "
-                             "ampc.gemm or ampc.batched_gemm");
+                             "ampc.gemm, ampc.batched_gemm or ampc.conv");
     return success();
   }
   if (name == kLayoutAttr) {
@@ -264,20 +265,23 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
       if (key == "cudnn" || key == "log_prob")
         return isa<BoolAttr>(v);
       static constexpr llvm::StringLiteral counts[] = {
-          "splits", "threads", "groups", "partials", "images_per_gemm"};
+          "splits",          "threads",  "groups", "partials",
+          "images_per_gemm", "workspace"};
       auto count = dyn_cast<IntegerAttr>(v);
-      // A clipping of no gradients has no partial sums.
+      // A clipping of no gradients has no partial sums; a convolution
+      // cuDNN does not run has no workspace.
+      bool maybeZero = key == "partials" || key == "workspace";
       return llvm::is_contained(counts, key) && count &&
              count.getType().isInteger(64) &&
-             count.getInt() >= (key == "partials" ? 0 : 1);
+             count.getInt() >= (maybeZero ? 0 : 1);
     };
     if (isa<func::FuncOp, ModuleOp>(op) || !launch ||
         !llvm::all_of(launch, valid))
       return op->emitOpError("'ampc.launch' must be a dictionary of launch "
                              "decisions (parallelism: a string; cudnn, "
                              "log_prob: bools; splits, threads, groups, "
-                             "images_per_gemm: positive i64; partials: a "
-                             "non-negative i64), got ")
+                             "images_per_gemm: positive i64; partials, "
+                             "workspace: non-negative i64), got ")
              << value;
     return success();
   }

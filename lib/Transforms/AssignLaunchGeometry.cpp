@@ -30,6 +30,9 @@ Attribute decide(Operation *op, StringRef key, Builder &b) {
     return b.getI64IntegerAttr(cpuConvImagesPerGemm(op));
   if (key == "cudnn")
     return b.getBoolAttr(cudnnConvolves(op));
+  if (key == "workspace")
+    return b.getI64IntegerAttr(cudnnConvolves(op) ? cudnnWorkspaceBudget(op)
+                                                  : 0);
   if (key == "log_prob")
     return b.getBoolAttr(cudaLossReadsLogProb(op));
   if (key == "parallelism")

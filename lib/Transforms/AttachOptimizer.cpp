@@ -34,9 +34,18 @@ namespace {
 /// The suffix of the low-precision copy of a weight read in `t`.
 StringRef lowPrecisionSuffix(Type t) { return t.isBF16() ? ".bf16" : ".f16"; }
 
+/// Whether `op` reads a channels-last weight as such: a channels-last op,
+/// or ampc-pad-channels' zero padding of it that only such ops read.
+bool readsChannelsLast(Operation *op) {
+  if (op->hasAttr("channels_last"))
+    return true;
+  return isa<ampc::ConcatOp>(op) && op->hasAttr(ampc::kPaddingAttr) &&
+         llvm::all_of(op->getUsers(), readsChannelsLast);
+}
+
 /// The transpose to channels-last that is the only reader of a weight's
 /// cast `c`, when only channels-last ops read it (ampc-channels-last's
-/// weight layout); null otherwise.
+/// weight layout, possibly padded by ampc-pad-channels); null otherwise.
 ampc::TransposeOp channelsLastReader(ampc::CastOp c) {
   if (!c->hasOneUse())
     return {};
@@ -44,9 +53,7 @@ ampc::TransposeOp channelsLastReader(ampc::CastOp c) {
   if (!t || t.getPerm() != ArrayRef<int64_t>(ampc::channelsLastPerm(
                                c.getOutput().getType().getRank())))
     return {};
-  if (!llvm::all_of(t->getUsers(), [](Operation *user) {
-        return user->hasAttr("channels_last");
-      }))
+  if (!llvm::all_of(t->getUsers(), readsChannelsLast))
     return {};
   return t;
 }

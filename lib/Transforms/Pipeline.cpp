@@ -118,6 +118,14 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createChannelsLastPass();
      }},
+    // After ampc-channels-last (it pads the channels-last tensors' last
+    // axis) and before autodiff, which derives the padded backward.
+    {"ampc-pad-channels", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.channelsLast || !o.padChannels)
+         return nullptr;
+       return ampc::createPadChannelsPass();
+     }},
     {"ampc-autodiff", PipelinePart::Graph, true,
      [](const ampc::PipelineOptions &) -> std::unique_ptr<Pass> {
        return ampc::createAutodiffPass();

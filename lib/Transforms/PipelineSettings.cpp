@@ -61,6 +61,14 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
                  "target refuses it; never in --emit=onnx)")
           .valueName("on|off|auto")
           .oneOf({"on", "off", "auto"}));
+  binder.opt(
+      "pad-channels", padChannels,
+      OptionSpec("pad a channels-last FP16/BF16 convolution's input and "
+                 "output channels to multiples of 8 for Tensor Cores, "
+                 "results unchanged: on, off or auto (default: wherever "
+                 "--channels-last is on)")
+          .valueName("on|off|auto")
+          .oneOf({"on", "off", "auto"}));
   binder.opt("precision", precision,
              OptionSpec("low-precision dtype: fp16 (default), bf16, or fp32 "
                         "(no mixed precision); fp64 makes every FP32 tensor "
@@ -340,6 +348,7 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
   options.channelsLast =
       channelsLast == "on" ||
       (channelsLast == "auto" && *kernels == KernelTarget::Cuda);
+  options.padChannels = padChannels != "off";
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(precision)
           .Case("fp16", LowPrecisionType::F16)

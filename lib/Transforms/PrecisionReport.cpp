@@ -289,9 +289,15 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
                       .getDimSize(0);
       std::string line = llvm::formatv("{0}: channels-last, C {1}, M {2}",
                                        ampc::nodeDescription(op), c, m);
-      if (c % 8 || m % 8)
-        line += " (not multiples of 8: not padded; cuDNN picks a kernel "
-                "for them)";
+      // ampc-pad-channels' decision (also listed in gemm_shapes): the
+      // counts above are the padded ones where it padded.
+      if (op->hasAttr(ampc::kGemmShapeAttr)) {
+        if (c % 8 || m % 8)
+          line += " (not multiples of 8; see gemm_shapes for why)";
+      } else if (c % 8 || m % 8) {
+        line += " (not multiples of 8: not padded (--pad-channels=off); "
+                "cuDNN picks a kernel for them)";
+      }
       r.layout.push_back(line);
     }
     std::string node = onnxNodeName(op);

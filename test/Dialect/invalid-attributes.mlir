@@ -260,7 +260,7 @@ func.func @scratch_without_bytes(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 
 // ampc.launch (ampc-assign-launch-geometry): known keys of their types.
 func.func @launch_splits_zero(%x: tensor<4x4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'ampc.reduce_sum' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {parallelism = "split", splits = 0 : i64}}}
+  // expected-error @+1 {{'ampc.reduce_sum' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials, workspace: non-negative i64), got {parallelism = "split", splits = 0 : i64}}}
   %0 = ampc.reduce_sum %x {axes = array<i64: 1>, keepdims = 0 : i64, ampc.launch = {parallelism = "split", splits = 0 : i64}} : (tensor<4x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -268,7 +268,7 @@ func.func @launch_splits_zero(%x: tensor<4x4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @launch_unknown_key(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'ampc.softmax' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {blocks = 4 : i64}}}
+  // expected-error @+1 {{'ampc.softmax' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials, workspace: non-negative i64), got {blocks = 4 : i64}}}
   %0 = ampc.softmax %x {ampc.launch = {blocks = 4 : i64}} : tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
@@ -300,7 +300,7 @@ func.func @accumulate_on_elementwise(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Tensor Core shapes (issue 37 item 11).
 func.func @gemm_shape_on_a_relu(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'ampc.relu' op 'ampc.gemm_shape' must be a string on an ampc.gemm or ampc.batched_gemm}}
+  // expected-error @+1 {{'ampc.relu' op 'ampc.gemm_shape' must be a string on an ampc.gemm, ampc.batched_gemm or ampc.conv}}
   %0 = ampc.relu %x {ampc.gemm_shape = "M 4"} : tensor<4xf32>
   return
 }

@@ -11,7 +11,7 @@
 // MISSING-CPU: error: has no launch geometry 'images_per_gemm' for the cpu target (ampc-assign-launch-geometry target=cpu)
 // The dialect checks each key's type.
 // RUN: sed -e 's/%0 = ampc.conv %x, %w :/%0 = ampc.conv %x, %w {ampc.launch = {cudnn = 1 : i64}} :/' %s | not ampc-opt --split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
-// MALFORMED: error: 'ampc.conv' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials: a non-negative i64), got {cudnn = 1 : i64}
+// MALFORMED: error: 'ampc.conv' op 'ampc.launch' must be a dictionary of launch decisions (parallelism: a string; cudnn, log_prob: bools; splits, threads, groups, images_per_gemm: positive i64; partials, workspace: non-negative i64), got {cudnn = 1 : i64}
 
 // ampc-assign-launch-geometry records the decisions of KernelGeometry.h
 // on each op that takes some, as `ampc.launch`, for the plan and the
@@ -116,11 +116,13 @@ func.func @clip(%a: tensor<4x3xf32>, %b: tensor<3000xf32>) -> (tensor<4x3xf32>, 
 // the CPU output planes of 16 and 25 positions put all 8 images in one
 // GEMM (512 columns' worth), a plane of 900 one image; the weight
 // gradient always takes one.
+// A cuDNN call's workspace (a scratch slot the plan places) is the bytes
+// of its largest tensor, here below the 1 MiB floor; none without cuDNN.
 // CUDA-LABEL: func.func @conv
-// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true}
-// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = false}
-// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true}
-// CUDA: ampc.conv_backward_weight {{.*}}ampc.launch = {cudnn = true}
+// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true, workspace = 1048576 : i64}
+// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = false, workspace = 0 : i64}
+// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true, workspace = 1048576 : i64}
+// CUDA: ampc.conv_backward_weight {{.*}}ampc.launch = {cudnn = true, workspace = 1048576 : i64}
 // CPU-LABEL: func.func @conv
 // CPU: ampc.conv {{.*}}ampc.launch = {images_per_gemm = 8 : i64}
 // CPU: ampc.conv {{.*}}ampc.launch = {images_per_gemm = 8 : i64}
@@ -132,4 +134,17 @@ func.func @conv(%x: tensor<8x3x6x6xf32>, %w: tensor<4x3x3x3xf32>, %big: tensor<1
   %2 = ampc.conv %big, %w : (tensor<1x3x32x32xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x30x30xf32>
   %3 = ampc.conv_backward_weight %x, %dy : (tensor<8x3x6x6xf32>, tensor<8x4x4x4xf32>) -> tensor<4x3x3x3xf32>
   return %0, %1, %2, %3 : tensor<8x4x4x4xf32>, tensor<8x4x5x5xf32>, tensor<1x4x30x30xf32>, tensor<4x3x3x3xf32>
+}
+
+// -----
+
+// At and above the floor: X and Y of 8 x 64 x 32 x 32 FP16 are 1 MiB each;
+// a Y of 128 channels is 2 MiB.
+// CUDA-LABEL: func.func @conv_workspace
+// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true, workspace = 1048576 : i64}
+// CUDA: ampc.conv {{.*}}ampc.launch = {cudnn = true, workspace = 2097152 : i64}
+func.func @conv_workspace(%x: tensor<8x64x32x32xf16>, %w: tensor<64x64x3x3xf16>, %w2: tensor<128x64x3x3xf16>) -> (tensor<8x64x32x32xf16>, tensor<8x128x32x32xf16>) {
+  %0 = ampc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x64x32x32xf16>, tensor<64x64x3x3xf16>) -> tensor<8x64x32x32xf16>
+  %1 = ampc.conv %x, %w2 {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x64x32x32xf16>, tensor<128x64x3x3xf16>) -> tensor<8x128x32x32xf16>
+  return %0, %1 : tensor<8x64x32x32xf16>, tensor<8x128x32x32xf16>
 }

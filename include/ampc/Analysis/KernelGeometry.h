@@ -161,6 +161,16 @@ ConvGeometry convGeometry(mlir::Operation *op);
 /// for f64 data) and every tensor non-empty and under 2^31 elements
 /// (cuDNN's positive int dimensions). The rest keeps im2col + cuBLASLt, col2im.
 bool cudnnConvolves(mlir::Operation *op);
+/// The workspace the memory plan gives a cuDNN convolution call (its
+/// `ampc.launch` `workspace`, a scratch slot): the bytes of its largest
+/// tensor, at least kCudnnWorkspaceFloor and at most
+/// kCudnnWorkspaceCeiling. The library's init takes the algorithm cuDNN
+/// ranks first among the deterministic ones and runs it in this slot when
+/// its workspace fits, in one workspace allocated beside the arena when
+/// not (docs/design.md, "The convolutions' workspace in the memory plan").
+int64_t cudnnWorkspaceBudget(mlir::Operation *op);
+constexpr int64_t kCudnnWorkspaceFloor = int64_t(1) << 20;
+constexpr int64_t kCudnnWorkspaceCeiling = int64_t(256) << 20;
 /// How many images the CPU target's conv and conv_backward_data put side
 /// by side in one GEMM (CpuKernels.h, conv): 1 where an image's output
 /// plane has at least kCpuConvNarrowPlane positions (a wide enough GEMM;

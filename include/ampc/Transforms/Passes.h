@@ -60,6 +60,9 @@ struct PipelineOptions {
   /// ampc-channels-last runs (issue 39 item 3): `--channels-last`, on by
   /// default for the CUDA targets.
   bool channelsLast = false;
+  /// ampc-pad-channels runs (issue 39): `--pad-channels`, on by default
+  /// wherever channels-last is.
+  bool padChannels = false;
   /// ampc-input-precision runs (`--input-precision=auto`): an f32 input
   /// that every use casts to FP16/BF16 is taken in that type.
   bool narrowInputs = false;

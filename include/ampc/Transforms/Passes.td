@@ -360,6 +360,27 @@ def ChannelsLastPass : Pass<"ampc-channels-last", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def PadChannelsPass : Pass<"ampc-pad-channels", "mlir::func::FuncOp"> {
+  let summary = "pad a channels-last convolution's channels to multiples of 8";
+  let description = [{
+    Issue 39, item 3 (docs/design.md, "Channel counts for Tensor Cores").
+    After ampc-channels-last, before autodiff: an FP16/BF16 channels-last
+    `ampc.conv` of one group whose input channels C or output channels M
+    are not a multiple of 8 computes on padded counts. C: X and the
+    weight's low-precision copy get zero channels on their last axis
+    (`ampc.concat` of an expanded zero, marked `ampc.padding`). M: the
+    weight copy gets zero filters, the bias zeros, and an `ampc.slice`
+    (marked `ampc.padding`) gives every reader the first M channels. The
+    extra terms are exact zeros (0 x 0 added to an FP32 accumulator), the
+    parameters keep their shapes, and autodiff derives the padded backward
+    (the weight gradient's padding is sliced off by the concat's adjoint).
+    Each convolution's decision, and the reason where it pads nothing
+    (FP32, groups, depthwise), is recorded in `ampc.gemm_shape` for
+    `--report`.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def GemmAlignmentPass : Pass<"ampc-gemm-alignment", "mlir::func::FuncOp"> {
   let summary = "record every GEMM's M, N, K alignment";
   let description = [{

@@ -69,6 +69,7 @@ struct PipelineSettings {
   std::string target = "cpu";
   std::string padGemms = "auto";
   std::string channelsLast = "auto";
+  std::string padChannels = "auto";
   std::string inputPrecision = "fp32";
   /// `--emit-after`: the last pass to run; empty runs them all.
   std::string stopAfter;

@@ -172,12 +172,13 @@ void CudaEmitter::emitCudnnConvolution(Operation *op,
                             : "kConvolutionBackwardFilter";
   std::string spec =
       formatv("{{ampc::cuda::{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-              "{9}, {10}, {11}, {12}, {13:e9}f, {14}}",
+              "{9}, {10}, {11}, {12}, {13:e9}f, {14}, {15}ULL}",
               direction, cudnnDataType(elementOf(geometry.input)),
               w.rank() + lead, geometry.n, geometry.channels, geometry.filters,
               geometry.group, dims(w.in, 1), dims(w.out, 1), dims(w.kernel, 1),
               dims(w.padBegin, 0), dims(w.strides, 1), dims(w.dilations, 1),
-              beta, channelsLast ? "true" : "false")
+              beta, channelsLast ? "true" : "false",
+              launchInt(op, "workspace"))
           .str();
   // One plan per distinct convolution (the forward in infer and in the
   // step share theirs).
@@ -194,8 +195,9 @@ void CudaEmitter::emitCudnnConvolution(Operation *op,
   else if (isa<ampc::ConvBackwardWeightOp>(op))
     b = geometry.output, out = geometry.weight;
   body << formatv("  if (int32_t code = ampc::cuda::convolution(ctx, {0}, {1}, "
-                  "{2}, {3}, {4})) return code;\n",
-                  where(op), index, name(a), name(b), name(out));
+                  "{2}, {3}, {4}, {5})) return code;\n",
+                  where(op), index, name(a), name(b), name(out),
+                  scratch(op, "workspace", "unsigned char"));
 }
 
 LogicalResult CudaEmitter::emitConvolution(Operation *op,

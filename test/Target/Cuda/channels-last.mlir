@@ -10,11 +10,11 @@
 // The forward with bias (broadcast along the last axis first, beta 1),
 // pads 1, strides 2, 2 groups: X 2x9x7x4, W 6x3x3x2, Y 2x5x4x6.
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_FLOAT, 2, 2, 4, 6, 2, {9, 7}, {5, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1.000000000e+00f, true},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionForward, CUDNN_DATA_FLOAT, 2, 2, 4, 6, 2, {9, 7}, {5, 4}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1.000000000e+00f, true, 1048576ULL},
 // CHECK-NEXT:  };
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         ampc::cuda::launch("stridedCopy<float>", ampc::cuda::stridedCopy<float>, ampc::cuda::blocks(240LL), ampc::cuda::kThreads, 0, ctx.stream, in2, [[Y:v[0-9]+]], 240LL, 0LL, ampc::cuda::Strided{4, {2LL, 5LL, 4LL, 6LL}, {0LL, 0LL, 0LL, 1LL}});
-// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv", 0, in0, in1, [[Y]])) return code;
+// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv", 0, in0, in1, [[Y]], reinterpret_cast<unsigned char *>(state + {{[0-9]+}}))) return code;
 func.func @forward(%x: tensor<2x9x7x4xf32>, %w: tensor<6x3x3x2xf32>, %b: tensor<6xf32>) -> tensor<2x5x4x6xf32> {
   %0 = ampc.conv %x, %w, %b {channels_last, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x9x7x4xf32>, tensor<6x3x3x2xf32>, tensor<6xf32>) -> tensor<2x5x4x6xf32>
   return %0 : tensor<2x5x4x6xf32>
@@ -24,11 +24,11 @@ func.func @forward(%x: tensor<2x9x7x4xf32>, %w: tensor<6x3x3x2xf32>, %b: tensor<
 
 // The adjoints in f16: each its NHWC plan, beta 0.
 // CHECK:       static const ampc::cuda::Convolution kConvolutions[] = {
-// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardData, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 6}, {4, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, true},
-// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardFilter, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 6}, {4, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, true},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardData, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 6}, {4, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, true, 1048576ULL},
+// CHECK-NEXT:    {ampc::cuda::kConvolutionBackwardFilter, CUDNN_DATA_HALF, 2, 1, 3, 16, 1, {8, 6}, {4, 3}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 0.000000000e+00f, true, 1048576ULL},
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv_backward_data", 0, in2, in1, {{v[0-9]+}})) return code;
-// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv_backward_weight", 1, in0, in2, {{v[0-9]+}})) return code;
+// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv_backward_data", 0, in2, in1, {{v[0-9]+}}, reinterpret_cast<unsigned char *>(state + {{[0-9]+}}))) return code;
+// CHECK:         if (int32_t code = ampc::cuda::convolution(ctx, "ampc.conv_backward_weight", 1, in0, in2, {{v[0-9]+}}, reinterpret_cast<unsigned char *>(state + {{[0-9]+}}))) return code;
 func.func @forward(%x: tensor<1x8x6x3xf16>, %w: tensor<16x3x3x3xf16>, %dy: tensor<1x4x3x16xf16>) -> (tensor<1x8x6x3xf16>, tensor<16x3x3x3xf16>) {
   %0 = ampc.conv_backward_data %dy, %w {channels_last, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x3x16xf16>, tensor<16x3x3x3xf16>) -> tensor<1x8x6x3xf16>
   %1 = ampc.conv_backward_weight %x, %dy {channels_last, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x6x3xf16>, tensor<1x4x3x16xf16>) -> tensor<16x3x3x3xf16>

@@ -1074,6 +1074,10 @@ struct Convolution {
   int in[3], out[3], kernel[3], pad[3], stride[3], dilation[3];
   float beta;
   bool channelsLast;
+  /// The workspace slot the memory plan gives each call of this
+  /// convolution (its `ampc.launch` `workspace`): the call passes it, and
+  /// an algorithm whose workspace fits runs in it.
+  size_t slotBytes = 0;
 };
 
 /// A convolution's descriptors and the algorithm initConvolutions chose
@@ -1085,6 +1089,9 @@ struct ConvolutionPlan {
   cudnnConvolutionDescriptor_t conv = nullptr;
   int algo = 0;
   size_t workspace = 0;
+  /// Whether the workspace fits the call's slot in the arena; if not, the
+  /// calls use the context's one overflow workspace.
+  bool inSlot = false;
 };
 
 /// The most workspace one convolution's algorithm may take: an algorithm
@@ -1219,15 +1226,17 @@ inline int32_t planConvolution(Context &ctx, const Convolution &spec,
     AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.dnn, p.w, p.y, p.conv, p.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspace), where);
   else
     AMPC_CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.dnn, p.x, p.y, p.conv, p.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspace), where);
+  p.inSlot = p.workspace <= spec.slotBytes;
   return 0;
 }
 
 /// At the library's init, after `init`: the cuDNN handle on the model's
-/// stream, a plan for each of the `count` convolutions of `table`, and
-/// the one workspace (the largest a plan needs), so that the step makes
-/// no handle, descriptor or allocation (it is captured as one CUDA
-/// graph). Nothing without convolutions. A failure frees what the context
-/// holds.
+/// stream, a plan for each of the `count` convolutions of `table`, and,
+/// when some plan's workspace does not fit the slot the memory plan gives
+/// its calls, one overflow workspace (the largest such plan needs), so
+/// that the step makes no handle, descriptor or allocation (it is
+/// captured as one CUDA graph). Nothing without convolutions. A failure
+/// frees what the context holds.
 inline int32_t initConvolutions(Context &ctx, const Convolution *table,
                                 int count, const char *const *wheres) {
   if (count == 0)
@@ -1251,7 +1260,8 @@ inline int32_t initConvolutions(Context &ctx, const Convolution *table,
     if (int32_t code = planConvolution(ctx, table[i], ctx.convolutions[i],
                                        wheres[i]))
       return undo(code);
-    workspace = std::max(workspace, ctx.convolutions[i].workspace);
+    if (!ctx.convolutions[i].inSlot)
+      workspace = std::max(workspace, ctx.convolutions[i].workspace);
   }
   if (workspace) {
     cudaError_t e = cudaMalloc(&ctx.convolutionWorkspace, workspace);
@@ -1265,9 +1275,11 @@ inline int32_t initConvolutions(Context &ctx, const Convolution *table,
 
 /// Convolution `index` of the table: one cuDNN call. Forward: `a` X, `b`
 /// W, `out` Y; backward data: `a` dY, `b` W, `out` dX; backward filter:
-/// `a` X, `b` dY, `out` dW.
+/// `a` X, `b` dY, `out` dW. `slot`: the call's workspace in the arena
+/// (the entry's slotBytes).
 inline int32_t convolution(Context &ctx, const char *where, int index,
-                           const void *a, const void *b, void *out) {
+                           const void *a, const void *b, void *out,
+                           void *slot) {
   ConvolutionPlan &p = ctx.convolutions[index];
   const float alpha32 = 1.0f, beta32 = p.spec.beta;
   const double alpha64 = 1.0, beta64 = p.spec.beta;
@@ -1276,7 +1288,9 @@ inline int32_t convolution(Context &ctx, const char *where, int index,
                           : static_cast<const void *>(&alpha32);
   const void *beta = f64 ? static_cast<const void *>(&beta64)
                          : static_cast<const void *>(&beta32);
-  void *space = p.workspace ? ctx.convolutionWorkspace : nullptr;
+  void *space = !p.workspace ? nullptr
+                : p.inSlot    ? slot
+                              : ctx.convolutionWorkspace;
   if (p.spec.direction == kConvolutionForward)
     AMPC_CUDNN(ctx, cudnnConvolutionForward(ctx.dnn, alpha, p.x, a, p.w, b, p.conv, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), space, p.workspace, beta, p.y, out), where);
   else if (p.spec.direction == kConvolutionBackwardData)

@@ -129,7 +129,7 @@ def main():
         for nhwc in (False, True):
             lib, cuda = build(work, "%s-%s" % (t, "nhwc" if nhwc else "nchw"),
                               module(nhwc, t))
-            if nhwc and "true}," not in cuda.split("kConvolutions[]")[1].split("};")[0]:
+            if nhwc and ", true, " not in cuda.split("kConvolutions[]")[1].split("};")[0]:
                 print("%s: the channels-last convolutions are not NHWC plans "
                       "FAILED" % t)
                 failed = True
@@ -179,7 +179,8 @@ def driver(work):
                        check=True)
         table = open(source).read().split("kConvolutions[] = {", 1)[1]
         table = table.split("};", 1)[0]
-        plans[layout] = (table.count("true},"), table.count("false},"))
+        # {..., beta, channels-last, workspace slot}
+        plans[layout] = (table.count(", true, "), table.count(", false, "))
         libs[layout] = os.path.join(work, "cnn-%s.so" % layout)
         subprocess.run(["ampc", source, "--target=cuda-sim", "-o",
                         libs[layout]], check=True)
