@@ -34,5 +34,8 @@ size_t runtime_test_c_layout(size_t *out) {
   out[n++] = sizeof(ampc_model_abi);
   out[n++] = offsetof(ampc_model_abi, state_size);
   out[n++] = offsetof(ampc_model_abi, release);
+  out[n++] = offsetof(ampc_model_options, comm);
+  out[n++] = sizeof(ampc_comm);
+  out[n++] = offsetof(ampc_comm, last_error);
   return n;
 }

@@ -155,6 +155,7 @@ TEST(RuntimeBasics, OptionsInitSetsSizeAndDefaults) {
   EXPECT_EQ(options.struct_size, sizeof(ampc_model_options));
   EXPECT_EQ(options.num_threads, 0);
   EXPECT_EQ(options.cuda_stream, nullptr);
+  EXPECT_EQ(options.comm, nullptr);
   ampc_model_options_init(nullptr); // documented no-op
 }
 
@@ -175,6 +176,9 @@ TEST(RuntimeBasics, HeadersHaveTheSameLayoutInC99AndCxx) {
       sizeof(ampc_model_abi),
       offsetof(ampc_model_abi, state_size),
       offsetof(ampc_model_abi, release),
+      offsetof(ampc_model_options, comm),
+      sizeof(ampc_comm),
+      offsetof(ampc_comm, last_error),
   };
   size_t c[32];
   ASSERT_EQ(runtime_test_c_layout(c), std::size(cxx));

@@ -737,10 +737,44 @@ ampc_status readDescriptor(Model &model) {
   return readTrainingFields(model);
 }
 
+/// The application's communicator in `options`; null when it gave none or
+/// its options predate the field (the struct's size before it).
+const ampc_comm *applicationComm(const ampc_model_options *options) {
+  if (!options || options->struct_size < offsetof(ampc_model_options, comm) +
+                                             sizeof(options->comm))
+    return nullptr;
+  return options->comm;
+}
+
+/// Misuse of an application's communicator, one line each: checked at load
+/// whatever the library, so a mistake shows before the job's first step.
+ampc_status checkApplicationComm(const ampc_comm &comm) {
+  if (comm.struct_size != sizeof(ampc_comm))
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
+                format("options->comm->struct_size is %zu, this runtime "
+                       "knows %zu (set it to sizeof(ampc_comm))",
+                       comm.struct_size, sizeof(ampc_comm)));
+  if (comm.size < 1 || comm.rank < 0 || comm.rank >= comm.size)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
+                format("options->comm has rank %d of size %d, expected "
+                       "0 <= rank < size",
+                       comm.rank, comm.size));
+  const char *missing = !comm.start  ? "start"
+                        : !comm.wait ? "wait"
+                        : !comm.last_error ? "last_error"
+                                           : nullptr;
+  if (missing)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
+                format("options->comm->%s is NULL", missing));
+  return AMPC_OK;
+}
+
 ampc_status checkOptions(const ampc_model_options *options) {
   if (!options)
     return AMPC_OK;
-  if (options->struct_size != sizeof(ampc_model_options))
+  // The size of this header's options, or of the header before `comm`.
+  if (options->struct_size != sizeof(ampc_model_options) &&
+      options->struct_size != offsetof(ampc_model_options, comm))
     return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
                 format("options->struct_size is %zu, this runtime knows %zu "
                        "(fill options with ampc_model_options_init)",
@@ -750,6 +784,8 @@ ampc_status checkOptions(const ampc_model_options *options) {
                 format("options->num_threads is %d, expected 0 (the "
                        "library decides) or more",
                        options->num_threads));
+  if (const ampc_comm *comm = applicationComm(options))
+    return checkApplicationComm(*comm);
   return AMPC_OK;
 }
 
@@ -819,6 +855,66 @@ ampc_status openCommunicator(Model &model) {
   return AMPC_OK;
 }
 
+/// Data parallel: the application's communicator (ampc_model_options.comm)
+/// as the library's, through functions that count the bytes `start`
+/// accepts and give a message for a NULL one.
+struct ApplicationComm {
+  ampc_comm given;
+  ampc_abi_comm abi;
+  uint64_t bytes = 0;
+  std::string error;
+
+  static int32_t start(void *handle, int32_t request, void *buffer,
+                       uint64_t count, int32_t dtype) {
+    auto &c = *static_cast<ApplicationComm *>(handle);
+    int32_t code = c.given.start(c.given.handle, request, buffer, count,
+                                 static_cast<ampc_dtype>(dtype));
+    if (code == 0)
+      c.bytes += count * ampc_dtype_size(static_cast<ampc_dtype>(dtype));
+    return code;
+  }
+  static int32_t wait(void *handle, int32_t request) {
+    auto &c = *static_cast<ApplicationComm *>(handle);
+    return c.given.wait(c.given.handle, request);
+  }
+  static const char *lastError(void *handle) {
+    auto &c = *static_cast<ApplicationComm *>(handle);
+    const char *message = c.given.last_error(c.given.handle);
+    c.error = format("rank %d: %s", c.given.rank,
+                     message && *message ? message
+                                         : "the application's communicator "
+                                           "failed (no message)");
+    return c.error.c_str();
+  }
+  static uint64_t countedBytes(const ampc_abi_comm *comm) {
+    return static_cast<const ApplicationComm *>(comm->handle)->bytes;
+  }
+  static void release(const ampc_abi_comm *comm) {
+    delete static_cast<ApplicationComm *>(comm->handle);
+  }
+};
+
+/// A data-parallel library gets the application's communicator (checked
+/// by checkOptions) instead of the runtime's own, even in mpirun's job.
+void adoptApplicationComm(Model &model, const ampc_comm &given) {
+  if (model.allReduceBuckets == 0)
+    return;
+  auto *c = new ApplicationComm();
+  c->given = given;
+  c->abi.struct_size = sizeof(ampc_abi_comm);
+  c->abi.rank = given.rank;
+  c->abi.size = given.size;
+  c->abi.handle = c;
+  c->abi.start = &ApplicationComm::start;
+  c->abi.wait = &ApplicationComm::wait;
+  c->abi.last_error = &ApplicationComm::lastError;
+  auto communicator = std::make_unique<Communicator>();
+  communicator->comm = &c->abi;
+  communicator->bytes = &ApplicationComm::countedBytes;
+  communicator->release = &ApplicationComm::release;
+  model.communicator = std::move(communicator);
+}
+
 /// Allocates the zeroed, aligned state block and runs the library's init.
 ampc_status createState(Model &model, const ampc_model_options *options) {
   size_t size = model.abi->state_size ? model.abi->state_size : 1;
@@ -838,7 +934,9 @@ ampc_status createState(Model &model, const ampc_model_options *options) {
     model.initialized = true;
     return AMPC_OK;
   }
-  if (ampc_status status = openCommunicator(model))
+  if (const ampc_comm *given = applicationComm(options))
+    adoptApplicationComm(model, *given);
+  else if (ampc_status status = openCommunicator(model))
     return status;
   ampc_abi_config config;
   std::memset(&config, 0, sizeof(config));
@@ -1143,6 +1241,7 @@ void ampc_model_options_init(ampc_model_options *options) {
   options->struct_size = sizeof(*options);
   options->num_threads = 0;
   options->cuda_stream = nullptr;
+  options->comm = nullptr;
 }
 
 ampc_status ampc_model_load(const char *path,

@@ -137,10 +137,127 @@ class AmpcError(RuntimeError):
             pass
 
 
+# ampc_comm's functions (ampc.h). last_error returns a pointer the
+# communicator keeps alive (a callback's c_char_p result would not be).
+_COMM_START = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_uint64, ctypes.c_int32)
+_COMM_WAIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
+_COMM_LAST_ERROR = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _Comm(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("rank", ctypes.c_int32),
+                ("size", ctypes.c_int32),
+                ("handle", ctypes.c_void_p),
+                ("start", _COMM_START),
+                ("wait", _COMM_WAIT),
+                ("last_error", _COMM_LAST_ERROR)]
+
+
 class _ModelOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t),
                 ("num_threads", ctypes.c_int32),
-                ("cuda_stream", ctypes.c_void_p)]
+                ("cuda_stream", ctypes.c_void_p),
+                ("comm", ctypes.POINTER(_Comm))]
+
+
+class TorchComm:
+    """The ampc_comm of a torch.distributed process group (issue 41): a
+    data-parallel library's gradient buckets summed by
+    `dist.all_reduce(..., async_op=True)` on a tensor over the library's
+    buffer (no copy), waited for by the work's `wait()`. Rank and size are
+    the group's. An exception in either becomes the step's error (one
+    line naming the rank). torch's gloo backend does not sum BF16: a BF16
+    bucket travels as FP32 and is rounded back to nearest even, which for
+    two ranks gives the bits libampc_comm_mpi.so gives (each pair widened,
+    added, rounded); FP16 is summed by gloo itself (the same rule). The
+    library's buffers are host memory, so the group's backend must sum CPU
+    tensors (gloo, mpi): an nccl group fails the step with a message."""
+
+    def __init__(self, group: Any = None) -> None:
+        import torch
+        import torch.distributed as dist
+        self._torch, self._dist, self.group = torch, dist, group
+        self.backend = str(dist.get_backend(group))
+        self.rank = dist.get_rank(group)
+        self.size = dist.get_world_size(group)
+        self._dtypes: Dict[int, Any] = {
+            Dtype.F32: torch.float32, Dtype.F64: torch.float64,
+            Dtype.F16: torch.float16, Dtype.BF16: torch.bfloat16}
+        # request -> (work, the buffer's tensor, the FP32 tensor sent).
+        self._pending: Dict[int, Tuple[Any, Any, Any]] = {}
+        self._error = ctypes.create_string_buffer(1)
+        self._callbacks = (_COMM_START(self._start), _COMM_WAIT(self._wait),
+                           _COMM_LAST_ERROR(self._last_error))
+        self.struct = _Comm(ctypes.sizeof(_Comm), self.rank, self.size, None,
+                            *self._callbacks)
+
+    def _fail(self, what: str, error: BaseException) -> int:
+        text = str(error).strip().splitlines()
+        self._error = ctypes.create_string_buffer((
+            "torch.distributed (%s backend, %d ranks): %s: %s%s" % (
+                self.backend, self.size, what,
+                type(error).__name__, ": " + text[0] if text else ""))
+            .encode(errors="replace"))
+        return 1
+
+    def _start(self, handle: Any, request: int, buffer: int, count: int,
+               dtype: int) -> int:
+        try:
+            if self.backend == "nccl":
+                raise ValueError(
+                    "the library's gradients are in host memory and nccl "
+                    "sums CUDA tensors only: give ampc.Model a gloo group "
+                    "(process_group=dist.new_group(backend='gloo'))")
+            if request in self._pending:
+                raise ValueError("request %d started twice" % request)
+            if dtype not in self._dtypes:
+                raise ValueError("no torch dtype for ampc dtype %d" % dtype)
+            kind = self._dtypes[dtype]
+            width = self._torch.tensor([], dtype=kind).element_size()
+            raw = (ctypes.c_uint8 * (count * width)).from_address(buffer)
+            tensor = self._torch.frombuffer(raw, dtype=kind)
+            sent = tensor
+            if kind == self._torch.bfloat16 and self.backend == "gloo":
+                sent = tensor.float()
+            work = self._dist.all_reduce(sent, group=self.group,
+                                         async_op=True)
+            self._pending[request] = (work, tensor, sent)
+            return 0
+        except BaseException as error:  # a callback must not raise
+            return self._fail("all_reduce of request %d" % request, error)
+
+    def _wait(self, handle: Any, request: int) -> int:
+        try:
+            if request not in self._pending:
+                raise ValueError("request %d never started" % request)
+            work, tensor, sent = self._pending.pop(request)
+            work.wait()
+            if sent is not tensor:
+                tensor.copy_(sent)  # FP32 to BF16, to nearest even
+            return 0
+        except BaseException as error:
+            return self._fail("wait for request %d" % request, error)
+
+    def _last_error(self, handle: Any) -> int:
+        return ctypes.addressof(self._error)
+
+
+def _process_group_comm(process_group: Any) -> Optional[TorchComm]:
+    """The communicator `Model(process_group=...)` gives the runtime: the
+    group's; for None the default group's when torch.distributed is
+    initialized (torch is never imported here for it); for False none."""
+    import sys
+    if process_group is False:
+        return None
+    if process_group is None:
+        dist = sys.modules.get("torch.distributed")
+        if dist is None or not dist.is_available() or \
+                not dist.is_initialized():
+            return None
+    return TorchComm(process_group)
 
 
 class _ModelInfo(ctypes.Structure):
@@ -491,7 +608,15 @@ class Model:
 
     def __init__(self, path: PathLike, runtime: Optional[PathLike] = None,
                  num_threads: int = 0, cuda_stream: Optional[int] = None,
-                 entry: Optional[str] = None) -> None:
+                 entry: Optional[str] = None,
+                 process_group: Any = None) -> None:
+        """`process_group`: a data-parallel library (--data-parallel)
+        averages its gradients over this torch.distributed group
+        (TorchComm); None, the default, takes the default group when
+        torch.distributed is initialized (and otherwise mpirun's job, or
+        none); False trains alone. A library compiled without
+        --data-parallel ignores the default and refuses an explicit
+        group of more than one rank."""
         self._lib = load_runtime(runtime)
         self._handle: Optional[ctypes.c_void_p] = None
         self._pending: List[Any] = []  # queued steps, their buffers kept alive
@@ -501,6 +626,10 @@ class Model:
         # A CUDA model runs on this cudaStream_t (an int handle) instead of
         # its own.
         options.cuda_stream = cuda_stream
+        # Kept with the model: the runtime calls it until `close`.
+        self._comm = _process_group_comm(process_group)
+        if self._comm is not None:
+            options.comm = ctypes.pointer(self._comm.struct)
         handle = ctypes.c_void_p()
         # `entry`: one model of a library that holds several (ampc
         # --symbol-suffix); None: the library's only model.
@@ -529,6 +658,14 @@ class Model:
         # computes no gradients (compiled for inference).
         self.gradient_parameters = self._gradient_parameters()
         self._labels = self.num_labels()  # asked once, not per infer
+        if process_group is not None and self._comm is not None \
+                and self._comm.size > 1 and \
+                self.data_parallel()["world_size"] == 1:
+            self.close()
+            raise ValueError(
+                "'%s' was compiled without --data-parallel: it cannot train "
+                "on the process group given (compile it with "
+                "--data-parallel)" % os.fsdecode(path))
 
     # --- lifetime ---------------------------------------------------------
 
@@ -918,8 +1055,10 @@ class Model:
 
     def data_parallel(self) -> Dict[str, int]:
         """dict(rank, world_size, bytes_all_reduced): this instance's rank
-        in the MPI job its library averages gradients over (0 of 1 alone)
-        and the bytes its all-reduces have contributed so far."""
+        in the job its library averages gradients over (the process
+        group's, or mpirun's; 0 of 1 alone) and the bytes its all-reduces
+        have contributed so far (the library's buffers: a BF16 bucket that
+        gloo carries as FP32 counts its BF16 bytes)."""
         rank, size = ctypes.c_int32(), ctypes.c_int32()
         sent = ctypes.c_uint64()
         self._check(self._lib.ampc_model_data_parallel(

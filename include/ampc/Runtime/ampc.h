@@ -143,6 +143,42 @@ AMPC_API const char *ampc_dtype_name(ampc_dtype dtype);
 /// safe: the call finishes and the memory goes away afterwards.
 typedef struct ampc_model ampc_model;
 
+/// A communicator the application gives a data-parallel library
+/// (`ampc_model_options.comm`; issue 41, docs/distributed.md): the ranks of
+/// one job, each loading the same library, summing buffers in place. The
+/// runtime then uses it instead of creating one from the job's environment
+/// (mpirun's), so any engine the application already runs (its own
+/// `MPI_Comm`, a torch.distributed process group, threads of one process)
+/// carries the gradients. Set `struct_size` to sizeof(ampc_comm); the
+/// runtime copies the struct at load, and `handle` and the functions must
+/// stay valid until the model is released. The library calls the
+/// functions from the thread that runs its step, one call at a time.
+typedef struct ampc_comm {
+  /// sizeof(ampc_comm) as the application knows it.
+  size_t struct_size;
+  /// This process's rank and the number of ranks: 0 <= rank < size. A size
+  /// of 1 is a job of one: the library trains alone and calls nothing.
+  int32_t rank;
+  int32_t size;
+  /// Passed back to every function; the runtime never reads it.
+  void *handle;
+  /// Starts summing `count` elements of `dtype` (AMPC_DTYPE_F32,
+  /// AMPC_DTYPE_F16, AMPC_DTYPE_BF16 or AMPC_DTYPE_F64) at `buffer` over
+  /// the ranks, in place, as request `request` (>= 0, below the library's
+  /// number of buckets; at most one outstanding per number). Every rank
+  /// must get the same bits (a reduction that is the same on every rank);
+  /// FP16 and BF16 sums widen each pair to FP32, add, and round to nearest
+  /// even, as libampc_comm_mpi.so does. The buffer stays untouched by the
+  /// library until `wait`. 0 on success.
+  int32_t (*start)(void *handle, int32_t request, void *buffer,
+                   uint64_t count, ampc_dtype dtype);
+  /// Waits until request `request` has finished. 0 on success.
+  int32_t (*wait)(void *handle, int32_t request);
+  /// The message after a non-zero return: one line (the step's error
+  /// names the rank before it). NULL is taken as no message.
+  const char *(*last_error)(void *handle);
+} ampc_comm;
+
 /// How to load a model. Fill it with `ampc_model_options_init`, then change
 /// the fields you need.
 typedef struct ampc_model_options {
@@ -159,6 +195,13 @@ typedef struct ampc_model_options {
   /// caller's current device back, so models on several devices can be
   /// used from one thread.
   void *cuda_stream;
+  /// Data parallel (appended; issue 41): the application's communicator,
+  /// or NULL (the default) for the runtime's own from the job's
+  /// environment (mpirun's; alone outside a job). Read by a library
+  /// compiled with `--data-parallel`, ignored by others; checked at load
+  /// (struct_size, rank in [0, size), no NULL function) either way.
+  /// Options of the size before this field (an older header) mean NULL.
+  const ampc_comm *comm;
 } ampc_model_options;
 
 /// Sets `options` to the defaults and `struct_size` to this header's size.
@@ -341,11 +384,14 @@ AMPC_API ampc_status ampc_model_set_buffer(ampc_model *model, int32_t index,
 
 /// Data parallel (issue 41, docs/distributed.md): a library compiled with
 /// `--data-parallel` and loaded by each process of an MPI job (`mpirun -np
-/// N`) averages its gradients over the N processes every step; loaded
-/// alone, it trains as one compiled without the flag. Writes this
-/// instance's rank and the number of ranks (0 and 1 when it runs alone)
-/// and the bytes its all-reduces have contributed so far (0 alone); any
-/// out pointer may be NULL. Errors: AMPC_ERROR_INVALID_ARGUMENT.
+/// N`), or given a communicator (`ampc_model_options.comm`), averages its
+/// gradients over the N ranks every step; loaded alone, it trains as one
+/// compiled without the flag. Writes this instance's rank and the number
+/// of ranks (0 and 1 when it runs alone; the application communicator's
+/// when it gave one) and the bytes its all-reduces have contributed so far
+/// (0 alone; with the application's communicator, the bytes of the
+/// buffers its `start` accepted, counted by the runtime); any out pointer
+/// may be NULL. Errors: AMPC_ERROR_INVALID_ARGUMENT.
 AMPC_API ampc_status ampc_model_data_parallel(const ampc_model *model,
                                               int32_t *rank,
                                               int32_t *world_size,
