@@ -301,6 +301,22 @@ int64_t cudnnWorkspaceBudget(Operation *op) {
   return std::clamp(largest, kCudnnWorkspaceFloor, kCudnnWorkspaceCeiling);
 }
 
+bool concatPadsWithZeros(Operation *op) {
+  auto concat = dyn_cast<ampc::ConcatOp>(op);
+  if (!concat || concat->getNumOperands() != 2)
+    return false;
+  Value zeros = concat->getOperand(1);
+  if (auto expand = zeros.getDefiningOp<ampc::ExpandOp>())
+    zeros = expand.getInput();
+  auto constant = zeros.getDefiningOp<ampc::ConstantOp>();
+  if (!constant)
+    return false;
+  auto values = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return values && values.isSplat() &&
+         isa<FloatType>(values.getElementType()) &&
+         values.getSplatValue<APFloat>().isPosZero();
+}
+
 bool cudnnConvolves(Operation *op) {
   ConvGeometry g = convGeometry(op);
   const WindowGeometry &w = g.window;

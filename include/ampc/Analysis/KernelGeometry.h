@@ -193,6 +193,11 @@ struct ConcatGeometry {
   llvm::SmallVector<ConcatPart> parts;
 };
 ConcatGeometry concatGeometry(mlir::Operation *op);
+/// Whether `op` is a concat of one tensor and zeros after it (the second
+/// operand a +0 splat constant, or an expand of one: ampc-pad-gemms' and
+/// ampc-pad-channels' padding), which the CUDA target writes in one
+/// kernel that reads only the first operand (padPart).
+bool concatPadsWithZeros(mlir::Operation *op);
 
 /// Gather, GatherGrad and Scatter: the data split at the axis, and the
 /// number of indices.

@@ -74,6 +74,21 @@ LogicalResult CudaEmitter::emitDataMovement(Operation *op,
       })
       .Case([&](ampc::ConcatOp o) {
         ConcatGeometry g = concatGeometry(op);
+        // A tensor padded with zeros: one kernel writes both parts.
+        if (concatPadsWithZeros(op)) {
+          const ConcatPart &part = g.parts.front();
+          if (g.outer * g.row != 0)
+            launch(op,
+                   formatv("ampc::cuda::padPart<{0}>",
+                           storageType(elementOf(part.input)))
+                       .str(),
+                   g.outer * g.row,
+                   formatv("{0}, {1}, {2}LL, {3}LL, {4}LL", name(part.input),
+                           name(o.getOutput()), g.outer, part.block, g.row)
+                       .str(),
+                   body);
+          return success();
+        }
         for (const ConcatPart &part : g.parts)
           if (part.block * g.outer != 0)
             launch(op,

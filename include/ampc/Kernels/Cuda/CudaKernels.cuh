@@ -1344,6 +1344,18 @@ __global__ void concatPart(const T *in, T *out, int64_t outer, int64_t inBlock,
   }
 }
 
+/// A concat of `in` (`outer` blocks of `inBlock`) and zeros after each
+/// block, in blocks of `outBlock`: one kernel, the zeros written, not read
+/// (ampc-pad-gemms' and ampc-pad-channels' padding).
+template <typename T>
+__global__ void padPart(const T *in, T *out, int64_t outer, int64_t inBlock,
+                        int64_t outBlock) {
+  AMPC_FOR(i, outer * outBlock) {
+    const int64_t o = i / outBlock, j = i % outBlock;
+    out[i] = j < inBlock ? in[o * inBlock + j] : T{};
+  }
+}
+
 /// Gather along the middle of `outer x axisSize x inner`; an index out of
 /// range raises `code` and writes 0.
 template <typename T, typename I>
