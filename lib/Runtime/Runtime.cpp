@@ -766,6 +766,13 @@ int launcherWorldSize() {
   return 1;
 }
 
+/// The communicator plugin beside the runtime for `model`'s library: NCCL
+/// for the CUDA target (issue 41), MPI for the CPU target.
+const char *commPlugin(const Model &model) {
+  return std::strcmp(model.abi->target, "cuda") == 0 ? "/libampc_comm_nccl.so"
+                                                     : "/libampc_comm_mpi.so";
+}
+
 /// Data parallel: a library with all-reduces, loaded in a job of several
 /// ranks, gets a communicator over them from libampc_comm_mpi.so (beside
 /// this runtime, or AMPC_COMM_LIBRARY). Alone it gets none and trains as
@@ -787,7 +794,7 @@ ampc_status openCommunicator(Model &model) {
     size_t slash = plugin.rfind('/');
     plugin = (slash == std::string::npos ? std::string(".")
                                          : plugin.substr(0, slash)) +
-             "/libampc_comm_mpi.so";
+             commPlugin(model);
   }
   // Never unloaded: MPI's finalization at exit is in it.
   void *library = dlopen(plugin.c_str(), RTLD_NOW | RTLD_NODELETE);
@@ -798,12 +805,17 @@ ampc_status openCommunicator(Model &model) {
                        "(build ampc with MPI: libopenmpi-dev)",
                        model.path.c_str(), launcherWorldSize(), dlerror()));
   using Create = const ampc_abi_comm *(*)(char *, size_t);
-  auto create = reinterpret_cast<Create>(dlsym(library, "ampc_comm_mpi_create"));
+  // The plugin's functions: NCCL's (ampc_comm_nccl_*) or MPI's.
+  std::string prefix = dlsym(library, "ampc_comm_nccl_create")
+                           ? "ampc_comm_nccl_"
+                           : "ampc_comm_mpi_";
+  auto create =
+      reinterpret_cast<Create>(dlsym(library, (prefix + "create").c_str()));
   auto communicator = std::make_unique<Communicator>();
   communicator->bytes = reinterpret_cast<uint64_t (*)(const ampc_abi_comm *)>(
-      dlsym(library, "ampc_comm_mpi_bytes"));
+      dlsym(library, (prefix + "bytes").c_str()));
   communicator->release = reinterpret_cast<void (*)(const ampc_abi_comm *)>(
-      dlsym(library, "ampc_comm_mpi_release"));
+      dlsym(library, (prefix + "release").c_str()));
   if (!create || !communicator->bytes || !communicator->release)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is not an ampc communicator (no "
