@@ -12,7 +12,10 @@
 // application has not, finalized at exit), so a job needs MPI's launcher
 // (a TCP rendezvous on MASTER_ADDR is not built). The all-reduce is
 // start_on_stream only: ncclAllReduce(ncclSum) in place on the library's
-// communication stream, which a CUDA graph captures; errors name the rank.
+// communication stream, which a CUDA graph captures, and a host function
+// after it that counts the bytes; errors name the rank. Built twice: on
+// NCCL (libampc_comm_nccl.so) and on the CUDA execution's NCCL subset
+// (libampc_comm_nccl_sim.so, CudaSim/Nccl.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +30,14 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <atomic>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #define AMPC_COMM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -40,9 +47,22 @@ struct NcclComm {
   ampc_abi_comm abi;
   ncclComm_t comm = nullptr;
   std::string error;
-  /// Bytes of the buffers all-reduced (each rank's contribution).
-  uint64_t bytes = 0;
+  /// Bytes of the buffers all-reduced (each rank's contribution), added
+  /// by a host function after each sum: a CUDA graph replays the sums
+  /// without calling start_on_stream again.
+  std::atomic<uint64_t> bytes{0};
+  /// Per request, what its host function adds.
+  struct Sent {
+    NcclComm *comm;
+    uint64_t bytes;
+  };
+  std::vector<std::unique_ptr<Sent>> sent;
 };
+
+void countBytes(void *data) {
+  auto *sent = static_cast<NcclComm::Sent *>(data);
+  sent->comm->bytes += sent->bytes;
+}
 
 /// The first of `names` set to an integer in [0, 2^20], or -1.
 int environmentInt(std::initializer_list<const char *> names) {
@@ -86,6 +106,11 @@ int32_t startOnStream(void *handle, int32_t request, void *buffer,
               std::to_string(dtype) + ", which the communicator does not sum";
     return 1;
   }
+  if (request < 0) {
+    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
+              std::to_string(request);
+    return 1;
+  }
   ncclResult_t r = ncclAllReduce(buffer, buffer, count, type, ncclSum, c.comm,
                                  static_cast<cudaStream_t>(stream));
   if (r != ncclSuccess) {
@@ -94,7 +119,18 @@ int32_t startOnStream(void *handle, int32_t request, void *buffer,
               ncclGetErrorString(r);
     return 1;
   }
-  c.bytes += count * width;
+  if (static_cast<size_t>(request) >= c.sent.size())
+    c.sent.resize(request + 1);
+  if (!c.sent[request])
+    c.sent[request].reset(new NcclComm::Sent{&c, 0});
+  c.sent[request]->bytes = count * width;
+  if (cudaError_t e = cudaLaunchHostFunc(static_cast<cudaStream_t>(stream),
+                                         countBytes, c.sent[request].get());
+      e != cudaSuccess) {
+    c.error = "rank " + std::to_string(c.abi.rank) +
+              ": cudaLaunchHostFunc: " + cudaGetErrorString(e);
+    return 1;
+  }
   return 0;
 }
 

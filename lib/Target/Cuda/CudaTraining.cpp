@@ -43,7 +43,7 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
   };
   auto writeList = [&](StringRef type, ArrayRef<ListEntry> entries) {
     auto offset = [](const std::string &pointer) {
-      return formatv("static_cast<uint64_t>(reinterpret_cast<const unsigned "
+      return formatv("static_cast<uint64_t>(reinterpret_cast<unsigned "
                      "char *>({0}) - state), ",
                      pointer)
           .str();

@@ -5,11 +5,14 @@
     data_parallel.py reference WORK [TARGET...]  the one-process runs
     data_parallel.py compare WORK [TARGET...]    the checks; one line each
 
-TARGET: cpu (the default) and/or cuda-sim, each run the same way; with
-both, compare also checks that the CUDA execution's ranks computed the CPU
-target's bits (data-parallel-cuda.test). A cuda-sim library's ranks
-all-reduce through libampc_comm_mpi.so (AMPC_COMM_LIBRARY): its device
-memory is host memory.
+TARGET: cpu (the default), cuda-sim or cuda-sim-nccl, each run the same
+way; with cpu and another, compare also checks that the other's ranks
+computed the CPU target's bits (data-parallel-cuda.test). A cuda-sim
+library's ranks all-reduce through libampc_comm_mpi.so (AMPC_COMM_LIBRARY):
+its device memory is host memory. cuda-sim-nccl is the same libraries on
+libampc_comm_nccl_sim.so, the NCCL communicator built against the CUDA
+execution's NCCL (each rank on its own simulated device); its one-process
+runs are cuda-sim's.
 
 Runs are named by precision (fp32, fp16, bf16) and "overflow" (fp16, rank
 1's batch at step 5 overflows, so both ranks must skip it). Each rank trains STEPS
@@ -63,6 +66,24 @@ def suffix(target):
     return "" if target == "cpu" else "-" + target
 
 
+# A run on another communicator than the target's default: its libraries'
+# target (compiled, and run alone, once) and the communicator plugin.
+VARIANTS = {"cuda-sim-nccl": ("cuda-sim", "libampc_comm_nccl_sim.so")}
+
+
+def compiled(target):
+    return VARIANTS.get(target, (target, None))[0]
+
+
+def comm_library(target):
+    """AMPC_COMM_LIBRARY for `target`'s ranks, or None (the runtime's)."""
+    plugin = VARIANTS.get(target, (None, "libampc_comm_mpi.so"))[1]
+    if target == "cpu":
+        return None
+    bin_dir = os.path.dirname(shutil.which("ampc"))
+    return os.path.join(bin_dir, "..", "lib", plugin)
+
+
 def ampc_compile(work, name, batch, data_parallel, kind, target):
     command = ["ampc", os.path.join(work, "mlp.onnxtext"),
                "-o", os.path.join(work, "%s-%s%s.so" % (name, kind,
@@ -112,7 +133,9 @@ def difference(a, b):
 
 def compare(work, target):
     def load(work, name, kind):
-        return load_target(work, name, kind, target)
+        return load_target(work, name, kind,
+                           target if kind.startswith("rank") else
+                           compiled(target))
     if target != "cpu":
         print(target + ":")
     for name in ("fp32", "fp16", "bf16"):
@@ -166,7 +189,7 @@ def main():
     if mode == "compile":
         with open(os.path.join(work, "mlp.onnxtext"), "w") as f:
             f.write(MLP)
-        for target in targets:
+        for target in dict.fromkeys(compiled(t) for t in targets):
             for name in ("fp32", "fp16", "bf16", "overflow"):
                 ampc_compile(work, name, B, True, "dp", target)
                 if name != "overflow":
@@ -180,17 +203,19 @@ def main():
             if target != "cpu" and "cpu" in targets:
                 compare_targets(work, target)
         return
-    if any(target != "cpu" for target in targets):
-        # A cuda-sim library's device memory is host memory: the MPI
-        # communicator serves it (the runtime would pick NCCL's).
-        bin_dir = os.path.dirname(shutil.which("ampc"))
-        os.environ["AMPC_COMM_LIBRARY"] = os.path.join(
-            bin_dir, "..", "lib", "libampc_comm_mpi.so")
+    # Each rank of a job on one host binds the device of its local rank.
+    os.environ["AMPC_CUDA_SIM_DEVICES"] = "2"
     results = {}
     for target in targets:
         def library(name, kind):
-            return os.path.join(work, "%s-%s%s.so" % (name, kind,
-                                                      suffix(target)))
+            return os.path.join(work, "%s-%s%s.so" % (
+                name, kind, suffix(compiled(target))))
+        if comm_library(target):
+            os.environ["AMPC_COMM_LIBRARY"] = comm_library(target)
+        else:
+            os.environ.pop("AMPC_COMM_LIBRARY", None)
+        if mode == "reference" and target in VARIANTS:
+            continue
         if mode == "rank":
             rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
             for name in ("fp32", "fp16", "bf16", "overflow"):
