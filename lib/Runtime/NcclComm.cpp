@@ -114,9 +114,11 @@ int32_t startOnStream(void *handle, int32_t request, void *buffer,
   ncclResult_t r = ncclAllReduce(buffer, buffer, count, type, ncclSum, c.comm,
                                  static_cast<cudaStream_t>(stream));
   if (r != ncclSuccess) {
+    const char *detail = ncclGetLastError(c.comm);
     c.error = "rank " + std::to_string(c.abi.rank) + ": ncclAllReduce of " +
               "request " + std::to_string(request) + ": " +
-              ncclGetErrorString(r);
+              ncclGetErrorString(r) +
+              (detail && *detail ? std::string(" (") + detail + ")" : "");
     return 1;
   }
   if (static_cast<size_t>(request) >= c.sent.size())

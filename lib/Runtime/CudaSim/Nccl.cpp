@@ -223,10 +223,13 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                       " elements (at most 2^31 - 1 here)");
   const size_t bytes = count * width;
   if (!ampc::sim::checkDevice(sendbuff, bytes, "ncclAllReduce", "sendbuff") ||
-      !ampc::sim::checkDevice(recvbuff, bytes, "ncclAllReduce", "recvbuff"))
-    return refuse(ncclInvalidArgument,
-                  "ncclAllReduce: a buffer is not live device memory of " +
-                      std::to_string(bytes) + " bytes");
+      !ampc::sim::checkDevice(recvbuff, bytes, "ncclAllReduce", "recvbuff")) {
+    // NCCL answers by its result, not through CUDA's last error (the
+    // check has printed the message).
+    std::string detail = cudaGetErrorString(cudaGetLastError());
+    lastMessage = detail.substr(detail.find(": ") + 2);
+    return ncclInvalidArgument;
+  }
   if (sendbuff != recvbuff &&
       ampc::sim::overlaps(sendbuff, bytes, recvbuff, bytes))
     return refuse(ncclInvalidArgument,
