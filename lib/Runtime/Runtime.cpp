@@ -767,10 +767,15 @@ int launcherWorldSize() {
 }
 
 /// The communicator plugin beside the runtime for `model`'s library: NCCL
-/// for the CUDA target (issue 41), MPI for the CPU target.
+/// for the CUDA target (issue 41), on the CUDA execution's NCCL for a
+/// library that runs on it (--target=cuda-sim: it links libampc_cudasim),
+/// MPI for the CPU target.
 const char *commPlugin(const Model &model) {
-  return std::strcmp(model.abi->target, "cuda") == 0 ? "/libampc_comm_nccl.so"
-                                                     : "/libampc_comm_mpi.so";
+  if (std::strcmp(model.abi->target, "cuda") != 0)
+    return "/libampc_comm_mpi.so";
+  return dlsym(model.library, "ampc_cudasim_counters_reset")
+             ? "/libampc_comm_nccl_sim.so"
+             : "/libampc_comm_nccl.so";
 }
 
 /// Data parallel: a library with all-reduces, loaded in a job of several

@@ -10,9 +10,9 @@ way; with cpu and another, compare also checks that the other's ranks
 computed the CPU target's bits (data-parallel-cuda.test). A cuda-sim
 library's ranks all-reduce through libampc_comm_mpi.so (AMPC_COMM_LIBRARY):
 its device memory is host memory. cuda-sim-nccl is the same libraries on
-libampc_comm_nccl_sim.so, the NCCL communicator built against the CUDA
-execution's NCCL (each rank on its own simulated device); its one-process
-runs are cuda-sim's.
+the communicator the runtime picks for them, libampc_comm_nccl_sim.so (the
+NCCL communicator built against the CUDA execution's NCCL; each rank on
+its own simulated device); its one-process runs are cuda-sim's.
 
 Runs are named by precision (fp32, fp16, bf16) and "overflow" (fp16, rank
 1's batch at step 5 overflows, so both ranks must skip it). Each rank trains STEPS
@@ -66,22 +66,25 @@ def suffix(target):
     return "" if target == "cpu" else "-" + target
 
 
-# A run on another communicator than the target's default: its libraries'
-# target (compiled, and run alone, once) and the communicator plugin.
-VARIANTS = {"cuda-sim-nccl": ("cuda-sim", "libampc_comm_nccl_sim.so")}
+# The communicator plugin (AMPC_COMM_LIBRARY) of each target's ranks;
+# None: the runtime's choice (MPI for the CPU target, for a cuda-sim
+# library the NCCL communicator on the CUDA execution's NCCL). cuda-sim
+# runs its libraries on MPI's instead; cuda-sim-nccl is cuda-sim's
+# libraries (compiled, and run alone, once) on the runtime's choice.
+COMM = {"cpu": None, "cuda-sim": "libampc_comm_mpi.so", "cuda-sim-nccl": None}
+VARIANTS = {"cuda-sim-nccl": "cuda-sim"}
 
 
 def compiled(target):
-    return VARIANTS.get(target, (target, None))[0]
+    return VARIANTS.get(target, target)
 
 
 def comm_library(target):
     """AMPC_COMM_LIBRARY for `target`'s ranks, or None (the runtime's)."""
-    plugin = VARIANTS.get(target, (None, "libampc_comm_mpi.so"))[1]
-    if target == "cpu":
+    if not COMM[target]:
         return None
     bin_dir = os.path.dirname(shutil.which("ampc"))
-    return os.path.join(bin_dir, "..", "lib", plugin)
+    return os.path.join(bin_dir, "..", "lib", COMM[target])
 
 
 def ampc_compile(work, name, batch, data_parallel, kind, target):
