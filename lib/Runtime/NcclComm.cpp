@@ -31,10 +31,10 @@
 #include <mpi.h>
 
 #include <atomic>
-#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -157,7 +157,7 @@ const char *lastError(void *handle) {
 /// A communicator over every rank of the job, on the GPU of this rank's
 /// local rank; null with a one-line message (naming the rank) in `error`.
 AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_nccl_create(char *error,
-                                                             size_t size) {
+                                                            size_t size) {
   int rank = environmentInt({"OMPI_COMM_WORLD_RANK", "RANK"});
   int ranks = environmentInt({"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"});
   int local = environmentInt({"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"});

@@ -122,8 +122,8 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
       for (size_t begin = 0; begin < entries.size(); begin += 256) {
         auto [list, blocks] = writeList(
             storageType(type),
-            ArrayRef(entries).slice(begin,
-                                    std::min<size_t>(256, entries.size() - begin)));
+            ArrayRef(entries).slice(
+                begin, std::min<size_t>(256, entries.size() - begin)));
         lists.push_back({type, list, blocks});
       }
     return std::make_pair(lists, offset);
@@ -166,8 +166,8 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
         for (auto &[type, list, blocks] :
              packLists(o.getPacked(), o.getMeans(), true).first)
           launch(op,
-                 formatv("ampc::cuda::unpackGradients<{0}, {1}>",
-                         codec(packed), codec(type))
+                 formatv("ampc::cuda::unpackGradients<{0}, {1}>", codec(packed),
+                         codec(type))
                      .str(),
                  0, formatv("state, {0}", list).str(), body,
                  std::to_string(blocks));
