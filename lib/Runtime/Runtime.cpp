@@ -779,9 +779,9 @@ const char *commPlugin(const Model &model) {
 }
 
 /// Data parallel: a library with all-reduces, loaded in a job of several
-/// ranks, gets a communicator over them from libampc_comm_mpi.so (beside
-/// this runtime, or AMPC_COMM_LIBRARY). Alone it gets none and trains as
-/// one process.
+/// ranks, gets a communicator over them from the plugin commPlugin names
+/// (beside this runtime), or AMPC_COMM_LIBRARY. Alone it gets none and
+/// trains as one process.
 ampc_status openCommunicator(Model &model) {
   if (model.allReduceBuckets == 0 || launcherWorldSize() == 1)
     return AMPC_OK;
@@ -806,8 +806,9 @@ ampc_status openCommunicator(Model &model) {
   if (!library)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is data-parallel and runs in a job of %d ranks, "
-                       "but the MPI communicator cannot be loaded: %s "
-                       "(build ampc with MPI: libopenmpi-dev)",
+                       "but its communicator cannot be loaded: %s "
+                       "(build ampc with MPI: libopenmpi-dev; the CUDA "
+                       "target's also needs NCCL)",
                        model.path.c_str(), launcherWorldSize(), dlerror()));
   using Create = const ampc_abi_comm *(*)(char *, size_t);
   // The plugin's functions: NCCL's (ampc_comm_nccl_*) or MPI's.
@@ -824,13 +825,13 @@ ampc_status openCommunicator(Model &model) {
   if (!create || !communicator->bytes || !communicator->release)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is not an ampc communicator (no "
-                       "ampc_comm_mpi_create)",
+                       "ampc_comm_mpi_create or ampc_comm_nccl_create)",
                        plugin.c_str()));
   char error[512] = "";
   communicator->comm = create(error, sizeof(error));
   if (!communicator->comm)
     return fail(AMPC_ERROR_EXECUTION, kLoad,
-                format("'%s': the MPI communicator failed: %s",
+                format("'%s': the communicator failed: %s",
                        model.path.c_str(), error));
   model.communicator = std::move(communicator);
   return AMPC_OK;
