@@ -125,6 +125,11 @@ if (getattr(config, "ampc_have_mpi", "").upper() in ("ON", "1", "TRUE",
                                                      "YES") and
         shutil.which("mpirun")):
     config.available_features.add("mpi")
+# `nccl-sim`: the NCCL communicator built against the CUDA execution's NCCL
+# (libampc_comm_nccl_sim.so: CUDA's headers with nccl.h, and MPI).
+if ("mpi" in config.available_features and os.path.exists(
+        os.path.join(config.ampc_obj_root, "lib", "libampc_comm_nccl_sim.so"))):
+    config.available_features.add("nccl-sim")
 config.substitutions.append((
     "%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
     "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun"))

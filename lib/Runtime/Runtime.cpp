@@ -802,10 +802,22 @@ int launcherWorldSize() {
   return 1;
 }
 
+/// The communicator plugin beside the runtime for `model`'s library: NCCL
+/// for the CUDA target (issue 41), on the CUDA execution's NCCL for a
+/// library that runs on it (--target=cuda-sim: it links libampc_cudasim),
+/// MPI for the CPU target.
+const char *commPlugin(const Model &model) {
+  if (std::strcmp(model.abi->target, "cuda") != 0)
+    return "/libampc_comm_mpi.so";
+  return dlsym(model.library, "ampc_cudasim_counters_reset")
+             ? "/libampc_comm_nccl_sim.so"
+             : "/libampc_comm_nccl.so";
+}
+
 /// Data parallel: a library with all-reduces, loaded in a job of several
-/// ranks, gets a communicator over them from libampc_comm_mpi.so (beside
-/// this runtime, or AMPC_COMM_LIBRARY). Alone it gets none and trains as
-/// one process.
+/// ranks, gets a communicator over them from the plugin commPlugin names
+/// (beside this runtime), or AMPC_COMM_LIBRARY. Alone it gets none and
+/// trains as one process.
 ampc_status openCommunicator(Model &model) {
   if (model.allReduceBuckets == 0 || launcherWorldSize() == 1)
     return AMPC_OK;
@@ -823,33 +835,39 @@ ampc_status openCommunicator(Model &model) {
     size_t slash = plugin.rfind('/');
     plugin = (slash == std::string::npos ? std::string(".")
                                          : plugin.substr(0, slash)) +
-             "/libampc_comm_mpi.so";
+             commPlugin(model);
   }
   // Never unloaded: MPI's finalization at exit is in it.
   void *library = dlopen(plugin.c_str(), RTLD_NOW | RTLD_NODELETE);
   if (!library)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is data-parallel and runs in a job of %d ranks, "
-                       "but the MPI communicator cannot be loaded: %s "
-                       "(build ampc with MPI: libopenmpi-dev)",
+                       "but its communicator cannot be loaded: %s "
+                       "(build ampc with MPI: libopenmpi-dev; the CUDA "
+                       "target's also needs NCCL)",
                        model.path.c_str(), launcherWorldSize(), dlerror()));
   using Create = const ampc_abi_comm *(*)(char *, size_t);
-  auto create = reinterpret_cast<Create>(dlsym(library, "ampc_comm_mpi_create"));
+  // The plugin's functions: NCCL's (ampc_comm_nccl_*) or MPI's.
+  std::string prefix = dlsym(library, "ampc_comm_nccl_create")
+                           ? "ampc_comm_nccl_"
+                           : "ampc_comm_mpi_";
+  auto create =
+      reinterpret_cast<Create>(dlsym(library, (prefix + "create").c_str()));
   auto communicator = std::make_unique<Communicator>();
   communicator->bytes = reinterpret_cast<uint64_t (*)(const ampc_abi_comm *)>(
-      dlsym(library, "ampc_comm_mpi_bytes"));
+      dlsym(library, (prefix + "bytes").c_str()));
   communicator->release = reinterpret_cast<void (*)(const ampc_abi_comm *)>(
-      dlsym(library, "ampc_comm_mpi_release"));
+      dlsym(library, (prefix + "release").c_str()));
   if (!create || !communicator->bytes || !communicator->release)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is not an ampc communicator (no "
-                       "ampc_comm_mpi_create)",
+                       "ampc_comm_mpi_create or ampc_comm_nccl_create)",
                        plugin.c_str()));
   char error[512] = "";
   communicator->comm = create(error, sizeof(error));
   if (!communicator->comm)
     return fail(AMPC_ERROR_EXECUTION, kLoad,
-                format("'%s': the MPI communicator failed: %s",
+                format("'%s': the communicator failed: %s",
                        model.path.c_str(), error));
   model.communicator = std::move(communicator);
   return AMPC_OK;

@@ -440,10 +440,6 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
   if (!(bucketMb > 0) || !std::isfinite(bucketMb) || bucketMb > 1e6)
     return fail("bucket-mb", "must be a positive number of MiB up to 1e6, "
                              "got " + std::to_string(bucketMb));
-  if (dataParallel && target != "cpu")
-    return fail("data-parallel",
-                "is not supported by the CUDA target yet (NCCL, issue 41); "
-                "use --target=cpu");
   options.dataParallel = dataParallel;
   options.allReduce.dtype = allreduceDtype;
   options.allReduce.bucketBytes =

@@ -102,6 +102,21 @@ typedef struct ampc_abi_comm {
   int32_t (*wait)(void *handle, int32_t request);
   /// The message after a non-zero return (one line, naming the rank).
   const char *(*last_error)(void *handle);
+  /* Appended (read it only when `struct_size` covers it). */
+
+  /// A CUDA library's all-reduce (issue 41): queues the in-place sum of
+  /// `count` elements of `dtype` at `buffer` (device memory of the
+  /// library's device) on `stream` (a cudaStream_t of that device) and
+  /// returns without waiting: the sum runs after the work queued on the
+  /// stream before it, and work queued after it sees the sum (NCCL's
+  /// ncclAllReduce). Every call may be captured into a CUDA graph, and a
+  /// replay of the graph sums again. No `wait` follows. NULL in a
+  /// communicator of host memory (libampc_comm_mpi.so): a CUDA library
+  /// under the CUDA execution on the CPU, whose device memory is host
+  /// memory, then calls `start` and `wait` from a host function on its
+  /// stream; on a GPU it refuses such a communicator at init.
+  int32_t (*start_on_stream)(void *handle, int32_t request, void *buffer,
+                             uint64_t count, int32_t dtype, void *stream);
 } ampc_abi_comm;
 
 /// The descriptor `ampc_model_entry` returns. It and everything it points to

@@ -226,6 +226,14 @@ LogicalResult CudaEmitter::emitLibrary(func::FuncOp forward,
                      "raw)); return code;\n  }\n",
                      f.offset, f.word, f.width, f.count)
                  .str();
+  // Data parallel: the communicator, its stream and the buckets' events.
+  if (allReduceBuckets)
+    fills += formatv("  if (int32_t code = ampc::cuda::initComm("
+                     "ampc::cuda::context(raw), config, {0})) {{\n"
+                     "    ampc::cuda::freeResources(ampc::cuda::context("
+                     "raw)); return code;\n  }\n",
+                     allReduceBuckets)
+                 .str();
   // The convolutions' cuDNN plans, made at init (the step makes none).
   if (!convolutions.empty()) {
     os << "// The convolutions, each made a cuDNN plan at init.\n"

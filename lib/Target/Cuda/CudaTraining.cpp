@@ -35,6 +35,40 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
     int64_t blocks;
     SmallVector<std::pair<Value, Value>> pairs;
   };
+  // One TensorList literal of `type` over (input pointer, output pointer,
+  // elements) triples, at most 256; returns its name and its grid.
+  struct ListEntry {
+    std::string in, out;
+    int64_t size;
+  };
+  auto writeList = [&](StringRef type, ArrayRef<ListEntry> entries) {
+    auto offset = [](const std::string &pointer) {
+      return formatv("static_cast<uint64_t>(reinterpret_cast<unsigned "
+                     "char *>({0}) - state), ",
+                     pointer)
+          .str();
+    };
+    std::string in, out, size;
+    SmallVector<int64_t> sizes;
+    for (const ListEntry &e : entries) {
+      in += offset(e.in);
+      out += offset(e.out);
+      size += formatv("{0}LL, ", e.size).str();
+      sizes.push_back(e.size);
+    }
+    int64_t blocks;
+    std::string first = firstBlocks(sizes, blocks);
+    body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
+                    "{{{2}, {{{3}}, {{{4}}, {{{5}}, {6}};\n",
+                    type, counter, sizes.size(), in, out, size, first);
+    return std::make_pair("list" + std::to_string(counter++), blocks);
+  };
+  // A TensorList of `ins` and `outs` (offsets in the arena), by value.
+  // Multi-tensor kernels take lists of one element type and at most
+  // kMaxTensors (256) tensors: the tensors are grouped by type (of the
+  // output: an unscale's 16-bit input widens), in order, and each group
+  // split into lists of 256. Each list is written as a TensorList literal;
+  // returns (type, list name, the list's grid, its (in, out) pairs).
   auto tensorLists = [&](ValueRange ins, ValueRange outs,
                          llvm::function_ref<std::string(Value)> typeOf) {
     std::vector<std::pair<std::string, SmallVector<std::pair<Value, Value>>>>
@@ -51,36 +85,104 @@ LogicalResult CudaEmitter::emitTrainingOp(Operation *op,
     SmallVector<Chunk> chunks;
     for (auto &[type, pairs] : groups)
       for (size_t begin = 0; begin < pairs.size(); begin += 256) {
-        std::string in, out, size;
-        SmallVector<int64_t> sizes;
-        for (size_t k = begin; k < std::min(pairs.size(), begin + 256); ++k) {
-          auto [i, o] = pairs[k];
-          in += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned char "
-                        "*>({0}) - state), ",
-                        name(i))
-                    .str();
-          out += formatv("static_cast<uint64_t>(reinterpret_cast<unsigned "
-                         "char *>({0}) - state), ",
-                         name(o))
-                     .str();
-          size += formatv("{0}LL, ", tensorOf(i).getNumElements()).str();
-          sizes.push_back(tensorOf(i).getNumElements());
-        }
-        int64_t blocks;
-        std::string first = firstBlocks(sizes, blocks);
-        body << formatv("  static const ampc::cuda::TensorList<{0}> list{1} = "
-                        "{{{2}, {{{3}}, {{{4}}, {{{5}}, {6}};\n",
-                        type, counter, sizes.size(), in, out, size, first);
-        chunks.push_back({type, "list" + std::to_string(counter++), blocks,
-                          SmallVector<std::pair<Value, Value>>(
-                              pairs.begin() + begin,
-                              pairs.begin() + std::min(pairs.size(),
-                                                       begin + 256))});
+        SmallVector<std::pair<Value, Value>> part(
+            pairs.begin() + begin,
+            pairs.begin() + std::min(pairs.size(), begin + 256));
+        SmallVector<ListEntry> entries;
+        for (auto [i, o] : part)
+          entries.push_back({name(i), name(o), tensorOf(i).getNumElements()});
+        auto [list, blocks] = writeList(type, entries);
+        chunks.push_back({type, list, blocks, part});
       }
     return chunks;
   };
+  // Data parallel: the lists of a bucket's pack (gradients into their
+  // slices of `packed`) or unpack (the slices into the mean gradients),
+  // one per element type of `grads` (its storage type names the list), 256
+  // tensors each, in operand order. Returns ((element type, list name,
+  // grid) each, the packed elements).
+  auto packLists = [&](Value packed, ValueRange grads, bool unpack) {
+    std::vector<std::pair<Type, SmallVector<ListEntry>>> groups;
+    int64_t offset = 0;
+    for (Value g : grads) {
+      int64_t count = tensorOf(g).getNumElements();
+      auto group = llvm::find_if(
+          groups, [&](auto &e) { return e.first == elementOf(g); });
+      if (group == groups.end()) {
+        groups.push_back({elementOf(g), {}});
+        group = std::prev(groups.end());
+      }
+      std::string slice = formatv("{0} + {1}", name(packed), offset).str();
+      group->second.push_back(unpack ? ListEntry{slice, name(g), count}
+                                     : ListEntry{name(g), slice, count});
+      offset += count;
+    }
+    SmallVector<std::tuple<Type, std::string, int64_t>> lists;
+    for (auto &[type, entries] : groups)
+      for (size_t begin = 0; begin < entries.size(); begin += 256) {
+        auto [list, blocks] = writeList(
+            storageType(type),
+            ArrayRef(entries).slice(
+                begin, std::min<size_t>(256, entries.size() - begin)));
+        lists.push_back({type, list, blocks});
+      }
+    return std::make_pair(lists, offset);
+  };
   auto grid = [](const Chunk &c) { return std::to_string(c.blocks); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ampc::AllReduceStartOp o) -> LogicalResult {
+        // Alone nothing is packed or sent. With ranks: the pack on the
+        // model's stream, then the sum on the communication stream after
+        // it (ampc::cuda::allReduceStart), overlapping the rest of the
+        // backward.
+        Type packed = elementOf(o.getPacked());
+        StringRef t = computeType(packed);
+        body << "  if (ctx.comm) {\n";
+        auto [lists, count] = packLists(o.getPacked(), o.getGrads(), false);
+        for (auto &[type, list, blocks] : lists)
+          launch(op,
+                 formatv("ampc::cuda::packGradients<{0}, {1}, {2}>",
+                         codec(type), codec(packed), t)
+                     .str(),
+                 0,
+                 formatv("state, {0}, {1}(1) / {1}(ctx.comm->size)", list, t)
+                     .str(),
+                 body, std::to_string(blocks));
+        body << formatv("  if (int32_t code = ampc::cuda::allReduceStart(ctx, "
+                        "{0}, {1}, {2}ULL, {3}, {4})) return code;\n  }\n",
+                        o.getBucket(), name(o.getPacked()), count,
+                        onnxDtype(packed), where(op));
+        return success();
+      })
+      .Case([&](ampc::AllReduceWaitOp o) -> LogicalResult {
+        // With ranks: the model's stream waits for the sum, then the
+        // unpack. Alone: each mean is its gradient, bit for bit.
+        auto start = o.getPacked().getDefiningOp<ampc::AllReduceStartOp>();
+        Type packed = elementOf(o.getPacked());
+        body << formatv("  if (ctx.comm) {{\n  if (int32_t code = "
+                        "ampc::cuda::allReduceWait(ctx, {0}, {1})) return "
+                        "code;\n",
+                        start.getBucket(), where(op));
+        for (auto &[type, list, blocks] :
+             packLists(o.getPacked(), o.getMeans(), true).first)
+          launch(op,
+                 formatv("ampc::cuda::unpackGradients<{0}, {1}>", codec(packed),
+                         codec(type))
+                     .str(),
+                 0, formatv("state, {0}", list).str(), body,
+                 std::to_string(blocks));
+        body << "  } else {\n";
+        for (auto [g, m] : llvm::zip(o.getGrads(), o.getMeans()))
+          body << formatv("  if ({0} != {1}) AMPC_CUDA(ctx, cudaMemcpyAsync("
+                          "{0}, {1}, {2}ULL, cudaMemcpyDeviceToDevice, "
+                          "ctx.stream), {3});\n",
+                          name(m), name(g),
+                          tensorOf(g).getNumElements() *
+                              storageSize(elementOf(g)),
+                          where(op));
+        body << "  }\n";
+        return success();
+      })
       .Case([&](ampc::UnscaleOp o) -> LogicalResult {
         body << formatv("  AMPC_CUDA(ctx, cudaMemsetAsync({0}, 0, 1, "
                         "ctx.stream), {1});\n",

@@ -1,9 +1,18 @@
 """Data-parallel training (issue 41): 2 ranks x batch B against 1 rank x 2B.
 
-    data_parallel.py compile WORK         compile the libraries (one process)
-    data_parallel.py rank WORK            one rank's runs (mpirun -np 2)
-    data_parallel.py reference WORK       the one-process runs
-    data_parallel.py compare WORK         the checks; one line each
+    data_parallel.py compile WORK [TARGET...]    compile the libraries
+    data_parallel.py rank WORK [TARGET...]       one rank's runs (mpirun -np 2)
+    data_parallel.py reference WORK [TARGET...]  the one-process runs
+    data_parallel.py compare WORK [TARGET...]    the checks; one line each
+
+TARGET: cpu (the default), cuda-sim or cuda-sim-nccl, each run the same
+way; with cpu and another, compare also checks that the other's ranks
+computed the CPU target's bits (data-parallel-cuda.test). A cuda-sim
+library's ranks all-reduce through libampc_comm_mpi.so (AMPC_COMM_LIBRARY):
+its device memory is host memory. cuda-sim-nccl is the same libraries on
+the communicator the runtime picks for them, libampc_comm_nccl_sim.so (the
+NCCL communicator built against the CUDA execution's NCCL; each rank on
+its own simulated device); its one-process runs are cuda-sim's.
 
 Runs are named by precision (fp32, fp16, bf16) and "overflow" (fp16, rank
 1's batch at step 5 overflows, so both ranks must skip it). Each rank trains STEPS
@@ -17,6 +26,7 @@ compiled without the flag at batch B.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -51,10 +61,37 @@ def batches():
         yield x, y
 
 
-def ampc_compile(work, name, batch, data_parallel, kind):
+def suffix(target):
+    """What names a target's files: nothing for the CPU target."""
+    return "" if target == "cpu" else "-" + target
+
+
+# The communicator plugin (AMPC_COMM_LIBRARY) of each target's ranks;
+# None: the runtime's choice (MPI for the CPU target, for a cuda-sim
+# library the NCCL communicator on the CUDA execution's NCCL). cuda-sim
+# runs its libraries on MPI's instead; cuda-sim-nccl is cuda-sim's
+# libraries (compiled, and run alone, once) on the runtime's choice.
+COMM = {"cpu": None, "cuda-sim": "libampc_comm_mpi.so", "cuda-sim-nccl": None}
+VARIANTS = {"cuda-sim-nccl": "cuda-sim"}
+
+
+def compiled(target):
+    return VARIANTS.get(target, target)
+
+
+def comm_library(target):
+    """AMPC_COMM_LIBRARY for `target`'s ranks, or None (the runtime's)."""
+    if not COMM[target]:
+        return None
+    bin_dir = os.path.dirname(shutil.which("ampc"))
+    return os.path.join(bin_dir, "..", "lib", COMM[target])
+
+
+def ampc_compile(work, name, batch, data_parallel, kind, target):
     command = ["ampc", os.path.join(work, "mlp.onnxtext"),
-               "-o", os.path.join(work, "%s-%s.so" % (name, kind)),
-               "--target=cpu", "--batch", str(batch),
+               "-o", os.path.join(work, "%s-%s%s.so" % (name, kind,
+                                                        suffix(target))),
+               "--target=" + target, "--batch", str(batch),
                "--precision=" + PRECISION[name], "--optimizer=adamw"]
     if data_parallel:
         command.append("--data-parallel")
@@ -82,8 +119,9 @@ def train(name, library, rows):
     return result
 
 
-def load(work, name, kind):
-    with open(os.path.join(work, "%s-%s.json" % (name, kind))) as f:
+def load_target(work, name, kind, target="cpu"):
+    with open(os.path.join(work, "%s-%s%s.json" % (name, kind,
+                                                   suffix(target)))) as f:
         return json.load(f)
 
 
@@ -96,7 +134,13 @@ def difference(a, b):
                for p in PARAMETERS)
 
 
-def compare(work):
+def compare(work, target):
+    def load(work, name, kind):
+        return load_target(work, name, kind,
+                           target if kind.startswith("rank") else
+                           compiled(target))
+    if target != "cpu":
+        print(target + ":")
     for name in ("fp32", "fp16", "bf16"):
         r0, r1 = load(work, name, "rank0"), load(work, name, "rank1")
         reference = load(work, name, "reference")
@@ -130,36 +174,66 @@ def compare(work):
           " ranks bit-identical" % (r0["skipped"], r1["skipped"]))
 
 
+def compare_targets(work, target):
+    """The CUDA execution's ranks against the CPU target's, bit for bit."""
+    for name in ("fp32", "fp16", "bf16", "overflow"):
+        for rank in ("rank0", "rank1"):
+            a = load_target(work, name, rank, "cpu")
+            b = load_target(work, name, rank, target)
+            assert difference(a, b) == 0 and a["losses"] == b["losses"] and \
+                a["skipped"] == b["skipped"], (name, rank, difference(a, b))
+    print("%s ranks bit-identical to the CPU target's ranks (fp32, fp16, "
+          "bf16, overflow)" % target)
+
+
 def main():
     mode, work = sys.argv[1], sys.argv[2]
+    targets = sys.argv[3:] or ["cpu"]
     if mode == "compile":
         with open(os.path.join(work, "mlp.onnxtext"), "w") as f:
             f.write(MLP)
-        for name in ("fp32", "fp16", "bf16", "overflow"):
-            ampc_compile(work, name, B, True, "dp")
-            if name != "overflow":
-                ampc_compile(work, name, 2 * B, False, "one")
-                ampc_compile(work, name, B, False, "plain")
+        for target in dict.fromkeys(compiled(t) for t in targets):
+            for name in ("fp32", "fp16", "bf16", "overflow"):
+                ampc_compile(work, name, B, True, "dp", target)
+                if name != "overflow":
+                    ampc_compile(work, name, 2 * B, False, "one", target)
+                    ampc_compile(work, name, B, False, "plain", target)
         return
     if mode == "compare":
-        return compare(work)
+        for target in targets:
+            compare(work, target)
+        for target in targets:
+            if target != "cpu" and "cpu" in targets:
+                compare_targets(work, target)
+        return
+    # Each rank of a job on one host binds the device of its local rank.
+    os.environ["AMPC_CUDA_SIM_DEVICES"] = "2"
     results = {}
-    if mode == "rank":
-        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
-        for name in ("fp32", "fp16", "bf16", "overflow"):
-            results["%s-rank%d" % (name, rank)] = train(
-                name, os.path.join(work, name + "-dp.so"),
-                slice(rank * B, rank * B + B))
-    elif mode == "reference":
-        for name in ("fp32", "fp16", "bf16"):
-            results[name + "-reference"] = train(
-                name, os.path.join(work, name + "-one.so"), slice(0, 2 * B))
-            results[name + "-alone"] = train(
-                name, os.path.join(work, name + "-dp.so"), slice(0, B))
-            results[name + "-plain"] = train(
-                name, os.path.join(work, name + "-plain.so"), slice(0, B))
-    else:
-        raise SystemExit("unknown mode " + mode)
+    for target in targets:
+        def library(name, kind):
+            return os.path.join(work, "%s-%s%s.so" % (
+                name, kind, suffix(compiled(target))))
+        if comm_library(target):
+            os.environ["AMPC_COMM_LIBRARY"] = comm_library(target)
+        else:
+            os.environ.pop("AMPC_COMM_LIBRARY", None)
+        if mode == "reference" and target in VARIANTS:
+            continue
+        if mode == "rank":
+            rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+            for name in ("fp32", "fp16", "bf16", "overflow"):
+                results["%s-rank%d%s" % (name, rank, suffix(target))] = train(
+                    name, library(name, "dp"), slice(rank * B, rank * B + B))
+        elif mode == "reference":
+            for name in ("fp32", "fp16", "bf16"):
+                results[name + "-reference" + suffix(target)] = train(
+                    name, library(name, "one"), slice(0, 2 * B))
+                results[name + "-alone" + suffix(target)] = train(
+                    name, library(name, "dp"), slice(0, B))
+                results[name + "-plain" + suffix(target)] = train(
+                    name, library(name, "plain"), slice(0, B))
+        else:
+            raise SystemExit("unknown mode " + mode)
     for key, result in results.items():
         with open(os.path.join(work, key + ".json"), "w") as f:
             json.dump(result, f)

@@ -192,6 +192,25 @@ struct Context {
   } stages[2];
   uint64_t stagedSteps = 0;
   char message[512] = {0};
+  /// Data parallel (issue 41): the ranks' communicator (null alone), the
+  /// communication stream the all-reduces run on, and per bucket the
+  /// events that order them: `packed` (on the model's stream, after the
+  /// pack kernel) and `reduced` (on the communication stream, after the
+  /// sum). A communicator without start_on_stream (host memory: the CUDA
+  /// execution on the CPU) is called from a host function per bucket,
+  /// which records a failure in `commError` for the next synchronising
+  /// call.
+  const ampc_abi_comm *comm = nullptr;
+  cudaStream_t commStream = nullptr;
+  struct Bucket {
+    cudaEvent_t packed = nullptr, reduced = nullptr;
+    struct Context *ctx = nullptr;
+    int32_t request = 0, dtype = 0;
+    void *buffer = nullptr;
+    uint64_t count = 0;
+  } *buckets = nullptr;
+  int32_t numBuckets = 0;
+  char commError[512] = {0};
 };
 
 inline Context &context(void *raw) { return *static_cast<Context *>(raw); }
@@ -388,6 +407,17 @@ inline void freeResources(Context &ctx) {
   if (ctx.copyStream)
     cudaStreamDestroy(ctx.copyStream);
   ctx.copyStream = nullptr;
+  for (int32_t b = 0; ctx.buckets && b < ctx.numBuckets; ++b)
+    for (cudaEvent_t event : {ctx.buckets[b].packed, ctx.buckets[b].reduced})
+      if (event)
+        cudaEventDestroy(event);
+  delete[] ctx.buckets;
+  ctx.buckets = nullptr;
+  ctx.numBuckets = 0;
+  if (ctx.commStream)
+    cudaStreamDestroy(ctx.commStream);
+  ctx.commStream = nullptr;
+  ctx.comm = nullptr;
   if (ctx.ownStream && ctx.stream)
     cudaStreamDestroy(ctx.stream);
   ctx.stream = nullptr;
@@ -481,6 +511,104 @@ inline int32_t init(void *raw, const ampc_abi_config *config,
   return 0;
 }
 
+/// Data parallel (issue 41): keeps `config`'s communicator (none alone, or
+/// in a job of one rank) and makes the communication stream and the events
+/// of the library's `buckets` all-reduces. A communicator of host memory
+/// (no start_on_stream) serves only the CUDA execution on the CPU.
+inline int32_t initComm(Context &ctx, const ampc_abi_config *config,
+                        int32_t buckets) {
+  const ampc_abi_comm *comm =
+      config->struct_size >= offsetof(ampc_abi_config, comm) + sizeof(void *)
+          ? config->comm
+          : nullptr;
+  if (!comm || comm->size <= 1)
+    return 0;
+  const bool onStream =
+      comm->struct_size >= offsetof(ampc_abi_comm, start_on_stream) +
+                               sizeof(void *) &&
+      comm->start_on_stream;
+#if !defined(AMPC_CUDA_SIM)
+  if (!onStream)
+    return fail(ctx, "init", "the communicator sums host memory only (no "
+                "start_on_stream: libampc_comm_mpi.so?); a CUDA library "
+                "needs one on the device (libampc_comm_nccl.so)", "");
+#else
+  (void)onStream;
+#endif
+  ctx.comm = comm;
+  ctx.buckets = new (std::nothrow) Context::Bucket[buckets];
+  if (!ctx.buckets)
+    return fail(ctx, "new", "out of host memory", "the all-reduce buckets");
+  ctx.numBuckets = buckets;
+  AMPC_CUDA(ctx, cudaStreamCreateWithFlags(&ctx.commStream,
+                                           cudaStreamNonBlocking),
+            "the communication stream");
+  for (int32_t b = 0; b < buckets; ++b) {
+    ctx.buckets[b].ctx = &ctx;
+    ctx.buckets[b].request = b;
+    for (cudaEvent_t *event : {&ctx.buckets[b].packed, &ctx.buckets[b].reduced})
+      AMPC_CUDA(ctx, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                "the all-reduce events");
+  }
+  return 0;
+}
+
+/// A bucket's sum through a communicator of host memory, run by the
+/// communication stream when it reaches it (CUDA calls are not allowed
+/// here; the first failure is kept for synchronize, and later buckets do
+/// not call the communicator).
+inline void allReduceOnHost(void *data) {
+  auto &bucket = *static_cast<Context::Bucket *>(data);
+  Context &ctx = *bucket.ctx;
+  if (ctx.commError[0])
+    return;
+  const ampc_abi_comm *comm = ctx.comm;
+  if (comm->start(comm->handle, bucket.request, bucket.buffer, bucket.count,
+                  bucket.dtype) != 0 ||
+      comm->wait(comm->handle, bucket.request) != 0)
+    std::snprintf(ctx.commError, sizeof ctx.commError,
+                  "the all-reduce of bucket %d failed: %s", bucket.request,
+                  comm->last_error(comm->handle));
+}
+
+/// all_reduce_start after its pack kernel: the communication stream waits
+/// for the pack (an event on the model's stream), sums `count` elements of
+/// `dtype` at `buffer` over the ranks, and records the bucket's `reduced`.
+/// Inside the step's capture the fork and its join (allReduceWait) are
+/// graph edges.
+inline int32_t allReduceStart(Context &ctx, int32_t bucket, void *buffer,
+                              uint64_t count, int32_t dtype,
+                              const char *where) {
+  Context::Bucket &b = ctx.buckets[bucket];
+  AMPC_CUDA(ctx, cudaEventRecord(b.packed, ctx.stream), where);
+  AMPC_CUDA(ctx, cudaStreamWaitEvent(ctx.commStream, b.packed, 0), where);
+  const ampc_abi_comm *comm = ctx.comm;
+  if (comm->struct_size >= offsetof(ampc_abi_comm, start_on_stream) +
+                               sizeof(void *) &&
+      comm->start_on_stream) {
+    if (comm->start_on_stream(comm->handle, bucket, buffer, count, dtype,
+                              ctx.commStream) != 0)
+      return fail(ctx, "start_on_stream", comm->last_error(comm->handle),
+                  where);
+  } else {
+    b.buffer = buffer;
+    b.count = count;
+    b.dtype = dtype;
+    AMPC_CUDA(ctx, cudaLaunchHostFunc(ctx.commStream, allReduceOnHost, &b),
+              where);
+  }
+  AMPC_CUDA(ctx, cudaEventRecord(b.reduced, ctx.commStream), where);
+  return 0;
+}
+
+/// all_reduce_wait before its unpack kernel: the model's stream waits for
+/// the bucket's sum (on the device; the host does not block).
+inline int32_t allReduceWait(Context &ctx, int32_t bucket, const char *where) {
+  AMPC_CUDA(ctx, cudaStreamWaitEvent(ctx.stream, ctx.buckets[bucket].reduced, 0),
+            where);
+  return 0;
+}
+
 inline void release(void *raw) {
   DeviceScope bound(raw);
   Context &ctx = context(raw);
@@ -494,6 +622,10 @@ inline void release(void *raw) {
 /// code is cleared so that it is reported once).
 inline int32_t synchronize(Context &ctx) {
   AMPC_CUDA(ctx, cudaStreamSynchronize(ctx.stream), "");
+  if (ctx.commError[0]) {
+    std::snprintf(ctx.message, sizeof ctx.message, "%s", ctx.commError);
+    return 1;
+  }
   // Every copy and memset here is on the model's stream: the legacy
   // default stream (cudaMemcpy, cudaMemset) is unordered with a
   // non-blocking stream, and a pageable cudaMemcpy may land after it
@@ -2455,6 +2587,31 @@ __global__ void unscale(unsigned char *base, TensorList<T> list,
   default:
     return unscaleTensor<As<T>>(g, o, first, list.size[t], inv, found, c, s);
   }
+}
+
+/// Data parallel (issue 41): all_reduce_start's pack, one multi-tensor
+/// launch per gradient type of a bucket. Each gradient (`In`, list.in) is
+/// divided by the world size (times `inv`, in T) and rounded to the
+/// communicated type (`Out`) into its slice of the packed buffer
+/// (list.out): the CPU target's packGradient, element for element.
+template <typename In, typename Out, typename T>
+__global__ void packGradients(unsigned char *base,
+                              TensorList<typename In::Storage> list, T inv) {
+  const int t = listTensor(list.firstBlock, list.count);
+  const auto *g = reinterpret_cast<const typename In::Storage *>(base + list.in[t]);
+  auto *p = reinterpret_cast<typename Out::Storage *>(base + list.out[t]);
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t])
+  p[i] = Out::store(static_cast<T>(In::load(g[i])) * inv);
+}
+/// all_reduce_wait's unpack: each slice of the summed buffer (`In`,
+/// list.in) into its mean gradient's type (`Out`, list.out).
+template <typename In, typename Out>
+__global__ void unpackGradients(unsigned char *base,
+                                TensorList<typename Out::Storage> list) {
+  const int t = listTensor(list.firstBlock, list.count);
+  const auto *p = reinterpret_cast<const typename In::Storage *>(base + list.in[t]);
+  auto *m = reinterpret_cast<typename Out::Storage *>(base + list.out[t]);
+  AMPC_LIST_FOR(i, list.firstBlock[t], list.size[t]) m[i] = Out::store(In::load(p[i]));
 }
 
 /// Clipping's global norm, the same bits whatever order the blocks run in:

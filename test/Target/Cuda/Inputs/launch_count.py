@@ -45,6 +45,8 @@ With --source (the library's generated source, ampc ... --emit=cuda), one
 more line, "cast-only N": the launches of generated kernels whose body
 only converts (loads its one input, stores it in another type: a cast
 that no producer or consumer absorbed; issue 37, item 6).
+Under `mpirun` only rank 0 prints (a data-parallel library's step needs
+every rank; data-parallel-cuda.test counts one).
 With --check-prefix=P the lines come out as FileCheck directives ("# P:",
 then "# P-NEXT:"), ready to paste into launch-count.test.
 
@@ -286,6 +288,10 @@ def main():
         print("launch_count.py: error: %s: %s" % (args.library, e),
               file=sys.stderr)
         return 1
+    # Under mpirun (a data-parallel library: every rank runs the step, whose
+    # all-reduces need them all) rank 0 alone prints.
+    if os.environ.get("OMPI_COMM_WORLD_RANK", "0") != "0":
+        return 0
     for i, line in enumerate(lines):
         if args.check_prefix:
             line = "# %s%s: %s" % (args.check_prefix, "-NEXT" if i else "",

@@ -1,0 +1,232 @@
+//===- NcclComm.cpp - the data-parallel communicator on NCCL --------------===//
+//
+// libampc_comm_nccl.so (issue 41, docs/distributed.md): the ampc_abi_comm a
+// data-parallel CUDA library all-reduces its gradient buckets with, on
+// NCCL. The runtime loads it for a library whose target is "cuda" in a job
+// of more than one rank (AMPC_COMM_LIBRARY overrides), as it loads
+// libampc_comm_mpi.so for the CPU target. The rank and the number of ranks
+// come from mpirun (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK) or torchrun
+// (RANK, WORLD_SIZE, LOCAL_RANK); the rank binds the GPU of its local rank
+// (cudaSetDevice, before the library's init allocates anything); rank 0's
+// NCCL unique id reaches the others through MPI (initialized here when the
+// application has not, finalized at exit), so a job needs MPI's launcher
+// (a TCP rendezvous on MASTER_ADDR is not built). The all-reduce is
+// start_on_stream only: ncclAllReduce(ncclSum) in place on the library's
+// communication stream, which a CUDA graph captures, and a host function
+// after it that counts the bytes; errors name the rank. Built twice: on
+// NCCL (libampc_comm_nccl.so) and on the CUDA execution's NCCL subset
+// (libampc_comm_nccl_sim.so, CudaSim/Nccl.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Runtime/ModelAbi.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+// MPI's C API only (Open MPI's and MPICH's headers otherwise pull in the
+// C++ bindings, which need a library of their own).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#define AMPC_COMM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+struct NcclComm {
+  ampc_abi_comm abi;
+  ncclComm_t comm = nullptr;
+  std::string error;
+  /// Bytes of the buffers all-reduced (each rank's contribution), added
+  /// by a host function after each sum: a CUDA graph replays the sums
+  /// without calling start_on_stream again.
+  std::atomic<uint64_t> bytes{0};
+  /// Per request, what its host function adds.
+  struct Sent {
+    NcclComm *comm;
+    uint64_t bytes;
+  };
+  std::vector<std::unique_ptr<Sent>> sent;
+};
+
+void countBytes(void *data) {
+  auto *sent = static_cast<NcclComm::Sent *>(data);
+  sent->comm->bytes += sent->bytes;
+}
+
+/// The first of `names` set to an integer in [0, 2^20], or -1.
+int environmentInt(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name)) {
+      char *end = nullptr;
+      long v = std::strtol(value, &end, 10);
+      if (end != value && *end == '\0' && v >= 0 && v <= 1 << 20)
+        return static_cast<int>(v);
+    }
+  return -1;
+}
+
+void finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+int32_t startOnStream(void *handle, int32_t request, void *buffer,
+                      uint64_t count, int32_t dtype, void *stream) {
+  auto &c = *static_cast<NcclComm *>(handle);
+  ncclDataType_t type;
+  uint64_t width;
+  switch (dtype) {
+  case AMPC_DTYPE_F32:
+    type = ncclFloat32, width = 4;
+    break;
+  case AMPC_DTYPE_F64:
+    type = ncclFloat64, width = 8;
+    break;
+  case AMPC_DTYPE_F16:
+    type = ncclFloat16, width = 2;
+    break;
+  case AMPC_DTYPE_BF16:
+    type = ncclBfloat16, width = 2;
+    break;
+  default:
+    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce of dtype " +
+              std::to_string(dtype) + ", which the communicator does not sum";
+    return 1;
+  }
+  if (request < 0) {
+    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
+              std::to_string(request);
+    return 1;
+  }
+  ncclResult_t r = ncclAllReduce(buffer, buffer, count, type, ncclSum, c.comm,
+                                 static_cast<cudaStream_t>(stream));
+  if (r != ncclSuccess) {
+    const char *detail = ncclGetLastError(c.comm);
+    c.error = "rank " + std::to_string(c.abi.rank) + ": ncclAllReduce of " +
+              "request " + std::to_string(request) + ": " +
+              ncclGetErrorString(r) +
+              (detail && *detail ? std::string(" (") + detail + ")" : "");
+    return 1;
+  }
+  if (static_cast<size_t>(request) >= c.sent.size())
+    c.sent.resize(request + 1);
+  if (!c.sent[request])
+    c.sent[request].reset(new NcclComm::Sent{&c, 0});
+  c.sent[request]->bytes = count * width;
+  if (cudaError_t e = cudaLaunchHostFunc(static_cast<cudaStream_t>(stream),
+                                         countBytes, c.sent[request].get());
+      e != cudaSuccess) {
+    c.error = "rank " + std::to_string(c.abi.rank) +
+              ": cudaLaunchHostFunc: " + cudaGetErrorString(e);
+    return 1;
+  }
+  return 0;
+}
+
+/// NCCL sums device memory on a stream only (start_on_stream).
+int32_t start(void *handle, int32_t, void *, uint64_t, int32_t) {
+  auto &c = *static_cast<NcclComm *>(handle);
+  c.error = "rank " + std::to_string(c.abi.rank) +
+            ": the NCCL communicator sums device memory on a stream "
+            "(start_on_stream), not host memory";
+  return 1;
+}
+int32_t wait(void *handle, int32_t request) {
+  return start(handle, request, nullptr, 0, 0);
+}
+
+const char *lastError(void *handle) {
+  return static_cast<NcclComm *>(handle)->error.c_str();
+}
+
+} // namespace
+
+/// A communicator over every rank of the job, on the GPU of this rank's
+/// local rank; null with a one-line message (naming the rank) in `error`.
+AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_nccl_create(char *error,
+                                                            size_t size) {
+  int rank = environmentInt({"OMPI_COMM_WORLD_RANK", "RANK"});
+  int ranks = environmentInt({"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"});
+  int local = environmentInt({"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"});
+  auto refuse = [&](const std::string &message) -> const ampc_abi_comm * {
+    std::snprintf(error, size, "rank %d: %s", rank, message.c_str());
+    return nullptr;
+  };
+  if (rank < 0 || ranks < 1 || rank >= ranks)
+    return refuse("the job's rank and size are not in the environment "
+                  "(OMPI_COMM_WORLD_RANK/SIZE or RANK/WORLD_SIZE)");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1)
+    return refuse("no CUDA device");
+  int device = local < 0 ? 0 : local;
+  if (device >= devices)
+    return refuse("local rank " + std::to_string(device) + " has no GPU (" +
+                  std::to_string(devices) + " on this host)");
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+    return refuse(std::string("cudaSetDevice: ") + cudaGetErrorString(e));
+  // Rank 0's unique id, broadcast through MPI.
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
+        MPI_SUCCESS)
+      return refuse("MPI_Init_thread failed (NCCL's unique id is exchanged "
+                    "through MPI: launch with mpirun)");
+    std::atexit(finalize);
+  }
+  int mpiRank = -1, mpiSize = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mpiSize);
+  if (mpiRank != rank || mpiSize != ranks)
+    return refuse("MPI's rank " + std::to_string(mpiRank) + " of " +
+                  std::to_string(mpiSize) + " is not the environment's " +
+                  std::to_string(rank) + " of " + std::to_string(ranks));
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (rank == 0)
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      return refuse(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+  if (MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return refuse("MPI_Bcast of NCCL's unique id failed");
+  auto *c = new NcclComm();
+  if (ncclResult_t r = ncclCommInitRank(&c->comm, ranks, id, rank);
+      r != ncclSuccess) {
+    delete c;
+    return refuse(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
+  }
+  c->abi.struct_size = sizeof(ampc_abi_comm);
+  c->abi.rank = rank;
+  c->abi.size = ranks;
+  c->abi.handle = c;
+  c->abi.start = start;
+  c->abi.wait = wait;
+  c->abi.last_error = lastError;
+  c->abi.start_on_stream = startOnStream;
+  return &c->abi;
+}
+
+/// The bytes `comm` has all-reduced so far (this rank's buffers).
+AMPC_COMM_EXPORT uint64_t ampc_comm_nccl_bytes(const ampc_abi_comm *comm) {
+  return static_cast<const NcclComm *>(comm->handle)->bytes;
+}
+
+AMPC_COMM_EXPORT void ampc_comm_nccl_release(const ampc_abi_comm *comm) {
+  auto *c = static_cast<NcclComm *>(comm->handle);
+  if (c->comm)
+    ncclCommDestroy(c->comm);
+  delete c;
+}

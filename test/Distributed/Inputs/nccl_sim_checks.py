@@ -1,0 +1,102 @@
+"""The CUDA execution's NCCL (lib/Runtime/CudaSim/Nccl.cpp) and the NCCL
+communicator built against it (libampc_comm_nccl_sim.so), called directly
+through ctypes in a job of one rank (mpirun -np 1). One line per check:
+
+    nccl_sim_checks.py LIBDIR
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+AMPC_DTYPE_F32, AMPC_DTYPE_INT32, AMPC_DTYPE_F16 = 1, 6, 10
+NCCL_FLOAT32, NCCL_SUM, NCCL_MAX = 7, 0, 2
+NCCL_SUCCESS, NCCL_INVALID_ARGUMENT, NCCL_INVALID_USAGE = 0, 4, 5
+
+
+class Comm(ctypes.Structure):
+    """ampc_abi_comm (include/ampc/Runtime/ModelAbi.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("rank", ctypes.c_int32),
+        ("size", ctypes.c_int32),
+        ("handle", ctypes.c_void_p),
+        ("start", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                   ctypes.c_int32, ctypes.c_void_p,
+                                   ctypes.c_uint64, ctypes.c_int32)),
+        ("wait", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                  ctypes.c_int32)),
+        ("last_error", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)),
+        ("start_on_stream", ctypes.CFUNCTYPE(
+            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+    ]
+
+
+def main():
+    lib = sys.argv[1]
+    sim = ctypes.CDLL(os.path.join(lib, "libampc_cudasim.so"),
+                      mode=ctypes.RTLD_GLOBAL)
+    nccl = ctypes.CDLL(os.path.join(lib, "libampc_cudasim_nccl.so"),
+                       mode=ctypes.RTLD_GLOBAL)
+    plugin = ctypes.CDLL(os.path.join(lib, "libampc_comm_nccl_sim.so"))
+    plugin.ampc_comm_nccl_create.restype = ctypes.POINTER(Comm)
+    plugin.ampc_comm_nccl_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    plugin.ampc_comm_nccl_bytes.restype = ctypes.c_uint64
+    plugin.ampc_comm_nccl_bytes.argtypes = [ctypes.POINTER(Comm)]
+    plugin.ampc_comm_nccl_release.argtypes = [ctypes.POINTER(Comm)]
+    nccl.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_size_t, ctypes.c_int,
+                                   ctypes.c_int, ctypes.c_void_p,
+                                   ctypes.c_void_p]
+    nccl.ncclGetErrorString.restype = ctypes.c_char_p
+
+    error = ctypes.create_string_buffer(512)
+    comm = plugin.ampc_comm_nccl_create(error, 512)
+    assert comm, error.value
+    c = comm.contents
+    print("created: rank %d of %d, start_on_stream %s" %
+          (c.rank, c.size, "set" if c.start_on_stream else "NULL"))
+
+    def message():
+        return c.last_error(c.handle).decode()
+
+    # Device memory: a sum over one rank leaves it as it is.
+    device = ctypes.c_void_p()
+    assert sim.cudaMalloc(ctypes.byref(device), ctypes.c_size_t(64)) == 0
+    values = np.arange(16, dtype=np.float32)
+    assert sim.cudaMemcpy(device, values.ctypes.data, ctypes.c_size_t(64),
+                          1) == 0  # cudaMemcpyHostToDevice
+    assert c.start_on_stream(c.handle, 0, device, 16, AMPC_DTYPE_F32,
+                             None) == 0, message()
+    back = np.zeros(16, dtype=np.float32)
+    assert sim.cudaMemcpy(back.ctypes.data, device, ctypes.c_size_t(64),
+                          2) == 0  # cudaMemcpyDeviceToHost
+    assert (back == values).all(), back
+    print("sum of 16 floats on one rank: unchanged; bytes %d" %
+          plugin.ampc_comm_nccl_bytes(comm))
+
+    # The communicator's own refusals, each naming the rank.
+    assert c.start_on_stream(c.handle, 1, device, 16, AMPC_DTYPE_INT32,
+                             None) == 1
+    print("int32: " + message())
+    assert c.start(c.handle, 0, values.ctypes.data, 16, AMPC_DTYPE_F32) == 1
+    print("start: " + message())
+    # The execution's: host memory, a buffer too short, a dead
+    # communicator, an operation it does not sum.
+    assert c.start_on_stream(c.handle, 0, values.ctypes.data, 16,
+                             AMPC_DTYPE_F32, None) == 1
+    print("host buffer: " + message())
+    assert c.start_on_stream(c.handle, 0, device, 17, AMPC_DTYPE_F32,
+                             None) == 1
+    print("17 floats in 64 bytes: " + message())
+    r = nccl.ncclAllReduce(device, device, 16, NCCL_FLOAT32, NCCL_SUM,
+                           ctypes.c_void_p(0x1000), None)
+    print("dead communicator: %d %s" % (r, nccl.ncclGetErrorString(r).decode()))
+    plugin.ampc_comm_nccl_release(comm)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
