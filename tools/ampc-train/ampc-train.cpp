@@ -8,6 +8,7 @@
 
 #include "Npy.h"
 #include "Plot.h"
+#include "Sampler.h"
 #include "Schedule.h"
 
 #include "ampc/Kernels/Common/Float16.h"
@@ -65,6 +66,10 @@ samples in the .npy files, through the runtime C API.
   --drop-last           data parallel: drop the end of the epoch's order
                         that does not divide evenly over the ranks (instead
                         of padding it from the start)
+  --comm-timeout S      data parallel: fail a step whose all-reduce has not
+                        finished after S seconds (a rank stopped or failed)
+                        instead of waiting; 0 waits forever (default: 600,
+                        or AMPC_COMM_TIMEOUT)
   --print-samples       print the samples of every step (this rank's):
                         "step S: I J K ..." ("rank R step S: ..." under a
                         job of several ranks)
@@ -155,6 +160,7 @@ struct Options {
   double lr = -1;
   uint64_t seed = 0;
   bool shuffle = true, quiet = false, dropLast = false, printSamples = false;
+  std::string commTimeout;
   std::string metrics, checkpoint, resume, plot, exportOnnx;
   std::vector<std::string> predict, outputs;
   Schedule schedule;
@@ -286,7 +292,14 @@ Options parseOptions(int argc, char **argv) {
       o.shuffle = false;
     } else if (name == "--quiet")
       flag(o.quiet);
-    else if (name == "--drop-last")
+    else if (name == "--comm-timeout") {
+      o.commTimeout = takeValue();
+      char *end = nullptr;
+      double seconds = std::strtod(o.commTimeout.c_str(), &end);
+      if (o.commTimeout.empty() || *end || !(seconds >= 0 && seconds <= 1e9))
+        die("option --comm-timeout: expected seconds, a number from 0 (wait "
+            "forever) to 1e9, got '" + o.commTimeout + "'");
+    } else if (name == "--drop-last")
       flag(o.dropLast);
     else if (name == "--print-samples")
       flag(o.printSamples);
@@ -448,52 +461,6 @@ double scalarValue(ampc_dtype dtype, const unsigned char *p) {
   default:
     return NAN;
   }
-}
-
-/// The samples each of `ranks` ranks takes from an epoch of `n`: n/ranks
-/// rounded up (the order padded), or down with `dropLast`.
-int64_t shardSize(int64_t n, int32_t ranks, bool dropLast) {
-  return dropLast ? n / ranks : (n + ranks - 1) / ranks;
-}
-
-/// The per-epoch sample order: Fisher-Yates over splitmix64, so a seed gives
-/// the same order with any standard library.
-std::vector<int64_t> sampleOrder(int64_t samples, bool shuffle, uint64_t seed,
-                                 int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(samples));
-  for (int64_t i = 0; i < samples; ++i)
-    order[size_t(i)] = i;
-  if (!shuffle)
-    return order;
-  uint64_t state = seed * 0x9e3779b97f4a7c15ull + uint64_t(epoch) + 1;
-  auto next = [&]() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  for (int64_t i = samples - 1; i > 0; --i) {
-    uint64_t bound = uint64_t(i) + 1, limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t r;
-    do
-      r = next();
-    while (r >= limit);
-    std::swap(order[size_t(i)], order[size_t(r % bound)]);
-  }
-  return order;
-}
-
-/// The share of `order` rank `rank` of `ranks` trains on, as
-/// torch.utils.data.DistributedSampler's: the order padded by repeating it
-/// from the start to a multiple of `ranks` (or, `dropLast`, cut to one),
-/// then every `ranks`-th position from `rank` on.
-std::vector<int64_t> shardOrder(const std::vector<int64_t> &order,
-                                int32_t rank, int32_t ranks, bool dropLast) {
-  int64_t n = int64_t(order.size()), per = shardSize(n, ranks, dropLast);
-  std::vector<int64_t> shard(static_cast<size_t>(per));
-  for (int64_t i = 0; i < per; ++i)
-    shard[size_t(i)] = order[size_t((i * ranks + rank) % n)];
-  return shard;
 }
 
 /// Copies samples order[first .. first + count) into the buffers from
@@ -666,6 +633,9 @@ void Trainer::saveCheckpoint() {
 
 int Trainer::run() {
   auto start = std::chrono::steady_clock::now();
+  // The runtime reads it when it opens the ranks' communicator.
+  if (!o.commTimeout.empty())
+    ::setenv("AMPC_COMM_TIMEOUT", o.commTimeout.c_str(), 1);
   if (ampc_model_load(o.library.c_str(), nullptr, &model) != AMPC_OK)
     die(o.library + ": " + ampc_last_error());
   check(ampc_model_describe(model, &info), o.library);

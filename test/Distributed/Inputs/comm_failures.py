@@ -6,6 +6,7 @@
                                          step 2 (sleeps 300 s); rank 0
                                          prints its step's error, the time
                                          it took and the next step's error
+    comm_failures.py idle LIB            loads LIB, then sleeps 300 s
     comm_failures.py launch TIMEOUT CMD  runs CMD (the mpirun of `stall`)
                                          and prints how it ended: well before
                                          rank 1 wakes, or a hang
@@ -82,6 +83,10 @@ def main():
         load(sys.argv[2:])
     elif mode == "stall":
         stall(sys.argv[2])
+    elif mode == "idle":
+        import ampc
+        ampc.Model(sys.argv[2])
+        time.sleep(300)
     elif mode == "launch":
         sys.exit(launch(sys.argv[2], sys.argv[3:]))
     else:
