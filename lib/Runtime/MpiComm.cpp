@@ -233,7 +233,7 @@ int32_t wait(void *handle, int32_t request) {
   // short sleeps (a long wait is another rank's lag, not the network's).
   auto begin = std::chrono::steady_clock::now();
   auto deadline = begin + std::chrono::duration<double>(c.timeout);
-  for (uint64_t polls = 0;; ++polls) {
+  for (;;) {
     int done = 0;
     int code = MPI_Test(&c.requests[request], &done, MPI_STATUS_IGNORE);
     if (code != MPI_SUCCESS) {

@@ -897,9 +897,12 @@ ampc_status openCommunicator(Model &model) {
       dlsym(library, "ampc_comm_mpi_set_timeout"));
   if (!create || !communicator->bytes || !communicator->release || !setTimeout)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
-                format("'%s' is not an ampc communicator (no "
-                       "ampc_comm_mpi_create)",
-                       plugin.c_str()));
+                format("'%s' is not an ampc communicator (no %s)",
+                       plugin.c_str(),
+                       !create                 ? "ampc_comm_mpi_create"
+                       : !communicator->bytes  ? "ampc_comm_mpi_bytes"
+                       : !communicator->release ? "ampc_comm_mpi_release"
+                                                : "ampc_comm_mpi_set_timeout"));
   double timeout = 600;
   if (const char *text = std::getenv("AMPC_COMM_TIMEOUT")) {
     char *end = nullptr;
