@@ -12,6 +12,13 @@
 // every rank for a commutative operation). Errors return (MPI_ERRORS_RETURN)
 // with the rank in the message.
 //
+// Failures do not hang: a wait gives up after the timeout the runtime sets
+// (AMPC_COMM_TIMEOUT), asks the other ranks on a second duplicate which
+// all-reduce they are in, and fails naming those that did not answer. MPI
+// cannot cancel a collective, so the communicator stays broken (every later
+// call fails with the same message) and at exit the plugin ends the job with
+// MPI_Abort instead of an MPI_Finalize that would wait for the missing rank.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Kernels/Common/Float16.h"
@@ -23,10 +30,12 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #define AMPC_COMM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -36,13 +45,29 @@ namespace {
 struct MpiComm {
   ampc_abi_comm abi;
   MPI_Comm comm = MPI_COMM_NULL;
+  /// The ranks' answers after a timeout (which all-reduce each is in).
+  MPI_Comm probe = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;
   std::string error;
   /// Bytes of the buffers all-reduced (each rank's contribution).
   uint64_t bytes = 0;
+  /// All-reduces started so far; the one request r is at, for the answers.
+  uint64_t started = 0;
+  std::vector<uint64_t> sequence;
+  /// Seconds a wait waits (0: forever).
+  double timeout = 600;
+  /// After a timeout: the communicator is unusable; every call fails.
+  bool broken = false;
+  /// The answers' buffers and requests; kept (with the communicator, which
+  /// a broken one never frees) since MPI may still write into them.
+  uint64_t probeSent = 0;
+  std::vector<uint64_t> probeAnswers;
+  std::vector<MPI_Request> probeRequests;
 };
 
 MPI_Op sumF16 = MPI_OP_NULL, sumBf16 = MPI_OP_NULL;
+/// Set by a timeout: exit ends the job (MPI_Abort) rather than finalizing.
+bool abortAtExit = false;
 
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 void sumHalves(void *in, void *inout, int *len, MPI_Datatype *) {
@@ -55,8 +80,15 @@ void sumHalves(void *in, void *inout, int *len, MPI_Datatype *) {
 void finalize() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Finalize();
+  if (finalized)
+    return;
+  if (abortAtExit) {
+    // The missing rank may never finalize: end the job (mpirun stops the
+    // other ranks) instead of waiting for it.
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
 }
 
 /// Sets `c.error` to "rank R: WHAT: MPI's message" and returns 1.
@@ -71,6 +103,8 @@ int32_t fail(MpiComm &c, const char *what, int code) {
 int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
               int32_t dtype) {
   auto &c = *static_cast<MpiComm *>(handle);
+  if (c.broken)
+    return 1;
   MPI_Datatype type = MPI_FLOAT;
   MPI_Op op = MPI_SUM;
   uint64_t width = 4;
@@ -98,8 +132,10 @@ int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
               " elements is out of range";
     return 1;
   }
-  if (static_cast<size_t>(request) >= c.requests.size())
+  if (static_cast<size_t>(request) >= c.requests.size()) {
     c.requests.resize(request + 1, MPI_REQUEST_NULL);
+    c.sequence.resize(request + 1, 0);
+  }
   if (c.requests[request] != MPI_REQUEST_NULL) {
     c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
               std::to_string(request) + " started twice";
@@ -110,22 +146,108 @@ int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
   if (code != MPI_SUCCESS)
     return fail(c, "MPI_Iallreduce", code);
   c.bytes += count * width;
+  c.sequence[request] = ++c.started;
   return 0;
+}
+
+/// After request `request` timed out: every rank that timed out too sends
+/// the all-reduce it waits in (its count of started all-reduces) to every
+/// other; the ranks that do not answer within a grace period (1 s, at most
+/// the timeout) never reached it. Breaks the communicator with the message.
+int32_t timedOut(MpiComm &c, int32_t request) {
+  int size = c.abi.size, rank = c.abi.rank;
+  const uint64_t mine = c.probeSent = c.sequence[request];
+  std::vector<uint64_t> &theirs = c.probeAnswers;
+  std::vector<MPI_Request> &pending = c.probeRequests;
+  theirs.assign(size, 0);
+  pending.assign(2 * size, MPI_REQUEST_NULL);
+  for (int peer = 0, i = 0; peer < size; ++peer) {
+    if (peer == rank)
+      continue;
+    MPI_Irecv(&theirs[peer], 1, MPI_UINT64_T, peer, 0, c.probe, &pending[i]);
+    MPI_Isend(&c.probeSent, 1, MPI_UINT64_T, peer, 0, c.probe,
+              &pending[i + 1]);
+    i += 2;
+  }
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(std::min(c.timeout, 1.0));
+  std::vector<bool> answered(size, false);
+  answered[rank] = true;
+  int left = size - 1;
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0, peer = 0; peer < size; ++peer) {
+      if (peer == rank)
+        continue;
+      int done = 0;
+      if (!answered[peer] && pending[i] != MPI_REQUEST_NULL &&
+          MPI_Test(&pending[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+          done)
+        answered[peer] = true, --left;
+      i += 2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string missing, elsewhere;
+  for (int peer = 0; peer < size; ++peer) {
+    if (!answered[peer])
+      missing += (missing.empty() ? "" : ", ") + std::to_string(peer);
+    else if (peer != rank && theirs[peer] != mine)
+      elsewhere += (elsewhere.empty() ? "" : ", ") + std::to_string(peer) +
+                   " (in all-reduce " + std::to_string(theirs[peer]) + ")";
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", c.timeout);
+  c.error = "rank " + std::to_string(rank) + ": the all-reduce of bucket " +
+            std::to_string(request) + " (all-reduce " + std::to_string(mine) +
+            " of this communicator) did not finish within " + seconds +
+            " s (AMPC_COMM_TIMEOUT)";
+  if (!missing.empty())
+    c.error += "; rank" + std::string(missing.find(',') == std::string::npos
+                                          ? " "
+                                          : "s ") +
+               missing + " did not reach it (stopped, failed or slower than "
+                         "the timeout)";
+  if (!elsewhere.empty())
+    c.error += "; in another all-reduce: rank " + elsewhere;
+  c.broken = true;
+  abortAtExit = true;
+  return 1;
 }
 
 int32_t wait(void *handle, int32_t request) {
   auto &c = *static_cast<MpiComm *>(handle);
+  if (c.broken)
+    return 1;
   if (request < 0 || static_cast<size_t>(request) >= c.requests.size() ||
       c.requests[request] == MPI_REQUEST_NULL) {
     c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
               std::to_string(request) + " waited for but never started";
     return 1;
   }
-  int code = MPI_Wait(&c.requests[request], MPI_STATUS_IGNORE);
-  c.requests[request] = MPI_REQUEST_NULL;
-  if (code != MPI_SUCCESS)
-    return fail(c, "MPI_Wait", code);
-  return 0;
+  if (c.timeout <= 0) {
+    int code = MPI_Wait(&c.requests[request], MPI_STATUS_IGNORE);
+    c.requests[request] = MPI_REQUEST_NULL;
+    return code == MPI_SUCCESS ? 0 : fail(c, "MPI_Wait", code);
+  }
+  // MPI_Test until done or the deadline; after a while of spinning, with
+  // short sleeps (a long wait is another rank's lag, not the network's).
+  auto begin = std::chrono::steady_clock::now();
+  auto deadline = begin + std::chrono::duration<double>(c.timeout);
+  for (;;) {
+    int done = 0;
+    int code = MPI_Test(&c.requests[request], &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      c.requests[request] = MPI_REQUEST_NULL;
+      return fail(c, "MPI_Test", code);
+    }
+    if (done)
+      return 0;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      return timedOut(c, request);
+    if (now - begin > std::chrono::milliseconds(10))
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 const char *lastError(void *handle) {
@@ -161,11 +283,13 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_mpi_create(char *error,
                   /*commute=*/1, &sumBf16);
   }
   auto *c = new MpiComm();
-  if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS) {
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS ||
+      MPI_Comm_dup(MPI_COMM_WORLD, &c->probe) != MPI_SUCCESS) {
     delete c;
     return refuse("MPI_Comm_dup of MPI_COMM_WORLD failed");
   }
   MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(c->probe, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c->comm, &c->abi.rank);
   MPI_Comm_size(c->comm, &c->abi.size);
   c->abi.struct_size = sizeof(ampc_abi_comm);
@@ -181,14 +305,26 @@ AMPC_COMM_EXPORT uint64_t ampc_comm_mpi_bytes(const ampc_abi_comm *comm) {
   return static_cast<const MpiComm *>(comm->handle)->bytes;
 }
 
+/// Sets how long a wait waits before it fails (seconds; 0: forever).
+AMPC_COMM_EXPORT void ampc_comm_mpi_set_timeout(const ampc_abi_comm *comm,
+                                                double seconds) {
+  static_cast<MpiComm *>(comm->handle)->timeout = seconds;
+}
+
 AMPC_COMM_EXPORT void ampc_comm_mpi_release(const ampc_abi_comm *comm) {
   auto *c = static_cast<MpiComm *>(comm->handle);
+  // A broken communicator's requests never finish: its buffers stay with
+  // MPI, which the exit aborts.
+  if (c->broken)
+    return;
   for (MPI_Request &r : c->requests)
     if (r != MPI_REQUEST_NULL)
       MPI_Wait(&r, MPI_STATUS_IGNORE);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
+  if (!finalized) {
     MPI_Comm_free(&c->comm);
+    MPI_Comm_free(&c->probe);
+  }
   delete c;
 }

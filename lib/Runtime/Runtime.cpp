@@ -36,6 +36,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -251,6 +252,9 @@ struct Communicator {
   const ampc_abi_comm *comm = nullptr;
   uint64_t (*bytes)(const ampc_abi_comm *) = nullptr;
   void (*release)(const ampc_abi_comm *) = nullptr;
+  /// `bytes` after the runtime's own exchange (checkSameLibrary): what the
+  /// library's all-reduces send is counted from there.
+  uint64_t bytesBefore = 0;
 
   Communicator() = default;
   Communicator(const Communicator &) = delete;
@@ -312,6 +316,7 @@ struct Model {
   /// alone) and the ranks' communicator (null on one rank). Destroyed
   /// after the library's `release`.
   int32_t allReduceBuckets = 0;
+  std::string allReduceLayout;
   std::unique_ptr<Communicator> communicator;
 
   /// Serializes calls that run the model; the library may assume one call
@@ -734,6 +739,9 @@ ampc_status readDescriptor(Model &model) {
                          abi->num_all_reduce_buckets));
     model.allReduceBuckets = abi->num_all_reduce_buckets;
   }
+  if (abi->struct_size >= AMPC_ABI_FIELD_END(all_reduce_layout) &&
+      abi->all_reduce_layout)
+    model.allReduceLayout = abi->all_reduce_layout;
   return readTrainingFields(model);
 }
 
@@ -789,17 +797,95 @@ ampc_status checkOptions(const ampc_model_options *options) {
   return AMPC_OK;
 }
 
-/// The number of ranks the job's launcher announces (mpirun's
-/// OMPI_COMM_WORLD_SIZE, or PMI_SIZE); 1 outside a job or when unreadable.
-int launcherWorldSize() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (const char *value = std::getenv(name)) {
-      char *end = nullptr;
-      long size = std::strtol(value, &end, 10);
-      if (end != value && *end == '\0' && size >= 1 && size <= 1 << 20)
-        return static_cast<int>(size);
+/// This process's rank and the number of ranks the job's launcher
+/// announces: mpirun's OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE (MPICH,
+/// Slurm), torchrun's RANK/WORLD_SIZE, the first pair whose size is set;
+/// rank 0 of 1 outside a job or when unreadable (the rank -1 when only the
+/// size is readable).
+struct LauncherRanks {
+  int rank = 0, size = 1;
+};
+LauncherRanks launcherRanks() {
+  auto read = [](const char *name, long low, long high) -> long {
+    const char *value = std::getenv(name);
+    if (!value)
+      return -1;
+    char *end = nullptr;
+    long number = std::strtol(value, &end, 10);
+    return end != value && *end == '\0' && number >= low && number <= high
+               ? number
+               : -1;
+  };
+  for (auto [rank, size] :
+       {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        std::pair{"PMI_RANK", "PMI_SIZE"}, std::pair{"RANK", "WORLD_SIZE"}}) {
+    long n = read(size, 1, 1 << 20);
+    if (n < 1)
+      continue;
+    long r = read(rank, 0, n - 1);
+    return {static_cast<int>(r), static_cast<int>(n)};
+  }
+  return {};
+}
+
+/// The number of ranks the job's launcher announces; 1 outside a job.
+int launcherWorldSize() { return launcherRanks().size; }
+
+/// Data parallel: refuses, on every rank, ranks whose libraries differ in
+/// what decides the buffers' layouts (the descriptor's model, target,
+/// precision, training fields, tensors and all-reduce layout). Each rank's
+/// 64-bit hash of them travels as two 32-bit pieces at its own slots of an
+/// F64 sum over the communicator (exact: every other slot is 0), so any
+/// ampc_abi_comm can carry it.
+ampc_status checkSameLibrary(Model &model) {
+  const ampc_abi_comm &comm = *model.communicator->comm;
+  uint64_t hash = 0xcbf29ce484222325ull;
+  auto mix = [&](const std::string &text) {
+    for (unsigned char c : text + '\0')
+      hash = (hash ^ c) * 0x100000001b3ull;
+  };
+  for (const std::string *text :
+       {&model.name, &model.target, &model.precision, &model.mode,
+        &model.optimizer, &model.hyperparameters, &model.lossScaling,
+        &model.allReduceLayout})
+    mix(*text);
+  mix(std::to_string(model.allReduceBuckets) + " " +
+      std::to_string(model.numLabels));
+  for (const auto *list : {&model.inputs, &model.outputs, &model.parameters,
+                           &model.stateTensors})
+    for (const TensorDesc &t : *list) {
+      std::string text = t.name + ":" + std::to_string(t.dtype);
+      for (int64_t d : t.shape)
+        text += "," + std::to_string(d);
+      mix(text);
     }
-  return 1;
+  std::vector<double> hashes(2 * static_cast<size_t>(comm.size), 0.0);
+  hashes[2 * comm.rank] = static_cast<double>(hash >> 32);
+  hashes[2 * comm.rank + 1] = static_cast<double>(hash & 0xffffffffu);
+  if (comm.start(comm.handle, 0, hashes.data(), hashes.size(),
+                 AMPC_DTYPE_F64) != 0 ||
+      comm.wait(comm.handle, 0) != 0)
+    return fail(AMPC_ERROR_EXECUTION, kLoad,
+                format("'%s': comparing the ranks' libraries: %s",
+                       model.path.c_str(), comm.last_error(comm.handle)));
+  std::string differ;
+  int count = 0;
+  for (int r = 1; r < comm.size; ++r)
+    if (hashes[2 * r] != hashes[0] || hashes[2 * r + 1] != hashes[1]) {
+      differ += (count ? ", " : "") + std::to_string(r);
+      ++count;
+    }
+  model.communicator->bytesBefore = model.communicator->bytes(&comm);
+  if (count)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
+                format("'%s': rank%s %s loaded a library that differs from "
+                       "rank 0's (model, target, precision, optimizer, "
+                       "tensors' shapes and dtypes or all-reduce buckets): "
+                       "every rank of a data-parallel job must load the same "
+                       "library",
+                       model.path.c_str(), count > 1 ? "s" : "",
+                       differ.c_str()));
+  return AMPC_OK;
 }
 
 /// The communicator plugin beside the runtime for `model`'s library: NCCL
@@ -842,10 +928,13 @@ ampc_status openCommunicator(Model &model) {
   if (!library)
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
                 format("'%s' is data-parallel and runs in a job of %d ranks, "
-                       "but its communicator cannot be loaded: %s "
-                       "(build ampc with MPI: libopenmpi-dev; the CUDA "
-                       "target's also needs NCCL)",
-                       model.path.c_str(), launcherWorldSize(), dlerror()));
+                       "but its communicator cannot be loaded: %s (%s)",
+                       model.path.c_str(), launcherWorldSize(), dlerror(),
+                       std::getenv("AMPC_COMM_LIBRARY")
+                           ? "AMPC_COMM_LIBRARY names it"
+                           : "build ampc with MPI: libopenmpi-dev (the CUDA "
+                             "target's also needs NCCL), or set "
+                             "AMPC_COMM_LIBRARY"));
   using Create = const ampc_abi_comm *(*)(char *, size_t);
   // The plugin's functions: NCCL's (ampc_comm_nccl_*) or MPI's.
   std::string prefix = dlsym(library, "ampc_comm_nccl_create")
@@ -858,19 +947,52 @@ ampc_status openCommunicator(Model &model) {
       dlsym(library, (prefix + "bytes").c_str()));
   communicator->release = reinterpret_cast<void (*)(const ampc_abi_comm *)>(
       dlsym(library, (prefix + "release").c_str()));
-  if (!create || !communicator->bytes || !communicator->release)
+  // The MPI communicator's wait has a deadline (AMPC_COMM_TIMEOUT); the
+  // NCCL one has none yet (docs/distributed.md).
+  auto setTimeout = reinterpret_cast<void (*)(const ampc_abi_comm *, double)>(
+      dlsym(library, (prefix + "set_timeout").c_str()));
+  const bool needsTimeout = prefix == "ampc_comm_mpi_";
+  if (!create || !communicator->bytes || !communicator->release ||
+      (needsTimeout && !setTimeout))
     return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
-                format("'%s' is not an ampc communicator (no "
-                       "ampc_comm_mpi_create or ampc_comm_nccl_create)",
-                       plugin.c_str()));
+                format("'%s' is not an ampc communicator (no %s%s)",
+                       plugin.c_str(), prefix.c_str(),
+                       !create                 ? "create"
+                       : !communicator->bytes  ? "bytes"
+                       : !communicator->release ? "release"
+                                                : "set_timeout"));
+  double timeout = 600;
+  if (const char *text = std::getenv("AMPC_COMM_TIMEOUT")) {
+    char *end = nullptr;
+    timeout = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(timeout >= 0 && timeout <= 1e9))
+      return fail(AMPC_ERROR_INVALID_ARGUMENT, kLoad,
+                  format("AMPC_COMM_TIMEOUT is '%s': expected seconds, a "
+                         "number from 0 (wait forever) to 1e9",
+                         text));
+  }
   char error[512] = "";
   communicator->comm = create(error, sizeof(error));
   if (!communicator->comm)
     return fail(AMPC_ERROR_EXECUTION, kLoad,
                 format("'%s': the communicator failed: %s",
                        model.path.c_str(), error));
+  if (setTimeout)
+    setTimeout(communicator->comm, timeout);
   model.communicator = std::move(communicator);
-  return AMPC_OK;
+  // torchrun's RANK/WORLD_SIZE without mpirun: MPI starts a job of one.
+  const ampc_abi_comm &comm = *model.communicator->comm;
+  LauncherRanks launcher = launcherRanks();
+  if (comm.size != launcher.size ||
+      (launcher.rank >= 0 && comm.rank != launcher.rank))
+    return fail(AMPC_ERROR_UNSUPPORTED, kLoad,
+                format("'%s': the launcher announces rank %d of %d, but the "
+                       "MPI communicator has rank %d of %d (the MPI "
+                       "communicator needs mpirun; torchrun's RANK and "
+                       "WORLD_SIZE alone do not make an MPI job)",
+                       model.path.c_str(), launcher.rank, launcher.size,
+                       comm.rank, comm.size));
+  return checkSameLibrary(model);
 }
 
 /// Data parallel: the application's communicator (ampc_model_options.comm)
@@ -1591,7 +1713,9 @@ ampc_status ampc_model_data_parallel(const ampc_model *handle, int32_t *rank,
   if (world_size)
     *world_size = comm ? comm->size : 1;
   if (bytes_all_reduced)
-    *bytes_all_reduced = comm ? model->communicator->bytes(comm) : 0;
+    *bytes_all_reduced = comm ? model->communicator->bytes(comm) -
+                                    model->communicator->bytesBefore
+                              : 0;
   return AMPC_OK;
 }
 

@@ -8,6 +8,7 @@
 
 #include "Npy.h"
 #include "Plot.h"
+#include "Sampler.h"
 #include "Schedule.h"
 
 #include "ampc/Kernels/Common/Float16.h"
@@ -62,6 +63,16 @@ samples in the .npy files, through the runtime C API.
                               cycled)
   --seed S              seed of the per-epoch shuffle (default 0)
   --no-shuffle          take the samples in file order
+  --drop-last           data parallel: drop the end of the epoch's order
+                        that does not divide evenly over the ranks (instead
+                        of padding it from the start)
+  --comm-timeout S      data parallel: fail a step whose all-reduce has not
+                        finished after S seconds (a rank stopped or failed)
+                        instead of waiting; 0 waits forever (default: 600,
+                        or AMPC_COMM_TIMEOUT)
+  --print-samples       print the samples of every step (this rank's):
+                        "step S: I J K ..." ("rank R step S: ..." under a
+                        job of several ranks)
   --metrics FILE.csv    one row per step: step,epoch,loss,scale,skipped,lr
                         (step counts from 1; scale is the loss scale after
                         the step; skipped counts skipped steps so far); with
@@ -98,6 +109,19 @@ float arrays to a float16/bfloat16 input (a library compiled with
 own cast rounds them (a finite value the type cannot hold is an error);
 anything else is an error.
 
+Data parallel: a library compiled with --data-parallel, run under
+`mpirun -np N`, trains on N processes; each shards the data as
+torch.utils.data.DistributedSampler does: every rank computes the same
+epoch order (the same --seed), pads it by repeating it from its start to a
+multiple of N (or, with --drop-last, drops its end), and rank r takes the
+samples at positions r, r+N, r+2N, ... of it; its steps take batches of
+consecutive samples of its share, at the library's batch size (each rank's
+--batch: 2 ranks at batch B train as one process at 2B). Only rank 0
+prints (its loss is the mean over its own samples), evaluates and writes
+the --metrics, --checkpoint, --plot, --export-onnx and --output files (the
+ranks' parameters are identical); every rank reads --resume. Errors name
+the rank: "ampc-train: error: rank R: ...".
+
 Output: on a terminal, a progress bar per epoch; otherwise one line per
 epoch: "epoch 3/10  loss 0.1234  scale 65536  skipped 0  1234.5 samples/s"
 (mean loss of the epoch, the loss scale, the steps skipped so far), with an
@@ -118,10 +142,13 @@ Errors: one line "ampc-train: error: ...", exit status 1.
 /// --metrics while it is written: a global, so that exit() from die()
 /// removes its temporary.
 ampc::OutputFile metricsFile;
+/// "rank R: " in a data-parallel job of several ranks, for errors.
+std::string rankPrefix;
 
 [[noreturn]] void die(const std::string &message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "ampc-train: error: %s\n", message.c_str());
+  std::fprintf(stderr, "ampc-train: error: %s%s\n", rankPrefix.c_str(),
+               message.c_str());
   std::exit(1);
 }
 
@@ -132,7 +159,8 @@ struct Options {
   bool haveEpochs = false;
   double lr = -1;
   uint64_t seed = 0;
-  bool shuffle = true, quiet = false;
+  bool shuffle = true, quiet = false, dropLast = false, printSamples = false;
+  std::string commTimeout;
   std::string metrics, checkpoint, resume, plot, exportOnnx;
   std::vector<std::string> predict, outputs;
   Schedule schedule;
@@ -264,6 +292,17 @@ Options parseOptions(int argc, char **argv) {
       o.shuffle = false;
     } else if (name == "--quiet")
       flag(o.quiet);
+    else if (name == "--comm-timeout") {
+      o.commTimeout = takeValue();
+      char *end = nullptr;
+      double seconds = std::strtod(o.commTimeout.c_str(), &end);
+      if (o.commTimeout.empty() || *end || !(seconds >= 0 && seconds <= 1e9))
+        die("option --comm-timeout: expected seconds, a number from 0 (wait "
+            "forever) to 1e9, got '" + o.commTimeout + "'");
+    } else if (name == "--drop-last")
+      flag(o.dropLast);
+    else if (name == "--print-samples")
+      flag(o.printSamples);
     else if (name == "--metrics")
       o.metrics = takeValue();
     else if (name == "--checkpoint")
@@ -424,33 +463,6 @@ double scalarValue(ampc_dtype dtype, const unsigned char *p) {
   }
 }
 
-/// The per-epoch sample order: Fisher-Yates over splitmix64, so a seed gives
-/// the same order with any standard library.
-std::vector<int64_t> sampleOrder(int64_t samples, bool shuffle, uint64_t seed,
-                                 int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(samples));
-  for (int64_t i = 0; i < samples; ++i)
-    order[size_t(i)] = i;
-  if (!shuffle)
-    return order;
-  uint64_t state = seed * 0x9e3779b97f4a7c15ull + uint64_t(epoch) + 1;
-  auto next = [&]() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  for (int64_t i = samples - 1; i > 0; --i) {
-    uint64_t bound = uint64_t(i) + 1, limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t r;
-    do
-      r = next();
-    while (r >= limit);
-    std::swap(order[size_t(i)], order[size_t(r % bound)]);
-  }
-  return order;
-}
-
 /// Copies samples order[first .. first + count) into the buffers from
 /// `firstBuffer` on, each `repeat` times in a row.
 void gather(const DataSet &set, const std::vector<int64_t> &order,
@@ -509,6 +521,8 @@ private:
   bool trains = false;
   int32_t numLabels = 0, numData = 0;
   int64_t batch = 0;
+  /// Data parallel: this process's rank and the number of ranks.
+  int32_t rank = 0, ranks = 1;
   DataSet train, eval;
   std::vector<ampc_tensor_info> inputInfo, outputInfo;
   bool interactive = false;
@@ -619,9 +633,23 @@ void Trainer::saveCheckpoint() {
 
 int Trainer::run() {
   auto start = std::chrono::steady_clock::now();
+  // The runtime reads it when it opens the ranks' communicator.
+  if (!o.commTimeout.empty())
+    ::setenv("AMPC_COMM_TIMEOUT", o.commTimeout.c_str(), 1);
   if (ampc_model_load(o.library.c_str(), nullptr, &model) != AMPC_OK)
     die(o.library + ": " + ampc_last_error());
   check(ampc_model_describe(model, &info), o.library);
+  check(ampc_model_data_parallel(model, &rank, &ranks, nullptr), o.library);
+  if (ranks > 1) {
+    // Rank 0 speaks and writes for all: the ranks' parameters are the same.
+    rankPrefix = "rank " + std::to_string(rank) + ": ";
+    if (rank != 0) {
+      o.quiet = true;
+      o.metrics.clear(), o.checkpoint.clear(), o.plot.clear();
+      o.exportOnnx.clear(), o.predict.clear(), o.outputs.clear();
+      o.evalInputs.clear(), o.evalLabels.clear();
+    }
+  }
   ampc_training_info training;
   trains = ampc_model_training_info(model, &training) == AMPC_OK;
   if (!trains && (!o.inputs.empty() || !o.resume.empty() ||
@@ -715,7 +743,14 @@ int Trainer::run() {
   ampc_scaler_state scaler;
   check(ampc_model_get_scaler_state(model, &scaler), o.library);
 
-  int64_t stepsPerEpoch = train.samples / batch;
+  int64_t shard = ranks > 1 ? shardSize(train.samples, ranks, o.dropLast)
+                            : train.samples;
+  if (shard < batch)
+    die(o.inputs[0] + ": " + std::to_string(train.samples) + " samples over " +
+        std::to_string(ranks) + " ranks, " + std::to_string(shard) +
+        " per rank: fewer than the batch size " + std::to_string(batch) +
+        " of " + o.library);
+  int64_t stepsPerEpoch = shard / batch;
   int64_t globalStep, lastStep;
   if (__builtin_add_overflow(scaler.steps, scaler.skipped_steps, &globalStep))
     die(o.resume + ": the step count does not fit in 64 bits");
@@ -756,7 +791,9 @@ int Trainer::run() {
                                      : ",eval_loss") +
                  "\n");
   }
-  interactive = !o.quiet && ::isatty(STDOUT_FILENO);
+  // (Under a job of several ranks mpirun forwards output through a pty:
+  // lines, not a bar, as its log is rarely a terminal.)
+  interactive = !o.quiet && ranks == 1 && ::isatty(STDOUT_FILENO);
 
   std::vector<TensorBuffer> inputs;
   for (const ampc_tensor_info &t : inputInfo)
@@ -784,12 +821,23 @@ int Trainer::run() {
     int64_t end = std::min(stepsPerEpoch, first + (lastStep - globalStep));
     std::vector<int64_t> order =
         sampleOrder(train.samples, o.shuffle, o.seed, epoch);
+    if (ranks > 1)
+      order = shardOrder(order, rank, ranks, o.dropLast);
     auto epochStart = std::chrono::steady_clock::now();
     auto lastDraw = epochStart - std::chrono::seconds(1);
     double lossSum = 0;
     int64_t lossCount = 0;
     for (int64_t s = first; s < end; ++s) {
       gather(train, order, s * batch, batch, inputs, 0);
+      if (o.printSamples) {
+        std::string line = ranks > 1 ? "rank " + std::to_string(rank) + " "
+                                     : std::string();
+        line += "step " + std::to_string(globalStep + 1) + ":";
+        for (int64_t b = 0; b < batch; ++b)
+          line += " " + std::to_string(order[size_t(s * batch + b)]);
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      }
       if (o.schedule.kind != Schedule::Constant)
         check(ampc_model_set_learning_rate(
                   model, float(o.schedule.rate(baseLr, scaler.steps))),
@@ -812,7 +860,8 @@ int Trainer::run() {
         recentSkipCount -= recentSkips.front();
         recentSkips.pop_front();
       }
-      if (!warnedSkips && recentSkips.size() == 100 && recentSkipCount > 50) {
+      if (!warnedSkips && rank == 0 && recentSkips.size() == 100 &&
+          recentSkipCount > 50) {
         warnedSkips = true;
         std::fprintf(stderr,
                      "ampc-train: warning: the loss scaler skipped %lld of "
@@ -897,6 +946,8 @@ int Trainer::run() {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
+  if (rank != 0)
+    return finish();
   if (stepsRun == 0) {
     // A checkpoint already at or past the requested total: say so, and
     // still score the evaluation set with the loaded weights.

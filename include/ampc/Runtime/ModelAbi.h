@@ -272,6 +272,10 @@ typedef struct ampc_model_abi {
   /// compiled with `--data-parallel` and averages its gradients over the
   /// ranks of `ampc_abi_config.comm` (alone without one).
   int32_t num_all_reduce_buckets;
+  /// The buckets' buffers, in bucket order: "dtype:count" each (the ONNX
+  /// dtype and the elements), separated by ';'. Ranks whose libraries
+  /// differ in it, or in the rest of the descriptor, are refused at load.
+  const char *all_reduce_layout;
 } ampc_model_abi;
 
 /// `memory_of`'s answers.

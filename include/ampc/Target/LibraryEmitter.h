@@ -427,6 +427,8 @@ protected:
   /// pointer `init` stores (-1: none) and the step's all-reduce buckets.
   int64_t commSlot = -1;
   int64_t allReduceBuckets = 0;
+  /// The descriptor's all_reduce_layout ("dtype:count;...", bucket order).
+  std::string allReduceLayout;
   unsigned counter = 0;
   int32_t numGradients = 0;
 

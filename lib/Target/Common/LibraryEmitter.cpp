@@ -24,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
+#include <map>
 #include <thread>
 
 using namespace mlir;
@@ -1007,9 +1008,10 @@ extern "C" AMPC_MODEL_EXPORT const ampc_model_abi *{13}(void) {{
                 partialRefusal, deviceFunctions(training),
                 // Appended only where set: the descriptors of libraries
                 // without data parallelism read as before.
-                allReduceBuckets
-                    ? formatv("\n  {0},", allReduceBuckets).str()
-                    : std::string());
+                allReduceBuckets ? formatv("\n  {0}, \"{1}\",",
+                                           allReduceBuckets, allReduceLayout)
+                                       .str()
+                                 : std::string());
   // The data after an empty line (the text form's kDataMarker follows it).
   if (!dataSection.empty())
     os << "\n";
@@ -1131,8 +1133,18 @@ LogicalResult LibraryEmitter::run() {
   }
   // Data parallel: the communicator `init` is given, for the step's
   // all-reduces (ModelAbi.h, ampc_abi_comm).
-  if (trainStep)
-    trainStep.walk([&](ampc::AllReduceStartOp) { ++allReduceBuckets; });
+  if (trainStep) {
+    std::map<int64_t, std::string> buckets;
+    trainStep.walk([&](ampc::AllReduceStartOp op) {
+      ++allReduceBuckets;
+      auto packed = cast<ShapedType>(op.getPacked().getType());
+      buckets[op.getBucket()] = formatv("{0}:{1}",
+                                        onnxDtype(packed.getElementType()),
+                                        packed.getNumElements());
+    });
+    for (const auto &[bucket, text] : buckets)
+      allReduceLayout += (allReduceLayout.empty() ? "" : ";") + text;
+  }
   if (allReduceBuckets)
     commSlot = reserve(8);
   arenaBase = reserve(arenaBytes);
