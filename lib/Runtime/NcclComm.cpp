@@ -11,7 +11,7 @@
 // NCCL unique id reaches the others through MPI (initialized here when the
 // application has not, finalized at exit), so a job needs MPI's launcher
 // (a TCP rendezvous on MASTER_ADDR is not built). The all-reduce is
-// start_on_stream only: ncclAllReduce(ncclSum) in place on the library's
+// start_on_stream: ncclAllReduce(ncclSum) in place on the library's
 // communication stream, which a CUDA graph captures, and a host function
 // after it that counts the bytes; errors name the rank. Built twice: on
 // NCCL (libampc_comm_nccl.so) and on the CUDA execution's NCCL subset
@@ -136,17 +136,54 @@ int32_t startOnStream(void *handle, int32_t request, void *buffer,
   return 0;
 }
 
-/// NCCL sums device memory on a stream only (start_on_stream).
-int32_t start(void *handle, int32_t, void *, uint64_t, int32_t) {
+/// Host memory (the runtime's check at load that every rank loaded the
+/// same library: a few values): copied to the device, summed on a stream
+/// of its own and copied back before it returns, so `wait` has nothing
+/// left to do. The step's buckets use start_on_stream.
+int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
+              int32_t dtype) {
   auto &c = *static_cast<NcclComm *>(handle);
-  c.error = "rank " + std::to_string(c.abi.rank) +
-            ": the NCCL communicator sums device memory on a stream "
-            "(start_on_stream), not host memory";
-  return 1;
+  const uint64_t width = dtype == AMPC_DTYPE_F64   ? 8
+                         : dtype == AMPC_DTYPE_F32 ? 4
+                                                   : 2;
+  const size_t bytes = count * width;
+  cudaStream_t stream = nullptr;
+  void *device = nullptr;
+  std::string failed;
+  auto check = [&](const char *call, cudaError_t e) {
+    if (e != cudaSuccess && failed.empty())
+      failed = std::string(call) + ": " + cudaGetErrorString(e);
+    return failed.empty();
+  };
+  int32_t code = 0;
+  if (check("cudaStreamCreateWithFlags",
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) &&
+      check("cudaMalloc", cudaMalloc(&device, bytes ? bytes : 1)) &&
+      check("cudaMemcpyAsync", cudaMemcpyAsync(device, buffer, bytes,
+                                               cudaMemcpyHostToDevice,
+                                               stream))) {
+    code = startOnStream(handle, request, device, count, dtype, stream);
+    if (code == 0 &&
+        check("cudaMemcpyAsync", cudaMemcpyAsync(buffer, device, bytes,
+                                                 cudaMemcpyDeviceToHost,
+                                                 stream)))
+      check("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  }
+  if (device)
+    cudaFree(device);
+  if (stream)
+    cudaStreamDestroy(stream);
+  if (code != 0)
+    return code;
+  if (!failed.empty()) {
+    c.error = "rank " + std::to_string(c.abi.rank) + ": a host buffer's " +
+              "all-reduce: " + failed;
+    return 1;
+  }
+  return 0;
 }
-int32_t wait(void *handle, int32_t request) {
-  return start(handle, request, nullptr, 0, 0);
-}
+/// A host buffer's sum was finished by `start`.
+int32_t wait(void *, int32_t) { return 0; }
 
 const char *lastError(void *handle) {
   return static_cast<NcclComm *>(handle)->error.c_str();

@@ -87,7 +87,7 @@ def comm_library(target):
     return os.path.join(bin_dir, "..", "lib", COMM[target])
 
 
-def ampc_compile(work, name, batch, data_parallel, kind, target):
+def ampc_compile(work, name, batch, data_parallel, kind, target="cpu"):
     command = ["ampc", os.path.join(work, "mlp.onnxtext"),
                "-o", os.path.join(work, "%s-%s%s.so" % (name, kind,
                                                         suffix(target))),

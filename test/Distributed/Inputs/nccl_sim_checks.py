@@ -81,8 +81,17 @@ def main():
     assert c.start_on_stream(c.handle, 1, device, 16, AMPC_DTYPE_INT32,
                              None) == 1
     print("int32: " + message())
-    assert c.start(c.handle, 0, values.ctypes.data, 16, AMPC_DTYPE_F32) == 1
-    print("start: " + message())
+    # Host memory (the runtime's library check at load): through a device
+    # copy, finished when start returns.
+    host = values.copy()
+    assert c.start(c.handle, 0, host.ctypes.data, 16, AMPC_DTYPE_F32) == 0, \
+        message()
+    assert c.wait(c.handle, 0) == 0, message()
+    assert (host == values).all(), host
+    print("host start of 16 floats on one rank: unchanged; bytes %d" %
+          plugin.ampc_comm_nccl_bytes(comm))
+    assert c.start(c.handle, 1, host.ctypes.data, 16, AMPC_DTYPE_INT32) == 1
+    print("host int32: " + message())
     # The execution's: host memory, a buffer too short, a dead
     # communicator, an operation it does not sum.
     assert c.start_on_stream(c.handle, 0, values.ctypes.data, 16,

@@ -71,7 +71,8 @@ def compare(work):
     for name in NAMES:
         reference = dp.train(name, os.path.join(work, name + "-one.so"),
                              slice(0, 2 * dp.B))
-        r0, r1 = dp.load(work, name, "rank0"), dp.load(work, name, "rank1")
+        r0, r1 = (dp.load_target(work, name, "rank0"),
+                  dp.load_target(work, name, "rank1"))
         assert (r0["rank"], r0["world_size"], r1["rank"],
                 r1["world_size"]) == (0, 2, 1, 2), r0
         assert dp.difference(r0, r1) == 0, "ranks differ"
