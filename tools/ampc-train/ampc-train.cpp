@@ -61,6 +61,9 @@ samples in the .npy files, through the runtime C API.
                               the base rate is not used; momentum is not
                               cycled)
   --seed S              seed of the per-epoch shuffle (default 0)
+  --threads N           threads a CPU library uses (0, the default: every
+                        core the process may run on; 1: one); the results
+                        are the same bits whatever N
   --no-shuffle          take the samples in file order
   --metrics FILE.csv    one row per step: step,epoch,loss,scale,skipped,lr
                         (step counts from 1; scale is the loss scale after
@@ -132,6 +135,7 @@ struct Options {
   bool haveEpochs = false;
   double lr = -1;
   uint64_t seed = 0;
+  int32_t threads = 0;
   bool shuffle = true, quiet = false;
   std::string metrics, checkpoint, resume, plot, exportOnnx;
   std::vector<std::string> predict, outputs;
@@ -258,6 +262,13 @@ Options parseOptions(int argc, char **argv) {
             "3.4e38), got '" + v + "'");
     } else if (name == "--seed")
       o.seed = uint64_t(parseCount(name, takeValue()));
+    else if (name == "--threads") {
+      const int64_t threads = parseCount(name, takeValue());
+      if (threads > 1024)
+        die("option --threads: expected at most 1024, got " +
+            std::to_string(threads));
+      o.threads = int32_t(threads);
+    }
     else if (name == "--no-shuffle") {
       bool noShuffle = false;
       flag(noShuffle);
@@ -619,7 +630,10 @@ void Trainer::saveCheckpoint() {
 
 int Trainer::run() {
   auto start = std::chrono::steady_clock::now();
-  if (ampc_model_load(o.library.c_str(), nullptr, &model) != AMPC_OK)
+  ampc_model_options options;
+  ampc_model_options_init(&options);
+  options.num_threads = o.threads;
+  if (ampc_model_load(o.library.c_str(), &options, &model) != AMPC_OK)
     die(o.library + ": " + ampc_last_error());
   check(ampc_model_describe(model, &info), o.library);
   ampc_training_info training;
