@@ -472,12 +472,24 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
                    const typename B::Storage *bias, typename T::Storage *dq,
                    typename T::Storage *dk, typename T::Storage *dv,
                    const AttentionShape &s, C scale, bool causal,
-                   const math::AttentionDropout &dropout, C *dqAcc,
-                   C *dkAcc, C *dvAcc) {
-  int64_t row = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t bh = b * s.heads + h;
+                   const math::AttentionDropout &dropout, C *dqScratch,
+                   C *dkScratch, C *dvScratch) {
+  // (batch, head) pairs in parallel, each chunk with its own scratch
+  // (detail::chunkScratch): dK and dV sum over one head's query rows only
+  // (all pairs in one chunk if K or V were shared between them).
+  const bool shared = !s.k[0] || !s.k[1] || !s.v[0] || !s.v[1];
+  parallelFor(0, s.batch * s.heads,
+              shared ? s.batch * s.heads
+                     : grainFor(s.sq * s.sk * (s.d + s.dv)),
+              [&](int64_t bh0, int64_t bh1) {
+  const bool whole = bh0 == 0 && bh1 == s.batch * s.heads;
+  C *dqAcc = detail::chunkScratch(dqScratch, s.d + s.sk * (s.d + s.dv), whole);
+  C *dkAcc = whole ? dkScratch : dqAcc + s.d;
+  C *dvAcc = whole ? dvScratch : dkAcc + s.sk * s.d;
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / s.heads, h = bh % s.heads;
+    int64_t row = bh * s.sq;
+    {
       std::fill(dkAcc, dkAcc + s.sk * s.d, C(0));
       std::fill(dvAcc, dvAcc + s.sk * s.dv, C(0));
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
@@ -526,6 +538,8 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
           dvj[c * s.v[3]] = T::store(dvAcc[j * s.dv + c]);
       }
     }
+  }
+  });
 }
 
 } // namespace ampc::cpu

@@ -1023,6 +1023,21 @@ inline void fillWords(unsigned char *out, uint64_t word, int64_t width,
 // Attention (issue 38; docs/design.md, "Fused attention")
 //===----------------------------------------------------------------------===//
 
+namespace detail {
+/// Scratch of `count` values of C for a chunk of a kernel whose planned
+/// scratch (`planned`) holds one chunk's: the planned buffer when the
+/// chunk is the whole range (`whole`, the serial path), else a buffer of
+/// the calling thread's, grown once and kept for later steps.
+template <typename C> C *chunkScratch(C *planned, int64_t count, bool whole) {
+  if (whole)
+    return planned;
+  thread_local std::vector<C> mine;
+  if (static_cast<int64_t>(mine.size()) < count)
+    mine.resize(static_cast<size_t>(count));
+  return mine.data();
+}
+} // namespace detail
+
 /// The sizes of an ampc.attention and the logical (b, h, s, d) strides, in
 /// elements, of each tensor: q, k, v, o (also dO) and the bias (0 along a
 /// broadcast dimension; unused without a bias).
@@ -1084,15 +1099,22 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
                const typename T::Storage *v, const typename B::Storage *bias,
                typename T::Storage *o, typename L::Storage *lse,
                const AttentionShape &s, C scale, bool causal,
-               const math::AttentionDropout &dropout, C *scores, C *acc) {
+               const math::AttentionDropout &dropout, C *scoresScratch,
+               C *accScratch) {
   const C inf = std::numeric_limits<C>::infinity();
   const int64_t step = attentionKeyStep(s.d);
   const C kept = dropout.keptScale<C>();
-  int64_t row = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.heads; ++h)
+  // (batch, head) pairs in parallel, each chunk with its own rows of
+  // scratch (detail::chunkScratch).
+  parallelFor(0, s.batch * s.heads, grainFor(s.sq * s.sk * (s.d + s.dv)),
+              [&](int64_t bh0, int64_t bh1) {
+  C *scores = detail::chunkScratch(scoresScratch, s.sk + s.dv,
+                                   bh0 == 0 && bh1 == s.batch * s.heads);
+  C *acc = scores == scoresScratch ? accScratch : scores + s.sk;
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / s.heads, h = bh % s.heads;
+    int64_t row = bh * s.sq;
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
-        const int64_t bh = b * s.heads + h;
         const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
         // Keys past a causal row's own add nothing (e = 0, alpha = 1).
         const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
@@ -1133,6 +1155,8 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
         for (int64_t c = 0; c < s.dv; ++c)
           oi[c * s.o[3]] = T::store(acc[c] / l * kept);
       }
+  }
+  });
 }
 
 } // namespace ampc::cpu
