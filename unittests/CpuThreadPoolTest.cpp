@@ -226,4 +226,34 @@ TEST(ThreadPoolTest, ConvolutionKernelsGiveTheSameBits) {
   }
 }
 
+TEST(ThreadPoolTest, ParallelForEachVisitsWhatForEachVisits) {
+  // A vector (its elements split), a broadcast matrix (its rows split) and
+  // a 3-d output whose chunks start mid-way through the odometer.
+  struct Case {
+    int rank;
+    std::vector<int64_t> dims, strides;
+  };
+  const Case cases[] = {{1, {100000}, {1}},
+                        {2, {3000, 40}, {0, 1}},
+                        {3, {7, 900, 30}, {27000, 1, 900}}};
+  for (const Case &c : cases) {
+    int64_t total = 1;
+    for (int64_t d : c.dims)
+      total *= d;
+    const int64_t *strides[] = {c.strides.data()};
+    std::vector<int64_t> serial(total, -1);
+    forEach<1>(c.rank, c.dims.data(), strides,
+               [&](int64_t o, int64_t i) { serial[o] = i; });
+    for (int threads : {2, 4}) {
+      std::vector<int64_t> parallel(total, -1);
+      ThreadPool pool(threads);
+      PoolScope scope(&pool);
+      parallelForEach<1>(c.rank, c.dims.data(), strides,
+                         [&](int64_t o, int64_t i) { parallel[o] = i; });
+      EXPECT_EQ(parallel, serial) << "rank " << c.rank << ", " << threads
+                                  << " threads";
+    }
+  }
+}
+
 } // namespace

@@ -12,6 +12,7 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK-NEXT:    unsigned char *state
 // CHECK-NEXT:    (void)state;
+// CHECK-NEXT:    ampc::cpu::PoolScope threads(ampc::cpu::threadsAt(state + {{[0-9]+}}));
 // CHECK-NEXT:    const float *[[X:in0]] = static_cast<const float *>(inputs[0]);
 // CHECK-NEXT:    const float *[[B:in1]] = static_cast<const float *>(inputs[1]);
 // CHECK-NEXT:    uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
