@@ -31,7 +31,10 @@ their batch, BatchNorm on batch statistics on both sides):
 as the library's num_threads): each model is measured at each, PyTorch
 with torch.set_num_threads at the same count. The OpenBLAS build and the
 kernel set it picked (openblas_get_config, openblas_get_corename) and
-OPENBLAS_CORETYPE are printed first.
+OPENBLAS_CORETYPE are printed first. The sides alternate in one process, so
+idle threads must not spin through the other side's step: the script sets
+OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 unless set (without
+them both sides' 2-thread steps were 2 to 40 times slower).
 
 For each --precision the model is compiled with
     ampc MODEL.onnx --batch B --precision=P -o train.so
@@ -291,13 +294,21 @@ def main():
     p.add_argument("--size", type=int, default=224,
                    help="resnet18's image size")
     args = p.parse_args()
+    # The two sides alternate in one process: neither's idle threads may
+    # spin through the other's step (OpenMP's wait policy; OpenBLAS's
+    # workers spin 2^28 cycles after a call unless told less). Read when
+    # the libraries load, so before torch and the first model.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     import torch
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="ampc-bench-train-")
     names = FAMILIES if args.model == "families" else [args.model]
     tables = [bench_model(args, name, args.threads, build, work)
               for name in names]
-    print(f"OpenBLAS: {blas_kernels()}")
+    print(f"OpenBLAS: {blas_kernels()}; OMP_WAIT_POLICY="
+          f"{os.environ['OMP_WAIT_POLICY']}, OPENBLAS_THREAD_TIMEOUT="
+          f"{os.environ['OPENBLAS_THREAD_TIMEOUT']}")
     print(f"load average {' '.join('%.2f' % l for l in os.getloadavg())}; "
           f"AdamW; median of {args.steps} steps after {args.warmup} "
           f"warm-up; torch {torch.__version__} fp32 eager, AdamW "
