@@ -2,7 +2,7 @@
 """Training-step time of an ampc CPU library against PyTorch on this machine.
 
 usage: /usr/bin/python3 bench/cpu_train.py [--build build] [--model mlp784]
-           [--batch 128] [--threads N] [--steps 200] [--warmup 20]
+           [--batch 128] [--threads 1 0] [--steps 200] [--warmup 20]
            [--precision fp32 fp16]
 
 Models (torch modules, seeded default initialisation, exported to ONNX at
@@ -14,6 +14,27 @@ their batch, BatchNorm on batch statistics on both sides):
              ReLU, mean over time, Linear(64, 10); input 16 x 256, batch 8
   resnet18   torchvision's, 10 classes, input 3 x --size x --size (224),
              batch 8
+  vit        a ViT: 4x4 patches of a 3 x 32 x 32 image (Conv2d stride 4),
+             64 tokens of width 128, 4 pre-LayerNorm encoder layers (4
+             heads, MLP 512, GELU), mean over the tokens, Linear(128, 10);
+             batch 8
+  unet       a UNet: 3 x 64 x 64 input, two levels (Conv2d 3x3 + BatchNorm
+             + ReLU twice per level, 16 and 32 channels, MaxPool 2,
+             ConvTranspose2d 2x2 stride 2, the skip concatenated), a 1x1
+             Conv2d to 10 channels, mean over the pixels; batch 8
+  textcls    a text classifier: 128 tokens of a 5000-word vocabulary,
+             Embedding(5000, 128), 2 encoder layers as vit's, mean over
+             the tokens, Linear(128, 10); batch 8
+  families   vit, conv1d_bn, unet, textcls and resnet18 in one run
+
+--threads takes several counts (0: every core the process may run on,
+as the library's num_threads): each model is measured at each, PyTorch
+with torch.set_num_threads at the same count. The OpenBLAS build and the
+kernel set it picked (openblas_get_config, openblas_get_corename) and
+OPENBLAS_CORETYPE are printed first. The sides alternate in one process, so
+idle threads must not spin through the other side's step: the script sets
+OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 unless set (without
+them both sides' 2-thread steps were 2 to 40 times slower).
 
 For each --precision the model is compiled with
     ampc MODEL.onnx --batch B --precision=P -o train.so
@@ -27,10 +48,9 @@ with torch.optim.AdamW(lr=1e-3) at its defaults (torch 1.13 on the CPU: the
 single-tensor loop, foreach=False, not fused). One ampc step is one
 `ampc_model_train_step` call through libampc_runtime.so (forward, loss,
 backward, unscale/overflow check, AdamW update, FP16 weight copies). Both
-sides get the same number of threads: OPENBLAS_NUM_THREADS and
-OMP_NUM_THREADS are set before numpy and torch load, and
-torch.set_num_threads. Each side runs --warmup steps, then --steps timed
-steps, alternating sides step by step so both see the same machine load;
+sides get the same number of threads: torch.set_num_threads, and the
+library's num_threads (which also sets OpenBLAS's). Each side runs
+--warmup steps, then --steps timed steps, alternating sides step by step so both see the same machine load;
 the table shows the median step time and the ratio ampc/torch (below 1:
 ampc is faster). "loss1 rel diff" compares the first step's loss (same
 weights, same batch), a check that both sides train the same model.
@@ -49,7 +69,37 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 MODELS = {"mlp784": ([784, 512, 512, 10], 128),
           "digits": ([64, 128, 128, 10], 64),
-          "conv1d_bn": (None, 8), "resnet18": (None, 8)}
+          "conv1d_bn": (None, 8), "resnet18": (None, 8), "vit": (None, 8),
+          "unet": (None, 8), "textcls": (None, 8)}
+FAMILIES = ["vit", "conv1d_bn", "unet", "textcls", "resnet18"]
+
+
+def encoder_layer(width, heads, hidden):
+    """A pre-LayerNorm transformer encoder layer written out (Linear,
+    MatMul, Softmax, GELU), as torch.onnx exports it op by op."""
+    import torch
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = torch.nn.LayerNorm(width)
+            self.qkv = torch.nn.Linear(width, 3 * width)
+            self.proj = torch.nn.Linear(width, width)
+            self.norm2 = torch.nn.LayerNorm(width)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(width, hidden),
+                                           torch.nn.GELU(),
+                                           torch.nn.Linear(hidden, width))
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.norm1(x)).reshape(
+                b, t, 3, heads, width // heads).permute(2, 0, 3, 1, 4).unbind(0)
+            a = torch.softmax(q @ k.transpose(-2, -1) *
+                              (width // heads) ** -0.5, dim=-1)
+            x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, width))
+            return x + self.mlp(self.norm2(x))
+
+    return Layer()
 
 
 def build_cnn(name, size):
@@ -59,6 +109,56 @@ def build_cnn(name, size):
     if name == "resnet18":
         import torchvision
         return torchvision.models.resnet18(num_classes=10), (3, size, size)
+    if name == "vit":
+        class ViT(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.patches = torch.nn.Conv2d(3, 128, 4, stride=4)
+                self.position = torch.nn.Parameter(
+                    torch.randn(1, 64, 128) * 0.02)
+                self.layers = torch.nn.Sequential(
+                    *[encoder_layer(128, 4, 512) for _ in range(4)])
+                self.norm = torch.nn.LayerNorm(128)
+                self.head = torch.nn.Linear(128, 10)
+
+            def forward(self, x):
+                x = self.patches(x).flatten(2).transpose(1, 2) + self.position
+                return self.head(self.norm(self.layers(x)).mean(dim=1))
+        return ViT(), (3, 32, 32)
+    if name == "unet":
+        def block(i, o):
+            return torch.nn.Sequential(
+                torch.nn.Conv2d(i, o, 3, padding=1), torch.nn.BatchNorm2d(o),
+                torch.nn.ReLU(), torch.nn.Conv2d(o, o, 3, padding=1),
+                torch.nn.BatchNorm2d(o), torch.nn.ReLU())
+
+        class UNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.down = block(3, 16)
+                self.bottom = block(16, 32)
+                self.up = torch.nn.ConvTranspose2d(32, 16, 2, stride=2)
+                self.merge = block(32, 16)
+                self.out = torch.nn.Conv2d(16, 10, 1)
+
+            def forward(self, x):
+                skip = self.down(x)
+                x = self.bottom(torch.nn.functional.max_pool2d(skip, 2))
+                x = self.merge(torch.cat([self.up(x), skip], dim=1))
+                return self.out(x).mean(dim=(2, 3))
+        return UNet(), (3, 64, 64)
+    if name == "textcls":
+        class TextClassifier(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(5000, 128)
+                self.layers = torch.nn.Sequential(
+                    *[encoder_layer(128, 4, 512) for _ in range(2)])
+                self.head = torch.nn.Linear(128, 10)
+
+            def forward(self, tokens):
+                return self.head(self.layers(self.embed(tokens)).mean(dim=1))
+        return TextClassifier(), (128,)
 
     class Conv1dBn(torch.nn.Module):
         def __init__(self):
@@ -76,37 +176,34 @@ def build_cnn(name, size):
     return Conv1dBn(), (16, 256)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", default="build")
-    p.add_argument("--model", default="mlp784", choices=sorted(MODELS))
-    p.add_argument("--batch", type=int, default=None)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--precision", nargs="+", default=["fp32", "fp16"],
-                   choices=["fp32", "fp16", "bf16"])
-    p.add_argument("--ampc-flag", action="append", default=[],
-                   help="one more flag for the ampc compile (repeatable), "
-                   "e.g. --ampc-flag=--skip-pass=ampc-fuse-batch-norm-epilogue")
-    p.add_argument("--size", type=int, default=224,
-                   help="resnet18's image size")
-    args = p.parse_args()
-    # Before numpy/torch load their BLAS.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
+def blas_kernels():
+    """The OpenBLAS the libraries link: its build and the kernel set it
+    picked (libopenblas.so.0 as loaded in this process)."""
+    import ctypes
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0")
+    except OSError as e:
+        return "libopenblas.so.0 not loadable: %s" % e
+    blas.openblas_get_config.restype = ctypes.c_char_p
+    blas.openblas_get_corename.restype = ctypes.c_char_p
+    return "%s; kernels %s; OPENBLAS_CORETYPE=%s" % (
+        blas.openblas_get_config().decode(),
+        blas.openblas_get_corename().decode(),
+        os.environ.get("OPENBLAS_CORETYPE", "(unset)"))
+
+
+def bench_model(args, name, threads_list, build, work):
+    """The table rows of one model: (precision, threads, ampc s, torch s,
+    loss1 rel diff)."""
     import numpy as np
     import torch
     from ampc.runtime import Model
     from ampc_testing import median_times
-    torch.set_num_threads(args.threads)
 
-    sizes, default_batch = MODELS[args.model]
+    sizes, default_batch = MODELS[name]
     batch = args.batch or default_batch
-    build = os.path.abspath(args.build)
-    work = tempfile.mkdtemp(prefix="ampc-bench-train-")
-
-    onnx_path = os.path.join(work, f"{args.model}.onnx")
+    onnx_path = os.path.join(work, f"{name}.onnx")
+    rng = np.random.default_rng(0)
     if sizes:
         layers = []
         for i in range(len(sizes) - 1):
@@ -122,64 +219,111 @@ def main():
                                         "logits": {0: "batch"}})
         shape, classes = (sizes[0],), sizes[-1]
         description = "MLP " + "-".join(map(str, sizes))
+        x_np = rng.random((batch,) + shape, dtype=np.float32)
     else:
         from ampc_testing import export_onnx
-        model, shape = build_cnn(args.model, args.size)
-        export_onnx(model, torch.zeros((batch,) + shape), onnx_path,
-                    training=True)
+        model, shape = build_cnn(name, args.size)
+        if name == "textcls":
+            x_np = rng.integers(0, 5000, (batch,) + shape, dtype=np.int64)
+        else:
+            x_np = rng.random((batch,) + shape, dtype=np.float32)
+        export_onnx(model, torch.from_numpy(x_np), onnx_path, training=True)
         classes = 10
         description = "x".join(map(str, shape)) + " input"
     model.train()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
-
-    rng = np.random.default_rng(0)
-    x_np = rng.random((batch,) + shape, dtype=np.float32)
     y_np = rng.integers(0, classes, size=batch, dtype=np.int64)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
 
     runtime = os.path.join(build, "lib", "libampc_runtime.so")
     rows = []
     for precision in args.precision:
-        so = os.path.join(work, f"{args.model}_{precision}.so")
+        so = os.path.join(work, f"{name}_{precision}.so")
         batch_flag = ["--batch", str(batch)] if sizes else []
         subprocess.run([os.path.join(build, "bin", "ampc"), onnx_path,
                         "--target=cpu", f"--precision={precision}", "-o",
                         so] + batch_flag + args.ampc_flag, check=True)
-        library = Model(so, runtime=runtime)
-        loss_np = np.zeros((), np.float32)
-        step = library.bind_train_step([x_np, y_np], loss_np)
-        ampc_losses = []
+        for threads in threads_list:
+            count = threads or len(os.sched_getaffinity(0))
+            torch.set_num_threads(count)
+            library = Model(so, runtime=runtime, num_threads=threads)
+            loss_np = np.zeros((), np.float32)
+            step = library.bind_train_step([x_np, y_np], loss_np)
+            ampc_losses = []
 
-        def run_ampc():
-            step()
-            ampc_losses.append(float(loss_np))
+            def run_ampc():
+                step()
+                ampc_losses.append(float(loss_np))
 
-        # A fresh torch model and optimizer from the same weights per row.
-        model.load_state_dict(initial)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        torch_losses = []
+            # A fresh torch model and optimizer from the same weights per
+            # row.
+            model.load_state_dict(initial)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            torch_losses = []
 
-        def run_torch():
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            torch_losses.append(loss.item())
+            def run_torch():
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                torch_losses.append(loss.item())
 
-        ta, tt = median_times([run_ampc, run_torch], args.warmup, args.steps)
-        diff = abs(ampc_losses[0] - torch_losses[0]) / abs(torch_losses[0])
-        rows.append((precision, ta, tt, diff))
-        library.close()
+            ta, tt = median_times([run_ampc, run_torch], args.warmup,
+                                  args.steps)
+            diff = abs(ampc_losses[0] - torch_losses[0]) / abs(torch_losses[0])
+            rows.append((precision, count, ta, tt, diff))
+            library.close()
+    return f"{description} ({name}), batch {batch}", rows
 
-    print(f"{description} ({args.model}), batch {batch}, AdamW, "
-          f"{args.threads} thread(s), median of {args.steps} steps after "
-          f"{args.warmup} warm-up; torch {torch.__version__} fp32 eager, "
-          f"AdamW foreach=False")
-    print(f"{'ampc precision':<15}{'ampc ms':>10}{'torch ms':>10}"
-          f"{'ampc/torch':>12}{'loss1 rel diff':>16}")
-    for precision, a, t, diff in rows:
-        print(f"{precision:<15}{a * 1e3:>10.3f}{t * 1e3:>10.3f}{a / t:>12.2f}"
-              f"{diff:>16.2e}")
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--model", default="mlp784",
+                   choices=sorted(MODELS) + ["families"])
+    p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 0],
+                   help="thread counts to measure at (0: every core)")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--precision", nargs="+", default=["fp32", "fp16"],
+                   choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--ampc-flag", action="append", default=[],
+                   help="one more flag for the ampc compile (repeatable), "
+                   "e.g. --ampc-flag=--skip-pass=ampc-fuse-batch-norm-epilogue")
+    p.add_argument("--size", type=int, default=224,
+                   help="resnet18's image size")
+    args = p.parse_args()
+    # The two sides alternate in one process: neither's idle threads may
+    # spin through the other's step (OpenMP's wait policy; OpenBLAS's
+    # workers spin 2^28 cycles after a call unless told less). Read when
+    # the libraries load, so before torch and the first model.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    import torch
+    build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="ampc-bench-train-")
+    names = FAMILIES if args.model == "families" else [args.model]
+    tables = [bench_model(args, name, args.threads, build, work)
+              for name in names]
+    print(f"OpenBLAS: {blas_kernels()}; OMP_WAIT_POLICY="
+          f"{os.environ['OMP_WAIT_POLICY']}, OPENBLAS_THREAD_TIMEOUT="
+          f"{os.environ['OPENBLAS_THREAD_TIMEOUT']}")
+    print(f"load average {' '.join('%.2f' % l for l in os.getloadavg())}; "
+          f"AdamW; median of {args.steps} steps after {args.warmup} "
+          f"warm-up; torch {torch.__version__} fp32 eager, AdamW "
+          f"foreach=False")
+    for title, rows in tables:
+        print(title)
+        print(f"{'ampc precision':<15}{'threads':>8}{'ampc ms':>10}"
+              f"{'torch ms':>10}{'ampc/torch':>12}{'vs 1 thread':>13}"
+              f"{'loss1 rel diff':>16}")
+        single = {pr: a for pr, c, a, _, _ in rows if c == 1}
+        for precision, count, a, t, diff in rows:
+            against = (f"{a / single[precision]:>13.2f}"
+                       if precision in single else f"{'-':>13}")
+            print(f"{precision:<15}{count:>8}{a * 1e3:>10.3f}{t * 1e3:>10.3f}"
+                  f"{a / t:>12.2f}{against}{diff:>16.2e}")
 
 
 if __name__ == "__main__":

@@ -604,7 +604,11 @@ def _device_empty(like: Any, info: TensorInfo) -> Any:
 
 
 class Model:
-    """One loaded model library (one handle: its own parameters and state)."""
+    """One loaded model library (one handle: its own parameters and state).
+
+    `num_threads`: the threads a CPU library runs each call on (0: every
+    core the process may run on; 1: the calling thread); the results are
+    the same bits whatever the count. Ignored by CUDA libraries."""
 
     def __init__(self, path: PathLike, runtime: Optional[PathLike] = None,
                  num_threads: int = 0, cuda_stream: Optional[int] = None,

@@ -62,6 +62,9 @@ samples in the .npy files, through the runtime C API.
                               the base rate is not used; momentum is not
                               cycled)
   --seed S              seed of the per-epoch shuffle (default 0)
+  --threads N           threads a CPU library uses (0, the default: every
+                        core the process may run on; 1: one); the results
+                        are the same bits whatever N
   --no-shuffle          take the samples in file order
   --drop-last           data parallel: drop the end of the epoch's order
                         that does not divide evenly over the ranks (instead
@@ -159,6 +162,7 @@ struct Options {
   bool haveEpochs = false;
   double lr = -1;
   uint64_t seed = 0;
+  int32_t threads = 0;
   bool shuffle = true, quiet = false, dropLast = false, printSamples = false;
   std::string commTimeout;
   std::string metrics, checkpoint, resume, plot, exportOnnx;
@@ -286,6 +290,13 @@ Options parseOptions(int argc, char **argv) {
             "3.4e38), got '" + v + "'");
     } else if (name == "--seed")
       o.seed = uint64_t(parseCount(name, takeValue()));
+    else if (name == "--threads") {
+      const int64_t threads = parseCount(name, takeValue());
+      if (threads > 1024)
+        die("option --threads: expected at most 1024, got " +
+            std::to_string(threads));
+      o.threads = int32_t(threads);
+    }
     else if (name == "--no-shuffle") {
       bool noShuffle = false;
       flag(noShuffle);
@@ -636,7 +647,10 @@ int Trainer::run() {
   // The runtime reads it when it opens the ranks' communicator.
   if (!o.commTimeout.empty())
     ::setenv("AMPC_COMM_TIMEOUT", o.commTimeout.c_str(), 1);
-  if (ampc_model_load(o.library.c_str(), nullptr, &model) != AMPC_OK)
+  ampc_model_options options;
+  ampc_model_options_init(&options);
+  options.num_threads = o.threads;
+  if (ampc_model_load(o.library.c_str(), &options, &model) != AMPC_OK)
     die(o.library + ": " + ampc_last_error());
   check(ampc_model_describe(model, &info), o.library);
   check(ampc_model_data_parallel(model, &rank, &ranks, nullptr), o.library);

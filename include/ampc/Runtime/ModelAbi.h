@@ -70,7 +70,8 @@ typedef struct ampc_abi_tensor {
 typedef struct ampc_abi_config {
   /// sizeof(ampc_abi_config) as the runtime knows it.
   size_t struct_size;
-  /// Threads a CPU model may use; 0: the library decides.
+  /// Threads a CPU model uses (its pool and OpenBLAS's); 0: every core
+  /// sched_getaffinity gives the process.
   int32_t num_threads;
   /// The host's cudaStream_t, or NULL: the library creates its own.
   void *cuda_stream;

@@ -185,7 +185,13 @@ typedef struct ampc_model_options {
   /// sizeof(ampc_model_options) as the application knows it; set by
   /// `ampc_model_options_init`. The runtime rejects a size it does not know.
   size_t struct_size;
-  /// Threads a CPU model may use; 0 (the default) lets the library decide.
+  /// Threads a CPU model uses for each call: its kernels split their work
+  /// over a pool of this many threads (the calling one included) that the
+  /// handle owns, and OpenBLAS's thread count is set to the same number
+  /// (process-wide: the last CPU model loaded sets it). 0 (the default):
+  /// every core `sched_getaffinity` gives the process; 1: the calling
+  /// thread only. The results are the same bits whatever the count. Ignored
+  /// by CUDA models.
   int32_t num_threads;
   /// The host's `cudaStream_t` for a CUDA model to run on; NULL (the
   /// default) lets the library use its own. Ignored by CPU models. A CUDA

@@ -25,7 +25,7 @@ void CpuEmitter::emitStrided(Operation *op, llvm::raw_ostream &body) {
   body << formatv("  {{ static const int64_t dims[] = {0}; static const int64_t "
                   "s0[] = {1}; const int64_t *strides[] = {{s0};\n",
                   list(view.dims), list(view.strides));
-  body << formatv("    ampc::cpu::forEach<1>({0}, dims, strides, [&](int64_t o, "
+  body << formatv("    ampc::cpu::parallelForEach<1>({0}, dims, strides, [&](int64_t o, "
                   "int64_t a) {{ {1}[o] = {2}[{3}LL + a]; }); }\n",
                   view.dims.size(), name(output), name(input), view.offset);
 }

@@ -37,7 +37,8 @@ LogicalResult CpuEmitter::emitElementwise(ArrayRef<Operation *> ops,
   std::string params = "int64_t o";
   for (size_t i = 0; i < inputs.size(); ++i)
     params += ", int64_t i" + std::to_string(i);
-  body << "    ampc::cpu::forEach<" << inputs.size() << ">(" << out.getRank()
+  // Independent elements: the rows in parallel (ThreadPool.h).
+  body << "    ampc::cpu::parallelForEach<" << inputs.size() << ">(" << out.getRank()
        << ", dims, strides, [&](" << params << ") {\n";
   // Each operand element is loaded once; each intermediate is a local,
   // rounded to its dtype as if it had been stored.
@@ -70,11 +71,12 @@ LogicalResult CpuEmitter::emitDropout(Operation *op, llvm::raw_ostream &body) {
   Type e = t.getElementType();
   body << formatv(
       "  {{ const uint64_t step = static_cast<uint64_t>({0});\n"
-      "    for (int64_t i = 0; i < {1}LL; ++i) {{\n"
+      "    ampc::cpu::parallelFor(0, {1}LL, ampc::cpu::grainFor(4), "
+      "[&](int64_t b, int64_t e) {{ for (int64_t i = b; i < e; ++i) {{\n"
       "      const bool keep = ampc::cpu::dropoutKeeps({2}ULL, step, "
       "static_cast<uint64_t>(i), {3:e17});\n"
       "      {4}[i] = keep;\n"
-      "      {5}[i] = {6};\n    }\n  }\n",
+      "      {5}[i] = {6};\n    } });\n  }\n",
       step, t.getNumElements(), seed, ratio, name(o.getMask()),
       name(o.getOutput()),
       ratio >= 1.0

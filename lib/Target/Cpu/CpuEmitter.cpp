@@ -120,6 +120,10 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
   // compile builds apart and at once; startPiece), the function
   // calling them in order and returning the first error.
   bool training = isTraining(trainStep);
+  // The instance's threads (ThreadPool.h): started by init from the
+  // config's num_threads, current while infer and the step run, joined by
+  // release.
+  const int64_t threadsSlot = reserve(8);
   struct Body {
     std::string name;
     std::vector<std::string> pieces;
@@ -171,8 +175,9 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
         "uint64_t bytes) {\n"
         "  std::memcpy(static_cast<unsigned char *>(raw) + offset, in, bytes);\n"
         "  return 0;\n}\n\n";
-  os << "static int32_t init(void *raw, const ampc_abi_config *"
-     << (commSlot >= 0 ? "config" : "") << ") {\n";
+  os << "static int32_t init(void *raw, const ampc_abi_config *config) {\n"
+     << "  ampc::cpu::startThreads(static_cast<unsigned char *>(raw) + "
+     << threadsSlot << ", config->num_threads);\n";
   if (commSlot >= 0)
     os << "  ampc::cpu::setCommunicator(static_cast<unsigned char *>(raw) + "
        << commSlot << ", config);\n";
@@ -184,11 +189,16 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
                   "{0}, {1}ULL, {2}, {3}LL);\n",
                   f.offset, f.word, f.width, f.count);
   os << "  return refreshCopies(raw, -1);\n}\n\n";
+  os << "static void release(void *raw) {\n"
+     << "  ampc::cpu::stopThreads(static_cast<unsigned char *>(raw) + "
+     << threadsSlot << ");\n}\n\n";
   auto function = [&](const Body &body) {
     os << "static int32_t " << body.name
        << "(void *raw, const void *const *inputs, void *const *outputs) {\n"
           "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
-          "  (void)state; (void)inputs; (void)outputs;\n";
+          "  (void)state; (void)inputs; (void)outputs;\n"
+       << "  ampc::cpu::PoolScope threads(ampc::cpu::threadsAt(state + "
+       << threadsSlot << "));\n";
     if (!pieced)
       os << body.pieces.front();
     else
@@ -209,7 +219,7 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
     os << "\nstatic const char *lastError(void *raw) {\n"
           "  return ampc::cpu::lastError(static_cast<unsigned char *>(raw) + "
        << errorSlot() << ");\n}\n";
-  emitDescriptor(forward, trainStep, canFail, /*hasRelease=*/false);
+  emitDescriptor(forward, trainStep, canFail, /*hasRelease=*/true);
   return success();
 }
 

@@ -60,7 +60,7 @@ LogicalResult CpuEmitter::emitMatmul(Operation *op, llvm::raw_ostream &body) {
       body << "    " << widen(c);
       body << formatv("    {{ static const int64_t dims[] = {0}; static const "
                       "int64_t s0[] = {1}; const int64_t *strides[] = {{s0};\n"
-                      "      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t "
+                      "      ampc::cpu::parallelForEach<1>(2, dims, strides, [&](int64_t "
                       "o, int64_t i0) {{ acc[o] = {4}({2}) * w_{3}[i0]; }); }\n",
                       list({m, n}),
                       list(broadcastStrides(tensorOf(c).getShape(), {m, n})),

@@ -16,10 +16,10 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[T:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {4LL, 2LL, 3LL}; static const int64_t s0[] = {1LL, 12LL, 4LL}; const int64_t *strides[] = {s0};
-// CHECK-NEXT:      ampc::cpu::forEach<1>(3, dims, strides, [&](int64_t o, int64_t a) { [[T]][o] = in0[0LL + a]; }); }
+// CHECK-NEXT:      ampc::cpu::parallelForEach<1>(3, dims, strides, [&](int64_t o, int64_t a) { [[T]][o] = in0[0LL + a]; }); }
 // CHECK-NEXT:    uint16_t *[[S:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 192);
 // CHECK-NEXT:    { static const int64_t dims[] = {2LL, 3LL}; static const int64_t s0[] = {8LL, -3LL}; const int64_t *strides[] = {s0};
-// CHECK-NEXT:      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in1[7LL + a]; }); }
+// CHECK-NEXT:      ampc::cpu::parallelForEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in1[7LL + a]; }); }
 // CHECK-NEXT:    uint16_t *[[C:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 256);
 // CHECK-NEXT:    ampc::cpu::concatPart(in1, [[C]], 1LL, 16LL, 40LL, 0LL);
 // CHECK-NEXT:    ampc::cpu::concatPart(in2, [[C]], 1LL, 24LL, 40LL, 16LL);
@@ -54,7 +54,7 @@ func.func @forward(%x: tensor<2x3x4xf32>, %a: tensor<2x8xf16>, %b: tensor<3x8xf1
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[S:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK-NEXT:    { static const int64_t dims[] = {1LL, 4LL}; static const int64_t s0[] = {4LL, 1LL}; const int64_t *strides[] = {s0};
-// CHECK-NEXT:      ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in0[8LL + a]; }); }
+// CHECK-NEXT:      ampc::cpu::parallelForEach<1>(2, dims, strides, [&](int64_t o, int64_t a) { [[S]][o] = in0[8LL + a]; }); }
 // CHECK-NEXT:    float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 128);
 // CHECK:           const float x0 = [[S]][i0];
 // CHECK-NEXT:      [[E]][o] = static_cast<float>((std::exp(x0)));

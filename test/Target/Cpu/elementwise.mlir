@@ -2,7 +2,7 @@
 // RUN:   | ampc-translate --split-input-file --ampc-to-cpp | FileCheck %s
 
 // The CPU target's elementwise code from kernel-level MLIR: each fusion (or
-// lone elementwise op) is one ampc::cpu::forEach loop nest over the output,
+// lone elementwise op) is one ampc::cpu::parallelForEach loop nest over the output,
 // with a stride list per input (0 where it broadcasts), a scalar expression
 // per op, and exact rounding where a 16-bit value is stored.
 
@@ -12,6 +12,7 @@
 // CHECK-LABEL: static int32_t infer(
 // CHECK-NEXT:    unsigned char *state
 // CHECK-NEXT:    (void)state;
+// CHECK-NEXT:    ampc::cpu::PoolScope threads(ampc::cpu::threadsAt(state + {{[0-9]+}}));
 // CHECK-NEXT:    const float *[[X:in0]] = static_cast<const float *>(inputs[0]);
 // CHECK-NEXT:    const float *[[B:in1]] = static_cast<const float *>(inputs[1]);
 // CHECK-NEXT:    uint16_t *[[Y:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 64);
@@ -19,7 +20,7 @@
 // CHECK-NEXT:      static const int64_t s0[] = {64LL, 1LL};
 // CHECK-NEXT:      static const int64_t s1[] = {0LL, 1LL};
 // CHECK-NEXT:      const int64_t *strides[] = {s0, s1};
-// CHECK-NEXT:      ampc::cpu::forEach<2>(2, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
+// CHECK-NEXT:      ampc::cpu::parallelForEach<2>(2, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:        const float x0 = [[X]][i0];
 // CHECK-NEXT:        const float x1 = [[B]][i1];
 // CHECK-NEXT:        const float t0 = static_cast<float>((x0 + x1));
@@ -41,7 +42,7 @@ func.func @forward(%x: tensor<8x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf16>
 // fusing changes no result; the cast to f32 is exact.
 // CHECK-LABEL: static int32_t infer(
 // CHECK:         float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
-// CHECK:         ampc::cpu::forEach<2>(2, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
+// CHECK:         ampc::cpu::parallelForEach<2>(2, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:      const float x0 = ampc::cpu::loadF16(in0[i0]);
 // CHECK-NEXT:      const float x1 = ampc::cpu::loadF16(in1[i1]);
 // CHECK-NEXT:      const float t0 = ampc::cpu::loadF16(ampc::cpu::storeF16((x0 * x1)));
@@ -65,7 +66,7 @@ func.func @forward(%x: tensor<4x16xf16>, %y: tensor<4x16xf16>) -> tensor<4x16xf3
 // CHECK:         float *[[E:v[0-9]+]] = reinterpret_cast<float *>(state + 64);
 // CHECK:           [[E]][o] = static_cast<float>((std::exp(x0)));
 // CHECK:         uint16_t *[[H:v[0-9]+]] = reinterpret_cast<uint16_t *>(state + 128);
-// CHECK:         ampc::cpu::forEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
+// CHECK:         ampc::cpu::parallelForEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:      const float x0 = [[E]][i0];
 // CHECK-NEXT:      const float x1 = in1[i1];
 // CHECK-NEXT:      const bool t0 = (static_cast<uint8_t>((x0 == x1)) != 0);
@@ -139,7 +140,7 @@ func.func @forward(%x: tensor<4xf32>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> (
 // A fusion with two results (ampc-fuse-horizontal): one loop writing both
 // outputs, each value rounded once to its type and stored.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cpu::forEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
+// CHECK:         ampc::cpu::parallelForEach<2>(1, dims, strides, [&](int64_t o, int64_t i0, int64_t i1) {
 // CHECK-NEXT:      const float x0 = in0[i0];
 // CHECK-NEXT:      const float x1 = ampc::cpu::loadF16(in1[i1]);
 // CHECK-NEXT:      const float t0 = static_cast<float>((std::exp(x0)));

@@ -21,7 +21,7 @@
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 960);
 // CHECK-NEXT:      float *w_in2 = reinterpret_cast<float *>(state + 896); ampc::cpu::widen<ampc::cpu::AsF16>(in2, 8LL, w_in2);
 // CHECK-NEXT:      { static const int64_t dims[] = {4LL, 8LL}; static const int64_t s0[] = {0LL, 1LL}; const int64_t *strides[] = {s0};
-// CHECK-NEXT:        ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t i0) { acc[o] = float(1.000000000e+00) * w_in2[i0]; }); }
+// CHECK-NEXT:        ampc::cpu::parallelForEach<1>(2, dims, strides, [&](int64_t o, int64_t i0) { acc[o] = float(1.000000000e+00) * w_in2[i0]; }); }
 // CHECK-NEXT:      ampc::cpu::gemm<float>(false, true, 4LL, 8LL, 16LL, float(1.000000000e+00), w_in0, w_in1, float(1), acc);
 // CHECK-NEXT:      for (int64_t i = 0; i < 32LL; ++i) [[Y]][i] = ampc::cpu::storeF16((!(acc[i] <= 0) ? acc[i] : float(0)));
 // CHECK-NEXT:    }
@@ -44,7 +44,7 @@ func.func @forward(%x: tensor<4x16xf16>, %w: tensor<8x16xf16>, %b: tensor<8xf16>
 // CHECK-NEXT:      float *acc = reinterpret_cast<float *>(state + 128);
 // CHECK-NEXT:      const float *w_in2 = in2;
 // CHECK-NEXT:      { static const int64_t dims[] = {3LL, 4LL}; static const int64_t s0[] = {1LL, 0LL}; const int64_t *strides[] = {s0};
-// CHECK-NEXT:        ampc::cpu::forEach<1>(2, dims, strides, [&](int64_t o, int64_t i0) { acc[o] = float(-2.000000000e+00) * w_in2[i0]; }); }
+// CHECK-NEXT:        ampc::cpu::parallelForEach<1>(2, dims, strides, [&](int64_t o, int64_t i0) { acc[o] = float(-2.000000000e+00) * w_in2[i0]; }); }
 // CHECK-NEXT:      ampc::cpu::gemm<float>(true, false, 3LL, 4LL, 5LL, float(5.000000000e-01), w_in0, w_in1, float(1), acc);
 // CHECK-NEXT:      for (int64_t i = 0; i < 12LL; ++i) [[Y]][i] = static_cast<float>(acc[i]);
 func.func @forward(%a: tensor<5x3xf32>, %b: tensor<5x4xf32>, %c: tensor<3x1xf32>) -> tensor<3x4xf32> {
@@ -72,8 +72,8 @@ func.func @forward(%x: tensor<4x3x5xf16>, %y: tensor<4x5x6xf16>) -> tensor<4x3x6
 // describes them, so ampc-lower-matmul expands both to the 2x4 batch (two
 // copies) and the GEMMs step 15 and 30 elements.
 // CHECK-LABEL: static int32_t infer(
-// CHECK:         ampc::cpu::forEach<1>(4, dims, strides
-// CHECK:         ampc::cpu::forEach<1>(4, dims, strides
+// CHECK:         ampc::cpu::parallelForEach<1>(4, dims, strides
+// CHECK:         ampc::cpu::parallelForEach<1>(4, dims, strides
 // CHECK:         for (int64_t p = 0; p < 8LL; ++p) ampc::cpu::gemm<float>(false, false, 3LL, 6LL, 5LL, float(1.000000000e+00), w_v0 + p * 15LL, 5LL, w_v1 + p * 30LL, 6LL, float(0), acc + p * 18LL, 6LL);
 func.func @forward(%x: tensor<2x1x3x5xf32>, %y: tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32> {
   %0 = ampc.matmul %x, %y : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x4x3x6xf32>

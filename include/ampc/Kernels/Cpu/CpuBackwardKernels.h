@@ -55,7 +55,9 @@ void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
   const int64_t cg = c / group, mg = m / group, depth = cg * kernelSize;
   const bool direct = detail::isDirectWindow(w);
   if (!direct)
-    std::fill(dx, dx + n * c * inSize, T(0));
+    parallelFor(0, n * c * inSize, grainFor(1), [&](int64_t b, int64_t e) {
+      std::fill(dx + b, dx + e, T(0));
+    });
   for (int64_t b = 0; b < n; b += images) {
     const int64_t count = std::min(images, n - b), width = count * outSize;
     for (int64_t g = 0; g < group; ++g) {
@@ -68,16 +70,19 @@ void convBackwardData(const T *grad, const T *weight, T *dx, int64_t n,
               dy, T(0), inPlace ? first : columns);
       if (inPlace)
         continue;
-      for (int64_t j = 0; j < count; ++j) {
-        const T *cols = columns + j * outSize;
-        T *plane = first + j * c * inSize;
-        if (direct)
-          for (int64_t ci = 0; ci < cg; ++ci)
-            std::copy(cols + ci * width, cols + ci * width + outSize,
-                      plane + ci * inSize);
-        else
-          detail::col2im(cols, width, cg, w, plane);
-      }
+      // One channel of one image per iteration: its own plane of dx.
+      parallelFor(0, count * cg, grainFor(kernelSize * outSize),
+                  [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t j = p / cg, ci = p % cg;
+          const T *cols = columns + j * outSize + ci * kernelSize * width;
+          T *plane = first + j * c * inSize + ci * inSize;
+          if (direct)
+            std::copy(cols, cols + outSize, plane);
+          else
+            detail::col2im(cols, width, 1, w, plane);
+        }
+      });
     }
   }
 }
@@ -134,8 +139,18 @@ void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
                  C *acc) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   const int64_t total = planes * inSize;
-  std::fill(acc, acc + total, C(0));
-  for (int64_t p = 0; p < planes * outSize; ++p) {
+  // MaxPool's indices point into their own plane, so that planes can be
+  // summed apart; any other indices are summed serially.
+  bool ownPlanes = true;
+  for (int64_t p = 0; p < planes * outSize && ownPlanes; ++p)
+    ownPlanes = indices[p] < 0 || indices[p] / inSize == p / outSize;
+  parallelFor(0, ownPlanes ? planes : 1,
+              ownPlanes ? grainFor(inSize + outSize) : 1,
+              [&](int64_t q0, int64_t q1) {
+  if (!ownPlanes)
+    q0 = 0, q1 = planes;
+  std::fill(acc + q0 * inSize, acc + q1 * inSize, C(0));
+  for (int64_t p = q0 * outSize; p < q1 * outSize; ++p) {
     int64_t index = indices[p];
     if (index < 0 || index >= total)
       continue;
@@ -153,8 +168,9 @@ void maxPoolGrad(const G *grad, const int64_t *indices, G *dx, int64_t planes,
     }
     acc[index] += static_cast<C>(Load::load(grad[p]));
   }
-  for (int64_t i = 0; i < total; ++i)
+  for (int64_t i = q0 * inSize; i < q1 * inSize; ++i)
     dx[i] = Store::store(acc[i]);
+  });
 }
 
 /// average_pool_grad over `planes` planes: each gradient grad[q, o] is
@@ -179,8 +195,10 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
       const int64_t offset = offsets[k * outSize + p];
       counts[p] += offset >= 0 || (countIncludePad && offset == -1);
     }
-  std::fill(acc, acc + planes * inSize, C(0));
-  for (int64_t q = 0; q < planes; ++q) {
+  parallelFor(0, planes, grainFor(inSize + outSize * kernelSize),
+              [&](int64_t q0, int64_t q1) {
+  std::fill(acc + q0 * inSize, acc + q1 * inSize, C(0));
+  for (int64_t q = q0; q < q1; ++q) {
     C *plane = acc + q * inSize;
     for (int64_t p = 0; p < outSize; ++p) {
       if (counts[p] == 0)
@@ -194,8 +212,9 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
       }
     }
   }
-  for (int64_t i = 0; i < planes * inSize; ++i)
+  for (int64_t i = q0 * inSize; i < q1 * inSize; ++i)
     dx[i] = Store::store(acc[i]);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -222,7 +241,8 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
   struct Sums {
     C grad, gradHat;
   };
-  for (int64_t ch = 0; ch < channels; ++ch) {
+  parallelFor(0, channels, grainFor(2 * count), [&](int64_t c0, int64_t c1) {
+  for (int64_t ch = c0; ch < c1; ++ch) {
     const C mu = mean[ch];
     const C r = invStdDev[ch];
     // Both sums in one walk of pairwiseSum's tree over the channel's
@@ -271,6 +291,7 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
       }
     }
   }
+  });
 }
 
 /// layer_norm_grad over the last `inner` elements of each of `outer` rows,
@@ -287,7 +308,8 @@ template <typename C, typename Load, typename LoadStash, typename Store,
 void layerNormGrad(const typename LoadGrad::Storage *grad, const In *x,
                    const C *scale, const Stash *mean, const Stash *invStdDev,
                    In *dx, int64_t outer, int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o) {
+  parallelFor(0, outer, grainFor(2 * inner), [&](int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; ++o) {
     const typename LoadGrad::Storage *dy = grad + o * inner;
     const In *row = x + o * inner;
     const C mu = static_cast<C>(LoadStash::load(mean[o]));
@@ -305,6 +327,7 @@ void layerNormGrad(const typename LoadGrad::Storage *grad, const In *x,
     for (int64_t j = 0; j < inner; ++j)
       dx[o * inner + j] = Store::store(r * (g(j) - meanG - hat(j) * meanGHat));
   }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -449,12 +472,24 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
                    const typename B::Storage *bias, typename T::Storage *dq,
                    typename T::Storage *dk, typename T::Storage *dv,
                    const AttentionShape &s, C scale, bool causal,
-                   const math::AttentionDropout &dropout, C *dqAcc,
-                   C *dkAcc, C *dvAcc) {
-  int64_t row = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t bh = b * s.heads + h;
+                   const math::AttentionDropout &dropout, C *dqScratch,
+                   C *dkScratch, C *dvScratch) {
+  // (batch, head) pairs in parallel, each chunk with its own scratch
+  // (detail::chunkScratch): dK and dV sum over one head's query rows only
+  // (all pairs in one chunk if K or V were shared between them).
+  const bool shared = !s.k[0] || !s.k[1] || !s.v[0] || !s.v[1];
+  parallelFor(0, s.batch * s.heads,
+              shared ? s.batch * s.heads
+                     : grainFor(s.sq * s.sk * (s.d + s.dv)),
+              [&](int64_t bh0, int64_t bh1) {
+  const bool whole = bh0 == 0 && bh1 == s.batch * s.heads;
+  C *dqAcc = detail::chunkScratch(dqScratch, s.d + s.sk * (s.d + s.dv), whole);
+  C *dkAcc = whole ? dkScratch : dqAcc + s.d;
+  C *dvAcc = whole ? dvScratch : dkAcc + s.sk * s.d;
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / s.heads, h = bh % s.heads;
+    int64_t row = bh * s.sq;
+    {
       std::fill(dkAcc, dkAcc + s.sk * s.d, C(0));
       std::fill(dvAcc, dvAcc + s.sk * s.dv, C(0));
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
@@ -503,6 +538,8 @@ void attentionGrad(const typename T::Storage *dO, const typename T::Storage *q,
           dvj[c * s.v[3]] = T::store(dvAcc[j * s.dv + c]);
       }
     }
+  }
+  });
 }
 
 } // namespace ampc::cpu

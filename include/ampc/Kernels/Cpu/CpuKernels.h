@@ -21,6 +21,7 @@
 #include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Kernels/Common/KernelMath.h"
 #include "ampc/Kernels/Common/TrainMath.h"
+#include "ampc/Kernels/Cpu/ThreadPool.h"
 
 #include <cblas.h>
 
@@ -102,19 +103,12 @@ inline void forEachRow(Body &body, int64_t out, int64_t inner,
 }
 } // namespace detail
 
-/// Calls `body(out, in...)` for every element of an output of `rank`
-/// dimensions `dims`, with the linear offsets into the output (contiguous)
-/// and into each of the N inputs (`strides`, 0 along broadcast dimensions).
-/// The innermost dimension is a plain loop (contiguous inputs make it a
-/// unit-stride loop the compiler vectorises); an odometer walks the others.
+namespace detail {
+/// forEach over output rows [firstRow, lastRow) (rows: the innermost
+/// dimension's runs) of an output with `total` elements.
 template <int N, typename Body>
-void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
-             Body body) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= dims[d];
-  if (total == 0)
-    return;
+void forEachRows(int rank, const int64_t *dims, const int64_t *const *strides,
+                 int64_t firstRow, int64_t lastRow, Body &body) {
   constexpr int M = N > 0 ? N : 1;
   int64_t offsets[M] = {0};
   int64_t inner = rank > 0 ? dims[rank - 1] : 1;
@@ -124,9 +118,16 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
   bool unit = true;
   for (int i = 0; i < N; ++i)
     unit = unit && step[i] == 1;
+  // The multi-index of the first row, and the input offsets there.
   int64_t index[16] = {0};
-  for (int64_t out = 0; out < total; out += inner) {
-    detail::forEachRow(body, out, inner, offsets, step, unit,
+  for (int64_t rest = firstRow, d = rank - 2; d >= 0 && rest; --d) {
+    index[d] = rest % dims[d];
+    rest /= dims[d];
+    for (int i = 0; i < N; ++i)
+      offsets[i] += index[d] * strides[i][d];
+  }
+  for (int64_t row = firstRow; row < lastRow; ++row) {
+    detail::forEachRow(body, row * inner, inner, offsets, step, unit,
                        std::make_index_sequence<N>());
     // Odometer increment of the outer multi-index, updating input offsets.
     for (int d = rank - 2; d >= 0; --d) {
@@ -140,6 +141,40 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
       index[d] = 0;
     }
   }
+}
+} // namespace detail
+
+/// Calls `body(out, in...)` for every element of an output of `rank`
+/// dimensions `dims`, with the linear offsets into the output (contiguous)
+/// and into each of the N inputs (`strides`, 0 along broadcast dimensions).
+/// The innermost dimension is a plain loop (contiguous inputs make it a
+/// unit-stride loop the compiler vectorises); an odometer walks the others.
+template <int N, typename Body>
+void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
+             Body body) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= dims[d];
+  if (total == 0)
+    return;
+  const int64_t inner = rank > 0 ? dims[rank - 1] : 1;
+  detail::forEachRows<N>(rank, dims, strides, 0, total / inner, body);
+}
+
+/// forEach with the rows in parallel (parallelFor): for a `body` whose
+/// calls are independent (each writes only its own output element).
+template <int N, typename Body>
+void parallelForEach(int rank, const int64_t *dims,
+                     const int64_t *const *strides, Body body) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= dims[d];
+  if (total == 0)
+    return;
+  const int64_t inner = rank > 0 ? dims[rank - 1] : 1;
+  parallelFor(0, total / inner, grainFor(inner), [&](int64_t b, int64_t e) {
+    detail::forEachRows<N>(rank, dims, strides, b, e, body);
+  });
 }
 
 namespace detail {
@@ -197,16 +232,20 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 /// An FP32 copy in `out` of `count` elements of any float storage type.
 template <typename Load, typename T>
 void widen(const T *data, int64_t count, float *out) {
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = Load::load(data[i]);
+  parallelFor(0, count, grainFor(1), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      out[i] = Load::load(data[i]);
+  });
 }
 
 /// A copy in `out` of `count` elements in the compute type `C` (float, or
 /// double for f64 data), loaded with the codec `Load`.
 template <typename C, typename Load, typename T>
 void convert(const T *data, int64_t count, C *out) {
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = static_cast<C>(Load::load(data[i]));
+  parallelFor(0, count, grainFor(1), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      out[i] = static_cast<C>(Load::load(data[i]));
+  });
 }
 
 /// A copy in `out`, in `C`, of `data` broadcast to `dims` (`strides` are
@@ -215,7 +254,7 @@ template <typename C, typename Load, typename T>
 void broadcast(const T *data, int rank, const int64_t *dims,
                const int64_t *inputStrides, C *out) {
   const int64_t *strides[] = {inputStrides};
-  forEach<1>(rank, dims, strides, [&](int64_t o, int64_t i) {
+  parallelForEach<1>(rank, dims, strides, [&](int64_t o, int64_t i) {
     out[o] = static_cast<C>(Load::load(data[i]));
   });
 }
@@ -250,13 +289,45 @@ inline const char *lastError(const unsigned char *slot) {
   return message;
 }
 
+/// The library's threads (ThreadPool.h), kept in the instance state at
+/// `slot`: `init` starts them from ampc_abi_config.num_threads (0: every
+/// available core; 1: no pool, the serial code), and sets OpenBLAS's
+/// thread count to the same number (process-global: the last instance
+/// initialised sets it; the bits do not depend on it); `release` joins
+/// them.
+inline void startThreads(unsigned char *slot, int32_t requested) {
+  int threads = threadsFor(requested);
+  ThreadPool *pool = nullptr;
+  if (threads > 1) {
+    // A process out of threads runs the instance on the calling thread.
+    try {
+      pool = new ThreadPool(threads);
+    } catch (...) {
+      threads = 1;
+    }
+  }
+  std::memcpy(slot, &pool, sizeof(pool));
+  openblas_set_num_threads(threads);
+}
+inline ThreadPool *threadsAt(const unsigned char *slot) {
+  ThreadPool *pool;
+  std::memcpy(&pool, slot, sizeof(pool));
+  return pool;
+}
+inline void stopThreads(unsigned char *slot) {
+  delete threadsAt(slot);
+  ThreadPool *none = nullptr;
+  std::memcpy(slot, &none, sizeof(none));
+}
+
 /// Softmax (or log-softmax) over the middle of `outer x axisSize x inner`
 /// dimensions, computed in `C` (float, or double for f64).
 template <typename C, typename Load, typename Store, typename In, typename Out>
 void softmax(const In *in, Out *out, int64_t outer, int64_t axisSize,
              int64_t inner, bool logarithm) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
+  parallelFor(0, outer * inner, grainFor(axisSize), [&](int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+      const int64_t o = r / inner, i = r % inner;
       const int64_t base = o * axisSize * inner + i;
       C maxValue = -std::numeric_limits<C>::infinity();
       for (int64_t a = 0; a < axisSize; ++a)
@@ -270,6 +341,7 @@ void softmax(const In *in, Out *out, int64_t outer, int64_t axisSize,
         out[base + a * inner] = Store::store(logarithm ? x - logSum : std::exp(x) / sum);
       }
     }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -394,7 +466,7 @@ void reduce(const In *in, Out *out, int keptRank, const int64_t *keptDims,
   forEach<1>(reducedRank, reducedDims, rs,
              [&](int64_t, int64_t a) { reduced[count++] = a; });
   const int64_t *ks[] = {keptStrides};
-  forEach<1>(keptRank, keptDims, ks, [&](int64_t o, int64_t base) {
+  parallelForEach<1>(keptRank, keptDims, ks, [&](int64_t o, int64_t base) {
     C acc;
     if (kind == ReduceMax) {
       acc = lowest<C>();
@@ -427,7 +499,8 @@ template <typename C, typename Load, typename Store, typename StoreStash,
 void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
                int64_t outer, int64_t inner, const C *scale, const C *bias,
                C epsilon) {
-  for (int64_t o = 0; o < outer; ++o) {
+  parallelFor(0, outer, grainFor(inner), [&](int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; ++o) {
     const In *row = x + o * inner;
     C m, variance;
     math::meanAndVariance<C>(
@@ -443,6 +516,7 @@ void layerNorm(const In *x, Out *y, Stash *mean, Stash *invStdDev,
     mean[o] = StoreStash::store(m);
     invStdDev[o] = StoreStash::store(inv);
   }
+  });
 }
 
 /// ampc.add_layer_norm: `sum` = x + addend (computed in `C`, stored in X's
@@ -453,9 +527,11 @@ template <typename C, typename Load, typename Store, typename StoreStash,
 void addLayerNorm(const In *x, const Addend *addend, In *sum, Out *y,
                   Stash *mean, Stash *invStdDev, int64_t outer, int64_t inner,
                   const C *scale, const C *bias, C epsilon) {
-  for (int64_t i = 0; i < outer * inner; ++i)
-    sum[i] = Load::store(static_cast<C>(Load::load(x[i])) +
-                         static_cast<C>(LoadAddend::load(addend[i])));
+  parallelFor(0, outer * inner, grainFor(1), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      sum[i] = Load::store(static_cast<C>(Load::load(x[i])) +
+                           static_cast<C>(LoadAddend::load(addend[i])));
+  });
   layerNorm<C, Load, Store, StoreStash>(sum, y, mean, invStdDev, outer, inner,
                                         scale, bias, epsilon);
 }
@@ -469,7 +545,8 @@ template <typename C, typename Load, typename In>
 void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
                        C *mean, C *variance) {
   const int64_t count = n * inner;
-  for (int64_t ch = 0; ch < c; ++ch) {
+  parallelFor(0, c, grainFor(count), [&](int64_t c0, int64_t c1) {
+  for (int64_t ch = c0; ch < c1; ++ch) {
     // A leaf's terms loaded once, walking the planes (no division per
     // term), then leafMoments over them: pairwiseMoments' arithmetic.
     auto leaf = [&](int64_t b, int64_t e) {
@@ -491,6 +568,7 @@ void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
     mean[ch] = m.mean;
     variance[ch] = m.m2 / static_cast<C>(count);
   }
+  });
 }
 
 /// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + bias
@@ -507,7 +585,8 @@ void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
                const C *variance, C epsilon, C *invStdDev = nullptr,
                const typename Residual::Storage *residual = nullptr,
                bool relu = false) {
-  for (int64_t ch = 0; ch < c; ++ch) {
+  parallelFor(0, c, grainFor(n * inner), [&](int64_t c0, int64_t c1) {
+  for (int64_t ch = c0; ch < c1; ++ch) {
     if (invStdDev)
       invStdDev[ch] = C(1) / std::sqrt(variance[ch] + epsilon);
     const C factor = scale[ch] / std::sqrt(variance[ch] + epsilon);
@@ -520,6 +599,7 @@ void batchNorm(const In *x, Out *y, int64_t n, int64_t c, int64_t inner,
             residual, base + i, relu);
     }
   }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -594,7 +674,8 @@ void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
   windowOffsets(w, false, offsets);
   if (columnMajor)
     windowOffsets(w, true, reported);
-  for (int64_t q = 0; q < planes; ++q)
+  parallelFor(0, planes, grainFor(outSize * kernelSize), [&](int64_t q0, int64_t q1) {
+  for (int64_t q = q0; q < q1; ++q)
     for (int64_t p = 0; p < outSize; ++p) {
       C best = lowest<C>();
       int64_t where = -1;
@@ -612,6 +693,7 @@ void maxPool(const In *x, Out *y, int64_t *indices, int64_t planes,
       if (indices)
         indices[q * outSize + p] = where < 0 ? -1 : q * inSize + where;
     }
+  });
 }
 
 /// AveragePool (GlobalAveragePool with a whole-plane window) over `planes`
@@ -626,7 +708,8 @@ void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
   const int64_t inSize = w.inSize(), outSize = w.outSize(),
                 kernelSize = w.kernelSize();
   windowOffsets(w, false, offsets);
-  for (int64_t q = 0; q < planes; ++q)
+  parallelFor(0, planes, grainFor(outSize * kernelSize), [&](int64_t q0, int64_t q1) {
+  for (int64_t q = q0; q < q1; ++q)
     for (int64_t p = 0; p < outSize; ++p) {
       C sum = 0;
       int64_t count = 0;
@@ -638,16 +721,20 @@ void averagePool(const In *x, Out *y, int64_t planes, const Window &w,
       }
       y[q * outSize + p] = Store::store(sum / static_cast<C>(count));
     }
+  });
 }
 
 /// The mean of each of `planes` planes of `size` elements, in `C`.
 template <typename C, typename Load, typename Store, typename In, typename Out>
 void globalAveragePool(const In *x, Out *y, int64_t planes, int64_t size) {
-  for (int64_t q = 0; q < planes; ++q) {
-    const C sum = pairwiseSum<C>(
-        0, size, [&](int64_t i) { return static_cast<C>(Load::load(x[q * size + i])); });
-    y[q] = Store::store(sum / static_cast<C>(size));
-  }
+  parallelFor(0, planes, grainFor(size), [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const C sum = pairwiseSum<C>(0, size, [&](int64_t i) {
+        return static_cast<C>(Load::load(x[q * size + i]));
+      });
+      y[q] = Store::store(sum / static_cast<C>(size));
+    }
+  });
 }
 
 /// Conv in T (float on FP32 copies of 16-bit operands, or double): x (n, c,
@@ -796,9 +883,16 @@ const T *im2colImages(const T *x, int64_t b, int64_t count, int64_t g,
   const T *first = x + (b * c + g * cg) * inSize;
   if (count == 1 && direct)
     return first;
-  for (int64_t j = 0; j < count; ++j)
-    im2col(first + j * c * inSize, cg, w, direct, columns + j * outSize,
-           count * outSize);
+  // One channel of one image per iteration: im2col writes its own rows.
+  const int64_t kernelSize = w.kernelSize(), ld = count * outSize;
+  parallelFor(0, count * cg, grainFor(kernelSize * outSize),
+              [&](int64_t b0, int64_t b1) {
+                for (int64_t p = b0; p < b1; ++p) {
+                  const int64_t j = p / cg, ci = p % cg;
+                  im2col(first + j * c * inSize + ci * inSize, 1, w, direct,
+                         columns + ci * kernelSize * ld + j * outSize, ld);
+                }
+              });
   return columns;
 }
 
@@ -811,11 +905,13 @@ const T *gatherImages(const T *t, int64_t b, int64_t count, int64_t g,
   const T *first = t + (b * m + g * mg) * outSize;
   if (count == 1)
     return first;
-  for (int64_t f = 0; f < mg; ++f)
-    for (int64_t j = 0; j < count; ++j) {
-      const T *src = first + (j * m + f) * outSize;
-      std::copy(src, src + outSize, staging + (f * count + j) * outSize);
-    }
+  parallelFor(0, mg, grainFor(count * outSize), [&](int64_t f0, int64_t f1) {
+    for (int64_t f = f0; f < f1; ++f)
+      for (int64_t j = 0; j < count; ++j) {
+        const T *src = first + (j * m + f) * outSize;
+        std::copy(src, src + outSize, staging + (f * count + j) * outSize);
+      }
+  });
   return staging;
 }
 } // namespace detail
@@ -839,18 +935,23 @@ void conv(const T *x, const T *weight, const T *bias, T *y, int64_t n,
       // The bias first and the product added to it (beta 1), as for one
       // image.
       if (bias)
-        for (int64_t f = 0; f < mg; ++f)
-          std::fill(out + f * width, out + (f + 1) * width, bias[g * mg + f]);
+        parallelFor(0, mg, grainFor(width), [&](int64_t f0, int64_t f1) {
+          for (int64_t f = f0; f < f1; ++f)
+            std::fill(out + f * width, out + (f + 1) * width,
+                      bias[g * mg + f]);
+        });
       gemm<T>(false, false, mg, width, depth, T(1), weight + g * mg * depth,
               cols, bias ? T(1) : T(0), out);
       if (count == 1)
         continue;
-      for (int64_t j = 0; j < count; ++j)
-        for (int64_t f = 0; f < mg; ++f) {
-          const T *src = staging + (f * count + j) * outSize;
-          std::copy(src, src + outSize,
-                    y + ((b + j) * m + g * mg + f) * outSize);
-        }
+      parallelFor(0, mg, grainFor(width), [&](int64_t f0, int64_t f1) {
+        for (int64_t f = f0; f < f1; ++f)
+          for (int64_t j = 0; j < count; ++j) {
+            const T *src = staging + (f * count + j) * outSize;
+            std::copy(src, src + outSize,
+                      y + ((b + j) * m + g * mg + f) * outSize);
+          }
+      });
     }
   }
 }
@@ -922,6 +1023,21 @@ inline void fillWords(unsigned char *out, uint64_t word, int64_t width,
 // Attention (issue 38; docs/design.md, "Fused attention")
 //===----------------------------------------------------------------------===//
 
+namespace detail {
+/// Scratch of `count` values of C for a chunk of a kernel whose planned
+/// scratch (`planned`) holds one chunk's: the planned buffer when the
+/// chunk is the whole range (`whole`, the serial path), else a buffer of
+/// the calling thread's, grown once and kept for later steps.
+template <typename C> C *chunkScratch(C *planned, int64_t count, bool whole) {
+  if (whole)
+    return planned;
+  thread_local std::vector<C> mine;
+  if (static_cast<int64_t>(mine.size()) < count)
+    mine.resize(static_cast<size_t>(count));
+  return mine.data();
+}
+} // namespace detail
+
 /// The sizes of an ampc.attention and the logical (b, h, s, d) strides, in
 /// elements, of each tensor: q, k, v, o (also dO) and the bias (0 along a
 /// broadcast dimension; unused without a bias).
@@ -983,15 +1099,22 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
                const typename T::Storage *v, const typename B::Storage *bias,
                typename T::Storage *o, typename L::Storage *lse,
                const AttentionShape &s, C scale, bool causal,
-               const math::AttentionDropout &dropout, C *scores, C *acc) {
+               const math::AttentionDropout &dropout, C *scoresScratch,
+               C *accScratch) {
   const C inf = std::numeric_limits<C>::infinity();
   const int64_t step = attentionKeyStep(s.d);
   const C kept = dropout.keptScale<C>();
-  int64_t row = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.heads; ++h)
+  // (batch, head) pairs in parallel, each chunk with its own rows of
+  // scratch (detail::chunkScratch).
+  parallelFor(0, s.batch * s.heads, grainFor(s.sq * s.sk * (s.d + s.dv)),
+              [&](int64_t bh0, int64_t bh1) {
+  C *scores = detail::chunkScratch(scoresScratch, s.sk + s.dv,
+                                   bh0 == 0 && bh1 == s.batch * s.heads);
+  C *acc = scores == scoresScratch ? accScratch : scores + s.sk;
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / s.heads, h = bh % s.heads;
+    int64_t row = bh * s.sq;
       for (int64_t i = 0; i < s.sq; ++i, ++row) {
-        const int64_t bh = b * s.heads + h;
         const auto *qi = q + b * s.q[0] + h * s.q[1] + i * s.q[2];
         // Keys past a causal row's own add nothing (e = 0, alpha = 1).
         const int64_t visible = causal ? std::min(i + 1, s.sk) : s.sk;
@@ -1032,6 +1155,8 @@ void attention(const typename T::Storage *q, const typename T::Storage *k,
         for (int64_t c = 0; c < s.dv; ++c)
           oi[c * s.o[3]] = T::store(acc[c] / l * kept);
       }
+  }
+  });
 }
 
 } // namespace ampc::cpu

@@ -12,8 +12,10 @@
 
 #include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Kernels/Common/TrainMath.h"
+#include "ampc/Kernels/Cpu/ThreadPool.h"
 #include "ampc/Runtime/ModelAbi.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -33,14 +35,19 @@ using math::updateScale;
 template <typename In, typename T>
 bool unscale(const typename In::Storage *grad, T *out, int64_t count,
              float inv, int64_t channels = 0, int64_t spatial = 0) {
-  bool found = false;
-  for (int64_t i = 0; i < count; ++i) {
-    const T g = static_cast<T>(
-        In::load(grad[math::weightCopyIndex(i, channels, spatial)]));
-    found |= !std::isfinite(g);
-    out[i] = math::unscale(g, inv);
-  }
-  return found;
+  std::atomic<bool> found{false};
+  parallelFor(0, count, grainFor(2), [&](int64_t b, int64_t e) {
+    bool any = false;
+    for (int64_t i = b; i < e; ++i) {
+      const T g = static_cast<T>(
+          In::load(grad[math::weightCopyIndex(i, channels, spatial)]));
+      any |= !std::isfinite(g);
+      out[i] = math::unscale(g, inv);
+    }
+    if (any)
+      found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
 }
 
 /// Sum of squares of `count` elements, in T.
@@ -57,10 +64,12 @@ template <typename T>
 void sgdStep(const T *param, const T *grad, const T *buffer, T *newParam,
              T *newBuffer, int64_t count, T lr, int64_t step, T momentum,
              T dampening, bool nesterov, T weightDecay) {
-  for (int64_t i = 0; i < count; ++i)
-    math::sgdElement(param[i], grad[i], buffer ? buffer + i : nullptr,
-                     newParam + i, newBuffer ? newBuffer + i : nullptr, lr,
-                     step, momentum, dampening, nesterov, weightDecay);
+  parallelFor(0, count, grainFor(4), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      math::sgdElement(param[i], grad[i], buffer ? buffer + i : nullptr,
+                       newParam + i, newBuffer ? newBuffer + i : nullptr, lr,
+                       step, momentum, dampening, nesterov, weightDecay);
+  });
 }
 
 /// torch.optim.Adam / AdamW's step for one parameter.
@@ -70,10 +79,12 @@ void adamStep(const T *param, const T *grad, const T *expAvg,
               int64_t count, T lr, int64_t step, T beta1, T beta2, T eps,
               T weightDecay, bool decoupled) {
   const math::AdamStep<T> s = math::adamStep(lr, step, beta1, beta2);
-  for (int64_t i = 0; i < count; ++i)
-    math::adamElement(param[i], grad[i], expAvg[i], expAvgSq[i], newParam + i,
-                      newExpAvg + i, newExpAvgSq + i, s, lr, beta1, beta2, eps,
-                      weightDecay, decoupled);
+  parallelFor(0, count, grainFor(8), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      math::adamElement(param[i], grad[i], expAvg[i], expAvgSq[i],
+                        newParam + i, newExpAvg + i, newExpAvgSq + i, s, lr,
+                        beta1, beta2, eps, weightDecay, decoupled);
+  });
 }
 
 /// Recomputes the low-precision weight copies of `parameter` (all when
@@ -86,10 +97,12 @@ inline void refreshCopies(unsigned char *state, const WeightCopy *copies,
       continue;
     const float *src = reinterpret_cast<const float *>(state + w.source);
     uint16_t *dst = reinterpret_cast<uint16_t *>(state + w.copy);
-    for (int64_t i = 0; i < w.count; ++i)
-      dst[math::weightCopyIndex(i, w.channels, w.spatial)] =
-          w.bf16 ? numeric::f32ToBf16Bits(src[i])
-                 : numeric::f32ToF16Bits(src[i]);
+    parallelFor(0, w.count, grainFor(2), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        dst[math::weightCopyIndex(i, w.channels, w.spatial)] =
+            w.bf16 ? numeric::f32ToBf16Bits(src[i])
+                   : numeric::f32ToF16Bits(src[i]);
+    });
   }
 }
 
