@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Kernels/Common/Float16.h"
+#include "MpiHalfSums.h"
 #include "ampc/Runtime/ModelAbi.h"
 
 // MPI's C API only (Open MPI's and MPICH's headers otherwise pull in the
@@ -65,17 +65,9 @@ struct MpiComm {
   std::vector<MPI_Request> probeRequests;
 };
 
-MPI_Op sumF16 = MPI_OP_NULL, sumBf16 = MPI_OP_NULL;
+ampc::mpi::HalfSums halfSums;
 /// Set by a timeout: exit ends the job (MPI_Abort) rather than finalizing.
 bool abortAtExit = false;
-
-template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-void sumHalves(void *in, void *inout, int *len, MPI_Datatype *) {
-  const auto *a = static_cast<const uint16_t *>(in);
-  auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = Store(Load(a[i]) + Load(b[i]));
-}
 
 void finalize() {
   int finalized = 0;
@@ -115,10 +107,10 @@ int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
     type = MPI_DOUBLE, width = 8;
     break;
   case AMPC_DTYPE_F16:
-    type = MPI_UINT16_T, op = sumF16, width = 2;
+    type = MPI_UINT16_T, op = halfSums.f16, width = 2;
     break;
   case AMPC_DTYPE_BF16:
-    type = MPI_UINT16_T, op = sumBf16, width = 2;
+    type = MPI_UINT16_T, op = halfSums.bf16, width = 2;
     break;
   default:
     c.error = "rank " + std::to_string(c.abi.rank) +
@@ -274,14 +266,7 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_mpi_create(char *error,
       return refuse("MPI_Init_thread failed");
     std::atexit(finalize);
   }
-  if (sumF16 == MPI_OP_NULL) {
-    MPI_Op_create(&sumHalves<ampc::numeric::f16BitsToF32,
-                             ampc::numeric::f32ToF16Bits>,
-                  /*commute=*/1, &sumF16);
-    MPI_Op_create(&sumHalves<ampc::numeric::bf16BitsToF32,
-                             ampc::numeric::f32ToBf16Bits>,
-                  /*commute=*/1, &sumBf16);
-  }
+  halfSums.create();
   auto *c = new MpiComm();
   if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS ||
       MPI_Comm_dup(MPI_COMM_WORLD, &c->probe) != MPI_SUCCESS) {

@@ -27,7 +27,7 @@
 
 #include "Sim.h"
 
-#include "ampc/Kernels/Common/Float16.h"
+#include "../MpiHalfSums.h"
 
 #include <nccl.h>
 
@@ -54,15 +54,9 @@ namespace {
 std::mutex mutex;
 std::vector<std::unique_ptr<ncclComm>> comms; // live
 std::string lastMessage;
-MPI_Op sumF16 = MPI_OP_NULL, sumBf16 = MPI_OP_NULL;
-
-template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-void sumHalves(void *in, void *inout, int *len, MPI_Datatype *) {
-  const auto *a = static_cast<const uint16_t *>(in);
-  auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = Store(Load(a[i]) + Load(b[i]));
-}
+/// The FP16/BF16 sums: libampc_comm_mpi.so's, so the two give the same
+/// bits.
+ampc::mpi::HalfSums halfSums;
 
 ncclResult_t refuse(ncclResult_t result, const std::string &message) {
   lastMessage = message;
@@ -127,14 +121,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
     return refuse(ncclInvalidUsage, "ncclCommInitRank: the CUDA execution's "
                                     "NCCL runs over MPI, which is not "
                                     "initialized");
-  if (sumF16 == MPI_OP_NULL) {
-    MPI_Op_create(&sumHalves<ampc::numeric::f16BitsToF32,
-                             ampc::numeric::f32ToF16Bits>,
-                  1, &sumF16);
-    MPI_Op_create(&sumHalves<ampc::numeric::bf16BitsToF32,
-                             ampc::numeric::f32ToBf16Bits>,
-                  1, &sumBf16);
-  }
+  halfSums.create();
   // The ranks of this id: a colour from its bytes, ordered by `rank`.
   uint32_t colour = 2166136261u;
   for (char c : commId.internal)
@@ -202,10 +189,10 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     type = MPI_DOUBLE, width = 8;
     break;
   case ncclFloat16:
-    type = MPI_UINT16_T, sum = sumF16, width = 2;
+    type = MPI_UINT16_T, sum = halfSums.f16, width = 2;
     break;
   case ncclBfloat16:
-    type = MPI_UINT16_T, sum = sumBf16, width = 2;
+    type = MPI_UINT16_T, sum = halfSums.bf16, width = 2;
     break;
   default:
     return refuse(ncclInvalidArgument,
