@@ -163,8 +163,33 @@ def main():
     return 1 if failed else 0
 
 
-def driver(work):
+def train_steps(lib, checkpoint):
+    """Three training steps of `lib` on seeded data (the labels ampc
+    attaches drawn from 0 and 1): each step's loss, every parameter and the
+    checkpointed state (written to `checkpoint`), as bytes."""
     import checkpoint_format
+    with Model(lib) as m:
+        losses = []
+        for step in range(3):
+            rng = np.random.default_rng(100 + step)
+            batch = []
+            for info in m.inputs:
+                if info.dtype.kind == "f":
+                    batch.append(rng.standard_normal(info.shape)
+                                 .astype(info.dtype))
+                else:  # the label ampc attaches
+                    batch.append(rng.integers(0, 2, info.shape)
+                                 .astype(info.dtype))
+            losses.append(np.array(m.train_step(batch)).tobytes())
+        params = {p.name: np.array(m.get_parameter(p.name)).tobytes()
+                  for p in m.parameters}
+        m.save_checkpoint(checkpoint)
+        state = checkpoint_format.read(checkpoint, verify_checksum=False)[1]
+        state = {k: np.asarray(v).tobytes() for k, v in state.items()}
+    return losses, params, state
+
+
+def driver(work):
     text = open(os.path.join(HERE, "..", "..", "..", "Gradcheck",
                              "cnn.onnxtext")).read()
     model = os.path.join(work, "cnn.onnxtext")
@@ -184,28 +209,9 @@ def driver(work):
         libs[layout] = os.path.join(work, "cnn-%s.so" % layout)
         subprocess.run(["ampc", source, "--target=cuda-sim", "-o",
                         libs[layout]], check=True)
-    results = {}
-    for layout in ("on", "off"):
-        with Model(libs[layout]) as m:
-            losses = []
-            for step in range(3):
-                rng = np.random.default_rng(100 + step)
-                batch = []
-                for info in m.inputs:
-                    if info.dtype.kind == "f":
-                        batch.append(rng.standard_normal(info.shape)
-                                     .astype(info.dtype))
-                    else:  # the label ampc attaches
-                        batch.append(rng.integers(0, 2, info.shape)
-                                     .astype(info.dtype))
-                losses.append(np.array(m.train_step(batch)).tobytes())
-            params = {p.name: np.array(m.get_parameter(p.name)).tobytes()
-                      for p in m.parameters}
-            path = os.path.join(work, "cnn-%s.ckpt" % layout)
-            m.save_checkpoint(path)
-            state = checkpoint_format.read(path, verify_checksum=False)[1]
-            state = {k: np.asarray(v).tobytes() for k, v in state.items()}
-        results[layout] = (losses, params, state)
+    results = {layout: train_steps(libs[layout],
+                                   os.path.join(work, "cnn-%s.ckpt" % layout))
+               for layout in ("on", "off")}
     on, off = results["on"], results["off"]
     differ = [k for k in off[1] if on[1].get(k) != off[1][k]] + \
         [k for k in off[2] if on[2].get(k) != off[2][k]]

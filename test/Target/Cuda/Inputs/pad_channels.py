@@ -16,14 +16,11 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "python"))
-# checkpoint_format (the checkpoint reader the training tests share).
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Training", "Inputs"))
 
-from ampc.runtime import Model  # noqa: E402
+# The training loop channels-last-sim.test compares layouts with (it puts
+# the Python module and the checkpoint reader on the path).
+from channels_last import train_steps  # noqa: E402
 
 
 def first_layer_model(path):
@@ -45,30 +42,6 @@ def first_layer_model(path):
                       input_names=["x"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)
-
-
-def train(lib):
-    import checkpoint_format
-    with Model(lib) as m:
-        losses = []
-        for step in range(3):
-            rng = np.random.default_rng(100 + step)
-            batch = []
-            for info in m.inputs:
-                if info.dtype.kind == "f":
-                    batch.append(rng.standard_normal(info.shape)
-                                 .astype(info.dtype))
-                else:  # the label ampc attaches
-                    batch.append(rng.integers(0, 2, info.shape)
-                                 .astype(info.dtype))
-            losses.append(np.array(m.train_step(batch)).tobytes())
-        params = {p.name: np.array(m.get_parameter(p.name)).tobytes()
-                  for p in m.parameters}
-        path = lib + ".ckpt"
-        m.save_checkpoint(path)
-        state = checkpoint_format.read(path, verify_checksum=False)[1]
-        state = {k: np.asarray(v).tobytes() for k, v in state.items()}
-    return losses, params, state
 
 
 def main():
@@ -97,7 +70,7 @@ def main():
                         part.split(" (X")[0].split(" (the")[0].strip()
                         for s in shapes for part in s.split("; ")
                         if " padded to " in part))
-                results[pad] = train(lib)
+                results[pad] = train_steps(lib, lib + ".ckpt")
             on, off = results["on"], results["off"]
             differ = [k for k in off[1] if on[1].get(k) != off[1][k]] + \
                 [k for k in off[2] if on[2].get(k) != off[2][k]]
