@@ -142,6 +142,16 @@ void forEachRows(int rank, const int64_t *dims, const int64_t *const *strides,
     }
   }
 }
+
+/// The rows (innermost runs of `inner` elements) of a `rank`-D shape; 0
+/// for an empty one.
+inline int64_t rowsOf(int rank, const int64_t *dims, int64_t &inner) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= dims[d];
+  inner = rank > 0 ? dims[rank - 1] : 1;
+  return total == 0 ? 0 : total / inner;
+}
 } // namespace detail
 
 /// Calls `body(out, in...)` for every element of an output of `rank`
@@ -152,13 +162,9 @@ void forEachRows(int rank, const int64_t *dims, const int64_t *const *strides,
 template <int N, typename Body>
 void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
              Body body) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= dims[d];
-  if (total == 0)
-    return;
-  const int64_t inner = rank > 0 ? dims[rank - 1] : 1;
-  detail::forEachRows<N>(rank, dims, strides, 0, total / inner, body);
+  int64_t inner;
+  if (int64_t rows = detail::rowsOf(rank, dims, inner))
+    detail::forEachRows<N>(rank, dims, strides, 0, rows, body);
 }
 
 /// forEach with the rows in parallel (parallelFor): for a `body` whose
@@ -166,13 +172,11 @@ void forEach(int rank, const int64_t *dims, const int64_t *const *strides,
 template <int N, typename Body>
 void parallelForEach(int rank, const int64_t *dims,
                      const int64_t *const *strides, Body body) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= dims[d];
-  if (total == 0)
+  int64_t inner;
+  const int64_t rows = detail::rowsOf(rank, dims, inner);
+  if (rows == 0)
     return;
-  const int64_t inner = rank > 0 ? dims[rank - 1] : 1;
-  parallelFor(0, total / inner, grainFor(inner), [&](int64_t b, int64_t e) {
+  parallelFor(0, rows, grainFor(inner), [&](int64_t b, int64_t e) {
     detail::forEachRows<N>(rank, dims, strides, b, e, body);
   });
 }
