@@ -28,6 +28,30 @@ if getattr(config, "ampc_asan_runtime", ""):
 # and the first definition would win.)
 config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", python))
+# OpenBLAS's kernel set (docs/design.md, "OpenBLAS's kernel set"): every
+# process of a test runs the one the runtime chooses for this CPU, whoever
+# loads OpenBLAS first (NumPy in a Python harness, the runtime in a C tool),
+# so that results compared bit for bit across processes come from the same
+# kernels; the user's OPENBLAS_CORETYPE, when set, is passed on instead.
+# test/Target/Cpu/blas-core.test unsets it to check the runtime's choice.
+cpu_flags = set()
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                cpu_flags = set(line.split(":", 1)[1].split())
+                break
+except OSError:
+    pass
+if {"avx2", "fma"} <= cpu_flags:
+    config.available_features.add("cpu-avx2")
+if os.environ.get("OPENBLAS_CORETYPE"):
+    config.environment["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+elif {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags:
+    config.environment["OPENBLAS_CORETYPE"] = (
+        "Cooperlake" if "avx512_bf16" in cpu_flags else "SkylakeX")
+elif {"avx2", "fma"} <= cpu_flags:
+    config.environment["OPENBLAS_CORETYPE"] = "Haswell"
 config.substitutions.append(("%ampc_src", config.ampc_src_root))
 config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(

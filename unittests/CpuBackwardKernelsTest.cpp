@@ -452,9 +452,11 @@ std::vector<double> convReference(const std::vector<T> &x,
 // chunk short where n is not a multiple; cpuConvImagesPerGemm picks the
 // count in a library): the row-by-row im2col and col2im against the
 // definitions, the chunk's columns, product and grad side by side, direct
-// windows copied when more than one image shares a GEMM. One image and a
-// chunk give the same bits: a chunk only widens the GEMM's N, each output
-// element's reduction is unchanged.
+// windows copied when more than one image shares a GEMM. Each count is
+// checked against the definitions, not against the others' bits: OpenBLAS's
+// edge kernels sum an element's K terms in another order than its main
+// kernel, so an image's columns moved within a wider GEMM may round
+// differently (docs/design.md, "OpenBLAS's kernel set").
 template <typename T> void checkConvChunksOfImages() {
   std::mt19937 rng(4321);
   for (const ConvCase &cc : convCases()) {
@@ -469,7 +471,6 @@ template <typename T> void checkConvChunksOfImages() {
     auto grad = randomVector<T>(rng, cc.n * cc.m * w.outSize());
     const std::vector<double> wantY = convReference(x, weight, bias, cc, w);
     const std::vector<double> wantDx = convDataReference(grad, weight, cc, w);
-    std::vector<T> firstY, firstDx;
     for (int64_t images : {1, 2, 3}) {
       SCOPED_TRACE(testing::Message() << images << " images per GEMM");
       std::vector<T> y(cc.n * cc.m * w.outSize(), T(77));
@@ -482,12 +483,6 @@ template <typename T> void checkConvChunksOfImages() {
                           scratchValues<T>(1));
       EXPECT_TRUE(allClose(y, wantY, tolerance<T>()));
       EXPECT_TRUE(allClose(dx, wantDx, tolerance<T>()));
-      if (images == 1) {
-        firstY = y, firstDx = dx;
-        continue;
-      }
-      EXPECT_EQ(y, firstY);
-      EXPECT_EQ(dx, firstDx);
     }
   }
 }

@@ -9,6 +9,8 @@
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/ampc.h"
 
+#include "BlasCore.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1803,4 +1805,38 @@ TEST_F(GradientsModel, DataParallelAloneAndNullHandle) {
   EXPECT_EQ(ampc_model_data_parallel(nullptr, &rank, &size, &bytes),
             AMPC_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(ampc_last_error(), "ampc_model_data_parallel: model is NULL");
+}
+
+// OpenBLAS's kernel set for the CPU (lib/Runtime/BlasCore.h): the newest
+// one the features allow, none below AVX2 (OpenBLAS's own choice stands).
+TEST(RuntimeBlasCore, TheNewestKernelSetTheFeaturesAllow) {
+  ampc::CpuFeatures none;
+  EXPECT_STREQ(ampc::openBlasCoreFor(none), "");
+  ampc::CpuFeatures avx2 = none;
+  avx2.avx2 = true;
+  EXPECT_STREQ(ampc::openBlasCoreFor(avx2), "") << "AVX2 without FMA";
+  avx2.fma = true;
+  EXPECT_STREQ(ampc::openBlasCoreFor(avx2), "Haswell");
+  ampc::CpuFeatures avx512 = avx2;
+  avx512.avx512 = true;
+  EXPECT_STREQ(ampc::openBlasCoreFor(avx512), "SkylakeX");
+  avx512.avx512bf16 = true;
+  EXPECT_STREQ(ampc::openBlasCoreFor(avx512), "Cooperlake");
+}
+
+// This binary links OpenBLAS, so its kernels are chosen: the scope leaves
+// the environment alone, as it does when the user set the variable.
+TEST(RuntimeBlasCore, LeavesTheEnvironmentWhenOpenBlasIsLoadedOrSet) {
+  ASSERT_EQ(unsetenv("OPENBLAS_CORETYPE"), 0);
+  {
+    ampc::ScopedBlasCore scope;
+    EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  }
+  ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0);
+  {
+    ampc::ScopedBlasCore scope;
+    EXPECT_STREQ(std::getenv("OPENBLAS_CORETYPE"), "Haswell");
+  }
+  EXPECT_STREQ(std::getenv("OPENBLAS_CORETYPE"), "Haswell");
+  ASSERT_EQ(unsetenv("OPENBLAS_CORETYPE"), 0);
 }

@@ -15,6 +15,7 @@
 #include "ampc/Runtime/ModelAbi.h"
 #include "ampc/Runtime/ampc.h"
 
+#include "BlasCore.h"
 #include "Checkpoint.h"
 #include "ampc/Support/AtomicWrite.h"
 #include "ampc/Support/RegularFile.h"
@@ -192,7 +193,12 @@ void *openPrivateCopy(const std::string &path, int &number,
   }
   std::string name = copyName(copy);
   dlerror();
-  void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *library;
+  {
+    // A CPU library brings OpenBLAS in: with the kernels of this CPU.
+    ampc::ScopedBlasCore blasCore;
+    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (!library) {
     const char *why = dlerror();
     error = why ? why : "unknown loader error";

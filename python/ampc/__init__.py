@@ -31,8 +31,8 @@ import warnings
 from typing import (TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional,
                     Sequence, Tuple)
 
-from .runtime import (AMPC_OK, AmpcError, Dtype, Model,  # noqa: F401
-                      PathLike, Status, TensorInfo, load_runtime)
+from .runtime import (AMPC_OK, AmpcError, AmpcWarning, Dtype,  # noqa: F401
+                      Model, PathLike, Status, TensorInfo, load_runtime)
 
 __all__ = ["compile", "compile_model", "export", "Model", "AmpcError",
            "CompileError", "Status", "Dtype", "compiler_version",
@@ -43,12 +43,6 @@ __all__ = ["compile", "compile_model", "export", "Model", "AmpcError",
 class CompileError(AmpcError):
     """ampc refused the model or failed to compile it; the message is the
     compiler's, naming the user's model (never a temporary file)."""
-
-
-class AmpcWarning(UserWarning):
-    """A warning or note of the compiler on a compile that succeeded (a
-    --keep-fp32 rule that names no node, a folded BatchNorm, an initializer
-    frozen because no gradient reaches it)."""
 
 
 def find_compiler() -> str:

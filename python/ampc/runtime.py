@@ -30,6 +30,7 @@ import ctypes
 import enum
 import os
 import shutil
+import warnings
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List,
                     NamedTuple, Optional, Sequence, Tuple, Union)
 
@@ -45,6 +46,71 @@ ArrayLike = Any
 if TYPE_CHECKING:
     import numpy.typing as npt
     Array = npt.NDArray[Any]
+
+class AmpcWarning(UserWarning):
+    """A warning or note of the compiler on a compile that succeeded (a
+    --keep-fp32 rule that names no node, a folded BatchNorm, an initializer
+    frozen because no gradient reaches it), or of the runtime on a load (a
+    CPU model on OpenBLAS kernels older than the CPU)."""
+
+
+# OpenBLAS kernel sets (openblas_get_corename) older than AVX2.
+_PRE_AVX2_BLAS_CORES = {
+    "katmai", "coppermine", "northwood", "prescott", "banias", "atom",
+    "core2", "penryn", "dunnington", "nehalem", "sandybridge", "opteron",
+    "opteron_sse3", "barcelona", "bobcat", "bulldozer", "piledriver",
+    "steamroller", "excavator", "unknown"}
+
+
+def _blas_core_for_cpu() -> str:
+    """The OPENBLAS_CORETYPE the runtime would choose for this CPU
+    (lib/Runtime/BlasCore.cpp), from /proc/cpuinfo's flags; "" if none."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set()
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        return ""
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    return ""
+
+
+_warned_blas_core = False
+
+
+def _check_blas_core() -> None:
+    """Warns once per process when the OpenBLAS a CPU model runs on chose
+    kernels older than the CPU (OpenBLAS 0.3.21 does not know newer CPU
+    models; NumPy loaded it before the runtime could choose: docs/design.md,
+    "OpenBLAS's kernel set")."""
+    global _warned_blas_core
+    if _warned_blas_core:
+        return
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0",
+                           mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        blas.openblas_get_corename.restype = ctypes.c_char_p
+        core = blas.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return
+    best = _blas_core_for_cpu()
+    if not best or core.lower() not in _PRE_AVX2_BLAS_CORES:
+        return
+    _warned_blas_core = True
+    warnings.warn(
+        "OpenBLAS runs its %s kernels on a CPU that has %s: the CPU model's "
+        "GEMMs run several times slower; set OPENBLAS_CORETYPE=%s in the "
+        "environment before Python starts (OPENBLAS_CORETYPE is %s)" % (
+            core, "AVX-512" if best != "Haswell" else "AVX2", best,
+            os.environ.get("OPENBLAS_CORETYPE", "unset")),
+        AmpcWarning, stacklevel=3)
+
 
 class Status(enum.IntEnum):
     """ampc_status (include/ampc/Runtime/ampc.h): AMPC_<name>."""
@@ -646,6 +712,8 @@ class Model:
         self._check(self._lib.ampc_model_describe(handle, ctypes.byref(info)))
         self.info = ModelInfo(info.name.decode(), info.target.decode(),
                               info.precision.decode(), info.mode.decode())
+        if self.info.target == "cpu":
+            _check_blas_core()
         self.inputs = self._describe(self._lib.ampc_model_input_info,
                                      info.num_inputs)
         self.outputs = self._describe(self._lib.ampc_model_output_info,
