@@ -7,11 +7,15 @@
 // communicator that sums in this process, and must train as the second
 // does on the whole batches. The calls the library makes (requests,
 // counts, dtypes) are logged and checked, as are the runtime's refusals.
+// Also the TCP rendezvous the NCCL communicator uses without MPI
+// (lib/Runtime/Rendezvous.h), its ranks as threads on 127.0.0.1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Runtime/ampc.h"
+
+#include "Rendezvous.h"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +29,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace {
 
@@ -467,6 +475,98 @@ TEST(RuntimeComm, ItReplacesMpirunsCommunicator) {
       setenv(names[i], saved[i].c_str(), 1);
     else
       unsetenv(names[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// The TCP rendezvous
+//===----------------------------------------------------------------------===//
+
+/// A TCP port nothing listens on now (the kernel's choice for port 0).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&address), length), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length),
+            0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+/// Runs `size` ranks as threads; each gets its own buffer (rank 0's holds
+/// the bytes) and its error.
+struct Ranks {
+  std::vector<std::vector<unsigned char>> buffers;
+  std::vector<std::string> errors;
+};
+Ranks broadcast(int size, int port, int timeoutMs,
+                const std::vector<int> &present, int claimedSize = -1) {
+  Ranks ranks;
+  ranks.buffers.assign(size, std::vector<unsigned char>(128, 0));
+  for (size_t i = 0; i < 128; ++i)
+    ranks.buffers[0][i] = static_cast<unsigned char>(i * 7 + 3);
+  ranks.errors.assign(size, "(not run)");
+  std::vector<std::thread> threads;
+  for (int rank : present)
+    threads.emplace_back([&, rank] {
+      ranks.errors[rank] = ampc::tcpBroadcast(
+          "127.0.0.1", port, rank,
+          rank == size - 1 && claimedSize > 0 ? claimedSize : size,
+          ranks.buffers[rank].data(), 128, timeoutMs);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  return ranks;
+}
+
+TEST(RuntimeRendezvous, RankZerosBytesReachEveryRank) {
+  // Ranks 3, 2 and 1 start before rank 0 listens: they retry.
+  Ranks ranks = broadcast(4, freePort(), 20000, {3, 2, 1, 0});
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(ranks.errors[rank], "") << "rank " << rank;
+    EXPECT_EQ(ranks.buffers[rank], ranks.buffers[0]) << "rank " << rank;
+  }
+  EXPECT_EQ(ranks.buffers[0][5], 5 * 7 + 3);
+  // One rank alone has nothing to exchange.
+  unsigned char byte = 1;
+  EXPECT_EQ(ampc::tcpBroadcast("127.0.0.1", 1, 0, 1, &byte, 1, 0), "");
+}
+
+TEST(RuntimeRendezvous, AMissingRankIsNamedAfterTheTimeout) {
+  const int port = freePort();
+  Ranks ranks = broadcast(3, port, 600, {0, 1});
+  EXPECT_EQ(ranks.errors[1], "");
+  EXPECT_EQ(ranks.errors[0],
+            "rank 0 (port " + std::to_string(port) +
+                "): rank 2 did not connect before the timeout");
+  // Without rank 0, a rank gives up.
+  unsigned char bytes[4];
+  const std::string alone =
+      ampc::tcpBroadcast("127.0.0.1", freePort(), 1, 2, bytes, 4, 300);
+  EXPECT_NE(alone.find("rank 1: could not reach rank 0 at 127.0.0.1:"),
+            std::string::npos)
+      << alone;
+  EXPECT_NE(alone.find("before the timeout"), std::string::npos) << alone;
+}
+
+TEST(RuntimeRendezvous, RanksThatDisagreeAreRefused) {
+  // The last rank believes the job has 5 ranks.
+  Ranks ranks = broadcast(3, freePort(), 2000, {0, 1, 2}, 5);
+  const std::string &served = ranks.errors[0];
+  EXPECT_NE(served.find("rank 2 says the job has 5 ranks, rank 0 3"),
+            std::string::npos)
+      << served;
+  EXPECT_NE(ranks.errors[2].find(
+                "rank 2: rank 0 refused it: rank 2 says the job has 5 ranks"),
+            std::string::npos)
+      << ranks.errors[2];
+  unsigned char byte = 0;
+  EXPECT_EQ(ampc::tcpBroadcast("127.0.0.1", 70000, 0, 2, &byte, 1, 10),
+            "rank 0: port 70000 is not a TCP port");
+  EXPECT_EQ(ampc::tcpBroadcast("127.0.0.1", 1000, 3, 2, &byte, 1, 10),
+            "rank 3 is not in a job of 2");
 }
 
 } // namespace
