@@ -58,9 +58,10 @@ TEST(PipelineSettings, DescribedOnceEach) {
     EXPECT_TRUE(names.insert(info.name).second) << info.name;
     EXPECT_FALSE(info.spec.help.empty()) << info.name;
   }
-  // Every field of PipelineSettings is an option (49 today: a new field
-  // without a declaration would not reach either tool).
-  EXPECT_EQ(binder.options().size(), 49u);
+  // Every field of PipelineSettings is an option (55 today, 6 of them
+  // --precision=fp8's: a new field without a declaration would not reach
+  // either tool).
+  EXPECT_EQ(binder.options().size(), 55u);
   auto find = [&](llvm::StringRef name) -> const ampc::OptionInfo & {
     for (const ampc::OptionInfo &info : binder.options())
       if (info.name == name)
@@ -86,9 +87,10 @@ TEST(PipelineSettings, RefusesWordsOutsideTheDeclaration) {
   ampc::PipelineOptions options;
   std::string error;
   ampc::PipelineSettings settings;
-  settings.precision = "fp8";
+  settings.precision = "fp4";
   EXPECT_FALSE(settings.toPipelineOptions(options, "--", error));
-  EXPECT_EQ(error, "--precision must be fp16, bf16, fp32 or fp64, got 'fp8'");
+  EXPECT_EQ(error,
+            "--precision must be fp16, bf16, fp32, fp64 or fp8, got 'fp4'");
   settings = {};
   settings.mode = "eval";
   EXPECT_FALSE(settings.toPipelineOptions(options, "", error));
@@ -102,6 +104,19 @@ TEST(PipelineSettings, RefusesWordsOutsideTheDeclaration) {
   settings.fuseAttention = "false";
   EXPECT_TRUE(settings.toPipelineOptions(options, "--", error)) << error;
   EXPECT_FALSE(options.fuseAttention);
+  // --precision=fp8's own options only with it (issue 42).
+  settings = {};
+  settings.fp8Margin = 2;
+  EXPECT_FALSE(settings.toPipelineOptions(options, "--", error));
+  EXPECT_EQ(error, "--fp8-margin needs --precision=fp8, got --precision=fp16");
+  settings.precision = "fp8";
+  EXPECT_TRUE(settings.toPipelineOptions(options, "--", error)) << error;
+  EXPECT_TRUE(options.fp8);
+  EXPECT_EQ(options.precision.dtype, ampc::LowPrecisionType::BF16);
+  EXPECT_EQ(options.fp8Options.margin, 2);
+  EXPECT_EQ(options.fp8Options.amaxHistory, 1024);
+  EXPECT_EQ(options.fp8Options.minGemm, int64_t(1) << 31);
+  EXPECT_EQ(options.lossScaling.mode, ampc::LossScalingMode::None);
 }
 
 // Every float option the declaration lists is checked against f32's

@@ -1,6 +1,7 @@
 //===- AMPCDialect.cpp - the ampc dialect ---------------------------------===//
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/Fp8.h"
 #include "ampc/Dialect/Optimizers.h"
 #include "ampc/Dialect/TensorSize.h"
 
@@ -137,6 +138,36 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
     if (!isModule || !isa<StringAttr>(value))
       return op->emitOpError("'ampc.partial_batches' must be a string on "
                              "the module, got ")
+             << value;
+    return success();
+  }
+  if (name == kFp8Attr) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    auto format = dict ? dict.getAs<StringAttr>("format") : StringAttr();
+    auto reason = dict ? dict.getAs<StringAttr>("reason") : StringAttr();
+    if (!dict || dict.size() != 2 || !format || !reason ||
+        !isFp8Format(format.getValue()) || reason.getValue().empty() ||
+        !isa<GemmOp, MatMulOp, BatchedGemmOp>(op))
+      return op->emitOpError("'ampc.fp8' must be {format = \"hybrid\", "
+                             "\"e4m3\" or \"bf16\", reason = a non-empty "
+                             "string} on an ampc.gemm, ampc.matmul or "
+                             "ampc.batched_gemm, got ")
+             << value;
+    return success();
+  }
+  if (name == kFp8RecipeAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    auto history = dict ? dict.getAs<IntegerAttr>("amax_history")
+                        : IntegerAttr();
+    auto margin = dict ? dict.getAs<IntegerAttr>("margin") : IntegerAttr();
+    auto algo = dict ? dict.getAs<StringAttr>("amax_algo") : StringAttr();
+    if (!isModule || !dict || dict.size() != 3 || !history || !margin ||
+        !algo || history.getInt() < 1 ||
+        history.getInt() > kFp8MaxAmaxHistory || margin.getInt() < 0 ||
+        margin.getInt() > kFp8MaxMargin || !isFp8AmaxAlgo(algo.getValue()))
+      return op->emitOpError("'ampc.fp8_recipe' must be {amax_history = 1.."
+                             "65536, margin = 0..127, amax_algo = \"max\" or "
+                             "\"most_recent\"} on the module, got ")
              << value;
     return success();
   }

@@ -141,31 +141,13 @@ LogicalResult AssignPrecision::loadRules(ampc::PrecisionRules &rules) {
   return success();
 }
 
-/// The override that applies to `op` among `rules`: a node rule before an
-/// op rule. Records every rule that names the op in `used`.
-const OverrideRule *findOverride(Operation *op, ArrayRef<OverrideRule> rules,
-                                 llvm::DenseSet<const OverrideRule *> &used) {
-  const OverrideRule *byNode = nullptr, *byOp = nullptr;
-  std::string node = ampc::onnxNodeName(op);
-  for (const OverrideRule &rule : rules) {
-    bool matches = rule.kind == OverrideRule::Node
-                       ? ampc::ruleMatchesNodeName(rule.name, node)
-                       : ampc::ruleMatchesOpType(rule.name, op);
-    if (!matches)
-      continue;
-    used.insert(&rule);
-    (rule.kind == OverrideRule::Node ? byNode : byOp) = &rule;
-  }
-  return byNode ? byNode : byOp;
-}
-
 LogicalResult AssignPrecision::collectCandidates(
     func::FuncOp func, const ampc::PrecisionRules &rules,
     llvm::DenseSet<const OverrideRule *> &used,
     std::vector<Candidate> &candidates) {
   for (Operation &op : func.getBody().getOps()) {
-    const OverrideRule *keep = findOverride(&op, rules.keepFp32, used);
-    const OverrideRule *force = findOverride(&op, rules.forceLowp, used);
+    const OverrideRule *keep = ampc::findOverrideRule(&op, rules.keepFp32, used);
+    const OverrideRule *force = ampc::findOverrideRule(&op, rules.forceLowp, used);
     std::optional<PrecisionCategory> category = ampc::getPrecisionCategory(&op);
     SmallVector<unsigned> data = dataOperands(&op);
     if (!category || data.empty() ||
@@ -189,9 +171,9 @@ LogicalResult AssignPrecision::collectCandidates(
       // An override of the layer's MatMul covers its bias add, unless a node
       // rule names the add itself.
       const OverrideRule *layerKeep =
-          findOverride(matmul, rules.keepFp32, used);
+          ampc::findOverrideRule(matmul, rules.keepFp32, used);
       const OverrideRule *layerForce =
-          findOverride(matmul, rules.forceLowp, used);
+          ampc::findOverrideRule(matmul, rules.forceLowp, used);
       bool ownNodeRule = (keep && keep->kind == OverrideRule::Node) ||
                          (force && force->kind == OverrideRule::Node);
       if (!ownNodeRule && (layerKeep || layerForce)) {

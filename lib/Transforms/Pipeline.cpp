@@ -93,6 +93,14 @@ const PipelineStep kPipeline[] = {
      [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
        return ampc::createAssignPrecisionPass(o.precision);
      }},
+    // Reads the BF16 decisions; before ampc-pad-gemms, so that the
+    // dimensions it judges are the model's (docs/precision.md, FP8).
+    {"ampc-assign-fp8", PipelinePart::Graph, false,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.fp8)
+         return nullptr;
+       return ampc::createAssignFp8Pass(o.fp8Options);
+     }},
     // Reads the casts precision assignment inserted; before autodiff, so
     // that @train_step, a copy of @forward, takes the same inputs.
     {"ampc-input-precision", PipelinePart::Graph, false,

@@ -9,6 +9,8 @@
 
 #include "ampc/Transforms/PipelineSettings.h"
 
+#include "ampc/Dialect/Fp8.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -72,9 +74,11 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
   binder.opt("precision", precision,
              OptionSpec("low-precision dtype: fp16 (default), bf16, or fp32 "
                         "(no mixed precision); fp64 makes every FP32 tensor "
-                        "FP64 (for gradient checks)")
-                 .valueName("fp16|bf16|fp32|fp64")
-                 .oneOf({"fp16", "bf16", "fp32", "fp64"}));
+                        "FP64 (for gradient checks); fp8: BF16, and FP8 "
+                        "decided for the large GEMMs (computed in BF16 until "
+                        "FP8 kernels exist; docs/precision.md)")
+                 .valueName("fp16|bf16|fp32|fp64|fp8")
+                 .oneOf({"fp16", "bf16", "fp32", "fp64", "fp8"}));
   binder.opt(
       "input-precision", inputPrecision,
       OptionSpec("the type of the library's float inputs: fp32 (default: as "
@@ -105,6 +109,32 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
              OptionSpec("JSON file changing categories and overriding nodes "
                         "(docs/precision.md)")
                  .valueName("rules.json"));
+  binder.opt("fp8-format", fp8Format,
+             OptionSpec("--precision=fp8: hybrid (default: E4M3 forward, "
+                        "E5M2 gradients) or e4m3")
+                 .valueName("hybrid|e4m3"));
+  binder.list("keep-bf16", keepBf16,
+              OptionSpec("--precision=fp8: keep these GEMMs in BF16 (op:TYPE "
+                         "or node:NAME, globs as for --keep-fp32)")
+                  .valueName("RULE,...")
+                  .commaSeparated());
+  binder.opt("fp8-min-gemm", fp8MinGemm,
+             OptionSpec("--precision=fp8: GEMMs with at most this many "
+                        "multiply-adds (M*N*K) stay BF16 (default 2147483648, "
+                        "1024x2048x1024)")
+                 .valueName("N"));
+  binder.opt("fp8-amax-history", fp8AmaxHistory,
+             OptionSpec("--precision=fp8: the delayed-scaling amax history's "
+                        "length (default 1024)")
+                 .valueName("N"));
+  binder.opt("fp8-margin", fp8Margin,
+             OptionSpec("--precision=fp8: scale = (fp8_max / amax) / "
+                        "2^margin (default 0)")
+                 .valueName("M"));
+  binder.opt("fp8-amax-algo", fp8AmaxAlgo,
+             OptionSpec("--precision=fp8: the amax a scale comes from: max "
+                        "(default, over the history) or most_recent")
+                 .valueName("max|most_recent"));
   binder.list("freeze", freeze,
               OptionSpec("initializers that do not train (globs over their "
                          "names, e.g. 'backbone.*'): no gradient, no "
@@ -352,10 +382,44 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
   std::optional<LowPrecisionType> dtype =
       llvm::StringSwitch<std::optional<LowPrecisionType>>(precision)
           .Case("fp16", LowPrecisionType::F16)
-          .Case("bf16", LowPrecisionType::BF16)
+          .Cases({"bf16", "fp8"}, LowPrecisionType::BF16)
           .Cases({"fp32", "fp64"}, LowPrecisionType::F32)
           .Default(std::nullopt);
   options.precision.dtype = *dtype;
+  // --precision=fp8: BF16 everywhere, and ampc-assign-fp8's decisions.
+  options.fp8 = precision == "fp8";
+  for (auto [flag, given] :
+       {std::pair<const char *, bool>{"fp8-format", fp8Format.has_value()},
+        {"keep-bf16", !keepBf16.empty()},
+        {"fp8-min-gemm", fp8MinGemm.has_value()},
+        {"fp8-amax-history", fp8AmaxHistory.has_value()},
+        {"fp8-margin", fp8Margin.has_value()},
+        {"fp8-amax-algo", fp8AmaxAlgo.has_value()}})
+    if (given && !options.fp8)
+      return fail(flag, "needs --precision=fp8, got --precision=" + precision);
+  AssignFp8PassOptions &fp8 = options.fp8Options;
+  fp8.format = fp8Format.value_or("hybrid");
+  if (fp8.format != "hybrid" && fp8.format != "e4m3")
+    return fail("fp8-format", "must be hybrid or e4m3, got '" + fp8.format +
+                                  "'");
+  fp8.amaxAlgo = fp8AmaxAlgo.value_or("max");
+  if (!isFp8AmaxAlgo(fp8.amaxAlgo))
+    return fail("fp8-amax-algo",
+                "must be max or most_recent, got '" + fp8.amaxAlgo + "'");
+  fp8.amaxHistory = fp8AmaxHistory.value_or(1024);
+  if (fp8.amaxHistory < 1 || fp8.amaxHistory > kFp8MaxAmaxHistory)
+    return fail("fp8-amax-history", "must be between 1 and " +
+                                        Twine(kFp8MaxAmaxHistory) + ", got " +
+                                        Twine(fp8.amaxHistory));
+  fp8.margin = fp8Margin.value_or(0);
+  if (fp8.margin < 0 || fp8.margin > kFp8MaxMargin)
+    return fail("fp8-margin", "must be between 0 and " + Twine(kFp8MaxMargin) +
+                                  ", got " + Twine(fp8.margin));
+  fp8.minGemm = fp8MinGemm.value_or(int64_t(1) << 31);
+  if (fp8.minGemm < 0)
+    return fail("fp8-min-gemm", "must be at least 0, got " +
+                                    Twine(fp8.minGemm));
+  fp8.keepBf16.assign(keepBf16.begin(), keepBf16.end());
   options.narrowInputs = inputPrecision == "auto";
   options.widenToF64 = precision == "fp64";
   options.precision.propagation = *symbolizeEnum<Propagation>(propagation);

@@ -3,6 +3,7 @@
 #include "ampc/Transforms/PrecisionReport.h"
 #include "ampc/Transforms/Precision.h"
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/Fp8.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -185,6 +186,22 @@ std::string ampc::PrecisionReport::summary() const {
   return s;
 }
 
+std::string ampc::PrecisionReport::Fp8Gemm::line() const {
+  return "fp8 " + node + " (" + op + "): " + format + ": " + reason;
+}
+
+std::string ampc::PrecisionReport::fp8Summary() const {
+  size_t decided = llvm::count_if(
+      fp8Gemms, [](const Fp8Gemm &g) { return g.format != kFp8StaysBf16; });
+  // No FP8 GEMM kernel exists yet (issue 42, step 4): say what runs.
+  return llvm::formatv("fp8: {0} of {1} GEMMs decided FP8; computed in "
+                       "BF16: FP8 kernels not built yet (delayed scaling: "
+                       "amax history {2}, margin {3}, {4})",
+                       decided, fp8Gemms.size(), fp8AmaxHistory, fp8Margin,
+                       fp8AmaxAlgo)
+      .str();
+}
+
 ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
                                                  StringRef model,
                                                  StringRef lowp,
@@ -275,6 +292,18 @@ ampc::PrecisionReport ampc::buildPrecisionReport(ModuleOp module,
       addEdge(operand, to);
     drawn[&op] = to;
   }
+  if (auto recipe = module->getAttrOfType<DictionaryAttr>(kFp8RecipeAttr)) {
+    r.fp8 = true;
+    r.fp8AmaxHistory = recipe.getAs<IntegerAttr>("amax_history").getInt();
+    r.fp8Margin = recipe.getAs<IntegerAttr>("margin").getInt();
+    r.fp8AmaxAlgo = recipe.getAs<StringAttr>("amax_algo").str();
+  }
+  forward.walk([&](Operation *op) {
+    if (auto fp8 = op->getAttrOfType<DictionaryAttr>(kFp8Attr))
+      r.fp8Gemms.push_back({onnxNodeName(op), onnxOpType(op),
+                            fp8.getAs<StringAttr>("format").str(),
+                            fp8.getAs<StringAttr>("reason").str()});
+  });
   forward.walk([&](Operation *op) {
     if (auto shape = op->getAttrOfType<StringAttr>(ampc::kGemmShapeAttr))
       r.gemmShapes.push_back(shape.str());
@@ -364,6 +393,10 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
     os << line << "\n";
   for (const PrecisionReport::InputPrecision &input : r.inputPrecision)
     os << input.line() << "\n";
+  for (const PrecisionReport::Fp8Gemm &gemm : r.fp8Gemms)
+    os << gemm.line() << "\n";
+  if (r.fp8)
+    os << r.model << ": " << r.fp8Summary() << "\n";
   os << r.model << ": " << r.summary() << "\n";
 }
 
@@ -412,6 +445,22 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
           {"name", input.name}, {"dtype", input.dtype}, {"why", input.why}});
     top["input_precision"] = std::move(inputs);
   }
+  // With --precision=fp8: each GEMM's decision and why, the recipe.
+  if (r.fp8) {
+    llvm::json::Array gemms;
+    for (const PrecisionReport::Fp8Gemm &gemm : r.fp8Gemms)
+      gemms.push_back(llvm::json::Object{{"node", gemm.node},
+                                         {"op", gemm.op},
+                                         {"format", gemm.format},
+                                         {"reason", gemm.reason}});
+    top["fp8"] = llvm::json::Object{
+        {"gemms", std::move(gemms)},
+        {"computed_in", "bf16"},
+        {"summary", r.fp8Summary()},
+        {"recipe", llvm::json::Object{{"amax_history", r.fp8AmaxHistory},
+                                      {"margin", r.fp8Margin},
+                                      {"amax_algo", r.fp8AmaxAlgo}}}};
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
 }
 
@@ -450,6 +499,12 @@ bool ampc::writePrecisionHtml(const PrecisionReport &r, StringRef path,
        << join(n.outputs) << "</td><td>" << n.category << "</td><td>"
        << escapeHtml(n.rule) << "</td></tr>\n";
   os << "</table>\n";
+  if (r.fp8) {
+    os << "<h2>FP8</h2>\n<p>" << escapeHtml(r.fp8Summary()) << "</p>\n<ul>\n";
+    for (const PrecisionReport::Fp8Gemm &gemm : r.fp8Gemms)
+      os << "<li>" << escapeHtml(gemm.line()) << "</li>\n";
+    os << "</ul>\n";
+  }
   if (!r.attention.empty() || !r.inputPrecision.empty()) {
     os << "<ul>\n";
     for (const std::string &line : r.attention)

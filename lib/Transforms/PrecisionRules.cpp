@@ -237,3 +237,21 @@ std::string ampc::dtypeName(Type type) {
   type.print(os);
   return s;
 }
+
+const ampc::OverrideRule *
+ampc::findOverrideRule(mlir::Operation *op,
+                       llvm::ArrayRef<OverrideRule> rules,
+                       llvm::DenseSet<const OverrideRule *> &used) {
+  const OverrideRule *byNode = nullptr, *byOp = nullptr;
+  std::string node = ampc::onnxNodeName(op);
+  for (const OverrideRule &rule : rules) {
+    bool matches = rule.kind == OverrideRule::Node
+                       ? ampc::ruleMatchesNodeName(rule.name, node)
+                       : ampc::ruleMatchesOpType(rule.name, op);
+    if (!matches)
+      continue;
+    used.insert(&rule);
+    (rule.kind == OverrideRule::Node ? byNode : byOp) = &rule;
+  }
+  return byNode ? byNode : byOp;
+}

@@ -378,3 +378,41 @@ func.func @negative_overlap(%g: tensor<4xf32>) {
   %p = ampc.all_reduce_start %g {ampc.overlap = -1 : i64, bucket = 0 : i64} : (tensor<4xf32>) -> tensor<4xf16>
   return
 }
+
+// -----
+
+// The FP8 decision (issue 42): on a GEMM only, a format it knows, a reason.
+func.func @fp8_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.fp8' must be {format = "hybrid", "e4m3" or "bf16", reason = a non-empty string} on an ampc.gemm, ampc.matmul or ampc.batched_gemm, got {format = "hybrid", reason = "x"}}}
+  %0 = ampc.relu %x {ampc.fp8 = {format = "hybrid", reason = "x"}} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fp8_unknown_format(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>) {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.fp8' must be {format = "hybrid", "e4m3" or "bf16", reason = a non-empty string} on an ampc.gemm, ampc.matmul or ampc.batched_gemm, got {format = "e5m2", reason = "x"}}}
+  %0 = ampc.matmul %a, %b {ampc.fp8 = {format = "e5m2", reason = "x"}} : (tensor<16x16xbf16>, tensor<16x16xbf16>) -> tensor<16x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fp8_without_reason(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>) {
+  // expected-error @+1 {{'ampc.matmul' op 'ampc.fp8' must be {format = "hybrid", "e4m3" or "bf16", reason = a non-empty string} on an ampc.gemm, ampc.matmul or ampc.batched_gemm, got "hybrid"}}
+  %0 = ampc.matmul %a, %b {ampc.fp8 = "hybrid"} : (tensor<16x16xbf16>, tensor<16x16xbf16>) -> tensor<16x16xbf16>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'ampc.fp8_recipe' must be {amax_history = 1..65536, margin = 0..127, amax_algo = "max" or "most_recent"} on the module, got {amax_algo = "max", amax_history = 0 : i64, margin = 0 : i64}}}
+module attributes {ampc.fp8_recipe = {amax_history = 0 : i64, margin = 0 : i64, amax_algo = "max"}} {
+}
+
+// -----
+
+func.func @fp8_recipe_on_a_function() attributes {ampc.fp8_recipe = {amax_history = 16 : i64, margin = 0 : i64, amax_algo = "max"}} {
+  return
+}
+// expected-error @-3 {{'func.func' op 'ampc.fp8_recipe' must be {amax_history = 1..65536, margin = 0..127, amax_algo = "max" or "most_recent"} on the module, got {amax_algo = "max", amax_history = 16 : i64, margin = 0 : i64}}}

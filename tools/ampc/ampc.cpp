@@ -709,6 +709,15 @@ int main(int argc, char **argv) {
     }
   }
 
+  // --precision=fp8 without FP8 kernels (issue 42): a library says what it
+  // computes in, whether or not a report was asked for.
+  if (pipeline.fp8 && settings.stopAfter != "import" &&
+      (emit == Emit::So || emit == Emit::Cpp || emit == Emit::Cuda) &&
+      !explain && !reportOnly)
+    errs() << "warning: " << inputPath << ": "
+           << ampc::buildPrecisionReport(module, inputPath, "bf16", 0)
+                  .fp8Summary()
+           << "\n";
   if (explain || reportOnly)
     return 0;
   if (emit == Emit::Onnx)

@@ -73,6 +73,10 @@ struct PipelineOptions {
   /// ampc-assign-precision: dtype (ampc::LowPrecisionType), propagation
   /// (ampc::Propagation), overrides, rules file.
   AssignPrecisionPassOptions precision;
+  /// ampc-assign-fp8 runs (`--precision=fp8`, issue 42; precision is
+  /// then BF16): which GEMMs compute in FP8, the delayed-scaling recipe.
+  bool fp8 = false;
+  AssignFp8PassOptions fp8Options;
   /// ampc-freeze-parameters: the initializers that do not train.
   FreezeParametersPassOptions freeze;
   /// ampc-insert-loss-scaling: mode (ampc::LossScalingMode; `None` leaves

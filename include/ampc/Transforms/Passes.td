@@ -252,6 +252,38 @@ def AssignPrecisionPass : Pass<"ampc-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def AssignFp8Pass : Pass<"ampc-assign-fp8", "mlir::ModuleOp"> {
+  let summary = "decide which GEMMs compute in FP8 (--precision=fp8)";
+  let description = [{
+    `--precision=fp8` (issue 42): after ampc-assign-precision has decided
+    every op as for BF16, each GEMM (ampc.gemm, ampc.matmul,
+    ampc.batched_gemm) computing in BF16 gets an `ampc.fp8` attribute:
+    `{format = "hybrid" | "e4m3", reason}` where it computes in FP8, or
+    `{format = "bf16", reason}` where it stays BF16 because a `keep-bf16`
+    rule names it, a dimension (M, N, K) is not a multiple of 16 (cuBLASLt's
+    FP8 GEMMs, PyTorch's `_scaled_mm`), or M*N*K is at most `min-gemm`
+    (default 2^31: 1024 x 2048 x 1024, where torchao measures FP8 at 0.80x
+    of BF16). The module gets `ampc.fp8_recipe`, the delayed-scaling
+    settings. A GEMM kept in FP32 by an override gets no decision.
+    docs/precision.md, FP8.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"hybrid\"",
+           "hybrid (E4M3 forward, E5M2 gradients) or e4m3">,
+    ListOption<"keepBf16", "keep-bf16", "std::string",
+               "GEMMs kept in BF16: op:TYPE or node:NAME (globs)">,
+    Option<"minGemm", "min-gemm", "int64_t", /*default=*/"2147483648",
+           "GEMMs with at most this many multiply-adds (M*N*K) stay BF16">,
+    Option<"amaxHistory", "amax-history", "int64_t", /*default=*/"1024",
+           "delayed scaling: the amax history's length">,
+    Option<"margin", "margin", "int64_t", /*default=*/"0",
+           "delayed scaling: scale = (fp8_max / amax) / 2^margin">,
+    Option<"amaxAlgo", "amax-algo", "std::string", /*default=*/"\"max\"",
+           "delayed scaling: max (over the history) or most_recent">,
+  ];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def InputPrecisionPass : Pass<"ampc-input-precision", "mlir::ModuleOp"> {
   let summary = "take an input in FP16/BF16 where every use casts it there";
   let description = [{

@@ -33,6 +33,11 @@ struct PipelineSettings {
   std::string propagation = "autocast";
   std::vector<std::string> keepFp32, forceLowp;
   std::string ampRules;
+  /// `--precision=fp8` (issue 42); unset unless given, so that one given
+  /// with another precision is an error.
+  std::optional<std::string> fp8Format, fp8AmaxAlgo;
+  std::vector<std::string> keepBf16;
+  std::optional<int64_t> fp8AmaxHistory, fp8Margin, fp8MinGemm;
   std::vector<std::string> freeze, trainable;
   /// `--param-group GLOB:lr=X,weight_decay=Y` (ampc-attach-optimizer's
   /// groups, whose settings it separates with ';').

@@ -12,6 +12,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -82,6 +83,13 @@ bool ruleMatchesOpType(llvm::StringRef ruleName, mlir::Operation *op);
 /// or, when the name has glob characters (`*`, `?`, `[...]`, as in
 /// `node:/enc/layers.*/self_attn/*`), matched as a glob.
 bool ruleMatchesNodeName(llvm::StringRef ruleName, llvm::StringRef node);
+
+/// The rule among `rules` that names `op`: a node rule before an op rule,
+/// null when none does. Every rule that names the op goes into `used` (for
+/// the warning about rules that name nothing).
+const OverrideRule *
+findOverrideRule(mlir::Operation *op, llvm::ArrayRef<OverrideRule> rules,
+                 llvm::DenseSet<const OverrideRule *> &used);
 
 /// The decision recorded on an op by ampc-assign-precision (as a
 /// PrecisionDecisionAttr, `ampc.precision`).

@@ -73,6 +73,22 @@ struct PrecisionReport {
   };
   std::vector<InputPrecision> inputPrecision;
 
+  /// `--precision=fp8` (issue 42): ampc-assign-fp8's decision for each
+  /// GEMM of the forward, and the delayed-scaling recipe.
+  struct Fp8Gemm {
+    std::string node, op;
+    std::string format; ///< "hybrid", "e4m3", or "bf16" (stays BF16)
+    std::string reason;
+    /// "fp8 Gemm_0 (Gemm): hybrid: M, N, K = ...".
+    std::string line() const;
+  };
+  std::vector<Fp8Gemm> fp8Gemms;
+  bool fp8 = false;
+  int64_t fp8AmaxHistory = 0, fp8Margin = 0;
+  std::string fp8AmaxAlgo;
+  /// "fp8: 2 of 3 GEMMs decided FP8 (...); computed in BF16: ...".
+  std::string fp8Summary() const;
+
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
   /// optimisation)".
   std::string summary() const;
