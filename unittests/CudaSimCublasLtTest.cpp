@@ -4,9 +4,12 @@
 // to D's type (exactly, where the operands are small integers), and every
 // strict check triggered once by a call that breaks the contract, with the
 // message checked. Work is deferred: results are read after
-// cudaStreamSynchronize.
+// cudaStreamSynchronize. FP8 GEMMs (issue 42): E4M3/E5M2 operands, their
+// scales and amax, and each FP8 rule the simulation enforces.
 //
 //===----------------------------------------------------------------------===//
+
+#include "ampc/Kernels/Common/Float8.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -1430,6 +1433,274 @@ TEST(CudaSimCublasLt, StatusStringNamesTheStatusAndTheDetail) {
       cublasLtGetStatusString(CUBLAS_STATUS_INVALID_VALUE),
       "CUBLAS_STATUS_INVALID_VALUE: cublasLtMatmulDescCreate: 1 is not "
       "a cublasComputeType_t");
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 (issue 42)
+//===----------------------------------------------------------------------===//
+
+/// One FP8 GEMM in the "TN" form: D (m x n, `dType`) = op(A) op(B) with A
+/// stored k x m (`aType`, transposed) and B k x n (`bType`).
+struct Fp8Gemm {
+  cudaDataType_t aType = CUDA_R_8F_E4M3, bType = CUDA_R_8F_E5M2,
+                 dType = CUDA_R_16BF;
+  int64_t m = 16, n = 5, k = 32;
+  cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  cublasLtMatmulHeuristicResult_t result = {};
+
+  void create() {
+    ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(set(CUBLASLT_MATMUL_DESC_TRANSA, transA), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(set(CUBLASLT_MATMUL_DESC_TRANSB, transB), CUBLAS_STATUS_SUCCESS);
+    const int64_t aRows = transA == CUBLAS_OP_T ? k : m;
+    const int64_t aCols = transA == CUBLAS_OP_T ? m : k;
+    ASSERT_EQ(cublasLtMatrixLayoutCreate(&a, aType, aRows, aCols, aRows),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasLtMatrixLayoutCreate(&b, bType, k, n, k),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasLtMatrixLayoutCreate(&d, dType, m, n, m),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasLtMatmulPreferenceCreate(&preference),
+              CUBLAS_STATUS_SUCCESS);
+  }
+  ~Fp8Gemm() {
+    cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t layout : {a, b, d})
+      cublasLtMatrixLayoutDestroy(layout);
+    cublasLtMatmulDescDestroy(desc);
+    cublasLtDestroy(handle);
+  }
+  template <typename T>
+  cublasStatus_t set(cublasLtMatmulDescAttributes_t attribute, const T &value) {
+    return cublasLtMatmulDescSetAttribute(desc, attribute, &value,
+                                          sizeof value);
+  }
+  cublasStatus_t heuristic() {
+    int returned = 0;
+    return cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, preference,
+                                          1, &result, &returned);
+  }
+  cublasStatus_t matmul(float alpha, const void *A, const void *B, void *D) {
+    const float beta = 0;
+    return cublasLtMatmul(handle, desc, &alpha, A, a, B, b, &beta, D, d, D, d,
+                          &result.algo, nullptr, 0, 0);
+  }
+};
+
+std::vector<uint8_t> fp8Codes(const std::vector<double> &values,
+                              cudaDataType_t type) {
+  std::vector<uint8_t> codes;
+  for (double v : values) {
+    const float f = static_cast<float>(v);
+    codes.push_back(type == CUDA_R_8F_E4M3 ? ampc::fp8::encodeE4M3(f, false)
+                                           : ampc::fp8::encodeE5M2(f, false));
+  }
+  return codes;
+}
+
+/// E4M3 x E5M2 (the gradients' pair) and E4M3 x E4M3 (the forward's), BF16
+/// and FP32 D: D = ((alpha * scaleA) * scaleB) * op(A) op(B), rounded once,
+/// and the amax of |D| before the rounding, against a direct computation on
+/// operands exact in both formats (integers, so every sum is exact).
+TEST(CudaSimCublasLtFp8, ScalesMultiplyTheProductAndTheAmaxIsWritten) {
+  for (auto [bType, dType] : {std::pair{CUDA_R_8F_E5M2, CUDA_R_16BF},
+                              std::pair{CUDA_R_8F_E4M3, CUDA_R_32F},
+                              std::pair{CUDA_R_8F_E4M3, CUDA_R_16F}}) {
+    SCOPED_TRACE(testing::Message() << "B type " << bType << " D type "
+                                    << dType);
+    Fp8Gemm g;
+    g.bType = bType;
+    g.dType = dType;
+    g.create();
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t{1}),
+              CUBLAS_STATUS_SUCCESS);
+    const std::vector<double> A = integers(g.k * g.m, -6, 6, 1);
+    const std::vector<double> B = integers(g.k * g.n, -4, 4, 2);
+    DeviceBuffer a(A.size()), b(B.size()), d(g.m * g.n * 4), scalars(16);
+    std::vector<uint8_t> aCodes = fp8Codes(A, g.aType),
+                         bCodes = fp8Codes(B, g.bType);
+    ASSERT_EQ(cudaMemcpy(a.get(), aCodes.data(), aCodes.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b.get(), bCodes.data(), bCodes.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    const float scaleA = 0.5f, scaleB = 0.375f, alpha = 3.0f;
+    scalars.upload({scaleA, scaleB, -1.0}, CUDA_R_32F);
+    const void *aScale = scalars.at(0), *bScale = scalars.at(4);
+    void *amax = scalars.at(8);
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, aScale),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, bScale),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, amax),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.heuristic(), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.matmul(alpha, a.get(), b.get(), d.get()),
+              CUBLAS_STATUS_SUCCESS);
+    const std::vector<double> D = d.download(g.m * g.n, dType);
+    const double factor = static_cast<float>(alpha * scaleA) * scaleB;
+    double wantAmax = 0;
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) {
+        double sum = 0;
+        for (int64_t l = 0; l < g.k; ++l)
+          sum += A[l + i * g.k] * B[l + j * g.k];
+        const double v = static_cast<float>(factor * sum);
+        wantAmax = std::max(wantAmax, std::fabs(v));
+        EXPECT_EQ(D[i + j * g.m], roundTo(v, dType)) << i << ", " << j;
+      }
+    EXPECT_EQ(scalars.download(1, CUDA_R_32F, 8)[0], wantAmax);
+    EXPECT_GT(wantAmax, 0);
+  }
+}
+
+/// Null scale pointers mean 1; an FP8 code's value is decoded exactly (a
+/// subnormal and the largest finite value of each format).
+TEST(CudaSimCublasLtFp8, NullScalesAreOneAndCodesDecodeExactly) {
+  Fp8Gemm g;
+  g.m = 16, g.n = 1, g.k = 16;
+  g.dType = CUDA_R_32F;
+  g.create();
+  ASSERT_EQ(g.heuristic(), CUBLAS_STATUS_SUCCESS);
+  // Row i of op(A) holds a one at column i; B holds one value per row.
+  std::vector<uint8_t> aCodes(g.k * g.m, 0), bCodes(g.k);
+  for (int64_t i = 0; i < g.m; ++i)
+    aCodes[i + i * g.k] = ampc::fp8::encodeE4M3(1.0f);
+  for (int64_t l = 0; l < g.k; ++l)
+    bCodes[l] = static_cast<uint8_t>(l == 0 ? 0x01 : l == 1 ? 0x7B : 0x80 | l);
+  DeviceBuffer a(aCodes.size()), b(bCodes.size()), d(g.m * 4);
+  ASSERT_EQ(cudaMemcpy(a.get(), aCodes.data(), aCodes.size(),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b.get(), bCodes.data(), bCodes.size(),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(g.matmul(1.0f, a.get(), b.get(), d.get()), CUBLAS_STATUS_SUCCESS);
+  const std::vector<double> D = d.download(g.m, CUDA_R_32F);
+  EXPECT_EQ(D[0], std::ldexp(1.0, -16)); // E5M2's smallest subnormal
+  EXPECT_EQ(D[1], 57344.0);              // E5M2's largest finite value
+  for (int64_t l = 2; l < g.k; ++l)
+    EXPECT_EQ(D[l], ampc::fp8::decodeE5M2(static_cast<uint8_t>(0x80 | l)));
+}
+
+/// Each rule of the FP8 GEMMs refused once, with the message checked.
+TEST(CudaSimCublasLtFp8, RulesAreEnforced) {
+  {
+    Fp8Gemm g;
+    g.bType = CUDA_R_8F_E5M2;
+    g.aType = CUDA_R_8F_E5M2;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "both CUDA_R_8F_E5M2"));
+  }
+  {
+    Fp8Gemm g;
+    g.transA = CUBLAS_OP_N;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "the \"TN\" form"));
+  }
+  {
+    Fp8Gemm g;
+    g.bType = CUDA_R_16BF;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "take FP8 A and B"));
+  }
+  {
+    Fp8Gemm g;
+    g.k = 24;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "lda is 24 bytes, not a multiple of 16"));
+  }
+  {
+    Fp8Gemm g;
+    g.m = 12;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "ldc is 24 bytes, not a multiple of 16"));
+  }
+  {
+    Fp8Gemm g;
+    g.dType = CUDA_R_8F_E4M3;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "an FP8 D (CUDA_R_8F_E4M3, with D_SCALE_POINTER) is "
+                          "not simulated"));
+  }
+  {
+    Fp8Gemm g;
+    g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;
+    g.create();
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "FP8 needs CUBLAS_COMPUTE_32F and CUDA_R_32F"));
+  }
+  {
+    Fp8Gemm g;
+    g.create();
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_RELU),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "CUBLASLT_EPILOGUE_RELU with CUDA_R_16BF D is not "
+                          "simulated for FP8"));
+  }
+  {
+    Fp8Gemm g;
+    g.create();
+    uint32_t eight = 8;
+    ASSERT_EQ(cublasLtMatmulPreferenceSetAttribute(
+                  g.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                  &eight, sizeof eight),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "MIN_ALIGNMENT_B_BYTES is 8; FP8 GEMMs need"));
+  }
+  {
+    // A scale on a GEMM without FP8 operands.
+    Plan plan(Spec{});
+    DeviceBuffer scale(4);
+    const void *pointer = scale.get();
+    ASSERT_EQ(plan.setDesc(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, pointer),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(plan.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
+                          "takes them for FP8 A and B only"));
+  }
+  {
+    // A scale in host memory, found at the call.
+    Fp8Gemm g;
+    g.create();
+    float host = 1;
+    const void *pointer = &host;
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, pointer),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.heuristic(), CUBLAS_STATUS_SUCCESS);
+    DeviceBuffer a(g.k * g.m), b(g.k * g.n), d(g.m * g.n * 2);
+    EXPECT_TRUE(failsWith(g.matmul(1.0f, a.get(), b.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE,
+                          "A's scale (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER)"));
+  }
+  {
+    // The amax inside D.
+    Fp8Gemm g;
+    g.create();
+    DeviceBuffer a(g.k * g.m), b(g.k * g.n), d(g.m * g.n * 2);
+    void *amax = d.at(8);
+    ASSERT_EQ(g.set(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, amax),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(g.heuristic(), CUBLAS_STATUS_SUCCESS);
+    EXPECT_TRUE(failsWith(g.matmul(1.0f, a.get(), b.get(), d.get()),
+                          CUBLAS_STATUS_INVALID_VALUE, "overlaps D"));
+  }
 }
 
 } // namespace

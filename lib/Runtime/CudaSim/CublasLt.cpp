@@ -73,11 +73,34 @@
 // - GELU: the documentation says only "x:=GELU(x)"; the tanh form is what
 //   the epilogue computes in practice (PyTorch's addmm replaces a missing
 //   GELU epilogue with gelu(approximate='tanh')).
+// - FP8 (issue 42; cublasLtMatmul, "To use FP8 kernels, the following set of
+//   requirements must be satisfied", and the FP8 rows of "Datatypes
+//   Supported"): A and B CUDA_R_8F_E4M3 or CUDA_R_8F_E5M2, not both E5M2;
+//   CUBLAS_COMPUTE_32F with scale type CUDA_R_32F; A transposed and B not
+//   (the "TN" form Ada and Hopper require); the Tensor Core conditions as
+//   requirements (pointers 16-byte aligned; lda, ldb, and ldc/ldd and m in
+//   bytes, multiples of 16). A_SCALE_POINTER and B_SCALE_POINTER are device
+//   FP32 scalars (null: 1) multiplying the product; AMAX_D_POINTER a device
+//   FP32 that receives the largest |D| "before" D's rounding. The
+//   simulation implements C/D of CUDA_R_16BF, CUDA_R_16F or CUDA_R_32F (C
+//   of D's type) with the DEFAULT and BIAS epilogues (the bias in D's
+//   16-bit type); an FP8 D (which cuBLASLt lists, with D_SCALE_POINTER) and
+//   the other epilogues are refused as not simulated, and scale pointers on
+//   a GEMM without FP8 operands are refused (the simulation's strictness).
+//   Numerics (the CPU target's FP8 GEMM computes the same): the FP8 codes
+//   decoded exactly (ampc/Kernels/Common/Float8.h), their products summed in
+//   FP32 (OpenBLAS), then v = product * ((alpha * scaleA) * scaleB) in FP32,
+//   + beta C, + bias, the amax taken over |v| (a NaN makes it NaN), and v
+//   rounded once to D's type. CUBLASLT_MATMUL_DESC_FAST_ACCUM is accepted
+//   and changes nothing here: the simulation accumulates in FP32 either way
+//   (on Hopper, fast accumulation skips the periodic promotion of the
+//   Tensor Cores' partial sums to FP32).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Sim.h"
 
+#include "ampc/Kernels/Common/Float8.h"
 #include "ampc/Kernels/Common/KernelMath.h"
 
 #include <cblas.h>
@@ -244,6 +267,11 @@ struct MatmulDesc {
   int64_t auxLd = 0;
   int64_t auxBatchStride = 0;
   int32_t auxDataType = -1; // -1: the epilogue's own (ReLU: a bit mask)
+  // FP8 GEMMs: device FP32 scalars (null: 1) and the amax output.
+  const void *aScale = nullptr, *bScale = nullptr, *cScale = nullptr,
+             *dScale = nullptr;
+  void *amaxD = nullptr;
+  int8_t fastAccum = 0;
 };
 
 struct Layout {
@@ -370,15 +398,15 @@ const Attribute *descAttribute(int attr) {
       {CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
        {"CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE", 8, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-       {"CUBLASLT_MATMUL_DESC_A_SCALE_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_A_SCALE_POINTER", AMPC_FIELD(MatmulDesc, aScale)}},
       {CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-       {"CUBLASLT_MATMUL_DESC_B_SCALE_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_B_SCALE_POINTER", AMPC_FIELD(MatmulDesc, bScale)}},
       {CUBLASLT_MATMUL_DESC_C_SCALE_POINTER,
-       {"CUBLASLT_MATMUL_DESC_C_SCALE_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_C_SCALE_POINTER", AMPC_FIELD(MatmulDesc, cScale)}},
       {CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
-       {"CUBLASLT_MATMUL_DESC_D_SCALE_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_D_SCALE_POINTER", AMPC_FIELD(MatmulDesc, dScale)}},
       {CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
-       {"CUBLASLT_MATMUL_DESC_AMAX_D_POINTER", 8, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_AMAX_D_POINTER", AMPC_FIELD(MatmulDesc, amaxD)}},
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
        {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE",
         AMPC_FIELD(MatmulDesc, auxDataType)}},
@@ -387,7 +415,7 @@ const Attribute *descAttribute(int attr) {
       {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER,
        {"CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER", 8, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_FAST_ACCUM,
-       {"CUBLASLT_MATMUL_DESC_FAST_ACCUM", 1, kNotSimulated}},
+       {"CUBLASLT_MATMUL_DESC_FAST_ACCUM", AMPC_FIELD(MatmulDesc, fastAccum)}},
       {CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
        {"CUBLASLT_MATMUL_DESC_A_SCALE_MODE", 4, kNotSimulated}},
       {CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
@@ -680,8 +708,14 @@ cublasStatus_t validatePreference(const char *call, const void *object,
 // The problem: descriptor and layouts, checked and resolved
 //===----------------------------------------------------------------------===//
 
+bool isFp8(int32_t type) {
+  return type == CUDA_R_8F_E4M3 || type == CUDA_R_8F_E5M2;
+}
+
 int64_t elementSize(int32_t type) {
   switch (type) {
+  case CUDA_R_8F_E4M3:
+  case CUDA_R_8F_E5M2: return 1;
   case CUDA_R_16F:
   case CUDA_R_16BF: return 2;
   case CUDA_R_32F: return 4;
@@ -733,6 +767,12 @@ struct Problem {
   Layout a, b, c, d;
   int64_t m = 0, n = 0, k = 0;
   int32_t batch = 1;
+  // FP8 operands: the scale and amax pointers (null where unset) and the
+  // accumulation setting, which the algo is chosen for.
+  bool fp8 = false;
+  const void *aScale = nullptr, *bScale = nullptr;
+  void *amaxD = nullptr;
+  int8_t fastAccum = 0;
 };
 
 /// Elements from a matrix's first to its last, all batches (0 if empty).
@@ -824,6 +864,68 @@ bool simulatedTypes(bool f64, int32_t ab, int32_t cd, bool *documented) {
   return false;
 }
 
+/// The FP8 rules (the file's comment, "FP8"), checked before the rest of
+/// describe.
+cublasStatus_t describeFp8(const char *call, const MatmulDesc &desc,
+                           const Layout &a, const Layout &b, const Layout &c,
+                           const Layout &d) {
+  const std::string prefix = std::string(call) + ": FP8 GEMM: ";
+  auto notSupported = [&](const std::string &why) {
+    return failBlas(CUBLAS_STATUS_NOT_SUPPORTED, prefix + why);
+  };
+  if (!isFp8(a.type) || !isFp8(b.type))
+    return notSupported("A is " + typeName(a.type) + " and B " +
+                        typeName(b.type) +
+                        "; cuBLASLt's FP8 GEMMs take FP8 A and B");
+  if (a.type == CUDA_R_8F_E5M2 && b.type == CUDA_R_8F_E5M2)
+    return notSupported("A and B are both CUDA_R_8F_E5M2, a pair cuBLASLt "
+                        "does not support (one may be E5M2)");
+  if (desc.computeType != CUBLAS_COMPUTE_32F ||
+      desc.scaleType != CUDA_R_32F)
+    return notSupported("compute type " + computeName(desc.computeType) +
+                        " with scale type " + typeName(desc.scaleType) +
+                        "; FP8 needs CUBLAS_COMPUTE_32F and CUDA_R_32F");
+  if (desc.transA != CUBLAS_OP_T || desc.transB != CUBLAS_OP_N)
+    return notSupported(
+        std::string("TRANSA ") + opName(desc.transA) + " and TRANSB " +
+        opName(desc.transB) +
+        "; FP8 GEMMs need A transposed and B not (the \"TN\" form)");
+  if (isFp8(d.type))
+    return notSupported("an FP8 D (" + typeName(d.type) +
+                        ", with D_SCALE_POINTER) is not simulated by ampc "
+                        "cuda-sim (D of CUDA_R_16BF, CUDA_R_16F or "
+                        "CUDA_R_32F is)");
+  if (d.type != CUDA_R_16BF && d.type != CUDA_R_16F && d.type != CUDA_R_32F)
+    return notSupported("D is " + typeName(d.type) +
+                        ", not among the FP8 rows of cuBLASLt's types");
+  if (desc.cScale || desc.dScale)
+    return notSupported("C_SCALE_POINTER and D_SCALE_POINTER scale FP8 C and "
+                        "D; this GEMM's are " + typeName(d.type));
+  if (desc.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+      !(desc.epilogue == CUBLASLT_EPILOGUE_BIAS && d.type != CUDA_R_32F))
+    return notSupported(epilogueName(desc.epilogue) + " with " +
+                        typeName(d.type) +
+                        " D is not simulated for FP8 (DEFAULT, and BIAS with "
+                        "a 16-bit D, are)");
+  // The Tensor Core conditions, required for FP8 (in bytes).
+  struct Dimension {
+    const char *what;
+    int64_t bytes;
+  };
+  const int64_t dSize = elementSize(d.type);
+  for (const Dimension &dim :
+       {Dimension{"lda", a.ld}, Dimension{"ldb", b.ld},
+        Dimension{"ldc", c.ld * dSize}, Dimension{"ldd", d.ld * dSize},
+        Dimension{"k (A's rows)", static_cast<int64_t>(a.rows)},
+        Dimension{"m (D's rows)", static_cast<int64_t>(d.rows) * dSize}})
+    if (dim.bytes % 16)
+      return failBlas(CUBLAS_STATUS_NOT_SUPPORTED,
+                      prefix + dim.what + " is " + std::to_string(dim.bytes) +
+                          " bytes, not a multiple of 16 (FP8 GEMMs need "
+                          "16-byte multiples)");
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t describe(const char *call, const MatmulDesc &desc,
                         const Layout &a, const Layout &b, const Layout &c,
                         const Layout &d, Problem &p) {
@@ -845,12 +947,24 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
     return notSupported("compute type " + computeName(compute) +
                         " is not simulated (ampc cuda-sim runs "
                         "CUBLAS_COMPUTE_32F and CUBLAS_COMPUTE_64F)");
+  const bool fp8 = isFp8(a.type) || isFp8(b.type);
+  if (fp8) {
+    if (cublasStatus_t status = describeFp8(call, desc, a, b, c, d))
+      return status;
+  } else if (desc.aScale || desc.bScale || desc.cScale || desc.dScale ||
+             desc.amaxD) {
+    return notSupported(
+        "a scale or amax pointer (CUBLASLT_MATMUL_DESC_A/B/C/D_SCALE_POINTER, "
+        "AMAX_D_POINTER) on a GEMM of " + typeName(a.type) + " A and " +
+        typeName(b.type) +
+        " B: ampc cuda-sim takes them for FP8 A and B only");
+  }
   const int32_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
   if (desc.scaleType != scale)
     return notSupported("scale type " + typeName(desc.scaleType) + " with " +
                         computeName(compute) + ": cuBLASLt's real GEMMs with " +
                         "this compute type take " + typeName(scale));
-  if (a.type != b.type)
+  if (a.type != b.type && !fp8)
     return notSupported(
         "A is " + typeName(a.type) + " but B is " + typeName(b.type) +
         "; cuBLASLt takes A and B of one type with " + computeName(compute));
@@ -859,7 +973,7 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
                         typeName(d.type) +
                         "; cuBLASLt needs C and D of one type");
   bool documented = false;
-  if (!simulatedTypes(f64, a.type, d.type, &documented))
+  if (!fp8 && !simulatedTypes(f64, a.type, d.type, &documented))
     return notSupported(
         "A/B " + typeName(a.type) + " with C/D " + typeName(d.type) + " and " +
         computeName(compute) +
@@ -995,6 +1109,11 @@ cublasStatus_t describe(const char *call, const MatmulDesc &desc,
   p.n = static_cast<int64_t>(d.cols);
   p.k = static_cast<int64_t>(aCols);
   p.batch = d.batchCount;
+  p.fp8 = fp8;
+  p.aScale = desc.aScale;
+  p.bScale = desc.bScale;
+  p.amaxD = desc.amaxD;
+  p.fastAccum = desc.fastAccum;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1015,6 +1134,7 @@ uint64_t problemHash(const Problem &p) {
   add(static_cast<uint32_t>(p.biasType));
   add(p.biasBatchStride);
   add(p.auxLd);
+  add(p.fastAccum);
   for (const Layout *l : {&p.a, &p.b, &p.c, &p.d}) {
     add(l->type);
     add(l->rows);
@@ -1068,6 +1188,12 @@ bool algoFails(uint64_t index) {
 
 template <typename T> T load(const void *base, int64_t index, int32_t type) {
   switch (type) {
+  case CUDA_R_8F_E4M3:
+    return static_cast<T>(
+        fp8::decodeE4M3(static_cast<const uint8_t *>(base)[index]));
+  case CUDA_R_8F_E5M2:
+    return static_cast<T>(
+        fp8::decodeE5M2(static_cast<const uint8_t *>(base)[index]));
   case CUDA_R_16F:
     return static_cast<T>(
         __half2float(static_cast<const __half *>(base)[index]));
@@ -1120,6 +1246,12 @@ struct Matmul {
   void *d = nullptr;
   const void *aux = nullptr; // the ReLU bit mask epilogues
 };
+
+/// An FP8 GEMM's scale: the FP32 scalar at `pointer` (device memory, read
+/// when the stream runs the GEMM), 1 for null.
+float scaleAt(const void *pointer) {
+  return pointer ? *static_cast<const float *>(pointer) : 1.0f;
+}
 
 /// Bit (i, j) of a ReLU bit mask: column-major with `ld` bits per column,
 /// least significant bit first within a byte. cuBLASLt documents the
@@ -1196,7 +1328,13 @@ template <typename T> cudaError_t execute(const Matmul &mm) {
   const Problem &p = mm.p;
   if (hasBiasGradient(p.epilogue))
     biasGradient<T>(mm);
-  const T alpha = static_cast<T>(mm.alpha), beta = static_cast<T>(mm.beta);
+  T alpha = static_cast<T>(mm.alpha);
+  const T beta = static_cast<T>(mm.beta);
+  // FP8: the product's factor (alpha * scaleA) * scaleB, in FP32.
+  if (p.fp8)
+    alpha = static_cast<T>((static_cast<float>(mm.alpha) * scaleAt(p.aScale)) *
+                           scaleAt(p.bScale));
+  T amax = T(0);
   const int64_t m = p.m, n = p.n, k = p.k;
   // D is made a block of columns at a time, so the FP32/FP64 product
   // needs at most 4M elements of scratch whatever D's size.
@@ -1250,6 +1388,9 @@ template <typename T> cudaError_t execute(const Matmul &mm) {
             v += load<T>(bias, i, p.biasType);
           if (readsMask && !maskBit(mm.aux, p.auxLd, i, j))
             v = T(0);
+          // |v| before D's rounding; a NaN makes the amax NaN.
+          if (p.amaxD && !(std::fabs(v) <= amax))
+            amax = amax != amax ? amax : std::fabs(v);
           store<T>(d, i + j * p.d.ld, p.d.type, activate(p.epilogue, v));
           // The mask says where D is positive (NaN: clear), as stored: the
           // ReLU's gradient from its output, the CPU target's relu_grad.
@@ -1271,6 +1412,8 @@ template <typename T> cudaError_t execute(const Matmul &mm) {
                math::pairwiseSum<T>(0, n, [&](int64_t j) {
                  return masked[i + j * m];
                }));
+  if (p.amaxD)
+    *static_cast<float *>(p.amaxD) = static_cast<float>(amax);
   return cudaSuccess;
 }
 
@@ -1558,6 +1701,16 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (cublasStatus_t status = resolve(call, lightHandle, operationDesc, Adesc,
                                       Bdesc, Cdesc, Ddesc, &desc, problem))
     return status;
+  // FP8 kernels need 16-byte aligned operands (the file's comment, "FP8").
+  if (problem.fp8)
+    for (int i = 0; i < 4; ++i)
+      if (pref->minAlignment[i] % 16)
+        return failBlas(CUBLAS_STATUS_NOT_SUPPORTED,
+                        std::string(call) + ": FP8 GEMM: the preference's " +
+                            "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_" +
+                            "ABCD"[i] + "_BYTES is " +
+                            std::to_string(pref->minAlignment[i]) +
+                            "; FP8 GEMMs need operands aligned to 16 bytes");
   // The one algo has wavesCount 1: a cap below that leaves no algo.
   if (pref->maxWavesCount > 0 && pref->maxWavesCount < 1.0f)
     return CUBLAS_STATUS_SUCCESS;
@@ -1706,6 +1859,31 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     return s;
   if (cublasStatus_t s = checkMemory(call, "the ReLU mask", aux, auxBytes))
     return s;
+  // FP8: the scales are read and the amax written when the GEMM runs, as
+  // FP32 scalars in device memory.
+  for (auto [what, pointer] :
+       {std::pair{"A's scale (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER)",
+                  p.aScale},
+        std::pair{"B's scale (CUBLASLT_MATMUL_DESC_B_SCALE_POINTER)",
+                  p.bScale},
+        std::pair{"the amax (CUBLASLT_MATMUL_DESC_AMAX_D_POINTER)",
+                  static_cast<const void *>(p.amaxD)}}) {
+    if (!pointer)
+      continue;
+    if (cublasStatus_t s = checkMemory(call, what, pointer, sizeof(float)))
+      return s;
+    if (reinterpret_cast<uintptr_t>(pointer) % alignof(float))
+      return invalidValue(std::string(what) + " " + hex(pointer) +
+                          " is not aligned for an FP32 scalar");
+  }
+  if (p.amaxD && (overlaps(p.amaxD, sizeof(float), D, dBytes) ||
+                  overlaps(p.amaxD, sizeof(float), p.aScale,
+                           p.aScale ? sizeof(float) : 0) ||
+                  overlaps(p.amaxD, sizeof(float), p.bScale,
+                           p.bScale ? sizeof(float) : 0)))
+    return invalidValue("the amax " + range(p.amaxD, sizeof(float)) +
+                        " overlaps D or a scale; cuBLASLt's outputs may not "
+                        "overlap each other or its inputs");
   if (workspaceSizeInBytes > 0 && !workspace)
     return invalidValue("workspace is null but workspaceSizeInBytes is " +
                         std::to_string(workspaceSizeInBytes));
