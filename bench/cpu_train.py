@@ -31,8 +31,11 @@ their batch, BatchNorm on batch statistics on both sides):
 as the library's num_threads): each model is measured at each, PyTorch
 with torch.set_num_threads at the same count. The OpenBLAS build and the
 kernel set it picked (openblas_get_config, openblas_get_corename) and
-OPENBLAS_CORETYPE are printed first. The sides alternate in one process, so
-idle threads must not spin through the other side's step: the script sets
+OPENBLAS_CORETYPE are printed first; OPENBLAS_CORETYPE, when unset, is
+set to the kernel set the ampc runtime would choose for this CPU before
+torch loads OpenBLAS (docs/design.md, "OpenBLAS's kernel set"). The sides
+alternate in one process, so idle threads must not spin through the
+other side's step: the script sets
 OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 unless set (without
 them both sides' 2-thread steps were 2 to 40 times slower).
 
@@ -176,6 +179,20 @@ def build_cnn(name, size):
     return Conv1dBn(), (16, 256)
 
 
+def blas_core_for_cpu():
+    """The OPENBLAS_CORETYPE the runtime would choose for this CPU
+    (ampc.runtime._blas_core_for_cpu, run in a child process so that this
+    one has not loaded OpenBLAS yet); "" for none."""
+    python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "python")
+    r = subprocess.run([sys.executable, "-c",
+                        "import sys; sys.path.insert(0, sys.argv[1]); "
+                        "from ampc.runtime import _blas_core_for_cpu; "
+                        "print(_blas_core_for_cpu())", python],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
 def blas_kernels():
     """The OpenBLAS the libraries link: its build and the kernel set it
     picked (libopenblas.so.0 as loaded in this process)."""
@@ -300,6 +317,16 @@ def main():
     # the libraries load, so before torch and the first model.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    # torch loads OpenBLAS (through NumPy) before any model, so the
+    # runtime cannot choose its kernel set (docs/design.md, "OpenBLAS's
+    # kernel set"): an OpenBLAS that does not know this CPU would time
+    # ampc's GEMMs on its SSE3 kernels (resnet18 3.8x PyTorch's step
+    # instead of 1.2x on an Emerald Rapids Xeon). Choose as the runtime
+    # would, asked in a child process (ampc.runtime imports NumPy).
+    if "OPENBLAS_CORETYPE" not in os.environ:
+        core = blas_core_for_cpu()
+        if core:
+            os.environ["OPENBLAS_CORETYPE"] = core
     import torch
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="ampc-bench-train-")
