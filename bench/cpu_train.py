@@ -193,6 +193,20 @@ def blas_core_for_cpu():
     return r.stdout.strip() if r.returncode == 0 else ""
 
 
+def choose_blas_core(environ):
+    """Sets OPENBLAS_CORETYPE in `environ` to blas_core_for_cpu() unless it
+    is set or there is none. torch loads OpenBLAS (through NumPy) before
+    any model, so the runtime cannot choose its kernel set
+    (docs/design.md, "OpenBLAS's kernel set"): an OpenBLAS that does not
+    know this CPU would time ampc's GEMMs on its SSE3 kernels (resnet18
+    3.8x PyTorch's step instead of 1.2x on an Emerald Rapids Xeon). Call
+    before torch is imported."""
+    if "OPENBLAS_CORETYPE" not in environ:
+        core = blas_core_for_cpu()
+        if core:
+            environ["OPENBLAS_CORETYPE"] = core
+
+
 def blas_kernels():
     """The OpenBLAS the libraries link: its build and the kernel set it
     picked (libopenblas.so.0 as loaded in this process)."""
@@ -317,16 +331,7 @@ def main():
     # the libraries load, so before torch and the first model.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-    # torch loads OpenBLAS (through NumPy) before any model, so the
-    # runtime cannot choose its kernel set (docs/design.md, "OpenBLAS's
-    # kernel set"): an OpenBLAS that does not know this CPU would time
-    # ampc's GEMMs on its SSE3 kernels (resnet18 3.8x PyTorch's step
-    # instead of 1.2x on an Emerald Rapids Xeon). Choose as the runtime
-    # would, asked in a child process (ampc.runtime imports NumPy).
-    if "OPENBLAS_CORETYPE" not in os.environ:
-        core = blas_core_for_cpu()
-        if core:
-            os.environ["OPENBLAS_CORETYPE"] = core
+    choose_blas_core(os.environ)
     import torch
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="ampc-bench-train-")
