@@ -72,6 +72,9 @@ struct PrecisionReport {
     std::string line() const;
   };
   std::vector<InputPrecision> inputPrecision;
+  /// `--sync-batchnorm` (issue 41): a line per BatchNorm whose statistics
+  /// are all-reduced over the ranks (synchronisedBatchNorms).
+  std::vector<std::string> syncBatchNorm;
 
   /// "converted 41/57 nodes to f16 with 23 casts (31 before cast
   /// optimisation)".
