@@ -83,7 +83,8 @@ def compile_all(work):
              "ddp": (B, ["--data-parallel"])}
     commands = [["ampc", os.path.join(work, "cnn.onnx"), "-o",
                  library(work, name, kind), "--batch", str(batch),
-                 "--precision=" + name, "--optimizer=adamw", "--target=cpu"] + flags
+                 "--precision=" + name, "--optimizer=adamw",
+                 "--target=cpu"] + flags
                 for name in NAMES for kind, (batch, flags) in kinds.items()
                 if name == "fp32" or kind in ("sync", "one")]
     # Several at once where there are cores for them.
