@@ -12,8 +12,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Kernels/Cpu/CpuBackwardKernels.h"
+#include "ampc/Kernels/Cpu/CpuTrainKernels.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include <cmath>
 #include <cstdint>
@@ -1590,6 +1593,116 @@ TEST(SliceGradTest, SixteenBitStorageIsCopied) {
   EXPECT_EQ(out, sliceGradReference(grad, sc));
   EXPECT_EQ(out[2 * 4 + 3], storeF16(1.5f)); // first element: row 2, col 3
   EXPECT_EQ(out[0], 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// --sync-batchnorm (CpuTrainKernels.h)
+//===----------------------------------------------------------------------===//
+
+/// A communicator of one of `size` ranks run one after the other in one
+/// thread: the ranks other than 0 run first and `record` what they send
+/// (the sums of their buffers, by request); rank 0 runs last and its sum
+/// adds theirs, so rank 0 computes what it would in the job.
+struct SequentialRanks {
+  ampc_abi_comm abi{};
+  std::map<int32_t, std::vector<float>> *others;
+  bool record;
+
+  SequentialRanks(int32_t rank, int32_t size,
+                  std::map<int32_t, std::vector<float>> &sums)
+      : others(&sums), record(rank != 0) {
+    abi.struct_size = sizeof(abi);
+    abi.rank = rank;
+    abi.size = size;
+    abi.handle = this;
+    abi.start = [](void *handle, int32_t request, void *buffer,
+                   uint64_t count, int32_t dtype) -> int32_t {
+      auto &self = *static_cast<SequentialRanks *>(handle);
+      if (dtype != AMPC_DTYPE_F32)
+        return 1;
+      std::vector<float> &sum = (*self.others)[request];
+      sum.resize(count, 0.0f);
+      auto *b = static_cast<float *>(buffer);
+      for (uint64_t i = 0; i < count; ++i) {
+        if (self.record)
+          sum[i] += b[i];
+        else
+          b[i] += sum[i];
+      }
+      return 0;
+    };
+    abi.wait = [](void *, int32_t) -> int32_t { return 0; };
+    abi.last_error = [](void *) -> const char * { return ""; };
+  }
+};
+
+/// 2 and 4 ranks whose channels hold 64 elements each (the kernels' leaf):
+/// rank 0's statistics and input adjoint are, bit for bit, those of one
+/// process over every rank's rows (the tree of ranks is the top of the
+/// pairwise tree), and its scale and bias adjoints its own rows' sums.
+TEST(SyncBatchNormTest, RanksComputeWhatOneProcessComputes) {
+  for (int32_t ranks : {2, 4}) {
+    std::mt19937 rng(5 + ranks);
+    const int64_t n = 4 / ranks, c = 3, inner = 64 / n, all = n * ranks;
+    auto x = randomVector<float>(rng, all * c * inner, -2, 3);
+    // Each rank's rows shifted and scaled differently.
+    for (int64_t b = 0; b < all; ++b)
+      for (int64_t i = 0; i < c * inner; ++i)
+        x[b * c * inner + i] = x[b * c * inner + i] * float(1 + b) + float(b);
+    auto grad = randomVector<float>(rng, x.size(), -1, 1);
+    const std::vector<float> scale = {0.5f, 2.0f, -1.0f};
+    std::map<int32_t, std::vector<float>> sums;
+    std::vector<float> mean(c), variance(c);
+    const int64_t rankElements = n * c * inner;
+    for (int32_t r = ranks - 1; r >= 0; --r) {
+      SequentialRanks comm(r, ranks, sums);
+      ASSERT_TRUE((syncChannelStatistics<float, As<float>>(
+          &comm.abi, 7, x.data() + r * rankElements, n, c, inner, mean.data(),
+          variance.data())));
+    }
+    std::vector<float> wholeMean(c), wholeVariance(c);
+    channelStatistics<float, As<float>>(x.data(), all, c, inner,
+                                        wholeMean.data(), wholeVariance.data());
+    EXPECT_EQ(mean, wholeMean) << ranks << " ranks";
+    EXPECT_EQ(variance, wholeVariance) << ranks << " ranks";
+
+    std::vector<float> invStdDev(c);
+    for (int64_t ch = 0; ch < c; ++ch)
+      invStdDev[ch] = 1.0f / std::sqrt(wholeVariance[ch] + 1e-5f);
+    std::vector<float> dx(rankElements), gradScale(c), gradBias(c);
+    for (int32_t r = ranks - 1; r >= 0; --r) {
+      SequentialRanks comm(r, ranks, sums);
+      ASSERT_TRUE((syncBatchNormGrad<float, As<float>, As<float>>(
+          &comm.abi, 8, grad.data() + r * rankElements,
+          x.data() + r * rankElements, dx.data(), n, c, inner, scale.data(),
+          wholeMean.data(), invStdDev.data(), gradScale.data(),
+          gradBias.data())));
+    }
+    std::vector<float> wholeDx(x.size()), wholeScale(c), wholeBias(c);
+    batchNormGrad<float, As<float>, As<float>>(
+        grad.data(), x.data(), wholeDx.data(), all, c, inner, scale.data(),
+        wholeMean.data(), invStdDev.data(), true, wholeScale.data(),
+        wholeBias.data());
+    EXPECT_EQ(dx, std::vector<float>(wholeDx.begin(),
+                                     wholeDx.begin() + rankElements))
+        << ranks << " ranks";
+    std::vector<float> ownDx(rankElements), ownScale(c), ownBias(c);
+    batchNormGrad<float, As<float>, As<float>>(
+        grad.data(), x.data(), ownDx.data(), n, c, inner, scale.data(),
+        wholeMean.data(), invStdDev.data(), true, ownScale.data(),
+        ownBias.data());
+    EXPECT_EQ(gradScale, ownScale);
+    EXPECT_EQ(gradBias, ownBias);
+    EXPECT_NE(dx, ownDx) << "the adjoint reads every rank's sums";
+  }
+}
+
+/// The unbiased factor of the running variance at run time is the
+/// compile-time one (BatchNormalizationOp::runningVarianceFactor).
+TEST(SyncBatchNormTest, UnbiasedFactor) {
+  EXPECT_EQ(unbiasedFactor<float>(128), float(128.0 / 127.0));
+  EXPECT_EQ(unbiasedFactor<double>(3), 1.5);
+  EXPECT_EQ(unbiasedFactor<float>(1), 1.0f);
 }
 
 } // namespace

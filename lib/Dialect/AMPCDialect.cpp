@@ -246,6 +246,21 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kSyncRequestAttr) {
+    auto request = dyn_cast<IntegerAttr>(value);
+    auto bn = dyn_cast<BatchNormalizationOp>(op);
+    auto grad = dyn_cast<BatchNormGradOp>(op);
+    if (!request || !request.getType().isInteger(64) || request.getInt() < 0 ||
+        request.getInt() > INT32_MAX ||
+        !((bn && bn.getTrainingMode() != 0) ||
+          (grad && grad.getTrainingMode() != 0)))
+      return op->emitOpError("'ampc.sync_request' must be an i64 request "
+                             "number in [0, 2^31) on a training-mode "
+                             "ampc.batch_normalization or "
+                             "ampc.batch_norm_grad, got ")
+             << value;
+    return success();
+  }
   if (name == kErrorSlotAttr) {
     auto offset = dyn_cast<IntegerAttr>(value);
     if (!isa<func::FuncOp>(op) || !offset || !offset.getType().isInteger(64) ||

@@ -248,6 +248,14 @@ const PipelineStep kPipeline[] = {
          return nullptr;
        return ampc::createInsertAllReducePass(o.allReduce);
      }},
+    // --sync-batchnorm: after the buckets, whose request numbers its
+    // all-reduces follow.
+    {"ampc-sync-batch-norm", PipelinePart::Kernel, true,
+     [](const ampc::PipelineOptions &o) -> std::unique_ptr<Pass> {
+       if (!o.dataParallel || !o.syncBatchNorm)
+         return nullptr;
+       return ampc::createSyncBatchNormPass();
+     }},
     {"ampc-gemm-alignment", PipelinePart::Kernel, false,
      [](const ampc::PipelineOptions &) {
        return ampc::createGemmAlignmentPass();

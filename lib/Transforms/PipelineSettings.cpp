@@ -250,6 +250,13 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
                         "the library trains exactly as without it "
                         "(docs/distributed.md)")
                  .in(trainingGroup));
+  binder.opt("sync-batchnorm", syncBatchNorm,
+             OptionSpec("with --data-parallel, every training BatchNorm "
+                        "normalises with the statistics of all ranks' rows "
+                        "and all-reduces its backward's sums, as "
+                        "torch.nn.SyncBatchNorm (CPU target; "
+                        "docs/distributed.md)")
+                 .in(trainingGroup));
   binder.opt("allreduce-dtype", allreduceDtype,
              OptionSpec("with --data-parallel, the type gradients travel in: "
                         "auto (default: the 16-bit type of --precision, fp32 "
@@ -504,7 +511,15 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
   if (!(bucketMb > 0) || !std::isfinite(bucketMb) || bucketMb > 1e6)
     return fail("bucket-mb", "must be a positive number of MiB up to 1e6, "
                              "got " + std::to_string(bucketMb));
+  if (syncBatchNorm && !dataParallel)
+    return fail("sync-batchnorm", "needs --data-parallel (the statistics are "
+                                  "all-reduced over the ranks of its job)");
+  if (syncBatchNorm && *kernels == KernelTarget::Cuda)
+    return fail("sync-batchnorm",
+                "is not supported on the CUDA target yet (--target=" +
+                    target + "); use --target=cpu (docs/distributed.md)");
   options.dataParallel = dataParallel;
+  options.syncBatchNorm = syncBatchNorm;
   options.allReduce.dtype = allreduceDtype;
   options.allReduce.bucketBytes =
       std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1024 * 1024));

@@ -397,6 +397,8 @@ void ampc::printPrecisionTable(const PrecisionReport &r, llvm::raw_ostream &os) 
     os << gemm.line() << "\n";
   if (r.fp8)
     os << r.model << ": " << r.fp8Summary() << "\n";
+  for (const std::string &line : r.syncBatchNorm)
+    os << "sync-batchnorm " << line << "\n";
   os << r.model << ": " << r.summary() << "\n";
 }
 
@@ -437,6 +439,9 @@ void ampc::writePrecisionJson(const PrecisionReport &r, llvm::raw_ostream &os) {
       // lines; issue 38, item 4).
       {"attention", strings(r.attention)},
   };
+  // With --sync-batchnorm: the BatchNorms synchronised over the ranks.
+  if (!r.syncBatchNorm.empty())
+    top["sync_batchnorm"] = strings(r.syncBatchNorm);
   // With --input-precision=auto: the type of each f32 input and why.
   if (!r.inputPrecision.empty()) {
     llvm::json::Array inputs;

@@ -416,3 +416,29 @@ func.func @fp8_recipe_on_a_function() attributes {ampc.fp8_recipe = {amax_histor
   return
 }
 // expected-error @-3 {{'func.func' op 'ampc.fp8_recipe' must be {amax_history = 1..65536, margin = 0..127, amax_algo = "max" or "most_recent"} on the module, got {amax_algo = "max", amax_history = 16 : i64, margin = 0 : i64}}}
+
+// -----
+
+// --sync-batchnorm (issue 41): ampc-sync-batch-norm's request number, only
+// on a training-mode BatchNorm or BatchNorm adjoint.
+func.func @sync_request_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.sync_request' must be an i64 request number in [0, 2^31) on a training-mode ampc.batch_normalization or ampc.batch_norm_grad, got 3 : i64}}
+  %0 = ampc.relu %x {ampc.sync_request = 3 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sync_request_in_inference(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.batch_normalization' op 'ampc.sync_request' must be an i64 request number in [0, 2^31) on a training-mode ampc.batch_normalization or ampc.batch_norm_grad, got 1 : i64}}
+  %y, %m, %v = ampc.batch_normalization %x, %s, %s, %s, %s {ampc.sync_request = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @negative_sync_request(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'ampc.batch_normalization' op 'ampc.sync_request' must be an i64 request number in [0, 2^31) on a training-mode ampc.batch_normalization or ampc.batch_norm_grad, got -1 : i64}}
+  %y, %m, %v = ampc.batch_normalization %x, %s, %s, %s, %s {ampc.sync_request = -1 : i64, training_mode = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}

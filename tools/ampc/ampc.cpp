@@ -689,6 +689,8 @@ int main(int argc, char **argv) {
     StringRef lowp = ampc::stringifyEnum(pipeline.precision.dtype);
     ampc::PrecisionReport report =
         ampc::buildPrecisionReport(module, inputPath, lowp, castsBefore);
+    if (pipeline.dataParallel && pipeline.syncBatchNorm)
+      report.syncBatchNorm = ampc::synchronisedBatchNorms(module);
     if (explain)
       ampc::printPrecisionTable(report, outs());
     if (reportPath.empty()) {

@@ -80,6 +80,11 @@ constexpr llvm::StringLiteral kErrorSlotAttr = "ampc.error_slot";
 /// of the step between it and the waits, the work its communication
 /// overlaps (a non-negative i64).
 constexpr llvm::StringLiteral kOverlapAttr = "ampc.overlap";
+/// On a training-mode ampc.batch_normalization or ampc.batch_norm_grad of
+/// a data-parallel step (ampc-sync-batch-norm, `--sync-batchnorm`): the
+/// communicator request number (a non-negative i64) of the all-reduce
+/// that makes its statistics, or its backward's sums, those of all ranks.
+constexpr llvm::StringLiteral kSyncRequestAttr = "ampc.sync_request";
 /// Function attribute (ampc-plan-memory with stage-inputs, the CUDA
 /// target): `array<i64>`, the arena offset of each argument's staging
 /// buffer (the device copy of the host input).

@@ -427,7 +427,8 @@ protected:
   /// pointer `init` stores (-1: none) and the step's all-reduce buckets.
   int64_t commSlot = -1;
   int64_t allReduceBuckets = 0;
-  /// The descriptor's all_reduce_layout ("dtype:count;...", bucket order).
+  /// The descriptor's all_reduce_layout ("dtype:count;...", bucket order,
+  /// then "sync_batchnorm:request" for each synchronised BatchNorm op).
   std::string allReduceLayout;
   unsigned counter = 0;
   int32_t numGradients = 0;

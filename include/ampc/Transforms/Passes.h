@@ -91,7 +91,17 @@ struct PipelineOptions {
   /// gradients are averaged over the ranks, in `allReduce.dtype`.
   bool dataParallel = false;
   InsertAllReducePassOptions allReduce;
+  /// ampc-sync-batch-norm runs (`--sync-batchnorm`, with dataParallel).
+  bool syncBatchNorm = false;
 };
+
+/// Whether ampc-sync-batch-norm synchronises `op` in a data-parallel step:
+/// a training-mode ampc.batch_normalization or ampc.batch_norm_grad.
+bool synchronisesBatchNorm(mlir::Operation *op);
+
+/// A line for each BatchNorm of `module`'s @train_step that
+/// `--sync-batchnorm` synchronises (the report's `sync_batchnorm`).
+std::vector<std::string> synchronisedBatchNorms(mlir::ModuleOp module);
 
 /// The argument names of the pipeline's passes, in order.
 llvm::ArrayRef<llvm::StringRef> pipelinePassNames();

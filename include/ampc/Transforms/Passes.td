@@ -989,6 +989,25 @@ def InsertAllReducePass : Pass<"ampc-insert-all-reduce", "mlir::func::FuncOp"> {
   let dependentDialects = ["ampc::AMPCDialect"];
 }
 
+def SyncBatchNormPass : Pass<"ampc-sync-batch-norm", "mlir::func::FuncOp"> {
+  let summary = "synchronise BatchNorm's batch statistics over the ranks";
+  let description = [{
+    Issue 41 (`--sync-batchnorm`, docs/distributed.md "Synchronised
+    BatchNorm"). In a data-parallel step (a function with
+    `ampc.all_reduce_start`, after ampc-insert-all-reduce), every
+    training-mode `ampc.batch_normalization` and `ampc.batch_norm_grad`
+    gets `ampc.sync_request`, the communicator request number its
+    all-reduce uses (after the buckets', one per op in the step's order).
+    The target then computes the forward's statistics over all ranks'
+    rows (each rank's per-channel mean and M2 gathered and combined with
+    Chan's formula over the ranks in a fixed tree, so every rank gets the
+    same bits) and the backward's two per-channel sums over all ranks'
+    rows, as torch.nn.SyncBatchNorm. Run alone (no communicator, or one
+    rank) the step computes what it computes without the attribute.
+  }];
+  let dependentDialects = ["ampc::AMPCDialect"];
+}
+
 def AssignLaunchGeometryPass
     : Pass<"ampc-assign-launch-geometry", "mlir::func::FuncOp"> {
   let summary = "decide how the target's kernels launch, for each op";

@@ -60,6 +60,8 @@ struct PipelineSettings {
   int64_t accumulate = 1;
   /// Data parallel (issue 41): the all-reduce, its type and bucket size.
   bool dataParallel = false;
+  /// --sync-batchnorm: BatchNorm's batch statistics over every rank's rows.
+  bool syncBatchNorm = false;
   std::string allreduceDtype = "auto";
   double bucketMb = 25;
   /// dynamic, none or a fixed positive scale; empty: dynamic at fp16, none

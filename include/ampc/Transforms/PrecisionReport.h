@@ -72,6 +72,9 @@ struct PrecisionReport {
     std::string line() const;
   };
   std::vector<InputPrecision> inputPrecision;
+  /// `--sync-batchnorm` (issue 41): a line per BatchNorm whose statistics
+  /// are all-reduced over the ranks (synchronisedBatchNorms).
+  std::vector<std::string> syncBatchNorm;
 
   /// `--precision=fp8` (issue 42): ampc-assign-fp8's decision for each
   /// GEMM of the forward, and the delayed-scaling recipe.

@@ -1144,6 +1144,11 @@ LogicalResult LibraryEmitter::run() {
     });
     for (const auto &[bucket, text] : buckets)
       allReduceLayout += (allReduceLayout.empty() ? "" : ";") + text;
+    // --sync-batchnorm's all-reduces: ranks with and without it differ.
+    trainStep.walk([&](Operation *op) {
+      if (auto request = op->getAttrOfType<IntegerAttr>(ampc::kSyncRequestAttr))
+        allReduceLayout += formatv(";sync_batchnorm:{0}", request.getInt());
+    });
   }
   if (allReduceBuckets)
     commSlot = reserve(8);

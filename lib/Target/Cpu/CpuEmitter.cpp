@@ -64,6 +64,18 @@ std::string CpuEmitter::widenFloat(Operation *op, Value v) {
       .str();
 }
 
+std::string CpuEmitter::commFailure(StringRef comm) {
+  canFail = true;
+  return formatv("return ampc::cpu::fail(state + {0}, {1}->last_error({1}->"
+                 "handle));",
+                 errorSlot(), comm)
+      .str();
+}
+
+std::string CpuEmitter::ranks() const {
+  return formatv("ampc::cpu::ranks(state + {0})", commSlot).str();
+}
+
 std::string CpuEmitter::failUnless(Operation *op, const std::string &condition,
                                 StringRef what) {
   canFail = true;

@@ -108,6 +108,12 @@ private:
            ";\n";
   }
   /// `if (!(condition)) return <failure naming the node>;`
+  /// Data parallel: the statement that fails the step with the message of
+  /// communicator `comm` (an ampc_abi_comm pointer expression).
+  std::string commFailure(StringRef comm);
+  /// The communicator of a data-parallel step when it runs on several
+  /// ranks, else null, as a C++ expression.
+  std::string ranks() const;
   std::string failUnless(Operation *op, const std::string &condition,
                          StringRef what);
   // The op families, one file each (LibraryEmitter::emitKernelOp

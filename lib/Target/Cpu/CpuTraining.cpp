@@ -23,16 +23,7 @@ LogicalResult CpuEmitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body)
   // T: what the step computes in, float or double (f64 models).
   auto computeIn = [](Value v) { return accumulatorType(elementOf(v)); };
   // Data parallel: the communicator (null alone) and the error slot.
-  auto ranks = [&] {
-    return formatv("ampc::cpu::ranks(state + {0})", commSlot).str();
-  };
-  auto failWith = [&](StringRef comm) {
-    canFail = true;
-    return formatv("return ampc::cpu::fail(state + {0}, {1}->last_error({1}->"
-                   "handle));",
-                   errorSlot(), comm)
-        .str();
-  };
+  auto failWith = [&](StringRef comm) { return commFailure(comm); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::AllReduceStartOp o) {
         // Each gradient divided by the world size into its slice of the

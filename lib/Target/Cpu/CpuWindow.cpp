@@ -46,14 +46,24 @@ LogicalResult CpuEmitter::emitWindowOp(Operation *op,
         body << convertedArray(op, "invStdDev", c, o.getInvStdDev());
         body << scratchArray(op, "gradScale", c)
              << scratchArray(op, "gradBias", c);
-        body << formatv(
-            "    ampc::cpu::batchNormGrad<{0}, {7}, {8}>({1}, {2}, {3}, {4}LL, "
-            "{5}LL, {6}LL, scale, mean, invStdDev, {9}, gradScale, "
-            "gradBias);\n",
-            c, name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
-            g.channels, g.inner, codec(elementOf(x)),
-            codec(elementOf(o.getGradInput())),
-            o.getTrainingMode() != 0 ? "true" : "false");
+        std::string types = formatv("<{0}, {1}, {2}>", c, codec(elementOf(x)),
+                                    codec(elementOf(o.getGradInput())));
+        std::string data = formatv(
+            "{0}, {1}, {2}, {3}LL, {4}LL, {5}LL, scale, mean, invStdDev",
+            name(o.getGrad()), name(x), name(o.getGradInput()), g.n,
+            g.channels, g.inner);
+        // --sync-batchnorm: on several ranks, the input adjoint from every
+        // rank's sums (CpuTrainKernels.h).
+        if (auto request =
+                op->getAttrOfType<IntegerAttr>(ampc::kSyncRequestAttr))
+          body << "    if (const ampc_abi_comm *comm = " << ranks() << ") {\n"
+               << "      if (!ampc::cpu::syncBatchNormGrad" << types
+               << "(comm, " << request.getInt() << ", " << data
+               << ", gradScale, gradBias))\n        " << commFailure("comm")
+               << "\n    } else\n  ";
+        body << "    ampc::cpu::batchNormGrad" << types << "(" << data << ", "
+             << (o.getTrainingMode() != 0 ? "true" : "false")
+             << ", gradScale, gradBias);\n";
         body << storeAll("gradScale", o.getGradScale());
         body << storeAll("gradBias", o.getGradBias());
         body << "  }\n";
@@ -140,12 +150,37 @@ void CpuEmitter::emitBatchNorm(ampc::BatchNormalizationOp op,
                          {"variance", op.getInputVar()}})
     body << convertedArray(op, what, c, v);
   bool training = op.getTrainingMode() != 0;
-  if (training)
+  // --sync-batchnorm: on several ranks, the statistics of every rank's
+  // rows (CpuTrainKernels.h), and the unbiased factor of their count.
+  auto request = op->getAttrOfType<IntegerAttr>(ampc::kSyncRequestAttr);
+  std::string varianceFactor =
+      formatv("{0}({1:e17})", c, op.runningVarianceFactor()).str();
+  if (training) {
+    std::string args = formatv("<{0}, {5}>({1}, {2}LL, {3}LL, {4}LL, "
+                               "batchMean, batchVariance)",
+                               c, name(x), n, channels, inner,
+                               codec(elementOf(x)));
     body << scratchArray(op, "batchMean", c)
-         << scratchArray(op, "batchVariance", c)
-         << formatv("    ampc::cpu::channelStatistics<{0}, {5}>({1}, {2}LL, "
-                    "{3}LL, {4}LL, batchMean, batchVariance);\n",
-                    c, name(x), n, channels, inner, codec(elementOf(x)));
+         << scratchArray(op, "batchVariance", c);
+    if (request) {
+      if (op.getUnbiasedRunningVar()) {
+        body << "    " << c << " varianceFactor = " << varianceFactor << ";\n";
+        varianceFactor = "varianceFactor";
+      }
+      body << "    if (const ampc_abi_comm *comm = " << ranks() << ") {\n"
+           << formatv("      if (!ampc::cpu::syncChannelStatistics<{0}, {1}>("
+                      "comm, {2}, {3}, {4}LL, {5}LL, {6}LL, batchMean, "
+                      "batchVariance))\n        {7}\n",
+                      c, codec(elementOf(x)), request.getInt(), name(x), n,
+                      channels, inner, commFailure("comm"));
+      if (op.getUnbiasedRunningVar())
+        body << formatv("      varianceFactor = ampc::cpu::unbiasedFactor<{0}>"
+                        "({1}LL * comm->size);\n",
+                        c, n * inner);
+      body << "    } else\n  ";
+    }
+    body << "    ampc::cpu::channelStatistics" << args << ";\n";
+  }
   StringRef m = training ? "batchMean" : "mean",
             v = training ? "batchVariance" : "variance";
   // The saved statistics (@train_step): the mean and inverse standard
@@ -184,10 +219,10 @@ void CpuEmitter::emitBatchNorm(ampc::BatchNormalizationOp op,
   // or unbiased); outside training they are the inputs.
   double momentum = op.getMomentum().convertToDouble();
   auto running = [&](Value out, StringRef input, StringRef batch,
-                     double factor) {
+                     StringRef factor) {
     std::string b = (batch + "[i]").str();
-    if (factor != 1.0)
-      b = formatv("({0} * {1}({2:e17}))", b, c, factor).str();
+    if (!factor.empty())
+      b = formatv("({0} * {1})", b, factor).str();
     std::string e = training
                         ? formatv("{0}[i] * {1}({2:e17}) + {3} * {1}({4:e17})",
                                   input, c, momentum, b, 1.0 - momentum)
@@ -196,8 +231,10 @@ void CpuEmitter::emitBatchNorm(ampc::BatchNormalizationOp op,
     body << "    for (int64_t i = 0; i < " << channels << "LL; ++i) "
          << name(out) << "[i] = " << store(elementOf(out), e) << ";\n";
   };
-  running(op.getRunningMean(), "mean", "batchMean", 1.0);
+  running(op.getRunningMean(), "mean", "batchMean", "");
   running(op.getRunningVar(), "variance", "batchVariance",
-          op.runningVarianceFactor());
+          op.runningVarianceFactor() != 1.0 || varianceFactor == "varianceFactor"
+              ? StringRef(varianceFactor)
+              : StringRef());
   body << "  }\n";
 }

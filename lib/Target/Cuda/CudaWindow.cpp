@@ -25,6 +25,12 @@ using llvm::StringRef;
 
 LogicalResult CudaEmitter::emitWindowOp(Operation *op,
                                         llvm::raw_ostream &body) {
+  // --sync-batchnorm is the CPU target's only (the option refuses
+  // --target=cuda; this catches an ampc-opt pipeline).
+  if (op->hasAttr(ampc::kSyncRequestAttr))
+    return op->emitError() << "the CUDA target does not synchronise "
+                              "BatchNorm over the ranks yet "
+                              "(--sync-batchnorm needs --target=cpu)";
   // The pools' window; batch normalisation has none.
   WindowGeometry pool;
   if (!isa<ampc::BatchNormalizationOp, ampc::BatchNormGradOp>(op))

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ampc::cpu {
@@ -221,6 +222,71 @@ void averagePoolGrad(const G *grad, G *dx, int64_t planes, const Window &w,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
+/// batch_norm_grad's two sums over channel `ch` of (n, channels, inner)
+/// data, in `C`, with μ = mean, r = invStdDev, x̂ = (x − μ)·r: Σ grad and
+/// Σ grad · x̂, both in one walk of pairwiseSum's tree over the channel's
+/// elements in index order (pairwiseSum's arithmetic, leaf by leaf and
+/// node by node), a leaf walking the planes without a division per term.
+template <typename C, typename Load, typename In>
+std::pair<C, C> batchNormGradSums(const In *grad, const In *x, int64_t n,
+                                  int64_t channels, int64_t inner, int64_t ch,
+                                  C mu, C r) {
+  struct Sums {
+    C grad, gradHat;
+  };
+  auto leaf = [&](int64_t b, int64_t e) {
+    Sums sums = {0, 0};
+    int64_t plane = b / inner, i = b % inner;
+    for (int64_t j = b; j < e;) {
+      const int64_t base = (plane * channels + ch) * inner,
+                    end = std::min(inner, i + (e - j));
+      for (; i < end; ++i, ++j) {
+        const C g = static_cast<C>(Load::load(grad[base + i]));
+        sums.grad += g;
+        sums.gradHat +=
+            g * ((static_cast<C>(Load::load(x[base + i])) - mu) * r);
+      }
+      i = 0, ++plane;
+    }
+    return sums;
+  };
+  const Sums sums = math::pairwiseTree<Sums>(
+      0, n * inner, leaf, [](const Sums &l, const Sums &r) {
+        return Sums{l.grad + r.grad, l.gradHat + r.gradHat};
+      });
+  return {sums.grad, sums.gradHat};
+}
+
+/// batch_norm_grad's input adjoint over channel `ch` of (n, channels,
+/// inner) data, in `C`, from the sums over the `count` elements the
+/// statistics were taken over (the channel's n · inner, or every rank's
+/// with --sync-batchnorm):
+///
+///     dx = scale·r·(grad − sumGrad/count − x̂·sumGradHat/count)   training
+///     dx = scale·r·grad                                          inference
+template <typename C, typename Load, typename Store, typename In>
+void batchNormGradInput(const In *grad, const In *x, In *dx, int64_t n,
+                        int64_t channels, int64_t inner, int64_t ch, C scale,
+                        C mu, C r, bool training, C sumGrad, C sumGradHat,
+                        int64_t count) {
+  const C factor = scale * r;
+  const C meanGrad = sumGrad / static_cast<C>(count);
+  const C meanGradHat = sumGradHat / static_cast<C>(count);
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t base = (b * channels + ch) * inner;
+    if (!training) {
+      for (int64_t i = base; i < base + inner; ++i)
+        dx[i] = Store::store(factor * static_cast<C>(Load::load(grad[i])));
+      continue;
+    }
+    for (int64_t i = base; i < base + inner; ++i) {
+      const C g = static_cast<C>(Load::load(grad[i]));
+      const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
+      dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
+    }
+  }
+}
+
 /// batch_norm_grad per channel of (n, channels, inner) data, in `C`, over
 /// the m = n · inner elements of a channel, with the statistics the forward
 /// saved: μ = mean[c], r = invStdDev[c], x̂ = (x − μ)·r:
@@ -238,58 +304,17 @@ void batchNormGrad(const In *grad, const In *x, In *dx, int64_t n,
                    const C *mean, const C *invStdDev, bool training,
                    C *gradScale, C *gradBias) {
   const int64_t count = n * inner;
-  struct Sums {
-    C grad, gradHat;
-  };
   parallelFor(0, channels, grainFor(2 * count), [&](int64_t c0, int64_t c1) {
   for (int64_t ch = c0; ch < c1; ++ch) {
-    const C mu = mean[ch];
-    const C r = invStdDev[ch];
-    // Both sums in one walk of pairwiseSum's tree over the channel's
-    // elements in index order (pairwiseSum's arithmetic, leaf by leaf and
-    // node by node), a leaf walking the planes without a division per
-    // term.
-    auto leaf = [&](int64_t b, int64_t e) {
-      Sums sums = {0, 0};
-      int64_t plane = b / inner, i = b % inner;
-      for (int64_t j = b; j < e;) {
-        const int64_t base = (plane * channels + ch) * inner,
-                      end = std::min(inner, i + (e - j));
-        for (; i < end; ++i, ++j) {
-          const C g = static_cast<C>(Load::load(grad[base + i]));
-          sums.grad += g;
-          sums.gradHat +=
-              g * ((static_cast<C>(Load::load(x[base + i])) - mu) * r);
-        }
-        i = 0, ++plane;
-      }
-      return sums;
-    };
-    const Sums sums = math::pairwiseTree<Sums>(
-        0, count, leaf, [](const Sums &l, const Sums &r) {
-          return Sums{l.grad + r.grad, l.gradHat + r.gradHat};
-        });
-    const C sumGrad = sums.grad, sumGradHat = sums.gradHat;
+    const auto [sumGrad, sumGradHat] = batchNormGradSums<C, Load>(
+        grad, x, n, channels, inner, ch, mean[ch], invStdDev[ch]);
     if (gradBias)
       gradBias[ch] = sumGrad;
     if (gradScale)
       gradScale[ch] = sumGradHat;
-    const C factor = scale[ch] * r;
-    const C meanGrad = sumGrad / static_cast<C>(count);
-    const C meanGradHat = sumGradHat / static_cast<C>(count);
-    for (int64_t b = 0; b < n; ++b) {
-      const int64_t base = (b * channels + ch) * inner;
-      if (!training) {
-        for (int64_t i = base; i < base + inner; ++i)
-          dx[i] = Store::store(factor * static_cast<C>(Load::load(grad[i])));
-        continue;
-      }
-      for (int64_t i = base; i < base + inner; ++i) {
-        const C g = static_cast<C>(Load::load(grad[i]));
-        const C hat = (static_cast<C>(Load::load(x[i])) - mu) * r;
-        dx[i] = Store::store(factor * (g - meanGrad - hat * meanGradHat));
-      }
-    }
+    batchNormGradInput<C, Load, Store>(grad, x, dx, n, channels, inner, ch,
+                                       scale[ch], mean[ch], invStdDev[ch],
+                                       training, sumGrad, sumGradHat, count);
   }
   });
 }

@@ -540,14 +540,13 @@ void addLayerNorm(const In *x, const Addend *addend, In *sum, Out *y,
                                         scale, bias, epsilon);
 }
 
-/// The per-channel mean and population variance of (n, c, inner) data
-/// (BatchNormalization in training mode) in one pass: math::pairwiseMoments
-/// over each channel's n · inner elements in index order (the CUDA kernels
-/// batchNormPartials and batchNormApply compute the same tree), variance =
-/// M2 / count.
-template <typename C, typename Load, typename In>
-void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
-                       C *mean, C *variance) {
+/// The per-channel moments of (n, c, inner) data in one pass:
+/// math::pairwiseMoments over each channel's n · inner elements in index
+/// order (the CUDA kernels batchNormPartials and batchNormApply compute the
+/// same tree), each channel's given to `done(channel, moments)`.
+template <typename C, typename Load, typename In, typename Done>
+void channelMoments(const In *x, int64_t n, int64_t c, int64_t inner,
+                    const Done &done) {
   const int64_t count = n * inner;
   parallelFor(0, c, grainFor(count), [&](int64_t c0, int64_t c1) {
   for (int64_t ch = c0; ch < c1; ++ch) {
@@ -564,15 +563,27 @@ void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
       return math::leafMoments<C>(0, e - b,
                                   [&](int64_t j) { return terms[j]; });
     };
-    const math::Moments<C> m = math::pairwiseTree<math::Moments<C>,
-                                                  math::kMomentsMaxDepth>(
-        0, count, leaf, [](const math::Moments<C> &l, const math::Moments<C> &r) {
-          return math::combineMoments(l, r);
-        });
-    mean[ch] = m.mean;
-    variance[ch] = m.m2 / static_cast<C>(count);
+    done(ch, math::pairwiseTree<math::Moments<C>, math::kMomentsMaxDepth>(
+                 0, count, leaf,
+                 [](const math::Moments<C> &l, const math::Moments<C> &r) {
+                   return math::combineMoments(l, r);
+                 }));
   }
   });
+}
+
+/// The per-channel mean and population variance of (n, c, inner) data
+/// (BatchNormalization in training mode): channelMoments, variance =
+/// M2 / count.
+template <typename C, typename Load, typename In>
+void channelStatistics(const In *x, int64_t n, int64_t c, int64_t inner,
+                       C *mean, C *variance) {
+  const int64_t count = n * inner;
+  channelMoments<C, Load>(x, n, c, inner,
+                          [&](int64_t ch, const math::Moments<C> &m) {
+                            mean[ch] = m.mean;
+                            variance[ch] = m.m2 / static_cast<C>(count);
+                          });
 }
 
 /// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + bias

@@ -11,6 +11,7 @@
 #define AMPC_RUNTIME_CPUTRAINKERNELS_H
 
 #include "ampc/Kernels/Common/Float16.h"
+#include "ampc/Kernels/Cpu/CpuBackwardKernels.h"
 #include "ampc/Kernels/Common/TrainMath.h"
 #include "ampc/Kernels/Cpu/ThreadPool.h"
 #include "ampc/Runtime/ModelAbi.h"
@@ -19,6 +20,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 namespace ampc::cpu {
 
@@ -140,6 +143,128 @@ void unpackGradient(const typename In::Storage *packed,
                     typename Out::Storage *mean, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
     mean[i] = Out::store(In::load(packed[i]));
+}
+
+//===----------------------------------------------------------------------===//
+// Synchronised BatchNorm (--sync-batchnorm, ampc.sync_request)
+//===----------------------------------------------------------------------===//
+
+/// Every rank's `count` values of T (f32 or f64) into `all`, rank r's at
+/// r · count: each rank writes its own in its slot of a zeroed buffer and
+/// the buffer is summed over the ranks as request `request`. Every
+/// element has one non-zero term and x + 0 is x, so every rank gets every
+/// rank's values exactly, whatever order the communicator adds in. False
+/// when the communicator fails (its last_error says why).
+template <typename T>
+bool gatherOverRanks(const ampc_abi_comm *comm, int32_t request,
+                     const T *values, int64_t count, std::vector<T> &all) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  all.assign(static_cast<size_t>(comm->size) * count, T(0));
+  std::memcpy(all.data() + static_cast<size_t>(comm->rank) * count, values,
+              count * sizeof(T));
+  const int32_t dtype =
+      std::is_same_v<T, double> ? AMPC_DTYPE_F64 : AMPC_DTYPE_F32;
+  return comm->start(comm->handle, request, all.data(), all.size(), dtype) ==
+             0 &&
+         comm->wait(comm->handle, request) == 0;
+}
+
+/// The values of ranks [b, e) (leaf(r) each) combined over the tree that
+/// halves a range at its middle, left with right: pairwiseSum's tree with
+/// one rank per leaf. For 2^k ranks of equal rows it is the top of the
+/// tree one process computes over all the rows (a node over more than 64
+/// elements splits at its middle), so 2 ranks x B combine as 1 x 2B does.
+template <typename T, typename Leaf, typename Combine>
+T rankTree(int64_t b, int64_t e, const Leaf &leaf, const Combine &combine) {
+  if (e - b == 1)
+    return leaf(b);
+  const int64_t middle = b + (e - b) / 2;
+  return combine(rankTree<T>(b, middle, leaf, combine),
+                 rankTree<T>(middle, e, leaf, combine));
+}
+
+/// channelStatistics over every rank's rows (each rank n · inner elements
+/// a channel): each rank's (mean, M2) per channel gathered
+/// (gatherOverRanks, in C) and combined with Chan's formula over
+/// rankTree, so every rank normalises with the same bits. False when the
+/// communicator fails.
+template <typename C, typename Load, typename In>
+bool syncChannelStatistics(const ampc_abi_comm *comm, int32_t request,
+                           const In *x, int64_t n, int64_t c, int64_t inner,
+                           C *mean, C *variance) {
+  std::vector<C> mine(2 * c), all;
+  channelMoments<C, Load>(x, n, c, inner,
+                          [&](int64_t ch, const math::Moments<C> &m) {
+                            mine[2 * ch] = m.mean;
+                            mine[2 * ch + 1] = m.m2;
+                          });
+  if (!gatherOverRanks(comm, request, mine.data(), 2 * c, all))
+    return false;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const math::Moments<C> m = rankTree<math::Moments<C>>(
+        0, comm->size,
+        [&](int64_t r) {
+          const C *p = all.data() + (r * c + ch) * 2;
+          return math::Moments<C>{n * inner, p[0], p[1]};
+        },
+        [](const math::Moments<C> &l, const math::Moments<C> &r) {
+          return math::combineMoments(l, r);
+        });
+    mean[ch] = m.mean;
+    variance[ch] = m.m2 / static_cast<C>(m.count);
+  }
+  return true;
+}
+
+/// The running variance's unbiased factor over `count` elements a
+/// channel, count / (count - 1) in double rounded to C (1 for one
+/// element): BatchNormalizationOp::runningVarianceFactor at run time, for
+/// the count of every rank's rows.
+template <typename C> C unbiasedFactor(int64_t count) {
+  return count > 1 ? static_cast<C>(static_cast<double>(count) /
+                                    static_cast<double>(count - 1))
+                   : C(1);
+}
+
+/// batchNormGrad in training mode over every rank's rows: `gradScale`
+/// and `gradBias` are this rank's sums (the parameters' gradients, which
+/// the buckets then average), the input adjoint reads the sums over all
+/// ranks (gatherOverRanks, added over rankTree) and the count of all
+/// ranks' elements, as torch.nn.SyncBatchNorm's backward. False when the
+/// communicator fails.
+template <typename C, typename Load, typename Store, typename In>
+bool syncBatchNormGrad(const ampc_abi_comm *comm, int32_t request,
+                       const In *grad, const In *x, In *dx, int64_t n,
+                       int64_t channels, int64_t inner, const C *scale,
+                       const C *mean, const C *invStdDev, C *gradScale,
+                       C *gradBias) {
+  std::vector<C> mine(2 * channels), all;
+  const int64_t count = n * inner;
+  parallelFor(0, channels, grainFor(2 * count), [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch) {
+      const auto [sumGrad, sumGradHat] = batchNormGradSums<C, Load>(
+          grad, x, n, channels, inner, ch, mean[ch], invStdDev[ch]);
+      mine[2 * ch] = gradBias[ch] = sumGrad;
+      mine[2 * ch + 1] = gradScale[ch] = sumGradHat;
+    }
+  });
+  if (!gatherOverRanks(comm, request, mine.data(), 2 * channels, all))
+    return false;
+  parallelFor(0, channels, grainFor(count), [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch) {
+      auto sum = [&](int64_t which) {
+        return rankTree<C>(
+            0, comm->size,
+            [&](int64_t r) { return all[(r * channels + ch) * 2 + which]; },
+            [](C l, C r) { return l + r; });
+      };
+      batchNormGradInput<C, Load, Store>(grad, x, dx, n, channels, inner, ch,
+                                         scale[ch], mean[ch], invStdDev[ch],
+                                         /*training=*/true, sum(0), sum(1),
+                                         count * comm->size);
+    }
+  });
+  return true;
 }
 
 } // namespace ampc::cpu
