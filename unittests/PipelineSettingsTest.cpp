@@ -60,7 +60,7 @@ TEST(PipelineSettings, DescribedOnceEach) {
   }
   // Every field of PipelineSettings is an option (49 today: a new field
   // without a declaration would not reach either tool).
-  EXPECT_EQ(binder.options().size(), 49u);
+  EXPECT_EQ(binder.options().size(), 50u);
   auto find = [&](llvm::StringRef name) -> const ampc::OptionInfo & {
     for (const ampc::OptionInfo &info : binder.options())
       if (info.name == name)

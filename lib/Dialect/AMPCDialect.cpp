@@ -2,6 +2,7 @@
 
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Optimizers.h"
+#include "ampc/Dialect/ShardOptimizer.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -212,6 +213,14 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
         !count.getType().isInteger(64) || count.getInt() < 0)
       return op->emitOpError("'ampc.overlap' must be a non-negative i64 on "
                              "an ampc.all_reduce_start, got ")
+             << value;
+    return success();
+  }
+  if (name == kShardOptimizerAttr) {
+    if (!isa<AllReduceStartOp, ModuleOp>(op) || !isa<UnitAttr>(value))
+      return op->emitOpError("'ampc.shard_optimizer' must be a unit "
+                             "attribute on a module or an "
+                             "ampc.all_reduce_start, got ")
              << value;
     return success();
   }

@@ -31,6 +31,15 @@ class Comm(ctypes.Structure):
         ("start_on_stream", ctypes.CFUNCTYPE(
             ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
             ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+        # ZeRO-1's (appended).
+        ("reduce_scatter", ctypes.c_void_p),
+        ("all_gather", ctypes.c_void_p),
+        ("reduce_scatter_on_stream", ctypes.CFUNCTYPE(
+            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+        ("all_gather_on_stream", ctypes.CFUNCTYPE(
+            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
     ]
 
 
@@ -103,6 +112,23 @@ def main():
     r = nccl.ncclAllReduce(device, device, 16, NCCL_FLOAT32, NCCL_SUM,
                            ctypes.c_void_p(0x1000), None)
     print("dead communicator: %d %s" % (r, nccl.ncclGetErrorString(r).decode()))
+    # ZeRO-1's collectives (ncclReduceScatter, ncclAllGather in place): on
+    # one rank each leaves the buffer as it is; the host forms are NULL.
+    before = plugin.ampc_comm_nccl_bytes(comm)
+    assert c.reduce_scatter_on_stream(c.handle, 0, device, 16,
+                                      AMPC_DTYPE_F32, None) == 0, message()
+    assert c.all_gather_on_stream(c.handle, 0, device, 16, AMPC_DTYPE_F32,
+                                  None) == 0, message()
+    assert sim.cudaMemcpy(back.ctypes.data, device, ctypes.c_size_t(64),
+                          2) == 0
+    assert (back == values).all(), back
+    print("reduce-scatter and all-gather of 16 floats on one rank: unchanged;"
+          " bytes %d; host forms %s" % (
+              plugin.ampc_comm_nccl_bytes(comm) - before,
+              "NULL" if not c.reduce_scatter and not c.all_gather else "set"))
+    assert c.all_gather_on_stream(c.handle, 0, device, 17, AMPC_DTYPE_F32,
+                                  None) == 1
+    print("all-gather of 17 floats in 64 bytes: " + message())
     plugin.ampc_comm_nccl_release(comm)
     sys.stdout.flush()
 
