@@ -146,11 +146,8 @@ private:
   /// The training ops (CpuTraining.cpp).
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
-  /// ZeRO-1 (--shard-optimizer; CpuTraining.cpp): the reduce-scatter of
-  /// the one bucket, and an update of the rank's shard (after the last,
-  /// the all-gather of the new parameters).
-  LogicalResult emitShardStart(ampc::AllReduceStartOp o,
-                               llvm::raw_ostream &body);
+  /// ZeRO-1 (--shard-optimizer; CpuTraining.cpp): an update of the rank's
+  /// shard (after the last, the all-gather of the new parameters).
   LogicalResult emitShardedUpdate(ampc::OptimizerUpdateOp o,
                                   llvm::raw_ostream &body);
   bool shardsOptimizer() const override { return true; }

@@ -46,27 +46,45 @@ LogicalResult CpuEmitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body)
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ampc::AllReduceStartOp o) {
-        if (o->hasAttr(ampc::kShardOptimizerAttr))
-          return emitShardStart(o, body);
         // Each gradient divided by the world size into its slice of the
-        // packed buffer, then the sum over the ranks starts.
+        // packed buffer, then the sum over the ranks starts. ZeRO-1: the
+        // buffer is the rank's Shards' (a multiple of the ranks long, the
+        // padding zeroed) and is reduce-scattered: rank r's block of the
+        // sum lands in block r.
+        bool sharded = o->hasAttr(ampc::kShardOptimizerAttr);
         Type packed = elementOf(o.getPacked());
         StringRef t = computeType(packed);
-        body << "  if (const ampc_abi_comm *comm = " << ranks() << ") {\n"
-             << formatv("    const {0} inv = {0}(1) / {0}(comm->size);\n", t);
+        std::string storage = codec(packed) + "::Storage";
+        std::string into = sharded ? "packed" : name(o.getPacked());
+        body << "  if (const ampc_abi_comm *comm = " << ranks() << ") {\n";
+        if (sharded)
+          body << formatv("    {0} *packed = reinterpret_cast<{0} *>({1}.flat."
+                          "data());\n",
+                          storage, shards());
+        body << formatv("    const {0} inv = {0}(1) / {0}(comm->size);\n", t);
         int64_t offset = 0;
         for (Value g : o.getGrads()) {
           int64_t count = tensorOf(g).getNumElements();
           body << formatv("    ampc::cpu::packGradient<{0}, {1}>({2}, {3} + "
                           "{4}, {5}LL, inv);\n",
-                          codec(elementOf(g)), codec(packed), name(g),
-                          name(o.getPacked()), offset, count);
+                          codec(elementOf(g)), codec(packed), name(g), into,
+                          offset, count);
           offset += count;
         }
-        body << formatv("    if (comm->start(comm->handle, {0}, {1}, {2}ULL, "
-                        "{3}) != 0)\n      {4}\n  }\n",
-                        o.getBucket(), name(o.getPacked()), offset,
-                        onnxDtype(packed), failWith("comm"));
+        if (sharded)
+          body << formatv("    const uint64_t all = uint64_t({2}.shard) * "
+                          "uint64_t(comm->size);\n"
+                          "    std::memset(packed + {0}, 0, (all - {0}ULL) * "
+                          "sizeof({1}));\n"
+                          "    if (comm->reduce_scatter(comm->handle, {3}, "
+                          "packed, all, {4}) != 0)\n      {5}\n  }\n",
+                          offset, storage, shards(), o.getBucket(),
+                          onnxDtype(packed), failWith("comm"));
+        else
+          body << formatv("    if (comm->start(comm->handle, {0}, {1}, {2}ULL, "
+                          "{3}) != 0)\n      {4}\n  }\n",
+                          o.getBucket(), into, offset, onnxDtype(packed),
+                          failWith("comm"));
         return success();
       })
       .Case([&](ampc::AllReduceWaitOp o) {
@@ -215,43 +233,6 @@ LogicalResult CpuEmitter::emitTrainingOp(Operation *op, llvm::raw_ostream &body)
         return success();
       })
       .Default([&](Operation *) { return failure(); });
-}
-
-LogicalResult CpuEmitter::emitShardStart(ampc::AllReduceStartOp o,
-                                         llvm::raw_ostream &body) {
-  // Each gradient divided by the world size into its place in the rank's
-  // communication buffer, the padding zeroed, and the reduce-scatter
-  // started: rank r's block of the sum lands in block r.
-  canFail = true;
-  Type packed = elementOf(o.getPacked());
-  StringRef t = computeType(packed);
-  std::string storage = codec(packed) + "::Storage";
-  body << formatv("  if (const ampc_abi_comm *comm = ampc::cpu::ranks(state + "
-                  "{0})) {{\n",
-                  commSlot)
-       << formatv("    ampc::cpu::Shards &shards = *ampc::cpu::shardsAt(state "
-                  "+ {0});\n",
-                  shardSlot)
-       << formatv("    {0} *packed = reinterpret_cast<{0} *>(shards.flat."
-                  "data());\n",
-                  storage)
-       << formatv("    const {0} inv = {0}(1) / {0}(comm->size);\n", t);
-  int64_t offset = 0;
-  for (Value g : o.getGrads()) {
-    int64_t count = tensorOf(g).getNumElements();
-    body << formatv("    ampc::cpu::packGradient<{0}, {1}>({2}, packed + {3}, "
-                    "{4}LL, inv);\n",
-                    codec(elementOf(g)), codec(packed), name(g), offset, count);
-    offset += count;
-  }
-  body << formatv(
-      "    const uint64_t all = uint64_t(shards.shard) * uint64_t(comm->size);\n"
-      "    std::memset(packed + {0}, 0, (all - {0}ULL) * sizeof({1}));\n"
-      "    if (comm->reduce_scatter(comm->handle, {2}, packed, all, {3}) != 0)\n"
-      "      return ampc::cpu::fail(state + {4}, comm->last_error(comm->"
-      "handle));\n  }\n",
-      offset, storage, o.getBucket(), onnxDtype(packed), errorSlot());
-  return success();
 }
 
 LogicalResult CpuEmitter::emitShardedUpdate(ampc::OptimizerUpdateOp o,

@@ -14,30 +14,8 @@ import numpy as np
 AMPC_DTYPE_F32, AMPC_DTYPE_INT32, AMPC_DTYPE_F16, AMPC_DTYPE_F64 = 1, 6, 10, 11
 AMPC_DTYPE_BF16 = 16
 
-CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
-                        ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32)
-ON_STREAM = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
-                             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32,
-                             ctypes.c_void_p)
-
-
-class Comm(ctypes.Structure):
-    """ampc_abi_comm (include/ampc/Runtime/ModelAbi.h)."""
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("rank", ctypes.c_int32),
-        ("size", ctypes.c_int32),
-        ("handle", ctypes.c_void_p),
-        ("start", CALL),
-        ("wait", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
-                                  ctypes.c_int32)),
-        ("last_error", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)),
-        ("start_on_stream", ON_STREAM),
-        ("reduce_scatter", CALL),
-        ("all_gather", CALL),
-        ("reduce_scatter_on_stream", ON_STREAM),
-        ("all_gather_on_stream", ON_STREAM),
-    ]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nccl_sim_checks import Comm  # noqa: E402  (ampc_abi_comm)
 
 
 def bf16_round(x):

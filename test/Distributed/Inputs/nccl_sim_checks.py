@@ -15,6 +15,15 @@ NCCL_FLOAT32, NCCL_SUM, NCCL_MAX = 7, 0, 2
 NCCL_SUCCESS, NCCL_INVALID_ARGUMENT, NCCL_INVALID_USAGE = 0, 4, 5
 
 
+# ampc_abi_comm's host collectives and their `_on_stream` forms.
+HOST_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
+                             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32)
+STREAM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_uint64, ctypes.c_int32,
+                               ctypes.c_void_p)
+
+
 class Comm(ctypes.Structure):
     """ampc_abi_comm (include/ampc/Runtime/ModelAbi.h)."""
     _fields_ = [
@@ -22,24 +31,16 @@ class Comm(ctypes.Structure):
         ("rank", ctypes.c_int32),
         ("size", ctypes.c_int32),
         ("handle", ctypes.c_void_p),
-        ("start", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
-                                   ctypes.c_int32, ctypes.c_void_p,
-                                   ctypes.c_uint64, ctypes.c_int32)),
+        ("start", HOST_CALL),
         ("wait", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
                                   ctypes.c_int32)),
         ("last_error", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)),
-        ("start_on_stream", ctypes.CFUNCTYPE(
-            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
-            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+        ("start_on_stream", STREAM_CALL),
         # ZeRO-1's (appended).
-        ("reduce_scatter", ctypes.c_void_p),
-        ("all_gather", ctypes.c_void_p),
-        ("reduce_scatter_on_stream", ctypes.CFUNCTYPE(
-            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
-            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
-        ("all_gather_on_stream", ctypes.CFUNCTYPE(
-            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
-            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+        ("reduce_scatter", HOST_CALL),
+        ("all_gather", HOST_CALL),
+        ("reduce_scatter_on_stream", STREAM_CALL),
+        ("all_gather_on_stream", STREAM_CALL),
     ]
 
 
