@@ -15,7 +15,7 @@ AMPC_DTYPE_F32, AMPC_DTYPE_INT32, AMPC_DTYPE_F16, AMPC_DTYPE_F64 = 1, 6, 10, 11
 AMPC_DTYPE_BF16 = 16
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nccl_sim_checks import Comm  # noqa: E402  (ampc_abi_comm)
+from nccl_sim_checks import Comm, comm_plugin  # noqa: E402
 
 
 def bf16_round(x):
@@ -64,12 +64,8 @@ def pairwise_sum(buffers, dtype):
 
 def main():
     lib = sys.argv[1]
-    plugin = ctypes.CDLL(os.path.join(lib, "libampc_comm_mpi.so"))
-    plugin.ampc_comm_mpi_create.restype = ctypes.POINTER(Comm)
-    plugin.ampc_comm_mpi_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    plugin.ampc_comm_mpi_bytes.restype = ctypes.c_uint64
-    plugin.ampc_comm_mpi_bytes.argtypes = [ctypes.POINTER(Comm)]
-    plugin.ampc_comm_mpi_release.argtypes = [ctypes.POINTER(Comm)]
+    plugin = comm_plugin(os.path.join(lib, "libampc_comm_mpi.so"),
+                         "ampc_comm_mpi")
     error = ctypes.create_string_buffer(512)
     comm = plugin.ampc_comm_mpi_create(error, 512)
     assert comm, error.value

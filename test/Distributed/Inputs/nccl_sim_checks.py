@@ -44,18 +44,26 @@ class Comm(ctypes.Structure):
     ]
 
 
+def comm_plugin(path, prefix):
+    """A communicator plugin's PREFIX_create, _bytes and _release typed."""
+    plugin = ctypes.CDLL(path)
+    create = getattr(plugin, prefix + "_create")
+    create.restype = ctypes.POINTER(Comm)
+    create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    getattr(plugin, prefix + "_bytes").restype = ctypes.c_uint64
+    getattr(plugin, prefix + "_bytes").argtypes = [ctypes.POINTER(Comm)]
+    getattr(plugin, prefix + "_release").argtypes = [ctypes.POINTER(Comm)]
+    return plugin
+
+
 def main():
     lib = sys.argv[1]
     sim = ctypes.CDLL(os.path.join(lib, "libampc_cudasim.so"),
                       mode=ctypes.RTLD_GLOBAL)
     nccl = ctypes.CDLL(os.path.join(lib, "libampc_cudasim_nccl.so"),
                        mode=ctypes.RTLD_GLOBAL)
-    plugin = ctypes.CDLL(os.path.join(lib, "libampc_comm_nccl_sim.so"))
-    plugin.ampc_comm_nccl_create.restype = ctypes.POINTER(Comm)
-    plugin.ampc_comm_nccl_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    plugin.ampc_comm_nccl_bytes.restype = ctypes.c_uint64
-    plugin.ampc_comm_nccl_bytes.argtypes = [ctypes.POINTER(Comm)]
-    plugin.ampc_comm_nccl_release.argtypes = [ctypes.POINTER(Comm)]
+    plugin = comm_plugin(os.path.join(lib, "libampc_comm_nccl_sim.so"),
+                         "ampc_comm_nccl")
     nccl.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_size_t, ctypes.c_int,
                                    ctypes.c_int, ctypes.c_void_p,
