@@ -3,6 +3,7 @@
 #include "ampc/Dialect/AMPCDialect.h"
 #include "ampc/Dialect/Fp8.h"
 #include "ampc/Dialect/Optimizers.h"
+#include "ampc/Dialect/ShardOptimizer.h"
 #include "ampc/Dialect/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -258,6 +259,14 @@ LogicalResult AMPCDialect::verifyOperationAttribute(Operation *op,
                              "number in [0, 2^31) on a training-mode "
                              "ampc.batch_normalization or "
                              "ampc.batch_norm_grad, got ")
+             << value;
+    return success();
+  }
+  if (name == kShardOptimizerAttr) {
+    if (!isa<AllReduceStartOp, ModuleOp>(op) || !isa<UnitAttr>(value))
+      return op->emitOpError("'ampc.shard_optimizer' must be a unit "
+                             "attribute on a module or an "
+                             "ampc.all_reduce_start, got ")
              << value;
     return success();
   }

@@ -9,8 +9,10 @@
 // process never see each other's messages); FP16 and BF16 are summed by
 // user operations that widen each pair to FP32, add and round to nearest
 // even, so every rank gets the same bits (MPI's reduction is the same on
-// every rank for a commutative operation). Errors return (MPI_ERRORS_RETURN)
-// with the rank in the message.
+// every rank for a commutative operation). ZeRO-1's reduce-scatter and
+// all-gather (--shard-optimizer) are MPI_Ireduce_scatter_block and
+// MPI_Iallgather in place, on the same requests and waits. Errors return
+// (MPI_ERRORS_RETURN) with the rank in the message.
 //
 // Failures do not hang: a wait gives up after the timeout the runtime sets
 // (AMPC_COMM_TIMEOUT), asks the other ranks on a second duplicate which
@@ -49,8 +51,16 @@ struct MpiComm {
   MPI_Comm probe = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;
   std::string error;
-  /// Bytes of the buffers all-reduced (each rank's contribution).
+  /// Bytes of the buffers all-reduced or reduce-scattered, and of the
+  /// blocks all-gathered (each rank's contribution).
   uint64_t bytes = 0;
+  /// What a request's wait does after MPI finished it: move `bytes` at
+  /// `buffer` to `buffer + to` (an in-place reduce-scatter's block).
+  struct Move {
+    unsigned char *buffer = nullptr;
+    uint64_t to = 0, bytes = 0;
+  };
+  std::vector<Move> moves;
   /// All-reduces started so far; the one request r is at, for the answers.
   uint64_t started = 0;
   std::vector<uint64_t> sequence;
@@ -92,11 +102,28 @@ int32_t fail(MpiComm &c, const char *what, int code) {
   return 1;
 }
 
-int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
-              int32_t dtype) {
-  auto &c = *static_cast<MpiComm *>(handle);
+/// The collectives a request may be.
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+
+const char *nameOf(Collective kind) {
+  switch (kind) {
+  case Collective::AllReduce:
+    return "all-reduce";
+  case Collective::ReduceScatter:
+    return "reduce-scatter";
+  case Collective::AllGather:
+    return "all-gather";
+  }
+  return "collective";
+}
+
+/// Starts collective `kind` of `count` elements of `dtype` at `buffer` in
+/// place as request `request`.
+int32_t post(MpiComm &c, Collective kind, int32_t request, void *buffer,
+             uint64_t count, int32_t dtype) {
   if (c.broken)
     return 1;
+  std::string rank = "rank " + std::to_string(c.abi.rank) + ": ";
   MPI_Datatype type = MPI_FLOAT;
   MPI_Op op = MPI_SUM;
   uint64_t width = 4;
@@ -113,33 +140,93 @@ int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
     type = MPI_UINT16_T, op = halfSums.bf16, width = 2;
     break;
   default:
-    c.error = "rank " + std::to_string(c.abi.rank) +
-              ": all-reduce of dtype " + std::to_string(dtype) +
-              ", which the communicator does not sum";
+    c.error = rank + nameOf(kind) + " of dtype " + std::to_string(dtype) +
+              ", which the communicator does not " +
+              (kind == Collective::AllGather ? "gather" : "sum");
     return 1;
   }
   if (request < 0 || count > static_cast<uint64_t>(INT32_MAX)) {
-    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
-              std::to_string(request) + " of " + std::to_string(count) +
-              " elements is out of range";
+    c.error = rank + nameOf(kind) + " request " + std::to_string(request) +
+              " of " + std::to_string(count) + " elements is out of range";
+    return 1;
+  }
+  uint64_t size = static_cast<uint64_t>(c.abi.size);
+  if (kind != Collective::AllReduce && count % size != 0) {
+    c.error = rank + nameOf(kind) + " request " + std::to_string(request) +
+              " of " + std::to_string(count) +
+              " elements, not a multiple of the " + std::to_string(size) +
+              " ranks";
     return 1;
   }
   if (static_cast<size_t>(request) >= c.requests.size()) {
     c.requests.resize(request + 1, MPI_REQUEST_NULL);
     c.sequence.resize(request + 1, 0);
+    c.moves.resize(request + 1);
   }
   if (c.requests[request] != MPI_REQUEST_NULL) {
-    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
-              std::to_string(request) + " started twice";
+    c.error = rank + nameOf(kind) + " request " + std::to_string(request) +
+              " started twice";
     return 1;
   }
-  int code = MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count),
-                            type, op, c.comm, &c.requests[request]);
+  int block = static_cast<int>(count / size);
+  int code = MPI_SUCCESS;
+  const char *call = "MPI_Iallreduce";
+  c.moves[request] = {};
+  switch (kind) {
+  case Collective::AllReduce:
+    code = MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), type,
+                          op, c.comm, &c.requests[request]);
+    c.bytes += count * width;
+    break;
+  case Collective::ReduceScatter:
+    // MPI leaves an in-place reduce-scatter's block at the buffer's start;
+    // the wait moves it to the rank's place (the ABI's, NCCL's).
+    call = "MPI_Ireduce_scatter_block";
+    code = MPI_Ireduce_scatter_block(MPI_IN_PLACE, buffer, block, type, op,
+                                     c.comm, &c.requests[request]);
+    c.moves[request] = {static_cast<unsigned char *>(buffer),
+                        static_cast<uint64_t>(c.abi.rank) * block * width,
+                        block * width};
+    c.bytes += count * width;
+    break;
+  case Collective::AllGather:
+    call = "MPI_Iallgather";
+    code = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, block,
+                          type, c.comm, &c.requests[request]);
+    c.bytes += block * width;
+    break;
+  }
   if (code != MPI_SUCCESS)
-    return fail(c, "MPI_Iallreduce", code);
-  c.bytes += count * width;
+    return fail(c, call, code);
   c.sequence[request] = ++c.started;
   return 0;
+}
+
+int32_t start(void *handle, int32_t request, void *buffer, uint64_t count,
+              int32_t dtype) {
+  return post(*static_cast<MpiComm *>(handle), Collective::AllReduce, request,
+              buffer, count, dtype);
+}
+
+int32_t reduceScatter(void *handle, int32_t request, void *buffer,
+                      uint64_t count, int32_t dtype) {
+  return post(*static_cast<MpiComm *>(handle), Collective::ReduceScatter,
+              request, buffer, count, dtype);
+}
+
+int32_t allGather(void *handle, int32_t request, void *buffer, uint64_t count,
+                  int32_t dtype) {
+  return post(*static_cast<MpiComm *>(handle), Collective::AllGather, request,
+              buffer, count, dtype);
+}
+
+/// After request `request` finished: a reduce-scatter's block moved from
+/// the buffer's start to the rank's place.
+void finish(MpiComm &c, int32_t request) {
+  MpiComm::Move &m = c.moves[request];
+  if (m.buffer && m.to)
+    std::memmove(m.buffer + m.to, m.buffer, m.bytes);
+  m = {};
 }
 
 /// After request `request` timed out: every rank that timed out too sends
@@ -219,7 +306,10 @@ int32_t wait(void *handle, int32_t request) {
   if (c.timeout <= 0) {
     int code = MPI_Wait(&c.requests[request], MPI_STATUS_IGNORE);
     c.requests[request] = MPI_REQUEST_NULL;
-    return code == MPI_SUCCESS ? 0 : fail(c, "MPI_Wait", code);
+    if (code != MPI_SUCCESS)
+      return fail(c, "MPI_Wait", code);
+    finish(c, request);
+    return 0;
   }
   // MPI_Test until done or the deadline; after a while of spinning, with
   // short sleeps (a long wait is another rank's lag, not the network's).
@@ -232,8 +322,10 @@ int32_t wait(void *handle, int32_t request) {
       c.requests[request] = MPI_REQUEST_NULL;
       return fail(c, "MPI_Test", code);
     }
-    if (done)
+    if (done) {
+      finish(c, request);
       return 0;
+    }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline)
       return timedOut(c, request);
@@ -282,6 +374,8 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_mpi_create(char *error,
   c->abi.start = start;
   c->abi.wait = wait;
   c->abi.last_error = lastError;
+  c->abi.reduce_scatter = reduceScatter;
+  c->abi.all_gather = allGather;
   return &c->abi;
 }
 

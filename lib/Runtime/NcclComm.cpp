@@ -13,7 +13,10 @@
 // (a TCP rendezvous on MASTER_ADDR is not built). The all-reduce is
 // start_on_stream: ncclAllReduce(ncclSum) in place on the library's
 // communication stream, which a CUDA graph captures, and a host function
-// after it that counts the bytes; errors name the rank. Built twice: on
+// after it that counts the bytes; errors name the rank. ZeRO-1's
+// reduce_scatter_on_stream and all_gather_on_stream are ncclReduceScatter
+// and ncclAllGather in place (the rank's block of the buffer), counted the
+// same way; the host forms of the two are NULL. Built twice: on
 // NCCL (libampc_comm_nccl.so) and on the CUDA execution's NCCL subset
 // (libampc_comm_nccl_sim.so, CudaSim/Nccl.cpp).
 //
@@ -51,12 +54,12 @@ struct NcclComm {
   /// by a host function after each sum: a CUDA graph replays the sums
   /// without calling start_on_stream again.
   std::atomic<uint64_t> bytes{0};
-  /// Per request, what its host function adds.
+  /// Per collective and request, what its host function adds.
   struct Sent {
     NcclComm *comm;
     uint64_t bytes;
   };
-  std::vector<std::unique_ptr<Sent>> sent;
+  std::vector<std::unique_ptr<Sent>> sent[3];
 };
 
 void countBytes(void *data) {
@@ -83,9 +86,18 @@ void finalize() {
     MPI_Finalize();
 }
 
-int32_t startOnStream(void *handle, int32_t request, void *buffer,
-                      uint64_t count, int32_t dtype, void *stream) {
-  auto &c = *static_cast<NcclComm *>(handle);
+/// The collectives a request may be (each kind numbers its requests).
+enum Collective { AllReduce, ReduceScatter, AllGather, NumCollectives };
+
+/// Queues collective `kind` of `count` elements of `dtype` at `buffer` in
+/// place on `stream`, and the host function that counts its bytes.
+int32_t queue(NcclComm &c, Collective kind, int32_t request, void *buffer,
+              uint64_t count, int32_t dtype, void *stream) {
+  static const char *const names[] = {"all-reduce", "reduce-scatter",
+                                      "all-gather"};
+  static const char *const calls[] = {"ncclAllReduce", "ncclReduceScatter",
+                                      "ncclAllGather"};
+  const std::string rank = "rank " + std::to_string(c.abi.rank) + ": ";
   ncclDataType_t type;
   uint64_t width;
   switch (dtype) {
@@ -102,38 +114,70 @@ int32_t startOnStream(void *handle, int32_t request, void *buffer,
     type = ncclBfloat16, width = 2;
     break;
   default:
-    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce of dtype " +
-              std::to_string(dtype) + ", which the communicator does not sum";
+    c.error = rank + names[kind] + " of dtype " + std::to_string(dtype) +
+              ", which the communicator does not " +
+              (kind == AllGather ? "gather" : "sum");
     return 1;
   }
   if (request < 0) {
-    c.error = "rank " + std::to_string(c.abi.rank) + ": all-reduce request " +
-              std::to_string(request);
+    c.error = rank + names[kind] + " request " + std::to_string(request);
     return 1;
   }
-  ncclResult_t r = ncclAllReduce(buffer, buffer, count, type, ncclSum, c.comm,
-                                 static_cast<cudaStream_t>(stream));
+  const uint64_t ranks = static_cast<uint64_t>(c.abi.size);
+  if (kind != AllReduce && count % ranks != 0) {
+    c.error = rank + names[kind] + " request " + std::to_string(request) +
+              " of " + std::to_string(count) +
+              " elements, not a multiple of the " + std::to_string(ranks) +
+              " ranks";
+    return 1;
+  }
+  // In place, NCCL's way: the rank's block of the buffer.
+  const uint64_t block = count / ranks;
+  char *mine = static_cast<char *>(buffer) + c.abi.rank * block * width;
+  auto *on = static_cast<cudaStream_t>(stream);
+  ncclResult_t r =
+      kind == AllReduce
+          ? ncclAllReduce(buffer, buffer, count, type, ncclSum, c.comm, on)
+      : kind == ReduceScatter
+          ? ncclReduceScatter(buffer, mine, block, type, ncclSum, c.comm, on)
+          : ncclAllGather(mine, buffer, block, type, c.comm, on);
   if (r != ncclSuccess) {
     const char *detail = ncclGetLastError(c.comm);
-    c.error = "rank " + std::to_string(c.abi.rank) + ": ncclAllReduce of " +
-              "request " + std::to_string(request) + ": " +
-              ncclGetErrorString(r) +
+    c.error = rank + calls[kind] + " of request " + std::to_string(request) +
+              ": " + ncclGetErrorString(r) +
               (detail && *detail ? std::string(" (") + detail + ")" : "");
     return 1;
   }
-  if (static_cast<size_t>(request) >= c.sent.size())
-    c.sent.resize(request + 1);
-  if (!c.sent[request])
-    c.sent[request].reset(new NcclComm::Sent{&c, 0});
-  c.sent[request]->bytes = count * width;
-  if (cudaError_t e = cudaLaunchHostFunc(static_cast<cudaStream_t>(stream),
-                                         countBytes, c.sent[request].get());
+  auto &sent = c.sent[kind];
+  if (static_cast<size_t>(request) >= sent.size())
+    sent.resize(request + 1);
+  if (!sent[request])
+    sent[request].reset(new NcclComm::Sent{&c, 0});
+  sent[request]->bytes = (kind == AllGather ? block : count) * width;
+  if (cudaError_t e = cudaLaunchHostFunc(on, countBytes, sent[request].get());
       e != cudaSuccess) {
-    c.error = "rank " + std::to_string(c.abi.rank) +
-              ": cudaLaunchHostFunc: " + cudaGetErrorString(e);
+    c.error = rank + "cudaLaunchHostFunc: " + cudaGetErrorString(e);
     return 1;
   }
   return 0;
+}
+
+int32_t startOnStream(void *handle, int32_t request, void *buffer,
+                      uint64_t count, int32_t dtype, void *stream) {
+  return queue(*static_cast<NcclComm *>(handle), AllReduce, request, buffer,
+               count, dtype, stream);
+}
+
+int32_t reduceScatterOnStream(void *handle, int32_t request, void *buffer,
+                              uint64_t count, int32_t dtype, void *stream) {
+  return queue(*static_cast<NcclComm *>(handle), ReduceScatter, request,
+               buffer, count, dtype, stream);
+}
+
+int32_t allGatherOnStream(void *handle, int32_t request, void *buffer,
+                          uint64_t count, int32_t dtype, void *stream) {
+  return queue(*static_cast<NcclComm *>(handle), AllGather, request, buffer,
+               count, dtype, stream);
 }
 
 /// Host memory (the runtime's check at load that every rank loaded the
@@ -253,6 +297,8 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_nccl_create(char *error,
   c->abi.wait = wait;
   c->abi.last_error = lastError;
   c->abi.start_on_stream = startOnStream;
+  c->abi.reduce_scatter_on_stream = reduceScatterOnStream;
+  c->abi.all_gather_on_stream = allGatherOnStream;
   return &c->abi;
 }
 

@@ -2168,10 +2168,21 @@ ampc_status ampc_model_save_checkpoint(const ampc_model *handle,
     std::lock_guard<std::mutex> lock(model->runMutex);
     for (size_t i = 0; i < model->stateTensors.size(); ++i) {
       data.emplace_back(model->stateTensors[i].byteSize);
-      model->readState(model->state, static_cast<int32_t>(i),
-                       data.back().data());
+      if (int32_t code = model->readState(
+              model->state, static_cast<int32_t>(i), data.back().data()))
+        return fail(AMPC_ERROR_EXECUTION, kSave,
+                    format("reading '%s' failed: %s",
+                           model->stateTensors[i].name.c_str(),
+                           model->libraryError(code).c_str()));
     }
   }
+  // ZeRO-1 (a library compiled with --shard-optimizer): reading the
+  // sharded moments gathered them from every rank (each rank called this),
+  // and rank 0 alone writes the file, which does not depend on the number
+  // of ranks.
+  if (model->allReduceLayout.rfind("shard;", 0) == 0 && model->communicator &&
+      model->communicator->comm->rank != 0)
+    return AMPC_OK;
   for (const auto &d : data)
     pointers.push_back(d.data());
   std::string error;

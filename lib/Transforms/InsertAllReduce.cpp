@@ -10,17 +10,23 @@
 // the gradients (the unscale, the clipping or the first optimizer update).
 // Each start op records, in `ampc.overlap`, how many kernel ops of the step
 // run between it and the waits: the backward work its communication can
-// hide behind (`--emit=mlir` shows it).
+// hide behind (`--emit=mlir` shows it). In a module marked
+// ampc.shard_optimizer (ZeRO-1, --shard-optimizer) the gradients form one
+// bucket, whose start carries the mark too and which the target
+// reduce-scatters, and the optimizer updates are moved together, after the
+// first, so that one all-gather can follow them all.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Transforms/Passes.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ShardOptimizer.h"
 #include "ampc/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -116,6 +122,9 @@ struct InsertAllReducePass
                      "(--accumulate) is not supported yet");
       return signalPassFailure();
     }
+    // ZeRO-1: the module records --shard-optimizer.
+    auto module = func->getParentOfType<ModuleOp>();
+    bool shard = module && module->hasAttr(ampc::kShardOptimizerAttr);
     FailureOr<Type> comm = commType(func, grads.getArrayRef());
     if (failed(comm))
       return signalPassFailure();
@@ -130,7 +139,8 @@ struct InsertAllReducePass
     SmallVector<SmallVector<Value>> buckets(1);
     int64_t bytes = 0;
     for (Value g : order) {
-      if (bytes >= bucketBytes && !buckets.back().empty()) {
+      // ZeRO-1 shards the concatenation of every gradient: one bucket.
+      if (!shard && bytes >= bucketBytes && !buckets.back().empty()) {
         buckets.emplace_back();
         bytes = 0;
       }
@@ -161,6 +171,8 @@ struct InsertAllReducePass
           b, func.getLoc(), RankedTensorType::get({count}, *comm), bucket,
           b.getI64IntegerAttr(index));
       starts.push_back(start);
+      if (shard)
+        start->setAttr(ampc::kShardOptimizerAttr, b.getUnitAttr());
       // An update interleaved with the backward (a reader before a
       // gradient of the bucket is computed) leaves no place to wait.
       if (!start->isBeforeInBlock(first)) {
@@ -189,6 +201,34 @@ struct InsertAllReducePass
           ++overlap;
       start->setAttr(ampc::kOverlapAttr, b.getI64IntegerAttr(overlap));
     }
+    if (shard && failed(gatherUpdates(block)))
+      return signalPassFailure();
+  }
+
+  /// ZeRO-1: the optimizer updates moved together, after the first, so
+  /// that the target's all-gather of the new parameters can follow the
+  /// last while every reader of them comes after it.
+  LogicalResult gatherUpdates(Block &block) {
+    // Legal when every update reads only values computed before the first
+    // (refused otherwise).
+    SmallVector<ampc::OptimizerUpdateOp> updates(
+        block.getOps<ampc::OptimizerUpdateOp>());
+    if (updates.empty())
+      return success();
+    Operation *first = updates.front();
+    Operation *previous = first;
+    for (ampc::OptimizerUpdateOp update : llvm::drop_begin(updates)) {
+      for (Value operand : update->getOperands())
+        if (!before(inBlock(block, operand.getDefiningOp()), first) &&
+            inBlock(block, operand.getDefiningOp()) != first)
+          return update->emitError(
+              "ampc-insert-all-reduce: --shard-optimizer cannot move this "
+              "update next to the first (it reads a value computed after "
+              "it)");
+      update->moveAfter(previous);
+      previous = update;
+    }
+    return success();
   }
 };
 

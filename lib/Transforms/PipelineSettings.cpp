@@ -270,6 +270,12 @@ void ampc::PipelineSettings::bindOptions(OptionsBinder &binder) {
                         "communicated type (default 25, as DDP)")
                  .valueName("MB")
                  .in(trainingGroup));
+  binder.opt("shard-optimizer", shardOptimizer,
+             OptionSpec("with --data-parallel, ZeRO-1: gradients "
+                        "reduce-scattered, each rank updating its shard of "
+                        "the optimizer state, the new weights all-gathered "
+                        "(CPU target; docs/distributed.md)")
+                 .in(trainingGroup));
   binder.opt("clip-grad-norm", clipGradNorm,
              OptionSpec("clip the unscaled gradients to this global L2 norm "
                         "(default: no clipping)")
@@ -518,6 +524,12 @@ bool ampc::PipelineSettings::toPipelineOptions(PipelineOptions &options,
     return fail("sync-batchnorm",
                 "is not supported on the CUDA target yet (--target=" +
                     target + "); use --target=cpu (docs/distributed.md)");
+  if (shardOptimizer && !dataParallel)
+    return fail("shard-optimizer", "needs --data-parallel");
+  if (syncBatchNorm && shardOptimizer)
+    return fail("sync-batchnorm",
+                "cannot be combined with --shard-optimizer yet (both number "
+                "their exchanges after the gradient buckets)");
   options.dataParallel = dataParallel;
   options.syncBatchNorm = syncBatchNorm;
   options.allReduce.dtype = allreduceDtype;
@@ -584,6 +596,12 @@ void ampc::registerPipeline() {
         parsed.binder.apply();
         PipelineOptions options;
         std::string error;
+        // ZeRO-1 is recorded on the module (ampc.shard_optimizer), which a
+        // pass pipeline cannot reach: the ampc driver sets it.
+        if (parsed.settings.shardOptimizer)
+          return errorHandler("--ampc-pipeline: shard-optimizer is recorded "
+                              "on the module; give the input module the "
+                              "unit attribute ampc.shard_optimizer instead");
         if (!parsed.settings.toPipelineOptions(options, "", error) ||
             !buildPipeline(pm, options, PipelinePart::All, error))
           return errorHandler("--ampc-pipeline: " + error);

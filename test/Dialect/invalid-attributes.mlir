@@ -442,3 +442,20 @@ func.func @negative_sync_request(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>) {
   %y, %m, %v = ampc.batch_normalization %x, %s, %s, %s, %s {ampc.sync_request = -1 : i64, training_mode = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
   return
 }
+
+// -----
+
+// ZeRO-1 (issue 41, item 3): ampc-insert-all-reduce's shard marker.
+func.func @shard_on_a_relu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.relu' op 'ampc.shard_optimizer' must be a unit attribute on a module or an ampc.all_reduce_start, got true}}
+  %0 = ampc.relu %x {ampc.shard_optimizer = true} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @shard_not_unit(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'ampc.all_reduce_start' op 'ampc.shard_optimizer' must be a unit attribute on a module or an ampc.all_reduce_start, got 1 : i64}}
+  %p = ampc.all_reduce_start %g {ampc.shard_optimizer = 1 : i64, bucket = 0 : i64} : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}

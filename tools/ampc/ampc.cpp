@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/ShardOptimizer.h"
 #include "ampc/Driver/Driver.h"
 #include "ampc/Import/Diagnostics.h"
 #include "ampc/Import/OnnxImporter.h"
@@ -665,6 +666,10 @@ int main(int argc, char **argv) {
   if (!ampc::loadModel(context, inputPath, options, model))
     return 1;
   mlir::ModuleOp module = *model.module;
+  // ZeRO-1: the IR records --shard-optimizer (ampc-insert-all-reduce and
+  // the target read it).
+  if (settings.shardOptimizer)
+    module->setAttr(ampc::kShardOptimizerAttr, mlir::UnitAttr::get(&context));
   // Runs `part` of the pipeline; false when it cannot (reported).
   auto runPart = [&](ampc::PipelinePart part,
                      function_ref<void(mlir::PassManager &)> instrument) {

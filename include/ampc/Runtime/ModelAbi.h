@@ -118,6 +118,32 @@ typedef struct ampc_abi_comm {
   /// stream; on a GPU it refuses such a communicator at init.
   int32_t (*start_on_stream)(void *handle, int32_t request, void *buffer,
                              uint64_t count, int32_t dtype, void *stream);
+
+  /* ZeRO-1 (appended; issue 41, item 3; read them only when `struct_size`
+   * covers them: NULL, or not covered, in a communicator without them). */
+
+  /// Starts the in-place reduce-scatter of `count` elements of `dtype` at
+  /// `buffer` (`count` a multiple of `size`; the dtypes and sums of
+  /// `start`) as request `request`, finished by `wait`: afterwards the
+  /// block of rank r, elements [r * count / size, (r + 1) * count / size),
+  /// holds on rank r the sum over the ranks of that block (NCCL's in-place
+  /// ncclReduceScatter); the rest of `buffer` is unspecified. Every rank
+  /// gets the same bits the all-reduce gives for its block.
+  int32_t (*reduce_scatter)(void *handle, int32_t request, void *buffer,
+                            uint64_t count, int32_t dtype);
+  /// Starts the in-place all-gather of `count` elements of `dtype` at
+  /// `buffer` (`count` a multiple of `size`; any of `start`'s dtypes, which
+  /// are only copied) as request `request`, finished by `wait`: afterwards
+  /// every rank's `buffer` holds, in block r, rank r's block.
+  int32_t (*all_gather)(void *handle, int32_t request, void *buffer,
+                        uint64_t count, int32_t dtype);
+  /// The CUDA forms (as `start_on_stream`): queued on `stream`, no `wait`.
+  /// NULL in a communicator of host memory.
+  int32_t (*reduce_scatter_on_stream)(void *handle, int32_t request,
+                                      void *buffer, uint64_t count,
+                                      int32_t dtype, void *stream);
+  int32_t (*all_gather_on_stream)(void *handle, int32_t request, void *buffer,
+                                  uint64_t count, int32_t dtype, void *stream);
 } ampc_abi_comm;
 
 /// The descriptor `ampc_model_entry` returns. It and everything it points to

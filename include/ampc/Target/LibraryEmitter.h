@@ -427,6 +427,27 @@ protected:
   /// pointer `init` stores (-1: none) and the step's all-reduce buckets.
   int64_t commSlot = -1;
   int64_t allReduceBuckets = 0;
+  /// ZeRO-1 (--shard-optimizer; analyzeShards): each moment state's kind
+  /// (its place among its update's moments), the offset of its tensor in
+  /// the flat concatenation of the gradients and its elements; each
+  /// update's offset; the concatenation's elements, the kinds, the last
+  /// update (the all-gather follows it) and the state offset of the
+  /// ampc::cpu::Shards pointer (-1: not sharded).
+  struct ShardedState {
+    int64_t kind, offset, count;
+  };
+  llvm::StringMap<ShardedState> shardedStates;
+  llvm::DenseMap<mlir::Operation *, int64_t> shardOffsets;
+  int64_t shardTotal = 0, shardKinds = 0, shardSlot = -1;
+  mlir::Operation *lastUpdate = nullptr;
+  /// Whether the target compiles --shard-optimizer.
+  virtual bool shardsOptimizer() const { return false; }
+  /// The pointer to moment `kind` of the rank's shard, of element type `t`.
+  virtual std::string shardedMoments(int64_t kind, mlir::Type t) const {
+    return "nullptr";
+  }
+  /// Fills the ZeRO-1 tables above from the step's sharded bucket.
+  mlir::LogicalResult analyzeShards(mlir::func::FuncOp trainStep);
   /// The descriptor's all_reduce_layout ("dtype:count;...", bucket order,
   /// then "sync_batchnorm:request" for each synchronised BatchNorm op).
   std::string allReduceLayout;

@@ -64,6 +64,8 @@ struct PipelineSettings {
   bool syncBatchNorm = false;
   std::string allreduceDtype = "auto";
   double bucketMb = 25;
+  /// ZeRO-1 (issue 41, item 3): the optimizer sharded over the ranks.
+  bool shardOptimizer = false;
   /// dynamic, none or a fixed positive scale; empty: dynamic at fp16, none
   /// at the other precisions (GradScaler's use).
   std::string lossScale;

@@ -5,8 +5,8 @@
 // NCCL's own declarations (nccl.h), so that the plugin built against it
 // (libampc_comm_nccl_sim.so) runs a data-parallel --target=cuda-sim
 // library's ranks under `mpirun`: ncclGetUniqueId, ncclCommInitRank,
-// ncclAllReduce (ncclSum of half, bfloat16, float and double),
-// ncclCommDestroy, ncclGetErrorString. A library of its own, so that the
+// ncclAllReduce, ncclReduceScatter (ncclSum of half, bfloat16, float and
+// double) and ncclAllGather (ZeRO-1's), ncclCommDestroy, ncclGetErrorString. A library of its own, so that the
 // CUDA execution (libampc_cudasim) needs no MPI.
 //
 // As unforgiving as the execution: a communicator must be live (made by
@@ -171,14 +171,30 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                           ncclDataType_t datatype, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream) {
+} // extern "C"
+
+namespace {
+
+/// The collectives of this subset.
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+
+/// Checks one collective's arguments as NCCL's and the execution's rules
+/// have them, and queues it on `stream`: `sendBytes` at `sendbuff` (the
+/// rank's input), `recvBytes` at `recvbuff`; `count` the elements NCCL's
+/// call names (all-reduce: each buffer's; reduce-scatter: the received
+/// block's; all-gather: the sent block's). In place when `sendbuff` is
+/// where NCCL's in-place form puts it: the same buffer (all-reduce), the
+/// rank's block of the buffer (the other two).
+ncclResult_t collective(Collective kind, const char *call,
+                        const void *sendbuff, void *recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op,
+                        ncclComm_t comm, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex);
+  const std::string name = call;
   if (!live(comm))
     return refuse(ncclInvalidUsage,
-                  "ncclAllReduce: the communicator is not live (never made "
-                  "by ncclCommInitRank, or destroyed)");
+                  name + ": the communicator is not live (never made by "
+                         "ncclCommInitRank, or destroyed)");
   MPI_Datatype type = MPI_FLOAT;
   MPI_Op sum = MPI_SUM;
   size_t width = 4;
@@ -196,60 +212,119 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     break;
   default:
     return refuse(ncclInvalidArgument,
-                  "ncclAllReduce: data type " + std::to_string(datatype) +
+                  name + ": data type " + std::to_string(datatype) +
                       " (the CUDA execution sums half, bfloat16, float "
                       "and double)");
   }
-  if (op != ncclSum)
+  if (kind != Collective::AllGather && op != ncclSum)
     return refuse(ncclInvalidArgument,
-                  "ncclAllReduce: reduction " + std::to_string(op) +
+                  name + ": reduction " + std::to_string(op) +
                       " (the CUDA execution sums only: ncclSum)");
-  if (count > static_cast<size_t>(INT32_MAX))
+  const size_t ranks = static_cast<size_t>(comm->ranks);
+  const size_t total = kind == Collective::AllReduce ? count : count * ranks;
+  if (total > static_cast<size_t>(INT32_MAX))
     return refuse(ncclInvalidArgument,
-                  "ncclAllReduce: " + std::to_string(count) +
+                  name + ": " + std::to_string(total) +
                       " elements (at most 2^31 - 1 here)");
-  const size_t bytes = count * width;
-  if (!ampc::sim::checkDevice(sendbuff, bytes, "ncclAllReduce", "sendbuff") ||
-      !ampc::sim::checkDevice(recvbuff, bytes, "ncclAllReduce", "recvbuff")) {
+  const size_t block = count * width;
+  const size_t sendBytes =
+      kind == Collective::ReduceScatter ? total * width : block;
+  const size_t recvBytes =
+      kind == Collective::AllGather ? total * width : block;
+  if (!ampc::sim::checkDevice(sendbuff, sendBytes, call, "sendbuff") ||
+      !ampc::sim::checkDevice(recvbuff, recvBytes, call, "recvbuff")) {
     // NCCL answers by its result, not through CUDA's last error (the
     // check has printed the message).
     std::string detail = cudaGetErrorString(cudaGetLastError());
     lastMessage = detail.substr(detail.find(": ") + 2);
     return ncclInvalidArgument;
   }
-  if (sendbuff != recvbuff &&
-      ampc::sim::overlaps(sendbuff, bytes, recvbuff, bytes))
+  const size_t mine = static_cast<size_t>(comm->rank) * block;
+  const void *inPlace =
+      kind == Collective::AllReduce ? recvbuff
+      : kind == Collective::ReduceScatter
+          ? static_cast<const void *>(static_cast<const char *>(sendbuff) +
+                                      mine)
+          : static_cast<const void *>(static_cast<const char *>(recvbuff) +
+                                      mine);
+  bool isInPlace = kind == Collective::ReduceScatter ? recvbuff == inPlace
+                                                     : sendbuff == inPlace;
+  if (!isInPlace &&
+      ampc::sim::overlaps(sendbuff, sendBytes, recvbuff, recvBytes))
     return refuse(ncclInvalidArgument,
-                  "ncclAllReduce: sendbuff and recvbuff overlap without "
-                  "being the same buffer");
+                  name + ": sendbuff and recvbuff overlap without being "
+                         "the in-place form");
   if (comm->device != ampc::sim::currentDevice())
     return refuse(ncclInvalidUsage,
-                  "ncclAllReduce: the communicator is device " +
+                  name + ": the communicator is device " +
                       std::to_string(comm->device) +
                       "'s, the current device is " +
                       std::to_string(ampc::sim::currentDevice()));
   MPI_Comm mpi = comm->comm;
   const int rank = comm->rank;
+  const int elements = static_cast<int>(count);
   cudaError_t e = ampc::sim::enqueue(
-      stream, "ncclAllReduce", ampc::sim::Work::Kernel, "ncclAllReduce",
-      [=]() -> cudaError_t {
-        if (sendbuff != recvbuff)
-          std::memcpy(recvbuff, sendbuff, bytes);
-        int code = MPI_Allreduce(MPI_IN_PLACE, recvbuff,
-                                 static_cast<int>(count), type, sum, mpi);
+      stream, call, ampc::sim::Work::Kernel, call, [=]() -> cudaError_t {
+        int code = MPI_SUCCESS;
+        // The input copied first: in place, MPI's in-place forms put the
+        // blocks elsewhere than NCCL's.
+        std::vector<unsigned char> input(
+            static_cast<const unsigned char *>(sendbuff),
+            static_cast<const unsigned char *>(sendbuff) + sendBytes);
+        switch (kind) {
+        case Collective::AllReduce:
+          std::memcpy(recvbuff, input.data(), sendBytes);
+          code = MPI_Allreduce(MPI_IN_PLACE, recvbuff, elements, type, sum,
+                               mpi);
+          break;
+        case Collective::ReduceScatter:
+          code = MPI_Reduce_scatter_block(input.data(), recvbuff, elements,
+                                          type, sum, mpi);
+          break;
+        case Collective::AllGather:
+          code = MPI_Allgather(input.data(), elements, type, recvbuff,
+                               elements, type, mpi);
+          break;
+        }
         if (code == MPI_SUCCESS)
           return cudaSuccess;
         char text[MPI_MAX_ERROR_STRING] = "";
         int length = 0;
         MPI_Error_string(code, text, &length);
         return ampc::sim::fail(cudaErrorLaunchFailure,
-                               "ncclAllReduce on rank " +
-                                   std::to_string(rank) + ": " + text);
+                               name + " on rank " + std::to_string(rank) +
+                                   ": " + text);
       });
   if (e != cudaSuccess)
     return refuse(ncclUnhandledCudaError,
-                  std::string("ncclAllReduce: ") + cudaGetErrorString(e));
+                  name + ": " + cudaGetErrorString(e));
   return ncclSuccess;
+}
+
+} // namespace
+
+extern "C" {
+
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return collective(Collective::AllReduce, "ncclAllReduce", sendbuff,
+                    recvbuff, count, datatype, op, comm, stream);
+}
+
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
+                               size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return collective(Collective::ReduceScatter, "ncclReduceScatter", sendbuff,
+                    recvbuff, recvcount, datatype, op, comm, stream);
+}
+
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
+                           size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return collective(Collective::AllGather, "ncclAllGather", sendbuff,
+                    recvbuff, sendcount, datatype, ncclSum, comm, stream);
 }
 
 } // extern "C"

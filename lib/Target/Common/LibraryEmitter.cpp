@@ -7,6 +7,7 @@
 #include "ampc/Target/LibraryEmitter.h"
 
 #include "ampc/Dialect/AMPCDialect.h"
+#include "ampc/Dialect/ShardOptimizer.h"
 #include "ampc/Dialect/ChannelsLast.h"
 #include "ampc/Target/ScalarExpression.h"
 #include "ampc/Transforms/MemoryPlan.h"
@@ -561,6 +562,18 @@ bool LibraryEmitter::bindStorageOp(Operation *op, llvm::raw_ostream &body) {
     return true;
   }
   if (auto load = dyn_cast<ampc::LoadStateOp>(op)) {
+    auto sharded = shardedStates.find(load.getState());
+    if (sharded != shardedStates.end()) {
+      // ZeRO-1: the rank's shard of the moment, outside the state block.
+      std::string n = "s" + std::to_string(counter++);
+      names[load.getResult()] = n;
+      Type t = elementOf(load.getResult());
+      declarePointer(n,
+                     "  " + storageType(t) + " *" + n + " = " +
+                         shardedMoments(sharded->second.kind, t) + ";",
+                     body);
+      return true;
+    }
     bindStorage(load.getResult(), "s", parameterOffsets.lookup(load.getState()),
                 body);
     return true;
@@ -742,6 +755,60 @@ LogicalResult LibraryEmitter::emitFunction(func::FuncOp f,
   return success();
 }
 
+LogicalResult LibraryEmitter::analyzeShards(func::FuncOp trainStep) {
+  ampc::AllReduceStartOp start;
+  trainStep.walk([&](ampc::AllReduceStartOp op) {
+    if (op->hasAttr(ampc::kShardOptimizerAttr))
+      start = op;
+  });
+  if (!start)
+    return success();
+  if (!shardsOptimizer())
+    return start.emitError()
+           << "the " << targetName().upper()
+           << " target cannot compile --shard-optimizer yet (ZeRO-1 runs on "
+              "the CPU target; docs/distributed.md)";
+  // Each gradient's offset in the bucket, the flat concatenation.
+  llvm::DenseMap<Value, int64_t> offsets;
+  for (Value g : start.getGrads()) {
+    offsets[g] = shardTotal;
+    shardTotal += tensorOf(g).getNumElements();
+  }
+  for (auto update : trainStep.getOps<ampc::OptimizerUpdateOp>()) {
+    // The update's gradient back through the clipping, the unscale and
+    // the wait to the bucket's gradient.
+    Value g = update.getGrad();
+    while (!offsets.count(g)) {
+      auto r = dyn_cast<OpResult>(g);
+      Operation *def = r ? r.getOwner() : nullptr;
+      unsigned i = r ? r.getResultNumber() : 0;
+      if (auto u = dyn_cast_or_null<ampc::UnscaleOp>(def);
+          u && i < u.getGrads().size())
+        g = u.getGrads()[i];
+      else if (auto c = dyn_cast_or_null<ampc::ClipGradNormOp>(def))
+        g = c.getGrads()[i];
+      else if (auto w = dyn_cast_or_null<ampc::AllReduceWaitOp>(def))
+        g = w.getGrads()[i];
+      else
+        return update.emitError("--shard-optimizer: cannot find this "
+                                "update's gradient in the sharded bucket");
+    }
+    int64_t offset = offsets.lookup(g);
+    shardOffsets[update.getOperation()] = offset;
+    lastUpdate = update.getOperation();
+    for (auto [kind, m] : llvm::enumerate(update.getMoments())) {
+      auto load = m.getDefiningOp<ampc::LoadStateOp>();
+      if (!load)
+        return update.emitError("--shard-optimizer: moment ")
+               << kind << " is not read from its state";
+      shardedStates[load.getState()] = {static_cast<int64_t>(kind), offset,
+                                        tensorOf(m).getNumElements()};
+      shardKinds = std::max<int64_t>(shardKinds, kind + 1);
+    }
+  }
+  return success();
+}
+
 LogicalResult LibraryEmitter::emitParameterAccess(func::FuncOp trainStep) {
   // Parameter i lives at parameterOffsets, `bytes` long; gradient g of
   // @train_step (result 1 + g) belongs to the parameter its
@@ -815,6 +882,16 @@ void LibraryEmitter::emitStateAccess() {
     sizes += formatv("{0}ULL, ",
                      t.getNumElements() * storageSize(t.getElementType()));
   }
+  // ZeRO-1: a sharded moment's kind (-1: not sharded) and offset in the
+  // concatenation; readSharded and writeSharded are the target's.
+  std::string kinds, flatOffsets;
+  for (auto [symbol, t] : tensors) {
+    auto sharded = shardedStates.find(symbol);
+    bool isSharded = sharded != shardedStates.end();
+    kinds += formatv("{0}, ", isSharded ? sharded->second.kind : -1).str();
+    flatOffsets +=
+        formatv("{0}LL, ", isSharded ? sharded->second.offset : 0).str();
+  }
   os << "static const ampc_abi_tensor stateTensors[] = {\n"
      << entries << "  {\"\", 0, 0, nullptr},\n};\n"
      << "static const int32_t kNumStateTensors = " << tensors.size() << ";\n"
@@ -825,10 +902,21 @@ void LibraryEmitter::emitStateAccess() {
      << llvm::count(buffers, ',') << ";\n"
      << "static const uint64_t kStateOffsets[] = {" << offsets << "0};\n"
      << "static const uint64_t kStateBytes[] = {" << sizes << "0};\n"
-     << "static int32_t readState(void *raw, int32_t i, void *out) {\n"
-        "  return copyOut(raw, kStateOffsets[i], out, kStateBytes[i]);\n}\n"
-        "static int32_t writeState(void *raw, int32_t i, const void *in) {\n"
-        "  if (int32_t code = copyIn(raw, kStateOffsets[i], in, "
+     << (shardedStates.empty()
+             ? std::string()
+             : "static const int32_t kShardKinds[] = {" + kinds +
+                   "-1};\nstatic const int64_t kShardOffsets[] = {" +
+                   flatOffsets + "0};\n")
+     << "static int32_t readState(void *raw, int32_t i, void *out) {\n";
+  if (!shardedStates.empty())
+    os << "  if (kShardKinds[i] >= 0)\n    return readSharded(raw, "
+          "kShardKinds[i], kShardOffsets[i], out, kStateBytes[i]);\n";
+  os << "  return copyOut(raw, kStateOffsets[i], out, kStateBytes[i]);\n}\n"
+        "static int32_t writeState(void *raw, int32_t i, const void *in) {\n";
+  if (!shardedStates.empty())
+    os << "  if (kShardKinds[i] >= 0)\n    return writeSharded(raw, "
+          "kShardKinds[i], kShardOffsets[i], in, kStateBytes[i]);\n";
+  os << "  if (int32_t code = copyIn(raw, kStateOffsets[i], in, "
         "kStateBytes[i])) return code;\n"
      << "  return i < " << numParameters
      << " ? refreshCopies(raw, i) : 0;\n}\n\n";
@@ -1090,8 +1178,11 @@ LogicalResult LibraryEmitter::run() {
     auto t = cast<RankedTensorType>(s.getType());
     return t.getNumElements() * storageSize(t.getElementType());
   };
+  if (trainStep && failed(analyzeShards(trainStep)))
+    return failure();
   for (auto s : module.getOps<ampc::StateOp>()) {
-    if (!startsAtZero(s) || parameterOffsets.count(s.getSymName()))
+    if (!startsAtZero(s) || parameterOffsets.count(s.getSymName()) ||
+        shardedStates.count(s.getSymName()))
       continue;
     if (ArrayAttr group = packing.lookup(s.getSymName())) {
       for (Attribute a : group) {
@@ -1149,9 +1240,14 @@ LogicalResult LibraryEmitter::run() {
       if (auto request = op->getAttrOfType<IntegerAttr>(ampc::kSyncRequestAttr))
         allReduceLayout += formatv(";sync_batchnorm:{0}", request.getInt());
     });
+    // ZeRO-1: the runtime reads it (a checkpoint is then a collective).
+    if (shardSlot >= 0 || !shardOffsets.empty())
+      allReduceLayout = "shard;" + allReduceLayout;
   }
   if (allReduceBuckets)
     commSlot = reserve(8);
+  if (!shardOffsets.empty())
+    shardSlot = reserve(8);
   arenaBase = reserve(arenaBytes);
   // The error slot is at one offset of the arena in every function: a
   // target reads it after any of them.

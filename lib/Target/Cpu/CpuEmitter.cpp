@@ -97,6 +97,9 @@ void CpuEmitter::emitConstant(Operation *op, llvm::raw_ostream &body) {
 
 void CpuEmitter::emitStore(Operation *op, llvm::raw_ostream &body) {
   auto store = cast<ampc::StoreOp>(op);
+  // ZeRO-1: a sharded moment was updated in place in the rank's shard.
+  if (shardedStates.count(store.getTarget()))
+    return;
   RankedTensorType t = tensorOf(store.getValue());
   body << "  std::memmove(state + " << parameterOffsets.lookup(store.getTarget())
        << ", " << name(store.getValue()) << ", "
@@ -187,8 +190,34 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
         "uint64_t bytes) {\n"
         "  std::memcpy(static_cast<unsigned char *>(raw) + offset, in, bytes);\n"
         "  return 0;\n}\n\n";
-  os << "static int32_t init(void *raw, const ampc_abi_config *config) {\n"
-     << "  ampc::cpu::startThreads(static_cast<unsigned char *>(raw) + "
+  // ZeRO-1: a checkpoint's sharded moments (emitStateAccess).
+  if (shardSlot >= 0) {
+    StringRef t = shardWidth() == 8 ? "double" : "float";
+    os << formatv(
+        "static int32_t readSharded(void *raw, int32_t kind, int64_t offset, "
+        "void *out, uint64_t bytes) {{\n"
+        "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
+        "  return ampc::cpu::readShardedState<{0}>(*ampc::cpu::shardsAt(state "
+        "+ {1}), kind, offset, int64_t(bytes / sizeof({0})), out, state + "
+        "{2});\n}\n"
+        "static int32_t writeSharded(void *raw, int32_t kind, int64_t offset, "
+        "const void *in, uint64_t bytes) {{\n"
+        "  unsigned char *state = static_cast<unsigned char *>(raw);\n"
+        "  return ampc::cpu::writeShardedState<{0}>(*ampc::cpu::shardsAt(state "
+        "+ {1}), kind, offset, int64_t(bytes / sizeof({0})), in);\n}\n\n",
+        t, shardSlot, errorSlot());
+    canFail = true;
+  }
+  os << "static int32_t init(void *raw, const ampc_abi_config *config) {\n";
+  // ZeRO-1: the rank's shard first (a refused communicator leaves nothing
+  // to clean up).
+  if (shardSlot >= 0)
+    os << formatv("  if (int32_t code = ampc::cpu::createShards(static_cast<"
+                  "unsigned char *>(raw) + {0}, static_cast<unsigned char *>"
+                  "(raw) + {1}, config, {2}LL, {3}LL, {4}LL)) return code;\n",
+                  shardSlot, errorSlot(), shardTotal, shardKinds,
+                  shardWidth());
+  os << "  ampc::cpu::startThreads(static_cast<unsigned char *>(raw) + "
      << threadsSlot << ", config->num_threads);\n";
   if (commSlot >= 0)
     os << "  ampc::cpu::setCommunicator(static_cast<unsigned char *>(raw) + "
@@ -203,7 +232,11 @@ LogicalResult CpuEmitter::emitLibrary(func::FuncOp forward, func::FuncOp trainSt
   os << "  return refreshCopies(raw, -1);\n}\n\n";
   os << "static void release(void *raw) {\n"
      << "  ampc::cpu::stopThreads(static_cast<unsigned char *>(raw) + "
-     << threadsSlot << ");\n}\n\n";
+     << threadsSlot << ");\n";
+  if (shardSlot >= 0)
+    os << "  ampc::cpu::destroyShards(static_cast<unsigned char *>(raw) + "
+       << shardSlot << ");\n";
+  os << "}\n\n";
   auto function = [&](const Body &body) {
     os << "static int32_t " << body.name
        << "(void *raw, const void *const *inputs, void *const *outputs) {\n"

@@ -152,6 +152,26 @@ private:
   /// The training ops (CpuTraining.cpp).
   LogicalResult emitTrainingOp(Operation *op,
                                llvm::raw_ostream &body) override;
+  /// ZeRO-1 (--shard-optimizer; CpuTraining.cpp): an update of the rank's
+  /// shard (after the last, the all-gather of the new parameters).
+  LogicalResult emitShardedUpdate(ampc::OptimizerUpdateOp o,
+                                  llvm::raw_ostream &body);
+  bool shardsOptimizer() const override { return true; }
+  /// Bytes of an element of the sharded moments (the updates' compute
+  /// type: float, double in an f64 model).
+  int64_t shardWidth() const {
+    for (auto [op, offset] : shardOffsets)
+      return storageSize(elementOf(
+                 llvm::cast<ampc::OptimizerUpdateOp>(op).getParam())) == 8
+                 ? 8
+                 : 4;
+    return 4;
+  }
+  std::string shardedMoments(int64_t kind, Type t) const override {
+    return llvm::formatv("ampc::cpu::shardMoments<{0}>(state + {1}, {2})",
+                         storageType(t), shardSlot, kind)
+        .str();
+  }
   /// The training step Dropout's masks are drawn for (ampc.step; 0 in a
   /// library without an optimizer), as a C++ expression.
   std::string trainingStep() const {

@@ -15,6 +15,15 @@ NCCL_FLOAT32, NCCL_SUM, NCCL_MAX = 7, 0, 2
 NCCL_SUCCESS, NCCL_INVALID_ARGUMENT, NCCL_INVALID_USAGE = 0, 4, 5
 
 
+# ampc_abi_comm's host collectives and their `_on_stream` forms.
+HOST_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
+                             ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32)
+STREAM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_uint64, ctypes.c_int32,
+                               ctypes.c_void_p)
+
+
 class Comm(ctypes.Structure):
     """ampc_abi_comm (include/ampc/Runtime/ModelAbi.h)."""
     _fields_ = [
@@ -22,16 +31,29 @@ class Comm(ctypes.Structure):
         ("rank", ctypes.c_int32),
         ("size", ctypes.c_int32),
         ("handle", ctypes.c_void_p),
-        ("start", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
-                                   ctypes.c_int32, ctypes.c_void_p,
-                                   ctypes.c_uint64, ctypes.c_int32)),
+        ("start", HOST_CALL),
         ("wait", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
                                   ctypes.c_int32)),
         ("last_error", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)),
-        ("start_on_stream", ctypes.CFUNCTYPE(
-            ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
-            ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p)),
+        ("start_on_stream", STREAM_CALL),
+        # ZeRO-1's (appended).
+        ("reduce_scatter", HOST_CALL),
+        ("all_gather", HOST_CALL),
+        ("reduce_scatter_on_stream", STREAM_CALL),
+        ("all_gather_on_stream", STREAM_CALL),
     ]
+
+
+def comm_plugin(path, prefix):
+    """A communicator plugin's PREFIX_create, _bytes and _release typed."""
+    plugin = ctypes.CDLL(path)
+    create = getattr(plugin, prefix + "_create")
+    create.restype = ctypes.POINTER(Comm)
+    create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    getattr(plugin, prefix + "_bytes").restype = ctypes.c_uint64
+    getattr(plugin, prefix + "_bytes").argtypes = [ctypes.POINTER(Comm)]
+    getattr(plugin, prefix + "_release").argtypes = [ctypes.POINTER(Comm)]
+    return plugin
 
 
 def main():
@@ -40,12 +62,8 @@ def main():
                       mode=ctypes.RTLD_GLOBAL)
     nccl = ctypes.CDLL(os.path.join(lib, "libampc_cudasim_nccl.so"),
                        mode=ctypes.RTLD_GLOBAL)
-    plugin = ctypes.CDLL(os.path.join(lib, "libampc_comm_nccl_sim.so"))
-    plugin.ampc_comm_nccl_create.restype = ctypes.POINTER(Comm)
-    plugin.ampc_comm_nccl_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    plugin.ampc_comm_nccl_bytes.restype = ctypes.c_uint64
-    plugin.ampc_comm_nccl_bytes.argtypes = [ctypes.POINTER(Comm)]
-    plugin.ampc_comm_nccl_release.argtypes = [ctypes.POINTER(Comm)]
+    plugin = comm_plugin(os.path.join(lib, "libampc_comm_nccl_sim.so"),
+                         "ampc_comm_nccl")
     nccl.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_size_t, ctypes.c_int,
                                    ctypes.c_int, ctypes.c_void_p,
@@ -103,6 +121,23 @@ def main():
     r = nccl.ncclAllReduce(device, device, 16, NCCL_FLOAT32, NCCL_SUM,
                            ctypes.c_void_p(0x1000), None)
     print("dead communicator: %d %s" % (r, nccl.ncclGetErrorString(r).decode()))
+    # ZeRO-1's collectives (ncclReduceScatter, ncclAllGather in place): on
+    # one rank each leaves the buffer as it is; the host forms are NULL.
+    before = plugin.ampc_comm_nccl_bytes(comm)
+    assert c.reduce_scatter_on_stream(c.handle, 0, device, 16,
+                                      AMPC_DTYPE_F32, None) == 0, message()
+    assert c.all_gather_on_stream(c.handle, 0, device, 16, AMPC_DTYPE_F32,
+                                  None) == 0, message()
+    assert sim.cudaMemcpy(back.ctypes.data, device, ctypes.c_size_t(64),
+                          2) == 0
+    assert (back == values).all(), back
+    print("reduce-scatter and all-gather of 16 floats on one rank: unchanged;"
+          " bytes %d; host forms %s" % (
+              plugin.ampc_comm_nccl_bytes(comm) - before,
+              "NULL" if not c.reduce_scatter and not c.all_gather else "set"))
+    assert c.all_gather_on_stream(c.handle, 0, device, 17, AMPC_DTYPE_F32,
+                                  None) == 1
+    print("all-gather of 17 floats in 64 bytes: " + message())
     plugin.ampc_comm_nccl_release(comm)
     sys.stdout.flush()
 

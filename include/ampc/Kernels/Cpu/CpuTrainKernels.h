@@ -13,9 +13,11 @@
 #include "ampc/Kernels/Common/Float16.h"
 #include "ampc/Kernels/Cpu/CpuBackwardKernels.h"
 #include "ampc/Kernels/Common/TrainMath.h"
+#include "ampc/Kernels/Cpu/CpuKernels.h"
 #include "ampc/Kernels/Cpu/ThreadPool.h"
 #include "ampc/Runtime/ModelAbi.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -265,6 +267,184 @@ bool syncBatchNormGrad(const ampc_abi_comm *comm, int32_t request,
     }
   });
   return true;
+}
+
+/// ZeRO-1 (--shard-optimizer; docs/design.md, "Sharded optimizer"): the
+/// flat concatenation of the gradients (the bucket's order), `total`
+/// elements, padded to `shard * ranks`; rank r owns elements [lo, hi) =
+/// [r * shard, min((r + 1) * shard, total)) and keeps the optimizer moments
+/// of those elements only, `kinds` arrays of `shard` elements of `width`
+/// bytes (the step's compute type). `flat` is the communication buffer:
+/// the packed gradients reduce-scattered, then the new parameters
+/// all-gathered. Alone (no communicator, or one rank) the rank owns all.
+struct Shards {
+  const ampc_abi_comm *comm = nullptr;
+  int64_t total = 0, shard = 0, lo = 0, hi = 0, kinds = 0, width = 0;
+  std::vector<unsigned char> moments, flat;
+};
+
+/// The requests ZeRO-1 adds after the bucket's (request 0).
+enum ShardRequest : int32_t {
+  kFoundInfRequest = 1,
+  kNormRequest = 2,
+  kGatherRequest = 3,
+  kStateRequest = 4,
+};
+
+inline Shards *shardsAt(const unsigned char *slot) {
+  Shards *shards;
+  std::memcpy(&shards, slot, sizeof(shards));
+  return shards;
+}
+
+/// `init`'s part: the rank's shard of `total` elements at `slot`. A
+/// communicator of several ranks must have reduce_scatter and all_gather.
+inline int32_t createShards(unsigned char *slot, unsigned char *errorSlot,
+                            const ampc_abi_config *config, int64_t total,
+                            int64_t kinds, int64_t width) {
+  const ampc_abi_comm *comm = nullptr;
+  if (config->struct_size >=
+      offsetof(ampc_abi_config, comm) + sizeof(config->comm))
+    comm = config->comm;
+  if (comm && comm->size <= 1)
+    comm = nullptr;
+  if (comm && (comm->struct_size < offsetof(ampc_abi_comm, all_gather) +
+                                        sizeof(comm->all_gather) ||
+               !comm->reduce_scatter || !comm->all_gather))
+    return fail(errorSlot,
+                "a library compiled with --shard-optimizer needs a "
+                "communicator with reduce_scatter and all_gather (the "
+                "runtime's MPI communicator; an application's ampc_comm or "
+                "a torch process group has none)");
+  auto *shards = new Shards();
+  int64_t ranks = comm ? comm->size : 1, rank = comm ? comm->rank : 0;
+  shards->comm = comm;
+  shards->total = total;
+  shards->shard = (total + ranks - 1) / ranks;
+  shards->lo = std::min(total, rank * shards->shard);
+  shards->hi = std::min(total, shards->lo + shards->shard);
+  shards->kinds = kinds;
+  shards->width = width;
+  shards->moments.assign(static_cast<size_t>(kinds * shards->shard * width),
+                         0);
+  shards->flat.assign(static_cast<size_t>(shards->shard * ranks * width), 0);
+  std::memcpy(slot, &shards, sizeof(shards));
+  return 0;
+}
+
+inline void destroyShards(unsigned char *slot) {
+  delete shardsAt(slot);
+  std::memset(slot, 0, sizeof(Shards *));
+}
+
+/// Moment `kind` of the rank's shard: element f of the concatenation
+/// (lo <= f < hi) at [f - lo].
+template <typename T> T *shardMoments(const unsigned char *slot, int64_t kind) {
+  Shards *s = shardsAt(slot);
+  return reinterpret_cast<T *>(s->moments.data()) + kind * s->shard;
+}
+
+/// The elements [b, e) of a tensor at `offset` of the concatenation, `count`
+/// long, that the rank owns (b == e: none).
+inline void ownedRange(const Shards &s, int64_t offset, int64_t count,
+                       int64_t &b, int64_t &e) {
+  b = std::clamp<int64_t>(s.lo - offset, 0, count);
+  e = std::clamp<int64_t>(s.hi - offset, b, count);
+}
+
+/// The gradient at `offset` of the concatenation as the reduce-scatter
+/// left it: the rank's elements from `packed`, the rest 0 (so that the
+/// unscale's check and the clipping's sum see only the rank's shard).
+template <typename In, typename Out>
+void unpackShard(const Shards &s, const typename In::Storage *packed,
+                 int64_t offset, typename Out::Storage *mean, int64_t count) {
+  int64_t b, e;
+  ownedRange(s, offset, count, b, e);
+  for (int64_t i = 0; i < count; ++i)
+    mean[i] = Out::store(i >= b && i < e ? In::load(packed[offset + i]) : 0);
+}
+
+/// Waits for request `request` of `comm`; its message on failure.
+inline int32_t waitFor(const ampc_abi_comm *comm, int32_t request,
+                       unsigned char *errorSlot) {
+  if (comm->wait(comm->handle, request) != 0)
+    return fail(errorSlot, comm->last_error(comm->handle));
+  return 0;
+}
+
+/// `value` summed over the ranks (a blocking all-reduce of request
+/// `request`); unchanged alone.
+template <typename T>
+int32_t sumOverRanks(const Shards &s, int32_t request, T &value,
+                     unsigned char *errorSlot) {
+  if (!s.comm)
+    return 0;
+  const int32_t dtype = sizeof(T) == 8 ? AMPC_DTYPE_F64 : AMPC_DTYPE_F32;
+  if (s.comm->start(s.comm->handle, request, &value, 1, dtype) != 0)
+    return fail(errorSlot, s.comm->last_error(s.comm->handle));
+  return waitFor(s.comm, request, errorSlot);
+}
+
+/// After the last update: every rank's elements of the new parameters to
+/// every rank (`n` tensors at `offsets` of the concatenation, `counts`
+/// long, of the compute type T), through `flat`.
+template <typename T>
+int32_t gatherParameters(Shards &s, T *const *params, const int64_t *offsets,
+                         const int64_t *counts, int n,
+                         unsigned char *errorSlot) {
+  if (!s.comm)
+    return 0;
+  T *flat = reinterpret_cast<T *>(s.flat.data());
+  for (int k = 0; k < n; ++k) {
+    int64_t b, e;
+    ownedRange(s, offsets[k], counts[k], b, e);
+    std::memcpy(flat + offsets[k] + b, params[k] + b, (e - b) * sizeof(T));
+  }
+  const int32_t dtype = sizeof(T) == 8 ? AMPC_DTYPE_F64 : AMPC_DTYPE_F32;
+  const uint64_t count = static_cast<uint64_t>(s.shard * s.comm->size);
+  if (s.comm->all_gather(s.comm->handle, kGatherRequest, flat, count, dtype) !=
+      0)
+    return fail(errorSlot, s.comm->last_error(s.comm->handle));
+  if (int32_t code = waitFor(s.comm, kGatherRequest, errorSlot))
+    return code;
+  for (int k = 0; k < n; ++k)
+    std::memcpy(params[k], flat + offsets[k], counts[k] * sizeof(T));
+  return 0;
+}
+
+/// A checkpoint's view of moment `kind` of the tensor at `offset`
+/// (`count` elements): read_state gathers it from its owners (every rank
+/// must call it: a collective), write_state keeps the rank's elements.
+template <typename T>
+int32_t readShardedState(Shards &s, int64_t kind, int64_t offset,
+                         int64_t count, void *out, unsigned char *errorSlot) {
+  const T *mine = reinterpret_cast<const T *>(s.moments.data()) + kind * s.shard;
+  T *result = static_cast<T *>(out);
+  if (!s.comm) {
+    std::memcpy(result, mine + offset, count * sizeof(T));
+    return 0;
+  }
+  T *flat = reinterpret_cast<T *>(s.flat.data());
+  std::memcpy(flat + s.lo, mine, (s.hi - s.lo) * sizeof(T));
+  const int32_t dtype = sizeof(T) == 8 ? AMPC_DTYPE_F64 : AMPC_DTYPE_F32;
+  const uint64_t all = static_cast<uint64_t>(s.shard * s.comm->size);
+  if (s.comm->all_gather(s.comm->handle, kStateRequest, flat, all, dtype) != 0)
+    return fail(errorSlot, s.comm->last_error(s.comm->handle));
+  if (int32_t code = waitFor(s.comm, kStateRequest, errorSlot))
+    return code;
+  std::memcpy(result, flat + offset, count * sizeof(T));
+  return 0;
+}
+
+template <typename T>
+int32_t writeShardedState(Shards &s, int64_t kind, int64_t offset,
+                          int64_t count, const void *in) {
+  T *mine = reinterpret_cast<T *>(s.moments.data()) + kind * s.shard;
+  int64_t b, e;
+  ownedRange(s, offset, count, b, e);
+  std::memcpy(mine + (offset + b - s.lo), static_cast<const T *>(in) + b,
+              (e - b) * sizeof(T));
+  return 0;
 }
 
 } // namespace ampc::cpu
