@@ -9,8 +9,11 @@
 // (RANK, WORLD_SIZE, LOCAL_RANK); the rank binds the GPU of its local rank
 // (cudaSetDevice, before the library's init allocates anything); rank 0's
 // NCCL unique id reaches the others through MPI (initialized here when the
-// application has not, finalized at exit), so a job needs MPI's launcher
-// (a TCP rendezvous on MASTER_ADDR is not built). The all-reduce is
+// application has not, finalized at exit) under mpirun, or through a TCP
+// rendezvous (Rendezvous.h) where torchrun launched the job without MPI:
+// rank 0 listens on MASTER_PORT + 1 (AMPC_RENDEZVOUS_PORT overrides;
+// torchrun's own store holds MASTER_PORT) and the others connect to
+// MASTER_ADDR, within AMPC_COMM_TIMEOUT seconds (default 600). The all-reduce is
 // start_on_stream: ncclAllReduce(ncclSum) in place on the library's
 // communication stream, which a CUDA graph captures, and a host function
 // after it that counts the bytes; errors name the rank. ZeRO-1's
@@ -23,6 +26,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Runtime/ModelAbi.h"
+
+#include "Rendezvous.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -233,6 +238,31 @@ const char *lastError(void *handle) {
   return static_cast<NcclComm *>(handle)->error.c_str();
 }
 
+/// The communicator of `rank` of `ranks` on the unique id every rank now
+/// holds; null with a one-line message in `error`.
+const ampc_abi_comm *createOn(const ncclUniqueId &id, int rank, int ranks,
+                              char *error, size_t size) {
+  auto *c = new NcclComm();
+  if (ncclResult_t r = ncclCommInitRank(&c->comm, ranks, id, rank);
+      r != ncclSuccess) {
+    delete c;
+    std::snprintf(error, size, "rank %d: ncclCommInitRank: %s", rank,
+                  ncclGetErrorString(r));
+    return nullptr;
+  }
+  c->abi.struct_size = sizeof(ampc_abi_comm);
+  c->abi.rank = rank;
+  c->abi.size = ranks;
+  c->abi.handle = c;
+  c->abi.start = start;
+  c->abi.wait = wait;
+  c->abi.last_error = lastError;
+  c->abi.start_on_stream = startOnStream;
+  c->abi.reduce_scatter_on_stream = reduceScatterOnStream;
+  c->abi.all_gather_on_stream = allGatherOnStream;
+  return &c->abi;
+}
+
 } // namespace
 
 /// A communicator over every rank of the job, on the GPU of this rank's
@@ -258,6 +288,39 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_nccl_create(char *error,
                   std::to_string(devices) + " on this host)");
   if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
     return refuse(std::string("cudaSetDevice: ") + cudaGetErrorString(e));
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  // torchrun without mpirun: rank 0's unique id over TCP.
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMI_SIZE") &&
+      std::getenv("MASTER_ADDR")) {
+    int port = environmentInt({"AMPC_RENDEZVOUS_PORT"});
+    if (port < 0) {
+      const int master = environmentInt({"MASTER_PORT"});
+      port = master < 0 ? -1 : master + 1;
+    }
+    if (port <= 0 || port > 65535)
+      return refuse("MASTER_ADDR is set but neither AMPC_RENDEZVOUS_PORT nor "
+                    "MASTER_PORT gives a TCP port for NCCL's rendezvous");
+    double seconds = 600;
+    if (const char *text = std::getenv("AMPC_COMM_TIMEOUT"))
+      seconds = std::strtod(text, nullptr);
+    const int timeoutMs = seconds <= 0 || seconds > 2e6
+                              ? 2000000000
+                              : static_cast<int>(seconds * 1000);
+    if (rank == 0)
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+        return refuse(std::string("ncclGetUniqueId: ") +
+                      ncclGetErrorString(r));
+    std::string failed = ampc::tcpBroadcast(std::getenv("MASTER_ADDR"), port,
+                                            rank, ranks, &id, sizeof id,
+                                            timeoutMs);
+    if (!failed.empty()) {
+      std::snprintf(error, size, "NCCL's unique id over TCP: %s",
+                    failed.c_str());
+      return nullptr;
+    }
+    return createOn(id, rank, ranks, error, size);
+  }
   // Rank 0's unique id, broadcast through MPI.
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -276,30 +339,12 @@ AMPC_COMM_EXPORT const ampc_abi_comm *ampc_comm_nccl_create(char *error,
     return refuse("MPI's rank " + std::to_string(mpiRank) + " of " +
                   std::to_string(mpiSize) + " is not the environment's " +
                   std::to_string(rank) + " of " + std::to_string(ranks));
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof id);
   if (rank == 0)
     if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
       return refuse(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
   if (MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
     return refuse("MPI_Bcast of NCCL's unique id failed");
-  auto *c = new NcclComm();
-  if (ncclResult_t r = ncclCommInitRank(&c->comm, ranks, id, rank);
-      r != ncclSuccess) {
-    delete c;
-    return refuse(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
-  }
-  c->abi.struct_size = sizeof(ampc_abi_comm);
-  c->abi.rank = rank;
-  c->abi.size = ranks;
-  c->abi.handle = c;
-  c->abi.start = start;
-  c->abi.wait = wait;
-  c->abi.last_error = lastError;
-  c->abi.start_on_stream = startOnStream;
-  c->abi.reduce_scatter_on_stream = reduceScatterOnStream;
-  c->abi.all_gather_on_stream = allGatherOnStream;
-  return &c->abi;
+  return createOn(id, rank, ranks, error, size);
 }
 
 /// The bytes `comm` has all-reduced so far (this rank's buffers).
