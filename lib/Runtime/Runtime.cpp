@@ -1704,6 +1704,26 @@ ampc_status ampc_model_set_buffer(ampc_model *handle, int32_t index,
   return accessBuffer(kSetBuffer, handle, index, in, /*write=*/true);
 }
 
+/// ZeRO-1's libraries in a job of several ranks (ampc_model_save_checkpoint
+/// gathers the sharded moments: every rank calls it, rank 0 writes).
+static bool checkpointIsCollective(const Model &model) {
+  return model.allReduceLayout.rfind("shard;", 0) == 0 && model.communicator &&
+         model.communicator->comm->size > 1;
+}
+
+ampc_status ampc_model_checkpoint_is_collective(const ampc_model *handle,
+                                                int32_t *collective) {
+  constexpr const char *kCollective = "ampc_model_checkpoint_is_collective";
+  std::shared_ptr<Model> model = lookup(handle, kCollective);
+  if (!model)
+    return AMPC_ERROR_INVALID_ARGUMENT;
+  if (!collective)
+    return fail(AMPC_ERROR_INVALID_ARGUMENT, kCollective,
+                "collective is NULL");
+  *collective = checkpointIsCollective(*model) ? 1 : 0;
+  return AMPC_OK;
+}
+
 ampc_status ampc_model_data_parallel(const ampc_model *handle, int32_t *rank,
                                      int32_t *world_size,
                                      uint64_t *bytes_all_reduced) {
@@ -2180,8 +2200,7 @@ ampc_status ampc_model_save_checkpoint(const ampc_model *handle,
   // sharded moments gathered them from every rank (each rank called this),
   // and rank 0 alone writes the file, which does not depend on the number
   // of ranks.
-  if (model->allReduceLayout.rfind("shard;", 0) == 0 && model->communicator &&
-      model->communicator->comm->rank != 0)
+  if (checkpointIsCollective(*model) && model->communicator->comm->rank != 0)
     return AMPC_OK;
   for (const auto &d : data)
     pointers.push_back(d.data());

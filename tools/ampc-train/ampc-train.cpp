@@ -657,9 +657,15 @@ int Trainer::run() {
   if (ranks > 1) {
     // Rank 0 speaks and writes for all: the ranks' parameters are the same.
     rankPrefix = "rank " + std::to_string(rank) + ": ";
+    // A sharded optimizer's checkpoint is a collective: every rank saves
+    // (gathering the moments), rank 0 writes.
+    int32_t collective = 0;
+    check(ampc_model_checkpoint_is_collective(model, &collective), o.library);
     if (rank != 0) {
       o.quiet = true;
-      o.metrics.clear(), o.checkpoint.clear(), o.plot.clear();
+      if (!collective)
+        o.checkpoint.clear();
+      o.metrics.clear(), o.plot.clear();
       o.exportOnnx.clear(), o.predict.clear(), o.outputs.clear();
       o.evalInputs.clear(), o.evalLabels.clear();
     }

@@ -593,6 +593,15 @@ AMPC_API ampc_status ampc_model_get_scaler_state(const ampc_model *model,
 AMPC_API ampc_status ampc_model_set_scaler_state(ampc_model *model,
                                                  const ampc_scaler_state *in);
 
+/// Writes 1 to `*collective` when ampc_model_save_checkpoint is a
+/// collective call for this instance: a library compiled with
+/// --shard-optimizer running on several ranks, whose optimizer moments are
+/// sharded (every rank must call it with the same path; rank 0 writes the
+/// file, which does not depend on the number of ranks); 0 otherwise (each
+/// instance writes its own file). Errors: AMPC_ERROR_INVALID_ARGUMENT.
+AMPC_API ampc_status ampc_model_checkpoint_is_collective(
+    const ampc_model *model, int32_t *collective);
+
 /// Writes every piece of training state (parameters, BatchNorm running
 /// statistics, optimizer moments, learning rate, scaler state and step
 /// counters) to `path`: a versioned,
