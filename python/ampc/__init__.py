@@ -157,7 +157,38 @@ def export(module: Any, example_inputs: Any, path: PathLike,
                           dynamic_axes=dynamic_axes)
     finally:
         _restore_module_state(module, saved)
+    _restore_buffers_in_file(path, saved[0],
+                             [n for n, _ in module.named_buffers()])
     return path
+
+
+def _restore_buffers_in_file(path: PathLike, tensors: Dict[str, Any],
+                             buffers: Sequence[str]) -> None:
+    """torch.onnx.export writes the initializers after its forward pass in
+    training mode, which moved BatchNorm's running statistics and counted
+    a batch: a library compiled from the file would start from statistics
+    the module never had. Puts the buffers' values from before the export
+    back into the file's initializers of the same names (tensors kept in
+    external data files are left alone: torch keeps small ones inline)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    wanted = set(buffers)
+    changed = False
+    for i, initializer in enumerate(model.graph.initializer):
+        if (initializer.name not in wanted or initializer.name not in tensors
+                or initializer.data_location == onnx.TensorProto.EXTERNAL):
+            continue
+        before = tensors[initializer.name].cpu().numpy()
+        now = numpy_helper.to_array(initializer)
+        if now.shape != before.shape or np.array_equal(now, before):
+            continue
+        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+            before.astype(now.dtype), initializer.name))
+        changed = True
+    if changed:
+        onnx.save(model, os.fspath(path))
 
 
 def frozen_names(module: Any) -> List[str]:

@@ -198,3 +198,26 @@ assert states and not any(s.startswith(("pe.", "mask.", '"pe', '"mask'))
                           for s in states), states
 print("buffers: optimizer state for %d tensors, none for pe or mask" %
       sum(s.endswith(".exp_avg") for s in states))
+
+# BatchNorm's running statistics start as the module has them: the
+# export's forward pass in training mode moves the statistics it writes to
+# the file, and ampc.export puts the module's values back in the file.
+norm = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+with torch.no_grad():
+    norm[1].running_mean.fill_(0.5)
+    norm[1].running_var.fill_(2.0)
+example = torch.randn(8, 4, generator=torch.Generator().manual_seed(5))
+import onnx as onnx_module  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+exported = ampc.export(norm, (example,), os.path.join(work, "norm.onnx"))
+initial = {i.name: numpy_helper.to_array(i)
+           for i in onnx_module.load(exported).graph.initializer}
+compiled = ampc.compile(norm, (example,), os.path.join(work, "norm.so"),
+                        target=target, precision="fp32", loss="mse")
+state = compiled.state_dict()
+for name in ("1.running_mean", "1.running_var"):
+    want = norm.state_dict()[name].numpy()
+    assert np.array_equal(initial[name], want), (name, initial[name], want)
+    assert np.array_equal(state[name], want), (name, state[name], want)
+print("BatchNorm: the exported file and the library start from the "
+      "module's running statistics (mean 0.5, variance 2)")
