@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -1594,56 +1595,23 @@ TEST(CudaSimCublasLtFp8, NullScalesAreOneAndCodesDecodeExactly) {
 
 /// Each rule of the FP8 GEMMs refused once, with the message checked.
 TEST(CudaSimCublasLtFp8, RulesAreEnforced) {
-  {
+  // Each case changes the GEMM before its descriptors are made.
+  const std::pair<std::function<void(Fp8Gemm &)>, const char *> cases[] = {
+      {[](Fp8Gemm &g) { g.aType = CUDA_R_8F_E5M2; }, "both CUDA_R_8F_E5M2"},
+      {[](Fp8Gemm &g) { g.transA = CUBLAS_OP_N; }, "the \"TN\" form"},
+      {[](Fp8Gemm &g) { g.bType = CUDA_R_16BF; }, "take FP8 A and B"},
+      {[](Fp8Gemm &g) { g.k = 24; }, "lda is 24 bytes, not a multiple of 16"},
+      {[](Fp8Gemm &g) { g.m = 12; }, "ldc is 24 bytes, not a multiple of 16"},
+      {[](Fp8Gemm &g) { g.dType = CUDA_R_8F_E4M3; },
+       "an FP8 D (CUDA_R_8F_E4M3, with D_SCALE_POINTER) is not simulated"},
+      {[](Fp8Gemm &g) { g.compute = CUBLAS_COMPUTE_32F_PEDANTIC; },
+       "FP8 needs CUBLAS_COMPUTE_32F and CUDA_R_32F"},
+  };
+  for (const auto &[change, message] : cases) {
     Fp8Gemm g;
-    g.bType = CUDA_R_8F_E5M2;
-    g.aType = CUDA_R_8F_E5M2;
+    change(g);
     g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "both CUDA_R_8F_E5M2"));
-  }
-  {
-    Fp8Gemm g;
-    g.transA = CUBLAS_OP_N;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "the \"TN\" form"));
-  }
-  {
-    Fp8Gemm g;
-    g.bType = CUDA_R_16BF;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "take FP8 A and B"));
-  }
-  {
-    Fp8Gemm g;
-    g.k = 24;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "lda is 24 bytes, not a multiple of 16"));
-  }
-  {
-    Fp8Gemm g;
-    g.m = 12;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "ldc is 24 bytes, not a multiple of 16"));
-  }
-  {
-    Fp8Gemm g;
-    g.dType = CUDA_R_8F_E4M3;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "an FP8 D (CUDA_R_8F_E4M3, with D_SCALE_POINTER) is "
-                          "not simulated"));
-  }
-  {
-    Fp8Gemm g;
-    g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;
-    g.create();
-    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED,
-                          "FP8 needs CUBLAS_COMPUTE_32F and CUDA_R_32F"));
+    EXPECT_TRUE(failsWith(g.heuristic(), CUBLAS_STATUS_NOT_SUPPORTED, message));
   }
   {
     Fp8Gemm g;

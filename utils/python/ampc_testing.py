@@ -11,6 +11,8 @@ numpy is imported here; torch and onnx only by the functions that need
 them, so that numpy-only scripts do not pay for loading torch, and a
 benchmark can set its thread counts before torch starts.
 """
+import json
+import os
 import statistics
 import subprocess
 import time
@@ -231,3 +233,17 @@ def median_times(functions, warmup, runs):
             function()
             measured.append(time.perf_counter() - start)
     return [statistics.median(t) for t in times]
+
+
+def save_results(work, results):
+    """Each entry of `results` as WORK/KEY.json (one process's results, for
+    a later process to compare)."""
+    for key, result in results.items():
+        with open(os.path.join(work, key + ".json"), "w") as f:
+            json.dump(result, f)
+
+
+def load_result(work, key):
+    """What save_results wrote for `key` in `work`."""
+    with open(os.path.join(work, key + ".json")) as f:
+        return json.load(f)

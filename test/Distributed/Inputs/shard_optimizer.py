@@ -19,12 +19,13 @@ steps; the "one" library's checkpoint of step HALF is loaded by the sharded
 ranks, which take the remaining steps.
 """
 import ctypes
-import json
 import os
 import subprocess
 import sys
 
 import numpy as np
+
+import ampc_testing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel as dp  # noqa: E402  (the MLP, its batches, difference)
@@ -93,15 +94,7 @@ def state_size(path):
     return lib.ampc_model_entry().contents[12]
 
 
-def save(work, results):
-    for key, result in results.items():
-        with open(os.path.join(work, key + ".json"), "w") as f:
-            json.dump(result, f)
-
-
-def load(work, key):
-    with open(os.path.join(work, key + ".json")) as f:
-        return json.load(f)
+save, load = ampc_testing.save_results, ampc_testing.load_result
 
 
 def main():

@@ -20,12 +20,13 @@ BatchNorm2d: what torch.nn.SyncBatchNorm over 2 ranks of B computes by
 definition (torch 1.13's SyncBatchNorm itself runs on CUDA tensors only).
 """
 import concurrent.futures
-import json
 import os
 import subprocess
 import sys
 
 import numpy as np
+
+import ampc_testing
 
 STEPS = 20
 B = 4
@@ -135,15 +136,7 @@ def train_torch(work):
     return result
 
 
-def save(work, results):
-    for key, result in results.items():
-        with open(os.path.join(work, key + ".json"), "w") as f:
-            json.dump(result, f)
-
-
-def load(work, key):
-    with open(os.path.join(work, key + ".json")) as f:
-        return json.load(f)
+save, load = ampc_testing.save_results, ampc_testing.load_result
 
 
 def tensors(result):
