@@ -65,8 +65,10 @@ std::optional<GemmDims> gemmDims(Operation *op) {
                     product(shape(matmul.getResult()).drop_back(2))};
   }
   if (auto batched = dyn_cast<ampc::BatchedGemmOp>(op))
-    return GemmDims{batched.getM(), batched.getN(), batched.getK(),
-                    batched.getBatch()};
+    return GemmDims{static_cast<int64_t>(batched.getM()),
+                    static_cast<int64_t>(batched.getN()),
+                    static_cast<int64_t>(batched.getK()),
+                    static_cast<int64_t>(batched.getBatch())};
   return std::nullopt;
 }
 
